@@ -1,0 +1,1 @@
+//! Analysis and emission.

@@ -1,0 +1,1 @@
+//! Proc-macro shell.

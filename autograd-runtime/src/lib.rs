@@ -1,0 +1,1 @@
+//! The runtime: variables, nodes, saved variables, engine.
