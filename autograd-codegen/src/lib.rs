@@ -1,1 +1,10 @@
-//! Analysis and emission.
+//! The analysis and code emission behind `autograd_ops!`.
+//!
+//! Data flows `model` (schemas, `native_functions.yaml`, `derivatives.yaml`, parsed and
+//! located) -> `analysis` (torchgen's: matching entries to functions, saved attributes,
+//! differentiable outputs) -> `emit` (Rust tokens). The proc-macro, the `autograd-gen` CLI and
+//! build scripts all call this crate.
+
+pub mod diagnostics;
+pub mod model;
+pub mod yaml;

@@ -1,0 +1,1 @@
+//! Functions torchgen generates from `autogen:` (placeholder).

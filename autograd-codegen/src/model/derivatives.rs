@@ -1,0 +1,1 @@
+//! derivatives.yaml (placeholder).

@@ -1,0 +1,248 @@
+//! A located YAML tree: every node keeps its line, so every error can name one.
+//!
+//! Built on `saphyr-parser`'s event stream (a maintained, pure-Rust YAML 1.2 parser with
+//! source spans; `serde_yaml` is archived and loses locations). Only what PyTorch's YAML
+//! files use is kept: maps, sequences and scalars. Scalars stay text; [`Node::as_bool`]
+//! reads booleans as PyYAML does (`True`, `true`, `False`, `false`).
+
+use crate::diagnostics::{Diagnostic, Location};
+use saphyr_parser::{Event, Parser, ScalarStyle};
+use std::sync::Arc;
+
+/// A YAML node with its position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// What it holds.
+    pub value: Value,
+    /// 1-based line of its first character.
+    pub line: usize,
+    /// 0-based column.
+    pub column: usize,
+}
+
+/// The node's content.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// A scalar; `plain` is false for quoted and block scalars.
+    Scalar {
+        /// The text.
+        text: String,
+        /// Unquoted.
+        plain: bool,
+    },
+    /// A sequence.
+    Seq(Vec<Node>),
+    /// A mapping, in file order.
+    Map(Vec<(Node, Node)>),
+}
+
+impl Node {
+    /// The text of a scalar.
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::Scalar { text, .. } => Some(text),
+            _ => None,
+        }
+    }
+
+    /// A plain scalar read as a YAML 1.1 boolean.
+    pub fn as_bool(&self) -> Option<bool> {
+        match &self.value {
+            Value::Scalar { text, plain: true } => match text.as_str() {
+                "true" | "True" | "TRUE" => Some(true),
+                "false" | "False" | "FALSE" => Some(false),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The entries of a mapping.
+    pub fn as_map(&self) -> Option<&[(Node, Node)]> {
+        match &self.value {
+            Value::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The items of a sequence.
+    pub fn as_seq(&self) -> Option<&[Node]> {
+        match &self.value {
+            Value::Seq(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value of key `key` in a mapping.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.as_map()?
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(_, v)| v)
+    }
+
+    /// This node's location in `file`.
+    pub fn location(&self, file: &Arc<str>) -> Location {
+        Location {
+            file: file.clone(),
+            line: self.line,
+            column: self.column,
+        }
+    }
+
+    /// A short description of the node's kind, for messages.
+    pub fn kind_name(&self) -> &'static str {
+        match &self.value {
+            Value::Scalar { .. } => "a string",
+            Value::Seq(_) => "a list",
+            Value::Map(_) => "a mapping",
+        }
+    }
+}
+
+/// Parse the first document of `text`; `Ok(None)` for an empty file.
+pub fn parse(file: &Arc<str>, text: &str) -> Result<Option<Node>, Diagnostic> {
+    let mut parser = Parser::new_from_str(text);
+    let mut stack: Vec<(Node, Option<Node>)> = Vec::new();
+    let mut root: Option<Node> = None;
+    let error = |line: usize, col: usize, message: String| Diagnostic {
+        location: Location {
+            file: file.clone(),
+            line,
+            column: col,
+        },
+        entry: None,
+        message,
+    };
+    while let Some(event) = parser.next_event() {
+        let (event, span) = event.map_err(|e| {
+            error(
+                e.marker().line(),
+                e.marker().col(),
+                format!("invalid YAML: {}", e.info()),
+            )
+        })?;
+        let (line, column) = (span.start.line(), span.start.col());
+        let node = match event {
+            Event::Scalar(text, style, _, _) => Node {
+                value: Value::Scalar {
+                    text: text.into_owned(),
+                    plain: style == ScalarStyle::Plain,
+                },
+                line,
+                column,
+            },
+            Event::SequenceStart(..) => {
+                stack.push((
+                    Node {
+                        value: Value::Seq(Vec::new()),
+                        line,
+                        column,
+                    },
+                    None,
+                ));
+                continue;
+            }
+            Event::MappingStart(..) => {
+                stack.push((
+                    Node {
+                        value: Value::Map(Vec::new()),
+                        line,
+                        column,
+                    },
+                    None,
+                ));
+                continue;
+            }
+            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+                Some((n, None)) => n,
+                Some((n, Some(_))) => {
+                    return Err(error(
+                        n.line,
+                        n.column,
+                        "invalid YAML: mapping key without value".into(),
+                    ));
+                }
+                None => {
+                    return Err(error(
+                        line,
+                        column,
+                        "invalid YAML: unbalanced collection".into(),
+                    ));
+                }
+            },
+            Event::Alias(_) => {
+                return Err(error(
+                    line,
+                    column,
+                    "YAML aliases are not supported here".into(),
+                ));
+            }
+            Event::DocumentEnd => {
+                if root.is_some() {
+                    break;
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        // Attach the finished node to its parent.
+        match stack.last_mut() {
+            None => {
+                if root.is_none() {
+                    root = Some(node);
+                }
+            }
+            Some((parent, pending_key)) => match &mut parent.value {
+                Value::Seq(items) => items.push(node),
+                Value::Map(entries) => match pending_key.take() {
+                    None => *pending_key = Some(node),
+                    Some(k) => entries.push((k, node)),
+                },
+                Value::Scalar { .. } => unreachable!("scalars are never on the stack"),
+            },
+        }
+    }
+    Ok(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_lines_and_structure() {
+        let file: Arc<str> = "t.yaml".into();
+        let text = "- name: a(Tensor self) -> Tensor\n  self: grad\n\n- name: b\n  output_differentiability: [True, false]\n";
+        let root = parse(&file, text).unwrap().unwrap();
+        let items = root.as_seq().unwrap();
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0].line, 1);
+        assert_eq!(items[1].line, 4);
+        assert_eq!(items[0].get("self").unwrap().as_str(), Some("grad"));
+        assert_eq!(items[0].get("self").unwrap().line, 2);
+        let od = items[1]
+            .get("output_differentiability")
+            .unwrap()
+            .as_seq()
+            .unwrap();
+        assert_eq!(od[0].as_bool(), Some(true));
+        assert_eq!(od[1].as_bool(), Some(false));
+    }
+
+    #[test]
+    fn reports_bad_yaml_with_line() {
+        let file: Arc<str> = "bad.yaml".into();
+        let err = parse(&file, "- name: a\n  self: [grad\n- x").unwrap_err();
+        assert_eq!(&*err.location.file, "bad.yaml");
+        assert!(err.location.line >= 2, "{err}");
+        assert!(err.message.starts_with("invalid YAML"), "{err}");
+    }
+
+    #[test]
+    fn quoted_true_is_not_bool() {
+        let file: Arc<str> = "q.yaml".into();
+        let root = parse(&file, "a: 'True'\n").unwrap().unwrap();
+        assert_eq!(root.get("a").unwrap().as_bool(), None);
+    }
+}
