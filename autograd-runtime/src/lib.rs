@@ -1,1 +1,156 @@
-//! The runtime: variables, nodes, saved variables, engine.
+//! The autograd runtime: variables, backward nodes, saved variables and the
+//! backward engine, with PyTorch's semantics, generic over a tensor library's
+//! raw tensor type.
+//!
+//! The model (see `docs/runtime.md` in the repository for the long version):
+//!
+//! * [`Tensor`]: the raw tensor type; the runtime needs only `add`,
+//!   `ones_like`/`zeros_like`, shape, dtype and a NaN check.
+//! * [`Variable<T>`]: data plus autograd metadata (requires_grad, `.grad`,
+//!   `grad_fn` + output index, a version counter shared with aliases, hooks,
+//!   a name). A cheap `Arc` handle, `Send + Sync`.
+//! * [`Node<T>`]: a backward function. [`record`] puts one in the graph with
+//!   one [`Edge`] per differentiable input and returns the output variables.
+//! * [`SavedVariable<T>`]: what a node saves; detects in-place modification
+//!   and use after release, and saves outputs without a reference cycle.
+//! * Engine: [`backward`] and [`grad`] (`torch.autograd.backward` / `grad`),
+//!   run on the calling thread; `create_graph` gives higher-order gradients.
+//! * Modes: [`no_grad`], [`enable_grad`], [`set_grad_enabled`] (thread-local),
+//!   [`detect_anomaly`] (anomaly mode, also thread-local).
+//! * [`to_dot`]: Graphviz export of the recorded graph.
+//!
+//! # What generated code looks like
+//!
+//! A differentiable op is a raw computation, a check whether anything needs
+//! recording, a node with typed saved fields, and [`record`]. The same API
+//! serves hand-written nodes (the equivalent of `torch.autograd.Function`):
+//!
+//! ```
+//! use autograd_runtime::*;
+//! # use std::sync::Arc;
+//! # #[derive(Clone, Debug)]
+//! # pub struct S(Arc<f64>);
+//! # impl Tensor for S {
+//! #     fn shape(&self) -> &[usize] { &[] }
+//! #     fn dtype(&self) -> &'static str { "f64" }
+//! #     fn ones_like(&self) -> Self { S(Arc::new(1.0)) }
+//! #     fn zeros_like(&self) -> Self { S(Arc::new(0.0)) }
+//! #     fn add(&self, o: &Self) -> Self { S(Arc::new(*self.0 + *o.0)) }
+//! #     fn has_nan(&self) -> bool { self.0.is_nan() }
+//! # }
+//! # fn raw_mul(a: &S, b: &S) -> S { S(Arc::new(*a.0 * *b.0)) }
+//! # fn raw_exp(a: &S) -> S { S(Arc::new(a.0.exp())) }
+//!
+//! /// Backward of `mul`: saves both inputs.
+//! pub struct MulBackward0<T: Tensor> {
+//!     pub self_: SavedVariable<T>,
+//!     pub other: SavedVariable<T>,
+//! }
+//!
+//! impl Node<S> for MulBackward0<S> {
+//!     fn name(&self) -> &str { "MulBackward0" }
+//!     fn apply(&mut self, grads: VariableList<S>) -> Result<VariableList<S>, AutogradError> {
+//!         let Some(g) = &grads[0] else { return Ok(variable_list![None, None]) };
+//!         // Formulas use differentiable ops on Variables: with create_graph
+//!         // the engine runs this in grad mode and it records a graph.
+//!         let (a, b) = (self.self_.unpack()?, self.other.unpack()?);
+//!         Ok(variable_list![Some(mul(g, &b)), Some(mul(g, &a))])
+//!     }
+//!     fn release_variables(&mut self) { self.self_.reset(); self.other.reset(); }
+//!     fn visit_saved(&self, f: &mut dyn FnMut(&str, &SavedVariable<S>)) {
+//!         f("self", &self.self_); f("other", &self.other);
+//!     }
+//! }
+//!
+//! pub fn mul(a: &Variable<S>, b: &Variable<S>) -> Variable<S> {
+//!     let raw = raw_mul(&a.data(), &b.data());
+//!     if !should_record(&[a, b]) {
+//!         return Variable::from_data(raw);
+//!     }
+//!     let node = MulBackward0 { self_: SavedVariable::new(a, false), other: SavedVariable::new(b, false) };
+//!     let ([out], _handle) = record(node, &[Some(a), Some(b)], [raw]);
+//!     out
+//! }
+//!
+//! /// Backward of `exp`: saves its own output (weakly w.r.t. the node).
+//! pub struct ExpBackward0<T: Tensor> { pub result: SavedVariable<T> }
+//!
+//! impl Node<S> for ExpBackward0<S> {
+//!     fn name(&self) -> &str { "ExpBackward0" }
+//!     fn apply(&mut self, grads: VariableList<S>) -> Result<VariableList<S>, AutogradError> {
+//!         let result = self.result.unpack()?;
+//!         Ok(variable_list![grads[0].as_ref().map(|g| mul(g, &result))])
+//!     }
+//!     fn release_variables(&mut self) { self.result.reset(); }
+//! }
+//!
+//! pub fn exp(a: &Variable<S>) -> Variable<S> {
+//!     let raw = raw_exp(&a.data());
+//!     if !should_record(&[a]) {
+//!         return Variable::from_data(raw);
+//!     }
+//!     let node = ExpBackward0 { result: SavedVariable::default() };
+//!     let ([out], handle) = record(node, &[Some(a)], [raw]);
+//!     // Save the output once it exists: typed access to the node in the graph.
+//!     handle.with(|n| n.result = SavedVariable::new(&out, true));
+//!     out
+//! }
+//!
+//! let x = Variable::new(S(Arc::new(2.0)), true);
+//! let y = exp(&mul(&x, &x)); // y = exp(x²), dy/dx = 2x·exp(x²)
+//! y.backward()?;
+//! let gx = *x.grad().unwrap().data().0;
+//! assert!((gx - 4.0 * 4f64.exp()).abs() < 1e-9);
+//!
+//! // A second backward through released saved variables fails like PyTorch.
+//! let err = y.backward().unwrap_err();
+//! assert!(err.to_string().starts_with("Trying to backward through the graph a second time"));
+//! # Ok::<(), AutogradError>(())
+//! ```
+//!
+//! # In-place ops, views, `out=`
+//!
+//! * [`Variable::check_inplace`] (PyTorch's `check_inplace`), then
+//!   [`record_inplace`] (edges from the old history, replace data, bump the
+//!   version, rebase `grad_fn` to the new node), or, without recording,
+//!   [`Variable::set_data`] + [`Variable::bump_version`].
+//! * Views and aliases share the version counter:
+//!   [`Variable::share_version_counter`], [`Variable::alias`],
+//!   [`Variable::detach`].
+//! * `out=` variants: [`check_out`].
+//!
+//! # Performance
+//!
+//! Per recorded op: one `Arc` for the node (edges and output metadata stored
+//! inline for up to two inputs/one output), one per output variable; no
+//! allocation for gradient lists of up to two entries ([`VariableList`]).
+//! Backward runs on the calling thread with a dependency count per vertex.
+
+#![warn(missing_docs)]
+
+mod dot;
+mod engine;
+mod error;
+mod list;
+mod mode;
+mod node;
+pub mod ops;
+mod saved;
+mod tensor;
+mod variable;
+
+pub use dot::to_dot;
+pub use engine::{GradOptions, backward, grad, grad_with};
+pub use error::{AutogradError, ERR_BACKWARD_TWICE};
+pub use list::{IntoIter, OptList};
+pub use mode::{
+    AnomalyModeGuard, GradModeGuard, detect_anomaly, enable_grad, is_anomaly_enabled,
+    is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled,
+};
+pub use node::{
+    Edge, HookId, Node, NodeCell, NodeHandle, NodeRef, PostHook, PreHook, TensorHook,
+    VariableList, check_out, live_nodes, record, record_inplace, record_vec, should_record,
+};
+pub use saved::SavedVariable;
+pub use tensor::{Tensor, TensorMeta};
+pub use variable::Variable;

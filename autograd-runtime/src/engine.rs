@@ -1,0 +1,603 @@
+//! The backward engine: [`backward`] and [`grad`].
+//!
+//! Single-threaded per call, on the calling thread (several threads may run
+//! their own backward passes at once). Like PyTorch's engine: a graph task
+//! counts, for every vertex reachable from the roots, how many edges lead to
+//! it; a vertex runs once all its gradients are in, the ready vertex with
+//! the highest sequence number first; gradients that meet at the same input
+//! slot are summed (differentiably under `create_graph`).
+
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use crate::error::AutogradError;
+use crate::mode::{is_anomaly_enabled, set_grad_enabled};
+use crate::node::{DynCell, Edge, VariableList, lock};
+use crate::ops;
+use crate::tensor::{Tensor, TensorMeta};
+use crate::variable::Variable;
+
+/// Computes the gradients of `tensors` w.r.t. the graph leaves and
+/// accumulates them into the leaves' `.grad` (and retained non-leaves).
+///
+/// * `grad_tensors`: one gradient per tensor (`None` = implicit ones, only
+///   for one-element tensors), or an empty slice for all-implicit.
+/// * `retain_graph`: keep saved variables so that the graph can be
+///   backpropagated again; without it, saved variables are released as the
+///   nodes run and a second backward through them fails.
+/// * `create_graph`: run the backward formulas with grad mode on, so the
+///   gradients have a graph of their own (higher-order derivatives). As in
+///   PyTorch you usually want `retain_graph` too.
+pub fn backward<T: Tensor>(
+    tensors: &[Variable<T>],
+    grad_tensors: &[Option<Variable<T>>],
+    retain_graph: bool,
+    create_graph: bool,
+) -> Result<(), AutogradError> {
+    let roots = make_roots(tensors, grad_tensors)?;
+    run(&roots, None, retain_graph, create_graph)?;
+    Ok(())
+}
+
+/// Computes and returns the gradients of `outputs` w.r.t. `inputs` without
+/// touching any `.grad` (`torch.autograd.grad`). Only the part of the graph
+/// between the outputs and the inputs runs.
+///
+/// With `allow_unused`, an input not reached from the outputs gets `None`;
+/// without it that is an error. See [`grad_with`] for `materialize_grads`.
+pub fn grad<T: Tensor>(
+    outputs: &[Variable<T>],
+    inputs: &[Variable<T>],
+    grad_outputs: &[Option<Variable<T>>],
+    retain_graph: bool,
+    create_graph: bool,
+    allow_unused: bool,
+) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
+    grad_with(
+        outputs,
+        inputs,
+        grad_outputs,
+        GradOptions {
+            retain_graph,
+            create_graph,
+            allow_unused,
+            materialize_grads: false,
+        },
+    )
+}
+
+/// Options of [`grad_with`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GradOptions {
+    /// Keep saved variables for another backward.
+    pub retain_graph: bool,
+    /// Record the backward pass (higher-order gradients).
+    pub create_graph: bool,
+    /// Unreachable inputs give `None` instead of an error.
+    pub allow_unused: bool,
+    /// Unreachable inputs give zeros (`zeros_like`) instead of `None`
+    /// (implies `allow_unused`).
+    pub materialize_grads: bool,
+}
+
+/// [`grad`] with all options.
+pub fn grad_with<T: Tensor>(
+    outputs: &[Variable<T>],
+    inputs: &[Variable<T>],
+    grad_outputs: &[Option<Variable<T>>],
+    opts: GradOptions,
+) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
+    let roots = make_roots(outputs, grad_outputs)?;
+    let mut captures = Vec::with_capacity(inputs.len());
+    for v in inputs {
+        captures.push(
+            v.gradient_edge()
+                .ok_or(AutogradError::InputDoesNotRequireGrad)?,
+        );
+    }
+    let mut res = run(&roots, Some(&captures), opts.retain_graph, opts.create_graph)?;
+    for (r, v) in res.iter_mut().zip(inputs) {
+        if r.is_none() {
+            if opts.materialize_grads {
+                *r = Some(Variable::from_data(v.with_data(T::zeros_like)));
+            } else if !opts.allow_unused {
+                return Err(AutogradError::UnusedInput);
+            }
+        }
+    }
+    Ok(res)
+}
+
+fn make_roots<T: Tensor>(
+    tensors: &[Variable<T>],
+    grads: &[Option<Variable<T>>],
+) -> Result<Vec<(Edge<T>, Option<Variable<T>>)>, AutogradError> {
+    if !grads.is_empty() && grads.len() != tensors.len() {
+        return Err(AutogradError::GradOutputsLength {
+            tensors: tensors.len(),
+            grads: grads.len(),
+        });
+    }
+    let mut seeds = Vec::with_capacity(tensors.len());
+    for (i, t) in tensors.iter().enumerate() {
+        let g = match grads.get(i).cloned().flatten() {
+            Some(g) => {
+                let (gs, os) = (g.shape(), t.shape());
+                if gs != os {
+                    return Err(AutogradError::GradOutputShape {
+                        index: i,
+                        grad: gs,
+                        output: os,
+                    });
+                }
+                Some(g)
+            }
+            None if t.requires_grad() => {
+                let ones = t.with_data(|d| (d.numel() == 1).then(|| d.ones_like()));
+                Some(Variable::from_data(
+                    ones.ok_or(AutogradError::NonScalarImplicitGrad)?,
+                ))
+            }
+            None => None,
+        };
+        seeds.push(g);
+    }
+    let mut roots = Vec::with_capacity(tensors.len());
+    for (i, (t, g)) in tensors.iter().zip(seeds).enumerate() {
+        let edge = t
+            .gradient_edge()
+            .ok_or(AutogradError::DoesNotRequireGrad { index: i })?;
+        roots.push((edge, g));
+    }
+    Ok(roots)
+}
+
+/// Multiplicative hash for addresses (the std SipHash costs more than the
+/// rest of a backward step on small tensors).
+#[derive(Default)]
+struct PtrHasher(u64);
+
+impl Hasher for PtrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64 ^ self.0.rotate_left(8));
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        let h = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 29);
+    }
+}
+
+type PtrMap<V> = HashMap<usize, V, BuildHasherDefault<PtrHasher>>;
+
+enum Vertex<'a, T: Tensor> {
+    Node(&'a DynCell<T>),
+    Leaf(&'a Variable<T>),
+}
+
+impl<T: Tensor> Clone for Vertex<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Tensor> Copy for Vertex<'_, T> {}
+
+impl<'a, T: Tensor> Vertex<'a, T> {
+    fn of(edge: &'a Edge<T>) -> (Self, usize) {
+        match edge {
+            Edge::Node { node, input_nr } => (Vertex::Node(node.cell()), *input_nr as usize),
+            Edge::Leaf(v) => (Vertex::Leaf(v), 0),
+        }
+    }
+
+    fn key(&self) -> usize {
+        match self {
+            Vertex::Node(c) => *c as *const DynCell<T> as *const u8 as usize,
+            Vertex::Leaf(v) => v.inner_ptr(),
+        }
+    }
+
+    fn num_inputs(&self) -> usize {
+        match self {
+            Vertex::Node(c) => c.meta.len(),
+            Vertex::Leaf(_) => 1,
+        }
+    }
+
+    fn seq(&self) -> u64 {
+        match self {
+            Vertex::Node(c) => c.seq,
+            Vertex::Leaf(_) => u64::MAX,
+        }
+    }
+}
+
+struct VState<'a, T: Tensor> {
+    vertex: Vertex<'a, T>,
+    deps: u32,
+    exec: bool,
+    capture: bool,
+    buffer: VariableList<T>,
+}
+
+struct Task<'a, T: Tensor> {
+    index: PtrMap<u32>,
+    states: Vec<VState<'a, T>>,
+    ready: BinaryHeap<(u64, u32)>,
+}
+
+impl<'a, T: Tensor> Task<'a, T> {
+    fn insert(&mut self, v: Vertex<'a, T>) -> (u32, bool) {
+        let n = self.states.len() as u32;
+        let e = self.index.entry(v.key()).or_insert(n);
+        if *e == n {
+            self.states.push(VState {
+                vertex: v,
+                deps: 0,
+                exec: true,
+                capture: false,
+                buffer: VariableList::new(),
+            });
+            (n, true)
+        } else {
+            (*e, false)
+        }
+    }
+
+    fn lookup(&self, edge: &Edge<T>) -> Option<u32> {
+        let (v, _) = Vertex::of(edge);
+        self.index.get(&v.key()).copied()
+    }
+
+    fn deliver(&mut self, edge: &'a Edge<T>, grad: Option<Variable<T>>) {
+        let (v, nr) = Vertex::of(edge);
+        let Some(&i) = self.index.get(&v.key()) else {
+            return;
+        };
+        let st = &mut self.states[i as usize];
+        if st.buffer.is_empty() {
+            st.buffer = VariableList::with_len(st.vertex.num_inputs());
+        }
+        if let Some(g) = grad {
+            if let Some(slot) = st.buffer.get_mut(nr) {
+                *slot = Some(match slot.take() {
+                    None => g,
+                    Some(old) => ops::add(&old, &g),
+                });
+            }
+        }
+        st.deps -= 1;
+        if st.deps == 0 && (st.exec || st.capture) {
+            self.ready.push((st.vertex.seq(), i));
+        }
+    }
+}
+
+fn run<'a, T: Tensor>(
+    roots: &'a [(Edge<T>, Option<Variable<T>>)],
+    captures: Option<&'a [Edge<T>]>,
+    keep_graph: bool,
+    create_graph: bool,
+) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
+    let _mode = set_grad_enabled(create_graph);
+    let mut task = Task {
+        index: PtrMap::default(),
+        states: Vec::new(),
+        ready: BinaryHeap::new(),
+    };
+    // 1. Dependencies of every vertex reachable from the roots.
+    let mut stack = Vec::new();
+    for (edge, _) in roots {
+        let (i, new) = task.insert(Vertex::of(edge).0);
+        if new {
+            stack.push(i);
+        }
+        task.states[i as usize].deps += 1;
+    }
+    while let Some(i) = stack.pop() {
+        if let Vertex::Node(cell) = task.states[i as usize].vertex {
+            for edge in cell.edges.iter().flatten() {
+                let (j, new) = task.insert(Vertex::of(edge).0);
+                if new {
+                    stack.push(j);
+                }
+                task.states[j as usize].deps += 1;
+            }
+        }
+    }
+    // 2. For grad(): which vertices must run to reach the inputs.
+    let mut slots: Vec<(u32, usize, usize)> = Vec::new();
+    let n_captures = captures.map_or(0, <[_]>::len);
+    if let Some(caps) = captures {
+        for (pos, edge) in caps.iter().enumerate() {
+            if let Some(i) = task.lookup(edge) {
+                slots.push((i, edge.input_nr(), pos));
+                task.states[i as usize].capture = true;
+            }
+        }
+        mark_needed(&mut task, roots);
+    }
+    // 3. Execute.
+    for (edge, g) in roots {
+        task.deliver(edge, g.clone());
+    }
+    let mut captured: Vec<Option<Variable<T>>> = vec![None; n_captures];
+    while let Some((_, i)) = task.ready.pop() {
+        let st = &mut task.states[i as usize];
+        let mut buf = std::mem::take(&mut st.buffer);
+        let (vertex, exec, capture) = (st.vertex, st.exec, st.capture);
+        match vertex {
+            Vertex::Node(cell) => {
+                if cell.has_hooks.load(std::sync::atomic::Ordering::Acquire) {
+                    run_tensor_hooks(cell, &mut buf, create_graph);
+                }
+                if capture {
+                    for &(j, nr, pos) in &slots {
+                        if j == i {
+                            captured[pos] = buf.get(nr).cloned().flatten();
+                        }
+                    }
+                }
+                if !exec {
+                    continue;
+                }
+                let outputs = call_node(cell, buf, keep_graph)?;
+                for (edge, g) in cell.edges.iter().zip(outputs) {
+                    if let Some(edge) = edge {
+                        task.deliver(edge, g);
+                    }
+                }
+            }
+            Vertex::Leaf(var) => {
+                let mut g = buf.take(0);
+                if let Some(mut cur) = g.take() {
+                    if let Some(mut hooks) = var.take_leaf_hooks() {
+                        for (_, h) in hooks.iter_mut() {
+                            if let Some(new) = h(&cur) {
+                                cur = new;
+                            }
+                        }
+                        var.restore_leaf_hooks(hooks);
+                    }
+                    g = Some(cur);
+                }
+                if capture {
+                    for &(j, _, pos) in &slots {
+                        if j == i {
+                            captured[pos] = g.clone();
+                        }
+                    }
+                }
+                if exec {
+                    if let Some(g) = g {
+                        accumulate_grad(var, g, create_graph);
+                    }
+                }
+            }
+        }
+    }
+    Ok(captured)
+}
+
+/// exec = some child must receive a gradient (it runs or captures).
+fn mark_needed<'a, T: Tensor>(task: &mut Task<'a, T>, roots: &'a [(Edge<T>, Option<Variable<T>>)]) {
+    let n = task.states.len();
+    let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut indeg = vec![0u32; n];
+    for (i, ch) in children.iter_mut().enumerate() {
+        if let Vertex::Node(cell) = task.states[i].vertex {
+            for edge in cell.edges.iter().flatten() {
+                if let Some(j) = task.lookup(edge) {
+                    ch.push(j);
+                    indeg[j as usize] += 1;
+                }
+            }
+        }
+    }
+    let _ = roots;
+    let mut order = Vec::with_capacity(n);
+    let mut queue: Vec<u32> = (0..n as u32).filter(|&i| indeg[i as usize] == 0).collect();
+    while let Some(i) = queue.pop() {
+        order.push(i);
+        for &j in &children[i as usize] {
+            indeg[j as usize] -= 1;
+            if indeg[j as usize] == 0 {
+                queue.push(j);
+            }
+        }
+    }
+    let mut should = vec![false; n];
+    for &i in order.iter().rev() {
+        let exec = children[i as usize].iter().any(|&j| should[j as usize]);
+        let st = &mut task.states[i as usize];
+        st.exec = exec;
+        should[i as usize] = exec || st.capture;
+    }
+}
+
+fn retain_into<T: Tensor>(var: &Variable<T>, g: &Variable<T>, create_graph: bool) {
+    let old = var.grad();
+    let new = match old {
+        None if create_graph => g.clone(),
+        None => Variable::from_data(g.data()),
+        Some(old) => ops::add(&old, g),
+    };
+    var.set_grad(Some(new));
+}
+
+fn run_tensor_hooks<T: Tensor>(cell: &DynCell<T>, buf: &mut VariableList<T>, create_graph: bool) {
+    let mut guard = cell.hooks();
+    let Some(h) = guard.as_mut() else { return };
+    for (_, nr, f) in h.tensor_pre.iter_mut() {
+        if let Some(Some(g)) = buf.get(*nr) {
+            if let Some(new) = f(g) {
+                buf[*nr] = Some(new);
+            }
+        }
+    }
+    for (nr, weak) in &h.retain {
+        if let (Some(Some(g)), Some(inner)) = (buf.get(*nr), weak.upgrade()) {
+            retain_into(&Variable(inner), g, create_graph);
+        }
+    }
+}
+
+fn node_name<T: Tensor>(cell: &DynCell<T>) -> String {
+    lock(&cell.node).name().to_string()
+}
+
+fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, e: AutogradError) -> AutogradError {
+    if !is_anomaly_enabled() || matches!(e, AutogradError::Anomaly { .. }) {
+        return e;
+    }
+    AutogradError::Anomaly {
+        node: node_name(cell),
+        forward_trace: cell.anomaly.as_ref().map(|a| a.0.to_string()),
+        source: Box::new(e),
+    }
+}
+
+fn call_node<T: Tensor>(
+    cell: &DynCell<T>,
+    mut grads: VariableList<T>,
+    keep_graph: bool,
+) -> Result<VariableList<T>, AutogradError> {
+    let mut post_inputs = None;
+    if cell.has_hooks.load(std::sync::atomic::Ordering::Acquire) {
+        let mut guard = cell.hooks();
+        if let Some(h) = guard.as_mut() {
+            for (_, f) in h.pre.iter_mut() {
+                f(&mut grads);
+            }
+            if !h.post.is_empty() {
+                post_inputs = Some(grads.clone());
+            }
+        }
+    }
+    let result = {
+        let mut node = lock(&cell.node);
+        let r = node.apply(grads);
+        if !keep_graph && r.is_ok() {
+            node.release_variables();
+        }
+        r
+    };
+    let mut outputs = result.map_err(|e| anomaly_wrap(cell, e))?;
+    validate(cell, &outputs).map_err(|e| anomaly_wrap(cell, e))?;
+    if is_anomaly_enabled() {
+        for (i, g) in outputs.iter().enumerate() {
+            if let Some(g) = g {
+                if g.with_data(T::has_nan) {
+                    let e = AutogradError::NanInGradient {
+                        node: node_name(cell),
+                        index: i,
+                    };
+                    return Err(anomaly_wrap(cell, e));
+                }
+            }
+        }
+    }
+    if let Some(inputs) = post_inputs {
+        let mut guard = cell.hooks();
+        if let Some(h) = guard.as_mut() {
+            for (_, f) in h.post.iter_mut() {
+                f(&mut outputs, &inputs);
+            }
+        }
+    }
+    Ok(outputs)
+}
+
+fn validate<T: Tensor>(cell: &DynCell<T>, outputs: &VariableList<T>) -> Result<(), AutogradError> {
+    if outputs.len() != cell.edges.len() {
+        return Err(AutogradError::InvalidGradientCount {
+            node: node_name(cell),
+            expected: cell.edges.len(),
+            got: outputs.len(),
+        });
+    }
+    for (i, (edge, g)) in cell.edges.iter().zip(outputs.iter()).enumerate() {
+        let (Some(edge), Some(g)) = (edge, g) else {
+            continue;
+        };
+        let ok = match edge {
+            Edge::Node { node, input_nr } => {
+                let expected = node.cell().meta[*input_nr as usize].as_ref();
+                g.with_data(|d| expected.is_none_or(|m| shape_ok(m, d)))
+            }
+            Edge::Leaf(v) => {
+                let got = g.with_data(TensorMeta::of);
+                v.with_data(|d| shape_ok(&got, d))
+            }
+        };
+        if !ok {
+            let got = g.with_data(TensorMeta::of);
+            let expected = match edge {
+                Edge::Node { node, input_nr } => node.cell().meta[*input_nr as usize]
+                    .clone()
+                    .unwrap_or_else(|| got.clone()),
+                Edge::Leaf(v) => v.with_data(TensorMeta::of),
+            };
+            if got.shape() != expected.shape() {
+                return Err(AutogradError::InvalidGradientShape {
+                    node: node_name(cell),
+                    index: i,
+                    got: got.shape().to_vec(),
+                    expected: expected.shape().to_vec(),
+                });
+            }
+            return Err(AutogradError::InvalidGradientDtype {
+                node: node_name(cell),
+                index: i,
+                got: got.dtype().to_string(),
+                expected: expected.dtype().to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn shape_ok<T: Tensor>(m: &TensorMeta, t: &T) -> bool {
+    m.shape() == t.shape() && m.dtype() == t.dtype()
+}
+
+/// PyTorch's `AccumulateGrad`.
+fn accumulate_grad<T: Tensor>(var: &Variable<T>, g: Variable<T>, create_graph: bool) {
+    if create_graph {
+        let new = match var.grad() {
+            None => g,
+            Some(old) => ops::add(&old, &g),
+        };
+        var.set_grad(Some(new));
+        return;
+    }
+    // Without create_graph: steal a gradient nobody else holds, else copy it
+    // into a fresh variable; later accumulations are in place (`grad += g`).
+    let fresh = Arc::strong_count(&g.0) == 1 && !g.requires_grad();
+    let gd = if fresh { None } else { Some(g.data()) };
+    let mut st = var.state();
+    match st.grad.take() {
+        None => {
+            st.grad = Some(match gd {
+                None => g,
+                Some(d) => Variable::from_data(d),
+            });
+        }
+        Some(old) => {
+            let gd = gd.unwrap_or_else(|| g.data());
+            let sum = old.with_data(|a| a.add(&gd));
+            old.set_data(sum);
+            old.bump_version();
+            st.grad = Some(old);
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! [`OptList`]: a small vector of optional values with inline storage.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+
+/// A vector of `Option<X>` that stores up to `N` entries inline (no heap
+/// allocation) and spills to a `Vec` beyond that.
+///
+/// The engine passes gradients around as [`VariableList`](crate::VariableList)
+/// (`OptList<Variable<T>, 2>`): most ops have one or two inputs and outputs,
+/// so a backward step allocates no list at all. It dereferences to a slice
+/// `[Option<X>]`, so indexing, `iter()`, `len()` and `get()` work as on a `Vec`;
+/// it can be built with [`variable_list!`](crate::variable_list), `collect()`,
+/// [`push`](Self::push) or `From<Vec<Option<X>>>`.
+pub struct OptList<X, const N: usize> {
+    repr: Repr<X, N>,
+}
+
+enum Repr<X, const N: usize> {
+    Inline { len: usize, items: [Option<X>; N] },
+    Heap(Vec<Option<X>>),
+}
+
+impl<X, const N: usize> OptList<X, N> {
+    /// An empty list.
+    pub fn new() -> Self {
+        OptList {
+            repr: Repr::Inline {
+                len: 0,
+                items: std::array::from_fn(|_| None),
+            },
+        }
+    }
+
+    /// A list of `len` `None` entries.
+    pub fn with_len(len: usize) -> Self {
+        if len <= N {
+            OptList {
+                repr: Repr::Inline {
+                    len,
+                    items: std::array::from_fn(|_| None),
+                },
+            }
+        } else {
+            OptList {
+                repr: Repr::Heap((0..len).map(|_| None).collect()),
+            }
+        }
+    }
+
+    /// Appends an entry.
+    pub fn push(&mut self, x: Option<X>) {
+        if let Repr::Inline { len, items } = &mut self.repr {
+            if *len < N {
+                items[*len] = x;
+                *len += 1;
+                return;
+            }
+            let mut v = Vec::with_capacity(N * 2 + 1);
+            v.extend(items.iter_mut().map(Option::take));
+            self.repr = Repr::Heap(v);
+        }
+        if let Repr::Heap(v) = &mut self.repr {
+            v.push(x);
+        }
+    }
+
+    /// Takes entry `i` out, leaving `None` (and `None` if out of range).
+    pub fn take(&mut self, i: usize) -> Option<X> {
+        self.get_mut(i).and_then(Option::take)
+    }
+
+    /// Converts into a `Vec`.
+    pub fn into_vec(self) -> Vec<Option<X>> {
+        self.into_iter().collect()
+    }
+}
+
+impl<X, const N: usize> Default for OptList<X, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<X, const N: usize> Deref for OptList<X, N> {
+    type Target = [Option<X>];
+    fn deref(&self) -> &[Option<X>] {
+        match &self.repr {
+            Repr::Inline { len, items } => &items[..*len],
+            Repr::Heap(v) => v,
+        }
+    }
+}
+
+impl<X, const N: usize> DerefMut for OptList<X, N> {
+    fn deref_mut(&mut self) -> &mut [Option<X>] {
+        match &mut self.repr {
+            Repr::Inline { len, items } => &mut items[..*len],
+            Repr::Heap(v) => v,
+        }
+    }
+}
+
+impl<X: Clone, const N: usize> Clone for OptList<X, N> {
+    fn clone(&self) -> Self {
+        self.iter().cloned().collect()
+    }
+}
+
+impl<X: fmt::Debug, const N: usize> fmt::Debug for OptList<X, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<X, const N: usize> FromIterator<Option<X>> for OptList<X, N> {
+    fn from_iter<I: IntoIterator<Item = Option<X>>>(iter: I) -> Self {
+        let mut l = Self::new();
+        for x in iter {
+            l.push(x);
+        }
+        l
+    }
+}
+
+impl<X, const N: usize> From<Vec<Option<X>>> for OptList<X, N> {
+    fn from(v: Vec<Option<X>>) -> Self {
+        if v.len() <= N {
+            v.into_iter().collect()
+        } else {
+            OptList {
+                repr: Repr::Heap(v),
+            }
+        }
+    }
+}
+
+impl<X, const N: usize> From<OptList<X, N>> for Vec<Option<X>> {
+    fn from(l: OptList<X, N>) -> Self {
+        l.into_vec()
+    }
+}
+
+/// Owning iterator of an [`OptList`].
+pub struct IntoIter<X, const N: usize>(IterRepr<X, N>);
+
+enum IterRepr<X, const N: usize> {
+    Inline(std::iter::Take<std::array::IntoIter<Option<X>, N>>),
+    Heap(std::vec::IntoIter<Option<X>>),
+}
+
+impl<X, const N: usize> Iterator for IntoIter<X, N> {
+    type Item = Option<X>;
+    fn next(&mut self) -> Option<Option<X>> {
+        match &mut self.0 {
+            IterRepr::Inline(it) => it.next(),
+            IterRepr::Heap(it) => it.next(),
+        }
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.0 {
+            IterRepr::Inline(it) => it.size_hint(),
+            IterRepr::Heap(it) => it.size_hint(),
+        }
+    }
+}
+
+impl<X, const N: usize> ExactSizeIterator for IntoIter<X, N> {}
+
+impl<X, const N: usize> IntoIterator for OptList<X, N> {
+    type Item = Option<X>;
+    type IntoIter = IntoIter<X, N>;
+    fn into_iter(self) -> IntoIter<X, N> {
+        IntoIter(match self.repr {
+            Repr::Inline { len, items } => IterRepr::Inline(items.into_iter().take(len)),
+            Repr::Heap(v) => IterRepr::Heap(v.into_iter()),
+        })
+    }
+}
+
+impl<'a, X, const N: usize> IntoIterator for &'a OptList<X, N> {
+    type Item = &'a Option<X>;
+    type IntoIter = std::slice::Iter<'a, Option<X>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<'a, X, const N: usize> IntoIterator for &'a mut OptList<X, N> {
+    type Item = &'a mut Option<X>;
+    type IntoIter = std::slice::IterMut<'a, Option<X>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+
+/// Builds a [`VariableList`](crate::VariableList) from `Option<Variable<T>>`
+/// expressions, like `vec!`: `variable_list![Some(g), None]`.
+#[macro_export]
+macro_rules! variable_list {
+    () => { $crate::VariableList::new() };
+    ($($x:expr),+ $(,)?) => {{
+        let mut list = $crate::VariableList::new();
+        $( list.push($x); )+
+        list
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_then_spill() {
+        let mut l: OptList<u32, 2> = OptList::new();
+        assert!(l.is_empty());
+        l.push(Some(1));
+        l.push(None);
+        assert_eq!(&l[..], &[Some(1), None]);
+        l.push(Some(3));
+        assert_eq!(l.len(), 3);
+        assert_eq!(l.take(2), Some(3));
+        assert_eq!(l.clone().into_vec(), vec![Some(1), None, None]);
+        let w: OptList<u32, 2> = OptList::with_len(5);
+        assert_eq!(w.len(), 5);
+        let v: OptList<u32, 2> = vec![Some(1)].into();
+        assert_eq!(v.into_iter().collect::<Vec<_>>(), vec![Some(1)]);
+        assert_eq!(format!("{:?}", OptList::<u8, 1>::from(vec![Some(1u8), None])), "[Some(1), None]");
+    }
+}

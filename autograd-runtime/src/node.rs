@@ -1,0 +1,520 @@
+//! Backward nodes ([`Node`]), their shared cells ([`NodeRef`], [`NodeHandle`]),
+//! [`Edge`]s, hooks, and [`record`], which puts a node into the graph.
+
+use std::any::Any;
+use std::backtrace::Backtrace;
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use crate::error::AutogradError;
+use crate::list::OptList;
+use crate::mode::is_anomaly_enabled;
+use crate::saved::SavedVariable;
+use crate::tensor::{Tensor, TensorMeta};
+use crate::variable::{VarInner, Variable};
+
+/// Gradients passed to and returned by [`Node::apply`]: one `Option<Variable<T>>`
+/// per slot, `None` meaning an undefined (all-zero) gradient. Inline for up to
+/// two entries. Build with [`variable_list!`](crate::variable_list).
+pub type VariableList<T> = OptList<Variable<T>, 2>;
+
+pub(crate) type EdgeList<T> = OptList<Edge<T>, 2>;
+
+pub(crate) fn lock<X: ?Sized>(m: &Mutex<X>) -> MutexGuard<'_, X> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A backward function: the node a forward op leaves in the graph.
+///
+/// * [`apply`](Self::apply) receives one gradient per forward **output** of the
+///   op (`grads.len()` = number of outputs recorded) and returns one gradient
+///   per **next edge** (= per input passed to [`record`], in order), `None`
+///   meaning "no gradient" (undefined, treated as zero, never allocated).
+/// * The engine calls `apply` with grad mode **off** unless `create_graph` is
+///   set; with `create_graph` grad mode is on, so a formula written with
+///   differentiable ops on [`Variable`]s records its own graph and higher-order
+///   gradients work.
+/// * [`release_variables`](Self::release_variables) is called right after
+///   `apply` unless `retain_graph`; it should [`reset`](SavedVariable::reset)
+///   every [`SavedVariable`], so a second backward fails with PyTorch's
+///   "Trying to backward through the graph a second time" message.
+/// * [`visit_saved`](Self::visit_saved) lists the saved variables by name, for
+///   [`to_dot`](crate::to_dot).
+///
+/// A user-written node is the equivalent of `torch.autograd.Function`.
+pub trait Node<T: Tensor>: Send + 'static {
+    /// The node's name, e.g. `"MulBackward0"`.
+    fn name(&self) -> &str;
+    /// Computes the gradients of the inputs from the gradients of the outputs.
+    fn apply(&mut self, grads: VariableList<T>) -> Result<VariableList<T>, AutogradError>;
+    /// Frees saved variables (called after `apply` unless `retain_graph`).
+    fn release_variables(&mut self) {}
+    /// Calls `f(name, saved)` for every saved variable (for graph export).
+    fn visit_saved(&self, _f: &mut dyn FnMut(&str, &SavedVariable<T>)) {}
+}
+
+/// A tensor hook: sees a gradient, may return a replacement.
+pub type TensorHook<T> = Box<dyn FnMut(&Variable<T>) -> Option<Variable<T>> + Send>;
+/// A node pre-hook: may modify the gradients before `apply`.
+pub type PreHook<T> = Box<dyn FnMut(&mut VariableList<T>) + Send>;
+/// A node post-hook: `(grad_inputs, grad_outputs)`; may modify the gradients
+/// returned by `apply` (the first argument).
+pub type PostHook<T> = Box<dyn FnMut(&mut VariableList<T>, &VariableList<T>) + Send>;
+
+/// Identifies a registered hook, for removal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HookId(pub(crate) u64);
+
+static NEXT_HOOK_ID: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) fn next_hook_id() -> HookId {
+    HookId(NEXT_HOOK_ID.fetch_add(1, Ordering::Relaxed))
+}
+
+pub(crate) struct NodeHooks<T: Tensor> {
+    pub(crate) tensor_pre: Vec<(HookId, usize, TensorHook<T>)>,
+    pub(crate) retain: Vec<(usize, Weak<VarInner<T>>)>,
+    pub(crate) pre: Vec<(HookId, PreHook<T>)>,
+    pub(crate) post: Vec<(HookId, PostHook<T>)>,
+}
+
+impl<T: Tensor> Default for NodeHooks<T> {
+    fn default() -> Self {
+        NodeHooks {
+            tensor_pre: Vec::new(),
+            retain: Vec::new(),
+            pre: Vec::new(),
+            post: Vec::new(),
+        }
+    }
+}
+
+/// The backtrace of the forward call that created a node (anomaly mode).
+pub(crate) struct AnomalyTrace(pub(crate) Backtrace);
+
+/// One allocation per node: graph metadata plus the user's node behind a mutex.
+///
+/// `NodeCell<T, MulBackward0<T>>` coerces to `NodeCell<T, dyn Node<T>>`, so a
+/// typed [`NodeHandle`] and the type-erased [`NodeRef`]s in the graph share it.
+pub struct NodeCell<T: Tensor, N: ?Sized> {
+    pub(crate) edges: EdgeList<T>,
+    pub(crate) meta: OptList<TensorMeta, 1>,
+    pub(crate) seq: u64,
+    pub(crate) has_hooks: AtomicBool,
+    pub(crate) hooks: Mutex<Option<Box<NodeHooks<T>>>>,
+    pub(crate) anomaly: Option<Box<AnomalyTrace>>,
+    pub(crate) node: Mutex<N>,
+}
+
+pub(crate) type DynCell<T> = NodeCell<T, dyn Node<T>>;
+
+thread_local! {
+    static LIVE_NODES: Cell<isize> = const { Cell::new(0) };
+    static SEQUENCE_NR: Cell<u64> = const { Cell::new(0) };
+    static DROP_DEPTH: Cell<u32> = const { Cell::new(0) };
+    static DEFERRED_DROPS: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Debug counter: nodes created on this thread minus nodes dropped on this thread.
+///
+/// Thread-local so that tests running in parallel do not disturb each other
+/// (and so that counting costs nothing measurable). A loop that builds and
+/// frees graphs on one thread must bring it back to its starting value;
+/// anything else is a leak (e.g. a reference cycle).
+pub fn live_nodes() -> isize {
+    LIVE_NODES.with(Cell::get)
+}
+
+impl<T: Tensor, N: ?Sized> Drop for NodeCell<T, N> {
+    fn drop(&mut self) {
+        let _ = LIVE_NODES.try_with(|c| c.set(c.get() - 1));
+    }
+}
+
+impl<T: Tensor, N: ?Sized> NodeCell<T, N> {
+    pub(crate) fn hooks(&self) -> MutexGuard<'_, Option<Box<NodeHooks<T>>>> {
+        lock(&self.hooks)
+    }
+
+    pub(crate) fn add_hooks(&self, f: impl FnOnce(&mut NodeHooks<T>)) {
+        let mut h = self.hooks();
+        f(h.get_or_insert_with(Default::default));
+        self.has_hooks.store(true, Ordering::Release);
+    }
+}
+
+const DROP_DEPTH_LIMIT: u32 = 48;
+
+/// Drops a node `Arc` whose strong count is 1 without unbounded recursion: a
+/// 100,000-op chain would otherwise overflow the stack when its last
+/// reference goes (PyTorch's `deleteNode` does the same).
+fn drop_last_ref<X: 'static>(x: X) {
+    let Ok(depth) = DROP_DEPTH.try_with(Cell::get) else {
+        drop(x);
+        return;
+    };
+    if depth >= DROP_DEPTH_LIMIT {
+        // If the thread-local is gone, the closure (and `x`) is dropped here.
+        let _ = DEFERRED_DROPS.try_with(|d| d.borrow_mut().push(Box::new(x)));
+        return;
+    }
+    DROP_DEPTH.set(depth + 1);
+    drop(x);
+    if depth == 0 {
+        while let Some(next) = DEFERRED_DROPS.with(|d| d.borrow_mut().pop()) {
+            drop(next);
+        }
+    }
+    DROP_DEPTH.set(depth);
+}
+
+/// A shared, type-erased reference to a node in the graph (PyTorch's
+/// `std::shared_ptr<Node>`): what [`Variable::grad_fn`] returns and what
+/// [`Edge`]s point to. Cheap to clone.
+pub struct NodeRef<T: Tensor>(ManuallyDrop<Arc<DynCell<T>>>);
+
+impl<T: Tensor> Drop for NodeRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: `self.0` is never used again after this.
+        let arc = unsafe { ManuallyDrop::take(&mut self.0) };
+        if Arc::strong_count(&arc) == 1 {
+            drop_last_ref(arc);
+        }
+    }
+}
+
+impl<T: Tensor> Clone for NodeRef<T> {
+    fn clone(&self) -> Self {
+        NodeRef(ManuallyDrop::new(Arc::clone(&self.0)))
+    }
+}
+
+impl<T: Tensor> fmt::Debug for NodeRef<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{} object at {:p}>", self.name(), self.cell())
+    }
+}
+
+impl<T: Tensor> NodeRef<T> {
+    pub(crate) fn from_arc(a: Arc<DynCell<T>>) -> Self {
+        NodeRef(ManuallyDrop::new(a))
+    }
+
+    pub(crate) fn cell(&self) -> &DynCell<T> {
+        &self.0
+    }
+
+    pub(crate) fn downgrade(&self) -> Weak<DynCell<T>> {
+        Arc::downgrade(&self.0)
+    }
+
+    /// The node's name (locks the node).
+    pub fn name(&self) -> String {
+        lock(&self.0.node).name().to_string()
+    }
+
+    /// The next edges: one per input given to [`record`], `None` for inputs
+    /// that are not differentiable or do not require grad.
+    pub fn next_edges(&self) -> &[Option<Edge<T>>] {
+        &self.0.edges
+    }
+
+    /// Number of gradients `apply` receives (forward outputs recorded).
+    pub fn num_inputs(&self) -> usize {
+        self.0.meta.len()
+    }
+
+    /// Shape and dtype of forward output `i`.
+    pub fn input_metadata(&self, i: usize) -> Option<&TensorMeta> {
+        self.0.meta.get(i).and_then(Option::as_ref)
+    }
+
+    /// Creation order on the recording thread (the engine runs ready nodes
+    /// with the highest sequence number first, like PyTorch).
+    pub fn sequence_nr(&self) -> u64 {
+        self.0.seq
+    }
+
+    /// Whether both refer to the same node.
+    pub fn ptr_eq(&self, other: &NodeRef<T>) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Registers a pre-hook, called with the incoming gradients before `apply`.
+    pub fn register_prehook(
+        &self,
+        f: impl FnMut(&mut VariableList<T>) + Send + 'static,
+    ) -> HookId {
+        let id = next_hook_id();
+        self.0.add_hooks(|h| h.pre.push((id, Box::new(f))));
+        id
+    }
+
+    /// Registers a post-hook, called with `(grad_inputs, grad_outputs)` after
+    /// `apply`; it may modify `grad_inputs`.
+    pub fn register_hook(
+        &self,
+        f: impl FnMut(&mut VariableList<T>, &VariableList<T>) + Send + 'static,
+    ) -> HookId {
+        let id = next_hook_id();
+        self.0.add_hooks(|h| h.post.push((id, Box::new(f))));
+        id
+    }
+
+    pub(crate) fn register_tensor_prehook(&self, output_nr: usize, f: TensorHook<T>) -> HookId {
+        let id = next_hook_id();
+        self.0.add_hooks(|h| h.tensor_pre.push((id, output_nr, f)));
+        id
+    }
+
+    /// Removes a hook registered on this node (pre, post or tensor hook);
+    /// returns whether it was found.
+    pub fn remove_hook(&self, id: HookId) -> bool {
+        let mut g = self.0.hooks();
+        let Some(h) = g.as_mut() else { return false };
+        let before = h.pre.len() + h.post.len() + h.tensor_pre.len();
+        h.pre.retain(|(i, _)| *i != id);
+        h.post.retain(|(i, _)| *i != id);
+        h.tensor_pre.retain(|(i, _, _)| *i != id);
+        before != h.pre.len() + h.post.len() + h.tensor_pre.len()
+    }
+
+    /// Calls [`Node::release_variables`] now.
+    pub fn release_variables(&self) {
+        lock(&self.0.node).release_variables();
+    }
+
+    /// Backtrace of the forward call that created this node, if it was
+    /// recorded with anomaly mode on.
+    pub fn forward_trace(&self) -> Option<String> {
+        self.0.anomaly.as_ref().map(|a| a.0.to_string())
+    }
+
+    /// `(name, shape)` of every saved variable (`None` shape once released).
+    pub fn saved_tensors(&self) -> Vec<(String, Option<Vec<usize>>)> {
+        let mut out = Vec::new();
+        lock(&self.0.node).visit_saved(&mut |name, sv| out.push((name.to_string(), sv.shape())));
+        out
+    }
+
+    /// Runs `f` on the locked node (type-erased).
+    pub fn with_node<R>(&self, f: impl FnOnce(&mut dyn Node<T>) -> R) -> R {
+        f(&mut *lock(&self.0.node))
+    }
+}
+
+/// Typed access to a node after it was put in the graph, returned by
+/// [`record`]: the generated code uses it to save the op's outputs
+/// (`handle.with(|n| n.result = SavedVariable::new(&out, true))`).
+pub struct NodeHandle<T: Tensor, N: Node<T>>(Arc<NodeCell<T, N>>);
+
+impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
+    /// Runs `f` with mutable access to the node (locks its mutex).
+    pub fn with<R>(&self, f: impl FnOnce(&mut N) -> R) -> R {
+        f(&mut lock(&self.0.node))
+    }
+
+    /// The type-erased reference (what `grad_fn()` returns).
+    pub fn node_ref(&self) -> NodeRef<T> {
+        NodeRef::from_arc(self.0.clone())
+    }
+}
+
+/// An edge of the graph: where the gradient of one input of a node goes.
+///
+/// Either input slot `input_nr` of another node (the input was computed by
+/// an op: its `grad_fn` and `output_nr`), or a leaf variable that requires
+/// grad (gradients are accumulated into its `.grad`; PyTorch routes these
+/// through an `AccumulateGrad` node, which is what the DOT export shows).
+pub enum Edge<T: Tensor> {
+    /// Slot `input_nr` of `node`.
+    Node {
+        /// The next node.
+        node: NodeRef<T>,
+        /// Which of its gradients.
+        input_nr: u32,
+    },
+    /// A leaf variable that requires grad.
+    Leaf(Variable<T>),
+}
+
+impl<T: Tensor> Clone for Edge<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Edge::Node { node, input_nr } => Edge::Node {
+                node: node.clone(),
+                input_nr: *input_nr,
+            },
+            Edge::Leaf(v) => Edge::Leaf(v.clone()),
+        }
+    }
+}
+
+impl<T: Tensor> fmt::Debug for Edge<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Edge::Node { node, input_nr } => write!(f, "({node:?}, {input_nr})"),
+            Edge::Leaf(_) => write!(f, "(AccumulateGrad, 0)"),
+        }
+    }
+}
+
+impl<T: Tensor> Edge<T> {
+    /// The next node, if this is not a leaf edge.
+    pub fn node(&self) -> Option<&NodeRef<T>> {
+        match self {
+            Edge::Node { node, .. } => Some(node),
+            Edge::Leaf(_) => None,
+        }
+    }
+
+    /// The leaf, if this is a leaf edge.
+    pub fn leaf(&self) -> Option<&Variable<T>> {
+        match self {
+            Edge::Leaf(v) => Some(v),
+            Edge::Node { .. } => None,
+        }
+    }
+
+    /// Input slot of the next node (0 for leaves).
+    pub fn input_nr(&self) -> usize {
+        match self {
+            Edge::Node { input_nr, .. } => *input_nr as usize,
+            Edge::Leaf(_) => 0,
+        }
+    }
+
+    /// Name of the target (`"AccumulateGrad"` for leaves).
+    pub fn name(&self) -> String {
+        match self {
+            Edge::Node { node, .. } => node.name(),
+            Edge::Leaf(_) => "AccumulateGrad".to_string(),
+        }
+    }
+}
+
+/// Whether an op on `inputs` must be recorded: grad mode is on and at least one
+/// input requires grad. The generated wrappers skip building a node otherwise.
+#[inline]
+pub fn should_record<T: Tensor>(inputs: &[&Variable<T>]) -> bool {
+    crate::mode::is_grad_enabled() && inputs.iter().any(|v| v.requires_grad())
+}
+
+fn new_cell<T: Tensor, N: Node<T>>(
+    node: N,
+    inputs: &[Option<&Variable<T>>],
+    meta: OptList<TensorMeta, 1>,
+) -> Arc<NodeCell<T, N>> {
+    let edges: EdgeList<T> = inputs
+        .iter()
+        .map(|v| v.and_then(Variable::gradient_edge))
+        .collect();
+    let anomaly = if is_anomaly_enabled() {
+        Some(Box::new(AnomalyTrace(Backtrace::force_capture())))
+    } else {
+        None
+    };
+    let seq = SEQUENCE_NR.with(|s| {
+        let n = s.get();
+        s.set(n + 1);
+        n
+    });
+    LIVE_NODES.with(|c| c.set(c.get() + 1));
+    Arc::new(NodeCell {
+        edges,
+        meta,
+        seq,
+        has_hooks: AtomicBool::new(false),
+        hooks: Mutex::new(None),
+        anomaly,
+        node: Mutex::new(node),
+    })
+}
+
+/// Records an op: puts `node` in the graph with one edge per entry of
+/// `inputs` (`None` for non-differentiable inputs; inputs that do not require
+/// grad get no edge either) and wraps the raw `outputs` into variables whose
+/// `grad_fn` is the node, with `output_nr` 0, 1, ….
+///
+/// Returns the output variables and a typed [`NodeHandle`] for saving
+/// outputs into the node afterwards. Outputs that are not differentiable
+/// (e.g. integer indices) should not be passed here: wrap them with
+/// [`Variable::from_data`]. Call it only when [`should_record`] is true.
+///
+/// Allocations: one `Arc` for the node (edges and output metadata inline for
+/// up to two inputs and one output) and one per output variable.
+pub fn record<T: Tensor, N: Node<T>, const K: usize>(
+    node: N,
+    inputs: &[Option<&Variable<T>>],
+    outputs: [T; K],
+) -> ([Variable<T>; K], NodeHandle<T, N>) {
+    let meta = outputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
+    let cell = new_cell(node, inputs, meta);
+    let erased: Arc<DynCell<T>> = cell.clone();
+    let mut nr = 0u32;
+    let outs = outputs.map(|data| {
+        let v = Variable::with_grad_fn(data, NodeRef::from_arc(erased.clone()), nr);
+        nr += 1;
+        v
+    });
+    (outs, NodeHandle(cell))
+}
+
+/// [`record`] for a number of outputs known only at run time.
+pub fn record_vec<T: Tensor, N: Node<T>>(
+    node: N,
+    inputs: &[Option<&Variable<T>>],
+    outputs: Vec<T>,
+) -> (Vec<Variable<T>>, NodeHandle<T, N>) {
+    let meta = outputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
+    let cell = new_cell(node, inputs, meta);
+    let erased: Arc<DynCell<T>> = cell.clone();
+    let outs = outputs
+        .into_iter()
+        .enumerate()
+        .map(|(nr, data)| Variable::with_grad_fn(data, NodeRef::from_arc(erased.clone()), nr as u32))
+        .collect();
+    (outs, NodeHandle(cell))
+}
+
+/// Records an in-place op on `self_`: checks that `self_` is not a leaf
+/// requiring grad, computes the edges from `inputs` (which normally include
+/// `self_`, whose *old* history becomes an edge), replaces `self_`'s data with
+/// `new_data` if given (pass `None` when the raw op already mutated shared
+/// storage), bumps its version counter and rebases its history onto the new
+/// node (`grad_fn` = node, `output_nr` = 0).
+///
+/// When nothing needs recording ([`should_record`] false), the wrapper should
+/// still call [`Variable::check_inplace`], replace the data and
+/// [`bump_version`](Variable::bump_version).
+pub fn record_inplace<T: Tensor, N: Node<T>>(
+    node: N,
+    inputs: &[Option<&Variable<T>>],
+    self_: &Variable<T>,
+    new_data: Option<T>,
+) -> Result<NodeHandle<T, N>, AutogradError> {
+    self_.check_inplace()?;
+    let meta_src = match &new_data {
+        Some(d) => TensorMeta::of(d),
+        None => self_.with_data(TensorMeta::of),
+    };
+    let cell = new_cell(node, inputs, std::iter::once(Some(meta_src)).collect());
+    if let Some(d) = new_data {
+        self_.set_data(d);
+    }
+    self_.bump_version();
+    self_.rebase_history(NodeRef::from_arc(cell.clone()));
+    Ok(NodeHandle(cell))
+}
+
+/// Refuses arguments that require grad for an `out=` variant of `op`
+/// (when grad mode is on), with PyTorch's message.
+pub fn check_out<T: Tensor>(op: &str, args: &[&Variable<T>]) -> Result<(), AutogradError> {
+    if should_record(args) {
+        return Err(AutogradError::OutRequiresGrad { op: op.to_string() });
+    }
+    Ok(())
+}

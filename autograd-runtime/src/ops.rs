@@ -1,0 +1,35 @@
+//! Built-in differentiable ops the engine itself needs.
+
+use crate::error::AutogradError;
+use crate::node::{Node, VariableList, record, should_record};
+use crate::tensor::Tensor;
+use crate::variable::Variable;
+
+/// Backward of [`add`]: passes the gradient to both inputs.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AddBackward0;
+
+impl<T: Tensor> Node<T> for AddBackward0 {
+    fn name(&self) -> &str {
+        "AddBackward0"
+    }
+
+    fn apply(&mut self, mut grads: VariableList<T>) -> Result<VariableList<T>, AutogradError> {
+        let g = grads.take(0);
+        Ok(crate::variable_list![g.clone(), g])
+    }
+}
+
+/// Differentiable sum of two variables of the same shape, with
+/// [`Tensor::add`]. The engine uses it to sum the gradients of a shared input
+/// and to accumulate `.grad` under `create_graph`, so that gradients of
+/// gradients see those sums.
+pub fn add<T: Tensor>(a: &Variable<T>, b: &Variable<T>) -> Variable<T> {
+    let x = a.data();
+    let raw = b.with_data(|y| x.add(y));
+    if !should_record(&[a, b]) {
+        return Variable::from_data(raw);
+    }
+    let ([out], _) = record(AddBackward0, &[Some(a), Some(b)], [raw]);
+    out
+}

@@ -1,0 +1,116 @@
+//! The [`Tensor`] trait: what the engine needs from a raw tensor type.
+
+use std::fmt;
+
+/// The raw tensor type of a tensor library, as seen by the autograd runtime.
+///
+/// Only what the engine itself needs: summing gradients, seeds (`ones_like`),
+/// materialised zero gradients (`zeros_like`), and shape/dtype for validation
+/// and messages. Everything else (the actual math) lives in your library and
+/// in the backward nodes.
+///
+/// `clone()` must be cheap (the runtime clones raw tensors when saving them and
+/// when reading [`Variable::data`](crate::Variable::data)): make the type a
+/// handle to shared storage (`Arc`-backed) or a small `Copy`-like value.
+///
+/// ```
+/// use autograd_runtime::Tensor;
+/// use std::sync::Arc;
+///
+/// #[derive(Clone, Debug)]
+/// struct MyTensor { data: Arc<Vec<f32>>, shape: Vec<usize> }
+///
+/// impl Tensor for MyTensor {
+///     fn shape(&self) -> &[usize] { &self.shape }
+///     fn dtype(&self) -> &'static str { "f32" }
+///     fn ones_like(&self) -> Self { MyTensor { data: Arc::new(vec![1.0; self.data.len()]), shape: self.shape.clone() } }
+///     fn zeros_like(&self) -> Self { MyTensor { data: Arc::new(vec![0.0; self.data.len()]), shape: self.shape.clone() } }
+///     fn add(&self, other: &Self) -> Self {
+///         let data = self.data.iter().zip(other.data.iter()).map(|(a, b)| a + b).collect();
+///         MyTensor { data: Arc::new(data), shape: self.shape.clone() }
+///     }
+///     fn has_nan(&self) -> bool { self.data.iter().any(|x| x.is_nan()) }
+/// }
+/// ```
+pub trait Tensor: Clone + Send + Sync + 'static {
+    /// The dimensions (`[]` for a 0-d scalar).
+    fn shape(&self) -> &[usize];
+    /// A short dtype name, e.g. `"f32"`; gradients must have the dtype of
+    /// the tensor they are for.
+    fn dtype(&self) -> &'static str;
+    /// A tensor of ones with this shape and dtype (seed of `backward()` on a scalar).
+    fn ones_like(&self) -> Self;
+    /// A tensor of zeros with this shape and dtype (materialised undefined gradients).
+    fn zeros_like(&self) -> Self;
+    /// Elementwise sum of two tensors of the same shape (gradient accumulation).
+    fn add(&self, other: &Self) -> Self;
+    /// Whether any element is NaN (checked on backward outputs in anomaly mode).
+    fn has_nan(&self) -> bool;
+    /// Number of elements; the default is the product of the shape.
+    fn numel(&self) -> usize {
+        self.shape().iter().product()
+    }
+    /// Type name used in messages, like PyTorch's `torch.FloatTensor`.
+    /// Defaults to `Tensor<dtype>`.
+    fn type_name(&self) -> String {
+        format!("Tensor<{}>", self.dtype())
+    }
+}
+
+/// Shape and dtype of a tensor, stored inline for up to four dimensions.
+///
+/// A node keeps one per forward output (PyTorch's `InputMetadata`), to check
+/// the gradients that flow into it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TensorMeta {
+    shape: Shape,
+    dtype: &'static str,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+enum Shape {
+    Inline(u8, [usize; 4]),
+    Heap(Box<[usize]>),
+}
+
+impl TensorMeta {
+    /// The metadata of `t`.
+    pub fn of<T: Tensor>(t: &T) -> Self {
+        let s = t.shape();
+        let shape = if s.len() <= 4 {
+            let mut dims = [0; 4];
+            dims[..s.len()].copy_from_slice(s);
+            Shape::Inline(s.len() as u8, dims)
+        } else {
+            Shape::Heap(s.into())
+        };
+        TensorMeta {
+            shape,
+            dtype: t.dtype(),
+        }
+    }
+
+    /// The dimensions.
+    pub fn shape(&self) -> &[usize] {
+        match &self.shape {
+            Shape::Inline(n, d) => &d[..*n as usize],
+            Shape::Heap(d) => d,
+        }
+    }
+
+    /// The dtype name.
+    pub fn dtype(&self) -> &'static str {
+        self.dtype
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape().iter().product()
+    }
+}
+
+impl fmt::Debug for TensorMeta {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{:?}", self.dtype, self.shape())
+    }
+}
