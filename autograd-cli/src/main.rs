@@ -1,1 +1,123 @@
-fn main() {}
+//! `autograd-gen`: torchgen's autograd analysis (and, later, code expansion) from the command line.
+
+use autograd_codegen::analysis::{AnalysisOptions, json};
+use autograd_codegen::api::{Sources, analyze_sources};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str =
+    "usage: autograd-gen analyze --native PATH --derivatives PATH [--tags PATH] [--json] [--rust]";
+
+struct Args {
+    native: PathBuf,
+    derivatives: PathBuf,
+    tags: Option<PathBuf>,
+    json: bool,
+    rust: bool,
+}
+
+fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
+    match it.next().as_deref() {
+        Some("analyze") => {}
+        Some("-h" | "--help") | None => return Err(USAGE.into()),
+        Some(other) => return Err(format!("unknown command `{other}`\n{USAGE}")),
+    }
+    let (mut native, mut derivatives, mut tags, mut json, mut rust) =
+        (None, None, None, false, false);
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .map(PathBuf::from)
+                .ok_or_else(|| format!("{name} needs a path\n{USAGE}"))
+        };
+        match a.as_str() {
+            "--native" => native = Some(value("--native")?),
+            "--derivatives" => derivatives = Some(value("--derivatives")?),
+            "--tags" => tags = Some(value("--tags")?),
+            "--json" => json = true,
+            "--rust" => rust = true,
+            other => return Err(format!("unknown option `{other}`\n{USAGE}")),
+        }
+    }
+    Ok(Args {
+        native: native.ok_or_else(|| format!("--native is required\n{USAGE}"))?,
+        derivatives: derivatives.ok_or_else(|| format!("--derivatives is required\n{USAGE}"))?,
+        tags,
+        json,
+        rust,
+    })
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = if args.rust {
+        AnalysisOptions::rust()
+    } else {
+        AnalysisOptions::torchgen()
+    };
+    let result = Sources::read(&args.native, &args.derivatives, args.tags.as_deref())
+        .and_then(|s| analyze_sources(&s, &options));
+    let analysis = match result {
+        Ok(a) => a,
+        Err(diags) => {
+            eprintln!("{diags}");
+            eprintln!("autograd-gen: {} error(s)", diags.0.len());
+            return ExitCode::FAILURE;
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let written = if args.json {
+        let doc = json::to_json(
+            &analysis,
+            serde_json::json!({"generator": "autograd-gen", "version": env!("CARGO_PKG_VERSION")}),
+        );
+        serde_json::to_writer(&mut out, &doc)
+            .map_err(std::io::Error::other)
+            .and_then(|_| writeln!(out))
+    } else {
+        summary(&analysis, &mut out)
+    };
+    if let Err(e) = written.and_then(|_| out.flush()) {
+        eprintln!("autograd-gen: cannot write output: {e}");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+fn summary(a: &autograd_codegen::analysis::Analysis, out: &mut impl Write) -> std::io::Result<()> {
+    let mut kinds: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut ops = std::collections::BTreeSet::new();
+    for r in &a.results {
+        let k = kinds
+            .entry(a.functions[r.func].func.kind().as_str())
+            .or_default();
+        k.0 += 1;
+        if let Some(info) = r.main_info() {
+            k.1 += 1;
+            if let Some(op) = &info.op {
+                ops.insert(op.clone());
+            }
+        }
+    }
+    let with_info = a.results.iter().filter(|r| r.infos.is_some()).count();
+    writeln!(
+        out,
+        "{} native functions, {} with derivative information, {} backward nodes",
+        a.results.len(),
+        with_info,
+        ops.len()
+    )?;
+    for (kind, (n, d)) in kinds {
+        writeln!(out, "  {kind:<10} {n:>5} functions, {d:>5} differentiable")?;
+    }
+    Ok(())
+}

@@ -5,6 +5,9 @@
 //! differentiable outputs) -> `emit` (Rust tokens). The proc-macro, the `autograd-gen` CLI and
 //! build scripts all call this crate.
 
+pub mod analysis;
+pub mod api;
 pub mod diagnostics;
+pub mod formula;
 pub mod model;
 pub mod yaml;

@@ -1,0 +1,248 @@
+//! `_foreach_*` functions: infos built from the per-tensor op's, as torchgen's
+//! `gen_foreach_derivativeinfo` builds them (including its plain-text formula rewrites, which
+//! target its C++ loop over list elements).
+
+use super::{Derivative, DifferentiabilityInfo, ForwardDerivative, InfoSet, SavedAttribute};
+use crate::formula::Formula;
+use crate::model::native::NativeFunction;
+use crate::model::schema::{Argument, FunctionSchema, SchemaKind, Type};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+const WITH_INPLACE_REF: &[&str] = &["_foreach_zero_"];
+const WITH_TENSOR_OVERLOAD: &[&str] = &[
+    "_foreach_add.Tensor",
+    "_foreach_mul.Tensor",
+    "_foreach_div.Tensor",
+];
+const SKIP_ARGUMENT_LEN_CHECK: &[&str] = &[
+    "_foreach_add.Scalar",
+    "_foreach_add_.Scalar",
+    "_foreach_add.ScalarList",
+    "_foreach_add_.ScalarList",
+    "_foreach_sub.Scalar",
+    "_foreach_sub_.Scalar",
+    "_foreach_sub.ScalarList",
+    "_foreach_sub_.ScalarList",
+];
+
+fn elem(t: &Type) -> Option<&Type> {
+    match t {
+        Type::List { elem, .. } | Type::Optional(elem) => Some(elem),
+        _ => None,
+    }
+}
+
+fn is_reference(f: &FunctionSchema, reference: &FunctionSchema) -> bool {
+    let name = f.name.to_string();
+    let base = f
+        .name
+        .name
+        .base
+        .rsplit("_foreach_")
+        .next()
+        .unwrap_or_default();
+    let f_args: Vec<&Argument> = f.arguments.flat_non_out().collect();
+    let r_args: Vec<&Argument> = reference.arguments.flat_non_out().collect();
+    base == reference.name.name.base
+        && (!reference.name.name.inplace || WITH_INPLACE_REF.contains(&name.as_str()))
+        && (SKIP_ARGUMENT_LEN_CHECK.contains(&name.as_str()) || f_args.len() == r_args.len())
+        && f_args
+            .iter()
+            .zip(r_args.iter())
+            .all(|(a, r)| r.ty == a.ty || elem(&a.ty) == Some(&r.ty))
+}
+
+/// The info of foreach function `i`, and whether it was generated (`false`: the in-place
+/// foreach function reuses the reference op's info as is).
+pub(super) fn gen_foreach_info(
+    functions: &[NativeFunction],
+    i: usize,
+    functional_by_sig: &[(FunctionSchema, InfoSet)],
+    non_functional_by_sig: &[(FunctionSchema, InfoSet)],
+) -> Option<(DifferentiabilityInfo, bool)> {
+    let f = &functions[i];
+    let default = |set: &InfoSet| {
+        set.iter()
+            .find(|(k, _)| k == "Default")
+            .map(|(_, i)| i.clone())
+    };
+    let mut found: Option<(&FunctionSchema, Arc<DifferentiabilityInfo>)> = functional_by_sig
+        .iter()
+        .find(|(s, set)| is_reference(&f.func, s) && default(set).is_some())
+        .and_then(|(s, set)| Some((s, default(set)?)));
+    let name = f.func.name.to_string();
+    if found.is_none()
+        && f.func.kind() == SchemaKind::Inplace
+        && WITH_INPLACE_REF.contains(&name.as_str())
+    {
+        found = non_functional_by_sig
+            .iter()
+            .find(|(s, set)| is_reference(&f.func, s) && default(set).is_some())
+            .and_then(|(s, set)| Some((s, default(set)?)));
+    }
+    let (ref_schema, reference) = found?;
+    if f.func.kind() == SchemaKind::Inplace {
+        return Some(((*reference).clone(), false));
+    }
+
+    let mut ref_to_foreach: HashMap<&str, &str> = HashMap::new();
+    let mut arg_by_name: HashMap<&str, &Argument> = HashMap::new();
+    for (a, r) in f
+        .func
+        .arguments
+        .flat_non_out()
+        .zip(ref_schema.arguments.flat_non_out())
+    {
+        ref_to_foreach.insert(r.name.as_str(), a.name.as_str());
+        arg_by_name.insert(a.name.as_str(), a);
+    }
+    let mut all_var_names: Vec<String> = Vec::new();
+    let mut all_saved_inputs: Vec<SavedAttribute> = Vec::new();
+    let mut all_saved_outputs: Vec<SavedAttribute> = Vec::new();
+    let mut derivatives = Vec::new();
+    for d in &reference.derivatives {
+        let mut formula = d
+            .formula
+            .replace("grad", "grads[i]")
+            .replace("result", "result[i]");
+        let mut saved_inputs = Vec::new();
+        for s in &d.saved_inputs {
+            let jit_name = s.expr.split('.').next().unwrap_or_default();
+            let mapped = *ref_to_foreach.get(jit_name)?;
+            let is_list = matches!(
+                arg_by_name.get(mapped).map(|a| &a.ty),
+                Some(Type::List { .. })
+            );
+            let mapped_expr = if is_list {
+                format!("{mapped}[i]")
+            } else {
+                mapped.to_string()
+            };
+            let new_expr = s.expr.replace(jit_name, &mapped_expr);
+            formula = formula.replace(&s.name, &new_expr);
+            saved_inputs.push(SavedAttribute {
+                name: mapped.to_string(),
+                expr: mapped.to_string(),
+                property: None,
+                var: mapped.to_string(),
+            });
+        }
+        let mut saved_outputs = Vec::new();
+        for s in &d.saved_outputs {
+            if s.name != "result" {
+                return None;
+            }
+            saved_outputs.push(s.clone());
+        }
+        let var_names: Vec<String> = d
+            .var_names
+            .iter()
+            .map(|v| ref_to_foreach.get(v.as_str()).map(|s| s.to_string()))
+            .collect::<Option<_>>()?;
+        all_var_names.extend(var_names.iter().cloned());
+        all_saved_inputs.extend(saved_inputs.iter().cloned());
+        all_saved_outputs.extend(saved_outputs.iter().cloned());
+        derivatives.push(Derivative {
+            var_names,
+            tokens: Formula::parse(&formula).unwrap_or_default(),
+            formula,
+            original_formula: d.formula.clone(),
+            saved_inputs,
+            saved_outputs,
+            named_gradients: BTreeSet::new(),
+            loc: d.loc.clone(),
+        });
+    }
+    let args_with_derivatives: Vec<String> = f
+        .func
+        .arguments
+        .flat_non_out()
+        .filter(|a| all_var_names.contains(&a.name))
+        .map(|a| a.name.clone())
+        .collect();
+
+    let ref_func = &functions[reference.func].func;
+    let mut forward = Vec::new();
+    for fw in &reference.forward_derivatives {
+        let mut var_names = fw.var_names.clone();
+        let mut fw_grad = fw.required_inputs_fw_grad.clone();
+        let mut primal = fw.required_inputs_primal.clone();
+        let mut formula = fw.formula.clone();
+        if formula.contains("result") {
+            formula = formula.replace("result", "result[i]");
+        }
+        for (a, r) in f
+            .func
+            .arguments
+            .flat_non_out()
+            .zip(ref_func.arguments.flat_non_out())
+        {
+            if matches!(a.ty, Type::List { .. }) && !a.ty.is_tensor_like() {
+                formula = formula.replace(&r.name, &format!("{}[i]", a.name));
+            } else if a.ty.is_tensor_like() {
+                let ok = matches!(a.ty, Type::List { .. })
+                    || (a.ty.is_tensor() && WITH_TENSOR_OVERLOAD.contains(&name.as_str()));
+                if !ok {
+                    return None;
+                }
+                for suffix in ["_p", "_t"] {
+                    let cur = format!("{}{suffix}", r.name);
+                    if formula.contains(&cur) {
+                        formula = formula.replace(&cur, &format!("{}{suffix}", a.name));
+                    }
+                }
+            } else if a.name != r.name {
+                formula = formula.replace(&r.name, &a.name);
+            }
+            for list in [&mut var_names, &mut fw_grad, &mut primal] {
+                for n in list.iter_mut() {
+                    if *n == r.name {
+                        *n = a.name.clone();
+                    }
+                }
+            }
+        }
+        fw_grad.sort();
+        primal.sort();
+        forward.push(ForwardDerivative {
+            var_names,
+            formula,
+            required_inputs_primal: primal,
+            required_inputs_fw_grad: fw_grad,
+            is_reusing_outplace_formula: fw.is_reusing_outplace_formula,
+            loc: fw.loc.clone(),
+        });
+    }
+    let dedup = |v: Vec<SavedAttribute>| {
+        let mut seen = BTreeSet::new();
+        v.into_iter()
+            .filter(|s| seen.insert(s.name.clone()))
+            .collect::<Vec<_>>()
+    };
+    Some((
+        DifferentiabilityInfo {
+            name: f.func.name.name.base.clone(),
+            func: i,
+            op: Some(format!(
+                "Foreach{}{}",
+                reference.op.as_deref().unwrap_or("None"),
+                f.func.name.overload_name
+            )),
+            derivatives,
+            forward_derivatives: forward,
+            // torchgen collects these in a Python set, whose order depends on the hash seed;
+            // first-seen order is the deterministic choice.
+            all_saved_inputs: dedup(all_saved_inputs),
+            all_saved_outputs: dedup(all_saved_outputs),
+            available_named_gradients: Vec::new(),
+            used_named_gradients: BTreeSet::new(),
+            args_with_derivatives,
+            non_differentiable_arg_names: Vec::new(),
+            output_differentiability: None,
+            output_differentiability_conditions: None,
+            loc: reference.loc.clone(),
+        },
+        true,
+    ))
+}

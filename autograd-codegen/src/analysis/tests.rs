@@ -1,0 +1,186 @@
+//! Unit tests of the analysis on inline YAML.
+
+use super::*;
+use crate::model::derivatives::parse_derivatives;
+use crate::model::native::parse_native_functions;
+
+fn run(native: &str, derivs: &str) -> Result<Analysis, Diagnostics> {
+    let mut cx = Ctxt::new();
+    let fns = parse_native_functions(&Arc::from("n.yaml"), native, &Default::default(), &mut cx);
+    let entries = parse_derivatives(&Arc::from("d.yaml"), derivs, &mut cx);
+    cx.check(())?;
+    analyze(fns, &entries, &AnalysisOptions::torchgen())
+}
+
+const NATIVE: &str = "
+- func: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  variants: function, method
+  dispatch:
+    CPU: mul
+- func: mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
+  dispatch:
+    CPU: mul_
+- func: mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU: mul_out
+- func: mul.Scalar(Tensor self, Scalar other) -> Tensor
+  dispatch:
+    CPU: mul
+- func: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+  dispatch:
+    CPU: max
+- func: sum(Tensor self) -> Tensor
+";
+
+const DERIVS: &str = "
+- name: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  self: mul_tensor_backward(grad, other, self.scalar_type())
+  other: mul_tensor_backward(grad, self, other.scalar_type())
+  result: other_t * self_p + self_t * other_p
+- name: mul.Scalar(Tensor self, Scalar other) -> Tensor
+  self: grad * other
+- name: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+  self: value_selecting_reduction_backward_symint(grad, dim, indices, self.sym_sizes(), keepdim)
+  values: gather_with_keepdimed_indices(self_t, dim, indices, keepdim)
+";
+
+#[test]
+fn matches_variants_and_counts_ops() {
+    let a = run(NATIVE, DERIVS).unwrap();
+    let by = |s: &str| {
+        a.results
+            .iter()
+            .find(|r| a.functions[r.func].func.to_string().starts_with(s))
+            .unwrap()
+    };
+    let mul = by("mul.Tensor");
+    let info = mul.main_info().unwrap();
+    assert!(mul.exact_match);
+    assert_eq!(info.op.as_deref(), Some("MulBackward0"));
+    assert_eq!(info.args_with_derivatives, ["self", "other"]);
+    // Sorted by key: "other" before "self".
+    assert_eq!(info.derivatives[0].var_names, ["other"]);
+    assert_eq!(
+        info.derivatives[1].formula,
+        "mul_tensor_backward(grad, other, self_scalar_type)"
+    );
+    let names: Vec<_> = info
+        .all_saved_inputs
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["self", "other_scalar_type", "self_scalar_type", "other"]
+    );
+    assert_eq!(mul.dispatch_strategy, DispatchStrategy::UseDerived);
+    // In-place and out= variants inherit the functional entry.
+    let inplace = by("mul_.Tensor");
+    assert!(!inplace.exact_match);
+    assert_eq!(
+        inplace.main_info().unwrap().op.as_deref(),
+        Some("MulBackward0")
+    );
+    assert_eq!(inplace.differentiable_outputs, Ok(vec!["self".to_string()]));
+    assert!(inplace.fw_derivatives[0].1[0].is_reusing_outplace_formula);
+    assert_eq!(
+        by("mul.out").differentiable_outputs,
+        Ok(vec!["out".to_string()])
+    );
+    assert_eq!(
+        by("mul.Scalar").main_info().unwrap().op.as_deref(),
+        Some("MulBackward1")
+    );
+    // The single-`grad` rule keeps only the first output; `indices` is a saved output.
+    let max = by("max.dim");
+    assert_eq!(max.differentiable_outputs, Ok(vec!["values".to_string()]));
+    let mi = max.main_info().unwrap();
+    assert_eq!(mi.all_saved_outputs[0].name, "indices");
+    assert_eq!(mi.forward_derivatives[0].required_inputs_fw_grad, ["self"]);
+    // No entry: composite, use_type.
+    let sum = by("sum(");
+    assert!(sum.infos.is_none());
+    assert_eq!(sum.dispatch_strategy, DispatchStrategy::UseType);
+}
+
+fn errors(derivs: &str) -> Vec<String> {
+    run(NATIVE, derivs)
+        .unwrap_err()
+        .0
+        .into_iter()
+        .map(|d| d.to_string())
+        .collect()
+}
+
+#[test]
+fn reports_grad_grads_mixing() {
+    let e = errors(
+        "- name: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)\n  self: grad + grads[1]\n",
+    );
+    assert_eq!(e.len(), 1);
+    assert!(e[0].starts_with("d.yaml:2: in `max.dim"), "{}", e[0]);
+    assert!(e[0].contains("illegally mixes use of 'grad' and 'grads'"));
+}
+
+#[test]
+fn reports_only_grads_zero_and_out_of_bounds() {
+    let e = errors(
+        "- name: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)\n  self: grads[0]\n",
+    );
+    assert!(e[0].contains("solely refers to 'grads[0]'"), "{e:?}");
+    let e = errors(
+        "- name: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)\n  self: grads[2] + grads[0]\n",
+    );
+    assert!(e[0].contains("Out of bounds grads access"), "{e:?}");
+}
+
+#[test]
+fn reports_unknown_schema_with_available_overloads() {
+    let e = errors("- name: mul.Tensor(Tensor self, Tensor othr) -> Tensor\n  self: grad\n");
+    assert!(
+        e[0].contains("could not find a native function for schema"),
+        "{e:?}"
+    );
+    assert!(
+        e[0].contains("mul.Scalar(Tensor self, Scalar other) -> Tensor"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn reports_overlap_unknown_key_and_bad_dispatch_key_all_at_once() {
+    let e = errors(
+        "- name: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  self: grad
+  other: non_differentiable
+  self, other: grad
+- name: mul.Scalar(Tensor self, Scalar other) -> Tensor
+  slef: grad
+- name: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+  dispatch:
+    AutogradBogus:
+      self: grad
+",
+    );
+    assert_eq!(e.len(), 3, "{e:?}");
+    assert!(
+        e[0].contains("overlapped non_differentiable and differentiable"),
+        "{e:?}"
+    );
+    assert!(
+        e[1].starts_with("d.yaml:6:") && e[1].contains("`slef` names neither an argument"),
+        "{e:?}"
+    );
+    assert!(e[2].contains("Invalid dispatch key AutogradBogus"), "{e:?}");
+}
+
+#[test]
+fn op_prefix_follows_python_title() {
+    assert_eq!(op_prefix("add"), "AddBackward");
+    assert_eq!(op_prefix("conv2d"), "Conv2DBackward");
+    assert_eq!(op_prefix("_fused_dropout"), "FusedDropoutBackward");
+    assert_eq!(
+        op_prefix("native_layer_norm_forward"),
+        "NativeLayerNormBackward"
+    );
+}

@@ -1,0 +1,275 @@
+//! Formulas as token sequences.
+//!
+//! A formula (C++ in PyTorch's file, Rust in ours) is tokenized with `proc_macro2`, which
+//! accepts both, and flattened into a list of tokens that each remember the white space before
+//! them. Analyses match identifiers and `x.prop()` patterns on tokens, never on raw text, so a
+//! name inside another identifier or a string literal is never mistaken for a use; rendering
+//! gives back the original text with only the rewritten tokens changed.
+
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
+use std::str::FromStr;
+
+/// The kind of a flat token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokKind {
+    /// An identifier or keyword.
+    Ident,
+    /// One punctuation character.
+    Punct,
+    /// A literal: number, string, char.
+    Literal,
+    /// `(`, `[` or `{`.
+    Open,
+    /// `)`, `]` or `}`.
+    Close,
+}
+
+/// One token and the white space before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tok {
+    /// Its kind.
+    pub kind: TokKind,
+    /// Its text.
+    pub text: String,
+    /// The white space that preceded it in the source.
+    pub space_before: String,
+}
+
+impl Tok {
+    /// An identifier token `text`.
+    pub fn is_ident(&self, text: &str) -> bool {
+        self.kind == TokKind::Ident && self.text == text
+    }
+
+    /// A punctuation or delimiter token `text`.
+    pub fn is_punct(&self, text: &str) -> bool {
+        matches!(self.kind, TokKind::Punct | TokKind::Open | TokKind::Close) && self.text == text
+    }
+}
+
+/// A tokenized formula.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Formula {
+    /// The flat tokens.
+    pub toks: Vec<Tok>,
+}
+
+fn open_close(d: Delimiter) -> (&'static str, &'static str) {
+    match d {
+        Delimiter::Parenthesis => ("(", ")"),
+        Delimiter::Bracket => ("[", "]"),
+        Delimiter::Brace => ("{", "}"),
+        Delimiter::None => ("", ""),
+    }
+}
+
+impl Formula {
+    /// Tokenize `text`. Fails on what neither Rust nor C++ tokenizers accept (unbalanced
+    /// brackets, unterminated strings).
+    pub fn parse(text: &str) -> Result<Formula, String> {
+        let stream = TokenStream::from_str(text).map_err(|e| e.to_string())?;
+        let mut toks = Vec::new();
+        let mut last_end = 0usize;
+        flatten(stream, text, &mut last_end, &mut toks);
+        Ok(Formula { toks })
+    }
+
+    /// The formula text: original spacing, rewritten tokens in place.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        for (i, t) in self.toks.iter().enumerate() {
+            if i > 0 {
+                s.push_str(&t.space_before);
+            }
+            s.push_str(&t.text);
+        }
+        s
+    }
+
+    /// Is `name` used as an identifier?
+    pub fn has_ident(&self, name: &str) -> bool {
+        self.toks.iter().any(|t| t.is_ident(name))
+    }
+
+    /// Is `name` written as a word inside a string literal?
+    pub fn string_mentions(&self, name: &str) -> bool {
+        self.toks
+            .iter()
+            .filter(|t| t.kind == TokKind::Literal && t.text.starts_with('"'))
+            .any(|t| {
+                t.text
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .any(|w| w == name)
+            })
+    }
+
+    /// How often `name` is used as an identifier.
+    pub fn count_ident(&self, name: &str) -> usize {
+        self.toks.iter().filter(|t| t.is_ident(name)).count()
+    }
+
+    /// The `i` of every `grads[i]` with a literal index.
+    pub fn grads_indices(&self) -> Vec<usize> {
+        self.toks
+            .windows(4)
+            .filter(|w| {
+                w[0].is_ident("grads")
+                    && w[1].is_punct("[")
+                    && w[2].kind == TokKind::Literal
+                    && w[3].is_punct("]")
+            })
+            .filter_map(|w| w[2].text.parse().ok())
+            .collect()
+    }
+
+    /// Replace every identifier `name` with the tokens of `with`.
+    pub fn replace_ident(&mut self, name: &str, with: &str) {
+        let repl = Formula::parse(with).unwrap_or_default();
+        let mut i = 0;
+        while i < self.toks.len() {
+            if self.toks[i].is_ident(name) {
+                i += self.splice(i, 1, &repl);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Replace `len` tokens at `at` with `repl`'s tokens; returns how many were inserted.
+    pub fn splice(&mut self, at: usize, len: usize, repl: &Formula) -> usize {
+        let space = self.toks[at].space_before.clone();
+        let mut new = repl.toks.clone();
+        if let Some(first) = new.first_mut() {
+            first.space_before = space;
+        }
+        let n = new.len();
+        self.toks.splice(at..at + len, new);
+        n
+    }
+
+    /// The text of tokens `range`, with their original spacing.
+    pub fn text_of(&self, range: std::ops::Range<usize>) -> String {
+        Formula {
+            toks: self.toks[range].to_vec(),
+        }
+        .render()
+    }
+}
+
+fn flatten(stream: TokenStream, src: &str, last_end: &mut usize, out: &mut Vec<Tok>) {
+    for tt in stream {
+        match tt {
+            TokenTree::Group(g) => {
+                let (open, close) = open_close(g.delimiter());
+                let open_range = g.span_open().byte_range();
+                push(
+                    out,
+                    TokKind::Open,
+                    open.to_string(),
+                    open_range,
+                    src,
+                    last_end,
+                );
+                flatten(g.stream(), src, last_end, out);
+                let close_range = g.span_close().byte_range();
+                push(
+                    out,
+                    TokKind::Close,
+                    close.to_string(),
+                    close_range,
+                    src,
+                    last_end,
+                );
+            }
+            TokenTree::Ident(i) => {
+                let r = i.span().byte_range();
+                push(out, TokKind::Ident, i.to_string(), r, src, last_end);
+            }
+            TokenTree::Punct(p) => {
+                let r = p.span().byte_range();
+                push(
+                    out,
+                    TokKind::Punct,
+                    p.as_char().to_string(),
+                    r,
+                    src,
+                    last_end,
+                );
+            }
+            TokenTree::Literal(l) => {
+                let r = l.span().byte_range();
+                push(out, TokKind::Literal, l.to_string(), r, src, last_end);
+            }
+        }
+    }
+}
+
+fn push(
+    out: &mut Vec<Tok>,
+    kind: TokKind,
+    text: String,
+    range: std::ops::Range<usize>,
+    src: &str,
+    last_end: &mut usize,
+) {
+    // Spans are byte offsets into `src` with proc-macro2's fallback lexer; inside a compiler
+    // proc-macro they may be empty, and then tokens are joined by a single space where needed.
+    let space_before =
+        if range.start >= *last_end && range.end <= src.len() && range.start < range.end {
+            let s = src[*last_end..range.start].to_string();
+            *last_end = range.end;
+            s
+        } else {
+            let prev_word = out
+                .last()
+                .is_some_and(|t| matches!(t.kind, TokKind::Ident | TokKind::Literal));
+            let word = matches!(kind, TokKind::Ident | TokKind::Literal);
+            if prev_word && word {
+                " ".into()
+            } else {
+                String::new()
+            }
+        };
+    out.push(Tok {
+        kind,
+        text,
+        space_before,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_cpp_and_rust() {
+        for src in [
+            "grad.expand_symint(self.sym_sizes()) / self.sym_numel()",
+            "self_t_raw.defined() ? self_t_raw.copy_(self_t * other) : self_t * other",
+            "at::native::get_nested_tensor_impl(self)->get_nested_sizes()",
+            "not_implemented(\"chunk\")",
+            "grads[0].defined() ? grads[0] * 0.5f : Tensor()",
+            "helpers::sum_to(&grad, &self_sizes)?",
+        ] {
+            let f = Formula::parse(src).unwrap();
+            assert_eq!(f.render(), src);
+        }
+    }
+
+    #[test]
+    fn identifiers_not_substrings_or_strings() {
+        let f = Formula::parse("grad_output * self_t + f(\"self\")").unwrap();
+        assert!(!f.has_ident("self"));
+        assert!(!f.has_ident("grad"));
+        assert!(f.has_ident("grad_output"));
+    }
+
+    #[test]
+    fn grads_indices_and_replace() {
+        let mut f = Formula::parse("foo(grads[0], grads[1], grads)").unwrap();
+        assert_eq!(f.grads_indices(), vec![0, 1]);
+        assert_eq!(f.count_ident("grads"), 3);
+        f.replace_ident("grads", "gs");
+        assert_eq!(f.render(), "foo(gs[0], gs[1], gs)");
+    }
+}
