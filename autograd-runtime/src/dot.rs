@@ -40,7 +40,10 @@ pub fn to_dot<T: Tensor>(roots: &[Variable<T>]) -> String {
             esc(&root.name().unwrap_or_else(|| format!("output {r}"))),
             dims(&root.shape())
         );
-        let _ = writeln!(out, "  r{r} [label=\"{label}\", fillcolor=darkolivegreen1];");
+        let _ = writeln!(
+            out,
+            "  r{r} [label=\"{label}\", fillcolor=darkolivegreen1];"
+        );
         if let Some(edge) = root.gradient_edge() {
             let (id, new) = id_of(key(&edge), &mut ids);
             let _ = writeln!(out, "  v{id} -> r{r};");

@@ -96,7 +96,12 @@ pub fn grad_with<T: Tensor>(
                 .ok_or(AutogradError::InputDoesNotRequireGrad)?,
         );
     }
-    let mut res = run(&roots, Some(&captures), opts.retain_graph, opts.create_graph)?;
+    let mut res = run(
+        &roots,
+        Some(&captures),
+        opts.retain_graph,
+        opts.create_graph,
+    )?;
     for (r, v) in res.iter_mut().zip(inputs) {
         if r.is_none() {
             if opts.materialize_grads {

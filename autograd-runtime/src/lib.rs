@@ -148,8 +148,8 @@ pub use mode::{
     is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled,
 };
 pub use node::{
-    Edge, HookId, Node, NodeCell, NodeHandle, NodeRef, PostHook, PreHook, TensorHook,
-    VariableList, check_out, live_nodes, record, record_inplace, record_vec, should_record,
+    Edge, HookId, Node, NodeCell, NodeHandle, NodeRef, PostHook, PreHook, TensorHook, VariableList,
+    check_out, live_nodes, record, record_inplace, record_vec, should_record,
 };
 pub use saved::SavedVariable;
 pub use tensor::{Tensor, TensorMeta};

@@ -225,6 +225,9 @@ mod tests {
         assert_eq!(w.len(), 5);
         let v: OptList<u32, 2> = vec![Some(1)].into();
         assert_eq!(v.into_iter().collect::<Vec<_>>(), vec![Some(1)]);
-        assert_eq!(format!("{:?}", OptList::<u8, 1>::from(vec![Some(1u8), None])), "[Some(1), None]");
+        assert_eq!(
+            format!("{:?}", OptList::<u8, 1>::from(vec![Some(1u8), None])),
+            "[Some(1), None]"
+        );
     }
 }

@@ -244,10 +244,7 @@ impl<T: Tensor> NodeRef<T> {
     }
 
     /// Registers a pre-hook, called with the incoming gradients before `apply`.
-    pub fn register_prehook(
-        &self,
-        f: impl FnMut(&mut VariableList<T>) + Send + 'static,
-    ) -> HookId {
+    pub fn register_prehook(&self, f: impl FnMut(&mut VariableList<T>) + Send + 'static) -> HookId {
         let id = next_hook_id();
         self.0.add_hooks(|h| h.pre.push((id, Box::new(f))));
         id
@@ -475,7 +472,9 @@ pub fn record_vec<T: Tensor, N: Node<T>>(
     let outs = outputs
         .into_iter()
         .enumerate()
-        .map(|(nr, data)| Variable::with_grad_fn(data, NodeRef::from_arc(erased.clone()), nr as u32))
+        .map(|(nr, data)| {
+            Variable::with_grad_fn(data, NodeRef::from_arc(erased.clone()), nr as u32)
+        })
         .collect();
     (outs, NodeHandle(cell))
 }

@@ -45,7 +45,9 @@ enum State<T: Tensor> {
 
 impl<T: Tensor> Default for SavedVariable<T> {
     fn default() -> Self {
-        SavedVariable { state: State::Empty }
+        SavedVariable {
+            state: State::Empty,
+        }
     }
 }
 
@@ -204,4 +206,3 @@ fn mismatch<T: Tensor>(
         anomaly: is_anomaly_enabled(),
     }
 }
-

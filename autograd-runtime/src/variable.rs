@@ -96,7 +96,12 @@ impl<T: Tensor> Variable<T> {
     }
 
     pub(crate) fn with_grad_fn(data: T, grad_fn: NodeRef<T>, output_nr: u32) -> Self {
-        Variable(Arc::new(VarInner::new(data, Some(grad_fn), output_nr, true)))
+        Variable(Arc::new(VarInner::new(
+            data,
+            Some(grad_fn),
+            output_nr,
+            true,
+        )))
     }
 
     /// Rebuilds a saved output: same data and version counter, given history.
@@ -338,7 +343,9 @@ impl<T: Tensor> Variable<T> {
             }
             None => {
                 let id = next_hook_id();
-                st.hooks.get_or_insert_with(Default::default).push((id, Box::new(f)));
+                st.hooks
+                    .get_or_insert_with(Default::default)
+                    .push((id, Box::new(f)));
                 Ok(id)
             }
         }
