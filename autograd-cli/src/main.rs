@@ -76,13 +76,9 @@ fn main() -> ExitCode {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let written = if args.json {
-        let doc = json::to_json(
-            &analysis,
-            serde_json::json!({"generator": "autograd-gen", "version": env!("CARGO_PKG_VERSION")}),
-        );
-        serde_json::to_writer(&mut out, &doc)
-            .map_err(std::io::Error::other)
-            .and_then(|_| writeln!(out))
+        let source =
+            serde_json::json!({"generator": "autograd-gen", "version": env!("CARGO_PKG_VERSION")});
+        json::write_json(&mut out, &analysis, &source)
     } else {
         summary(&analysis, &mut out)
     };

@@ -6,7 +6,8 @@ use super::{Derivative, DifferentiabilityInfo, ForwardDerivative, InfoSet, Saved
 use crate::formula::Formula;
 use crate::model::native::NativeFunction;
 use crate::model::schema::{Argument, FunctionSchema, SchemaKind, Type};
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 const WITH_INPLACE_REF: &[&str] = &["_foreach_zero_"];
@@ -33,8 +34,7 @@ fn elem(t: &Type) -> Option<&Type> {
     }
 }
 
-fn is_reference(f: &FunctionSchema, reference: &FunctionSchema) -> bool {
-    let name = f.name.to_string();
+fn is_reference(f: &FunctionSchema, name: &str, reference: &FunctionSchema) -> bool {
     let base = f
         .name
         .name
@@ -42,11 +42,13 @@ fn is_reference(f: &FunctionSchema, reference: &FunctionSchema) -> bool {
         .rsplit("_foreach_")
         .next()
         .unwrap_or_default();
+    if base != reference.name.name.base {
+        return false;
+    }
     let f_args: Vec<&Argument> = f.arguments.flat_non_out().collect();
     let r_args: Vec<&Argument> = reference.arguments.flat_non_out().collect();
-    base == reference.name.name.base
-        && (!reference.name.name.inplace || WITH_INPLACE_REF.contains(&name.as_str()))
-        && (SKIP_ARGUMENT_LEN_CHECK.contains(&name.as_str()) || f_args.len() == r_args.len())
+    (!reference.name.name.inplace || WITH_INPLACE_REF.contains(&name))
+        && (SKIP_ARGUMENT_LEN_CHECK.contains(&name) || f_args.len() == r_args.len())
         && f_args
             .iter()
             .zip(r_args.iter())
@@ -62,6 +64,7 @@ pub(super) fn gen_foreach_info(
     non_functional_by_sig: &[(FunctionSchema, InfoSet)],
 ) -> Option<(DifferentiabilityInfo, bool)> {
     let f = &functions[i];
+    let name = f.func.name.to_string();
     let default = |set: &InfoSet| {
         set.iter()
             .find(|(k, _)| k == "Default")
@@ -69,16 +72,15 @@ pub(super) fn gen_foreach_info(
     };
     let mut found: Option<(&FunctionSchema, Arc<DifferentiabilityInfo>)> = functional_by_sig
         .iter()
-        .find(|(s, set)| is_reference(&f.func, s) && default(set).is_some())
+        .find(|(s, set)| is_reference(&f.func, &name, s) && default(set).is_some())
         .and_then(|(s, set)| Some((s, default(set)?)));
-    let name = f.func.name.to_string();
     if found.is_none()
         && f.func.kind() == SchemaKind::Inplace
         && WITH_INPLACE_REF.contains(&name.as_str())
     {
         found = non_functional_by_sig
             .iter()
-            .find(|(s, set)| is_reference(&f.func, s) && default(set).is_some())
+            .find(|(s, set)| is_reference(&f.func, &name, s) && default(set).is_some())
             .and_then(|(s, set)| Some((s, default(set)?)));
     }
     let (ref_schema, reference) = found?;
@@ -86,8 +88,8 @@ pub(super) fn gen_foreach_info(
         return Some(((*reference).clone(), false));
     }
 
-    let mut ref_to_foreach: HashMap<&str, &str> = HashMap::new();
-    let mut arg_by_name: HashMap<&str, &Argument> = HashMap::new();
+    let mut ref_to_foreach: HashMap<&str, &str> = HashMap::default();
+    let mut arg_by_name: HashMap<&str, &Argument> = HashMap::default();
     for (a, r) in f
         .func
         .arguments

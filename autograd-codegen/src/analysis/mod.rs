@@ -22,8 +22,9 @@ use crate::model::derivatives::{
 use crate::model::native::{NativeFunction, Variant};
 use crate::model::schema::{FunctionSchema, SchemaKind};
 use cpp::{cpp_arguments, cpp_name, return_names};
+use rustc_hash::FxHashMap as HashMap;
 pub use saved::{PropertyRule, PropertyRules, SavedAttribute};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// A backward formula for one or more inputs.
@@ -322,9 +323,8 @@ pub fn load_infos(
     options: &AnalysisOptions,
     cx: &mut Ctxt,
 ) -> InfoMap {
-    let mut by_schema: HashMap<String, usize> = HashMap::with_capacity(functions.len());
-    let mut by_signature: HashMap<FunctionSchema, Vec<usize>> =
-        HashMap::with_capacity(functions.len());
+    let mut by_schema: HashMap<String, usize> = HashMap::default();
+    let mut by_signature: HashMap<FunctionSchema, Vec<usize>> = HashMap::default();
     for (i, f) in functions.iter().enumerate() {
         by_schema.insert(f.func.to_string(), i);
         by_signature
@@ -332,7 +332,7 @@ pub fn load_infos(
             .or_default()
             .push(i);
     }
-    let mut op_counter: HashMap<String, usize> = HashMap::new();
+    let mut op_counter: HashMap<String, usize> = HashMap::default();
     let mut infos = InfoMap::default();
     for entry in entries {
         let spec = entry.name.as_str();
@@ -446,7 +446,7 @@ pub fn load_infos(
 fn add_view_copy_infos(functions: &[NativeFunction], infos: &mut InfoMap) {
     // Pair each aliasing view with the functional non-aliasing function of the same view
     // signature (torchgen's `NativeFunctionsViewGroup`).
-    let mut groups: HashMap<FunctionSchema, (Option<usize>, Option<usize>)> = HashMap::new();
+    let mut groups: HashMap<FunctionSchema, (Option<usize>, Option<usize>)> = HashMap::default();
     for (i, f) in functions.iter().enumerate() {
         let g = groups.entry(f.func.view_signature()).or_default();
         match f.view_kind() {
@@ -456,7 +456,7 @@ fn add_view_copy_infos(functions: &[NativeFunction], infos: &mut InfoMap) {
             None => {}
         }
     }
-    let mut view_copy_of: HashMap<String, usize> = HashMap::new();
+    let mut view_copy_of: HashMap<String, usize> = HashMap::default();
     for (view, copy) in groups.values() {
         if let (Some(v), Some(c)) = (view, copy) {
             view_copy_of.insert(functions[*v].func.name.to_string(), *c);
@@ -955,7 +955,7 @@ pub fn match_infos(
     cx: &mut Ctxt,
 ) -> Vec<FunctionAnalysis> {
     let mut functional_by_sig: Vec<(FunctionSchema, InfoSet)> = Vec::new();
-    let mut functional_index: HashMap<FunctionSchema, usize> = HashMap::new();
+    let mut functional_index: HashMap<FunctionSchema, usize> = HashMap::default();
     let mut non_functional_by_sig: Vec<(FunctionSchema, InfoSet)> = Vec::new();
     for (schema, set) in infos.iter() {
         let sig = schema.signature(true);

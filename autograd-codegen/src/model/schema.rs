@@ -341,7 +341,7 @@ impl Type {
 
     fn parse_inner(t: &str) -> Result<Type> {
         if let Some(inner) = t.strip_suffix('?') {
-            return Ok(Type::Optional(Box::new(Type::parse(inner)?)));
+            return Ok(Type::Optional(Box::new(Type::parse_inner(inner)?)));
         }
         if let Some(open) = t.strip_suffix(']').and_then(|s| s.rfind('[')) {
             let size_text = &t[open + 1..t.len() - 1];
@@ -357,7 +357,7 @@ impl Type {
                 return err(format!("bad list size in type `{t}`"));
             };
             return Ok(Type::List {
-                elem: Box::new(Type::parse(&t[..open])?),
+                elem: Box::new(Type::parse_inner(&t[..open])?),
                 size,
             });
         }
@@ -565,8 +565,17 @@ pub struct Argument {
 }
 
 impl Argument {
-    /// Parse one argument.
+    /// Parse one argument; the result prints back to exactly `arg`.
     pub fn parse(arg: &str) -> Result<Argument> {
+        let r = Self::parse_unchecked(arg)?;
+        if r.to_string() != arg {
+            return err(format!("argument `{arg}` does not round-trip (got `{r}`)"));
+        }
+        Ok(r)
+    }
+
+    // The whole schema's round trip is checked once at the top.
+    fn parse_unchecked(arg: &str) -> Result<Argument> {
         let (decl, default) = match arg.split_once('=') {
             Some((d, def)) => {
                 if def.contains('=') && !def.starts_with('"') {
@@ -586,17 +595,13 @@ impl Argument {
             return err(format!("empty default value in `{arg}`"));
         }
         let (type_s, annotation) = split_annotation(type_and_annot)?;
-        let ty = Type::parse(&type_s)?;
-        let r = Argument {
+        let ty = Type::parse_inner(&type_s)?;
+        Ok(Argument {
             name: name.to_string(),
             ty,
             default,
             annotation,
-        };
-        if r.to_string() != arg {
-            return err(format!("argument `{arg}` does not round-trip (got `{r}`)"));
-        }
-        Ok(r)
+        })
     }
 
     /// Annotated as written (`!`).
@@ -628,24 +633,28 @@ pub struct Return {
 }
 
 impl Return {
-    /// Parse one return.
+    /// Parse one return; the result prints back to exactly `ret`.
     pub fn parse(ret: &str) -> Result<Return> {
+        let r = Self::parse_unchecked(ret)?;
+        if r.to_string() != ret {
+            return err(format!("return `{ret}` does not round-trip (got `{r}`)"));
+        }
+        Ok(r)
+    }
+
+    fn parse_unchecked(ret: &str) -> Result<Return> {
         let (type_and_annot, name) = match ret.rsplit_once(' ') {
             // `Tensor(a -> *)` has spaces inside the annotation: only a trailing identifier is a name.
             Some((t, n)) if is_identifier(n) && !t.ends_with("->") => (t, Some(n.to_string())),
             _ => (ret, None),
         };
         let (type_s, annotation) = split_annotation(type_and_annot)?;
-        let ty = Type::parse(&type_s)?;
-        let r = Return {
+        let ty = Type::parse_inner(&type_s)?;
+        Ok(Return {
             name,
             ty,
             annotation,
-        };
-        if r.to_string() != ret {
-            return err(format!("return `{ret}` does not round-trip (got `{r}`)"));
-        }
-        Ok(r)
+        })
     }
 
     /// Annotated as written (`!`).
@@ -749,7 +758,7 @@ impl Arguments {
                     acc = Acc::Kwarg;
                     continue;
                 }
-                let parg = Argument::parse(arg)?;
+                let parg = Argument::parse_unchecked(arg)?;
                 if parg.is_write() {
                     if acc == Acc::Kwarg {
                         acc = Acc::Out;
