@@ -146,7 +146,7 @@ pub fn write_function(
     let f = &analysis.functions[fa.func];
     w.write_all(b"{")?;
     key(w, "schema", true)?;
-    s(w, &f.func.to_string())?;
+    s(w, &f.schema)?;
     key(w, "kind", false)?;
     s(w, f.func.kind().as_str())?;
     key(w, "info", false)?;

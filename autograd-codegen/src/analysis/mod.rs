@@ -323,10 +323,10 @@ pub fn load_infos(
     options: &AnalysisOptions,
     cx: &mut Ctxt,
 ) -> InfoMap {
-    let mut by_schema: HashMap<String, usize> = HashMap::default();
+    let mut by_schema: HashMap<&str, usize> = HashMap::default();
     let mut by_signature: HashMap<FunctionSchema, Vec<usize>> = HashMap::default();
     for (i, f) in functions.iter().enumerate() {
-        by_schema.insert(f.func.to_string(), i);
+        by_schema.insert(f.schema.as_str(), i);
         by_signature
             .entry(f.func.signature(false))
             .or_default()
@@ -360,7 +360,7 @@ pub fn load_infos(
             let avail: Vec<String> = functions
                 .iter()
                 .filter(|f| cpp_name(&f.func) == defn)
-                .map(|f| f.func.to_string())
+                .map(|f| f.schema.clone())
                 .collect();
             let msg = match FunctionSchema::parse(spec) {
                 Err(err) => format!("invalid schema: {err}"),
@@ -382,7 +382,7 @@ pub fn load_infos(
             .copied()
             .find(|&i| {
                 let f = &functions[i].func;
-                !f.is_functional_fn() && !f.is_out_fn() && f.name.name.to_string() == defn
+                !f.is_functional_fn() && !f.is_out_fn() && f.name.name.is(defn)
             })
             .or_else(|| {
                 (cpp_name(&functions[group[0]].func) == format!("{defn}_")).then_some(group[0])
@@ -1046,7 +1046,7 @@ fn find_info(
                     .iter()
                     .any(|s| s.name.contains("self"))
             }) {
-                cx.error(&f.loc, Some(&f.func.to_string()), "Attempted to convert a derivative formula for a mutable operator to be used automatically by its functional variant. This is not currently supported.");
+                cx.error(&f.loc, Some(&f.schema), "Attempted to convert a derivative formula for a mutable operator to be used automatically by its functional variant. This is not currently supported.");
                 return (None, false);
             }
             return (Some(set.clone()), false);
@@ -1086,7 +1086,7 @@ fn forward_for_function(
     if info.forward_derivatives.len() != 1 {
         cx.error(
             &f.loc,
-            Some(&f.func.to_string()),
+            Some(&f.schema),
             "only single-output in-place functions can have forward formulas",
         );
         return Vec::new();
@@ -1095,7 +1095,7 @@ fn forward_for_function(
     let mut t = Formula::parse(&fw.formula).unwrap_or_default();
     if t.has_ident("self_p") {
         if exact {
-            cx.error(&fw.loc, Some(&f.func.to_string()), format!("The formula for \"{}\" is using the original value of self that is being modified inplace. This would lead to wrong forward gradients. Please use \"result\" in the formula only.", f.func.name));
+            cx.error(&fw.loc, Some(&f.schema), format!("The formula for \"{}\" is using the original value of self that is being modified inplace. This would lead to wrong forward gradients. Please use \"result\" in the formula only.", f.func.name));
             return Vec::new();
         }
         t.replace_ident("self_p", "original_self_p");

@@ -184,7 +184,7 @@ pub fn pre_group_native_functions(fns: &[NativeFunction], cx: &mut Ctxt) -> Vec<
             None => *slot = Some(i),
             Some(first) => cx.error(
                 &f.loc,
-                Some(&f.func.to_string()),
+                Some(&f.schema),
                 format!(
                     "duplicate schema kind {} for this signature (first: `{}` at {})",
                     kind.as_str(),
@@ -218,13 +218,15 @@ pub fn add_generated_native_functions(fns: &mut Vec<NativeFunction>, cx: &mut Ct
             .any(|op| op.to_string().contains("out"));
         let gets_out_variant = !has_out && base_fn_valid && needs_out;
         if !has_out && !base_fn_valid {
-            let name = base_fn.func.name.to_string();
-            if !MUTABLE_OPS_THAT_CANNOT_GET_AN_OUT_VARIANT.contains(&name.as_str())
-                && !FUNCTIONAL_OPS_THAT_CANNOT_GET_AN_OUT_VARIANT.contains(&name.as_str())
+            let name = &base_fn.func.name;
+            if !MUTABLE_OPS_THAT_CANNOT_GET_AN_OUT_VARIANT
+                .iter()
+                .chain(FUNCTIONAL_OPS_THAT_CANNOT_GET_AN_OUT_VARIANT)
+                .any(|n| name.is(n))
             {
                 cx.error(
                     &base_fn.loc,
-                    Some(&base_fn.func.to_string()),
+                    Some(&base_fn.schema),
                     "cannot generate an out= variant for an operator without tensor-like \
                      returns; if it needs none, torchgen lists it in \
                      FUNCTIONAL_OPS_THAT_CANNOT_GET_AN_OUT_VARIANT",
@@ -252,7 +254,7 @@ pub fn add_generated_native_functions(fns: &mut Vec<NativeFunction>, cx: &mut Ct
 }
 
 fn report(cx: &mut Ctxt, f: &NativeFunction, message: String) {
-    cx.error(&f.loc, Some(&f.func.to_string()), message);
+    cx.error(&f.loc, Some(&f.schema), message);
 }
 
 /// The member of `group` that variants get generated from (mutable, else in-place, else
@@ -268,7 +270,7 @@ fn base_function(fns: &[NativeFunction], group: &SchemaKindGroup, cx: &mut Ctxt)
     // Operators that bypass the dispatcher.
     let are_manual = members().all(|f| f.manual_cpp_binding);
     // Views (`set_` is an in-place view but is treated as an ordinary in-place op).
-    let has_view_ops = members().any(|f| f.is_view_op() && f.func.name.name.to_string() != "set_");
+    let has_view_ops = members().any(|f| f.is_view_op() && !f.func.name.name.is("set_"));
     // Non-core composite operators decompose, so transforms never need their variants.
     let are_composite_implicit =
         members().all(NativeFunction::has_composite_implicit_autograd_kernel);
@@ -278,7 +280,10 @@ fn base_function(fns: &[NativeFunction], group: &SchemaKindGroup, cx: &mut Ctxt)
     if let Some(out) = group.out.filter(|_| members().count() == 1) {
         // Note [Out ops with functional variants that don't get grouped properly]
         let f = &fns[out];
-        if !OUT_OPS_THAT_DONT_GET_GROUPED_PROPERLY.contains(&f.func.name.to_string().as_str()) {
+        if !OUT_OPS_THAT_DONT_GET_GROUPED_PROPERLY
+            .iter()
+            .any(|n| f.func.name.is(n))
+        {
             report(
                 cx,
                 f,
@@ -289,7 +294,9 @@ fn base_function(fns: &[NativeFunction], group: &SchemaKindGroup, cx: &mut Ctxt)
         return None;
     }
     if group.inplace.is_some_and(|i| {
-        INPLACE_OPS_THAT_DONT_GET_GROUPED_PROPERLY.contains(&fns[i].func.name.to_string().as_str())
+        INPLACE_OPS_THAT_DONT_GET_GROUPED_PROPERLY
+            .iter()
+            .any(|n| fns[i].func.name.is(n))
     }) {
         return None;
     }
@@ -354,6 +361,7 @@ fn generate_function(f: &NativeFunction, kind: SchemaKind) -> Result<NativeFunct
         tags.insert("inplace".into());
     }
     Ok(NativeFunction {
+        schema: func.render(),
         func,
         loc: f.loc.clone(),
         // Generated functions are not meant to be user friendly: no methods.

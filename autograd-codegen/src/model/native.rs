@@ -24,6 +24,10 @@ pub enum Variant {
 pub struct NativeFunction {
     /// The parsed `func:`.
     pub func: FunctionSchema,
+    /// `func` as text: the `func:` string as written (it round-trips), or the generated
+    /// schema printed once. Kept so that hot paths need not print the schema again; whoever
+    /// changes `func` must update it.
+    pub schema: String,
     /// Where its entry is (for generated functions: the entry they were generated from).
     pub loc: Location,
     /// `variants:`, default `function`.
@@ -68,9 +72,9 @@ impl NativeFunction {
         let non_mutating_view = rets
             .iter()
             .any(|r| r.annotation.as_ref().is_some_and(|a| !a.is_write));
-        let name = self.func.name.to_string();
-        let inplace_view =
-            self.has_tag("inplace_view") && name != "resize_" && name != "resize_as_";
+        let inplace_view = self.has_tag("inplace_view")
+            && !self.func.name.is("resize_")
+            && !self.func.name.is("resize_as_");
         let wildcard_view = self.func.arguments.flat_all().any(|a| {
             a.annotation
                 .as_ref()
@@ -348,6 +352,7 @@ fn parse_entry(
 
     Some(NativeFunction {
         func,
+        schema: func_text.to_string(),
         loc,
         variants,
         tags,

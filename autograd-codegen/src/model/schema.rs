@@ -152,7 +152,7 @@ impl BaseOperatorName {
             functional_overload,
             namespace,
         };
-        if r.to_string() != op {
+        if !r.is(op) {
             return err(format!(
                 "operator name `{op}` does not round-trip (got `{r}`)"
             ));
@@ -161,24 +161,65 @@ impl BaseOperatorName {
     }
 }
 
-impl fmt::Display for BaseOperatorName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl BaseOperatorName {
+    /// Append the name as written to `out` (what `Display` prints, without `fmt`'s overhead).
+    pub fn render_to(&self, out: &mut String) {
         if let Some(ns) = &self.namespace {
-            write!(f, "{ns}::")?;
+            out.push_str(ns);
+            out.push_str("::");
         }
         if self.dunder_method {
-            let i = if self.inplace { "i" } else { "" };
-            write!(f, "__{i}{}__", self.base)
+            out.push_str(if self.inplace { "__i" } else { "__" });
+            out.push_str(&self.base);
+            out.push_str("__");
         } else {
-            let suffix = if self.inplace {
+            out.push_str(&self.base);
+            out.push_str(if self.inplace {
                 "_"
             } else if self.functional_overload {
                 "_functional"
             } else {
                 ""
-            };
-            write!(f, "{}{suffix}", self.base)
+            });
         }
+    }
+
+    /// Does this name print as `text`? (No allocation.)
+    pub fn is(&self, text: &str) -> bool {
+        let mut rest = text;
+        let mut eat = |part: &str| match rest.strip_prefix(part) {
+            Some(r) => {
+                rest = r;
+                true
+            }
+            None => false,
+        };
+        if let Some(ns) = &self.namespace {
+            if !(eat(ns) && eat("::")) {
+                return false;
+            }
+        }
+        let ok = if self.dunder_method {
+            eat(if self.inplace { "__i" } else { "__" }) && eat(&self.base) && eat("__")
+        } else {
+            eat(&self.base)
+                && eat(if self.inplace {
+                    "_"
+                } else if self.functional_overload {
+                    "_functional"
+                } else {
+                    ""
+                })
+        };
+        ok && rest.is_empty()
+    }
+}
+
+impl fmt::Display for BaseOperatorName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        self.render_to(&mut s);
+        f.write_str(&s)
     }
 }
 
@@ -243,13 +284,33 @@ impl OperatorName {
     }
 }
 
+impl OperatorName {
+    /// Append the name as written to `out`.
+    pub fn render_to(&self, out: &mut String) {
+        self.name.render_to(out);
+        if !self.overload_name.is_empty() {
+            out.push('.');
+            out.push_str(&self.overload_name);
+        }
+    }
+
+    /// Does this name print as `text`? (No allocation.)
+    pub fn is(&self, text: &str) -> bool {
+        if self.overload_name.is_empty() {
+            self.name.is(text)
+        } else {
+            text.strip_suffix(self.overload_name.as_str())
+                .and_then(|t| t.strip_suffix('.'))
+                .is_some_and(|t| self.name.is(t))
+        }
+    }
+}
+
 impl fmt::Display for OperatorName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.overload_name.is_empty() {
-            write!(f, "{}", self.name)
-        } else {
-            write!(f, "{}.{}", self.name, self.overload_name)
-        }
+        let mut s = String::new();
+        self.render_to(&mut s);
+        f.write_str(&s)
     }
 }
 
@@ -424,17 +485,38 @@ impl Type {
     }
 }
 
+impl Type {
+    /// Append the type as written to `out`.
+    pub fn render_to(&self, out: &mut String) {
+        match self {
+            Type::Base(b) => out.push_str(b.as_str()),
+            Type::Optional(e) => {
+                e.render_to(out);
+                out.push('?');
+            }
+            Type::List { elem, size } => {
+                elem.render_to(out);
+                match size {
+                    Some(n) if *n != 0 => {
+                        use std::fmt::Write;
+                        let _ = write!(out, "[{n}]");
+                    }
+                    _ => out.push_str("[]"),
+                }
+            }
+            Type::CustomClass(c) => {
+                out.push_str("__torch__.torch.classes.");
+                out.push_str(c);
+            }
+        }
+    }
+}
+
 impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Type::Base(b) => f.write_str(b.as_str()),
-            Type::Optional(e) => write!(f, "{e}?"),
-            Type::List { elem, size } => match size {
-                Some(n) if *n != 0 => write!(f, "{elem}[{n}]"),
-                _ => write!(f, "{elem}[]"),
-            },
-            Type::CustomClass(c) => write!(f, "__torch__.torch.classes.{c}"),
-        }
+        let mut s = String::new();
+        self.render_to(&mut s);
+        f.write_str(&s)
     }
 }
 
@@ -492,23 +574,44 @@ impl Annotation {
             is_write,
             alias_set_after,
         };
-        if r.to_string() != ann {
+        let mut printed = String::with_capacity(ann.len());
+        r.render_to(&mut printed);
+        if printed != ann {
             return Err(bad());
         }
         Ok(r)
     }
 }
 
-impl fmt::Display for Annotation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.alias_set.join("|"))?;
+impl Annotation {
+    /// Append the annotation as written (without parentheses) to `out`.
+    pub fn render_to(&self, out: &mut String) {
+        for (i, a) in self.alias_set.iter().enumerate() {
+            if i > 0 {
+                out.push('|');
+            }
+            out.push_str(a);
+        }
         if self.is_write {
-            f.write_str("!")?;
+            out.push('!');
         }
         if !self.alias_set_after.is_empty() {
-            write!(f, " -> {}", self.alias_set_after.join("|"))?;
+            out.push_str(" -> ");
+            for (i, a) in self.alias_set_after.iter().enumerate() {
+                if i > 0 {
+                    out.push('|');
+                }
+                out.push_str(a);
+            }
         }
-        Ok(())
+    }
+}
+
+impl fmt::Display for Annotation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        self.render_to(&mut s);
+        f.write_str(&s)
     }
 }
 
@@ -531,17 +634,19 @@ fn split_annotation(type_and_annot: &str) -> Result<(String, Option<Annotation>)
     }
 }
 
-fn write_annotated_type(
-    f: &mut fmt::Formatter<'_>,
-    ty: &Type,
-    ann: &Option<Annotation>,
-) -> fmt::Result {
-    match ann {
-        Some(a) => {
-            let t = ty.to_string();
-            write!(f, "{}", t.replacen("Tensor", &format!("Tensor({a})"), 1))
+/// The type with the annotation after its first `Tensor`: `Tensor(a!)[]`.
+fn render_annotated_type(out: &mut String, ty: &Type, ann: &Option<Annotation>) {
+    let start = out.len();
+    ty.render_to(out);
+    if let Some(a) = ann {
+        if let Some(i) = out[start..].find("Tensor") {
+            let at = start + i + "Tensor".len();
+            let mut inner = String::with_capacity(8);
+            inner.push('(');
+            a.render_to(&mut inner);
+            inner.push(')');
+            out.insert_str(at, &inner);
         }
-        None => write!(f, "{ty}"),
     }
 }
 
@@ -610,14 +715,24 @@ impl Argument {
     }
 }
 
+impl Argument {
+    /// Append the argument as written to `out`.
+    pub fn render_to(&self, out: &mut String) {
+        render_annotated_type(out, &self.ty, &self.annotation);
+        out.push(' ');
+        out.push_str(&self.name);
+        if let Some(d) = &self.default {
+            out.push('=');
+            out.push_str(d);
+        }
+    }
+}
+
 impl fmt::Display for Argument {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_annotated_type(f, &self.ty, &self.annotation)?;
-        write!(f, " {}", self.name)?;
-        if let Some(d) = &self.default {
-            write!(f, "={d}")?;
-        }
-        Ok(())
+        let mut s = String::new();
+        self.render_to(&mut s);
+        f.write_str(&s)
     }
 }
 
@@ -663,13 +778,22 @@ impl Return {
     }
 }
 
+impl Return {
+    /// Append the return as written to `out`.
+    pub fn render_to(&self, out: &mut String) {
+        render_annotated_type(out, &self.ty, &self.annotation);
+        if let Some(n) = &self.name {
+            out.push(' ');
+            out.push_str(n);
+        }
+    }
+}
+
 impl fmt::Display for Return {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_annotated_type(f, &self.ty, &self.annotation)?;
-        if let Some(n) = &self.name {
-            write!(f, " {n}")?;
-        }
-        Ok(())
+        let mut s = String::new();
+        self.render_to(&mut s);
+        f.write_str(&s)
     }
 }
 
@@ -882,29 +1006,35 @@ impl Arguments {
     }
 }
 
-impl fmt::Display for Arguments {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Arguments {
+    /// Append the argument list as written (without parentheses) to `out`.
+    pub fn render_to(&self, out: &mut String) {
         let mut first = true;
-        let mut sep = |f: &mut fmt::Formatter<'_>| {
+        let mut sep = |out: &mut String| {
             if !std::mem::take(&mut first) {
-                f.write_str(", ")
-            } else {
-                Ok(())
+                out.push_str(", ");
             }
         };
         for a in self.flat_positional() {
-            sep(f)?;
-            write!(f, "{a}")?;
+            sep(out);
+            a.render_to(out);
         }
         if self.flat_kwarg_only().next().is_some() || !self.out.is_empty() {
-            sep(f)?;
-            f.write_str("*")?;
+            sep(out);
+            out.push('*');
         }
         for a in self.flat_kwarg_only().chain(self.out.iter()) {
-            sep(f)?;
-            write!(f, "{a}")?;
+            sep(out);
+            a.render_to(out);
         }
-        Ok(())
+    }
+}
+
+impl fmt::Display for Arguments {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = String::new();
+        self.render_to(&mut s);
+        f.write_str(&s)
     }
 }
 
@@ -943,8 +1073,12 @@ impl FunctionSchema {
             arguments,
             returns,
         };
-        if r.to_string() != func {
-            return err(format!("schema `{func}` does not round-trip (got `{r}`)"));
+        let mut printed = String::with_capacity(func.len());
+        r.render_to(&mut printed);
+        if printed != func {
+            return err(format!(
+                "schema `{func}` does not round-trip (got `{printed}`)"
+            ));
         }
         Ok(r)
     }
@@ -1061,7 +1195,7 @@ impl FunctionSchema {
         }
         let mut arguments = self.arguments.signature(strip_default);
         // torchgen's Note [bernoulli.p schema].
-        if self.name.to_string() == "bernoulli.p" {
+        if self.name.is("bernoulli.p") {
             for a in arguments.post_self_positional.iter_mut() {
                 if a.name == "p" && a.default.is_none() {
                     a.default = Some("0.5".into());
@@ -1117,21 +1251,38 @@ pub fn parse_returns(decl: &str) -> Result<Vec<Return>> {
         .collect()
 }
 
-impl fmt::Display for FunctionSchema {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}({}) -> ", self.name, self.arguments)?;
+impl FunctionSchema {
+    /// Append the schema as written to `out` (what `Display` prints, built without `fmt`).
+    pub fn render_to(&self, out: &mut String) {
+        self.name.render_to(out);
+        out.push('(');
+        self.arguments.render_to(out);
+        out.push_str(") -> ");
         if self.returns.len() == 1 {
-            write!(f, "{}", self.returns[0])
+            self.returns[0].render_to(out);
         } else {
-            f.write_str("(")?;
+            out.push('(');
             for (i, r) in self.returns.iter().enumerate() {
                 if i > 0 {
-                    f.write_str(", ")?;
+                    out.push_str(", ");
                 }
-                write!(f, "{r}")?;
+                r.render_to(out);
             }
-            f.write_str(")")
+            out.push(')');
         }
+    }
+
+    /// The schema text (same as `to_string()`, faster).
+    pub fn render(&self) -> String {
+        let mut s = String::with_capacity(128);
+        self.render_to(&mut s);
+        s
+    }
+}
+
+impl fmt::Display for FunctionSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render())
     }
 }
 
