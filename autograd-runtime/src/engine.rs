@@ -460,7 +460,16 @@ fn node_name<T: Tensor>(cell: &DynCell<T>) -> String {
     lock(&cell.node).name().to_string()
 }
 
-fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, e: AutogradError) -> AutogradError {
+fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, mut e: AutogradError) -> AutogradError {
+    if let AutogradError::VersionMismatch {
+        output_of: Some((_, name)),
+        ..
+    } = &mut e
+    {
+        if name.is_empty() {
+            *name = node_name(cell);
+        }
+    }
     if !is_anomaly_enabled() || matches!(e, AutogradError::Anomaly { .. }) {
         return e;
     }

@@ -216,6 +216,15 @@ impl<T: Tensor> NodeRef<T> {
         lock(&self.0.node).name().to_string()
     }
 
+    /// The name if the node is not locked right now.
+    pub(crate) fn try_name(&self) -> Option<String> {
+        match self.0.node.try_lock() {
+            Ok(n) => Some(n.name().to_string()),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner().name().to_string()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
     /// The next edges: one per input given to [`record`], `None` for inputs
     /// that are not differentiable or do not require grad.
     pub fn next_edges(&self) -> &[Option<Edge<T>>] {

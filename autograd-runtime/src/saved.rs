@@ -161,7 +161,12 @@ impl<T: Tensor> SavedVariable<T> {
                 let grad_fn = grad_fn.upgrade().map(NodeRef::from_arc);
                 let current = counter.load(Ordering::Acquire);
                 if current != *version {
-                    let output_of = grad_fn.as_ref().map(|f| (*output_nr as usize, f.name()));
+                    // The node that saved its output is usually the one
+                    // unpacking it, inside `apply`, with its lock held: the
+                    // engine fills in the name when it cannot be read here.
+                    let output_of = grad_fn
+                        .as_ref()
+                        .map(|f| (*output_nr as usize, f.try_name().unwrap_or_default()));
                     return Err(mismatch(data, output_of, current, *version));
                 }
                 let requires_grad = grad_fn.is_some();

@@ -1,0 +1,192 @@
+mod common;
+use common::*;
+
+const HINT: &str = " Hint: enable anomaly detection to find the operation that failed to compute its gradient, with autograd_runtime::set_detect_anomaly(true).";
+
+#[test]
+fn version_counter_error_on_saved_output() {
+    let x = leaf(&[1.0, 2.0, 3.0], &[3]);
+    let y = exp(&x); // saves its output at version 0
+    assert_eq!(y.version(), 0);
+    add_scalar_(&y, 1.0).unwrap();
+    assert_eq!(y.version(), 1);
+    let err = sum(&y).backward().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "one of the variables needed for gradient computation has been modified by an inplace operation: [Tensor<f64> [3]], which is output 0 of ExpBackward0, is at version 1; expected version 0 instead.{HINT}"
+        )
+    );
+}
+
+#[test]
+fn version_counter_error_on_saved_input_after_two_changes() {
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let a = mul_scalar(&x, 1.0);
+    add_scalar_(&a, 1.0).unwrap(); // version 1
+    let w = leaf(&[3.0, 4.0], &[2]);
+    let y = mul(&a, &w); // saves a at version 1
+    add_scalar_(&a, 1.0).unwrap(); // version 2
+    let err = sum(&y).backward().unwrap_err();
+    assert_eq!(
+        err,
+        AutogradError::VersionMismatch {
+            tensor: "Tensor<f64> [2]".into(),
+            output_of: Some((0, "AddBackward1".into())),
+            current: 2,
+            expected: 1,
+            anomaly: false,
+        }
+    );
+    assert!(err.to_string().contains(
+        "[Tensor<f64> [2]], which is output 0 of AddBackward1, is at version 2; expected version 1 instead."
+    ));
+}
+
+#[test]
+fn saved_leaf_modified_under_no_grad() {
+    let w = leaf(&[2.0], &[1]);
+    let x = leaf(&[3.0], &[1]);
+    let y = mul(&x, &w);
+    {
+        let _g = no_grad();
+        add_scalar_(&w, 1.0).unwrap(); // allowed: optimizer-style update
+    }
+    let err = y.backward().unwrap_err();
+    assert!(err.to_string().contains("[Tensor<f64> [1]] is at version 1; expected version 0 instead."), "{err}");
+}
+
+#[test]
+fn views_and_detach_share_the_version_counter() {
+    let x = leaf(&[1.0, 2.0, 3.0, 4.0], &[4]);
+    let y = exp(&x);
+    let v = view(&y, &[2, 2]);
+    assert_eq!(v.version(), 0);
+    add_scalar_(&v, 1.0).unwrap(); // in-place on the view bumps the base's counter
+    assert_eq!(y.version(), 1);
+    let err = sum(&y).backward().unwrap_err();
+    assert!(matches!(err, AutogradError::VersionMismatch { current: 1, expected: 0, .. }), "{err}");
+
+    let x = leaf(&[1.0], &[1]);
+    let y = exp(&x);
+    let d = y.detach();
+    assert!(!d.requires_grad() && d.is_leaf());
+    add_scalar_(&d, 1.0).unwrap();
+    assert_eq!(y.version(), 1);
+    assert!(y.backward().is_err());
+    let a = x.alias(x.data());
+    a.bump_version();
+    assert_eq!(x.version(), 1);
+}
+
+#[test]
+fn view_of_saved_output_after_the_output_is_dropped() {
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let y = exp(&x);
+    let v = view(&y, &[2]);
+    let s = sum(&y);
+    drop(y);
+    add_scalar_(&v, 1.0).unwrap();
+    assert!(matches!(s.backward().unwrap_err(), AutogradError::VersionMismatch { .. }));
+}
+
+#[test]
+fn saved_variable_unpack_states() {
+    let x = leaf(&[1.0], &[1]);
+    let mut s = SavedVariable::new(&x, false);
+    assert!(s.unpack().unwrap().ptr_eq(&x));
+    assert_eq!(s.shape(), Some(vec![1]));
+    s.reset();
+    assert!(s.was_released());
+    assert_eq!(s.unpack().unwrap_err(), AutogradError::BackwardTwice);
+    let e: SavedVariable<TT> = SavedVariable::default();
+    assert!(e.unpack_opt().unwrap().is_none());
+    assert_eq!(e.unpack().unwrap_err(), AutogradError::UndefinedSavedVariable);
+    assert!(SavedVariable::<TT>::new_opt(None, false).is_empty());
+}
+
+#[test]
+fn saved_output_is_rebuilt_with_its_grad_fn_and_is_weak() {
+    let x = leaf(&[0.0], &[1]);
+    let y = exp(&x);
+    let f = y.grad_fn().unwrap();
+    let saved = SavedVariable::new(&y, true);
+    let u = saved.unpack().unwrap();
+    assert!(u.grad_fn().unwrap().ptr_eq(&f));
+    assert_eq!(u.output_nr(), 0);
+    assert_eq!(u.version(), y.version());
+    assert_eq!(f.saved_tensors(), vec![("result".to_string(), Some(vec![1]))]);
+    // The node does not keep itself alive through its saved output.
+    let before = live_nodes();
+    drop((y, f, u));
+    assert_eq!(live_nodes(), before - 1);
+    // With the node gone, the saved output unpacks to a variable without history.
+    let orphan = saved.unpack().unwrap();
+    assert!(orphan.grad_fn().is_none());
+}
+
+#[test]
+fn inplace_on_leaf_requiring_grad_is_an_error() {
+    let x = leaf(&[1.0], &[1]);
+    let err = add_scalar_(&x, 1.0).unwrap_err();
+    assert_eq!(err.to_string(), "a leaf Variable that requires grad is being used in an in-place operation.");
+    assert_eq!(x.version(), 0);
+    assert_close(&vals(&x), &[1.0]);
+    let _g = no_grad();
+    add_scalar_(&x, 1.0).unwrap();
+    assert_close(&vals(&x), &[2.0]);
+    assert_eq!(x.version(), 1);
+    assert!(x.is_leaf());
+}
+
+#[test]
+fn inplace_rebases_history() {
+    // a = x * 2 ; a *= w (in place) ; y = sum(a) => dy/dx = 2w, dy/dw = 2x
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let w = leaf(&[3.0, 5.0], &[2]);
+    let a = mul_scalar(&x, 2.0);
+    let old = a.grad_fn().unwrap();
+    mul_(&a, &w).unwrap();
+    assert_close(&vals(&a), &[6.0, 20.0]);
+    assert_eq!(a.version(), 1);
+    let f = a.grad_fn().unwrap();
+    assert_eq!(f.name(), "MulBackward0");
+    assert_eq!(a.output_nr(), 0);
+    assert!(f.next_edges()[0].as_ref().unwrap().node().unwrap().ptr_eq(&old));
+    sum(&a).backward().unwrap();
+    assert_close(&grad_vals(&x), &[6.0, 10.0]);
+    assert_close(&grad_vals(&w), &[2.0, 4.0]);
+}
+
+#[test]
+fn inplace_on_a_value_that_does_not_require_grad_becomes_differentiable() {
+    let c = constant(&[1.0, 1.0], &[2]);
+    let w = leaf(&[3.0, 4.0], &[2]);
+    mul_(&c, &w).unwrap();
+    assert!(c.requires_grad() && !c.is_leaf());
+    sum(&c).backward().unwrap();
+    assert_close(&grad_vals(&w), &[1.0, 1.0]);
+}
+
+#[test]
+fn retained_grad_follows_inplace_rebase() {
+    let x = leaf(&[1.0], &[1]);
+    let a = mul_scalar(&x, 2.0);
+    a.retain_grad().unwrap();
+    add_scalar_(&a, 1.0).unwrap();
+    mul_scalar(&a, 3.0).backward().unwrap();
+    assert_close(&grad_vals(&a), &[3.0]);
+}
+
+#[test]
+fn out_variants_refuse_inputs_that_require_grad() {
+    let x = leaf(&[1.0], &[1]);
+    let c = constant(&[1.0], &[1]);
+    assert!(check_out("mul", &[&c]).is_ok());
+    assert_eq!(
+        check_out("mul", &[&c, &x]).unwrap_err().to_string(),
+        "mul(): functions with out=... arguments don't support automatic differentiation, but one of the arguments requires grad."
+    );
+    let _g = no_grad();
+    assert!(check_out("mul", &[&x]).is_ok());
+}
