@@ -67,11 +67,10 @@ impl Formula {
     /// Tokenize `text`. Fails on what neither Rust nor C++ tokenizers accept (unbalanced
     /// brackets, unterminated strings).
     pub fn parse(text: &str) -> Result<Formula, String> {
-        let stream = TokenStream::from_str(text).map_err(|e| e.to_string())?;
-        let mut toks = Vec::new();
-        let mut last_end = 0usize;
-        flatten(stream, text, &mut last_end, &mut toks);
-        Ok(Formula { toks })
+        match lex_simple(text) {
+            Some(f) => Ok(f),
+            None => parse_proc_macro2(text),
+        }
     }
 
     /// The formula text: original spacing, rewritten tokens in place.
@@ -154,6 +153,136 @@ impl Formula {
         }
         .render()
     }
+}
+
+/// The general tokenizer: `proc_macro2`'s lexer, flattened.
+fn parse_proc_macro2(text: &str) -> Result<Formula, String> {
+    let stream = TokenStream::from_str(text).map_err(|e| e.to_string())?;
+    let mut toks = Vec::new();
+    let mut last_end = 0usize;
+    flatten(stream, text, &mut last_end, &mut toks);
+    Ok(Formula { toks })
+}
+
+/// A fast lexer for the common case: ASCII identifiers, numbers, plain string literals,
+/// punctuation and balanced brackets, separated by spaces, tabs or newlines. It yields
+/// exactly the tokens (and spacing) `proc_macro2` would and gives up (`None`) on anything
+/// else (comments, escapes, char literals, raw or prefixed literals, `#`, `$`, non-ASCII,
+/// unbalanced brackets), which then goes through `proc_macro2`.
+fn lex_simple(src: &str) -> Option<Formula> {
+    let b = src.as_bytes();
+    let mut toks = Vec::with_capacity(b.len() / 3 + 1);
+    let mut stack: Vec<u8> = Vec::new();
+    let mut i = 0;
+    let mut space_start = 0;
+    let is_word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    while i < b.len() {
+        let c = b[i];
+        let start = i;
+        let kind = match c {
+            b' ' | b'\t' | b'\n' => {
+                i += 1;
+                continue;
+            }
+            b'a'..=b'z' | b'A'..=b'Z' | b'_' => {
+                while i < b.len() && is_word(b[i]) {
+                    i += 1;
+                }
+                // Prefixed literals (`r"..."`, `b'x'`), raw identifiers (`r#x`), lifetimes.
+                if matches!(b.get(i), Some(b'"' | b'\'' | b'#')) {
+                    return None;
+                }
+                TokKind::Ident
+            }
+            b'0'..=b'9' => {
+                if c == b'0' && matches!(b.get(i + 1), Some(b'x' | b'o' | b'b')) {
+                    return None;
+                }
+                while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
+                    i += 1;
+                }
+                if b.get(i) == Some(&b'.') {
+                    if !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+                        // `1.` / `1..2` / `1.foo()`: leave Rust's rules to proc_macro2.
+                        return None;
+                    }
+                    i += 1;
+                    while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
+                        i += 1;
+                    }
+                }
+                if matches!(b.get(i), Some(b'e' | b'E')) {
+                    let mut k = i + 1;
+                    if matches!(b.get(k), Some(b'+' | b'-')) {
+                        k += 1;
+                    }
+                    if !b.get(k).is_some_and(u8::is_ascii_digit) {
+                        return None;
+                    }
+                    i = k;
+                    while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
+                        i += 1;
+                    }
+                }
+                // A suffix (`0.5f`, `1u8`) belongs to the literal.
+                while i < b.len() && is_word(b[i]) {
+                    i += 1;
+                }
+                if matches!(b.get(i), Some(b'.' | b'"' | b'\'' | b'#')) {
+                    return None;
+                }
+                TokKind::Literal
+            }
+            b'"' => {
+                i += 1;
+                loop {
+                    match b.get(i) {
+                        None | Some(b'\\' | b'\r') => return None,
+                        Some(b'"') => break,
+                        Some(_) => i += 1,
+                    }
+                }
+                i += 1;
+                if b.get(i)
+                    .is_some_and(|&c| is_word(c) || c == b'"' || c == b'\'' || c == b'#')
+                {
+                    return None;
+                }
+                TokKind::Literal
+            }
+            b'(' | b'[' | b'{' => {
+                stack.push(c);
+                i += 1;
+                TokKind::Open
+            }
+            b')' | b']' | b'}' => {
+                let open = match c {
+                    b')' => b'(',
+                    b']' => b'[',
+                    _ => b'{',
+                };
+                if stack.pop() != Some(open) {
+                    return None;
+                }
+                i += 1;
+                TokKind::Close
+            }
+            b'/' if matches!(b.get(i + 1), Some(b'/' | b'*')) => return None,
+            b'+' | b'-' | b'*' | b'/' | b'%' | b'^' | b'!' | b'&' | b'|' | b'=' | b'<' | b'>'
+            | b'.' | b',' | b';' | b':' | b'?' | b'~' | b'@' => {
+                i += 1;
+                TokKind::Punct
+            }
+            _ => return None,
+        };
+        toks.push(Tok {
+            kind,
+            text: src[start..i].to_string(),
+            space_before: src[space_start..start].to_string(),
+        });
+        space_start = i;
+    }
+    stack.is_empty().then_some(Formula { toks })
 }
 
 fn flatten(stream: TokenStream, src: &str, last_end: &mut usize, out: &mut Vec<Tok>) {
@@ -262,6 +391,72 @@ mod tests {
         assert!(!f.has_ident("self"));
         assert!(!f.has_ident("grad"));
         assert!(f.has_ident("grad_output"));
+    }
+
+    /// The fast lexer agrees with proc_macro2 wherever it answers.
+    #[test]
+    fn fast_lexer_agrees_with_proc_macro2() {
+        let cases = [
+            "grad.expand_symint(self.sym_sizes()) / self.sym_numel()",
+            "self_t_raw.defined() ? self_t_raw.copy_(self_t * other) : self_t * other",
+            "at::native::get_nested_tensor_impl(self)->get_nested_sizes()",
+            "not_implemented(\"chunk\")",
+            "grads[0].defined() ? grads[0] * 0.5f : Tensor()",
+            "helpers::sum_to(&grad, &self_sizes)?",
+            "  x\n\t+ 1e-3 - 2E+5 * 1_000u8 % 3.25e2f >>= _ ",
+            "f(\"a b\", \"\") {x; y} [1, 2]",
+            "a'b",
+            "1.",
+            "1.foo()",
+            "1..2",
+            "0x1F",
+            "r#x",
+            "r\"x\"",
+            "b'a'",
+            "\"a\\n\"",
+            "// c",
+            "/* c */ x",
+            "x /= y",
+            "#[a]",
+            "$x",
+            "é",
+            "(",
+            ")",
+            "(]",
+            "\"open",
+            "1e",
+            "1e+",
+            "x.0.1",
+            "\"s\"suffix",
+            "x\r\ny",
+            "",
+        ];
+        for src in cases {
+            let slow = parse_proc_macro2(src);
+            match lex_simple(src) {
+                Some(fast) => assert_eq!(Ok(fast), slow, "{src:?}"),
+                None => {
+                    // Falls back: parse() is proc_macro2's answer.
+                    assert_eq!(Formula::parse(src), slow, "{src:?}");
+                }
+            }
+        }
+        // The whole of PyTorch's derivatives.yaml, when present.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/pytorch/derivatives.yaml");
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let mut fast_count = 0;
+            for line in text.lines() {
+                let Some((_, formula)) = line.split_once(": ") else {
+                    continue;
+                };
+                if let Some(fast) = lex_simple(formula) {
+                    fast_count += 1;
+                    assert_eq!(Ok(fast), parse_proc_macro2(formula), "{formula:?}");
+                }
+            }
+            assert!(fast_count > 1000, "{fast_count}");
+        }
     }
 
     #[test]
