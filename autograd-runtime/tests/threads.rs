@@ -1,0 +1,71 @@
+mod common;
+use common::*;
+
+fn assert_send_sync<X: Send + Sync>() {}
+
+#[test]
+fn variables_and_nodes_are_send_and_sync() {
+    assert_send_sync::<V>();
+    assert_send_sync::<NodeRef<TT>>();
+    assert_send_sync::<SavedVariable<TT>>();
+    assert_send_sync::<Edge<TT>>();
+}
+
+#[test]
+fn backward_on_separate_graphs_from_several_threads() {
+    let handles: Vec<_> = (0..8)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let x = leaf(&[t as f64 * 0.1, 1.0], &[2]);
+                for _ in 0..200 {
+                    let mut y = x.clone();
+                    for _ in 0..50 {
+                        y = tanh(&add_scalar(&mul_scalar(&y, 0.9), 0.01));
+                    }
+                    sum(&exp(&y)).backward().unwrap();
+                }
+                // Reference: the same computation on plain f64 with the chain rule.
+                let expect = |x0: f64| {
+                    let mut y = x0;
+                    let mut d = 1.0;
+                    for _ in 0..50 {
+                        let t = (y * 0.9 + 0.01).tanh();
+                        d *= 0.9 * (1.0 - t * t);
+                        y = t;
+                    }
+                    200.0 * y.exp() * d
+                };
+                let g = grad_vals(&x);
+                assert_close(&g, &[expect(t as f64 * 0.1), expect(1.0)]);
+                g
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn shared_leaf_accumulates_from_concurrent_backward_passes() {
+    let w = leaf(&[2.0], &[1]);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            let w = w.clone();
+            s.spawn(move || {
+                for _ in 0..250 {
+                    sum(&mul_scalar(&w, 3.0)).backward().unwrap();
+                }
+            });
+        }
+    });
+    assert_close(&grad_vals(&w), &[3000.0]);
+}
+
+#[test]
+fn graph_recorded_on_one_thread_backpropagated_on_another() {
+    let x = leaf(&[0.5], &[1]);
+    let y = sum(&exp(&x));
+    std::thread::spawn(move || y.backward().unwrap()).join().unwrap();
+    assert_close(&grad_vals(&x), &[0.5f64.exp()]);
+}
