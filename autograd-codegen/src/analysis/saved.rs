@@ -268,6 +268,18 @@ pub fn saved_variables(
         check_torch_symint(formula)?;
     }
     for &name in names {
+        // Every pattern contains `name` as an identifier: without one there is nothing to do.
+        if !formula.has_ident(name) {
+            if rules.names_in_strings_are_uses && formula.string_mentions(name) {
+                saved.push(SavedAttribute {
+                    name: name.to_string(),
+                    expr: name.to_string(),
+                    property: None,
+                    var: name.to_string(),
+                });
+            }
+            continue;
+        }
         for rule in &rules.rules {
             let mut i = 0;
             while i < formula.toks.len() {
