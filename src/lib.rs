@@ -1,5 +1,16 @@
 //! Autograd code generation for Rust tensor libraries.
 //!
-//! This facade re-exports the runtime ([`runtime`]) and the `autograd_ops!` macro.
-pub use autograd_macros::*;
+//! Write each operator's backward formula once, in PyTorch's `derivatives.yaml` format with
+//! Rust formulas, and `autograd_ops!("derivatives.yaml")` generates the autograd layer: a
+//! `Backend` trait for the raw tensor operations, one backward node per differentiable
+//! operator, and differentiable wrappers on [`runtime::Variable`].
+//!
+//! This facade re-exports the runtime ([`runtime`]), the macro, the schema value types
+//! ([`types`]) and what generated code calls ([`support`]).
+
+pub use autograd_macros::autograd_ops;
 pub use autograd_runtime as runtime;
+
+pub mod gradcheck;
+pub mod support;
+pub mod types;

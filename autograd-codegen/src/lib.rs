@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod api;
 pub mod diagnostics;
+pub mod emit;
 pub mod formula;
 pub mod model;
 pub mod yaml;

@@ -1,1 +1,14 @@
-//! Proc-macro shell.
+//! `autograd_ops!`: a thin shell over `autograd_codegen::emit`.
+
+use proc_macro::TokenStream;
+
+/// Generate the autograd layer from a `derivatives.yaml` with Rust formulas.
+///
+/// `autograd_ops!("derivatives.yaml")`, optionally with `native = "native_functions.yaml"`,
+/// `helpers = crate::path` (a module formulas may use) and `crate = ::autograd` (the facade's
+/// path). Paths are relative to the crate's `CARGO_MANIFEST_DIR`. See the `autograd` crate for
+/// what is generated.
+#[proc_macro]
+pub fn autograd_ops(input: TokenStream) -> TokenStream {
+    autograd_codegen::emit::expand_macro(input.into()).into()
+}

@@ -1,0 +1,121 @@
+//! What generated code calls besides the runtime: turning formula results into gradients,
+//! `not_implemented`, `wrap_opt_if`. Not meant to be used by hand.
+
+use autograd_runtime::{AutogradError, Tensor, Variable};
+
+/// A formula result that gives one input's gradient: a variable, an optional variable
+/// (`None` = no gradient), a `Result` of either, or [`NotImplemented`].
+pub trait IntoGrad<T: Tensor> {
+    /// The gradient, `None` when undefined.
+    fn into_grad(self) -> Result<Option<Variable<T>>, AutogradError>;
+}
+
+impl<T: Tensor> IntoGrad<T> for Variable<T> {
+    fn into_grad(self) -> Result<Option<Variable<T>>, AutogradError> {
+        Ok(Some(self))
+    }
+}
+
+impl<T: Tensor> IntoGrad<T> for &Variable<T> {
+    fn into_grad(self) -> Result<Option<Variable<T>>, AutogradError> {
+        Ok(Some(self.clone()))
+    }
+}
+
+impl<T: Tensor> IntoGrad<T> for Option<Variable<T>> {
+    fn into_grad(self) -> Result<Option<Variable<T>>, AutogradError> {
+        Ok(self)
+    }
+}
+
+impl<T: Tensor, G: IntoGrad<T>> IntoGrad<T> for Result<G, AutogradError> {
+    fn into_grad(self) -> Result<Option<Variable<T>>, AutogradError> {
+        self?.into_grad()
+    }
+}
+
+/// A formula result for a `Tensor[]` input: one gradient per element.
+pub trait IntoGradList<T: Tensor> {
+    /// The gradients, one per list element.
+    fn into_grad_list(self) -> Result<Vec<Option<Variable<T>>>, AutogradError>;
+}
+
+impl<T: Tensor> IntoGradList<T> for Vec<Variable<T>> {
+    fn into_grad_list(self) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
+        Ok(self.into_iter().map(Some).collect())
+    }
+}
+
+impl<T: Tensor> IntoGradList<T> for Vec<Option<Variable<T>>> {
+    fn into_grad_list(self) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
+        Ok(self)
+    }
+}
+
+impl<T: Tensor, G: IntoGradList<T>> IntoGradList<T> for Result<G, AutogradError> {
+    fn into_grad_list(self) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
+        self?.into_grad_list()
+    }
+}
+
+/// The result of `not_implemented("...")` in a formula: backward fails with PyTorch's
+/// message naming the op and the argument.
+#[derive(Debug, Clone)]
+pub struct NotImplemented(pub String);
+
+impl<T: Tensor> IntoGrad<T> for NotImplemented {
+    fn into_grad(self) -> Result<Option<Variable<T>>, AutogradError> {
+        Err(AutogradError::not_implemented(self.0, None))
+    }
+}
+
+impl<T: Tensor> IntoGradList<T> for NotImplemented {
+    fn into_grad_list(self) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
+        Err(AutogradError::not_implemented(self.0, None))
+    }
+}
+
+/// Gradients of a joint formula (`self, other: ...`): a tuple, one element per name.
+pub trait IntoGrads<T: Tensor, const N: usize> {
+    /// The gradients, in the order of the names.
+    fn into_grads(self) -> Result<[Option<Variable<T>>; N], AutogradError>;
+}
+
+macro_rules! tuple_into_grads {
+    ($n:literal; $($g:ident $i:tt),+) => {
+        impl<T: Tensor, $($g: IntoGrad<T>),+> IntoGrads<T, $n> for ($($g,)+) {
+            fn into_grads(self) -> Result<[Option<Variable<T>>; $n], AutogradError> {
+                Ok([$(self.$i.into_grad()?),+])
+            }
+        }
+    };
+}
+tuple_into_grads!(1; A 0);
+tuple_into_grads!(2; A 0, B 1);
+tuple_into_grads!(3; A 0, B 1, C 2);
+tuple_into_grads!(4; A 0, B 1, C 2, D 3);
+tuple_into_grads!(5; A 0, B 1, C 2, D 3, E 4);
+
+impl<T: Tensor, const N: usize> IntoGrads<T, N> for NotImplemented {
+    fn into_grads(self) -> Result<[Option<Variable<T>>; N], AutogradError> {
+        Err(AutogradError::not_implemented(self.0, None))
+    }
+}
+
+impl<T: Tensor, const N: usize, G: IntoGrads<T, N>> IntoGrads<T, N> for Result<G, AutogradError> {
+    fn into_grads(self) -> Result<[Option<Variable<T>>; N], AutogradError> {
+        self?.into_grads()
+    }
+}
+
+/// PyTorch's `wrap_opt_if(t, cond)`: `t` when `cond`, else undefined.
+pub fn wrap_opt_if<T: Tensor>(t: Variable<T>, cond: bool) -> Option<Variable<T>> {
+    cond.then_some(t)
+}
+
+/// `shape[d]` with PyTorch's negative dimensions (`-1` is the last).
+pub fn size_at(shape: &[usize], d: i64) -> usize {
+    let n = shape.len() as i64;
+    let i = if d < 0 { d + n } else { d };
+    shape.get(i as usize).copied().unwrap_or(1)
+}

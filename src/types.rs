@@ -1,0 +1,87 @@
+//! Rust types for the schema types that are not tensors or plain numbers.
+//!
+//! The generated backend trait maps schema types as documented in the crate root; these are
+//! the values for `ScalarType`, `Layout`, `Device`, `MemoryFormat` and `Generator`.
+
+use std::sync::Mutex;
+
+/// An element type (`ScalarType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum ScalarType {
+    Bool,
+    U8,
+    I8,
+    I16,
+    I32,
+    I64,
+    F16,
+    BF16,
+    F32,
+    F64,
+}
+
+/// A memory layout (`Layout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[allow(missing_docs)]
+pub enum Layout {
+    #[default]
+    Strided,
+    Sparse,
+}
+
+/// A device (`Device`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[allow(missing_docs)]
+pub enum Device {
+    #[default]
+    Cpu,
+    Cuda(u16),
+}
+
+/// A memory format (`MemoryFormat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[allow(missing_docs)]
+pub enum MemoryFormat {
+    #[default]
+    Contiguous,
+    Preserve,
+    ChannelsLast,
+}
+
+/// A seeded random number generator (`Generator`): SplitMix64, shareable between threads.
+///
+/// ```
+/// let g = autograd::types::Generator::new(42);
+/// let a = g.next_f64();
+/// assert!((0.0..1.0).contains(&a));
+/// assert_ne!(a, g.next_f64());
+/// ```
+#[derive(Debug)]
+pub struct Generator {
+    state: Mutex<u64>,
+}
+
+impl Generator {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        Generator {
+            state: Mutex::new(seed),
+        }
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&self) -> u64 {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform number in `[0, 1)`.
+    pub fn next_f64(&self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
