@@ -7,6 +7,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const USAGE: &str =
     "usage: autograd-gen analyze --native PATH --derivatives PATH [--tags PATH] [--json] [--rust]";
 
