@@ -16,6 +16,7 @@
 //! variants end in `_` (`mul_.Tensor` -> `mul_tensor_`); out= overloads keep their overload
 //! name (`mul.out` -> `mul_out`). `self` is `self_` everywhere, Rust keywords get a `_`.
 
+pub mod build;
 pub mod types;
 
 use crate::analysis::{
@@ -628,6 +629,7 @@ impl<'a> Emitter<'a> {
                     #(#releases)*
                 }
 
+                #[allow(unused_variables)]
                 fn visit_saved(&self, f: &mut dyn FnMut(&str, &#k::runtime::SavedVariable<T>)) {
                     #(#visits)*
                 }
