@@ -10,6 +10,7 @@
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::error::AutogradError;
 use crate::mode::{is_anomaly_enabled, set_grad_enabled};
@@ -204,6 +205,13 @@ impl<'a, T: Tensor> Vertex<'a, T> {
         }
     }
 
+    fn slot(&self) -> &'a AtomicU64 {
+        match self {
+            Vertex::Node(c) => &c.task_slot,
+            Vertex::Leaf(v) => &v.0.task_slot,
+        }
+    }
+
     fn key(&self) -> usize {
         match self {
             Vertex::Node(c) => *c as *const DynCell<T> as *const u8 as usize,
@@ -228,44 +236,91 @@ impl<'a, T: Tensor> Vertex<'a, T> {
 
 struct VState<'a, T: Tensor> {
     vertex: Vertex<'a, T>,
+    claimed: bool,
     deps: u32,
     exec: bool,
     capture: bool,
     buffer: VariableList<T>,
 }
 
+/// Per-call state. Each vertex gets an index into `states`; the index is
+/// found through the vertex's own `task_slot` (claimed with one CAS), or
+/// through `index` when another thread's backward holds that vertex.
 struct Task<'a, T: Tensor> {
+    id: u64,
     index: PtrMap<u32>,
     states: Vec<VState<'a, T>>,
     ready: BinaryHeap<(u64, u32)>,
 }
 
+static NEXT_TASK_ID: AtomicU32 = AtomicU32::new(1);
+
+impl<T: Tensor> Drop for Task<'_, T> {
+    fn drop(&mut self) {
+        for st in &self.states {
+            if st.claimed {
+                st.vertex.slot().store(0, Ordering::Release);
+            }
+        }
+    }
+}
+
 impl<'a, T: Tensor> Task<'a, T> {
-    fn insert(&mut self, v: Vertex<'a, T>) -> (u32, bool) {
-        let n = self.states.len() as u32;
-        let e = self.index.entry(v.key()).or_insert(n);
-        if *e == n {
-            self.states.push(VState {
-                vertex: v,
-                deps: 0,
-                exec: true,
-                capture: false,
-                buffer: VariableList::new(),
-            });
-            (n, true)
-        } else {
-            (*e, false)
+    fn new() -> Self {
+        let mut id = NEXT_TASK_ID.fetch_add(1, Ordering::Relaxed);
+        if id == 0 {
+            id = NEXT_TASK_ID.fetch_add(1, Ordering::Relaxed);
+        }
+        Task {
+            id: id as u64,
+            index: PtrMap::default(),
+            states: Vec::new(),
+            ready: BinaryHeap::new(),
         }
     }
 
-    fn lookup(&self, edge: &Edge<T>) -> Option<u32> {
-        let (v, _) = Vertex::of(edge);
+    #[inline]
+    fn find(&self, v: &Vertex<'a, T>) -> Option<u32> {
+        let cur = v.slot().load(Ordering::Acquire);
+        if cur >> 32 == self.id {
+            return Some(cur as u32);
+        }
+        if self.index.is_empty() {
+            return None;
+        }
         self.index.get(&v.key()).copied()
+    }
+
+    fn insert(&mut self, v: Vertex<'a, T>) -> (u32, bool) {
+        if let Some(i) = self.find(&v) {
+            return (i, false);
+        }
+        let n = self.states.len() as u32;
+        let claimed = v
+            .slot()
+            .compare_exchange(0, self.id << 32 | n as u64, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok();
+        if !claimed {
+            self.index.insert(v.key(), n);
+        }
+        self.states.push(VState {
+            vertex: v,
+            claimed,
+            deps: 0,
+            exec: true,
+            capture: false,
+            buffer: VariableList::new(),
+        });
+        (n, true)
+    }
+
+    fn lookup(&self, edge: &'a Edge<T>) -> Option<u32> {
+        self.find(&Vertex::of(edge).0)
     }
 
     fn deliver(&mut self, edge: &'a Edge<T>, grad: Option<Variable<T>>) {
         let (v, nr) = Vertex::of(edge);
-        let Some(&i) = self.index.get(&v.key()) else {
+        let Some(i) = self.find(&v) else {
             return;
         };
         let st = &mut self.states[i as usize];
@@ -294,11 +349,7 @@ fn run<'a, T: Tensor>(
     create_graph: bool,
 ) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
     let _mode = set_grad_enabled(create_graph);
-    let mut task = Task {
-        index: PtrMap::default(),
-        states: Vec::new(),
-        ready: BinaryHeap::new(),
-    };
+    let mut task = Task::new();
     // 1. Dependencies of every vertex reachable from the roots.
     let mut stack = Vec::new();
     for (edge, _) in roots {
@@ -329,7 +380,7 @@ fn run<'a, T: Tensor>(
                 task.states[i as usize].capture = true;
             }
         }
-        mark_needed(&mut task, roots);
+        mark_needed(&mut task);
     }
     // 3. Execute.
     for (edge, g) in roots {
@@ -342,7 +393,7 @@ fn run<'a, T: Tensor>(
         let (vertex, exec, capture) = (st.vertex, st.exec, st.capture);
         match vertex {
             Vertex::Node(cell) => {
-                if cell.has_hooks.load(std::sync::atomic::Ordering::Acquire) {
+                if cell.has_hooks.load(Ordering::Acquire) {
                     run_tensor_hooks(cell, &mut buf, create_graph);
                 }
                 if capture {
@@ -394,7 +445,7 @@ fn run<'a, T: Tensor>(
 }
 
 /// exec = some child must receive a gradient (it runs or captures).
-fn mark_needed<'a, T: Tensor>(task: &mut Task<'a, T>, roots: &'a [(Edge<T>, Option<Variable<T>>)]) {
+fn mark_needed<'a, T: Tensor>(task: &mut Task<'a, T>) {
     let n = task.states.len();
     let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut indeg = vec![0u32; n];
@@ -408,7 +459,6 @@ fn mark_needed<'a, T: Tensor>(task: &mut Task<'a, T>, roots: &'a [(Edge<T>, Opti
             }
         }
     }
-    let _ = roots;
     let mut order = Vec::with_capacity(n);
     let mut queue: Vec<u32> = (0..n as u32).filter(|&i| indeg[i as usize] == 0).collect();
     while let Some(i) = queue.pop() {
@@ -486,7 +536,7 @@ fn call_node<T: Tensor>(
     keep_graph: bool,
 ) -> Result<VariableList<T>, AutogradError> {
     let mut post_inputs = None;
-    if cell.has_hooks.load(std::sync::atomic::Ordering::Acquire) {
+    if cell.has_hooks.load(Ordering::Acquire) {
         let mut guard = cell.hooks();
         if let Some(h) = guard.as_mut() {
             for (_, f) in h.pre.iter_mut() {
@@ -615,3 +665,4 @@ fn accumulate_grad<T: Tensor>(var: &Variable<T>, g: Variable<T>, create_graph: b
         }
     }
 }
+

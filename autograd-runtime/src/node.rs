@@ -103,6 +103,8 @@ pub struct NodeCell<T: Tensor, N: ?Sized> {
     pub(crate) edges: EdgeList<T>,
     pub(crate) meta: OptList<TensorMeta, 1>,
     pub(crate) seq: u64,
+    /// Claimed by the running graph task: `task id << 32 | vertex index`.
+    pub(crate) task_slot: AtomicU64,
     pub(crate) has_hooks: AtomicBool,
     pub(crate) hooks: Mutex<Option<Box<NodeHooks<T>>>>,
     pub(crate) anomaly: Option<Box<AnomalyTrace>>,
@@ -433,6 +435,7 @@ fn new_cell<T: Tensor, N: Node<T>>(
         edges,
         meta,
         seq,
+        task_slot: AtomicU64::new(0),
         has_hooks: AtomicBool::new(false),
         hooks: Mutex::new(None),
         anomaly,
@@ -459,10 +462,10 @@ pub fn record<T: Tensor, N: Node<T>, const K: usize>(
 ) -> ([Variable<T>; K], NodeHandle<T, N>) {
     let meta = outputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
     let cell = new_cell(node, inputs, meta);
-    let erased: Arc<DynCell<T>> = cell.clone();
     let mut nr = 0u32;
     let outs = outputs.map(|data| {
-        let v = Variable::with_grad_fn(data, NodeRef::from_arc(erased.clone()), nr);
+        let erased: Arc<DynCell<T>> = cell.clone();
+        let v = Variable::with_grad_fn(data, NodeRef::from_arc(erased), nr);
         nr += 1;
         v
     });

@@ -74,8 +74,8 @@ impl<T: Tensor> SavedVariable<T> {
                 let data = st.data.clone();
                 let grad_fn = f.downgrade();
                 let output_nr = st.output_nr;
+                let counter = var.shared_counter_locked(&st);
                 drop(st);
-                let counter = var.shared_counter();
                 return SavedVariable {
                     state: State::Output {
                         data,

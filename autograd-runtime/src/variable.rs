@@ -1,7 +1,7 @@
 //! [`Variable`]: a raw tensor plus autograd metadata.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::error::AutogradError;
@@ -31,6 +31,8 @@ pub(crate) struct VarInner<T: Tensor> {
     requires_grad: AtomicBool,
     version: AtomicU32,
     shared_version: OnceLock<Arc<AtomicU32>>,
+    /// Claimed by the running graph task (see the engine).
+    pub(crate) task_slot: AtomicU64,
 }
 
 pub(crate) struct VarState<T: Tensor> {
@@ -80,6 +82,7 @@ impl<T: Tensor> VarInner<T> {
             requires_grad: AtomicBool::new(requires_grad),
             version: AtomicU32::new(0),
             shared_version: OnceLock::new(),
+            task_slot: AtomicU64::new(0),
         }
     }
 }
@@ -235,7 +238,12 @@ impl<T: Tensor> Variable<T> {
         if let Some(c) = self.0.shared_version.get() {
             return c.clone();
         }
-        let _st = self.state();
+        let st = self.state();
+        self.shared_counter_locked(&st)
+    }
+
+    /// `shared_counter` with the state lock already held by the caller.
+    pub(crate) fn shared_counter_locked(&self, _held: &MutexGuard<'_, VarState<T>>) -> Arc<AtomicU32> {
         self.0
             .shared_version
             .get_or_init(|| Arc::new(AtomicU32::new(self.0.version.load(Ordering::Acquire))))
