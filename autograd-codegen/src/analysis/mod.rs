@@ -20,7 +20,7 @@ use crate::model::derivatives::{
     DerivativeEntry, DispatchFormulas, FormulaEntry, OutputDifferentiability,
 };
 use crate::model::native::{NativeFunction, Variant};
-use crate::model::schema::{FunctionSchema, SchemaKind};
+use crate::model::schema::{FunctionSchema, SchemaKind, SignatureKey};
 use cpp::{cpp_arguments, cpp_name, return_names};
 use rustc_hash::FxHashMap as HashMap;
 pub use saved::{PropertyRule, PropertyRules, SavedAttribute};
@@ -324,11 +324,11 @@ pub fn load_infos(
     cx: &mut Ctxt,
 ) -> InfoMap {
     let mut by_schema: HashMap<&str, usize> = HashMap::default();
-    let mut by_signature: HashMap<FunctionSchema, Vec<usize>> = HashMap::default();
+    let mut by_signature: HashMap<SignatureKey<'_>, Vec<usize>> = HashMap::default();
     for (i, f) in functions.iter().enumerate() {
         by_schema.insert(f.schema.as_str(), i);
         by_signature
-            .entry(f.func.signature(false))
+            .entry(f.func.signature_key(false, false))
             .or_default()
             .push(i);
     }
@@ -375,8 +375,7 @@ pub fn load_infos(
             cx.error(&entry.loc, e, msg);
             continue;
         };
-        let sig = functions[fidx].func.signature(false);
-        let group = &by_signature[&sig];
+        let group = &by_signature[&functions[fidx].func.signature_key(false, false)];
         let canonical = group
             .iter()
             .copied()
@@ -391,7 +390,10 @@ pub fn load_infos(
             cx.error(
                 &entry.loc,
                 e,
-                format!("no canonical function named `{defn}` among the variants of {sig}"),
+                format!(
+                    "no canonical function named `{defn}` among the variants of {}",
+                    functions[fidx].func.signature(false)
+                ),
             );
             continue;
         };
@@ -446,9 +448,9 @@ pub fn load_infos(
 fn add_view_copy_infos(functions: &[NativeFunction], infos: &mut InfoMap) {
     // Pair each aliasing view with the functional non-aliasing function of the same view
     // signature (torchgen's `NativeFunctionsViewGroup`).
-    let mut groups: HashMap<FunctionSchema, (Option<usize>, Option<usize>)> = HashMap::default();
+    let mut groups: HashMap<SignatureKey<'_>, (Option<usize>, Option<usize>)> = HashMap::default();
     for (i, f) in functions.iter().enumerate() {
-        let g = groups.entry(f.func.view_signature()).or_default();
+        let g = groups.entry(f.func.signature_key(false, true)).or_default();
         match f.view_kind() {
             Some(false) => g.0 = Some(i),
             Some(true) => {}
@@ -954,26 +956,42 @@ pub fn match_infos(
     infos: &mut InfoMap,
     cx: &mut Ctxt,
 ) -> Vec<FunctionAnalysis> {
-    let mut functional_by_sig: Vec<(FunctionSchema, InfoSet)> = Vec::new();
-    let mut functional_index: HashMap<FunctionSchema, usize> = HashMap::default();
-    let mut non_functional_by_sig: Vec<(FunctionSchema, InfoSet)> = Vec::new();
-    for (schema, set) in infos.iter() {
-        let sig = schema.signature(true);
-        if schema.kind() == SchemaKind::Functional {
-            match functional_index.get(&sig) {
-                Some(&i) => functional_by_sig[i].1 = set.clone(),
+    // By `signature(strip_default=True)`, later entries replacing earlier ones in place.
+    let (functional_by_sig, non_functional_by_sig) = {
+        let mut functional: Vec<(&FunctionSchema, InfoSet)> = Vec::new();
+        let mut non_functional: Vec<(&FunctionSchema, InfoSet)> = Vec::new();
+        let mut index: HashMap<(bool, SignatureKey<'_>), usize> = HashMap::default();
+        for (schema, set) in infos.iter() {
+            let is_functional = schema.kind() == SchemaKind::Functional;
+            let list = if is_functional {
+                &mut functional
+            } else {
+                &mut non_functional
+            };
+            match index.get(&(is_functional, schema.signature_key(true, false))) {
+                Some(&i) => list[i].1 = set.clone(),
                 None => {
-                    functional_index.insert(sig.clone(), functional_by_sig.len());
-                    functional_by_sig.push((sig, set.clone()));
+                    index.insert(
+                        (is_functional, schema.signature_key(true, false)),
+                        list.len(),
+                    );
+                    list.push((schema, set.clone()));
                 }
             }
-        } else {
-            match non_functional_by_sig.iter_mut().find(|(s, _)| *s == sig) {
-                Some(e) => e.1 = set.clone(),
-                None => non_functional_by_sig.push((sig, set.clone())),
-            }
         }
-    }
+        let sigs = |l: Vec<(&FunctionSchema, InfoSet)>| -> Vec<(FunctionSchema, InfoSet)> {
+            l.into_iter()
+                .map(|(s, set)| (s.signature(true), set))
+                .collect()
+        };
+        (sigs(functional), sigs(non_functional))
+    };
+    // The key of a signature equals the key of the schema it came from.
+    let functional_index: HashMap<SignatureKey<'_>, usize> = functional_by_sig
+        .iter()
+        .enumerate()
+        .map(|(i, (s, _))| (s.signature_key(false, false), i))
+        .collect();
     let mut results = Vec::with_capacity(functions.len());
     for (i, f) in functions.iter().enumerate() {
         let (set, exact) = find_info(
@@ -1020,7 +1038,7 @@ fn find_info(
     i: usize,
     infos: &mut InfoMap,
     functional_by_sig: &[(FunctionSchema, InfoSet)],
-    functional_index: &HashMap<FunctionSchema, usize>,
+    functional_index: &HashMap<SignatureKey<'_>, usize>,
     non_functional_by_sig: &[(FunctionSchema, InfoSet)],
     cx: &mut Ctxt,
 ) -> (Option<InfoSet>, bool) {
@@ -1033,14 +1051,17 @@ fn find_info(
         return (Some(set.clone()), true);
     }
     let is_foreach = f.func.name.name.base.starts_with("_foreach_");
-    let sig = f.func.signature(true);
+    let sig = f.func.signature_key(true, false);
     if !is_foreach {
         if let Some(&k) = functional_index.get(&sig) {
             return (Some(functional_by_sig[k].1.clone()), false);
         }
     }
     if f.has_tag("generated") {
-        if let Some((_, set)) = non_functional_by_sig.iter().find(|(s, _)| *s == sig) {
+        if let Some((_, set)) = non_functional_by_sig
+            .iter()
+            .find(|(s, _)| s.signature_key(false, false) == sig)
+        {
             if set.iter().any(|(_, info)| {
                 info.all_saved_inputs
                     .iter()

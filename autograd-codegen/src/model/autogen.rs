@@ -48,9 +48,10 @@ use crate::diagnostics::Ctxt;
 use crate::model::native::{NativeFunction, Variant};
 use crate::model::schema::{
     Annotation, Argument, Arguments, BaseOperatorName, FunctionSchema, OperatorName, Return,
-    SchemaKind,
+    SchemaKind, SignatureKey,
 };
-use std::collections::{BTreeSet, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeSet;
 
 /// Out= operators whose functional variant exists but cannot be paired with them
 /// (torchgen's Note [Out ops with functional variants that don't get grouped properly]).
@@ -170,10 +171,10 @@ impl SchemaKindGroup {
 /// and signature is reported to `cx` and left out of the group.
 pub fn pre_group_native_functions(fns: &[NativeFunction], cx: &mut Ctxt) -> Vec<SchemaKindGroup> {
     let mut groups: Vec<SchemaKindGroup> = Vec::new();
-    let mut by_signature: HashMap<FunctionSchema, usize> = HashMap::new();
+    let mut by_signature: HashMap<SignatureKey<'_>, usize> = HashMap::default();
     for (i, f) in fns.iter().enumerate() {
         let g = *by_signature
-            .entry(f.func.signature(false))
+            .entry(f.func.signature_key(false, false))
             .or_insert_with(|| {
                 groups.push(SchemaKindGroup::default());
                 groups.len() - 1

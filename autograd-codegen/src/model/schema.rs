@@ -1218,6 +1218,31 @@ impl FunctionSchema {
         }
     }
 
+    /// A borrowed key that compares and hashes like `signature_with(strip_default,
+    /// strip_view_copy_name, false)` without building it: for grouping many functions by
+    /// signature. (A key of a schema that already is a signature, with `strip_default`
+    /// false, equals the key of the schema it came from.)
+    pub fn signature_key(
+        &self,
+        strip_default: bool,
+        strip_view_copy_name: bool,
+    ) -> SignatureKey<'_> {
+        let b = &self.name.name.base;
+        let base = if strip_view_copy_name && b.ends_with("_copy") {
+            std::borrow::Cow::Owned(b.replace("_copy", ""))
+        } else if strip_view_copy_name && b.ends_with("_scatter") {
+            std::borrow::Cow::Owned(b.replace("scatter", "inverse"))
+        } else {
+            std::borrow::Cow::Borrowed(b.as_str())
+        };
+        SignatureKey {
+            schema: self,
+            base,
+            strip_default,
+            bernoulli_p: self.name.is("bernoulli.p"),
+        }
+    }
+
     /// For each return, the name of the input it aliases (same annotation), if any.
     pub fn aliased_return_names(&self) -> Vec<Option<String>> {
         self.returns
@@ -1229,6 +1254,93 @@ impl FunctionSchema {
                     .map(|a| a.name.clone())
             })
             .collect()
+    }
+}
+
+/// See [`FunctionSchema::signature_key`].
+#[derive(Debug, Clone)]
+pub struct SignatureKey<'a> {
+    schema: &'a FunctionSchema,
+    base: std::borrow::Cow<'a, str>,
+    strip_default: bool,
+    bernoulli_p: bool,
+}
+
+/// One element of a signature, as [`SignatureKey`] compares them.
+#[derive(PartialEq, Eq, Hash)]
+enum SigItem<'a> {
+    Name(&'a str, bool),
+    /// Group (0 before `self`, 1 `self`, 2 after), name, type, default.
+    Positional(u8, &'a str, &'a Type, Option<&'a str>),
+    KwargOnly(&'a str, &'a Type, Option<&'a str>),
+    Return(&'a Type),
+}
+
+impl<'a> SignatureKey<'a> {
+    fn items(&self) -> impl Iterator<Item = SigItem<'_>> {
+        let s = self.schema;
+        let a = &s.arguments;
+        let default = move |arg: &'a Argument| {
+            if self.strip_default {
+                None
+            } else {
+                arg.default.as_deref()
+            }
+        };
+        let positional = a
+            .pre_self_positional
+            .iter()
+            .map(move |x| SigItem::Positional(0, &x.name, &x.ty, default(x)))
+            .chain(
+                a.self_arg
+                    .iter()
+                    .map(move |x| SigItem::Positional(1, &x.name, &x.ty, default(x))),
+            )
+            .chain(a.post_self_positional.iter().map(move |x| {
+                let mut d = default(x);
+                // torchgen's Note [bernoulli.p schema].
+                if self.bernoulli_p && x.name == "p" && d.is_none() {
+                    d = Some("0.5");
+                }
+                SigItem::Positional(2, &x.name, &x.ty, d)
+            }));
+        let kwargs = a
+            .pre_tensor_options_kwarg_only
+            .iter()
+            .chain(a.post_tensor_options_kwarg_only.iter())
+            .map(move |x| SigItem::KwargOnly(&x.name, &x.ty, default(x)));
+        let mutated = a
+            .self_arg
+            .iter()
+            .chain(a.out.iter())
+            .chain(a.post_self_positional.iter())
+            .filter(move |x| {
+                x.annotation.as_ref().is_some_and(|ann| {
+                    ann.is_write && !s.returns.iter().any(|r| r.annotation.as_ref() == Some(ann))
+                })
+            })
+            .map(|x| SigItem::Return(&x.ty));
+        std::iter::once(SigItem::Name(&self.base, s.name.name.dunder_method))
+            .chain(positional)
+            .chain(kwargs)
+            .chain(s.returns.iter().map(|r| SigItem::Return(&r.ty)))
+            .chain(mutated)
+    }
+}
+
+impl PartialEq for SignatureKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.items().eq(other.items())
+    }
+}
+
+impl Eq for SignatureKey<'_> {}
+
+impl std::hash::Hash for SignatureKey<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        for item in self.items() {
+            item.hash(state);
+        }
     }
 }
 
@@ -1361,6 +1473,69 @@ mod tests {
             m.signature(false).to_string(),
             "_fused(Tensor self, Tensor running_min, float c) -> (Tensor, Tensor)"
         );
+    }
+
+    #[test]
+    fn signature_key_agrees_with_signature() {
+        use std::collections::HashSet;
+        let schemas = [
+            "mul.Tensor(Tensor self, Tensor other) -> Tensor",
+            "mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)",
+            "mul.Scalar(Tensor self, Scalar other=1) -> Tensor",
+            "mul.Scalar2(Tensor self, Scalar other=2) -> Tensor",
+            "_fused(Tensor self, Tensor(a!) running_min, float c) -> Tensor output",
+            "_fused.out(Tensor self, Tensor(a!) running_min, float c, *, Tensor(b!) out) -> Tensor(b!)",
+            "bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor",
+            "bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)",
+            "bernoulli.float(Tensor self, float p, *, Generator? generator=None) -> Tensor",
+            "expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor",
+            "expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)",
+            "slice_scatter(Tensor self, Tensor src, int dim=0) -> Tensor",
+            "slice_inverse(Tensor(a) self, Tensor src, int dim=0) -> Tensor(a)",
+            "empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor",
+            "empty.out(SymInt[] size, *, MemoryFormat? memory_format=None, Tensor(a!) out) -> Tensor(a!)",
+            "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
+            "where.other(Tensor self, Tensor condition, Tensor other) -> Tensor",
+            "__iand__.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
+            "__and__.Tensor(Tensor self, Tensor other) -> Tensor",
+            "max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
+        ];
+        let parsed: Vec<FunctionSchema> = schemas.iter().map(|s| rt(s)).collect();
+        for (strip, view) in [(false, false), (true, false), (false, true)] {
+            let sigs: Vec<FunctionSchema> = parsed
+                .iter()
+                .map(|p| p.signature_with(strip, view, false))
+                .collect();
+            for i in 0..parsed.len() {
+                for j in 0..parsed.len() {
+                    let (ki, kj) = (
+                        parsed[i].signature_key(strip, view),
+                        parsed[j].signature_key(strip, view),
+                    );
+                    assert_eq!(
+                        ki == kj,
+                        sigs[i] == sigs[j],
+                        "{} vs {}",
+                        schemas[i],
+                        schemas[j]
+                    );
+                    if !view {
+                        // The key of a signature equals the key of its schema.
+                        assert_eq!(
+                            sigs[i].signature_key(false, false) == kj,
+                            sigs[i] == sigs[j]
+                        );
+                    }
+                }
+            }
+            let distinct: HashSet<_> = parsed
+                .iter()
+                .map(|p| p.signature_key(strip, view))
+                .collect();
+            let distinct_sigs: HashSet<_> = sigs.iter().collect();
+            assert_eq!(distinct.len(), distinct_sigs.len());
+        }
     }
 
     #[test]
