@@ -59,7 +59,9 @@ impl Tensor for HeapT {
 }
 impl Raw for HeapT {
     fn scalar(x: f32) -> Self {
-        HeapT { data: Arc::from([x]) }
+        HeapT {
+            data: Arc::from([x]),
+        }
     }
     fn value(&self) -> f32 {
         self.data[0]
@@ -133,7 +135,9 @@ impl<T: Raw> Node<T> for MulScalarBackward {
         "MulBackward1"
     }
     fn apply(&mut self, grads: VariableList<T>) -> Result<VariableList<T>, AutogradError> {
-        Ok(variable_list![grads[0].as_ref().map(|g| mul_scalar(g, self.other))])
+        Ok(variable_list![
+            grads[0].as_ref().map(|g| mul_scalar(g, self.other))
+        ])
     }
 }
 fn mul_scalar<T: Raw>(a: &Variable<T>, s: f32) -> Variable<T> {
@@ -204,7 +208,10 @@ impl<T: Raw> Node<T> for TanhBackwardBackward0<T> {
     }
     fn apply(&mut self, _grads: VariableList<T>) -> Result<VariableList<T>, AutogradError> {
         let _ = (&self.grad_output, &self.output);
-        Err(AutogradError::not_implemented("tanh_backward_backward (not needed by the benchmark)", None))
+        Err(AutogradError::not_implemented(
+            "tanh_backward_backward (not needed by the benchmark)",
+            None,
+        ))
     }
 }
 /// Differentiable `tanh_backward(grad, output)`, as PyTorch has it.
@@ -258,7 +265,10 @@ mod tape {
 
     impl<T: Raw> Tape<T> {
         pub fn push(&mut self, parent: Var, op: Op<T>) -> Var {
-            self.nodes.push(Node { parent: parent.0, op });
+            self.nodes.push(Node {
+                parent: parent.0,
+                op,
+            });
             Var(self.nodes.len() as u32 - 1)
         }
         pub fn backward(&self, root: Var) -> Vec<Option<T>> {
@@ -289,9 +299,7 @@ mod tape {
 
 fn run_tape<T: Raw>() -> f32 {
     use tape::*;
-    let mut t = Tape {
-        nodes: Vec::new(),
-    };
+    let mut t = Tape { nodes: Vec::new() };
     let x = T::scalar(0.5);
     let xv = t.push(Var(0), Op::Leaf);
     let (mut y, mut yv) = (x, xv);
@@ -314,17 +322,29 @@ fn run_closure_tape<T: Raw>() -> f32 {
         parent: usize,
         back: Option<Back<T>>,
     }
-    let mut nodes: Vec<N<T>> = vec![N { parent: 0, back: None }];
+    let mut nodes: Vec<N<T>> = vec![N {
+        parent: 0,
+        back: None,
+    }];
     let mut y = T::scalar(0.5);
     let mut yi = 0;
     for _ in 0..STEPS {
         let a = y.mul_s(0.999);
-        nodes.push(N { parent: yi, back: Some(Box::new(|g: &T| g.mul_s(0.999))) });
+        nodes.push(N {
+            parent: yi,
+            back: Some(Box::new(|g: &T| g.mul_s(0.999))),
+        });
         let b = a.add_s(0.001);
-        nodes.push(N { parent: nodes.len() - 1, back: Some(Box::new(|g: &T| g.clone())) });
+        nodes.push(N {
+            parent: nodes.len() - 1,
+            back: Some(Box::new(|g: &T| g.clone())),
+        });
         y = b.tanh();
         let yc = y.clone();
-        nodes.push(N { parent: nodes.len() - 1, back: Some(Box::new(move |g: &T| T::tanh_backward(g, &yc))) });
+        nodes.push(N {
+            parent: nodes.len() - 1,
+            back: Some(Box::new(move |g: &T| T::tanh_backward(g, &yc))),
+        });
         yi = nodes.len() - 1;
     }
     let mut grads: Vec<Option<T>> = (0..nodes.len()).map(|_| None).collect();
@@ -347,8 +367,11 @@ fn median(v: &mut [Duration]) -> Duration {
     v[v.len() / 2]
 }
 
+/// A named benchmark body returning the gradient of x.
+type Impl = (&'static str, fn() -> f32);
+
 fn bench_type<T: Raw>(label: &str, reps: usize) {
-    let impls: [(&str, fn() -> f32); 3] = [
+    let impls: [Impl; 3] = [
         ("tape (arena, enum ops)", run_tape::<T>),
         ("tape (arena, boxed closures)", run_closure_tape::<T>),
         ("autograd-runtime", run_runtime::<T>),
@@ -357,7 +380,10 @@ fn bench_type<T: Raw>(label: &str, reps: usize) {
     let reference = run_tape::<T>();
     for (name, f) in &impls {
         let g = f();
-        assert!((g - reference).abs() <= 1e-6 * reference.abs().max(1e-30), "{name}: {g} vs {reference}");
+        assert!(
+            (g - reference).abs() <= 1e-6 * reference.abs().max(1e-30),
+            "{name}: {g} vs {reference}"
+        );
     }
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); impls.len()];
     for _ in 0..3 {
@@ -378,7 +404,11 @@ fn bench_type<T: Raw>(label: &str, reps: usize) {
         .collect();
     println!("raw tensor: {label}");
     for (i, (name, _)) in impls.iter().enumerate() {
-        println!("  {name:<30} {:>8.1} ns/op   ({:.2}x enum tape)", ns[i], ns[i] / ns[0]);
+        println!(
+            "  {name:<30} {:>8.1} ns/op   ({:.2}x enum tape)",
+            ns[i],
+            ns[i] / ns[0]
+        );
     }
 }
 
@@ -395,7 +425,12 @@ fn phases<T: Raw>(steps: usize) {
     drop(y);
     let t3 = Instant::now();
     let f = |d: Duration| d.as_nanos() as f64 / (3 * steps) as f64;
-    println!("  {steps}: phases: forward {:.1} backward {:.1} free {:.1} ns/op", f(t1 - t0), f(t2 - t1), f(t3 - t2));
+    println!(
+        "  {steps}: phases: forward {:.1} backward {:.1} free {:.1} ns/op",
+        f(t1 - t0),
+        f(t2 - t1),
+        f(t3 - t2)
+    );
 }
 
 fn main() {

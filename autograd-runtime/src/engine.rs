@@ -115,10 +115,13 @@ pub fn grad_with<T: Tensor>(
     Ok(res)
 }
 
+/// Root edges with their seed gradients.
+type Roots<T> = Vec<(Edge<T>, Option<Variable<T>>)>;
+
 fn make_roots<T: Tensor>(
     tensors: &[Variable<T>],
     grads: &[Option<Variable<T>>],
-) -> Result<Vec<(Edge<T>, Option<Variable<T>>)>, AutogradError> {
+) -> Result<Roots<T>, AutogradError> {
     if !grads.is_empty() && grads.len() != tensors.len() {
         return Err(AutogradError::GradOutputsLength {
             tensors: tensors.len(),
@@ -298,7 +301,12 @@ impl<'a, T: Tensor> Task<'a, T> {
         let n = self.states.len() as u32;
         let claimed = v
             .slot()
-            .compare_exchange(0, self.id << 32 | n as u64, Ordering::AcqRel, Ordering::Relaxed)
+            .compare_exchange(
+                0,
+                self.id << 32 | n as u64,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
             .is_ok();
         if !claimed {
             self.index.insert(v.key(), n);
@@ -327,13 +335,13 @@ impl<'a, T: Tensor> Task<'a, T> {
         if st.buffer.is_empty() {
             st.buffer = VariableList::with_len(st.vertex.num_inputs());
         }
-        if let Some(g) = grad {
-            if let Some(slot) = st.buffer.get_mut(nr) {
-                *slot = Some(match slot.take() {
-                    None => g,
-                    Some(old) => ops::add(&old, &g),
-                });
-            }
+        if let Some(g) = grad
+            && let Some(slot) = st.buffer.get_mut(nr)
+        {
+            *slot = Some(match slot.take() {
+                None => g,
+                Some(old) => ops::add(&old, &g),
+            });
         }
         st.deps -= 1;
         if st.deps == 0 && (st.exec || st.capture) {
@@ -416,7 +424,8 @@ fn run<'a, T: Tensor>(
             Vertex::Leaf(var) => {
                 let mut g = buf.take(0);
                 if let Some(mut cur) = g.take() {
-                    if let Some(mut hooks) = var.take_leaf_hooks() {
+                    let mut hooks = var.take_leaf_hooks();
+                    if !hooks.is_empty() {
                         for (_, h) in hooks.iter_mut() {
                             if let Some(new) = h(&cur) {
                                 cur = new;
@@ -433,10 +442,8 @@ fn run<'a, T: Tensor>(
                         }
                     }
                 }
-                if exec {
-                    if let Some(g) = g {
-                        accumulate_grad(var, g, create_graph);
-                    }
+                if exec && let Some(g) = g {
+                    accumulate_grad(var, g, create_graph);
                 }
             }
         }
@@ -493,10 +500,10 @@ fn run_tensor_hooks<T: Tensor>(cell: &DynCell<T>, buf: &mut VariableList<T>, cre
     let mut guard = cell.hooks();
     let Some(h) = guard.as_mut() else { return };
     for (_, nr, f) in h.tensor_pre.iter_mut() {
-        if let Some(Some(g)) = buf.get(*nr) {
-            if let Some(new) = f(g) {
-                buf[*nr] = Some(new);
-            }
+        if let Some(Some(g)) = buf.get(*nr)
+            && let Some(new) = f(g)
+        {
+            buf[*nr] = Some(new);
         }
     }
     for (nr, weak) in &h.retain {
@@ -515,10 +522,9 @@ fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, mut e: AutogradError) -> AutogradE
         output_of: Some((_, name)),
         ..
     } = &mut e
+        && name.is_empty()
     {
-        if name.is_empty() {
-            *name = node_name(cell);
-        }
+        *name = node_name(cell);
     }
     if !is_anomaly_enabled() || matches!(e, AutogradError::Anomaly { .. }) {
         return e;
@@ -559,14 +565,14 @@ fn call_node<T: Tensor>(
     validate(cell, &outputs).map_err(|e| anomaly_wrap(cell, e))?;
     if is_anomaly_enabled() {
         for (i, g) in outputs.iter().enumerate() {
-            if let Some(g) = g {
-                if g.with_data(T::has_nan) {
-                    let e = AutogradError::NanInGradient {
-                        node: node_name(cell),
-                        index: i,
-                    };
-                    return Err(anomaly_wrap(cell, e));
-                }
+            if let Some(g) = g
+                && g.with_data(T::has_nan)
+            {
+                let e = AutogradError::NanInGradient {
+                    node: node_name(cell),
+                    index: i,
+                };
+                return Err(anomaly_wrap(cell, e));
             }
         }
     }
@@ -665,4 +671,3 @@ fn accumulate_grad<T: Tensor>(var: &Variable<T>, g: Variable<T>, create_graph: b
         }
     }
 }
-

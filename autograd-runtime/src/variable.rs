@@ -35,6 +35,8 @@ pub(crate) struct VarInner<T: Tensor> {
     pub(crate) task_slot: AtomicU64,
 }
 
+pub(crate) type LeafHooks<T> = Vec<(HookId, TensorHook<T>)>;
+
 pub(crate) struct VarState<T: Tensor> {
     pub(crate) data: T,
     pub(crate) grad_fn: Option<NodeRef<T>>,
@@ -42,7 +44,7 @@ pub(crate) struct VarState<T: Tensor> {
     pub(crate) grad: Option<Variable<T>>,
     pub(crate) retains_grad: bool,
     pub(crate) name: Option<String>,
-    pub(crate) hooks: Option<Box<Vec<(HookId, TensorHook<T>)>>>,
+    pub(crate) hooks: LeafHooks<T>,
 }
 
 impl<T: Tensor> Clone for Variable<T> {
@@ -77,7 +79,7 @@ impl<T: Tensor> VarInner<T> {
                 grad: None,
                 retains_grad: false,
                 name: None,
-                hooks: None,
+                hooks: Vec::new(),
             }),
             requires_grad: AtomicBool::new(requires_grad),
             version: AtomicU32::new(0),
@@ -115,8 +117,8 @@ impl<T: Tensor> Variable<T> {
         requires_grad: bool,
         counter: Arc<AtomicU32>,
     ) -> Self {
-        let inner = VarInner::new(data, grad_fn, output_nr, requires_grad);
-        let _ = inner.shared_version.set(counter);
+        let mut inner = VarInner::new(data, grad_fn, output_nr, requires_grad);
+        inner.shared_version = OnceLock::from(counter);
         Variable(Arc::new(inner))
     }
 
@@ -243,7 +245,10 @@ impl<T: Tensor> Variable<T> {
     }
 
     /// `shared_counter` with the state lock already held by the caller.
-    pub(crate) fn shared_counter_locked(&self, _held: &MutexGuard<'_, VarState<T>>) -> Arc<AtomicU32> {
+    pub(crate) fn shared_counter_locked(
+        &self,
+        _held: &MutexGuard<'_, VarState<T>>,
+    ) -> Arc<AtomicU32> {
         self.0
             .shared_version
             .get_or_init(|| Arc::new(AtomicU32::new(self.0.version.load(Ordering::Acquire))))
@@ -351,9 +356,7 @@ impl<T: Tensor> Variable<T> {
             }
             None => {
                 let id = next_hook_id();
-                st.hooks
-                    .get_or_insert_with(Default::default)
-                    .push((id, Box::new(f)));
+                st.hooks.push((id, Box::new(f)));
                 Ok(id)
             }
         }
@@ -362,12 +365,10 @@ impl<T: Tensor> Variable<T> {
     /// Removes a hook registered with [`register_hook`](Self::register_hook).
     pub fn remove_hook(&self, id: HookId) -> bool {
         let mut st = self.state();
-        if let Some(h) = st.hooks.as_mut() {
-            let n = h.len();
-            h.retain(|(i, _)| *i != id);
-            if h.len() != n {
-                return true;
-            }
+        let n = st.hooks.len();
+        st.hooks.retain(|(i, _)| *i != id);
+        if st.hooks.len() != n {
+            return true;
         }
         match st.grad_fn.clone() {
             Some(f) => {
@@ -399,10 +400,10 @@ impl<T: Tensor> Variable<T> {
         self.0.requires_grad.store(true, Ordering::Relaxed);
         if retains {
             let me = Arc::as_ptr(&self.0);
-            if let Some(old) = old {
-                if let Some(h) = old.cell().hooks().as_mut() {
-                    h.retain.retain(|(_, w)| w.as_ptr() != me);
-                }
+            if let Some(old) = old
+                && let Some(h) = old.cell().hooks().as_mut()
+            {
+                h.retain.retain(|(_, w)| w.as_ptr() != me);
             }
             let weak = Arc::downgrade(&self.0);
             node.cell().add_hooks(|h| h.retain.push((0, weak)));
@@ -434,20 +435,14 @@ impl<T: Tensor> Variable<T> {
         crate::dot::to_dot(std::slice::from_ref(self))
     }
 
-    pub(crate) fn take_leaf_hooks(&self) -> Option<Box<Vec<(HookId, TensorHook<T>)>>> {
-        self.state().hooks.take()
+    pub(crate) fn take_leaf_hooks(&self) -> LeafHooks<T> {
+        std::mem::take(&mut self.state().hooks)
     }
 
-    pub(crate) fn restore_leaf_hooks(&self, hooks: Box<Vec<(HookId, TensorHook<T>)>>) {
+    pub(crate) fn restore_leaf_hooks(&self, mut hooks: LeafHooks<T>) {
         let mut st = self.state();
-        match st.hooks.as_mut() {
-            Some(newer) => {
-                let mut all = hooks;
-                all.append(newer);
-                st.hooks = Some(all);
-            }
-            None => st.hooks = Some(hooks),
-        }
+        hooks.append(&mut st.hooks);
+        st.hooks = hooks;
     }
 
     pub(crate) fn inner_ptr(&self) -> usize {

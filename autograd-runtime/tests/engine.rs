@@ -1,3 +1,4 @@
+#![allow(clippy::cloned_ref_to_slice_refs)] // `&[x.clone()]` reads better in tests
 mod common;
 use common::*;
 
@@ -12,7 +13,10 @@ fn simple_backward_accumulates_into_leaves() {
     y.backward().unwrap();
     assert_close(&grad_vals(&x), &[4.0, 5.0, 6.0]);
     assert_close(&grad_vals(&w), &[1.0, 2.0, 3.0]);
-    assert!(y.grad().is_none(), "non-leaf grads are not retained by default");
+    assert!(
+        y.grad().is_none(),
+        "non-leaf grads are not retained by default"
+    );
 }
 
 #[test]
@@ -45,7 +49,10 @@ fn diamond_graph_sums_gradients_and_runs_each_node_once() {
     let c = mul_scalar(&a, 3.0);
     let y = sum(&mul(&b, &c));
     y.backward().unwrap();
-    let expected: Vec<f64> = [0.5f64, -1.0].iter().map(|v| 12.0 * (2.0 * v).exp()).collect();
+    let expected: Vec<f64> = [0.5f64, -1.0]
+        .iter()
+        .map(|v| 12.0 * (2.0 * v).exp())
+        .collect();
     assert_close(&grad_vals(&x), &expected);
     assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
@@ -114,20 +121,42 @@ fn grad_allow_unused() {
     let x = leaf(&[1.0], &[1]);
     let unused = leaf(&[5.0, 6.0], &[2]);
     let y = sum(&mul_scalar(&x, 2.0));
-    let err = grad(&[y.clone()], &[x.clone(), unused.clone()], &[], true, false, false).unwrap_err();
+    let err = grad(
+        &[y.clone()],
+        &[x.clone(), unused.clone()],
+        &[],
+        true,
+        false,
+        false,
+    )
+    .unwrap_err();
     assert_eq!(
         err.to_string(),
         "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior."
     );
-    let g = grad(&[y.clone()], &[x.clone(), unused.clone()], &[], true, false, true).unwrap();
+    let g = grad(
+        &[y.clone()],
+        &[x.clone(), unused.clone()],
+        &[],
+        true,
+        false,
+        true,
+    )
+    .unwrap();
     assert_close(&vals(g[0].as_ref().unwrap()), &[2.0]);
     assert!(g[1].is_none());
-    let opts = GradOptions { retain_graph: true, materialize_grads: true, ..Default::default() };
+    let opts = GradOptions {
+        retain_graph: true,
+        materialize_grads: true,
+        ..Default::default()
+    };
     let g = grad_with(&[y.clone()], &[unused], &[], opts).unwrap();
     assert_close(&vals(g[0].as_ref().unwrap()), &[0.0, 0.0]);
     let c = constant(&[1.0], &[1]);
     assert_eq!(
-        grad(&[y], &[c], &[], true, false, true).unwrap_err().to_string(),
+        grad(&[y], &[c], &[], true, false, true)
+            .unwrap_err()
+            .to_string(),
         "One of the differentiated Tensors does not require grad"
     );
 }
@@ -150,12 +179,18 @@ fn grad_with_respect_to_non_leaf_runs_only_needed_part() {
 fn third_derivative_of_x_cubed_through_create_graph() {
     let x = scalar(2.0);
     let y = pow(&x, 3.0);
-    let g1 = grad(&[y], &[x.clone()], &[], true, true, false).unwrap()[0].clone().unwrap();
+    let g1 = grad(&[y], &[x.clone()], &[], true, true, false).unwrap()[0]
+        .clone()
+        .unwrap();
     assert_close(&vals(&g1), &[12.0]); // 3x^2
     assert!(g1.requires_grad(), "create_graph records the backward pass");
-    let g2 = grad(&[g1], &[x.clone()], &[], true, true, false).unwrap()[0].clone().unwrap();
+    let g2 = grad(&[g1], &[x.clone()], &[], true, true, false).unwrap()[0]
+        .clone()
+        .unwrap();
     assert_close(&vals(&g2), &[12.0]); // 6x
-    let g3 = grad(&[g2], &[x.clone()], &[], true, true, false).unwrap()[0].clone().unwrap();
+    let g3 = grad(&[g2], &[x.clone()], &[], true, true, false).unwrap()[0]
+        .clone()
+        .unwrap();
     assert_close(&vals(&g3), &[6.0]); // 6
     let g4 = grad(&[g3], &[x], &[], true, true, true).unwrap();
     // d/dx 6 through `mul_scalar(pow(x, 0), 0)`-style formulas: zero.
@@ -180,23 +215,32 @@ fn create_graph_through_summed_gradients_and_leaf_accumulation() {
 fn backward_argument_errors() {
     let x = leaf(&[1.0, 2.0], &[2]);
     let y = mul_scalar(&x, 2.0);
-    assert_eq!(y.backward().unwrap_err().to_string(), "grad can be implicitly created only for scalar outputs");
+    assert_eq!(
+        y.backward().unwrap_err().to_string(),
+        "grad can be implicitly created only for scalar outputs"
+    );
     let c = constant(&[1.0], &[1]);
     assert_eq!(
         c.backward().unwrap_err().to_string(),
         "element 0 of tensors does not require grad and does not have a grad_fn"
     );
     assert_eq!(
-        backward(&[sum(&y), c], &[], false, false).unwrap_err().to_string(),
+        backward(&[sum(&y), c], &[], false, false)
+            .unwrap_err()
+            .to_string(),
         "element 1 of tensors does not require grad and does not have a grad_fn"
     );
     let wrong = constant(&[1.0, 1.0, 1.0], &[3]);
     assert_eq!(
-        y.backward_with(Some(&wrong), false, false).unwrap_err().to_string(),
+        y.backward_with(Some(&wrong), false, false)
+            .unwrap_err()
+            .to_string(),
         "Mismatch in shape: grad_output[0] has a shape of [3] and output[0] has a shape of [2]."
     );
     assert_eq!(
-        backward(&[y.clone()], &[None, None], false, false).unwrap_err().to_string(),
+        backward(&[y.clone()], &[None, None], false, false)
+            .unwrap_err()
+            .to_string(),
         "got 1 tensors and 2 gradients"
     );
     let go = constant(&[1.0, 10.0], &[2]);
@@ -246,7 +290,9 @@ impl Node<TT> for Square {
     }
     fn apply(&mut self, grads: VariableList<TT>) -> Result<VariableList<TT>, AutogradError> {
         let x = self.x.unpack()?.data();
-        Ok(variable_list![grads[0].as_ref().map(|g| Variable::from_data(g.data().zip(&x, |g, x| 2.0 * g * x)))])
+        Ok(variable_list![grads[0].as_ref().map(|g| {
+            Variable::from_data(g.data().zip(&x, |g, x| 2.0 * g * x))
+        })])
     }
     fn release_variables(&mut self) {
         self.x.reset();
@@ -257,7 +303,13 @@ impl Node<TT> for Square {
 fn custom_function() {
     let x = leaf(&[3.0, -1.0], &[2]);
     let raw = x.data().map(|v| v * v);
-    let ([y], handle) = record(Square { x: SavedVariable::new(&x, false) }, &[Some(&x)], [raw]);
+    let ([y], handle) = record(
+        Square {
+            x: SavedVariable::new(&x, false),
+        },
+        &[Some(&x)],
+        [raw],
+    );
     assert!(handle.node_ref().ptr_eq(&y.grad_fn().unwrap()));
     handle.with(|n| assert!(!n.x.was_released()));
     sum(&y).backward().unwrap();
@@ -316,7 +368,9 @@ fn validation_of_returned_gradients_names_the_node() {
     let h = exp(&x);
     let ([y], _) = record(BadShape, &[Some(&h)], [h.data()]);
     let err = sum(&y).backward().unwrap_err();
-    assert!(matches!(err, AutogradError::InvalidGradientShape { ref node, index: 0, .. } if node == "BadShapeBackward"));
+    assert!(
+        matches!(err, AutogradError::InvalidGradientShape { ref node, index: 0, .. } if node == "BadShapeBackward")
+    );
     let ([y], _) = record(BadDtype, &[Some(&x)], [x.data()]);
     assert_eq!(
         sum(&y).backward().unwrap_err().to_string(),
@@ -337,7 +391,10 @@ fn not_implemented_error_from_a_formula() {
     }
     let x = leaf(&[1.0], &[1]);
     let ([y], _) = record(Nope, &[Some(&x)], [x.data()]);
-    assert_eq!(y.backward().unwrap_err().to_string(), "the derivative for 'lu_unpack' is not implemented.");
+    assert_eq!(
+        y.backward().unwrap_err().to_string(),
+        "the derivative for 'lu_unpack' is not implemented."
+    );
     assert_eq!(
         AutogradError::not_implemented("foo", Some("(argument 'other')")).to_string(),
         "the derivative for 'foo' is not implemented. (argument 'other')"
@@ -351,7 +408,14 @@ fn inputs_that_do_not_require_grad_get_no_edge() {
     let y = mul(&x, &c);
     let f = y.grad_fn().unwrap();
     assert_eq!(f.next_edges().len(), 2);
-    assert!(f.next_edges()[0].as_ref().unwrap().leaf().unwrap().ptr_eq(&x));
+    assert!(
+        f.next_edges()[0]
+            .as_ref()
+            .unwrap()
+            .leaf()
+            .unwrap()
+            .ptr_eq(&x)
+    );
     assert!(f.next_edges()[1].is_none());
     assert_eq!(f.next_edges()[0].as_ref().unwrap().name(), "AccumulateGrad");
     y.backward().unwrap();

@@ -1,3 +1,4 @@
+#![allow(clippy::cloned_ref_to_slice_refs)] // `&[x.clone()]` reads better in tests
 mod common;
 use common::*;
 use std::sync::{Arc, Mutex};
@@ -54,7 +55,10 @@ fn node_pre_and_post_hooks() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let l = log.clone();
     let post = f.register_hook(move |grad_inputs, grad_outputs| {
-        l.lock().unwrap().push((vals(grad_outputs[0].as_ref().unwrap()), vals(grad_inputs[0].as_ref().unwrap())));
+        l.lock().unwrap().push((
+            vals(grad_outputs[0].as_ref().unwrap()),
+            vals(grad_inputs[0].as_ref().unwrap()),
+        ));
         grad_inputs[0] = Some(constant(&[100.0], &[1]));
     });
     y.backward_with(None, true, false).unwrap();
@@ -81,11 +85,17 @@ fn retain_grad_on_non_leaf_and_root() {
     assert_close(&grad_vals(&h), &[4.0, 4.0]); // accumulates like a leaf
     x.retain_grad().unwrap(); // no-op on a leaf
     assert_eq!(
-        constant(&[1.0], &[1]).retain_grad().unwrap_err().to_string(),
+        constant(&[1.0], &[1])
+            .retain_grad()
+            .unwrap_err()
+            .to_string(),
         "can't retain_grad on Tensor that has requires_grad=False"
     );
     assert_eq!(
-        constant(&[1.0], &[1]).register_hook(|_| None).unwrap_err().to_string(),
+        constant(&[1.0], &[1])
+            .register_hook(|_| None)
+            .unwrap_err()
+            .to_string(),
         "cannot register a hook on a tensor that doesn't require gradient"
     );
 }
@@ -136,7 +146,9 @@ fn backward_runs_formulas_without_grad_unless_create_graph() {
     let x = leaf(&[1.0], &[1]);
     let y = mul_scalar(&x, 2.0);
     let m = mode.clone();
-    y.grad_fn().unwrap().register_prehook(move |_| m.lock().unwrap().push(is_grad_enabled()));
+    y.grad_fn()
+        .unwrap()
+        .register_prehook(move |_| m.lock().unwrap().push(is_grad_enabled()));
     y.backward_with(None, true, false).unwrap();
     y.backward_with(None, true, true).unwrap();
     assert_eq!(*mode.lock().unwrap(), vec![false, true]);
@@ -150,11 +162,27 @@ fn anomaly_mode_reports_nan_with_forward_trace() {
     let y = pow(&x, 0.5); // d/dx sqrt(x) at 0 = inf; times 0 from the next node -> NaN
     let z = mul_scalar(&y, 0.0);
     let err = z.backward().unwrap_err();
-    let AutogradError::Anomaly { node, forward_trace, source } = &err else { panic!("{err}") };
+    let AutogradError::Anomaly {
+        node,
+        forward_trace,
+        source,
+    } = &err
+    else {
+        panic!("{err}")
+    };
     assert_eq!(node, "PowBackward0");
-    assert_eq!(**source, AutogradError::NanInGradient { node: "PowBackward0".into(), index: 0 });
+    assert_eq!(
+        **source,
+        AutogradError::NanInGradient {
+            node: "PowBackward0".into(),
+            index: 0
+        }
+    );
     let trace = forward_trace.as_ref().expect("recorded in anomaly mode");
-    assert!(trace.contains("anomaly_mode_reports_nan_with_forward_trace"), "{trace}");
+    assert!(
+        trace.contains("anomaly_mode_reports_nan_with_forward_trace"),
+        "{trace}"
+    );
     let msg = err.to_string();
     assert!(msg.starts_with("Function 'PowBackward0' returned nan values in its 0th output.\n\nError detected in PowBackward0. Traceback of forward call that caused the error:\n"), "{msg}");
 }
@@ -169,9 +197,17 @@ fn anomaly_mode_reports_failing_node() {
     let err = sum(&w).backward().unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("Hint: the backtrace further above shows the operation that failed to compute its gradient."), "{msg}");
-    assert!(msg.contains("Error detected in ExpBackward0. Traceback of forward call that caused the error:"), "{msg}");
+    assert!(
+        msg.contains(
+            "Error detected in ExpBackward0. Traceback of forward call that caused the error:"
+        ),
+        "{msg}"
+    );
     assert!(msg.contains("anomaly_mode_reports_failing_node"), "{msg}");
-    assert!(matches!(err.root_cause(), AutogradError::VersionMismatch { .. }));
+    assert!(matches!(
+        err.root_cause(),
+        AutogradError::VersionMismatch { .. }
+    ));
     drop(_a);
     // A node recorded without anomaly mode has no forward trace.
     let x = leaf(&[1.0], &[1]);
@@ -194,12 +230,27 @@ fn graph_export_as_dot() {
     let y = sum(&exp(&mul(&x, &w))).named("loss");
     let dot = y.to_dot();
     assert!(dot.starts_with("digraph autograd {"), "{dot}");
-    assert!(dot.contains("label=\"loss\\n[]\", fillcolor=darkolivegreen1"), "{dot}");
+    assert!(
+        dot.contains("label=\"loss\\n[]\", fillcolor=darkolivegreen1"),
+        "{dot}"
+    );
     assert!(dot.contains("label=\"SumBackward0\""), "{dot}");
-    assert!(dot.contains("label=\"ExpBackward0\\nresult: [3]\""), "{dot}");
-    assert!(dot.contains("label=\"MulBackward0\\nself: [3]\\nother: [3]\""), "{dot}");
-    assert!(dot.contains("label=\"x\\n[3]\", fillcolor=lightblue"), "{dot}");
-    assert!(dot.contains("label=\"AccumulateGrad\\n[3]\", fillcolor=lightblue"), "{dot}");
+    assert!(
+        dot.contains("label=\"ExpBackward0\\nresult: [3]\""),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("label=\"MulBackward0\\nself: [3]\\nother: [3]\""),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("label=\"x\\n[3]\", fillcolor=lightblue"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("label=\"AccumulateGrad\\n[3]\", fillcolor=lightblue"),
+        "{dot}"
+    );
     assert_eq!(dot.matches(" -> ").count(), 5, "{dot}");
     assert!(dot.trim_end().ends_with('}'));
     y.backward().unwrap();

@@ -1,3 +1,4 @@
+#![allow(clippy::cloned_ref_to_slice_refs)] // `&[x.clone()]` reads better in tests
 //! Leak test, in its own test binary (the live-node counter is per thread).
 mod common;
 use common::*;
@@ -39,7 +40,15 @@ fn graphs_that_are_never_backpropagated_are_freed_too() {
     for _ in 0..1_000 {
         let y = pow(&x, 3.0);
         let g = grad(&[y], &[x.clone()], &[], true, true, false).unwrap();
-        let g2 = grad(&[g[0].clone().unwrap()], &[x.clone()], &[], true, true, false).unwrap();
+        let g2 = grad(
+            &[g[0].clone().unwrap()],
+            &[x.clone()],
+            &[],
+            true,
+            true,
+            false,
+        )
+        .unwrap();
         assert_close(&vals(g2[0].as_ref().unwrap()), &[6.0]);
     }
     assert_eq!(live_nodes(), start);

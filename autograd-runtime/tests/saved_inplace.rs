@@ -1,3 +1,4 @@
+#![allow(clippy::cloned_ref_to_slice_refs)] // `&[x.clone()]` reads better in tests
 mod common;
 use common::*;
 
@@ -53,7 +54,11 @@ fn saved_leaf_modified_under_no_grad() {
         add_scalar_(&w, 1.0).unwrap(); // allowed: optimizer-style update
     }
     let err = y.backward().unwrap_err();
-    assert!(err.to_string().contains("[Tensor<f64> [1]] is at version 1; expected version 0 instead."), "{err}");
+    assert!(
+        err.to_string()
+            .contains("[Tensor<f64> [1]] is at version 1; expected version 0 instead."),
+        "{err}"
+    );
 }
 
 #[test]
@@ -65,7 +70,17 @@ fn views_and_detach_share_the_version_counter() {
     add_scalar_(&v, 1.0).unwrap(); // in-place on the view bumps the base's counter
     assert_eq!(y.version(), 1);
     let err = sum(&y).backward().unwrap_err();
-    assert!(matches!(err, AutogradError::VersionMismatch { current: 1, expected: 0, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            AutogradError::VersionMismatch {
+                current: 1,
+                expected: 0,
+                ..
+            }
+        ),
+        "{err}"
+    );
 
     let x = leaf(&[1.0], &[1]);
     let y = exp(&x);
@@ -87,7 +102,10 @@ fn view_of_saved_output_after_the_output_is_dropped() {
     let s = sum(&y);
     drop(y);
     add_scalar_(&v, 1.0).unwrap();
-    assert!(matches!(s.backward().unwrap_err(), AutogradError::VersionMismatch { .. }));
+    assert!(matches!(
+        s.backward().unwrap_err(),
+        AutogradError::VersionMismatch { .. }
+    ));
 }
 
 #[test]
@@ -101,7 +119,10 @@ fn saved_variable_unpack_states() {
     assert_eq!(s.unpack().unwrap_err(), AutogradError::BackwardTwice);
     let e: SavedVariable<TT> = SavedVariable::default();
     assert!(e.unpack_opt().unwrap().is_none());
-    assert_eq!(e.unpack().unwrap_err(), AutogradError::UndefinedSavedVariable);
+    assert_eq!(
+        e.unpack().unwrap_err(),
+        AutogradError::UndefinedSavedVariable
+    );
     assert!(SavedVariable::<TT>::new_opt(None, false).is_empty());
 }
 
@@ -115,7 +136,10 @@ fn saved_output_is_rebuilt_with_its_grad_fn_and_is_weak() {
     assert!(u.grad_fn().unwrap().ptr_eq(&f));
     assert_eq!(u.output_nr(), 0);
     assert_eq!(u.version(), y.version());
-    assert_eq!(f.saved_tensors(), vec![("result".to_string(), Some(vec![1]))]);
+    assert_eq!(
+        f.saved_tensors(),
+        vec![("result".to_string(), Some(vec![1]))]
+    );
     // The node does not keep itself alive through its saved output.
     let before = live_nodes();
     drop((y, f, u));
@@ -129,7 +153,10 @@ fn saved_output_is_rebuilt_with_its_grad_fn_and_is_weak() {
 fn inplace_on_leaf_requiring_grad_is_an_error() {
     let x = leaf(&[1.0], &[1]);
     let err = add_scalar_(&x, 1.0).unwrap_err();
-    assert_eq!(err.to_string(), "a leaf Variable that requires grad is being used in an in-place operation.");
+    assert_eq!(
+        err.to_string(),
+        "a leaf Variable that requires grad is being used in an in-place operation."
+    );
     assert_eq!(x.version(), 0);
     assert_close(&vals(&x), &[1.0]);
     let _g = no_grad();
@@ -152,7 +179,14 @@ fn inplace_rebases_history() {
     let f = a.grad_fn().unwrap();
     assert_eq!(f.name(), "MulBackward0");
     assert_eq!(a.output_nr(), 0);
-    assert!(f.next_edges()[0].as_ref().unwrap().node().unwrap().ptr_eq(&old));
+    assert!(
+        f.next_edges()[0]
+            .as_ref()
+            .unwrap()
+            .node()
+            .unwrap()
+            .ptr_eq(&old)
+    );
     sum(&a).backward().unwrap();
     assert_close(&grad_vals(&x), &[6.0, 10.0]);
     assert_close(&grad_vals(&w), &[2.0, 4.0]);

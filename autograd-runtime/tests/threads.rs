@@ -1,3 +1,4 @@
+#![allow(clippy::cloned_ref_to_slice_refs)] // `&[x.clone()]` reads better in tests
 mod common;
 use common::*;
 
@@ -66,6 +67,8 @@ fn shared_leaf_accumulates_from_concurrent_backward_passes() {
 fn graph_recorded_on_one_thread_backpropagated_on_another() {
     let x = leaf(&[0.5], &[1]);
     let y = sum(&exp(&x));
-    std::thread::spawn(move || y.backward().unwrap()).join().unwrap();
+    std::thread::spawn(move || y.backward().unwrap())
+        .join()
+        .unwrap();
     assert_close(&grad_vals(&x), &[0.5f64.exp()]);
 }

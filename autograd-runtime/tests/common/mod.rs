@@ -17,15 +17,29 @@ pub struct TT {
 impl TT {
     pub fn new(data: Vec<f64>, shape: &[usize]) -> TT {
         assert_eq!(data.len(), shape.iter().product::<usize>());
-        TT { data: Arc::new(data), shape: shape.to_vec(), dtype: "f64" }
+        TT {
+            data: Arc::new(data),
+            shape: shape.to_vec(),
+            dtype: "f64",
+        }
     }
     pub fn map(&self, f: impl Fn(f64) -> f64) -> TT {
-        TT { data: Arc::new(self.data.iter().map(|&x| f(x)).collect()), shape: self.shape.clone(), dtype: self.dtype }
+        TT {
+            data: Arc::new(self.data.iter().map(|&x| f(x)).collect()),
+            shape: self.shape.clone(),
+            dtype: self.dtype,
+        }
     }
     pub fn zip(&self, o: &TT, f: impl Fn(f64, f64) -> f64) -> TT {
         assert_eq!(self.shape, o.shape, "shape mismatch in test op");
         TT {
-            data: Arc::new(self.data.iter().zip(o.data.iter()).map(|(&a, &b)| f(a, b)).collect()),
+            data: Arc::new(
+                self.data
+                    .iter()
+                    .zip(o.data.iter())
+                    .map(|(&a, &b)| f(a, b))
+                    .collect(),
+            ),
             shape: self.shape.clone(),
             dtype: self.dtype,
         }
@@ -97,7 +111,9 @@ impl Node<TT> for MulBackward0 {
         "MulBackward0"
     }
     fn apply(&mut self, grads: VariableList<TT>) -> Result<VariableList<TT>, AutogradError> {
-        let Some(g) = &grads[0] else { return Ok(variable_list![None, None]) };
+        let Some(g) = &grads[0] else {
+            return Ok(variable_list![None, None]);
+        };
         let a = self.self_.unpack()?;
         let b = self.other.unpack()?;
         Ok(variable_list![Some(mul(g, &b)), Some(mul(g, &a))])
@@ -116,7 +132,10 @@ pub fn mul(a: &V, b: &V) -> V {
     if !should_record(&[a, b]) {
         return Variable::from_data(raw);
     }
-    let node = MulBackward0 { self_: SavedVariable::new(a, false), other: SavedVariable::new(b, false) };
+    let node = MulBackward0 {
+        self_: SavedVariable::new(a, false),
+        other: SavedVariable::new(b, false),
+    };
     let ([out], _) = record(node, &[Some(a), Some(b)], [raw]);
     out
 }
@@ -130,7 +149,9 @@ impl Node<TT> for MulScalarBackward {
         "MulBackward1"
     }
     fn apply(&mut self, grads: VariableList<TT>) -> Result<VariableList<TT>, AutogradError> {
-        Ok(variable_list![grads[0].as_ref().map(|g| mul_scalar(g, self.other))])
+        Ok(variable_list![
+            grads[0].as_ref().map(|g| mul_scalar(g, self.other))
+        ])
     }
 }
 pub fn mul_scalar(a: &V, s: f64) -> V {
@@ -183,7 +204,10 @@ pub fn mul_(a: &V, b: &V) -> Result<(), AutogradError> {
     }
     // The original value of self is needed by the formula: save a copy.
     let original = Variable::from_data(a.data());
-    let node = MulBackward0 { self_: SavedVariable::new(&original, false), other: SavedVariable::new(b, false) };
+    let node = MulBackward0 {
+        self_: SavedVariable::new(&original, false),
+        other: SavedVariable::new(b, false),
+    };
     record_inplace(node, &[Some(a), Some(b)], a, Some(raw))?;
     Ok(())
 }
@@ -216,7 +240,13 @@ pub fn exp(a: &V) -> V {
     if !should_record(&[a]) {
         return Variable::from_data(raw);
     }
-    let ([out], h) = record(ExpBackward0 { result: SavedVariable::default() }, &[Some(a)], [raw]);
+    let ([out], h) = record(
+        ExpBackward0 {
+            result: SavedVariable::default(),
+        },
+        &[Some(a)],
+        [raw],
+    );
     h.with(|n| n.result = SavedVariable::new(&out, true));
     out
 }
@@ -244,7 +274,13 @@ pub fn tanh(a: &V) -> V {
     if !should_record(&[a]) {
         return Variable::from_data(raw);
     }
-    let ([out], h) = record(TanhBackward0 { result: SavedVariable::default() }, &[Some(a)], [raw]);
+    let ([out], h) = record(
+        TanhBackward0 {
+            result: SavedVariable::default(),
+        },
+        &[Some(a)],
+        [raw],
+    );
     h.with(|n| n.result = SavedVariable::new(&out, true));
     out
 }
@@ -280,7 +316,14 @@ pub fn pow(a: &V, e: f64) -> V {
     if !should_record(&[a]) {
         return Variable::from_data(raw);
     }
-    let ([out], _) = record(PowBackward0 { self_: SavedVariable::new(a, false), exponent: e }, &[Some(a)], [raw]);
+    let ([out], _) = record(
+        PowBackward0 {
+            self_: SavedVariable::new(a, false),
+            exponent: e,
+        },
+        &[Some(a)],
+        [raw],
+    );
     out
 }
 
@@ -293,7 +336,9 @@ impl Node<TT> for SumBackward0 {
         "SumBackward0"
     }
     fn apply(&mut self, grads: VariableList<TT>) -> Result<VariableList<TT>, AutogradError> {
-        Ok(variable_list![grads[0].as_ref().map(|g| expand(g, &self.self_sym_sizes))])
+        Ok(variable_list![
+            grads[0].as_ref().map(|g| expand(g, &self.self_sym_sizes))
+        ])
     }
 }
 pub fn sum(a: &V) -> V {
@@ -301,7 +346,13 @@ pub fn sum(a: &V) -> V {
     if !should_record(&[a]) {
         return Variable::from_data(raw);
     }
-    let ([out], _) = record(SumBackward0 { self_sym_sizes: a.shape() }, &[Some(a)], [raw]);
+    let ([out], _) = record(
+        SumBackward0 {
+            self_sym_sizes: a.shape(),
+        },
+        &[Some(a)],
+        [raw],
+    );
     out
 }
 pub struct ExpandBackward0;
@@ -332,15 +383,29 @@ impl Node<TT> for ViewBackward0 {
         "ViewBackward0"
     }
     fn apply(&mut self, grads: VariableList<TT>) -> Result<VariableList<TT>, AutogradError> {
-        Ok(variable_list![grads[0].as_ref().map(|g| view(g, &self.self_sym_sizes))])
+        Ok(variable_list![
+            grads[0].as_ref().map(|g| view(g, &self.self_sym_sizes))
+        ])
     }
 }
 /// A view: same elements, other shape, shares the version counter.
 pub fn view(a: &V, shape: &[usize]) -> V {
     let d = a.data();
-    let raw = TT { data: d.data.clone(), shape: shape.to_vec(), dtype: d.dtype };
+    let raw = TT {
+        data: d.data.clone(),
+        shape: shape.to_vec(),
+        dtype: d.dtype,
+    };
     let out = if should_record(&[a]) {
-        record(ViewBackward0 { self_sym_sizes: a.shape() }, &[Some(a)], [raw]).0[0].clone()
+        record(
+            ViewBackward0 {
+                self_sym_sizes: a.shape(),
+            },
+            &[Some(a)],
+            [raw],
+        )
+        .0[0]
+            .clone()
     } else {
         Variable::from_data(raw)
     };
