@@ -109,33 +109,50 @@ fn read(path: &Path, shown: &Path) -> Result<String, Diagnostics> {
                 column: 0,
             },
             entry: None,
-            message: format!("cannot read `{}`: {e}", path.display()),
+            message: format!(
+                "cannot read `{}` (paths are relative to CARGO_MANIFEST_DIR): {e}",
+                shown.display()
+            ),
         }])
     })
 }
 
 /// Read and analyse the inputs of `config` with Rust rules. Without a native file, the
-/// entries' `name:` schemas declare the functions.
-pub fn analyze_config(config: &Config) -> Result<Analysis, Diagnostics> {
+/// entries' `name:` schemas declare the functions. Errors go to `cx`; the analysis of what
+/// could be read is returned either way, so that one run reports every mistake.
+pub fn analyze_config_into(config: &Config, cx: &mut Ctxt) -> Result<Analysis, Diagnostics> {
     let dtext = match &config.derivatives_text {
         Some(t) => t.clone(),
         None => read(&config.resolve(&config.derivatives), &config.derivatives)?,
     };
     let dfile: Arc<str> = Arc::from(config.derivatives.display().to_string());
-    let mut cx = Ctxt::new();
-    let entries = parse_derivatives(&dfile, &dtext, &mut cx);
+    let mut entries = parse_derivatives(&dfile, &dtext, cx);
     let functions = match &config.native {
         Some(n) => {
             let text = read(&config.resolve(n), n)?;
             let nfile: Arc<str> = Arc::from(n.display().to_string());
-            let mut fns = parse_native_functions(&nfile, &text, &BTreeSet::new(), &mut cx);
-            crate::model::autogen::add_generated_native_functions(&mut fns, &mut cx);
+            let mut fns = parse_native_functions(&nfile, &text, &BTreeSet::new(), cx);
+            crate::model::autogen::add_generated_native_functions(&mut fns, cx);
             fns
         }
-        None => functions_from_entries(&entries, &mut cx),
+        None => {
+            let fns = functions_from_entries(&entries, cx);
+            // Entries whose schema is invalid were reported already.
+            entries.retain(|e| fns.iter().any(|f| f.schema == e.name));
+            fns
+        }
     };
-    cx.check(())?;
-    analysis::analyze(functions, &entries, &rust_analysis_options())
+    let options = rust_analysis_options();
+    let mut infos = analysis::load_infos(&functions, &entries, &options, cx);
+    let results = analysis::match_infos(&functions, &mut infos, cx);
+    Ok(Analysis { functions, results })
+}
+
+/// [`analyze_config_into`] with its own error accumulator.
+pub fn analyze_config(config: &Config) -> Result<Analysis, Diagnostics> {
+    let mut cx = Ctxt::new();
+    let a = analyze_config_into(config, &mut cx)?;
+    cx.check(a)
 }
 
 fn functions_from_entries(entries: &[DerivativeEntry], cx: &mut Ctxt) -> Vec<NativeFunction> {
@@ -170,8 +187,11 @@ fn functions_from_entries(entries: &[DerivativeEntry], cx: &mut Ctxt) -> Vec<Nat
 
 /// Generate the code, or every error.
 pub fn generate(config: &Config) -> Result<TokenStream, Diagnostics> {
-    let analysis = analyze_config(config)?;
-    Emitter::new(config, &analysis).emit()
+    let mut cx = Ctxt::new();
+    let analysis = analyze_config_into(config, &mut cx)?;
+    let mut emitter = Emitter::new(config, &analysis);
+    emitter.cx = cx;
+    emitter.emit()
 }
 
 /// Generate and format with prettyplease (for `autograd-gen expand` and build scripts).
