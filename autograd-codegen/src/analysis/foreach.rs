@@ -34,14 +34,8 @@ fn elem(t: &Type) -> Option<&Type> {
     }
 }
 
-fn is_reference(f: &FunctionSchema, name: &str, reference: &FunctionSchema) -> bool {
-    let base = f
-        .name
-        .name
-        .base
-        .rsplit("_foreach_")
-        .next()
-        .unwrap_or_default();
+/// `base` is `f`'s base name after its last `_foreach_`.
+fn is_reference(f: &FunctionSchema, base: &str, name: &str, reference: &FunctionSchema) -> bool {
     if base != reference.name.name.base {
         return false;
     }
@@ -70,9 +64,17 @@ pub(super) fn gen_foreach_info(
             .find(|(k, _)| k == "Default")
             .map(|(_, i)| i.clone())
     };
+    let base = f
+        .func
+        .name
+        .name
+        .base
+        .rsplit("_foreach_")
+        .next()
+        .unwrap_or_default();
     let mut found: Option<(&FunctionSchema, Arc<DifferentiabilityInfo>)> = functional_by_sig
         .iter()
-        .find(|(s, set)| is_reference(&f.func, &name, s) && default(set).is_some())
+        .find(|(s, set)| is_reference(&f.func, base, &name, s) && default(set).is_some())
         .and_then(|(s, set)| Some((s, default(set)?)));
     if found.is_none()
         && f.func.kind() == SchemaKind::Inplace
@@ -80,7 +82,7 @@ pub(super) fn gen_foreach_info(
     {
         found = non_functional_by_sig
             .iter()
-            .find(|(s, set)| is_reference(&f.func, &name, s) && default(set).is_some())
+            .find(|(s, set)| is_reference(&f.func, base, &name, s) && default(set).is_some())
             .and_then(|(s, set)| Some((s, default(set)?)));
     }
     let (ref_schema, reference) = found?;
