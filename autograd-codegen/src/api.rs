@@ -56,18 +56,30 @@ pub fn analyze_sources(src: &Sources, options: &AnalysisOptions) -> Result<Analy
         Some((name, text)) => parse_tags(&Arc::from(name.as_str()), text, &mut cx),
         None => Default::default(),
     };
-    let mut fns = parse_native_functions(
-        &Arc::from(src.native.0.as_str()),
-        &src.native.1,
-        &valid_tags,
-        &mut cx,
-    );
-    add_generated_native_functions(&mut fns, &mut cx);
-    let entries = parse_derivatives(
-        &Arc::from(src.derivatives.0.as_str()),
-        &src.derivatives.1,
-        &mut cx,
-    );
+    // derivatives.yaml is read on its own thread while native_functions.yaml is read here.
+    let (fns, (entries, derivatives_cx)) = std::thread::scope(|s| {
+        let derivatives = s.spawn(|| {
+            let mut cx = Ctxt::new();
+            let entries = parse_derivatives(
+                &Arc::from(src.derivatives.0.as_str()),
+                &src.derivatives.1,
+                &mut cx,
+            );
+            (entries, cx)
+        });
+        let mut fns = parse_native_functions(
+            &Arc::from(src.native.0.as_str()),
+            &src.native.1,
+            &valid_tags,
+            &mut cx,
+        );
+        add_generated_native_functions(&mut fns, &mut cx);
+        let derivatives = derivatives
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (fns, derivatives)
+    });
+    cx.append(derivatives_cx);
     let parse_errors = cx.check(());
     match (parse_errors, analysis::analyze(fns, &entries, options)) {
         (Ok(()), r) => r,

@@ -94,6 +94,11 @@ impl Ctxt {
         !self.errors.is_empty()
     }
 
+    /// Add `other`'s errors after this one's (as if they had been reported here).
+    pub fn append(&mut self, other: Ctxt) {
+        self.errors.extend(other.errors);
+    }
+
     /// `Ok(value)` when nothing went wrong, else every error, in file order.
     pub fn check<T>(mut self, value: T) -> Result<T, Diagnostics> {
         if self.errors.is_empty() {

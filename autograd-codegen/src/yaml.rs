@@ -102,13 +102,22 @@ impl Node {
 
 /// Parse the first document of `text`; `Ok(None)` for an empty file.
 pub fn parse(file: &Arc<str>, text: &str) -> Result<Option<Node>, Diagnostic> {
+    parse_at(file, text, 0)
+}
+
+/// [`parse`] for a piece of a file that starts after `lines_before` lines.
+pub(crate) fn parse_at(
+    file: &Arc<str>,
+    text: &str,
+    lines_before: usize,
+) -> Result<Option<Node>, Diagnostic> {
     let mut parser = Parser::new_from_str(text);
     let mut stack: Vec<(Node, Option<Node>)> = Vec::new();
     let mut root: Option<Node> = None;
     let error = |line: usize, col: usize, message: String| Diagnostic {
         location: Location {
             file: file.clone(),
-            line,
+            line: line + lines_before,
             column: col,
         },
         entry: None,
@@ -122,7 +131,7 @@ pub fn parse(file: &Arc<str>, text: &str) -> Result<Option<Node>, Diagnostic> {
                 format!("invalid YAML: {}", e.info()),
             )
         })?;
-        let (line, column) = (span.start.line(), span.start.col());
+        let (line, column) = (span.start.line() + lines_before, span.start.col());
         let node = match event {
             Event::Scalar(text, style, _, _) => Node {
                 value: Value::Scalar {
@@ -158,7 +167,7 @@ pub fn parse(file: &Arc<str>, text: &str) -> Result<Option<Node>, Diagnostic> {
                 Some((n, None)) => n,
                 Some((n, Some(_))) => {
                     return Err(error(
-                        n.line,
+                        n.line - lines_before,
                         n.column,
                         "invalid YAML: mapping key without value".into(),
                     ));
@@ -204,6 +213,32 @@ pub fn parse(file: &Arc<str>, text: &str) -> Result<Option<Node>, Diagnostic> {
         }
     }
     Ok(root)
+}
+
+/// Where `text` can be cut in two pieces that parse, each on its own, to the two halves of
+/// the top-level sequence it holds: the start of a `- ` line (a top-level item) near the
+/// middle. `None` for small texts and for anything but one plain block-sequence document
+/// (document markers, directives).
+pub(crate) fn split_top_level_sequence(text: &str) -> Option<usize> {
+    if text.len() < 64 * 1024 {
+        return None;
+    }
+    let b = text.as_bytes();
+    // A marker or directive after the first line could end or start a document.
+    let first_line_end = text.find('\n')?;
+    let mut at = first_line_end;
+    while let Some(i) = text[at..].find('\n') {
+        let line = &b[at + i + 1..];
+        if line.starts_with(b"---") || line.starts_with(b"...") || line.starts_with(b"%") {
+            return None;
+        }
+        at += i + 1;
+    }
+    let mid = b.len() / 2;
+    b[mid..]
+        .windows(3)
+        .position(|w| w == b"\n- ")
+        .map(|i| mid + i + 1)
 }
 
 #[cfg(test)]

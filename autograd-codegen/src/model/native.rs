@@ -156,7 +156,52 @@ const KNOWN_KEYS: &[&str] = &[
 
 /// Read `native_functions.yaml`. `valid_tags` filters `tags:` as torchgen does (an empty set
 /// keeps every tag). Errors go to `cx`; functions that parse are returned either way.
+///
+/// A large file is read in two halves on two threads (cut before a top-level `- ` item);
+/// when either half is not a plain list of entries, the whole file is read again in one
+/// piece, so results and messages are always those of a single pass.
 pub fn parse_native_functions(
+    file: &Arc<str>,
+    text: &str,
+    valid_tags: &BTreeSet<String>,
+    cx: &mut Ctxt,
+) -> Vec<NativeFunction> {
+    if let Some(cut) = yaml::split_top_level_sequence(text) {
+        let (first, second) = text.split_at(cut);
+        let lines_before = first.bytes().filter(|&c| c == b'\n').count();
+        let (a, b) = std::thread::scope(|s| {
+            let b = s.spawn(|| parse_piece(file, second, lines_before, valid_tags));
+            let a = parse_piece(file, first, 0, valid_tags);
+            (a, b.join().ok().flatten())
+        });
+        if let (Some((mut fns, cx_a)), Some((more, cx_b))) = (a, b) {
+            cx.append(cx_a);
+            cx.append(cx_b);
+            fns.extend(more);
+            return fns;
+        }
+    }
+    parse_whole(file, text, valid_tags, cx)
+}
+
+/// One piece of a file cut by [`yaml::split_top_level_sequence`]: `None` unless it is a list.
+fn parse_piece(
+    file: &Arc<str>,
+    text: &str,
+    lines_before: usize,
+    valid_tags: &BTreeSet<String>,
+) -> Option<(Vec<NativeFunction>, Ctxt)> {
+    let root = yaml::parse_at(file, text, lines_before).ok()??;
+    let items = root.as_seq()?;
+    let mut cx = Ctxt::new();
+    let fns = items
+        .iter()
+        .filter_map(|item| parse_entry(file, item, valid_tags, &mut cx))
+        .collect();
+    Some((fns, cx))
+}
+
+fn parse_whole(
     file: &Arc<str>,
     text: &str,
     valid_tags: &BTreeSet<String>,
@@ -363,4 +408,78 @@ fn parse_entry(
         manual_cpp_binding,
         is_abstract,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both(
+        text: &str,
+    ) -> (
+        Vec<NativeFunction>,
+        Vec<String>,
+        Vec<NativeFunction>,
+        Vec<String>,
+    ) {
+        let file: Arc<str> = Arc::from("nf.yaml");
+        let tags = BTreeSet::new();
+        let errors = |cx: Ctxt| match cx.check(()) {
+            Ok(()) => Vec::new(),
+            Err(d) => d.0.iter().map(ToString::to_string).collect(),
+        };
+        let mut cx = Ctxt::new();
+        let split = parse_native_functions(&file, text, &tags, &mut cx);
+        let split_errors = errors(cx);
+        let mut cx = Ctxt::new();
+        let whole = parse_whole(&file, text, &tags, &mut cx);
+        (split, split_errors, whole, errors(cx))
+    }
+
+    /// Reading a large file in two halves gives exactly what one pass gives.
+    #[test]
+    fn halves_equal_one_pass() {
+        let mut text = String::from("# header\n\n");
+        for i in 0..3000 {
+            text.push_str(&format!(
+                "- func: op{i}(Tensor self, int dim=0) -> Tensor\n  variants: function, method\n  dispatch:\n    CPU: op{i}\n\n"
+            ));
+            if i == 2500 {
+                text.push_str("- func: bad(Tensr self) -> Tensor\n- func: nope\n  wat: 1\n");
+            }
+        }
+        assert!(yaml::split_top_level_sequence(&text).is_some());
+        let (split, split_errors, whole, whole_errors) = both(&text);
+        assert_eq!(split.len(), 3000);
+        assert_eq!(split, whole);
+        assert_eq!(split_errors, whole_errors);
+        assert_eq!(whole_errors.len(), 2, "{whole_errors:?}");
+        assert_eq!(split[2999].loc.line, whole[2999].loc.line);
+
+        // A YAML error in either half: the messages of one pass.
+        for at in [text.len() / 4, text.len() * 3 / 4] {
+            let mut bad = text.clone();
+            let p = bad[at..].find("\n  dispatch").unwrap() + at;
+            bad.insert_str(p, "\n  x: [unclosed");
+            let (split, split_errors, whole, whole_errors) = both(&bad);
+            assert_eq!(split, whole);
+            assert_eq!(split_errors, whole_errors);
+            assert!(split_errors[0].contains("invalid YAML"), "{split_errors:?}");
+        }
+        // Document markers: no split.
+        let multi = format!("{text}---\n- func: other() -> Tensor\n");
+        assert!(yaml::split_top_level_sequence(&multi).is_none());
+    }
+
+    #[test]
+    fn real_corpus_halves_equal_one_pass() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/pytorch/native_functions.yaml");
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return;
+        };
+        let (split, split_errors, whole, whole_errors) = both(&text);
+        assert_eq!(split, whole);
+        assert_eq!(split_errors, whole_errors);
+    }
 }
