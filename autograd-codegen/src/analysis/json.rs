@@ -169,15 +169,39 @@ pub fn write_function(
 }
 
 /// Write the whole document: `{"source": ..., "functions": [...]}`, one record per line.
+///
+/// For a large analysis the second half of the records is rendered on another thread while
+/// the first half is written.
 pub fn write_json(w: &mut impl Write, analysis: &Analysis, source: &Value) -> io::Result<()> {
     w.write_all(b"{\"source\":")?;
     serde_json::to_writer(&mut *w, source).map_err(io::Error::other)?;
     w.write_all(b",\"functions\":[\n")?;
-    for (i, fa) in analysis.results.iter().enumerate() {
-        if i > 0 {
-            w.write_all(b",\n")?;
+    let results = &analysis.results;
+    let records = |w: &mut dyn Write, range: std::ops::Range<usize>| -> io::Result<()> {
+        let mut w = w;
+        for i in range {
+            if i > 0 {
+                w.write_all(b",\n")?;
+            }
+            write_function(&mut w, analysis, &results[i])?;
         }
-        write_function(w, analysis, fa)?;
+        Ok(())
+    };
+    if results.len() < 1024 {
+        records(w, 0..results.len())?;
+    } else {
+        let mid = results.len() / 2;
+        std::thread::scope(|s| {
+            let second = s.spawn(|| {
+                let mut buf = Vec::with_capacity(1 << 20);
+                records(&mut buf, mid..results.len()).map(|_| buf)
+            });
+            records(w, 0..mid)?;
+            let buf = second
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            w.write_all(&buf)
+        })?;
     }
     w.write_all(b"\n]}\n")
 }
