@@ -1,5 +1,7 @@
 //! `autograd-gen`: torchgen's autograd analysis (and, later, code expansion) from the command line.
 
+mod expand;
+
 use autograd_codegen::analysis::{AnalysisOptions, json};
 use autograd_codegen::api::{Sources, analyze_sources};
 use std::collections::BTreeMap;
@@ -10,8 +12,7 @@ use std::process::ExitCode;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const USAGE: &str =
-    "usage: autograd-gen analyze --native PATH --derivatives PATH [--tags PATH] [--json] [--rust]";
+const USAGE: &str = "usage: autograd-gen analyze --native PATH --derivatives PATH [--tags PATH] [--json] [--rust]\n       autograd-gen expand --derivatives PATH [--native PATH] [--helpers RUST_PATH] [--crate RUST_PATH]";
 
 struct Args {
     native: PathBuf,
@@ -54,6 +55,9 @@ fn parse_args(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("expand") {
+        return expand::run(std::env::args().skip(2));
+    }
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) => {

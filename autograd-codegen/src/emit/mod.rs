@@ -1530,18 +1530,21 @@ pub fn expand_macro(input: TokenStream) -> TokenStream {
     if let Some(k) = args.krate {
         config.krate = k;
     }
-    // Formulas are tokenized with proc-macro2's own lexer, whose spans know byte offsets.
+    // Formulas are tokenized with proc-macro2's own lexer, whose spans know byte offsets
+    // into the formula; the code is then built with the compiler's tokens directly (no
+    // string round trip).
     proc_macro2::fallback::force();
-    let result = generate(&config);
+    let mut cx = Ctxt::new();
+    let analysis = analyze_config_into(&config, &mut cx);
     proc_macro2::fallback::unforce();
+    let result = analysis.and_then(|a| {
+        let mut emitter = Emitter::new(&config, &a);
+        emitter.cx = cx;
+        emitter.emit()
+    });
     match result {
-        Ok(ts) => ts.to_string().parse().unwrap_or_else(
-            |_| quote!(::core::compile_error!("internal error: generated code does not re-parse");),
-        ),
-        Err(d) => {
-            let errs: TokenStream = compile_errors(&d).to_string().parse().unwrap_or_default();
-            errs
-        }
+        Ok(ts) => ts,
+        Err(d) => compile_errors(&d),
     }
 }
 
