@@ -54,6 +54,9 @@ pub struct Formula {
     pub toks: Vec<Tok>,
 }
 
+/// The deepest bracket nesting a formula may have.
+const MAX_DEPTH: usize = 128;
+
 fn open_close(d: Delimiter) -> (&'static str, &'static str) {
     match d {
         Delimiter::Parenthesis => ("(", ")"),
@@ -67,6 +70,20 @@ impl Formula {
     /// Tokenize `text`. Fails on what neither Rust nor C++ tokenizers accept (unbalanced
     /// brackets, unterminated strings).
     pub fn parse(text: &str) -> Result<Formula, String> {
+        // Bound the nesting first: the tokenizers and the token trees recurse on it.
+        let mut depth = 0usize;
+        for c in text.bytes() {
+            match c {
+                b'(' | b'[' | b'{' => {
+                    depth += 1;
+                    if depth > MAX_DEPTH {
+                        return Err(format!("brackets nested more than {MAX_DEPTH} deep"));
+                    }
+                }
+                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
         match lex_simple(text) {
             Some(f) => Ok(f),
             None => parse_proc_macro2(text),

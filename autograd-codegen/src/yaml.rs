@@ -100,6 +100,10 @@ impl Node {
     }
 }
 
+/// The deepest nesting of collections accepted (PyTorch's files nest four deep); the tree is
+/// dropped recursively, so depth must be bounded.
+const MAX_DEPTH: usize = 128;
+
 /// Parse the first document of `text`; `Ok(None)` for an empty file.
 pub fn parse(file: &Arc<str>, text: &str) -> Result<Option<Node>, Diagnostic> {
     parse_at(file, text, 0)
@@ -141,6 +145,13 @@ pub(crate) fn parse_at(
                 line,
                 column,
             },
+            Event::SequenceStart(..) | Event::MappingStart(..) if stack.len() >= MAX_DEPTH => {
+                return Err(error(
+                    line - lines_before,
+                    column,
+                    format!("invalid YAML: collections nested more than {MAX_DEPTH} deep"),
+                ));
+            }
             Event::SequenceStart(..) => {
                 stack.push((
                     Node {

@@ -482,10 +482,11 @@ fn add_view_copy_infos(functions: &[NativeFunction], infos: &mut InfoMap) {
             copy_schema = Some(functions[c].func.clone());
             copies.push((key.clone(), Arc::new(ci)));
         }
-        if let Some(s) = copy_schema {
-            if !copies.is_empty() && infos.get(&s).is_none() {
-                added.push((s, copies));
-            }
+        if let Some(s) = copy_schema
+            && !copies.is_empty()
+            && infos.get(&s).is_none()
+        {
+            added.push((s, copies));
         }
     }
     for (s, set) in added {
@@ -936,15 +937,15 @@ fn check_grad_usage(
             ),
         ));
     }
-    if let Some(loc) = uses_named {
-        if uses_grad.is_some() || num_grads_uses > 0 {
-            return Err((
-                loc.clone(),
-                format!(
-                    "Derivative definition of {defn} in derivatives.yaml illegally mixes use of \"grad_RETURN_NAME\" and \"grad\" or \"grads[x]\". Use only one method for identifying gradients."
-                ),
-            ));
-        }
+    if let Some(loc) = uses_named
+        && (uses_grad.is_some() || num_grads_uses > 0)
+    {
+        return Err((
+            loc.clone(),
+            format!(
+                "Derivative definition of {defn} in derivatives.yaml illegally mixes use of \"grad_RETURN_NAME\" and \"grad\" or \"grads[x]\". Use only one method for identifying gradients."
+            ),
+        ));
     }
     Ok(())
 }
@@ -1052,26 +1053,23 @@ fn find_info(
     }
     let is_foreach = f.func.name.name.base.starts_with("_foreach_");
     let sig = f.func.signature_key(true, false);
-    if !is_foreach {
-        if let Some(&k) = functional_index.get(&sig) {
-            return (Some(functional_by_sig[k].1.clone()), false);
-        }
+    if !is_foreach && let Some(&k) = functional_index.get(&sig) {
+        return (Some(functional_by_sig[k].1.clone()), false);
     }
-    if f.has_tag("generated") {
-        if let Some((_, set)) = non_functional_by_sig
+    if f.has_tag("generated")
+        && let Some((_, set)) = non_functional_by_sig
             .iter()
             .find(|(s, _)| s.signature_key(false, false) == sig)
-        {
-            if set.iter().any(|(_, info)| {
-                info.all_saved_inputs
-                    .iter()
-                    .any(|s| s.name.contains("self"))
-            }) {
-                cx.error(&f.loc, Some(&f.schema), "Attempted to convert a derivative formula for a mutable operator to be used automatically by its functional variant. This is not currently supported.");
-                return (None, false);
-            }
-            return (Some(set.clone()), false);
+    {
+        if set.iter().any(|(_, info)| {
+            info.all_saved_inputs
+                .iter()
+                .any(|s| s.name.contains("self"))
+        }) {
+            cx.error(&f.loc, Some(&f.schema), "Attempted to convert a derivative formula for a mutable operator to be used automatically by its functional variant. This is not currently supported.");
+            return (None, false);
         }
+        return (Some(set.clone()), false);
     }
     if is_foreach {
         return match foreach::gen_foreach_info(

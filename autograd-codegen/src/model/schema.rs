@@ -194,10 +194,10 @@ impl BaseOperatorName {
             }
             None => false,
         };
-        if let Some(ns) = &self.namespace {
-            if !(eat(ns) && eat("::")) {
-                return false;
-            }
+        if let Some(ns) = &self.namespace
+            && !(eat(ns) && eat("::"))
+        {
+            return false;
         }
         let ok = if self.dunder_method {
             eat(if self.inplace { "__i" } else { "__" }) && eat(&self.base) && eat("__")
@@ -401,8 +401,19 @@ impl Type {
     }
 
     fn parse_inner(t: &str) -> Result<Type> {
+        Self::parse_nested(t, 0)
+    }
+
+    fn parse_nested(t: &str, depth: usize) -> Result<Type> {
+        // Real types nest two levels (`Tensor?[]`); a deep one would only exhaust the stack.
+        if depth > 8 {
+            return err(format!("type `{t}` is nested too deeply"));
+        }
         if let Some(inner) = t.strip_suffix('?') {
-            return Ok(Type::Optional(Box::new(Type::parse_inner(inner)?)));
+            return Ok(Type::Optional(Box::new(Type::parse_nested(
+                inner,
+                depth + 1,
+            )?)));
         }
         if let Some(open) = t.strip_suffix(']').and_then(|s| s.rfind('[')) {
             let size_text = &t[open + 1..t.len() - 1];
@@ -418,18 +429,17 @@ impl Type {
                 return err(format!("bad list size in type `{t}`"));
             };
             return Ok(Type::List {
-                elem: Box::new(Type::parse_inner(&t[..open])?),
+                elem: Box::new(Type::parse_nested(&t[..open], depth + 1)?),
                 size,
             });
         }
-        if let Some(name) = t.strip_prefix("__torch__.torch.classes.") {
-            if !name.is_empty()
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-            {
-                return Ok(Type::CustomClass(name.to_string()));
-            }
+        if let Some(name) = t.strip_prefix("__torch__.torch.classes.")
+            && !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        {
+            return Ok(Type::CustomClass(name.to_string()));
         }
         match BaseTy::from_name(t) {
             Some(b) => Ok(Type::Base(b)),
@@ -638,15 +648,15 @@ fn split_annotation(type_and_annot: &str) -> Result<(String, Option<Annotation>)
 fn render_annotated_type(out: &mut String, ty: &Type, ann: &Option<Annotation>) {
     let start = out.len();
     ty.render_to(out);
-    if let Some(a) = ann {
-        if let Some(i) = out[start..].find("Tensor") {
-            let at = start + i + "Tensor".len();
-            let mut inner = String::with_capacity(8);
-            inner.push('(');
-            a.render_to(&mut inner);
-            inner.push(')');
-            out.insert_str(at, &inner);
-        }
+    if let Some(a) = ann
+        && let Some(i) = out[start..].find("Tensor")
+    {
+        let at = start + i + "Tensor".len();
+        let mut inner = String::with_capacity(8);
+        inner.push('(');
+        a.render_to(&mut inner);
+        inner.push(')');
+        out.insert_str(at, &inner);
     }
 }
 
