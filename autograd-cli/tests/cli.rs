@@ -1,0 +1,275 @@
+//! `autograd-gen` as a user runs it: exit codes, messages naming file, line and entry, JSON.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const BIN: &str = env!("CARGO_BIN_EXE_autograd-gen");
+
+const NATIVE: &str = "\
+- func: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  variants: function, method
+  dispatch:
+    CPU: mul
+- func: mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
+  variants: method
+  dispatch:
+    CPU: mul_
+- func: mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
+  dispatch:
+    CPU: mul_out
+- func: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+  dispatch:
+    CPU: max
+";
+
+const DERIVATIVES: &str = "\
+- name: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  self: mul_tensor_backward(grad, other, self.scalar_type())
+  other: mul_tensor_backward(grad, self, other.scalar_type())
+  result: other_t * self_p + self_t * other_p
+
+- name: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+  self: value_selecting_reduction_backward_symint(grad, dim, indices, self.sym_sizes(), keepdim)
+  output_differentiability: [True, False]
+";
+
+/// A fresh directory under the system's temporary directory.
+fn temp_dir() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "autograd-cli-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Write `native_functions.yaml` and `derivatives.yaml` into a fresh directory.
+fn files(native: &str, derivatives: &str) -> (PathBuf, PathBuf) {
+    let dir = temp_dir();
+    let (n, d) = (
+        dir.join("native_functions.yaml"),
+        dir.join("derivatives.yaml"),
+    );
+    std::fs::write(&n, native).unwrap();
+    std::fs::write(&d, derivatives).unwrap();
+    (n, d)
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn analyze(native: &Path, derivatives: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "analyze",
+        "--native",
+        native.to_str().unwrap(),
+        "--derivatives",
+        derivatives.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn valid_files_give_one_json_record_per_function() {
+    let (n, d) = files(NATIVE, DERIVATIVES);
+    let o = analyze(&n, &d, &["--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+    let fns = v["functions"].as_array().unwrap();
+    assert_eq!(fns.len(), 4);
+    assert_eq!(
+        fns[0]["schema"],
+        "mul.Tensor(Tensor self, Tensor other) -> Tensor"
+    );
+    assert_eq!(fns[0]["info"]["op"], "MulBackward0");
+    // The in-place and out= variants get the functional entry's info (not exactly).
+    assert_eq!(fns[1]["info"]["exact_match"], false);
+    assert_eq!(
+        fns[3]["differentiable_outputs"],
+        serde_json::json!(["values"])
+    );
+    assert_eq!(v["source"]["generator"], "autograd-gen");
+}
+
+#[test]
+fn summary_without_json() {
+    let (n, d) = files(NATIVE, DERIVATIVES);
+    let o = analyze(&n, &d, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("4 native functions, 4 with derivative information, 2 backward nodes"),
+        "{out}"
+    );
+    assert!(out.contains("inplace"), "{out}");
+    assert!(serde_json::from_str::<serde_json::Value>(&out).is_err());
+}
+
+#[test]
+fn bad_schema_names_file_line_and_entry() {
+    let native = NATIVE.replace(
+        "max.dim(Tensor self, int dim",
+        "max.dim(Tensr self, int dim",
+    );
+    let (n, d) = files(&native, DERIVATIVES);
+    let o = analyze(&n, &d, &["--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+    let err = stderr(&o);
+    let at = format!("{}:12: in `max.dim(Tensr self", n.display());
+    assert!(err.contains(&at), "{err}");
+    assert!(err.contains("unrecognized type `Tensr`"), "{err}");
+    // The derivatives entry for the broken function is reported too.
+    assert!(err.contains(&format!("{}:6:", d.display())), "{err}");
+    assert!(err.ends_with("2 error(s)\n"), "{err}");
+}
+
+#[test]
+fn unknown_argument_in_derivatives() {
+    let derivatives = DERIVATIVES.replace("  other: mul_tensor", "  othr: mul_tensor");
+    let (n, d) = files(NATIVE, &derivatives);
+    let o = analyze(&n, &d, &[]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "error: {}:3: in `mul.Tensor(Tensor self, Tensor other) -> Tensor`: ",
+            d.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("`othr`"), "{err}");
+    assert!(err.ends_with("1 error(s)\n"), "{err}");
+}
+
+#[test]
+fn malformed_yaml_names_the_line() {
+    let (n, d) = files(
+        NATIVE,
+        "- name: mul.Tensor(Tensor self, Tensor other) -> Tensor\n  self: [grad\n- x",
+    );
+    let o = analyze(&n, &d, &["--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains(&format!("error: {}:", d.display())), "{err}");
+    assert!(err.contains("invalid YAML"), "{err}");
+}
+
+#[test]
+fn every_error_of_a_file_is_reported() {
+    let derivatives = "\
+- name: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  self: grad
+  bogus: grad
+
+- name: nothere(Tensor self) -> Tensor
+  self: grad
+
+- self: grad
+
+- name: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)
+  self: grad
+  output_differentiability: [True, \"x\"]
+";
+    let (n, d) = files(NATIVE, derivatives);
+    let o = analyze(&n, &d, &["--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    for (line, what) in [
+        (3, "`bogus`"),
+        (5, "could not find a native function"),
+        (8, "without `name:`"),
+        (12, "output_differentiability"),
+    ] {
+        let prefix = format!("error: {}:{line}: ", d.display());
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&prefix) && l.contains(what)),
+            "no error at line {line} about {what}:\n{err}"
+        );
+    }
+    assert!(err.ends_with("4 error(s)\n"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for (args, expect) in [
+        (&[][..], "usage: autograd-gen analyze"),
+        (&["frobnicate"][..], "unknown command `frobnicate`"),
+        (
+            &["analyze", "--derivatives", "d.yaml"][..],
+            "--native is required",
+        ),
+        (
+            &["analyze", "--native", "n.yaml"][..],
+            "--derivatives is required",
+        ),
+        (
+            &[
+                "analyze",
+                "--native",
+                "n.yaml",
+                "--derivatives",
+                "d.yaml",
+                "--fast",
+            ][..],
+            "unknown option `--fast`",
+        ),
+        (&["analyze", "--native"][..], "--native needs a path"),
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains(expect), "{args:?}: {err}");
+        assert!(err.contains("usage:"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty());
+    }
+}
+
+#[test]
+fn missing_file_is_named() {
+    let (n, _) = files(NATIVE, DERIVATIVES);
+    let missing = n.with_file_name("no_such_derivatives.yaml");
+    let o = analyze(&n, &missing, &["--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains(&missing.display().to_string()), "{err}");
+    assert!(err.contains("cannot read file"), "{err}");
+}
+
+#[test]
+fn real_corpus_has_3110_records() {
+    let dir = std::env::var_os("AUTOGRAD_PYTORCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/pytorch"));
+    let native = dir.join("native_functions.yaml");
+    if !native.exists() {
+        println!("PyTorch data not found at {}: skipped", dir.display());
+        return;
+    }
+    let o = analyze(
+        &native,
+        &dir.join("derivatives.yaml"),
+        &["--tags", dir.join("tags.yaml").to_str().unwrap(), "--json"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["functions"].as_array().unwrap().len(), 3110);
+}
