@@ -119,3 +119,23 @@ pub fn size_at(shape: &[usize], d: i64) -> usize {
     let i = if d < 0 { d + n } else { d };
     shape.get(i as usize).copied().unwrap_or(1)
 }
+
+/// The names generated code uses, under one short alias (`use ::autograd::support::__prelude
+/// as __ag;` at the top of the expansion): fewer tokens per generated item, so the macro
+/// expands faster, and generated code reads better.
+#[doc(hidden)]
+pub mod __prelude {
+    pub use super::{IntoGrad, IntoGradList, IntoGrads, NotImplemented, size_at, wrap_opt_if};
+    pub use crate::runtime::{
+        AutogradError, Node, SavedVariable, Tensor, Variable, VariableList, check_out,
+        is_grad_enabled, record, record_inplace, record_vec,
+    };
+    pub use crate::types;
+    pub use std::default::Default;
+    pub use std::format;
+    pub use std::marker::PhantomData;
+    pub use std::option::Option::{self, None, Some};
+    pub use std::result::Result::{self, Ok};
+    pub use std::string::String;
+    pub use std::vec::Vec;
+}

@@ -57,5 +57,25 @@ fn expand(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, expand);
+/// The analysis alone (YAML, schemas, torchgen's analysis), to split the cost.
+fn analysis_only(c: &mut Criterion) {
+    let mut group = c.benchmark_group("analysis only");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1));
+    for n in [75usize, 300, 600] {
+        let mut config = autograd_codegen::emit::Config::new("<inline>");
+        config.derivatives_text = Some(synthetic_yaml(n));
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &config, |b, config| {
+            b.iter(|| {
+                black_box(autograd_codegen::emit::analyze_config(config).map(|a| a.results.len()))
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, expand, analysis_only);
 criterion_main!(benches);

@@ -270,10 +270,8 @@ struct DiffInput<'a> {
 
 impl<'a> Emitter<'a> {
     fn new(config: &'a Config, a: &'a Analysis) -> Self {
-        let krate = {
-            let p = &config.krate;
-            quote!(#p)
-        };
+        // Generated code names everything through one alias, `__ag` (see `emit`).
+        let krate = quote!(__ag);
         Emitter {
             config,
             a,
@@ -332,7 +330,6 @@ impl<'a> Emitter<'a> {
                 methods_impl.push(i);
             }
         }
-        let k = &self.krate;
         let track = if self.config.track_files {
             let mut files = Vec::new();
             if self.config.derivatives_text.is_none() {
@@ -349,12 +346,16 @@ impl<'a> Emitter<'a> {
         } else {
             quote!()
         };
+        let facade = &self.config.krate;
         let out = quote! {
             #track
 
+            #[allow(unused_imports)]
+            use #facade::support::__prelude as __ag;
+
             /// The raw operations of the tensor library, one per native function: implement it
             /// for the raw tensor type (`autograd_ops!` generated this trait).
-            pub trait Backend: #k::runtime::Tensor {
+            pub trait Backend: __ag::Tensor {
                 #(#backend_methods)*
             }
 
@@ -367,7 +368,7 @@ impl<'a> Emitter<'a> {
                 #(#methods_decl)*
             }
 
-            impl<T: Backend> VariableOps<T> for #k::runtime::Variable<T> {
+            impl<T: Backend> VariableOps<T> for __ag::Variable<T> {
                 #(#methods_impl)*
             }
         };
@@ -436,14 +437,11 @@ impl<'a> Emitter<'a> {
         s: &SavedAttribute,
         is_output: bool,
     ) -> Option<SavedField> {
-        let k = self.krate.clone();
         let f = &self.a.functions[info.func].func;
         let entry = f.to_string();
         if let Some(prop) = &s.property {
             let (ty, bind) = match prop.as_str() {
-                "sym_sizes" | "sizes" | "shape" => {
-                    (quote!(::std::vec::Vec<usize>), BindKind::Slice)
-                }
+                "sym_sizes" | "sizes" | "shape" => (quote!(__ag::Vec<usize>), BindKind::Slice),
                 "numel" | "sym_numel" | "dim" | "sym_size" | "size" => {
                     (quote!(usize), BindKind::Copy)
                 }
@@ -474,9 +472,9 @@ impl<'a> Emitter<'a> {
             return Some(SavedField {
                 name: s.name.clone(),
                 ty: if list {
-                    quote!(::std::vec::Vec<#k::runtime::SavedVariable<T>>)
+                    quote!(__ag::Vec<__ag::SavedVariable<T>>)
                 } else {
-                    quote!(#k::runtime::SavedVariable<T>)
+                    quote!(__ag::SavedVariable<T>)
                 },
                 kind: FieldKind::Output(idx.unwrap_or(0), list),
                 bind: BindKind::Copy,
@@ -497,13 +495,13 @@ impl<'a> Emitter<'a> {
             }
             Ok(RustTy::Tensor) | Ok(RustTy::OptTensor) => Some(SavedField {
                 name: s.name.clone(),
-                ty: quote!(#k::runtime::SavedVariable<T>),
+                ty: quote!(__ag::SavedVariable<T>),
                 kind: FieldKind::Input(arg.ty.clone()),
                 bind: BindKind::Copy,
             }),
             Ok(RustTy::TensorList) | Ok(RustTy::OptTensorList) => Some(SavedField {
                 name: s.name.clone(),
-                ty: quote!(::std::vec::Vec<#k::runtime::SavedVariable<T>>),
+                ty: quote!(__ag::Vec<__ag::SavedVariable<T>>),
                 kind: FieldKind::Input(arg.ty.clone()),
                 bind: BindKind::Copy,
             }),
@@ -542,7 +540,6 @@ impl<'a> Emitter<'a> {
     }
 
     fn node(&mut self, info: &'a DifferentiabilityInfo) -> TokenStream {
-        let k = self.krate.clone();
         let op = info.op.clone().unwrap_or_default();
         let node = format_ident!("{}", op);
         let inputs = self.diff_inputs(info);
@@ -553,7 +550,7 @@ impl<'a> Emitter<'a> {
             let (n, t) = (ident(&f.name), &f.ty);
             quote!(pub #n: #t,)
         });
-        let offsets_decl = lists.then(|| quote!(pub __offsets: ::std::vec::Vec<usize>,));
+        let offsets_decl = lists.then(|| quote!(pub __offsets: __ag::Vec<usize>,));
         let releases = fields.iter().filter_map(|f| {
             let n = ident(&f.name);
             match &f.kind {
@@ -619,10 +616,10 @@ impl<'a> Emitter<'a> {
                 pub __needs: [bool; #n_inputs],
                 #offsets_decl
                 #[doc(hidden)]
-                pub __marker: ::std::marker::PhantomData<fn() -> T>,
+                pub __marker: __ag::PhantomData<fn() -> T>,
             }
 
-            impl<T: Backend> #k::runtime::Node<T> for #node<T> {
+            impl<T: Backend> __ag::Node<T> for #node<T> {
                 fn name(&self) -> &str {
                     #name_str
                 }
@@ -630,14 +627,14 @@ impl<'a> Emitter<'a> {
                 #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
                 fn apply(
                     &mut self,
-                    grads: #k::runtime::VariableList<T>,
-                ) -> ::std::result::Result<#k::runtime::VariableList<T>, #k::runtime::AutogradError> {
+                    grads: __ag::VariableList<T>,
+                ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
                     #helpers
                     #[allow(dead_code)]
-                    fn not_implemented(what: &str) -> #k::support::NotImplemented {
-                        #k::support::NotImplemented(::std::format!("{}: {}", #not_impl_prefix, what))
+                    fn not_implemented(what: &str) -> __ag::NotImplemented {
+                        __ag::NotImplemented(__ag::format!("{}: {}", #not_impl_prefix, what))
                     }
-                    let mut __out: #k::runtime::VariableList<T> = #k::runtime::VariableList::with_len(#total);
+                    let mut __out: __ag::VariableList<T> = __ag::VariableList::with_len(#total);
                     if grads.iter().all(|g| g.is_none()) {
                         return Ok(__out);
                     }
@@ -650,7 +647,7 @@ impl<'a> Emitter<'a> {
                 }
 
                 #[allow(unused_variables)]
-                fn visit_saved(&self, f: &mut dyn FnMut(&str, &#k::runtime::SavedVariable<T>)) {
+                fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {
                     #(#visits)*
                 }
             }
@@ -711,16 +708,16 @@ impl<'a> Emitter<'a> {
                 (FieldKind::Property(_), BindKind::Slice) => quote!(let #n: &[usize] = &self.#n[..];),
                 (FieldKind::Property(_), _) => quote!(let #n = self.#n;),
                 (FieldKind::Output(_, true), _) => {
-                    quote!(let #n = self.#n.iter().map(|s| s.unpack()).collect::<::std::result::Result<::std::vec::Vec<_>, _>>()?;)
+                    quote!(let #n = self.#n.iter().map(|s| s.unpack()).collect::<__ag::Result<__ag::Vec<_>, _>>()?;)
                 }
                 (FieldKind::Output(..), _) => quote!(let #n = self.#n.unpack()?;),
                 (FieldKind::Input(t), _) if t.is_tensor_like() => match rust_ty(t, &k) {
                     Ok(RustTy::Tensor) => quote!(let #n = self.#n.unpack()?;),
                     Ok(RustTy::OptTensor) => quote!(let #n = self.#n.unpack_opt()?;),
                     Ok(RustTy::TensorList) => {
-                        quote!(let #n = self.#n.iter().map(|s| s.unpack()).collect::<::std::result::Result<::std::vec::Vec<_>, _>>()?;)
+                        quote!(let #n = self.#n.iter().map(|s| s.unpack()).collect::<__ag::Result<__ag::Vec<_>, _>>()?;)
                     }
-                    _ => quote!(let #n = self.#n.iter().map(|s| s.unpack_opt()).collect::<::std::result::Result<::std::vec::Vec<_>, _>>()?;),
+                    _ => quote!(let #n = self.#n.iter().map(|s| s.unpack_opt()).collect::<__ag::Result<__ag::Vec<_>, _>>()?;),
                 },
                 (_, BindKind::Value(v)) => {
                     let b = v.bind_expr(&quote!(self.#n));
@@ -732,15 +729,13 @@ impl<'a> Emitter<'a> {
         if toks.has_ident("grad") {
             binds.push(quote!(
                 let grad = match &grads[0] {
-                    ::std::option::Option::Some(g) => g.clone(),
-                    ::std::option::Option::None => return Ok(__out),
+                    __ag::Some(g) => g.clone(),
+                    __ag::None => return Ok(__out),
                 };
             ));
         }
         if toks.has_ident("grads") {
-            binds.push(
-                quote!(let grads: &[::std::option::Option<#k::runtime::Variable<T>>] = &grads[..];),
-            );
+            binds.push(quote!(let grads: &[__ag::Option<__ag::Variable<T>>] = &grads[..];));
         }
         // Named gradients index the differentiable outputs.
         let diff_outs = self
@@ -754,7 +749,7 @@ impl<'a> Emitter<'a> {
             let out_name = g.trim_start_matches("grad_");
             let idx = diff_outs.iter().position(|o| o == out_name).unwrap_or(0);
             let n = format_ident!("{}", g);
-            binds.push(quote!(let #n: ::std::option::Option<#k::runtime::Variable<T>> = grads.get(#idx).cloned().flatten();));
+            binds.push(quote!(let #n: __ag::Option<__ag::Variable<T>> = grads.get(#idx).cloned().flatten();));
         }
         let positions: Vec<usize> = d
             .var_names
@@ -769,7 +764,9 @@ impl<'a> Emitter<'a> {
             binds.push(quote!(let retain_variables = true;));
         }
         if toks.has_ident("wrap_opt_if") {
-            binds.push(quote!(use #k::support::wrap_opt_if;));
+            binds.push(quote!(
+                use __ag::wrap_opt_if;
+            ));
         }
         let cond = positions.iter().map(|p| quote!(self.__needs[#p]));
         let pos_expr = |p: usize| {
@@ -786,13 +783,13 @@ impl<'a> Emitter<'a> {
                 RustTy::TensorList | RustTy::OptTensorList => {
                     let end = pos_expr(p + 1);
                     quote! {
-                        let __g = #k::support::IntoGradList::<T>::into_grad_list(__r)?;
+                        let __g = __ag::IntoGradList::<T>::into_grad_list(__r)?;
                         for (__i, __x) in (#at..#end).zip(__g) {
                             __out[__i] = __x;
                         }
                     }
                 }
-                _ => quote!(__out[#at] = #k::support::IntoGrad::<T>::into_grad(__r)?;),
+                _ => quote!(__out[#at] = __ag::IntoGrad::<T>::into_grad(__r)?;),
             }
         } else {
             let n = positions.len();
@@ -811,7 +808,7 @@ impl<'a> Emitter<'a> {
                 );
             }
             quote! {
-                let mut __g = #k::support::IntoGrads::<T, #n>::into_grads(__r)?;
+                let mut __g = __ag::IntoGrads::<T, #n>::into_grads(__r)?;
                 #(#sets)*
             }
         };
@@ -855,7 +852,7 @@ impl<'a> Emitter<'a> {
             let mutable = a.is_write();
             match &ty {
                 RustTy::Tensor => {
-                    wparams.push(quote!(#n: &#k::runtime::Variable<T>));
+                    wparams.push(quote!(#n: &__ag::Variable<T>));
                     if mutable {
                         bparams.push(quote!(#n: &mut Self));
                         prep.push(quote!(let mut #d = #n.data();));
@@ -867,23 +864,23 @@ impl<'a> Emitter<'a> {
                     }
                 }
                 RustTy::OptTensor => {
-                    wparams.push(quote!(#n: ::std::option::Option<&#k::runtime::Variable<T>>));
-                    bparams.push(quote!(#n: ::std::option::Option<&Self>));
+                    wparams.push(quote!(#n: __ag::Option<&__ag::Variable<T>>));
+                    bparams.push(quote!(#n: __ag::Option<&Self>));
                     prep.push(quote!(let #d = #n.map(|v| v.data());));
                     call_args.push(quote!(#d.as_ref()));
                 }
                 RustTy::TensorList => {
-                    wparams.push(quote!(#n: &[#k::runtime::Variable<T>]));
+                    wparams.push(quote!(#n: &[__ag::Variable<T>]));
                     bparams.push(quote!(#n: &[Self]));
                     prep.push(
-                        quote!(let #d: ::std::vec::Vec<T> = #n.iter().map(|v| v.data()).collect();),
+                        quote!(let #d: __ag::Vec<T> = #n.iter().map(|v| v.data()).collect();),
                     );
                     call_args.push(quote!(&#d));
                 }
                 RustTy::OptTensorList => {
-                    wparams.push(quote!(#n: &[::std::option::Option<#k::runtime::Variable<T>>]));
-                    bparams.push(quote!(#n: &[::std::option::Option<Self>]));
-                    prep.push(quote!(let #d: ::std::vec::Vec<::std::option::Option<T>> = #n.iter().map(|v| v.as_ref().map(|v| v.data())).collect();));
+                    wparams.push(quote!(#n: &[__ag::Option<__ag::Variable<T>>]));
+                    bparams.push(quote!(#n: &[__ag::Option<Self>]));
+                    prep.push(quote!(let #d: __ag::Vec<__ag::Option<T>> = #n.iter().map(|v| v.as_ref().map(|v| v.data())).collect();));
                     call_args.push(quote!(&#d));
                 }
                 RustTy::Value(v) => {
@@ -902,11 +899,11 @@ impl<'a> Emitter<'a> {
             match rust_ty(&r.ty, &k) {
                 Ok(RustTy::Tensor) => {
                     raw_rets.push(quote!(Self));
-                    var_rets.push(quote!(#k::runtime::Variable<T>));
+                    var_rets.push(quote!(__ag::Variable<T>));
                 }
                 Ok(RustTy::TensorList) => {
-                    raw_rets.push(quote!(::std::vec::Vec<Self>));
-                    var_rets.push(quote!(::std::vec::Vec<#k::runtime::Variable<T>>));
+                    raw_rets.push(quote!(__ag::Vec<Self>));
+                    var_rets.push(quote!(__ag::Vec<__ag::Variable<T>>));
                 }
                 Ok(RustTy::Value(v)) if v.to_owned == types::Conversion::Copy => {
                     let t = &v.owned;
@@ -1019,13 +1016,12 @@ impl<'a> Emitter<'a> {
 
     /// Edges: one per differentiable input, flattened for lists.
     fn edges_and_offsets(&self, inputs: &[DiffInput<'_>]) -> (TokenStream, Option<TokenStream>) {
-        let k = &self.krate;
         if !Self::has_lists(inputs) {
             let es = inputs.iter().map(|i| {
                 let n = ident(&i.arg.name);
                 match i.ty {
                     RustTy::OptTensor => quote!(#n),
-                    _ => quote!(::std::option::Option::Some(#n)),
+                    _ => quote!(__ag::Some(#n)),
                 }
             });
             return (quote!([#(#es),*]), None);
@@ -1033,15 +1029,15 @@ impl<'a> Emitter<'a> {
         let pushes = inputs.iter().map(|i| {
             let n = ident(&i.arg.name);
             match i.ty {
-                RustTy::Tensor => quote!(__edges.push(::std::option::Option::Some(#n)); __offsets.push(__edges.len());),
+                RustTy::Tensor => quote!(__edges.push(__ag::Some(#n)); __offsets.push(__edges.len());),
                 RustTy::OptTensor => quote!(__edges.push(#n); __offsets.push(__edges.len());),
-                RustTy::TensorList => quote!(__edges.extend(#n.iter().map(::std::option::Option::Some)); __offsets.push(__edges.len());),
+                RustTy::TensorList => quote!(__edges.extend(#n.iter().map(__ag::Some)); __offsets.push(__edges.len());),
                 _ => quote!(__edges.extend(#n.iter().map(|v| v.as_ref())); __offsets.push(__edges.len());),
             }
         });
         (
             quote!({
-                let mut __edges: ::std::vec::Vec<::std::option::Option<&#k::runtime::Variable<T>>> = ::std::vec::Vec::new();
+                let mut __edges: __ag::Vec<__ag::Option<&__ag::Variable<T>>> = __ag::Vec::new();
                 #(#pushes)*
                 __edges
             }),
@@ -1101,7 +1097,7 @@ impl<'a> Emitter<'a> {
                 quote!(#(#c)||*)
             };
             let value = match &fld.kind {
-                FieldKind::Output(..) => quote!(::std::default::Default::default()),
+                FieldKind::Output(..) => quote!(__ag::Default::default()),
                 FieldKind::Property(p) => {
                     let var = info
                         .all_saved_inputs
@@ -1118,12 +1114,12 @@ impl<'a> Emitter<'a> {
                         .unwrap_or_default();
                     match p.as_str() {
                         "sym_sizes" | "sizes" | "shape" => {
-                            quote!(if #cond { #v.shape() } else { ::std::vec::Vec::new() })
+                            quote!(if #cond { #v.shape() } else { __ag::Vec::new() })
                         }
                         "numel" | "sym_numel" => quote!(#v.shape().iter().product::<usize>()),
                         "dim" => quote!(#v.shape().len()),
                         "scalar_type" | "dtype" => {
-                            quote!(#v.with_data(|t| #k::runtime::Tensor::dtype(t)))
+                            quote!(#v.with_data(|t| __ag::Tensor::dtype(t)))
                         }
                         _ => {
                             // `x.size(d)`: the argument between the parentheses.
@@ -1136,42 +1132,41 @@ impl<'a> Emitter<'a> {
                                 .replace("self", "self_")
                                 .parse()
                                 .unwrap_or_else(|_| quote!(0));
-                            quote!(#k::support::size_at(&#v.shape(), (#arg) as i64))
+                            quote!(__ag::size_at(&#v.shape(), (#arg) as i64))
                         }
                     }
                 }
                 FieldKind::Input(t) => match rust_ty(t, &k) {
                     Ok(RustTy::Tensor) => {
                         if inplace_self && fld.name == "self" {
-                            quote!(if #cond { #k::runtime::SavedVariable::new(&#k::runtime::Variable::from_data(self_.data()), false) } else { ::std::default::Default::default() })
+                            quote!(if #cond { __ag::SavedVariable::new(&__ag::Variable::from_data(self_.data()), false) } else { __ag::Default::default() })
                         } else {
-                            quote!(if #cond { #k::runtime::SavedVariable::new(#n, false) } else { ::std::default::Default::default() })
+                            quote!(if #cond { __ag::SavedVariable::new(#n, false) } else { __ag::Default::default() })
                         }
                     }
                     Ok(RustTy::OptTensor) => {
-                        quote!(if #cond { #k::runtime::SavedVariable::new_opt(#n, false) } else { ::std::default::Default::default() })
+                        quote!(if #cond { __ag::SavedVariable::new_opt(#n, false) } else { __ag::Default::default() })
                     }
                     Ok(RustTy::TensorList) => {
-                        quote!(if #cond { #n.iter().map(|v| #k::runtime::SavedVariable::new(v, false)).collect() } else { ::std::vec::Vec::new() })
+                        quote!(if #cond { #n.iter().map(|v| __ag::SavedVariable::new(v, false)).collect() } else { __ag::Vec::new() })
                     }
                     Ok(RustTy::OptTensorList) => {
-                        quote!(if #cond { #n.iter().map(|v| #k::runtime::SavedVariable::new_opt(v.as_ref(), false)).collect() } else { ::std::vec::Vec::new() })
+                        quote!(if #cond { #n.iter().map(|v| __ag::SavedVariable::new_opt(v.as_ref(), false)).collect() } else { __ag::Vec::new() })
                     }
                     Ok(RustTy::Value(v)) => v.owned_expr(&quote!(#n)),
-                    Err(_) => quote!(::std::default::Default::default()),
+                    Err(_) => quote!(__ag::Default::default()),
                 },
             };
             inits.push(quote!(#n: #value,));
         }
         let offsets = Self::has_lists(inputs).then(|| quote!(__offsets,));
         (
-            quote!(#node::<T> { #(#inits)* __needs, #offsets __marker: ::std::marker::PhantomData }),
+            quote!(#node::<T> { #(#inits)* __needs, #offsets __marker: __ag::PhantomData }),
             fields,
         )
     }
 
     fn save_outputs(&self, fields: &[SavedField], outs: &[TokenStream]) -> TokenStream {
-        let k = &self.krate;
         let saves: Vec<TokenStream> = fields
             .iter()
             .filter_map(|f| match f.kind {
@@ -1179,9 +1174,9 @@ impl<'a> Emitter<'a> {
                     let n = ident(&f.name);
                     let o = outs.get(i).cloned().unwrap_or_else(|| quote!(__o0));
                     Some(if list {
-                        quote!(__n.#n = #o.iter().map(|v| #k::runtime::SavedVariable::new(v, true)).collect();)
+                        quote!(__n.#n = #o.iter().map(|v| __ag::SavedVariable::new(v, true)).collect();)
                     } else {
-                        quote!(__n.#n = #k::runtime::SavedVariable::new(&#o, true);)
+                        quote!(__n.#n = __ag::SavedVariable::new(&#o, true);)
                     })
                 }
                 _ => None,
@@ -1232,8 +1227,8 @@ impl<'a> Emitter<'a> {
             .map(|i| {
                 let r = &raw[i];
                 match rust_ty(&f.returns[i].ty, &k) {
-                    Ok(RustTy::Tensor) => quote!(#k::runtime::Variable::from_data(#r)),
-                    Ok(RustTy::TensorList) => quote!(#r.into_iter().map(#k::runtime::Variable::from_data).collect::<::std::vec::Vec<_>>()),
+                    Ok(RustTy::Tensor) => quote!(__ag::Variable::from_data(#r)),
+                    Ok(RustTy::TensorList) => quote!(#r.into_iter().map(__ag::Variable::from_data).collect::<__ag::Vec<_>>()),
                     _ => quote!(#r),
                 }
             })
@@ -1267,7 +1262,7 @@ impl<'a> Emitter<'a> {
         let record = if list_out {
             let r = &raw[diff_idx[0]];
             let o = &outs[diff_idx[0]];
-            quote!(let (#o, __handle) = #k::runtime::record_vec(__node, &__edges, #r);)
+            quote!(let (#o, __handle) = __ag::record_vec(__node, &__edges, #r);)
         } else if diff_idx.iter().any(|i| !f.returns[*i].ty.is_tensor()) {
             self.cx.error(
                 &nf.loc,
@@ -1278,7 +1273,7 @@ impl<'a> Emitter<'a> {
         } else {
             let rs = diff_idx.iter().map(|i| &raw[*i]);
             let os = diff_idx.iter().map(|i| &outs[*i]);
-            quote!(let ([#(#os),*], __handle) = #k::runtime::record(__node, &__edges, [#(#rs),*]);)
+            quote!(let ([#(#os),*], __handle) = __ag::record(__node, &__edges, [#(#rs),*]);)
         };
         let others = (0..n).filter(|i| !diff_idx.contains(i)).map(|i| {
             let o = &outs[i];
@@ -1289,7 +1284,7 @@ impl<'a> Emitter<'a> {
         let save = self.save_outputs(&fields, &out_refs);
         let result = tuple(&out_refs);
         let offsets_decl =
-            offsets.map(|_| quote!(let mut __offsets: ::std::vec::Vec<usize> = ::std::vec![0];));
+            offsets.map(|_| quote!(let mut __offsets: __ag::Vec<usize> = __ag::Vec::from([0]);));
         let edges_stmt = if Self::has_lists(&inputs) {
             let e = edges;
             quote!(let __edges = #e;)
@@ -1300,7 +1295,7 @@ impl<'a> Emitter<'a> {
             #(#prep)*
             #bind_raw
             let __needs = [#(#needs),*];
-            if !(#k::runtime::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+            if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
                 return #no_record;
             }
             #offsets_decl
@@ -1321,10 +1316,8 @@ impl<'a> Emitter<'a> {
         call: &[TokenStream],
         _tys: &BTreeMap<String, RustTy>,
     ) -> (TokenStream, TokenStream) {
-        let k = self.krate.clone();
         let name = format_ident!("{}", self.names[fa.func]);
-        let ret_ty =
-            quote!(::std::result::Result<#k::runtime::Variable<T>, #k::runtime::AutogradError>);
+        let ret_ty = quote!(__ag::Result<__ag::Variable<T>, __ag::AutogradError>);
         let plain = quote! {
             self_.check_inplace()?;
             #(#prep)*
@@ -1343,10 +1336,10 @@ impl<'a> Emitter<'a> {
         let (init, fields) = self.node_init(info, &inputs, true);
         let save = self.save_outputs(&fields, &[quote!(self_)]);
         let offsets_decl =
-            offsets.map(|_| quote!(let mut __offsets: ::std::vec::Vec<usize> = ::std::vec![0];));
+            offsets.map(|_| quote!(let mut __offsets: __ag::Vec<usize> = __ag::Vec::from([0]);));
         let body = quote! {
             let __needs = [#(#needs),*];
-            if !(#k::runtime::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+            if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
                 #plain
             } else {
                 self_.check_inplace()?;
@@ -1355,7 +1348,7 @@ impl<'a> Emitter<'a> {
                 let __node = #init;
                 <T as Backend>::#name(#(#call),*);
                 let __edges = #edges;
-                let __handle = #k::runtime::record_inplace(__node, &__edges, self_, ::std::option::Option::Some(__d_self_))?;
+                let __handle = __ag::record_inplace(__node, &__edges, self_, __ag::Some(__d_self_))?;
                 #save
                 Ok(self_.clone())
             }
@@ -1396,27 +1389,24 @@ impl<'a> Emitter<'a> {
             .collect();
         let ret_vals: Vec<TokenStream> = outs.iter().map(|o| quote!(#o.clone())).collect();
         let (ret_ty, ret) = match outs.len() {
-            1 => (quote!(#k::runtime::Variable<T>), ret_vals[0].clone()),
+            1 => (quote!(__ag::Variable<T>), ret_vals[0].clone()),
             n => {
-                let ts = (0..n).map(|_| quote!(#k::runtime::Variable<T>));
+                let ts = (0..n).map(|_| quote!(__ag::Variable<T>));
                 (quote!((#(#ts),*)), quote!((#(#ret_vals),*)))
             }
         };
         let body = quote! {
             {
-                let mut __args: ::std::vec::Vec<&#k::runtime::Variable<T>> = ::std::vec::Vec::new();
+                let mut __args: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
                 #(#tensors)*
-                #k::runtime::check_out(#opname, &__args)?;
+                __ag::check_out(#opname, &__args)?;
             }
             #(#prep)*
             <T as Backend>::#name(#(#call),*);
             #( #outs.set_data(#ds); #outs.bump_version(); )*
             Ok(#ret)
         };
-        (
-            quote!(::std::result::Result<#ret_ty, #k::runtime::AutogradError>),
-            body,
-        )
+        (quote!(__ag::Result<#ret_ty, __ag::AutogradError>), body)
     }
 }
 

@@ -105,7 +105,7 @@ fn base_value(b: BaseTy, krate: &TokenStream) -> Option<ValueTy> {
         BaseTy::Bool | BaseTy::SymBool => ValueTy::copy(quote!(bool)),
         BaseTy::Str => ValueTy {
             param: quote!(&str),
-            owned: quote!(::std::string::String),
+            owned: quote!(__ag::String),
             to_owned: Conversion::Str,
             savable: true,
         },
@@ -150,7 +150,7 @@ pub fn rust_ty(t: &Type, krate: &TokenStream) -> Result<RustTy, String> {
                 }
                 _ => RustTy::Value(ValueTy {
                     param: quote!(&[#p]),
-                    owned: quote!(::std::vec::Vec<#p>),
+                    owned: quote!(__ag::Vec<#p>),
                     to_owned: Conversion::Slice,
                     savable: true,
                 }),
@@ -160,8 +160,8 @@ pub fn rust_ty(t: &Type, krate: &TokenStream) -> Result<RustTy, String> {
             RustTy::Value(v) => {
                 let (p, o) = (v.param, v.owned);
                 RustTy::Value(ValueTy {
-                    param: quote!(::std::option::Option<#p>),
-                    owned: quote!(::std::option::Option<#o>),
+                    param: quote!(__ag::Option<#p>),
+                    owned: quote!(__ag::Option<#o>),
                     to_owned: match v.to_owned {
                         Conversion::Copy => Conversion::Copy,
                         Conversion::Slice => Conversion::OptSlice,

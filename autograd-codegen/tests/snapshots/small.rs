@@ -1,15 +1,14 @@
+#[allow(unused_imports)]
+use ::autograd::support::__prelude as __ag;
 /// The raw operations of the tensor library, one per native function: implement it
 /// for the raw tensor type (`autograd_ops!` generated this trait).
-pub trait Backend: ::autograd::runtime::Tensor {
+pub trait Backend: __ag::Tensor {
     ///`mul.Tensor(Tensor self, Tensor other) -> Tensor`
     fn mul_tensor(self_: &Self, other: &Self) -> Self;
     ///`exp(Tensor self) -> Tensor`
     fn exp(self_: &Self) -> Self;
     ///`sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`
-    fn sum(
-        self_: &Self,
-        dtype: ::std::option::Option<::autograd::types::ScalarType>,
-    ) -> Self;
+    fn sum(self_: &Self, dtype: __ag::Option<__ag::types::ScalarType>) -> Self;
     ///`expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`
     fn expand(self_: &Self, size: &[i64], implicit: bool) -> Self;
     ///`max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`
@@ -18,52 +17,47 @@ pub trait Backend: ::autograd::runtime::Tensor {
 ///Backward of `mul.Tensor(Tensor self, Tensor other) -> Tensor` (generated from derivatives.yaml).
 #[allow(non_camel_case_types)]
 pub struct MulBackward0<T: Backend> {
-    pub self_: ::autograd::runtime::SavedVariable<T>,
-    pub other: ::autograd::runtime::SavedVariable<T>,
+    pub self_: __ag::SavedVariable<T>,
+    pub other: __ag::SavedVariable<T>,
     /// Which differentiable inputs needed a gradient when the op ran.
     pub __needs: [bool; 2usize],
     #[doc(hidden)]
-    pub __marker: ::std::marker::PhantomData<fn() -> T>,
+    pub __marker: __ag::PhantomData<fn() -> T>,
 }
-impl<T: Backend> ::autograd::runtime::Node<T> for MulBackward0<T> {
+impl<T: Backend> __ag::Node<T> for MulBackward0<T> {
     fn name(&self) -> &str {
         "MulBackward0"
     }
     #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
     fn apply(
         &mut self,
-        grads: ::autograd::runtime::VariableList<T>,
-    ) -> ::std::result::Result<
-        ::autograd::runtime::VariableList<T>,
-        ::autograd::runtime::AutogradError,
-    > {
+        grads: __ag::VariableList<T>,
+    ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
         #[allow(dead_code)]
-        fn not_implemented(what: &str) -> ::autograd::support::NotImplemented {
-            ::autograd::support::NotImplemented(::std::format!("{}: {}", "mul", what))
+        fn not_implemented(what: &str) -> __ag::NotImplemented {
+            __ag::NotImplemented(__ag::format!("{}: {}", "mul", what))
         }
-        let mut __out: ::autograd::runtime::VariableList<T> = ::autograd::runtime::VariableList::with_len(
-            2usize,
-        );
+        let mut __out: __ag::VariableList<T> = __ag::VariableList::with_len(2usize);
         if grads.iter().all(|g| g.is_none()) {
             return Ok(__out);
         }
         if self.__needs[1usize] {
             let self_ = self.self_.unpack()?;
             let grad = match &grads[0] {
-                ::std::option::Option::Some(g) => g.clone(),
-                ::std::option::Option::None => return Ok(__out),
+                __ag::Some(g) => g.clone(),
+                __ag::None => return Ok(__out),
             };
             let __r = { mul_tensor(&grad, &self_) };
-            __out[1usize] = ::autograd::support::IntoGrad::<T>::into_grad(__r)?;
+            __out[1usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         if self.__needs[0usize] {
             let other = self.other.unpack()?;
             let grad = match &grads[0] {
-                ::std::option::Option::Some(g) => g.clone(),
-                ::std::option::Option::None => return Ok(__out),
+                __ag::Some(g) => g.clone(),
+                __ag::None => return Ok(__out),
             };
             let __r = { mul_tensor(&grad, &other) };
-            __out[0usize] = ::autograd::support::IntoGrad::<T>::into_grad(__r)?;
+            __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
     }
@@ -72,10 +66,7 @@ impl<T: Backend> ::autograd::runtime::Node<T> for MulBackward0<T> {
         self.other.reset();
     }
     #[allow(unused_variables)]
-    fn visit_saved(
-        &self,
-        f: &mut dyn FnMut(&str, &::autograd::runtime::SavedVariable<T>),
-    ) {
+    fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {
         f("self", &self.self_);
         f("other", &self.other);
     }
@@ -83,42 +74,37 @@ impl<T: Backend> ::autograd::runtime::Node<T> for MulBackward0<T> {
 ///Backward of `exp(Tensor self) -> Tensor` (generated from derivatives.yaml).
 #[allow(non_camel_case_types)]
 pub struct ExpBackward0<T: Backend> {
-    pub result: ::autograd::runtime::SavedVariable<T>,
+    pub result: __ag::SavedVariable<T>,
     /// Which differentiable inputs needed a gradient when the op ran.
     pub __needs: [bool; 1usize],
     #[doc(hidden)]
-    pub __marker: ::std::marker::PhantomData<fn() -> T>,
+    pub __marker: __ag::PhantomData<fn() -> T>,
 }
-impl<T: Backend> ::autograd::runtime::Node<T> for ExpBackward0<T> {
+impl<T: Backend> __ag::Node<T> for ExpBackward0<T> {
     fn name(&self) -> &str {
         "ExpBackward0"
     }
     #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
     fn apply(
         &mut self,
-        grads: ::autograd::runtime::VariableList<T>,
-    ) -> ::std::result::Result<
-        ::autograd::runtime::VariableList<T>,
-        ::autograd::runtime::AutogradError,
-    > {
+        grads: __ag::VariableList<T>,
+    ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
         #[allow(dead_code)]
-        fn not_implemented(what: &str) -> ::autograd::support::NotImplemented {
-            ::autograd::support::NotImplemented(::std::format!("{}: {}", "exp", what))
+        fn not_implemented(what: &str) -> __ag::NotImplemented {
+            __ag::NotImplemented(__ag::format!("{}: {}", "exp", what))
         }
-        let mut __out: ::autograd::runtime::VariableList<T> = ::autograd::runtime::VariableList::with_len(
-            1usize,
-        );
+        let mut __out: __ag::VariableList<T> = __ag::VariableList::with_len(1usize);
         if grads.iter().all(|g| g.is_none()) {
             return Ok(__out);
         }
         if self.__needs[0usize] {
             let result = self.result.unpack()?;
             let grad = match &grads[0] {
-                ::std::option::Option::Some(g) => g.clone(),
-                ::std::option::Option::None => return Ok(__out),
+                __ag::Some(g) => g.clone(),
+                __ag::None => return Ok(__out),
             };
             let __r = { mul_tensor(&grad, &result) };
-            __out[0usize] = ::autograd::support::IntoGrad::<T>::into_grad(__r)?;
+            __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
     }
@@ -126,49 +112,41 @@ impl<T: Backend> ::autograd::runtime::Node<T> for ExpBackward0<T> {
         self.result.reset();
     }
     #[allow(unused_variables)]
-    fn visit_saved(
-        &self,
-        f: &mut dyn FnMut(&str, &::autograd::runtime::SavedVariable<T>),
-    ) {
+    fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {
         f("result", &self.result);
     }
 }
 ///Backward of `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (generated from derivatives.yaml).
 #[allow(non_camel_case_types)]
 pub struct SumBackward0<T: Backend> {
-    pub self_sizes: ::std::vec::Vec<usize>,
+    pub self_sizes: __ag::Vec<usize>,
     /// Which differentiable inputs needed a gradient when the op ran.
     pub __needs: [bool; 1usize],
     #[doc(hidden)]
-    pub __marker: ::std::marker::PhantomData<fn() -> T>,
+    pub __marker: __ag::PhantomData<fn() -> T>,
 }
-impl<T: Backend> ::autograd::runtime::Node<T> for SumBackward0<T> {
+impl<T: Backend> __ag::Node<T> for SumBackward0<T> {
     fn name(&self) -> &str {
         "SumBackward0"
     }
     #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
     fn apply(
         &mut self,
-        grads: ::autograd::runtime::VariableList<T>,
-    ) -> ::std::result::Result<
-        ::autograd::runtime::VariableList<T>,
-        ::autograd::runtime::AutogradError,
-    > {
+        grads: __ag::VariableList<T>,
+    ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
         #[allow(dead_code)]
-        fn not_implemented(what: &str) -> ::autograd::support::NotImplemented {
-            ::autograd::support::NotImplemented(::std::format!("{}: {}", "sum", what))
+        fn not_implemented(what: &str) -> __ag::NotImplemented {
+            __ag::NotImplemented(__ag::format!("{}: {}", "sum", what))
         }
-        let mut __out: ::autograd::runtime::VariableList<T> = ::autograd::runtime::VariableList::with_len(
-            1usize,
-        );
+        let mut __out: __ag::VariableList<T> = __ag::VariableList::with_len(1usize);
         if grads.iter().all(|g| g.is_none()) {
             return Ok(__out);
         }
         if self.__needs[0usize] {
             let self_sizes: &[usize] = &self.self_sizes[..];
             let grad = match &grads[0] {
-                ::std::option::Option::Some(g) => g.clone(),
-                ::std::option::Option::None => return Ok(__out),
+                __ag::Some(g) => g.clone(),
+                __ag::None => return Ok(__out),
             };
             let __r = {
                 expand(
@@ -177,16 +155,13 @@ impl<T: Backend> ::autograd::runtime::Node<T> for SumBackward0<T> {
                     false,
                 )
             };
-            __out[0usize] = ::autograd::support::IntoGrad::<T>::into_grad(__r)?;
+            __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
     }
     fn release_variables(&mut self) {}
     #[allow(unused_variables)]
-    fn visit_saved(
-        &self,
-        f: &mut dyn FnMut(&str, &::autograd::runtime::SavedVariable<T>),
-    ) {}
+    fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {}
 }
 ///Backward of `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` (generated from derivatives.yaml).
 #[allow(non_camel_case_types)]
@@ -194,42 +169,34 @@ pub struct ExpandBackward0<T: Backend> {
     /// Which differentiable inputs needed a gradient when the op ran.
     pub __needs: [bool; 1usize],
     #[doc(hidden)]
-    pub __marker: ::std::marker::PhantomData<fn() -> T>,
+    pub __marker: __ag::PhantomData<fn() -> T>,
 }
-impl<T: Backend> ::autograd::runtime::Node<T> for ExpandBackward0<T> {
+impl<T: Backend> __ag::Node<T> for ExpandBackward0<T> {
     fn name(&self) -> &str {
         "ExpandBackward0"
     }
     #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
     fn apply(
         &mut self,
-        grads: ::autograd::runtime::VariableList<T>,
-    ) -> ::std::result::Result<
-        ::autograd::runtime::VariableList<T>,
-        ::autograd::runtime::AutogradError,
-    > {
+        grads: __ag::VariableList<T>,
+    ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
         #[allow(dead_code)]
-        fn not_implemented(what: &str) -> ::autograd::support::NotImplemented {
-            ::autograd::support::NotImplemented(::std::format!("{}: {}", "expand", what))
+        fn not_implemented(what: &str) -> __ag::NotImplemented {
+            __ag::NotImplemented(__ag::format!("{}: {}", "expand", what))
         }
-        let mut __out: ::autograd::runtime::VariableList<T> = ::autograd::runtime::VariableList::with_len(
-            1usize,
-        );
+        let mut __out: __ag::VariableList<T> = __ag::VariableList::with_len(1usize);
         if grads.iter().all(|g| g.is_none()) {
             return Ok(__out);
         }
         if self.__needs[0usize] {
             let __r = { not_implemented("expand backward") };
-            __out[0usize] = ::autograd::support::IntoGrad::<T>::into_grad(__r)?;
+            __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
     }
     fn release_variables(&mut self) {}
     #[allow(unused_variables)]
-    fn visit_saved(
-        &self,
-        f: &mut dyn FnMut(&str, &::autograd::runtime::SavedVariable<T>),
-    ) {}
+    fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {}
 }
 ///Backward of `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (generated from derivatives.yaml).
 #[allow(non_camel_case_types)]
@@ -237,220 +204,188 @@ pub struct MaxBackward0<T: Backend> {
     /// Which differentiable inputs needed a gradient when the op ran.
     pub __needs: [bool; 1usize],
     #[doc(hidden)]
-    pub __marker: ::std::marker::PhantomData<fn() -> T>,
+    pub __marker: __ag::PhantomData<fn() -> T>,
 }
-impl<T: Backend> ::autograd::runtime::Node<T> for MaxBackward0<T> {
+impl<T: Backend> __ag::Node<T> for MaxBackward0<T> {
     fn name(&self) -> &str {
         "MaxBackward0"
     }
     #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
     fn apply(
         &mut self,
-        grads: ::autograd::runtime::VariableList<T>,
-    ) -> ::std::result::Result<
-        ::autograd::runtime::VariableList<T>,
-        ::autograd::runtime::AutogradError,
-    > {
+        grads: __ag::VariableList<T>,
+    ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
         #[allow(dead_code)]
-        fn not_implemented(what: &str) -> ::autograd::support::NotImplemented {
-            ::autograd::support::NotImplemented(::std::format!("{}: {}", "max", what))
+        fn not_implemented(what: &str) -> __ag::NotImplemented {
+            __ag::NotImplemented(__ag::format!("{}: {}", "max", what))
         }
-        let mut __out: ::autograd::runtime::VariableList<T> = ::autograd::runtime::VariableList::with_len(
-            1usize,
-        );
+        let mut __out: __ag::VariableList<T> = __ag::VariableList::with_len(1usize);
         if grads.iter().all(|g| g.is_none()) {
             return Ok(__out);
         }
         if self.__needs[0usize] {
             let __r = { not_implemented("max.dim backward") };
-            __out[0usize] = ::autograd::support::IntoGrad::<T>::into_grad(__r)?;
+            __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
     }
     fn release_variables(&mut self) {}
     #[allow(unused_variables)]
-    fn visit_saved(
-        &self,
-        f: &mut dyn FnMut(&str, &::autograd::runtime::SavedVariable<T>),
-    ) {}
+    fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {}
 }
 ///Differentiable `mul.Tensor(Tensor self, Tensor other) -> Tensor`.
 #[allow(clippy::too_many_arguments, clippy::let_and_return, unused_mut, non_snake_case)]
 pub fn mul_tensor<T: Backend>(
-    self_: &::autograd::runtime::Variable<T>,
-    other: &::autograd::runtime::Variable<T>,
-) -> ::autograd::runtime::Variable<T> {
+    self_: &__ag::Variable<T>,
+    other: &__ag::Variable<T>,
+) -> __ag::Variable<T> {
     let __d_self_ = self_.data();
     let __d_other = other.data();
     let __r0 = <T as Backend>::mul_tensor(&__d_self_, &__d_other);
     let __needs = [self_.requires_grad(), other.requires_grad()];
-    if !(::autograd::runtime::is_grad_enabled() && __needs.iter().any(|b| *b)) {
-        return ::autograd::runtime::Variable::from_data(__r0);
+    if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+        return __ag::Variable::from_data(__r0);
     }
-    let __edges = [
-        ::std::option::Option::Some(self_),
-        ::std::option::Option::Some(other),
-    ];
+    let __edges = [__ag::Some(self_), __ag::Some(other)];
     let __node = MulBackward0::<T> {
         self_: if __needs[1usize] {
-            ::autograd::runtime::SavedVariable::new(self_, false)
+            __ag::SavedVariable::new(self_, false)
         } else {
-            ::std::default::Default::default()
+            __ag::Default::default()
         },
         other: if __needs[0usize] {
-            ::autograd::runtime::SavedVariable::new(other, false)
+            __ag::SavedVariable::new(other, false)
         } else {
-            ::std::default::Default::default()
+            __ag::Default::default()
         },
         __needs,
-        __marker: ::std::marker::PhantomData,
+        __marker: __ag::PhantomData,
     };
-    let ([__o0], __handle) = ::autograd::runtime::record(__node, &__edges, [__r0]);
+    let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
     __o0
 }
 ///Differentiable `exp(Tensor self) -> Tensor`.
 #[allow(clippy::too_many_arguments, clippy::let_and_return, unused_mut, non_snake_case)]
-pub fn exp<T: Backend>(
-    self_: &::autograd::runtime::Variable<T>,
-) -> ::autograd::runtime::Variable<T> {
+pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
     let __d_self_ = self_.data();
     let __r0 = <T as Backend>::exp(&__d_self_);
     let __needs = [self_.requires_grad()];
-    if !(::autograd::runtime::is_grad_enabled() && __needs.iter().any(|b| *b)) {
-        return ::autograd::runtime::Variable::from_data(__r0);
+    if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+        return __ag::Variable::from_data(__r0);
     }
-    let __edges = [::std::option::Option::Some(self_)];
+    let __edges = [__ag::Some(self_)];
     let __node = ExpBackward0::<T> {
-        result: ::std::default::Default::default(),
+        result: __ag::Default::default(),
         __needs,
-        __marker: ::std::marker::PhantomData,
+        __marker: __ag::PhantomData,
     };
-    let ([__o0], __handle) = ::autograd::runtime::record(__node, &__edges, [__r0]);
+    let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
     __handle
         .with(|__n| {
-            __n.result = ::autograd::runtime::SavedVariable::new(&__o0, true);
+            __n.result = __ag::SavedVariable::new(&__o0, true);
         });
     __o0
 }
 ///Differentiable `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
 #[allow(clippy::too_many_arguments, clippy::let_and_return, unused_mut, non_snake_case)]
 pub fn sum<T: Backend>(
-    self_: &::autograd::runtime::Variable<T>,
-    dtype: ::std::option::Option<::autograd::types::ScalarType>,
-) -> ::autograd::runtime::Variable<T> {
+    self_: &__ag::Variable<T>,
+    dtype: __ag::Option<__ag::types::ScalarType>,
+) -> __ag::Variable<T> {
     let __d_self_ = self_.data();
     let __r0 = <T as Backend>::sum(&__d_self_, dtype);
     let __needs = [self_.requires_grad()];
-    if !(::autograd::runtime::is_grad_enabled() && __needs.iter().any(|b| *b)) {
-        return ::autograd::runtime::Variable::from_data(__r0);
+    if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+        return __ag::Variable::from_data(__r0);
     }
-    let __edges = [::std::option::Option::Some(self_)];
+    let __edges = [__ag::Some(self_)];
     let __node = SumBackward0::<T> {
-        self_sizes: if __needs[0usize] { self_.shape() } else { ::std::vec::Vec::new() },
+        self_sizes: if __needs[0usize] { self_.shape() } else { __ag::Vec::new() },
         __needs,
-        __marker: ::std::marker::PhantomData,
+        __marker: __ag::PhantomData,
     };
-    let ([__o0], __handle) = ::autograd::runtime::record(__node, &__edges, [__r0]);
+    let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
     __o0
 }
 ///Differentiable `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`.
 #[allow(clippy::too_many_arguments, clippy::let_and_return, unused_mut, non_snake_case)]
 pub fn expand<T: Backend>(
-    self_: &::autograd::runtime::Variable<T>,
+    self_: &__ag::Variable<T>,
     size: &[i64],
     implicit: bool,
-) -> ::autograd::runtime::Variable<T> {
+) -> __ag::Variable<T> {
     let __d_self_ = self_.data();
     let __r0 = <T as Backend>::expand(&__d_self_, size, implicit);
     let __needs = [self_.requires_grad()];
-    if !(::autograd::runtime::is_grad_enabled() && __needs.iter().any(|b| *b)) {
-        return ::autograd::runtime::Variable::from_data(__r0);
+    if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+        return __ag::Variable::from_data(__r0);
     }
-    let __edges = [::std::option::Option::Some(self_)];
+    let __edges = [__ag::Some(self_)];
     let __node = ExpandBackward0::<T> {
         __needs,
-        __marker: ::std::marker::PhantomData,
+        __marker: __ag::PhantomData,
     };
-    let ([__o0], __handle) = ::autograd::runtime::record(__node, &__edges, [__r0]);
+    let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
     __o0
 }
 ///Differentiable `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`.
 #[allow(clippy::too_many_arguments, clippy::let_and_return, unused_mut, non_snake_case)]
 pub fn max_dim<T: Backend>(
-    self_: &::autograd::runtime::Variable<T>,
+    self_: &__ag::Variable<T>,
     dim: i64,
     keepdim: bool,
-) -> (::autograd::runtime::Variable<T>, ::autograd::runtime::Variable<T>) {
+) -> (__ag::Variable<T>, __ag::Variable<T>) {
     let __d_self_ = self_.data();
     let (__r0, __r1) = <T as Backend>::max_dim(&__d_self_, dim, keepdim);
     let __needs = [self_.requires_grad()];
-    if !(::autograd::runtime::is_grad_enabled() && __needs.iter().any(|b| *b)) {
-        return (
-            ::autograd::runtime::Variable::from_data(__r0),
-            ::autograd::runtime::Variable::from_data(__r1),
-        );
+    if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+        return (__ag::Variable::from_data(__r0), __ag::Variable::from_data(__r1));
     }
-    let __edges = [::std::option::Option::Some(self_)];
+    let __edges = [__ag::Some(self_)];
     let __node = MaxBackward0::<T> {
         __needs,
-        __marker: ::std::marker::PhantomData,
+        __marker: __ag::PhantomData,
     };
-    let ([__o0], __handle) = ::autograd::runtime::record(__node, &__edges, [__r0]);
-    let __o1 = ::autograd::runtime::Variable::from_data(__r1);
+    let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+    let __o1 = __ag::Variable::from_data(__r1);
     (__o0, __o1)
 }
 /// The differentiable operations as methods on `Variable` (generated).
 pub trait VariableOps<T: Backend> {
     ///Differentiable `mul.Tensor(Tensor self, Tensor other) -> Tensor`.
     #[allow(clippy::too_many_arguments)]
-    fn mul_tensor(
-        &self,
-        other: &::autograd::runtime::Variable<T>,
-    ) -> ::autograd::runtime::Variable<T>;
+    fn mul_tensor(&self, other: &__ag::Variable<T>) -> __ag::Variable<T>;
     ///Differentiable `exp(Tensor self) -> Tensor`.
     #[allow(clippy::too_many_arguments)]
-    fn exp(&self) -> ::autograd::runtime::Variable<T>;
+    fn exp(&self) -> __ag::Variable<T>;
     ///Differentiable `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
     #[allow(clippy::too_many_arguments)]
-    fn sum(
-        &self,
-        dtype: ::std::option::Option<::autograd::types::ScalarType>,
-    ) -> ::autograd::runtime::Variable<T>;
+    fn sum(&self, dtype: __ag::Option<__ag::types::ScalarType>) -> __ag::Variable<T>;
     ///Differentiable `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`.
     #[allow(clippy::too_many_arguments)]
-    fn expand(&self, size: &[i64], implicit: bool) -> ::autograd::runtime::Variable<T>;
+    fn expand(&self, size: &[i64], implicit: bool) -> __ag::Variable<T>;
     ///Differentiable `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`.
     #[allow(clippy::too_many_arguments)]
-    fn max_dim(
-        &self,
-        dim: i64,
-        keepdim: bool,
-    ) -> (::autograd::runtime::Variable<T>, ::autograd::runtime::Variable<T>);
+    fn max_dim(&self, dim: i64, keepdim: bool) -> (__ag::Variable<T>, __ag::Variable<T>);
 }
-impl<T: Backend> VariableOps<T> for ::autograd::runtime::Variable<T> {
-    fn mul_tensor(
-        &self,
-        other: &::autograd::runtime::Variable<T>,
-    ) -> ::autograd::runtime::Variable<T> {
+impl<T: Backend> VariableOps<T> for __ag::Variable<T> {
+    fn mul_tensor(&self, other: &__ag::Variable<T>) -> __ag::Variable<T> {
         mul_tensor::<T>(self, other)
     }
-    fn exp(&self) -> ::autograd::runtime::Variable<T> {
+    fn exp(&self) -> __ag::Variable<T> {
         exp::<T>(self)
     }
-    fn sum(
-        &self,
-        dtype: ::std::option::Option<::autograd::types::ScalarType>,
-    ) -> ::autograd::runtime::Variable<T> {
+    fn sum(&self, dtype: __ag::Option<__ag::types::ScalarType>) -> __ag::Variable<T> {
         sum::<T>(self, dtype)
     }
-    fn expand(&self, size: &[i64], implicit: bool) -> ::autograd::runtime::Variable<T> {
+    fn expand(&self, size: &[i64], implicit: bool) -> __ag::Variable<T> {
         expand::<T>(self, size, implicit)
     }
     fn max_dim(
         &self,
         dim: i64,
         keepdim: bool,
-    ) -> (::autograd::runtime::Variable<T>, ::autograd::runtime::Variable<T>) {
+    ) -> (__ag::Variable<T>, __ag::Variable<T>) {
         max_dim::<T>(self, dim, keepdim)
     }
 }
