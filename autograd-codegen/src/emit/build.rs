@@ -1,16 +1,16 @@
 //! The generator from a build script: write the generated code to `OUT_DIR`.
 //!
+//! In `build.rs`:
+//!
 //! ```no_run
-//! // build.rs
-//! fn main() {
-//!     autograd_codegen::emit::build::Builder::new("derivatives.yaml")
-//!         .native("native_functions.yaml")
-//!         .helpers("crate::helpers")
-//!         .write_to_out_dir("autograd_ops.rs")
-//!         .unwrap_or_else(|e| panic!("{e}"));
-//! }
-//! // lib.rs: mod ops { include!(concat!(env!("OUT_DIR"), "/autograd_ops.rs")); }
+//! autograd_codegen::emit::build::Builder::new("derivatives.yaml")
+//!     .native("native_functions.yaml")
+//!     .helpers("crate::helpers")
+//!     .write_to_out_dir("autograd_ops.rs")
+//!     .unwrap_or_else(|e| panic!("{e}"));
 //! ```
+//!
+//! and in `lib.rs`: `mod ops { include!(concat!(env!("OUT_DIR"), "/autograd_ops.rs")); }`.
 
 use super::{Config, generate_pretty};
 use crate::diagnostics::Diagnostics;

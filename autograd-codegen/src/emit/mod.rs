@@ -606,7 +606,7 @@ impl<'a> Emitter<'a> {
             self.entry_text(info)
         );
         let name_str = &op;
-        let not_impl_prefix = format!("{}", info.name);
+        let not_impl_prefix = info.name.to_string();
         quote! {
             #[doc = #doc]
             #[allow(non_camel_case_types)]
@@ -822,10 +822,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// Backend method, wrapper and `VariableOps` method of one function.
-    fn function(
-        &mut self,
-        fa: &'a FunctionAnalysis,
-    ) -> Option<(TokenStream, TokenStream, Option<(TokenStream, TokenStream)>)> {
+    fn function(&mut self, fa: &'a FunctionAnalysis) -> Option<FunctionCode> {
         let k = self.krate.clone();
         let nf = &self.a.functions[fa.func];
         let f = &nf.func;
@@ -1409,6 +1406,9 @@ impl<'a> Emitter<'a> {
         (quote!(__ag::Result<#ret_ty, __ag::AutogradError>), body)
     }
 }
+
+/// Backend method, wrapper, and `VariableOps` declaration and impl (when it is a method).
+type FunctionCode = (TokenStream, TokenStream, Option<(TokenStream, TokenStream)>);
 
 #[derive(Debug, Clone)]
 enum FieldKind {

@@ -132,13 +132,16 @@ fn third_derivative_through_generated_nodes() {
         retain_graph: true,
         ..Default::default()
     };
-    let g1 = autograd::runtime::grad_with(&[y], &[x.clone()], &[], opts(true)).unwrap()[0]
+    let g1 = autograd::runtime::grad_with(&[y], std::slice::from_ref(&x), &[], opts(true)).unwrap()
+        [0]
+    .clone()
+    .unwrap();
+    let g2 = autograd::runtime::grad_with(&[g1], std::slice::from_ref(&x), &[], opts(true))
+        .unwrap()[0]
         .clone()
         .unwrap();
-    let g2 = autograd::runtime::grad_with(&[g1], &[x.clone()], &[], opts(true)).unwrap()[0]
-        .clone()
-        .unwrap();
-    let g3 = autograd::runtime::grad_with(&[g2], &[x.clone()], &[], opts(false)).unwrap()[0]
+    let g3 = autograd::runtime::grad_with(&[g2], std::slice::from_ref(&x), &[], opts(false))
+        .unwrap()[0]
         .clone()
         .unwrap();
     let got = g3.data().data[0];
