@@ -315,11 +315,120 @@ const AUTOGRAD_KEYS: &[&str] = &[
     "AutogradPrivateUse3",
 ];
 
+/// What one entry yields before its backward nodes are named: the canonical function, the
+/// infos per dispatch key and the output differentiability.
+type PreparedEntry<'a> = (
+    usize,
+    Vec<(&'a DispatchFormulas, DifferentiabilityInfo)>,
+    Option<Vec<bool>>,
+    Option<Vec<String>>,
+);
+
+/// The per-entry part of [`load_infos`], independent of every other entry.
+fn prepare_entry<'a>(
+    functions: &[NativeFunction],
+    by_schema: &HashMap<&str, usize>,
+    by_signature: &HashMap<SignatureKey<'_>, Vec<usize>>,
+    entry: &'a DerivativeEntry,
+    options: &AnalysisOptions,
+    cx: &mut Ctxt,
+) -> Option<PreparedEntry<'a>> {
+    let spec = entry.name.as_str();
+    let e = Some(spec);
+    let Some(defn) = defn_name(spec) else {
+        cx.error(
+            &entry.loc,
+            e,
+            format!("Unsupported function schema: {spec}"),
+        );
+        return None;
+    };
+    let (od, od_conditions) = match &entry.output_differentiability {
+        None => (None, None),
+        Some(OutputDifferentiability::Flags(v)) => (Some(v.clone()), None),
+        Some(OutputDifferentiability::Conditions(c)) => {
+            if c.len() != 1 {
+                cx.error(&entry.loc, e, "output_differentiability must either be a list of booleans or one condition string (conditions are supported for single-output functions only)");
+                return None;
+            }
+            (Some(vec![true]), Some(c.clone()))
+        }
+    };
+    let Some(&fidx) = by_schema.get(spec) else {
+        let avail: Vec<String> = functions
+            .iter()
+            .filter(|f| cpp_name(&f.func) == defn)
+            .map(|f| f.schema.clone())
+            .collect();
+        let msg = match FunctionSchema::parse(spec) {
+            Err(err) => format!("invalid schema: {err}"),
+            Ok(_) if avail.is_empty() => {
+                format!("could not find a native function for schema: {spec}")
+            }
+            Ok(_) => format!(
+                "could not find a native function for schema: {spec}. Available signatures:\n{}",
+                avail.join("\n")
+            ),
+        };
+        cx.error(&entry.loc, e, msg);
+        return None;
+    };
+    let group = &by_signature[&functions[fidx].func.signature_key(false, false)];
+    let canonical = group
+        .iter()
+        .copied()
+        .find(|&i| {
+            let f = &functions[i].func;
+            !f.is_functional_fn() && !f.is_out_fn() && f.name.name.is(defn)
+        })
+        .or_else(|| {
+            (cpp_name(&functions[group[0]].func) == format!("{defn}_")).then_some(group[0])
+        });
+    let Some(canonical) = canonical else {
+        cx.error(
+            &entry.loc,
+            e,
+            format!(
+                "no canonical function named `{defn}` among the variants of {}",
+                functions[fidx].func.signature(false)
+            ),
+        );
+        return None;
+    };
+    let cf = &functions[canonical];
+    let arg_names: Vec<&str> = cpp_arguments(&cf.func).iter().map(|a| a.name).collect();
+    if arg_names.contains(&"grad_input_mask") {
+        cx.error(&entry.loc, e, format!("Schema for {defn} has an argument named grad_input_mask, but this name would be shadowed by our codegen. Please use a different name in native_functions.yaml."));
+        return None;
+    }
+    if arg_names.contains(&"result") {
+        cx.error(&entry.loc, e, format!("Schema for {defn} has an argument named result, but this is only allowed for outputs. Please use a different name in native_functions.yaml."));
+        return None;
+    }
+    let mut set = Vec::new();
+    for d in &entry.dispatch {
+        if d.key != "Default" && !AUTOGRAD_KEYS.contains(&d.key.as_str()) {
+            cx.error(
+                &d.loc,
+                e,
+                format!("Invalid dispatch key {} in derivatives.yaml for {spec}, expected key to be one of Default, {}", d.key, AUTOGRAD_KEYS.join(", ")),
+            );
+            continue;
+        }
+        if let Some(info) =
+            set_up_derivatives(cf, canonical, defn, d, od.as_deref(), options, spec, cx)
+        {
+            set.push((d, info));
+        }
+    }
+    Some((canonical, set, od, od_conditions))
+}
+
 /// torchgen's `load_derivatives`: one info set per entry, keyed by the canonical function's
 /// schema, plus the derived `{view}_copy` infos. Errors go to `cx`.
-pub fn load_infos(
+pub fn load_infos<'e>(
     functions: &[NativeFunction],
-    entries: &[DerivativeEntry],
+    entries: &'e [DerivativeEntry],
     options: &AnalysisOptions,
     cx: &mut Ctxt,
 ) -> InfoMap {
@@ -332,96 +441,48 @@ pub fn load_infos(
             .or_default()
             .push(i);
     }
+    // Entries are independent until their nodes are named: prepare them on two threads
+    // (each with its own error list, appended in entry order), then name and insert in order.
+    let prepare = |entries: &'e [DerivativeEntry],
+                   cx: &mut Ctxt|
+     -> Vec<Option<PreparedEntry<'e>>> {
+        entries
+            .iter()
+            .map(|entry| prepare_entry(functions, &by_schema, &by_signature, entry, options, cx))
+            .collect()
+    };
+    let prepared: Vec<Option<PreparedEntry<'e>>> = if entries.len() < 64 {
+        prepare(entries, cx)
+    } else {
+        let (first, second) = entries.split_at(entries.len() / 2);
+        let (mut a, (b, cx_b)) = std::thread::scope(|s| {
+            let b = s.spawn(|| {
+                let mut cx = Ctxt::new();
+                let b = prepare(second, &mut cx);
+                (b, cx)
+            });
+            let a = prepare(first, cx);
+            (
+                a,
+                b.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            )
+        });
+        cx.append(cx_b);
+        a.extend(b);
+        a
+    };
     let mut op_counter: HashMap<String, usize> = HashMap::default();
     let mut infos = InfoMap::default();
-    for entry in entries {
-        let spec = entry.name.as_str();
-        let e = Some(spec);
-        let Some(defn) = defn_name(spec) else {
-            cx.error(
-                &entry.loc,
-                e,
-                format!("Unsupported function schema: {spec}"),
-            );
+    for (entry, prepared) in entries.iter().zip(prepared) {
+        let Some((canonical, infos_by_key, od, od_conditions)) = prepared else {
             continue;
         };
-        let (od, od_conditions) = match &entry.output_differentiability {
-            None => (None, None),
-            Some(OutputDifferentiability::Flags(v)) => (Some(v.clone()), None),
-            Some(OutputDifferentiability::Conditions(c)) => {
-                if c.len() != 1 {
-                    cx.error(&entry.loc, e, "output_differentiability must either be a list of booleans or one condition string (conditions are supported for single-output functions only)");
-                    continue;
-                }
-                (Some(vec![true]), Some(c.clone()))
-            }
-        };
-        let Some(&fidx) = by_schema.get(spec) else {
-            let avail: Vec<String> = functions
-                .iter()
-                .filter(|f| cpp_name(&f.func) == defn)
-                .map(|f| f.schema.clone())
-                .collect();
-            let msg = match FunctionSchema::parse(spec) {
-                Err(err) => format!("invalid schema: {err}"),
-                Ok(_) if avail.is_empty() => {
-                    format!("could not find a native function for schema: {spec}")
-                }
-                Ok(_) => format!(
-                    "could not find a native function for schema: {spec}. Available signatures:\n{}",
-                    avail.join("\n")
-                ),
-            };
-            cx.error(&entry.loc, e, msg);
+        let Some(defn) = defn_name(&entry.name) else {
             continue;
         };
-        let group = &by_signature[&functions[fidx].func.signature_key(false, false)];
-        let canonical = group
-            .iter()
-            .copied()
-            .find(|&i| {
-                let f = &functions[i].func;
-                !f.is_functional_fn() && !f.is_out_fn() && f.name.name.is(defn)
-            })
-            .or_else(|| {
-                (cpp_name(&functions[group[0]].func) == format!("{defn}_")).then_some(group[0])
-            });
-        let Some(canonical) = canonical else {
-            cx.error(
-                &entry.loc,
-                e,
-                format!(
-                    "no canonical function named `{defn}` among the variants of {}",
-                    functions[fidx].func.signature(false)
-                ),
-            );
-            continue;
-        };
-        let cf = &functions[canonical];
-        let arg_names: Vec<&str> = cpp_arguments(&cf.func).iter().map(|a| a.name).collect();
-        if arg_names.contains(&"grad_input_mask") {
-            cx.error(&entry.loc, e, format!("Schema for {defn} has an argument named grad_input_mask, but this name would be shadowed by our codegen. Please use a different name in native_functions.yaml."));
-            continue;
-        }
-        if arg_names.contains(&"result") {
-            cx.error(&entry.loc, e, format!("Schema for {defn} has an argument named result, but this is only allowed for outputs. Please use a different name in native_functions.yaml."));
-            continue;
-        }
         let mut set: InfoSet = Vec::new();
-        for d in &entry.dispatch {
-            if d.key != "Default" && !AUTOGRAD_KEYS.contains(&d.key.as_str()) {
-                cx.error(
-                    &d.loc,
-                    e,
-                    format!("Invalid dispatch key {} in derivatives.yaml for {spec}, expected key to be one of Default, {}", d.key, AUTOGRAD_KEYS.join(", ")),
-                );
-                continue;
-            }
-            let Some(mut info) =
-                set_up_derivatives(cf, canonical, defn, d, od.as_deref(), options, spec, cx)
-            else {
-                continue;
-            };
+        for (d, mut info) in infos_by_key {
             if info.has_derivatives() {
                 let mut prefix = op_prefix(defn);
                 if d.key != "Default" {
@@ -437,7 +498,7 @@ pub fn load_infos(
             set.push((d.key.clone(), Arc::new(info)));
         }
         if !set.is_empty() {
-            infos.insert(cf.func.clone(), set);
+            infos.insert(functions[canonical].func.clone(), set);
         }
     }
     add_view_copy_infos(functions, &mut infos);

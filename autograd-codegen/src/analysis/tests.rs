@@ -184,3 +184,58 @@ fn op_prefix_follows_python_title() {
         "NativeLayerNormBackward"
     );
 }
+
+/// Many entries are prepared on two threads: errors, infos and node names are those of one
+/// pass in entry order.
+#[test]
+fn many_entries_in_parallel_equal_one_pass() {
+    let mut native = String::new();
+    let mut derivs = String::new();
+    for i in 0..150 {
+        native.push_str(&format!(
+            "- func: op{i}(Tensor self, Tensor other) -> Tensor\n  dispatch:\n    CPU: op{i}\n"
+        ));
+        let other = if i % 7 == 3 { "othr" } else { "other" };
+        derivs.push_str(&format!(
+            "- name: op{i}(Tensor self, Tensor other) -> Tensor\n  self: grad * {other}\n  {other}: grad * self\n"
+        ));
+    }
+    let mut cx = Ctxt::new();
+    let fns = parse_native_functions(&Arc::from("n.yaml"), &native, &Default::default(), &mut cx);
+    let entries = parse_derivatives(&Arc::from("d.yaml"), &derivs, &mut cx);
+    assert!(!cx.has_errors());
+    let errors = |cx: Ctxt| -> Vec<String> {
+        cx.check(())
+            .err()
+            .map(|d| d.0.iter().map(ToString::to_string).collect())
+            .unwrap_or_default()
+    };
+    let options = AnalysisOptions::torchgen();
+    let mut cx = Ctxt::new();
+    let all = load_infos(&fns, &entries, &options, &mut cx);
+    let all_errors = errors(cx);
+    // In chunks below the parallel threshold: the sequential path.
+    let mut chunk_errors = Vec::new();
+    let mut chunk_ops = Vec::new();
+    for chunk in entries.chunks(50) {
+        let mut cx = Ctxt::new();
+        let m = load_infos(&fns, chunk, &options, &mut cx);
+        chunk_errors.extend(errors(cx));
+        chunk_ops.extend(
+            m.iter()
+                .map(|(s, set)| (s.to_string(), set[0].1.op.clone())),
+        );
+    }
+    assert_eq!(all_errors.len(), 21, "{all_errors:?}");
+    assert_eq!(all_errors, chunk_errors);
+    let ops: Vec<_> = all
+        .iter()
+        .map(|(s, set)| (s.to_string(), set[0].1.op.clone()))
+        .collect();
+    assert_eq!(ops.len(), chunk_ops.len());
+    assert_eq!(ops[0].1.as_deref(), Some("Op0Backward0"));
+    assert_eq!(
+        ops.iter().map(|o| &o.0).collect::<Vec<_>>(),
+        chunk_ops.iter().map(|o| &o.0).collect::<Vec<_>>()
+    );
+}
