@@ -128,7 +128,7 @@ pub mod __prelude {
     pub use super::{IntoGrad, IntoGradList, IntoGrads, NotImplemented, size_at, wrap_opt_if};
     pub use crate::runtime::{
         AutogradError, Node, SavedVariable, Tensor, Variable, VariableList, check_out,
-        is_grad_enabled, record, record_inplace, record_vec,
+        is_grad_enabled, is_retaining_graph, record, record_inplace, record_vec,
     };
     pub use crate::types;
     pub use std::default::Default;

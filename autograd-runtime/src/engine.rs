@@ -350,6 +350,25 @@ impl<'a, T: Tensor> Task<'a, T> {
     }
 }
 
+thread_local! {
+    static RETAINING_GRAPH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the backward pass running on this thread keeps the graph (`retain_graph`):
+/// PyTorch's `retain_variables` in derivative formulas. `false` outside backward.
+pub fn is_retaining_graph() -> bool {
+    RETAINING_GRAPH.with(|c| c.get())
+}
+
+/// Restores the previous `retain_graph` flag (backward passes can nest, e.g. from hooks).
+struct RetainGuard(bool);
+
+impl Drop for RetainGuard {
+    fn drop(&mut self) {
+        RETAINING_GRAPH.with(|c| c.set(self.0));
+    }
+}
+
 fn run<'a, T: Tensor>(
     roots: &'a [(Edge<T>, Option<Variable<T>>)],
     captures: Option<&'a [Edge<T>]>,
@@ -357,6 +376,7 @@ fn run<'a, T: Tensor>(
     create_graph: bool,
 ) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
     let _mode = set_grad_enabled(create_graph);
+    let _retain = RetainGuard(RETAINING_GRAPH.with(|c| c.replace(keep_graph)));
     let mut task = Task::new();
     // 1. Dependencies of every vertex reachable from the roots.
     let mut stack = Vec::new();

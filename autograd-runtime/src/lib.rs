@@ -140,7 +140,7 @@ mod tensor;
 mod variable;
 
 pub use dot::to_dot;
-pub use engine::{GradOptions, backward, grad, grad_with};
+pub use engine::{GradOptions, backward, grad, grad_with, is_retaining_graph};
 pub use error::{AutogradError, ERR_BACKWARD_TWICE};
 pub use list::{IntoIter, OptList};
 pub use mode::{

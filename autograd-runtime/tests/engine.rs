@@ -436,3 +436,27 @@ fn long_chain_backward_and_drop_do_not_overflow_the_stack() {
     assert!(x.grad().is_some());
     drop(y); // 300k nodes freed iteratively
 }
+
+#[test]
+fn formulas_see_whether_the_graph_is_retained() {
+    use autograd_runtime::{AutogradError, Node, VariableList, is_retaining_graph, record};
+    use std::sync::{Arc, Mutex};
+    struct Probe(Arc<Mutex<Vec<bool>>>);
+    impl Node<TT> for Probe {
+        fn name(&self) -> &str {
+            "Probe"
+        }
+        fn apply(&mut self, grads: VariableList<TT>) -> Result<VariableList<TT>, AutogradError> {
+            self.0.lock().unwrap().push(is_retaining_graph());
+            Ok(grads)
+        }
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let x = leaf(&[1.0], &[]);
+    let ([y], _) = record(Probe(seen.clone()), &[Some(&x)], [tensor(&[1.0], &[])]);
+    assert!(!is_retaining_graph());
+    y.backward_with(None, true, false).unwrap();
+    y.backward_with(None, false, false).unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![true, false]);
+    assert!(!is_retaining_graph());
+}

@@ -761,7 +761,7 @@ impl<'a> Emitter<'a> {
             binds.push(quote!(let grad_input_mask = [#(#m),*];));
         }
         if toks.has_ident("retain_variables") {
-            binds.push(quote!(let retain_variables = true;));
+            binds.push(quote!(let retain_variables = __ag::is_retaining_graph();));
         }
         if toks.has_ident("wrap_opt_if") {
             binds.push(quote!(
