@@ -1,0 +1,569 @@
+//! The longer backward functions the formulas of `derivatives.yaml` call (PyTorch's
+//! `FunctionsManual.cpp`). They are generic over any `Backend` and built from the generated
+//! differentiable ops, so gradients of gradients flow through them. Masks (comparisons) and
+//! index tensors are constants: their ops have no derivative entry.
+
+pub use crate::ops::*;
+use autograd::runtime::Variable;
+
+type V<T> = Variable<T>;
+
+/// `usize` sizes as the `int[]` the ops take.
+pub fn dims(s: &[usize]) -> Vec<i64> {
+    s.iter().map(|d| *d as i64).collect()
+}
+
+/// A constant zero gradient shaped like `g` (PyTorch's `zeros_like(grad)`).
+pub fn zeros_of<T: Backend>(g: &V<T>) -> V<T> {
+    Variable::from_data(g.with_data(|t| t.zeros_like()))
+}
+
+/// `g * alpha`, skipping the multiplication for `alpha == 1`.
+pub fn maybe_multiply<T: Backend>(g: &V<T>, alpha: f64) -> V<T> {
+    if alpha == 1.0 {
+        g.clone()
+    } else {
+        mul_scalar(g, alpha)
+    }
+}
+
+/// Sums a broadcast gradient back to `shape` (PyTorch's `at::sum_to`): leading dimensions and
+/// dimensions of size 1 in `shape` are summed.
+pub fn sum_to<T: Backend>(g: &V<T>, shape: &[usize]) -> V<T> {
+    let gs = g.shape();
+    if gs == shape {
+        return g.clone();
+    }
+    let lead = gs.len() - shape.len();
+    let mut red: Vec<i64> = (0..lead as i64).collect();
+    for (i, s) in shape.iter().enumerate() {
+        if *s == 1 && gs[lead + i] != 1 {
+            red.push((lead + i) as i64);
+        }
+    }
+    let r = if red.is_empty() {
+        g.clone()
+    } else {
+        sum_dim_intlist(g, Some(&red), true, None)
+    };
+    reshape(&r, &dims(shape))
+}
+
+/// The axes a reduction over `dim` (`None`/`[]`: all) covers.
+fn axes(dim: Option<&[i64]>, nd: usize) -> Vec<usize> {
+    crate::backend::reduce_axes(dim, nd)
+}
+
+/// Re-inserts the reduced dimensions of a `keepdim=False` reduction.
+pub fn restore_reduced_dims<T: Backend>(
+    g: &V<T>,
+    dim: Option<&[i64]>,
+    keepdim: bool,
+    nd: usize,
+) -> V<T> {
+    if keepdim || nd == 0 {
+        return g.clone();
+    }
+    let mut r = g.clone();
+    for ax in axes(dim, nd) {
+        r = unsqueeze(&r, ax as i64);
+    }
+    r
+}
+
+/// Backward of `sum.dim_IntList`.
+pub fn sum_backward<T: Backend>(
+    g: &V<T>,
+    sizes: &[usize],
+    dim: Option<&[i64]>,
+    keepdim: bool,
+) -> V<T> {
+    let r = restore_reduced_dims(g, dim, keepdim, sizes.len());
+    expand(&r, &dims(sizes), false)
+}
+
+/// Backward of `mean.dim`.
+pub fn mean_backward<T: Backend>(
+    g: &V<T>,
+    sizes: &[usize],
+    dim: Option<&[i64]>,
+    keepdim: bool,
+) -> V<T> {
+    let n: usize = axes(dim, sizes.len()).iter().map(|a| sizes[*a]).product();
+    div_scalar(&sum_backward(g, sizes, dim, keepdim), n as f64)
+}
+
+/// Backward of `max.dim`: the gradient goes to the selected elements.
+pub fn value_selecting_reduction_backward<T: Backend>(
+    g: &V<T>,
+    dim: i64,
+    indices: &V<T>,
+    sizes: &[usize],
+    keepdim: bool,
+) -> V<T> {
+    if sizes.is_empty() {
+        return g.clone();
+    }
+    let (g, idx) = if keepdim {
+        (g.clone(), indices.clone())
+    } else {
+        (unsqueeze(g, dim), unsqueeze(indices, dim))
+    };
+    scatter_add(
+        &new_zeros(&g, &dims(sizes), None, None, None, None),
+        dim,
+        &idx,
+        &g,
+    )
+}
+
+/// Backward of `amax`: the gradient is shared evenly between tied maxima.
+pub fn amax_backward<T: Backend>(
+    g: &V<T>,
+    self_: &V<T>,
+    result: &V<T>,
+    dim: &[i64],
+    keepdim: bool,
+) -> V<T> {
+    let nd = self_.shape().len();
+    let g = restore_reduced_dims(g, Some(dim), keepdim, nd);
+    let r = restore_reduced_dims(&result.detach(), Some(dim), keepdim, nd);
+    let mask = eq_tensor(self_, &r);
+    let red = dims(&axes(Some(dim), nd));
+    let count = sum_dim_intlist(&mask, Some(&red), true, None);
+    mul_tensor(&div_tensor(&g, &count), &mask)
+}
+
+/// Backward of `softmax`.
+pub fn softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> V<T> {
+    let gy = mul_tensor(g, result);
+    sub_tensor(
+        &gy,
+        &mul_tensor(result, &sum_dim_intlist(&gy, Some(&[dim]), true, None)),
+        1.0,
+    )
+}
+
+/// Backward of `log_softmax`.
+pub fn log_softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> V<T> {
+    sub_tensor(
+        g,
+        &mul_tensor(&exp(result), &sum_dim_intlist(g, Some(&[dim]), true, None)),
+        1.0,
+    )
+}
+
+/// Backward of `logsumexp`.
+pub fn logsumexp_backward<T: Backend>(
+    g: &V<T>,
+    self_: &V<T>,
+    result: &V<T>,
+    dim: &[i64],
+    keepdim: bool,
+) -> V<T> {
+    let nd = self_.shape().len();
+    let g = restore_reduced_dims(g, Some(dim), keepdim, nd);
+    let r = restore_reduced_dims(result, Some(dim), keepdim, nd);
+    mul_tensor(&g, &exp(&sub_tensor(self_, &r, 1.0)))
+}
+
+/// Backward of `div.Tensor` for the divisor: `-grad * self / other²`.
+pub fn div_tensor_other_backward<T: Backend>(g: &V<T>, self_: &V<T>, other: &V<T>) -> V<T> {
+    neg(&mul_tensor(
+        g,
+        &div_tensor(&div_tensor(self_, other), other),
+    ))
+}
+
+/// Backward of `pow.Tensor_Scalar`.
+pub fn pow_backward<T: Backend>(g: &V<T>, self_: &V<T>, exponent: f64) -> V<T> {
+    if exponent == 0.0 {
+        zeros_of(g)
+    } else {
+        mul_tensor(
+            g,
+            &mul_scalar(&pow_tensor_scalar(self_, exponent - 1.0), exponent),
+        )
+    }
+}
+
+/// Backward of `pow.Tensor_Tensor` for the base.
+pub fn pow_backward_self<T: Backend>(g: &V<T>, self_: &V<T>, exponent: &V<T>) -> V<T> {
+    let d = mul_tensor(
+        exponent,
+        &pow_tensor_tensor(self_, &sub_scalar(exponent, 1.0, 1.0)),
+    );
+    let d = where_self(&eq_scalar(exponent, 0.0), &zeros_of(&d), &d);
+    mul_tensor(g, &d)
+}
+
+/// Backward of `pow.Tensor_Tensor` for the exponent: `grad * result * log(self)`, zero where
+/// `self == 0` and `exponent >= 0`.
+pub fn pow_backward_exponent<T: Backend>(
+    g: &V<T>,
+    self_: &V<T>,
+    exponent: &V<T>,
+    result: &V<T>,
+) -> V<T> {
+    let d = mul_tensor(g, &mul_tensor(result, &log(self_)));
+    let at_zero = mul_tensor(&eq_scalar(self_, 0.0), &ge_scalar(exponent, 0.0));
+    where_self(&at_zero, &zeros_of(&d), &d)
+}
+
+/// Backward of `gelu` (`approximate` is `"none"` or `"tanh"`).
+pub fn gelu_backward<T: Backend>(g: &V<T>, self_: &V<T>, approximate: &str) -> V<T> {
+    let x = self_;
+    let d = if approximate == "tanh" {
+        let k = (2.0 / std::f64::consts::PI).sqrt();
+        let c = 0.044715;
+        let x2 = mul_tensor(x, x);
+        let inner = mul_scalar(
+            &mul_tensor(x, &add_scalar(&mul_scalar(&x2, c), 1.0, 1.0)),
+            k,
+        );
+        let th = tanh(&inner);
+        let dinner = mul_scalar(&add_scalar(&mul_scalar(&x2, 3.0 * c), 1.0, 1.0), k);
+        let left = mul_scalar(&add_scalar(&th, 1.0, 1.0), 0.5);
+        let sech2 = add_scalar(&neg(&mul_tensor(&th, &th)), 1.0, 1.0);
+        add_tensor(
+            &left,
+            &mul_tensor(&mul_scalar(x, 0.5), &mul_tensor(&sech2, &dinner)),
+            1.0,
+        )
+    } else {
+        let cdf = mul_scalar(
+            &add_scalar(
+                &erf(&mul_scalar(x, std::f64::consts::FRAC_1_SQRT_2)),
+                1.0,
+                1.0,
+            ),
+            0.5,
+        );
+        let pdf = mul_scalar(
+            &exp(&mul_scalar(&mul_tensor(x, x), -0.5)),
+            1.0 / (2.0 * std::f64::consts::PI).sqrt(),
+        );
+        add_tensor(&cdf, &mul_tensor(x, &pdf), 1.0)
+    };
+    mul_tensor(g, &d)
+}
+
+/// Backward of `clamp`: the gradient passes where `min <= self <= max`.
+pub fn clamp_backward<T: Backend>(
+    g: &V<T>,
+    self_: &V<T>,
+    min: Option<f64>,
+    max: Option<f64>,
+) -> V<T> {
+    let keep = match (min, max) {
+        (Some(lo), Some(hi)) => mul_tensor(&ge_scalar(self_, lo), &le_scalar(self_, hi)),
+        (Some(lo), None) => ge_scalar(self_, lo),
+        (None, Some(hi)) => le_scalar(self_, hi),
+        (None, None) => return g.clone(),
+    };
+    where_self(&keep, g, &zeros_of(g))
+}
+
+/// The share of the gradient of `maximum(a, b)` that goes to `a`: 1 where `a > b`, ½ on ties.
+pub fn maximum_mask<T: Backend>(a: &V<T>, b: &V<T>) -> V<T> {
+    add_tensor(&gt_tensor(a, b), &eq_tensor(a, b), 0.5)
+}
+
+/// Backward of `matmul` for both inputs (1-D inputs and broadcast batch dimensions included).
+pub fn matmul_backward<T: Backend>(
+    g: &V<T>,
+    self_: &V<T>,
+    other: &V<T>,
+    mask: [bool; 2],
+) -> (Option<V<T>>, Option<V<T>>) {
+    let (sd, od) = (self_.shape().len(), other.shape().len());
+    let a = if sd == 1 {
+        unsqueeze(self_, 0)
+    } else {
+        self_.clone()
+    };
+    let b = if od == 1 {
+        unsqueeze(other, 1)
+    } else {
+        other.clone()
+    };
+    let (ash, bsh) = (a.shape(), b.shape());
+    let mut out = crate::backend::broadcast_shape(&ash[..ash.len() - 2], &bsh[..bsh.len() - 2]);
+    out.extend([ash[ash.len() - 2], bsh[bsh.len() - 1]]);
+    let g = reshape(g, &dims(&out));
+    let ga = mask[0].then(|| {
+        let r = matmul(&g, &transpose_int(&b, -1, -2));
+        reshape(&sum_to(&r, &ash), &dims(&self_.shape()))
+    });
+    let gb = mask[1].then(|| {
+        let r = matmul(&transpose_int(&a, -1, -2), &g);
+        reshape(&sum_to(&r, &bsh), &dims(&other.shape()))
+    });
+    (ga, gb)
+}
+
+/// The inverse of a permutation.
+pub fn inverse_permutation(p: &[i64]) -> Vec<i64> {
+    let n = p.len();
+    let mut inv = vec![0i64; n];
+    for (i, d) in p.iter().enumerate() {
+        inv[crate::backend::norm_dim(*d, n)] = i as i64;
+    }
+    inv
+}
+
+/// `slice` bounds with PyTorch's defaults, negative values and clamping.
+pub fn slice_bounds(n: i64, start: Option<i64>, end: Option<i64>) -> (i64, i64) {
+    let fix = |x: i64| if x < 0 { (x + n).max(0) } else { x.min(n) };
+    let s = fix(start.unwrap_or(0));
+    let e = fix(end.unwrap_or(n)).max(s);
+    (s, e)
+}
+
+/// Backward of `slice.Tensor`: normalises the bounds, then `slice_backward`.
+pub fn slice_backward_wrapper<T: Backend>(
+    g: &V<T>,
+    sizes: &[usize],
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> V<T> {
+    let ax = crate::backend::norm_dim(dim, sizes.len());
+    let (s, e) = slice_bounds(sizes[ax] as i64, start, end);
+    slice_backward(g, &dims(sizes), ax as i64, s, e, step)
+}
+
+/// Backward of `cat`: the gradient cut into the inputs' pieces.
+pub fn cat_tensors_backward<T: Backend>(g: &V<T>, tensors: &[V<T>], dim: i64) -> Vec<V<T>> {
+    let ax = crate::backend::norm_dim(dim, g.shape().len());
+    let mut at = 0i64;
+    tensors
+        .iter()
+        .map(|t| {
+            let n = t.shape()[ax] as i64;
+            let piece = slice_tensor(g, ax as i64, Some(at), Some(at + n), 1);
+            at += n;
+            piece
+        })
+        .collect()
+}
+
+/// Backward of `unbind`: the gradients stacked back; undefined ones are zeros.
+pub fn unbind_backward<T: Backend>(grads: &[Option<V<T>>], dim: i64, sizes: &[usize]) -> V<T> {
+    let ax = crate::backend::norm_dim(dim, sizes.len());
+    let mut piece = sizes.to_vec();
+    piece.remove(ax);
+    let proto = grads
+        .iter()
+        .flatten()
+        .next()
+        .expect("some gradient is defined");
+    let parts: Vec<V<T>> = grads
+        .iter()
+        .map(|g| {
+            g.clone().unwrap_or_else(|| {
+                Variable::from_data(<T as Backend>::new_zeros(
+                    &proto.data(),
+                    &dims(&piece),
+                    None,
+                    None,
+                    None,
+                    None,
+                ))
+            })
+        })
+        .collect();
+    stack(&parts, ax as i64)
+}
+
+/// Backward of `index_select`.
+pub fn index_select_backward<T: Backend>(
+    g: &V<T>,
+    sizes: &[usize],
+    dim: i64,
+    index: &V<T>,
+) -> V<T> {
+    index_add(
+        &new_zeros(g, &dims(sizes), None, None, None, None),
+        dim,
+        index,
+        g,
+        1.0,
+    )
+}
+
+/// Backward of `gather`.
+pub fn gather_backward<T: Backend>(g: &V<T>, sizes: &[usize], dim: i64, index: &V<T>) -> V<T> {
+    scatter_add(
+        &new_zeros(g, &dims(sizes), None, None, None, None),
+        dim,
+        index,
+        g,
+    )
+}
+
+/// Backward of `mse_loss` for its first argument `a` (the other's is this with `a`, `b` swapped).
+pub fn mse_loss_backward<T: Backend>(g: &V<T>, a: &V<T>, b: &V<T>, reduction: i64) -> V<T> {
+    let d = mul_scalar(&mul_tensor(&sub_tensor(a, b, 1.0), g), 2.0);
+    let d = if reduction == 1 {
+        let n: usize = crate::backend::broadcast_shape(&a.shape(), &b.shape())
+            .iter()
+            .product();
+        div_scalar(&d, n as f64)
+    } else {
+        d
+    };
+    sum_to(&d, &a.shape())
+}
+
+/// The `total_weight` output of `nll_loss_forward` (a constant).
+pub fn nll_total_weight<T: Backend>(
+    self_: &V<T>,
+    target: &V<T>,
+    weight: Option<&V<T>>,
+    reduction: i64,
+    ignore_index: i64,
+) -> V<T> {
+    let w = weight.map(|w| w.data());
+    let (_, tw) = <T as Backend>::nll_loss_forward(
+        &self_.data(),
+        &target.data(),
+        w.as_ref(),
+        reduction,
+        ignore_index,
+    );
+    Variable::from_data(tw)
+}
+
+/// Backward of `cross_entropy_loss` = `nll_loss(log_softmax(self, 1))` with label smoothing.
+pub fn cross_entropy_backward<T: Backend>(
+    g: &V<T>,
+    self_: &V<T>,
+    target: &V<T>,
+    weight: Option<&V<T>>,
+    reduction: i64,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> V<T> {
+    let lsm = log_softmax_int(self_, 1, None);
+    let tw = nll_total_weight(&lsm, target, weight, reduction, ignore_index);
+    let g_nll = nll_loss_backward(g, &lsm, target, weight, reduction, ignore_index, &tw);
+    let g_lsm = if label_smoothing > 0.0 {
+        let s = lsm.shape();
+        let c = s[1];
+        // d(smoothing term)/d lsm[n, c] = -(ls / C) * w[c] * keep[n] * scale[n]
+        let keep = unsqueeze(&ne_scalar(target, ignore_index as f64), 1);
+        let coef = match weight {
+            Some(w) => mul_tensor(&keep, &unsqueeze(&w.detach(), 0)),
+            None => expand(&keep, &dims(&s), false),
+        };
+        let coef = mul_scalar(&coef, -label_smoothing / c as f64);
+        let coef = if reduction == 1 {
+            div_tensor(&coef, &tw)
+        } else {
+            coef
+        };
+        let gb = if reduction == 0 {
+            unsqueeze(g, 1)
+        } else {
+            g.clone()
+        };
+        add_tensor(
+            &mul_scalar(&g_nll, 1.0 - label_smoothing),
+            &mul_tensor(&coef, &gb),
+            1.0,
+        )
+    } else {
+        g_nll
+    };
+    log_softmax_backward(&g_lsm, &lsm, 1)
+}
+
+/// The scale `native_dropout` applies to kept elements.
+pub fn dropout_scale(p: f64, train: Option<bool>) -> f64 {
+    if !train.unwrap_or(true) {
+        1.0
+    } else if p >= 1.0 {
+        0.0
+    } else {
+        1.0 / (1.0 - p)
+    }
+}
+
+/// Backward of `layer_norm` for input, weight and bias (recomputes the statistics with
+/// differentiable ops, so second derivatives work).
+#[allow(clippy::type_complexity)]
+pub fn layer_norm_backward<T: Backend>(
+    g: &V<T>,
+    input: &V<T>,
+    normalized_shape: &[i64],
+    weight: Option<&V<T>>,
+    bias: Option<&V<T>>,
+    eps: f64,
+    mask: [bool; 3],
+) -> (Option<V<T>>, Option<V<T>>, Option<V<T>>) {
+    let nd = input.shape().len();
+    let red: Vec<i64> = ((nd - normalized_shape.len()) as i64..nd as i64).collect();
+    let mean = mean_dim(input, Some(&red), true, None);
+    let xc = sub_tensor(input, &mean, 1.0);
+    let var = mean_dim(&mul_tensor(&xc, &xc), Some(&red), true, None);
+    let rstd = rsqrt(&add_scalar(&var, eps, 1.0));
+    let xhat = mul_tensor(&xc, &rstd);
+    let gi = mask[0].then(|| {
+        let gx = match weight {
+            Some(w) => mul_tensor(g, w),
+            None => g.clone(),
+        };
+        let m1 = mean_dim(&gx, Some(&red), true, None);
+        let m2 = mean_dim(&mul_tensor(&gx, &xhat), Some(&red), true, None);
+        mul_tensor(
+            &rstd,
+            &sub_tensor(&sub_tensor(&gx, &m1, 1.0), &mul_tensor(&xhat, &m2), 1.0),
+        )
+    });
+    let gw = match weight {
+        Some(w) if mask[1] => Some(sum_to(&mul_tensor(g, &xhat), &w.shape())),
+        _ => None,
+    };
+    let gb = match bias {
+        Some(b) if mask[2] => Some(sum_to(g, &b.shape())),
+        _ => None,
+    };
+    (gi, gw, gb)
+}
+
+/// Backward of `embedding` (dense): rows of the gradient added into the used weight rows.
+pub fn embedding_backward<T: Backend>(
+    g: &V<T>,
+    indices: &V<T>,
+    num_weights: usize,
+    padding_idx: i64,
+    scale_grad_by_freq: bool,
+) -> V<T> {
+    let gs = g.shape();
+    let d = gs[gs.len() - 1] as i64;
+    let idx = reshape(indices, &[-1]);
+    let mut g2 = reshape(g, &[-1, d]);
+    if padding_idx >= 0 {
+        g2 = mul_tensor(&g2, &unsqueeze(&ne_scalar(&idx, padding_idx as f64), 1));
+    }
+    if scale_grad_by_freq {
+        let ones = Variable::from_data(idx.with_data(|t| t.ones_like()));
+        let counts = index_add(
+            &new_zeros(&idx, &[num_weights as i64], None, None, None, None),
+            0,
+            &idx,
+            &ones,
+            1.0,
+        );
+        g2 = div_tensor(&g2, &unsqueeze(&index_select(&counts, 0, &idx), 1));
+    }
+    index_add(
+        &new_zeros(&g2, &[num_weights as i64, d], None, None, None, None),
+        0,
+        &idx,
+        &g2,
+        1.0,
+    )
+}

@@ -1,0 +1,51 @@
+//! # ndtensor
+//!
+//! A small tensor library on [`ndarray`] whose whole autograd layer is generated from one
+//! YAML file. `derivatives.yaml` (PyTorch's format, Rust formulas) and `native_functions.yaml`
+//! (PyTorch's schemas) go through `autograd::autograd_ops!`, which generates
+//!
+//! * the `Backend` trait, implemented for the raw tensor [`NdTensor<E>`] in `src/backend.rs`
+//!   (`E` = `f32` or `f64`; any rank; broadcasting; strided views);
+//! * one backward node per differentiable operator;
+//! * differentiable functions over [`Var<E>`] with PyTorch's names (`mul_tensor`, `sum_dim_intlist`,
+//!   `log_softmax_int`, in-place `add_tensor_`, out= `mul_out`, ...), and the same as methods
+//!   through [`VariableOps`].
+//!
+//! ```
+//! use ndtensor::{NdTensor, Var, VariableOps};
+//! let x = Var::new(NdTensor::<f64>::from_vec(vec![1.0, 2.0, 3.0], &[3]), true);
+//! let y = x.mul_tensor(&x).sum(None); // y = Σ x²
+//! y.backward().unwrap();
+//! assert_eq!(x.grad().unwrap().data().to_vec(), vec![2.0, 4.0, 6.0]);
+//! ```
+
+pub mod backend;
+pub mod helpers;
+pub mod nn;
+mod tensor;
+
+pub use tensor::{Element, NdTensor, manual_seed};
+
+/// The generated autograd layer (`autograd_ops!` over `derivatives.yaml`).
+pub mod ops {
+    autograd::autograd_ops!(
+        "derivatives.yaml",
+        native = "native_functions.yaml",
+        helpers = crate::helpers
+    );
+}
+
+pub use ops::{Backend, VariableOps};
+
+/// A differentiable tensor: the runtime's `Variable` over [`NdTensor<E>`].
+pub type Var<E = f64> = autograd::runtime::Variable<NdTensor<E>>;
+
+/// A leaf variable that requires grad (a parameter or a gradchecked input).
+pub fn param<E: Element>(t: NdTensor<E>) -> Var<E> {
+    Var::new(t, true)
+}
+
+/// A constant (no gradient).
+pub fn constant<E: Element>(t: NdTensor<E>) -> Var<E> {
+    Var::from_data(t)
+}

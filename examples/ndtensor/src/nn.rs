@@ -1,0 +1,142 @@
+//! Building blocks on top of the generated ops: layers, dropout, optimizers.
+
+use crate::ops::*;
+use crate::{Element, NdTensor, Var};
+use autograd::runtime::no_grad;
+use autograd::types::Generator;
+
+/// `y = x Wᵀ + b` (PyTorch's `nn.Linear`, Kaiming-uniform initialised).
+pub struct Linear<E: Element> {
+    /// `(out, in)`.
+    pub weight: Var<E>,
+    /// `(out)`.
+    pub bias: Var<E>,
+}
+
+impl<E: Element> Linear<E> {
+    /// A layer with weights uniform in `±1/sqrt(fan_in)`.
+    pub fn new(fan_in: usize, fan_out: usize, g: &Generator) -> Self {
+        let k = 1.0 / (fan_in as f64).sqrt();
+        Linear {
+            weight: Var::new(NdTensor::uniform(&[fan_out, fan_in], -k, k, g), true).named("weight"),
+            bias: Var::new(NdTensor::uniform(&[fan_out], -k, k, g), true).named("bias"),
+        }
+    }
+
+    /// `x Wᵀ + b` for `x` of shape `(N, in)`.
+    pub fn forward(&self, x: &Var<E>) -> Var<E> {
+        add_tensor(&mm(x, &t(&self.weight)), &self.bias, 1.0)
+    }
+
+    /// The parameters.
+    pub fn parameters(&self) -> Vec<Var<E>> {
+        vec![self.weight.clone(), self.bias.clone()]
+    }
+}
+
+/// Dropout as in PyTorch: `native_dropout(x, p, train).0` (the mask output carries what
+/// backward needs). Seed with [`crate::manual_seed`].
+pub fn dropout<E: Element>(x: &Var<E>, p: f64, train: bool) -> Var<E> {
+    native_dropout(x, p, Some(train)).0
+}
+
+/// Stochastic gradient descent with momentum; updates parameters in place with the generated
+/// in-place ops under `no_grad`.
+pub struct Sgd<E: Element> {
+    params: Vec<Var<E>>,
+    lr: f64,
+    momentum: f64,
+    velocity: Vec<Option<Var<E>>>,
+}
+
+impl<E: Element> Sgd<E> {
+    /// An optimizer for `params`.
+    pub fn new(params: Vec<Var<E>>, lr: f64, momentum: f64) -> Self {
+        let n = params.len();
+        Sgd {
+            params,
+            lr,
+            momentum,
+            velocity: vec![None; n],
+        }
+    }
+
+    /// One update with the accumulated `.grad`s.
+    pub fn step(&mut self) {
+        let _g = no_grad();
+        for (p, v) in self.params.iter().zip(self.velocity.iter_mut()) {
+            let Some(g) = p.grad() else { continue };
+            let d = match v {
+                Some(v) => {
+                    mul_scalar_(v, self.momentum).expect("in place");
+                    add_tensor_(v, &g, 1.0).expect("in place");
+                    v.clone()
+                }
+                None => {
+                    let d = Var::from_data(g.data().clone());
+                    *v = Some(d.clone());
+                    d
+                }
+            };
+            sub_tensor_(p, &d, self.lr).expect("in place");
+        }
+    }
+
+    /// Clears the gradients.
+    pub fn zero_grad(&self) {
+        self.params.iter().for_each(|p| p.zero_grad());
+    }
+}
+
+/// Adam (Kingma & Ba), with the generated in-place ops.
+pub struct Adam<E: Element> {
+    params: Vec<Var<E>>,
+    lr: f64,
+    betas: (f64, f64),
+    eps: f64,
+    t: i32,
+    m: Vec<Var<E>>,
+    v: Vec<Var<E>>,
+}
+
+impl<E: Element> Adam<E> {
+    /// An optimizer for `params` with the usual defaults `betas = (0.9, 0.999)`, `eps = 1e-8`.
+    pub fn new(params: Vec<Var<E>>, lr: f64) -> Self {
+        let zeros = |p: &Var<E>| Var::from_data(NdTensor::zeros(&p.shape()));
+        let m = params.iter().map(zeros).collect();
+        let v = params.iter().map(zeros).collect();
+        Adam {
+            params,
+            lr,
+            betas: (0.9, 0.999),
+            eps: 1e-8,
+            t: 0,
+            m,
+            v,
+        }
+    }
+
+    /// One update with the accumulated `.grad`s.
+    pub fn step(&mut self) {
+        let _g = no_grad();
+        self.t += 1;
+        let (b1, b2) = self.betas;
+        let c1 = 1.0 - b1.powi(self.t);
+        let c2 = 1.0 - b2.powi(self.t);
+        for ((p, m), v) in self.params.iter().zip(&self.m).zip(&self.v) {
+            let Some(g) = p.grad() else { continue };
+            mul_scalar_(m, b1).expect("in place");
+            add_tensor_(m, &g, 1.0 - b1).expect("in place");
+            mul_scalar_(v, b2).expect("in place");
+            add_tensor_(v, &mul_tensor(&g, &g), 1.0 - b2).expect("in place");
+            let denom = add_scalar(&sqrt(&div_scalar(v, c2)), self.eps, 1.0);
+            let step = div_tensor(&div_scalar(m, c1), &denom);
+            sub_tensor_(p, &step, self.lr).expect("in place");
+        }
+    }
+
+    /// Clears the gradients.
+    pub fn zero_grad(&self) {
+        self.params.iter().for_each(|p| p.zero_grad());
+    }
+}

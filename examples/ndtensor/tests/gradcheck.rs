@@ -1,0 +1,679 @@
+//! Every differentiable operator of ndtensor's derivatives.yaml against central finite
+//! differences (first and second order), on random shapes with broadcasting and
+//! non-contiguous inputs. The list of operators comes from the analysis of the YAML files,
+//! so an operator added without a case here fails `every_operator_has_a_case`.
+
+mod common;
+
+use autograd::gradcheck::{Tolerances, gradcheck, gradgradcheck};
+use common::*;
+use ndtensor::ops::*;
+use ndtensor::{NdTensor, Var, manual_seed};
+use std::collections::BTreeSet;
+
+type F = Box<dyn Fn(&[Var]) -> Var>;
+
+/// One check: an operator (its schema name in the YAML), a description, inputs that all
+/// require grad, the function of them, and whether second derivatives are checked.
+pub struct Case {
+    pub op: &'static str,
+    pub label: String,
+    pub inputs: Vec<T>,
+    pub f: F,
+    /// `Some(reason)` skips gradgradcheck.
+    pub no_gradgrad: Option<&'static str>,
+}
+
+fn case(
+    op: &'static str,
+    label: &str,
+    inputs: Vec<T>,
+    f: impl Fn(&[Var]) -> Var + 'static,
+) -> Case {
+    Case {
+        op,
+        label: label.to_string(),
+        inputs,
+        f: Box::new(f),
+        no_gradgrad: None,
+    }
+}
+
+fn c(t: &T) -> Var {
+    Var::from_data(t.clone())
+}
+
+/// Values of `t` moved at least `gap` away from each of `kinks`.
+fn avoid(t: &T, kinks: &[f64], gap: f64) -> T {
+    let v: Vec<f64> = t
+        .to_vec()
+        .into_iter()
+        .map(|mut x| {
+            for k in kinks {
+                if (x - k).abs() < gap {
+                    x = if x >= *k { k + gap } else { k - gap };
+                }
+            }
+            x
+        })
+        .collect();
+    NdTensor::from_vec(v, t.shape())
+}
+
+pub fn cases() -> Vec<Case> {
+    let r = Rng::new(2024);
+    let mut cs = Vec::new();
+    let s2 = r.shape(2);
+    let s3 = r.shape(3);
+    let (m, k, n) = (r.size(), r.size(), r.size());
+
+    // ---- pointwise arithmetic, with broadcasting and non-contiguous inputs
+    cs.push(case(
+        "add.Tensor",
+        "same shape, alpha=2",
+        vec![r.t(&s2), r.t(&s2)],
+        |x| add_tensor(&x[0], &x[1], 2.0),
+    ));
+    cs.push(case(
+        "add.Tensor",
+        "broadcast (a,b,c)+(b,1), non-contiguous",
+        vec![r.nc(&s3), r.t(&[s3[1], 1])],
+        |x| add_tensor(&x[0], &x[1], -0.5),
+    ));
+    cs.push(case(
+        "add.Tensor",
+        "broadcast with a 0-d tensor",
+        vec![r.t(&[]), r.t(&s2)],
+        |x| add_tensor(&x[0], &x[1], 1.0),
+    ));
+    cs.push(case("add.Scalar", "", vec![r.nc(&s2)], |x| {
+        add_scalar(&x[0], 3.0, 0.5)
+    }));
+    cs.push(case(
+        "sub.Tensor",
+        "broadcast (1,c)",
+        vec![r.t(&s2), r.t(&[1, s2[1]])],
+        |x| sub_tensor(&x[0], &x[1], 0.7),
+    ));
+    cs.push(case("sub.Scalar", "", vec![r.t(&s3)], |x| {
+        sub_scalar(&x[0], 1.5, 2.0)
+    }));
+    cs.push(case(
+        "mul.Tensor",
+        "non-contiguous",
+        vec![r.nc(&s2), r.nc(&s2)],
+        |x| mul_tensor(&x[0], &x[1]),
+    ));
+    cs.push(case(
+        "mul.Tensor",
+        "broadcast (a,1,c)*(b,1)",
+        vec![r.t(&[s3[0], 1, s3[2]]), r.t(&[s3[1], 1])],
+        |x| mul_tensor(&x[0], &x[1]),
+    ));
+    cs.push(case("mul.Scalar", "", vec![r.t(&s2)], |x| {
+        mul_scalar(&x[0], -1.5)
+    }));
+    cs.push(case(
+        "div.Tensor",
+        "broadcast",
+        vec![r.t(&s3), r.pos(&[s3[2]])],
+        |x| div_tensor(&x[0], &x[1]),
+    ));
+    cs.push(case("div.Scalar", "", vec![r.t(&s2)], |x| {
+        div_scalar(&x[0], 4.0)
+    }));
+    cs.push(case("neg", "", vec![r.nc(&s2)], |x| neg(&x[0])));
+
+    // ---- pointwise math
+    cs.push(case("exp", "", vec![r.nc(&s2)], |x| exp(&x[0])));
+    cs.push(case("log", "", vec![r.pos(&s2)], |x| log(&x[0])));
+    cs.push(case("sqrt", "", vec![r.pos(&s3)], |x| sqrt(&x[0])));
+    cs.push(case("rsqrt", "", vec![r.pos(&s2)], |x| rsqrt(&x[0])));
+    cs.push(case("pow.Tensor_Scalar", "x^2.5", vec![r.pos(&s2)], |x| {
+        pow_tensor_scalar(&x[0], 2.5)
+    }));
+    cs.push(case(
+        "pow.Tensor_Scalar",
+        "x^3, negative x",
+        vec![r.t(&s2)],
+        |x| pow_tensor_scalar(&x[0], 3.0),
+    ));
+    cs.push(case(
+        "pow.Tensor_Tensor",
+        "broadcast exponent",
+        vec![r.pos(&s2), r.t(&[s2[1]])],
+        |x| pow_tensor_tensor(&x[0], &x[1]),
+    ));
+    cs.push(case(
+        "abs",
+        "away from 0",
+        vec![r.away(&s2)],
+        |x| abs(&x[0]),
+    ));
+    cs.push(case("sign", "zero gradient", vec![r.away(&s2)], |x| {
+        sign(&x[0])
+    }));
+    cs.push(case("sin", "", vec![r.nc(&s2)], |x| sin(&x[0])));
+    cs.push(case("cos", "", vec![r.t(&s2)], |x| cos(&x[0])));
+    cs.push(case("erf", "", vec![r.t(&s2)], |x| erf(&x[0])));
+
+    // ---- activations
+    cs.push(case("tanh", "", vec![r.nc(&s2)], |x| tanh(&x[0])));
+    cs.push(case("sigmoid", "", vec![r.t(&s3)], |x| sigmoid(&x[0])));
+    cs.push(case("relu", "away from 0", vec![r.away(&s3)], |x| {
+        relu(&x[0])
+    }));
+    cs.push(case(
+        "threshold_backward",
+        "",
+        vec![r.t(&s2), r.away(&s2)],
+        |x| threshold_backward(&x[0], &x[1], 0.0),
+    ));
+    cs.push(case(
+        "gelu",
+        "approximate='none'",
+        vec![r.u(&s2, -2.0, 2.0)],
+        |x| gelu(&x[0], "none"),
+    ));
+    cs.push(case(
+        "gelu",
+        "approximate='tanh'",
+        vec![r.u(&s2, -2.0, 2.0)],
+        |x| gelu(&x[0], "tanh"),
+    ));
+    cs.push(case(
+        "clamp",
+        "min and max",
+        vec![avoid(&r.u(&s2, -2.0, 2.0), &[-0.5, 0.8], 0.05)],
+        |x| clamp(&x[0], Some(-0.5), Some(0.8)),
+    ));
+    cs.push(case(
+        "clamp",
+        "min only",
+        vec![avoid(&r.t(&s2), &[0.1], 0.05)],
+        |x| clamp(&x[0], Some(0.1), None),
+    ));
+    {
+        let cond = ge_scalar(&c(&r.t(&[s3[1], s3[2]])), 0.0).data();
+        cs.push(case(
+            "where.self",
+            "broadcast condition and other",
+            vec![r.t(&s3), r.t(&[s3[2]])],
+            move |x| where_self(&c(&cond), &x[0], &x[1]),
+        ));
+    }
+    {
+        let a = r.t(&s2);
+        let off = r.away(&[s2[1]]);
+        let b = NdTensor::from_vec(
+            a.to_vec()
+                .iter()
+                .enumerate()
+                .map(|(i, x)| x + off.to_vec()[i % s2[1]])
+                .collect(),
+            &s2,
+        );
+        cs.push(case("maximum", "no ties", vec![a, b], |x| {
+            maximum(&x[0], &x[1])
+        }));
+        cs.push(case(
+            "maximum",
+            "broadcast",
+            vec![avoid(&r.t(&s2), &[0.3], 0.05), NdTensor::scalar(0.3)],
+            |x| maximum(&x[0], &x[1]),
+        ));
+    }
+
+    // ---- linear algebra
+    cs.push(case(
+        "mm",
+        "non-contiguous",
+        vec![r.nc(&[m, k]), r.nc(&[k, n])],
+        |x| mm(&x[0], &x[1]),
+    ));
+    cs.push(case(
+        "matmul",
+        "2-D x 2-D",
+        vec![r.t(&[m, k]), r.t(&[k, n])],
+        |x| matmul(&x[0], &x[1]),
+    ));
+    cs.push(case(
+        "matmul",
+        "1-D x 1-D",
+        vec![r.t(&[k]), r.t(&[k])],
+        |x| matmul(&x[0], &x[1]),
+    ));
+    cs.push(case(
+        "matmul",
+        "1-D x 2-D",
+        vec![r.t(&[k]), r.t(&[k, n])],
+        |x| matmul(&x[0], &x[1]),
+    ));
+    cs.push(case(
+        "matmul",
+        "3-D x 1-D",
+        vec![r.t(&[2, m, k]), r.t(&[k])],
+        |x| matmul(&x[0], &x[1]),
+    ));
+    cs.push(case(
+        "matmul",
+        "batched broadcast (2,1,m,k) x (3,k,n)",
+        vec![r.t(&[2, 1, m, k]), r.nc(&[3, k, n])],
+        |x| matmul(&x[0], &x[1]),
+    ));
+    cs.push(case(
+        "bmm",
+        "",
+        vec![r.t(&[2, m, k]), r.nc(&[2, k, n])],
+        |x| bmm(&x[0], &x[1]),
+    ));
+
+    // ---- reductions
+    cs.push(case("sum", "", vec![r.nc(&s3)], |x| sum(&x[0], None)));
+    cs.push(case(
+        "sum.dim_IntList",
+        "dims [0,-1]",
+        vec![r.t(&s3)],
+        |x| sum_dim_intlist(&x[0], Some(&[0, -1]), false, None),
+    ));
+    cs.push(case("sum.dim_IntList", "keepdim", vec![r.nc(&s3)], |x| {
+        sum_dim_intlist(&x[0], Some(&[1]), true, None)
+    }));
+    cs.push(case("sum.dim_IntList", "all dims", vec![r.t(&s2)], |x| {
+        sum_dim_intlist(&x[0], None, false, None)
+    }));
+    cs.push(case("mean", "", vec![r.t(&s3)], |x| mean(&x[0], None)));
+    cs.push(case("mean.dim", "dim 1", vec![r.nc(&s3)], |x| {
+        mean_dim(&x[0], Some(&[1]), false, None)
+    }));
+    cs.push(case(
+        "mean.dim",
+        "keepdim, dims [0,2]",
+        vec![r.t(&s3)],
+        |x| mean_dim(&x[0], Some(&[0, 2]), true, None),
+    ));
+    cs.push(case("max.dim", "", vec![r.t(&s3)], |x| {
+        max_dim(&x[0], 1, false).0
+    }));
+    cs.push(case(
+        "max.dim",
+        "keepdim, non-contiguous",
+        vec![r.nc(&s2)],
+        |x| max_dim(&x[0], -1, true).0,
+    ));
+    cs.push(case("amax", "dims [0,2]", vec![r.t(&s3)], |x| {
+        amax(&x[0], &[0, 2], false)
+    }));
+    cs.push(case("amax", "keepdim", vec![r.nc(&s2)], |x| {
+        amax(&x[0], &[1], true)
+    }));
+    cs.push(case("softmax.int", "", vec![r.nc(&s3)], |x| {
+        softmax_int(&x[0], 1, None)
+    }));
+    cs.push(case("log_softmax.int", "", vec![r.t(&s2)], |x| {
+        log_softmax_int(&x[0], -1, None)
+    }));
+    cs.push(case("logsumexp", "", vec![r.t(&s3)], |x| {
+        logsumexp(&x[0], &[2], false)
+    }));
+    cs.push(case(
+        "logsumexp",
+        "keepdim, two dims",
+        vec![r.nc(&s3)],
+        |x| logsumexp(&x[0], &[0, 1], true),
+    ));
+
+    // ---- shapes and views
+    cs.push(case("transpose.int", "", vec![r.t(&s3)], |x| {
+        transpose_int(&x[0], 0, 2)
+    }));
+    cs.push(case("t", "", vec![r.t(&s2)], |x| {
+        mul_tensor(&t(&x[0]), &t(&x[0]))
+    }));
+    cs.push(case("permute", "", vec![r.t(&s3)], |x| {
+        permute(&x[0], &[2, 0, 1])
+    }));
+    {
+        let s = s3.clone();
+        cs.push(case(
+            "reshape",
+            "non-contiguous input",
+            vec![r.nc(&s3)],
+            move |x| reshape(&x[0], &[s[0] as i64, -1]),
+        ));
+    }
+    {
+        let s = s3.clone();
+        cs.push(case("view", "", vec![r.t(&s3)], move |x| {
+            view(&x[0], &[(s[0] * s[1]) as i64, s[2] as i64])
+        }));
+    }
+    {
+        let s = s3.clone();
+        cs.push(case(
+            "expand",
+            "(b,1) -> (a,b,c)",
+            vec![r.t(&[s3[1], 1])],
+            move |x| expand(&x[0], &dims_of(&s), false),
+        ));
+        cs.push(case("expand", "0-d", vec![r.t(&[])], move |x| {
+            expand(&x[0], &[3, 2], false)
+        }));
+    }
+    cs.push(case("squeeze", "", vec![r.t(&[s2[0], 1, s2[1], 1])], |x| {
+        squeeze(&x[0])
+    }));
+    cs.push(case(
+        "squeeze.dim",
+        "",
+        vec![r.t(&[s2[0], 1, s2[1]])],
+        |x| squeeze_dim(&x[0], 1),
+    ));
+    cs.push(case("unsqueeze", "", vec![r.t(&s2)], |x| {
+        unsqueeze(&x[0], -1)
+    }));
+    cs.push(case(
+        "slice.Tensor",
+        "step 2",
+        vec![r.t(&[5, s2[1]])],
+        |x| slice_tensor(&x[0], 0, Some(1), None, 2),
+    ));
+    cs.push(case(
+        "slice.Tensor",
+        "negative start, non-contiguous",
+        vec![r.nc(&[s2[0], 5])],
+        |x| slice_tensor(&x[0], 1, Some(-3), Some(4), 1),
+    ));
+    cs.push(case("slice_backward", "", vec![r.t(&[2, s2[1]])], |x| {
+        slice_backward(&x[0], &[5, x[0].shape()[1] as i64], 0, 1, 5, 2)
+    }));
+    cs.push(case(
+        "cat",
+        "three inputs, dim 1",
+        vec![r.t(&[2, 1]), r.nc(&[2, 3]), r.t(&[2, 2])],
+        |x| cat(&[x[0].clone(), x[1].clone(), x[2].clone()], 1),
+    ));
+    cs.push(case("stack", "dim -1", vec![r.t(&s2), r.nc(&s2)], |x| {
+        stack(&[x[0].clone(), x[1].clone()], -1)
+    }));
+    cs.push(case(
+        "unbind.int",
+        "some outputs unused",
+        vec![r.t(&[3, s2[1]])],
+        |x| {
+            let u = unbind_int(&x[0], 0);
+            add_tensor(&u[0], &mul_tensor(&u[2], &u[2]), 1.0)
+        },
+    ));
+
+    // ---- indexing
+    {
+        let idx = v(&[2.0, 0.0, 2.0, 1.0], &[4]);
+        cs.push(case(
+            "index_select",
+            "repeated indices",
+            vec![r.t(&[3, s2[1]])],
+            move |x| index_select(&x[0], 0, &c(&idx)),
+        ));
+        let idx = v(&[1.0, 1.0, 0.0], &[3]);
+        cs.push(case(
+            "index_add",
+            "",
+            vec![r.t(&[s2[0], 2]), r.t(&[s2[0], 3])],
+            move |x| index_add(&x[0], 1, &c(&idx), &x[1], 0.5),
+        ));
+        let gi = r.index(&[s2[0], 5], s2[1]);
+        cs.push(case("gather", "", vec![r.nc(&s2)], move |x| {
+            gather(&x[0], 1, &c(&gi), false)
+        }));
+        let si = r.index(&[4, s2[1]], s2[0]);
+        cs.push(case(
+            "scatter_add",
+            "",
+            vec![r.t(&s2), r.t(&[4, s2[1]])],
+            move |x| scatter_add(&x[0], 0, &c(&si), &x[1]),
+        ));
+    }
+
+    // ---- losses
+    for red in [0, 1, 2] {
+        cs.push(case(
+            "mse_loss",
+            ["reduction none", "reduction mean", "reduction sum"][red as usize],
+            vec![r.t(&s2), r.nc(&s2)],
+            move |x| mse_loss(&x[0], &x[1], red),
+        ));
+    }
+    {
+        let (nb, nc) = (5, 3);
+        let target = v(&[0.0, 2.0, 1.0, 2.0, 1.0], &[nb]);
+        let ignored = v(&[0.0, -100.0, 1.0, 2.0, 2.0], &[nb]);
+        let weight = v(&[0.5, 2.0, 1.0], &[nc]);
+        for red in [0, 1, 2] {
+            let (tg, w) = (target.clone(), weight.clone());
+            cs.push(case(
+                "nll_loss",
+                &format!("weight, reduction {red}"),
+                vec![r.t(&[nb, nc])],
+                move |x| nll_loss(&x[0], &c(&tg), Some(&c(&w)), red, -100),
+            ));
+        }
+        let tg = ignored.clone();
+        cs.push(case(
+            "nll_loss",
+            "ignore_index",
+            vec![r.t(&[nb, nc])],
+            move |x| nll_loss(&x[0], &c(&tg), None, 1, -100),
+        ));
+        let tg = target.clone();
+        cs.push(case(
+            "nll_loss_forward",
+            "",
+            vec![r.t(&[nb, nc])],
+            move |x| nll_loss_forward(&x[0], &c(&tg), None, 1, -100).0,
+        ));
+        let (tg, w) = (target.clone(), weight.clone());
+        cs.push(case(
+            "nll_loss_backward",
+            "reduction none",
+            vec![r.t(&[nb]), r.t(&[nb, nc])],
+            move |x| {
+                let tw = Var::from_data(NdTensor::scalar(1.0));
+                nll_loss_backward(&x[0], &x[1], &c(&tg), Some(&c(&w)), 0, -100, &tw)
+            },
+        ));
+        let tg = target.clone();
+        cs.push(case(
+            "nll_loss_backward",
+            "reduction mean",
+            vec![r.t(&[]), r.t(&[nb, nc])],
+            move |x| {
+                let tw = Var::from_data(NdTensor::scalar(5.0));
+                nll_loss_backward(&x[0], &x[1], &c(&tg), None, 1, -100, &tw)
+            },
+        ));
+        for red in [0, 1, 2] {
+            let tg = target.clone();
+            cs.push(case(
+                "cross_entropy_loss",
+                &format!("reduction {red}"),
+                vec![r.nc(&[nb, nc])],
+                move |x| cross_entropy_loss(&x[0], &c(&tg), None, red, -100, 0.0),
+            ));
+        }
+        let (tg, w) = (ignored.clone(), weight.clone());
+        cs.push(case(
+            "cross_entropy_loss",
+            "weight, ignore_index, label smoothing",
+            vec![r.t(&[nb, nc])],
+            move |x| cross_entropy_loss(&x[0], &c(&tg), Some(&c(&w)), 1, -100, 0.1),
+        ));
+        let tg = target.clone();
+        cs.push(case(
+            "cross_entropy_loss",
+            "label smoothing, reduction none",
+            vec![r.t(&[nb, nc])],
+            move |x| cross_entropy_loss(&x[0], &c(&tg), None, 0, -100, 0.2),
+        ));
+    }
+
+    // ---- nn
+    cs.push(case(
+        "native_dropout",
+        "seeded, p=0.4",
+        vec![r.t(&s3)],
+        |x| {
+            manual_seed(7);
+            native_dropout(&x[0], 0.4, Some(true)).0
+        },
+    ));
+    cs.push(case("native_dropout", "eval mode", vec![r.t(&s2)], |x| {
+        native_dropout(&x[0], 0.4, Some(false)).0
+    }));
+    {
+        let mask = r.index(&s2, 2);
+        cs.push(case(
+            "native_dropout_backward",
+            "",
+            vec![r.t(&s2)],
+            move |x| native_dropout_backward(&x[0], &c(&mask), 2.0),
+        ));
+    }
+    cs.push(case(
+        "layer_norm",
+        "weight and bias",
+        vec![r.t(&[2, 3, 4]), r.pos(&[4]), r.t(&[4])],
+        |x| layer_norm(&x[0], &[4], Some(&x[1]), Some(&x[2]), 1e-5, true),
+    ));
+    cs.push(case(
+        "layer_norm",
+        "two normalized dims, no affine, non-contiguous",
+        vec![r.nc(&[3, 2, 4])],
+        |x| layer_norm(&x[0], &[2, 4], None, None, 1e-5, true),
+    ));
+    {
+        let idx = v(&[1.0, 4.0, 1.0, 0.0, 2.0, 1.0], &[2, 3]);
+        cs.push(case(
+            "embedding",
+            "repeated indices",
+            vec![r.t(&[5, 3])],
+            move |x| embedding(&x[0], &c(&idx), -1, false, false),
+        ));
+    }
+    cs
+}
+
+fn dims_of(s: &[usize]) -> Vec<i64> {
+    s.iter().map(|d| *d as i64).collect()
+}
+
+#[test]
+fn every_operator_has_a_case() {
+    let covered: BTreeSet<&str> = cases().iter().map(|c| c.op).collect();
+    let missing: Vec<String> = differentiable_functions()
+        .into_iter()
+        .filter(|(op, kind)| *kind == "functional" && !covered.contains(op.as_str()))
+        .map(|(op, _)| op)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "operators with a backward node but no gradcheck case: {missing:?}"
+    );
+    // And no case names an operator that is not in the YAML.
+    let ops: BTreeSet<String> = differentiable_functions()
+        .into_iter()
+        .map(|(o, _)| o)
+        .collect();
+    for op in covered {
+        assert!(ops.contains(op), "case for unknown operator {op}");
+    }
+}
+
+#[test]
+fn at_least_45_operators() {
+    let n = differentiable_functions()
+        .iter()
+        .filter(|(_, k)| *k == "functional")
+        .count();
+    assert!(n >= 45, "{n} differentiable operators");
+}
+
+#[test]
+fn every_operator_passes_gradcheck() {
+    let mut failures = Vec::new();
+    let all = cases();
+    for cs in &all {
+        if let Err(e) = gradcheck(|x| (cs.f)(x), &cs.inputs, Tolerances::default()) {
+            failures.push(format!("{} ({}): {e}", cs.op, cs.label));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        all.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_operator_passes_gradgradcheck() {
+    let tol = Tolerances {
+        eps: 1e-5,
+        atol: 1e-4,
+        rtol: 1e-3,
+    };
+    let mut failures = Vec::new();
+    let all = cases();
+    for cs in all.iter().filter(|c| c.no_gradgrad.is_none()) {
+        if let Err(e) = gradgradcheck(|x| (cs.f)(x), &cs.inputs, tol) {
+            failures.push(format!("{} ({}): {e}", cs.op, cs.label));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn gradcheck_catches_a_wrong_formula() {
+    // d/dx (x * detach(x)) is x, not 2x: the check must notice.
+    let wrong = |x: &[Var]| mul_tensor(&x[0], &x[0].detach());
+    assert!(gradcheck(wrong, &[v(&[0.5, 2.0], &[2])], Tolerances::default()).is_err());
+}
+
+#[test]
+fn f32_tensors_differentiate_too() {
+    let x = ndtensor::param(NdTensor::<f32>::from_vec(vec![1.0, -2.0, 3.0], &[3]));
+    let y = sum(&mul_tensor(&tanh(&x), &x), None);
+    y.backward().unwrap();
+    let g = x.grad().unwrap().data();
+    assert_eq!(autograd::runtime::Tensor::dtype(&g), "f32");
+    for (gi, xi) in g.to_vec().iter().zip([1.0f32, -2.0, 3.0]) {
+        let want = xi.tanh() + xi * (1.0 - xi.tanh() * xi.tanh());
+        assert!((gi - want).abs() < 1e-6, "{gi} vs {want}");
+    }
+}
+
+#[test]
+fn embedding_padding_idx_and_scale_grad_by_freq_follow_pytorch() {
+    // Not true gradients by design (PyTorch's documented behaviour): the padding row gets no
+    // gradient, and with scale_grad_by_freq each row's gradient is divided by its count.
+    let w = ndtensor::param(NdTensor::<f64>::zeros(&[4, 2]));
+    let idx = Var::from_data(v(&[1.0, 0.0, 1.0, 3.0, 1.0], &[5]));
+    let y = embedding(&w, &idx, 0, true, false);
+    sum(&y, None).backward().unwrap();
+    let g = w.grad().unwrap().data().to_vec();
+    assert_eq!(g, vec![0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0]);
+    let w = ndtensor::param(NdTensor::<f64>::zeros(&[4, 2]));
+    sum(&embedding(&w, &idx, 0, false, false), None)
+        .backward()
+        .unwrap();
+    assert_eq!(
+        w.grad().unwrap().data().to_vec(),
+        vec![0.0, 0.0, 3.0, 3.0, 0.0, 0.0, 1.0, 1.0]
+    );
+}
