@@ -105,3 +105,22 @@ pub fn differentiable_functions() -> Vec<(String, &'static str)> {
     }
     out
 }
+
+/// `(schema name, kind)` of every function of the native file (kinds as above).
+pub fn all_functions() -> Vec<(String, &'static str)> {
+    let a = analysis();
+    a.functions
+        .iter()
+        .map(|f| {
+            let f = &f.func;
+            let kind = if f.name.name.inplace {
+                "inplace"
+            } else if f.is_out_fn() {
+                "out"
+            } else {
+                "functional"
+            };
+            (f.name.to_string(), kind)
+        })
+        .collect()
+}

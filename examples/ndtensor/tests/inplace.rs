@@ -1,0 +1,362 @@
+//! In-place (`op_`) and out= variants: every in-place operator with a backward node gives the
+//! same values and gradients as its out-of-place operator; every out= variant writes the
+//! functional result and refuses inputs that require grad. Both lists are checked against
+//! the analysis of the YAML files, so a new variant cannot escape.
+
+mod common;
+
+use autograd::runtime::Tensor as _;
+use common::*;
+use ndtensor::ops::*;
+use ndtensor::{Var, param};
+use std::collections::BTreeSet;
+
+type Op = Box<dyn Fn(&Var, &[Var]) -> Var>;
+
+struct InplaceCase {
+    op: &'static str,
+    inplace: Op,
+    functional: Op,
+    x: T,
+    others: Vec<T>,
+}
+
+fn ic(
+    op: &'static str,
+    x: T,
+    others: Vec<T>,
+    inplace: impl Fn(&Var, &[Var]) -> Var + 'static,
+    functional: impl Fn(&Var, &[Var]) -> Var + 'static,
+) -> InplaceCase {
+    InplaceCase {
+        op,
+        inplace: Box::new(inplace),
+        functional: Box::new(functional),
+        x,
+        others,
+    }
+}
+
+fn inplace_cases() -> Vec<InplaceCase> {
+    let r = Rng::new(77);
+    let s = r.shape(2);
+    let row = [s[1]];
+    vec![
+        ic(
+            "add_.Tensor",
+            r.t(&s),
+            vec![r.t(&row)],
+            |x, o| add_tensor_(x, &o[0], 2.0).unwrap(),
+            |x, o| add_tensor(x, &o[0], 2.0),
+        ),
+        ic(
+            "add_.Scalar",
+            r.t(&s),
+            vec![],
+            |x, _| add_scalar_(x, 1.5, 2.0).unwrap(),
+            |x, _| add_scalar(x, 1.5, 2.0),
+        ),
+        ic(
+            "sub_.Tensor",
+            r.t(&s),
+            vec![r.t(&s)],
+            |x, o| sub_tensor_(x, &o[0], 0.5).unwrap(),
+            |x, o| sub_tensor(x, &o[0], 0.5),
+        ),
+        ic(
+            "mul_.Tensor",
+            r.t(&s),
+            vec![r.t(&row)],
+            |x, o| mul_tensor_(x, &o[0]).unwrap(),
+            |x, o| mul_tensor(x, &o[0]),
+        ),
+        ic(
+            "mul_.Scalar",
+            r.t(&s),
+            vec![],
+            |x, _| mul_scalar_(x, -3.0).unwrap(),
+            |x, _| mul_scalar(x, -3.0),
+        ),
+        ic(
+            "div_.Tensor",
+            r.t(&s),
+            vec![r.pos(&s)],
+            |x, o| div_tensor_(x, &o[0]).unwrap(),
+            |x, o| div_tensor(x, &o[0]),
+        ),
+        ic(
+            "div_.Scalar",
+            r.t(&s),
+            vec![],
+            |x, _| div_scalar_(x, 4.0).unwrap(),
+            |x, _| div_scalar(x, 4.0),
+        ),
+        ic(
+            "neg_",
+            r.t(&s),
+            vec![],
+            |x, _| neg_(x).unwrap(),
+            |x, _| neg(x),
+        ),
+        ic(
+            "exp_",
+            r.t(&s),
+            vec![],
+            |x, _| exp_(x).unwrap(),
+            |x, _| exp(x),
+        ),
+        ic(
+            "log_",
+            r.pos(&s),
+            vec![],
+            |x, _| log_(x).unwrap(),
+            |x, _| log(x),
+        ),
+        ic(
+            "sqrt_",
+            r.pos(&s),
+            vec![],
+            |x, _| sqrt_(x).unwrap(),
+            |x, _| sqrt(x),
+        ),
+        ic(
+            "sin_",
+            r.t(&s),
+            vec![],
+            |x, _| sin_(x).unwrap(),
+            |x, _| sin(x),
+        ),
+        ic(
+            "tanh_",
+            r.t(&s),
+            vec![],
+            |x, _| tanh_(x).unwrap(),
+            |x, _| tanh(x),
+        ),
+        ic(
+            "sigmoid_",
+            r.t(&s),
+            vec![],
+            |x, _| sigmoid_(x).unwrap(),
+            |x, _| sigmoid(x),
+        ),
+        ic(
+            "relu_",
+            r.away(&s),
+            vec![],
+            |x, _| relu_(x).unwrap(),
+            |x, _| relu(x),
+        ),
+        ic(
+            "gelu_",
+            r.t(&s),
+            vec![],
+            |x, _| gelu_(x, "tanh").unwrap(),
+            |x, _| gelu(x, "tanh"),
+        ),
+        ic(
+            "clamp_",
+            r.away(&s),
+            vec![],
+            |x, _| clamp_(x, Some(-0.5), Some(0.5)).unwrap(),
+            |x, _| clamp(x, Some(-0.5), Some(0.5)),
+        ),
+    ]
+}
+
+#[test]
+fn every_inplace_operator_has_a_case() {
+    let covered: BTreeSet<&str> = inplace_cases().iter().map(|c| c.op).collect();
+    let inplace: Vec<_> = differentiable_functions()
+        .into_iter()
+        .filter(|(_, k)| *k == "inplace")
+        .collect();
+    assert_eq!(inplace.len(), covered.len(), "{inplace:?}");
+    let missing: Vec<String> = inplace
+        .into_iter()
+        .filter(|(op, kind)| *kind == "inplace" && !covered.contains(op.as_str()))
+        .map(|(op, _)| op)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "in-place operators without a case: {missing:?}"
+    );
+}
+
+#[test]
+fn inplace_gradients_equal_out_of_place_gradients() {
+    let r = Rng::new(5);
+    for c in inplace_cases() {
+        let w = Var::from_data(r.t(c.x.shape()));
+        // Out of place.
+        let x1 = param(c.x.clone());
+        let o1: Vec<Var> = c.others.iter().cloned().map(param).collect();
+        let y1 = (c.functional)(&mul_scalar(&x1, 1.0), &o1);
+        sum(&mul_tensor(&y1, &w), None).backward().unwrap();
+        // In place, on a non-leaf.
+        let x2 = param(c.x.clone());
+        let o2: Vec<Var> = c.others.iter().cloned().map(param).collect();
+        let t = mul_scalar(&x2, 1.0);
+        let before = t.version();
+        let y2 = (c.inplace)(&t, &o2);
+        assert!(y2.ptr_eq(&t), "{}: returns self", c.op);
+        assert_eq!(t.version(), before + 1, "{}: bumps the version", c.op);
+        assert_eq!(
+            t.grad_fn().unwrap().name(),
+            y1.grad_fn().unwrap().name(),
+            "{}: same backward node",
+            c.op
+        );
+        assert_eq!(t.data().to_vec(), y1.data().to_vec(), "{}: values", c.op);
+        sum(&mul_tensor(&t, &w), None).backward().unwrap();
+        let close = |a: &T, b: &T| {
+            a.to_vec()
+                .iter()
+                .zip(b.to_vec())
+                .all(|(p, q)| (p - q).abs() < 1e-12)
+        };
+        assert!(
+            close(&x1.grad().unwrap().data(), &x2.grad().unwrap().data()),
+            "{}: grad of self",
+            c.op
+        );
+        for (i, (a, b)) in o1.iter().zip(&o2).enumerate() {
+            let (ga, gb) = (a.grad().unwrap().data(), b.grad().unwrap().data());
+            assert_eq!(ga.shape(), gb.shape(), "{}: grad shape of input {i}", c.op);
+            assert!(close(&ga, &gb), "{}: grad of input {i}", c.op);
+        }
+    }
+}
+
+#[test]
+fn inplace_on_a_leaf_that_requires_grad_is_refused() {
+    let x = param(Rng::new(1).t(&[3]));
+    let err = relu_(&x).unwrap_err().to_string();
+    assert!(err.contains("leaf Variable that requires grad"), "{err}");
+}
+
+#[test]
+fn inplace_on_a_saved_tensor_fails_backward() {
+    // tanh saves its result; changing it in place makes backward fail, as in PyTorch.
+    let x = param(Rng::new(2).t(&[3]));
+    let y = tanh(&x);
+    mul_scalar_(&y, 2.0).unwrap();
+    let err = sum(&y, None).backward().unwrap_err().to_string();
+    assert!(err.contains("modified by an inplace operation"), "{err}");
+}
+
+type OutOp = Box<dyn Fn(&[Var], &Var) -> Result<Var, autograd::runtime::AutogradError>>;
+type FnOp = Box<dyn Fn(&[Var]) -> Var>;
+
+fn out_cases() -> Vec<(&'static str, Vec<T>, OutOp, FnOp)> {
+    let r = Rng::new(9);
+    let s = r.shape(2);
+    let sq = [s[1], s[0]];
+    let b = |f: fn(&[Var], &Var) -> Result<Var, autograd::runtime::AutogradError>| -> OutOp {
+        Box::new(f)
+    };
+    let g = |f: fn(&[Var]) -> Var| -> FnOp { Box::new(f) };
+    vec![
+        (
+            "add.out",
+            vec![r.t(&s), r.t(&s)],
+            b(|x, o| add_out(&x[0], &x[1], 2.0, o)),
+            g(|x| add_tensor(&x[0], &x[1], 2.0)),
+        ),
+        (
+            "sub.out",
+            vec![r.t(&s), r.t(&s)],
+            b(|x, o| sub_out(&x[0], &x[1], 1.0, o)),
+            g(|x| sub_tensor(&x[0], &x[1], 1.0)),
+        ),
+        (
+            "mul.out",
+            vec![r.t(&s), r.t(&s)],
+            b(|x, o| mul_out(&x[0], &x[1], o)),
+            g(|x| mul_tensor(&x[0], &x[1])),
+        ),
+        (
+            "div.out",
+            vec![r.t(&s), r.pos(&s)],
+            b(|x, o| div_out(&x[0], &x[1], o)),
+            g(|x| div_tensor(&x[0], &x[1])),
+        ),
+        (
+            "neg.out",
+            vec![r.t(&s)],
+            b(|x, o| neg_out(&x[0], o)),
+            g(|x| neg(&x[0])),
+        ),
+        (
+            "exp.out",
+            vec![r.t(&s)],
+            b(|x, o| exp_out(&x[0], o)),
+            g(|x| exp(&x[0])),
+        ),
+        (
+            "tanh.out",
+            vec![r.t(&s)],
+            b(|x, o| tanh_out(&x[0], o)),
+            g(|x| tanh(&x[0])),
+        ),
+        (
+            "clamp.out",
+            vec![r.t(&s)],
+            b(|x, o| clamp_out(&x[0], Some(-0.2), None, o)),
+            g(|x| clamp(&x[0], Some(-0.2), None)),
+        ),
+        (
+            "mm.out",
+            vec![r.t(&s), r.t(&sq)],
+            b(|x, o| mm_out(&x[0], &x[1], o)),
+            g(|x| mm(&x[0], &x[1])),
+        ),
+        (
+            "sum.IntList_out",
+            vec![r.t(&s)],
+            b(|x, o| sum_intlist_out(&x[0], Some(&[1]), false, None, o)),
+            g(|x| sum_dim_intlist(&x[0], Some(&[1]), false, None)),
+        ),
+        (
+            "cat.out",
+            vec![r.t(&s), r.t(&s)],
+            b(|x, o| cat_out(&[x[0].clone(), x[1].clone()], 0, o)),
+            g(|x| cat(&[x[0].clone(), x[1].clone()], 0)),
+        ),
+    ]
+}
+
+#[test]
+fn every_out_variant_has_a_case() {
+    let covered: BTreeSet<&str> = out_cases().iter().map(|c| c.0).collect();
+    let n_out = all_functions().iter().filter(|(_, k)| *k == "out").count();
+    assert_eq!(n_out, covered.len());
+    let missing: Vec<String> = all_functions()
+        .into_iter()
+        .filter(|(op, kind)| *kind == "out" && !covered.contains(op.as_str()))
+        .map(|(op, _)| op)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "out= variants without a case: {missing:?}"
+    );
+}
+
+#[test]
+fn out_variants_write_the_functional_result_and_refuse_grad() {
+    for (op, inputs, out_fn, f) in out_cases() {
+        let xs: Vec<Var> = inputs.iter().cloned().map(Var::from_data).collect();
+        let want = f(&xs).data();
+        let out = Var::from_data(want.zeros_like());
+        let r = out_fn(&xs, &out).unwrap();
+        assert!(r.ptr_eq(&out), "{op}: returns out");
+        assert_eq!(out.data(), want, "{op}: value");
+        assert_eq!(out.version(), 1, "{op}: bumps out's version");
+        let xg: Vec<Var> = inputs.iter().cloned().map(param).collect();
+        let err = out_fn(&xg, &out).unwrap_err().to_string();
+        assert!(
+            err.contains("don't support automatic differentiation"),
+            "{op}: {err}"
+        );
+    }
+}
