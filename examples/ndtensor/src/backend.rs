@@ -98,7 +98,7 @@ fn infer_shape(shape: &[i64], numel: usize) -> Vec<usize> {
         .map(|d| {
             if *d < 0 {
                 assert!(
-                    known > 0 && numel % known == 0,
+                    known > 0 && (numel / known) * known == numel,
                     "shape {shape:?} is invalid for {numel} elements"
                 );
                 numel / known
