@@ -341,6 +341,10 @@ impl<E: Element> Backend for NdTensor<E> {
     fn relu(self_: &Self) -> Self {
         map(self_, |x| if x > E::zero() { x } else { E::zero() })
     }
+    fn leaky_relu(self_: &Self, negative_slope: f64) -> Self {
+        let a = E::of(negative_slope);
+        map(self_, |x| if x > E::zero() { x } else { a * x })
+    }
     fn threshold_backward(grad_output: &Self, self_: &Self, threshold: f64) -> Self {
         let t = E::of(threshold);
         zip(grad_output, self_, |g, x| if x > t { g } else { E::zero() })

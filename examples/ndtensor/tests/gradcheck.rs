@@ -163,6 +163,9 @@ pub fn cases() -> Vec<Case> {
     cs.push(case("relu", "away from 0", vec![r.away(&s3)], |x| {
         relu(&x[0])
     }));
+    cs.push(case("leaky_relu", "away from 0", vec![r.away(&s2)], |x| {
+        leaky_relu(&x[0], 0.1)
+    }));
     cs.push(case(
         "threshold_backward",
         "",

@@ -360,3 +360,57 @@ fn out_variants_write_the_functional_result_and_refuse_grad() {
         );
     }
 }
+
+/// Second derivatives through in-place ops whose formula uses the original `self` (`mul_`,
+/// `div_`, `log_`, `sin_`, ...): the generated wrapper saves a detached copy of `self`, so the
+/// terms through it are missing (PyTorch saves a recorded `self.clone()`). Ops that save their
+/// result (`exp_`, `tanh_`, `sqrt_`, `relu_`, ...) are right. Enable once the generator saves a
+/// recorded copy.
+#[test]
+#[ignore = "generator: in-place ops save a detached copy of the original self"]
+fn inplace_second_derivatives_match() {
+    use autograd::gradcheck::{Tolerances, gradgradcheck};
+    let r = Rng::new(3);
+    let tol = Tolerances {
+        eps: 1e-5,
+        atol: 1e-4,
+        rtol: 1e-3,
+    };
+    gradgradcheck(
+        |x| {
+            let t = mul_scalar(&x[0], 1.0);
+            mul_tensor_(&t, &x[1]).unwrap();
+            t
+        },
+        &[r.t(&[3]), r.t(&[3])],
+        tol,
+    )
+    .unwrap();
+}
+
+#[test]
+fn inplace_second_derivatives_through_saved_results() {
+    use autograd::gradcheck::{Tolerances, gradgradcheck};
+    let r = Rng::new(4);
+    let tol = Tolerances {
+        eps: 1e-5,
+        atol: 1e-4,
+        rtol: 1e-3,
+    };
+    for (name, f) in [
+        (
+            "exp_",
+            exp_ as fn(&Var) -> Result<Var, autograd::runtime::AutogradError>,
+        ),
+        ("tanh_", tanh_),
+        ("sigmoid_", sigmoid_),
+        ("sqrt_", sqrt_),
+    ] {
+        let g = move |x: &[Var]| {
+            let t = mul_scalar(&x[0], 1.0);
+            f(&t).unwrap();
+            t
+        };
+        gradgradcheck(g, &[r.pos(&[2, 3])], tol).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
