@@ -126,6 +126,7 @@ pub fn size_at(shape: &[usize], d: i64) -> usize {
 #[doc(hidden)]
 pub mod __prelude {
     pub use super::{IntoGrad, IntoGradList, IntoGrads, NotImplemented, size_at, wrap_opt_if};
+    pub use crate::runtime::ops::clone as clone_var;
     pub use crate::runtime::{
         AutogradError, Node, SavedVariable, Tensor, Variable, VariableList, check_out,
         is_grad_enabled, is_retaining_graph, record, record_inplace, record_vec,

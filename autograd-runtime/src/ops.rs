@@ -33,3 +33,30 @@ pub fn add<T: Tensor>(a: &Variable<T>, b: &Variable<T>) -> Variable<T> {
     let ([out], _) = record(AddBackward0, &[Some(a), Some(b)], [raw]);
     out
 }
+
+/// Backward of [`clone`]: the identity.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CloneBackward0;
+
+impl<T: Tensor> Node<T> for CloneBackward0 {
+    fn name(&self) -> &str {
+        "CloneBackward0"
+    }
+
+    fn apply(&mut self, mut grads: VariableList<T>) -> Result<VariableList<T>, AutogradError> {
+        Ok(crate::variable_list![grads.take(0)])
+    }
+}
+
+/// A differentiable copy of `a` with its own version counter (PyTorch's `self.clone()`).
+/// Generated in-place wrappers save it when a formula needs the value `self` had before the
+/// op: the copy is not modified by the op, and gradients of gradients still flow through it
+/// to `self`'s earlier history.
+pub fn clone<T: Tensor>(a: &Variable<T>) -> Variable<T> {
+    let raw = a.data();
+    if !should_record(&[a]) {
+        return Variable::from_data(raw);
+    }
+    let ([out], _) = record(CloneBackward0, &[Some(a)], [raw]);
+    out
+}

@@ -1136,7 +1136,7 @@ impl<'a> Emitter<'a> {
                 FieldKind::Input(t) => match rust_ty(t, &k) {
                     Ok(RustTy::Tensor) => {
                         if inplace_self && fld.name == "self" {
-                            quote!(if #cond { __ag::SavedVariable::new(&__ag::Variable::from_data(self_.data()), false) } else { __ag::Default::default() })
+                            quote!(if #cond { __ag::SavedVariable::new(&__ag::clone_var(self_), false) } else { __ag::Default::default() })
                         } else {
                             quote!(if #cond { __ag::SavedVariable::new(#n, false) } else { __ag::Default::default() })
                         }

@@ -202,14 +202,12 @@ impl Backend for Toy {
         }
     }
     fn max_dim(self_: &Self, _dim: i64, _keepdim: bool) -> (Self, Self) {
-        let (i, v) = self_
-            .data
-            .iter()
-            .copied()
-            .enumerate()
-            .fold((0, f64::NEG_INFINITY), |(bi, bv), (i, v)| {
+        let (i, v) = self_.data.iter().copied().enumerate().fold(
+            (0, f64::NEG_INFINITY),
+            |(bi, bv), (i, v)| {
                 if v > bv { (i, v) } else { (bi, bv) }
-            });
+            },
+        );
         (Toy::scalar(v), Toy::scalar(i as f64))
     }
     fn index_scatter(src: &Self, index: &Self, n: i64) -> Self {

@@ -252,3 +252,22 @@ fn methods_on_variables() {
     let g = x.grad().unwrap().data();
     assert!((g.data[0] - 1.5 * 0.5f64.exp()).abs() < 1e-12);
 }
+
+#[test]
+fn inplace_op_second_derivatives() {
+    // mul_ saves the original `self` for `other`'s formula: it must keep its history, so
+    // that gradients of gradients flow through it (PyTorch saves `self.clone()`).
+    let tol = Tolerances {
+        eps: 1e-5,
+        atol: 1e-4,
+        rtol: 1e-3,
+    };
+    let f = |x: &[Variable<Toy>]| -> Variable<Toy> {
+        let t = mul_scalar(&x[0], 1.0);
+        mul_tensor_(&t, &x[1]).unwrap();
+        t
+    };
+    let inputs = [v(&[0.3, -1.2, 0.7]), v(&[1.1, 0.4, -0.5])];
+    gradcheck(f, &inputs, Tolerances::default()).unwrap();
+    gradgradcheck(f, &inputs, tol).unwrap();
+}
