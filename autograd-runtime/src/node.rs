@@ -301,10 +301,15 @@ impl<T: Tensor> NodeRef<T> {
         self.0.anomaly.as_ref().map(|a| a.0.to_string())
     }
 
-    /// `(name, shape)` of every saved variable (`None` shape once released).
+    /// `(name, shape)` of every saved variable (`None` shape once released). Slots that were
+    /// never filled (a formula's input that needed no gradient) are left out.
     pub fn saved_tensors(&self) -> Vec<(String, Option<Vec<usize>>)> {
         let mut out = Vec::new();
-        lock(&self.0.node).visit_saved(&mut |name, sv| out.push((name.to_string(), sv.shape())));
+        lock(&self.0.node).visit_saved(&mut |name, sv| {
+            if !sv.is_empty() {
+                out.push((name.to_string(), sv.shape()));
+            }
+        });
         out
     }
 

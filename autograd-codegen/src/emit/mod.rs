@@ -216,6 +216,19 @@ pub fn compile_errors(d: &Diagnostics) -> TokenStream {
     quote!(#(#errs)*)
 }
 
+/// Methods of traits in the prelude (and `Variable`'s own `Clone`); a `VariableOps` method of
+/// the same name would make every call ambiguous, so those ops are free functions only.
+const PRELUDE_METHODS: &[&str] = &[
+    "clone",
+    "clone_from",
+    "to_owned",
+    "to_string",
+    "into",
+    "try_into",
+    "eq",
+    "ne",
+];
+
 const KEYWORDS: &[&str] = &[
     "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for",
     "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return",
@@ -947,12 +960,14 @@ impl<'a> Emitter<'a> {
                 #body
             }
         };
-        // Method form when the first argument is `self: Tensor`.
+        // Method form when the first argument is `self: Tensor`, unless the name would make
+        // calls ambiguous with a prelude trait's method (`x.clone()`).
         let method = match f.arguments.flat_positional().next() {
             Some(first)
                 if first.name == "self"
                     && first.ty.is_tensor()
-                    && f.arguments.pre_self_positional.is_empty() =>
+                    && f.arguments.pre_self_positional.is_empty()
+                    && !PRELUDE_METHODS.contains(&self.names[fa.func].as_str()) =>
             {
                 let rest: Vec<&TokenStream> = wparams.iter().skip(1).collect();
                 let rest_names: Vec<Ident> = f

@@ -366,7 +366,6 @@ fn out_variants_write_the_functional_result_and_refuse_grad() {
 /// `self` (PyTorch's `self.clone()`); with a detached copy the terms through it are missing.
 /// Enable once the generator saves a recorded copy (`clone_var`).
 #[test]
-#[ignore = "generator: in-place ops save a detached copy of the original self"]
 fn inplace_second_derivatives_match() {
     use autograd::gradcheck::{Tolerances, gradgradcheck};
     let tol = Tolerances {
