@@ -256,14 +256,10 @@ fn missing_file_is_named() {
 
 #[test]
 fn real_corpus_has_3110_records() {
-    let dir = std::env::var_os("AUTOGRAD_PYTORCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/pytorch"));
-    let native = dir.join("native_functions.yaml");
-    if !native.exists() {
-        println!("PyTorch data not found at {}: skipped", dir.display());
+    let Some(dir) = autograd_codegen::api::pytorch_data_dir("CLI corpus test") else {
         return;
-    }
+    };
+    let native = dir.join("native_functions.yaml");
     let o = analyze(
         &native,
         &dir.join("derivatives.yaml"),

@@ -10,28 +10,10 @@ use autograd_codegen::analysis::{AnalysisOptions, json};
 use autograd_codegen::api::{Sources, analyze_sources};
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
-use std::path::PathBuf;
 
 fn corpus() -> Option<Sources> {
-    let dir = std::env::var_os("AUTOGRAD_PYTORCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/pytorch"));
-    let native = dir.join("native_functions.yaml");
-    if !native.exists() {
-        println!(
-            "PyTorch data not found at {} (set AUTOGRAD_PYTORCH_DIR): analyze benchmark skipped",
-            dir.display()
-        );
-        return None;
-    }
-    Some(
-        Sources::read(
-            &native,
-            &dir.join("derivatives.yaml"),
-            Some(&dir.join("tags.yaml")),
-        )
-        .expect("corpus readable"),
-    )
+    let dir = autograd_codegen::api::pytorch_data_dir("analyze benchmark")?;
+    Some(Sources::pytorch(&dir).expect("corpus readable"))
 }
 
 fn bench(c: &mut Criterion) {

@@ -90,3 +90,33 @@ pub fn analyze_sources(src: &Sources, options: &AnalysisOptions) -> Result<Analy
         (Err(e), Ok(_)) => Err(e),
     }
 }
+
+/// The folder with PyTorch's data files (`native_functions.yaml`, `derivatives.yaml`,
+/// `tags.yaml`, `golden-public.json`): `$AUTOGRAD_PYTORCH_DIR`, else `shared/pytorch` next to
+/// the repository. When it is absent, prints one line saying so, naming `what` is skipped,
+/// and returns `None` (tests and benchmarks that need the corpus use this).
+pub fn pytorch_data_dir(what: &str) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("AUTOGRAD_PYTORCH_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/pytorch"));
+    if dir.join("native_functions.yaml").exists() {
+        Some(dir)
+    } else {
+        println!(
+            "PyTorch data not found at {} (set AUTOGRAD_PYTORCH_DIR): {what} skipped",
+            dir.display()
+        );
+        None
+    }
+}
+
+impl Sources {
+    /// The three files of PyTorch's corpus in `dir` (see [`pytorch_data_dir`]).
+    pub fn pytorch(dir: &Path) -> Result<Sources, Diagnostics> {
+        Sources::read(
+            &dir.join("native_functions.yaml"),
+            &dir.join("derivatives.yaml"),
+            Some(&dir.join("tags.yaml")),
+        )
+    }
+}

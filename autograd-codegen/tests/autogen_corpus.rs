@@ -8,23 +8,7 @@ use autograd_codegen::model::native::{
     NativeFunction, Variant, parse_native_functions, parse_tags,
 };
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::Arc;
-
-fn data_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("AUTOGRAD_PYTORCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/pytorch"));
-    if dir.join("native_functions.yaml").exists() {
-        Some(dir)
-    } else {
-        println!(
-            "PyTorch data not found at {} (set AUTOGRAD_PYTORCH_DIR): autogen corpus test skipped",
-            dir.display()
-        );
-        None
-    }
-}
 
 fn load(dir: &std::path::Path) -> Vec<NativeFunction> {
     let text = std::fs::read_to_string(dir.join("native_functions.yaml")).unwrap();
@@ -109,7 +93,9 @@ const EXPECTED: &[(usize, usize, &str, &[&str])] = &[
 
 #[test]
 fn generated_functions_match_torchgen() {
-    let Some(dir) = data_dir() else { return };
+    let Some(dir) = autograd_codegen::api::pytorch_data_dir("autogen corpus test") else {
+        return;
+    };
     let fns = load(&dir);
     assert_eq!(fns.len(), 3110);
     let (read, generated) = fns.split_at(2590);

@@ -8,25 +8,9 @@
 //! compared as a set; everything else is compared exactly.
 
 use autograd_codegen::analysis::{AnalysisOptions, json};
-use autograd_codegen::api::{Sources, analyze_sources};
+use autograd_codegen::api::{Sources, analyze_sources, pytorch_data_dir};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
-
-fn data_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("AUTOGRAD_PYTORCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/pytorch"));
-    if dir.join("golden-public.json").exists() {
-        Some(dir)
-    } else {
-        println!(
-            "PyTorch data not found at {} (set AUTOGRAD_PYTORCH_DIR): conformance test skipped",
-            dir.display()
-        );
-        None
-    }
-}
 
 fn squash(s: &str) -> String {
     s.chars().filter(|c| !c.is_whitespace()).collect()
@@ -182,13 +166,10 @@ fn diff(path: &str, golden: &Value, cand: &Value, out: &mut Vec<String>) {
 
 #[test]
 fn reproduces_torchgen_on_every_public_golden_record() {
-    let Some(dir) = data_dir() else { return };
-    let sources = Sources::read(
-        &dir.join("native_functions.yaml"),
-        &dir.join("derivatives.yaml"),
-        Some(&dir.join("tags.yaml")),
-    )
-    .unwrap();
+    let Some(dir) = pytorch_data_dir("conformance test") else {
+        return;
+    };
+    let sources = Sources::pytorch(&dir).unwrap();
     let analysis =
         analyze_sources(&sources, &AnalysisOptions::torchgen()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(analysis.results.len(), 3110);

@@ -3,27 +3,13 @@
 
 use autograd_codegen::diagnostics::Ctxt;
 use autograd_codegen::model::native::{parse_native_functions, parse_tags};
-use std::path::PathBuf;
 use std::sync::Arc;
-
-fn data_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("AUTOGRAD_PYTORCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/pytorch"));
-    if dir.join("native_functions.yaml").exists() {
-        Some(dir)
-    } else {
-        println!(
-            "PyTorch data not found at {} (set AUTOGRAD_PYTORCH_DIR): corpus test skipped",
-            dir.display()
-        );
-        None
-    }
-}
 
 #[test]
 fn every_native_schema_round_trips() {
-    let Some(dir) = data_dir() else { return };
+    let Some(dir) = autograd_codegen::api::pytorch_data_dir("corpus test") else {
+        return;
+    };
     let text = std::fs::read_to_string(dir.join("native_functions.yaml")).unwrap();
     let tags_text = std::fs::read_to_string(dir.join("tags.yaml")).unwrap();
     let mut cx = Ctxt::new();

@@ -234,14 +234,20 @@ impl<T: Backend> __ag::Node<T> for MaxBackward0<T> {
     fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {}
 }
 ///Differentiable `mul.Tensor(Tensor self, Tensor other) -> Tensor`.
-#[allow(clippy::too_many_arguments, clippy::let_and_return, unused_mut, non_snake_case)]
+#[allow(
+    clippy::too_many_arguments,
+    clippy::let_and_return,
+    clippy::needless_borrow,
+    unused_mut,
+    non_snake_case
+)]
 pub fn mul_tensor<T: Backend>(
     self_: &__ag::Variable<T>,
     other: &__ag::Variable<T>,
 ) -> __ag::Variable<T> {
     let __d_self_ = self_.data();
-    let __d_other = other.data();
-    let __r0 = <T as Backend>::mul_tensor(&__d_self_, &__d_other);
+    let __r0 = other
+        .with_data(|__d_other| <T as Backend>::mul_tensor(&__d_self_, &__d_other));
     let __needs = [self_.requires_grad(), other.requires_grad()];
     if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
         return __ag::Variable::from_data(__r0);
@@ -265,10 +271,15 @@ pub fn mul_tensor<T: Backend>(
     __o0
 }
 ///Differentiable `exp(Tensor self) -> Tensor`.
-#[allow(clippy::too_many_arguments, clippy::let_and_return, unused_mut, non_snake_case)]
+#[allow(
+    clippy::too_many_arguments,
+    clippy::let_and_return,
+    clippy::needless_borrow,
+    unused_mut,
+    non_snake_case
+)]
 pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
-    let __d_self_ = self_.data();
-    let __r0 = <T as Backend>::exp(&__d_self_);
+    let __r0 = self_.with_data(|__d_self_| <T as Backend>::exp(&__d_self_));
     let __needs = [self_.requires_grad()];
     if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
         return __ag::Variable::from_data(__r0);
@@ -287,13 +298,18 @@ pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
     __o0
 }
 ///Differentiable `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
-#[allow(clippy::too_many_arguments, clippy::let_and_return, unused_mut, non_snake_case)]
+#[allow(
+    clippy::too_many_arguments,
+    clippy::let_and_return,
+    clippy::needless_borrow,
+    unused_mut,
+    non_snake_case
+)]
 pub fn sum<T: Backend>(
     self_: &__ag::Variable<T>,
     dtype: __ag::Option<__ag::types::ScalarType>,
 ) -> __ag::Variable<T> {
-    let __d_self_ = self_.data();
-    let __r0 = <T as Backend>::sum(&__d_self_, dtype);
+    let __r0 = self_.with_data(|__d_self_| <T as Backend>::sum(&__d_self_, dtype));
     let __needs = [self_.requires_grad()];
     if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
         return __ag::Variable::from_data(__r0);
@@ -308,14 +324,20 @@ pub fn sum<T: Backend>(
     __o0
 }
 ///Differentiable `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`.
-#[allow(clippy::too_many_arguments, clippy::let_and_return, unused_mut, non_snake_case)]
+#[allow(
+    clippy::too_many_arguments,
+    clippy::let_and_return,
+    clippy::needless_borrow,
+    unused_mut,
+    non_snake_case
+)]
 pub fn expand<T: Backend>(
     self_: &__ag::Variable<T>,
     size: &[i64],
     implicit: bool,
 ) -> __ag::Variable<T> {
-    let __d_self_ = self_.data();
-    let __r0 = <T as Backend>::expand(&__d_self_, size, implicit);
+    let __r0 = self_
+        .with_data(|__d_self_| <T as Backend>::expand(&__d_self_, size, implicit));
     let __needs = [self_.requires_grad()];
     if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
         return __ag::Variable::from_data(__r0);
@@ -329,14 +351,20 @@ pub fn expand<T: Backend>(
     __o0
 }
 ///Differentiable `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`.
-#[allow(clippy::too_many_arguments, clippy::let_and_return, unused_mut, non_snake_case)]
+#[allow(
+    clippy::too_many_arguments,
+    clippy::let_and_return,
+    clippy::needless_borrow,
+    unused_mut,
+    non_snake_case
+)]
 pub fn max_dim<T: Backend>(
     self_: &__ag::Variable<T>,
     dim: i64,
     keepdim: bool,
 ) -> (__ag::Variable<T>, __ag::Variable<T>) {
-    let __d_self_ = self_.data();
-    let (__r0, __r1) = <T as Backend>::max_dim(&__d_self_, dim, keepdim);
+    let (__r0, __r1) = self_
+        .with_data(|__d_self_| <T as Backend>::max_dim(&__d_self_, dim, keepdim));
     let __needs = [self_.requires_grad()];
     if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
         return (__ag::Variable::from_data(__r0), __ag::Variable::from_data(__r1));
