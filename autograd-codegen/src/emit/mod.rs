@@ -846,6 +846,9 @@ impl<'a> Emitter<'a> {
         let mut wparams = Vec::new();
         let mut bparams = Vec::new();
         let mut prep = Vec::new();
+        // The last read-only tensor argument: (index of its `prep` line, variable, binding).
+        // Functional wrappers read it in place with `with_data` instead of cloning it.
+        let mut borrowed: Option<(usize, Ident, Ident)> = None;
         let mut call_args = Vec::new();
         let mut tys: BTreeMap<String, RustTy> = BTreeMap::new();
         for a in f.arguments.flat_all() {
@@ -869,6 +872,7 @@ impl<'a> Emitter<'a> {
                         call_args.push(quote!(&mut #d));
                     } else {
                         bparams.push(quote!(#n: &Self));
+                        borrowed = Some((prep.len(), n.clone(), d.clone()));
                         prep.push(quote!(let #d = #n.data();));
                         call_args.push(quote!(&#d));
                     }
@@ -950,12 +954,21 @@ impl<'a> Emitter<'a> {
         let (wrapper_ret, body) = match kind {
             SchemaKind::Inplace => self.inplace_body(fa, &prep, &call_args, &tys),
             SchemaKind::Out | SchemaKind::Scratch => self.out_body(fa, &prep, &call_args),
-            _ => self.functional_body(fa, &prep, &call_args, &var_rets, &tys),
+            _ => {
+                // `x.data()` clones the raw tensor (a refcount and the shape); the last
+                // read-only tensor is borrowed for the call instead (`&&T` coerces to `&T`).
+                let mut prep = prep;
+                let with = borrowed.map(|(i, n, d)| {
+                    prep.remove(i);
+                    (n, d)
+                });
+                self.functional_body(fa, &prep, &call_args, &var_rets, &tys, with)
+            }
         };
         let wdoc = format!("Differentiable `{entry}`.");
         let wrapper = quote! {
             #[doc = #wdoc]
-            #[allow(clippy::too_many_arguments, clippy::let_and_return, unused_mut, non_snake_case)]
+            #[allow(clippy::too_many_arguments, clippy::let_and_return, clippy::needless_borrow, unused_mut, non_snake_case)]
             pub fn #name<T: Backend>(#(#wparams),*) -> #wrapper_ret {
                 #body
             }
@@ -1208,6 +1221,7 @@ impl<'a> Emitter<'a> {
         call: &[TokenStream],
         var_rets: &[TokenStream],
         tys: &BTreeMap<String, RustTy>,
+        with: Option<(Ident, Ident)>,
     ) -> (TokenStream, TokenStream) {
         let k = self.krate.clone();
         let nf = &self.a.functions[fa.func];
@@ -1221,13 +1235,17 @@ impl<'a> Emitter<'a> {
         let n = f.returns.len();
         let raw: Vec<Ident> = (0..n).map(|i| format_ident!("__r{}", i)).collect();
         let outs: Vec<Ident> = (0..n).map(|i| format_ident!("__o{}", i)).collect();
+        let call = match &with {
+            Some((v, d)) => quote!(#v.with_data(|#d| <T as Backend>::#name(#(#call),*))),
+            None => quote!(<T as Backend>::#name(#(#call),*)),
+        };
         let bind_raw = match n {
-            0 => quote!(let () = <T as Backend>::#name(#(#call),*);),
+            0 => quote!(let () = #call;),
             1 => {
                 let r = &raw[0];
-                quote!(let #r = <T as Backend>::#name(#(#call),*);)
+                quote!(let #r = #call;)
             }
-            _ => quote!(let (#(#raw),*) = <T as Backend>::#name(#(#call),*);),
+            _ => quote!(let (#(#raw),*) = #call;),
         };
         let ret_names = crate::analysis::cpp::return_names(f);
         let diff_outs: Vec<String> = fa.differentiable_outputs.clone().unwrap_or_default();
