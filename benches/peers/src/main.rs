@@ -1,0 +1,476 @@
+//! Generated autograd (ndtensor, built with `autograd_ops!`) against a hand-written tape,
+//! candle-core and burn: the same workloads, the same machine, one interleaved run.
+//!
+//! ```sh
+//! cd benches/peers && CARGO_TARGET_DIR=/work/target-peers cargo run --release -- [w1] [w2] [w3]
+//!     [--reps N] [--threads N] [--only tape,ours,candle,burn]
+//! ```
+//!
+//! * W1 overhead: one-element tensor, 20,000 steps of `y = tanh(y * 0.999 + 0.001)`, backward;
+//!   ns per op = total / 60,000. Run twice: as is (the gradient goes through subnormal floats)
+//!   and with flush-to-zero/denormals-are-zero set on the running thread (MXCSR).
+//! * W2 MLP step: batch 64, 784 -> 128 -> 10, relu, mean squared error; µs per forward+backward
+//!   step and per forward without autograd (median of 200 after 20 warm-up, interleaved).
+//! * W3 memory: 2,000 steps of `y = exp(y * 0.5 - 1.0)` on 10,000 elements, `sum`, backward;
+//!   peak resident memory above the baseline, each backend in its own process (re-exec).
+
+mod burn_b;
+mod candle_b;
+mod ours;
+mod tape;
+mod tape_b;
+
+use std::hint::black_box;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Result of W1: the final value and the gradient of x.
+#[derive(Clone, Copy, Debug)]
+pub struct W1Out {
+    pub value: f32,
+    pub grad: f32,
+}
+
+/// Result of a W2 step: the loss and the sum of all parameter gradients.
+#[derive(Clone, Copy, Debug)]
+pub struct W2Out {
+    pub loss: f32,
+    pub grad_sum: f64,
+}
+
+/// The MLP's data, identical for every backend.
+pub struct Mlp {
+    pub batch: usize,
+    pub input: usize,
+    pub hidden: usize,
+    pub out: usize,
+    pub x: Vec<f32>,
+    pub w1: Vec<f32>,
+    pub b1: Vec<f32>,
+    pub w2: Vec<f32>,
+    pub b2: Vec<f32>,
+    pub target: Vec<f32>,
+}
+
+/// Deterministic uniform values in `[-scale, scale)` (xorshift).
+fn uniform(n: usize, scale: f32, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+        })
+        .collect()
+}
+
+impl Mlp {
+    fn new() -> Self {
+        let (batch, input, hidden, out) = (64, 784, 128, 10);
+        Mlp {
+            batch,
+            input,
+            hidden,
+            out,
+            x: uniform(batch * input, 1.0, 1),
+            w1: uniform(input * hidden, 1.0 / (input as f32).sqrt(), 2),
+            b1: uniform(hidden, 1.0 / (input as f32).sqrt(), 3),
+            w2: uniform(hidden * out, 1.0 / (hidden as f32).sqrt(), 4),
+            b2: uniform(out, 1.0 / (hidden as f32).sqrt(), 5),
+            target: uniform(batch * out, 1.0, 6),
+        }
+    }
+}
+
+const W1_STEPS: usize = 20_000;
+const W3_STEPS: usize = 2_000;
+const W3_LEN: usize = 10_000;
+
+const ALL: [&str; 4] = ["tape", "ours", "candle", "burn"];
+
+fn w1_of(name: &str) -> fn(usize) -> W1Out {
+    match name {
+        "tape" => tape_b::w1,
+        "ours" => ours::w1,
+        "candle" => candle_b::w1,
+        "burn" => burn_b::w1,
+        _ => unreachable!(),
+    }
+}
+
+fn w3_of(name: &str) -> fn(&[f32], usize) -> f32 {
+    match name {
+        "tape" => tape_b::w3,
+        "ours" => ours::w3,
+        "candle" => candle_b::w3,
+        "burn" => burn_b::w3,
+        _ => unreachable!(),
+    }
+}
+
+trait Step {
+    fn step(&mut self, grad: bool) -> W2Out;
+}
+impl Step for tape_b::W2<'_> {
+    fn step(&mut self, grad: bool) -> W2Out {
+        tape_b::W2::step(self, grad)
+    }
+}
+impl Step for ours::W2 {
+    fn step(&mut self, grad: bool) -> W2Out {
+        ours::W2::step(self, grad)
+    }
+}
+impl Step for candle_b::W2 {
+    fn step(&mut self, grad: bool) -> W2Out {
+        candle_b::W2::step(self, grad)
+    }
+}
+impl Step for burn_b::W2 {
+    fn step(&mut self, grad: bool) -> W2Out {
+        burn_b::W2::step(self, grad)
+    }
+}
+
+fn w2_of<'a>(name: &str, m: &'a Mlp) -> Box<dyn Step + 'a> {
+    match name {
+        "tape" => Box::new(tape_b::W2::new(m)),
+        "ours" => Box::new(ours::W2::new(m)),
+        "candle" => Box::new(candle_b::W2::new(m)),
+        "burn" => Box::new(burn_b::W2::new(m)),
+        _ => unreachable!(),
+    }
+}
+
+struct Stats {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+fn stats(v: &[f64]) -> Stats {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    Stats {
+        median: v[v.len() / 2],
+        min: v[0],
+        max: v[v.len() - 1],
+    }
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * a.abs().max(b.abs()) || (a == 0.0 && b == 0.0)
+}
+
+/// Flush-to-zero and denormals-are-zero on this thread (x86-64 MXCSR bits 15 and 6).
+#[allow(deprecated)]
+fn set_ftz(on: bool) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: only changes how this thread's SSE unit treats subnormal floats.
+    unsafe {
+        use std::arch::x86_64::{_mm_getcsr, _mm_setcsr};
+        let bits = (1 << 15) | (1 << 6);
+        let csr = _mm_getcsr();
+        _mm_setcsr(if on { csr | bits } else { csr & !bits });
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = on;
+}
+
+fn w1(backends: &[&str], reps: usize) {
+    println!(
+        "W1 overhead: one-element tensor, {W1_STEPS} steps of y = tanh(y * 0.999 + 0.001), backward"
+    );
+    // Same numbers everywhere: a short chain (gradient still a normal float) and the full one.
+    for steps in [1_000, W1_STEPS] {
+        let reference = tape_b::w1(steps);
+        for b in backends {
+            let o = w1_of(b)(steps);
+            println!(
+                "  check {steps:>5} steps  {b:<7} y = {:.7}  dy/dx = {:e}",
+                o.value, o.grad
+            );
+            assert!(
+                close(o.value as f64, reference.value as f64, 1e-5),
+                "{b}: value {} vs tape {}",
+                o.value,
+                reference.value
+            );
+            assert!(
+                close(o.grad as f64, reference.grad as f64, 1e-3),
+                "{b}: gradient {} vs tape {}",
+                o.grad,
+                reference.grad
+            );
+        }
+    }
+    for ftz in [false, true] {
+        set_ftz(ftz);
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); backends.len()];
+        for _ in 0..2 {
+            for b in backends {
+                black_box(w1_of(b)(W1_STEPS));
+            }
+        }
+        for _ in 0..reps {
+            for (i, b) in backends.iter().enumerate() {
+                let t = Instant::now();
+                black_box(w1_of(b)(W1_STEPS));
+                times[i].push(t.elapsed().as_nanos() as f64 / (W1_STEPS * 3) as f64);
+            }
+        }
+        set_ftz(false);
+        println!(
+            "  {} (median of {reps} interleaved runs, ns/op = total / {}):",
+            if ftz {
+                "flush-to-zero + denormals-are-zero (MXCSR) on the running thread"
+            } else {
+                "as is (IEEE subnormals)"
+            },
+            W1_STEPS * 3
+        );
+        let tape = stats(&times[0]).median;
+        for (i, b) in backends.iter().enumerate() {
+            let s = stats(&times[i]);
+            println!(
+                "    {b:<7} {:>9.1} ns/op   min-max {:>8.1}-{:<8.1}  {:>6.2}x tape",
+                s.median,
+                s.min,
+                s.max,
+                s.median / tape
+            );
+        }
+    }
+}
+
+fn w2(backends: &[&str], reps: usize) {
+    let m = Mlp::new();
+    println!(
+        "W2 MLP step: batch {}, {} -> {} -> {}, relu, mean squared error",
+        m.batch, m.input, m.hidden, m.out
+    );
+    let mut impls: Vec<Box<dyn Step + '_>> = backends.iter().map(|b| w2_of(b, &m)).collect();
+    let reference = impls[0].step(true);
+    for (b, s) in backends.iter().zip(impls.iter_mut()) {
+        let o = s.step(true);
+        let f = s.step(false);
+        println!(
+            "  check {b:<7} loss = {:.6} (no autograd {:.6})  sum of gradients = {:.6}",
+            o.loss, f.loss, o.grad_sum
+        );
+        assert!(
+            close(o.loss as f64, reference.loss as f64, 1e-4),
+            "{b}: loss"
+        );
+        assert!(
+            close(f.loss as f64, reference.loss as f64, 1e-4),
+            "{b}: loss"
+        );
+        assert!(
+            close(o.grad_sum, reference.grad_sum, 1e-3),
+            "{b}: gradients"
+        );
+    }
+    let warm = 20;
+    let mut fb: Vec<Vec<f64>> = vec![Vec::new(); backends.len()];
+    let mut fw: Vec<Vec<f64>> = vec![Vec::new(); backends.len()];
+    for r in 0..warm + reps {
+        for (i, s) in impls.iter_mut().enumerate() {
+            let t = Instant::now();
+            black_box(s.step(true));
+            let a = t.elapsed();
+            let t = Instant::now();
+            black_box(s.step(false));
+            let b = t.elapsed();
+            if r >= warm {
+                fb[i].push(a.as_nanos() as f64 / 1e3);
+                fw[i].push(b.as_nanos() as f64 / 1e3);
+            }
+        }
+    }
+    println!("  median of {reps} interleaved steps after {warm} warm-up:");
+    let tape_ratio = stats(&fb[0]).median / stats(&fw[0]).median;
+    for (i, b) in backends.iter().enumerate() {
+        let (a, f) = (stats(&fb[i]), stats(&fw[i]));
+        let ratio = a.median / f.median;
+        println!(
+            "    {b:<7} fwd+bwd {:>8.1} us (min-max {:>7.1}-{:<7.1})  fwd {:>7.1} us (min-max {:>7.1}-{:<7.1})  (fwd+bwd)/fwd {:>5.2}  ({:.2}x tape's ratio)",
+            a.median,
+            a.min,
+            a.max,
+            f.median,
+            f.min,
+            f.max,
+            ratio,
+            ratio / tape_ratio
+        );
+    }
+}
+
+fn status_kib(field: &str) -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn w3_init() -> Vec<f32> {
+    (0..W3_LEN).map(|i| i as f32 / W3_LEN as f32).collect()
+}
+
+/// Child process: one W3 run of one backend; prints `peak_kib millis grad_sum`.
+fn w3_child(backend: &str) {
+    let init = w3_init();
+    let f = w3_of(backend);
+    // Initialise the backend's statics (thread pools, caches) before the baseline.
+    black_box(f(&init[..16], 2));
+    let _ = std::fs::write("/proc/self/clear_refs", "5"); // reset VmHWM to VmRSS
+    let base = status_kib("VmRSS:");
+    let t = Instant::now();
+    let g = f(&init, W3_STEPS);
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let peak = status_kib("VmHWM:");
+    println!("{} {ms:.1} {g}", peak.saturating_sub(base));
+}
+
+fn w3(backends: &[&str], rounds: usize) {
+    println!(
+        "W3 memory: {W3_STEPS} steps of y = exp(y * 0.5 - 1.0) on {W3_LEN} f32, sum, backward; each backend in its own process"
+    );
+    // Same numbers everywhere: after 2,000 steps the gradient is 0 (it shrinks by about 0.2 a
+    // step), so compare a 20-step chain first.
+    let init = w3_init();
+    let reference = tape_b::w3(&init, 20);
+    for b in backends {
+        let g = w3_of(b)(&init, 20);
+        println!("  check 20 steps  {b:<7} sum(dx) = {g:e}");
+        assert!(
+            close(g as f64, reference as f64, 1e-3),
+            "{b}: {g} vs {reference}"
+        );
+    }
+    let floor = (W3_STEPS * W3_LEN * 4) as f64 / (1 << 20) as f64;
+    let exe = std::env::current_exe().expect("exe");
+    let mut peaks: Vec<Vec<f64>> = vec![Vec::new(); backends.len()];
+    let mut millis: Vec<Vec<f64>> = vec![Vec::new(); backends.len()];
+    let mut grads: Vec<f64> = vec![0.0; backends.len()];
+    for _ in 0..rounds {
+        for (i, b) in backends.iter().enumerate() {
+            let out = Command::new(&exe)
+                .args(["w3-child", b])
+                .output()
+                .expect("child");
+            assert!(
+                out.status.success(),
+                "{b}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let s = String::from_utf8_lossy(&out.stdout);
+            let v: Vec<f64> = s
+                .split_whitespace()
+                .map(|x| x.parse().expect("number"))
+                .collect();
+            peaks[i].push(v[0] / 1024.0);
+            millis[i].push(v[1]);
+            grads[i] = v[2];
+        }
+    }
+    println!(
+        "  peak RSS above baseline (VmHWM - VmRSS before the run), median of {rounds} processes; floor (saved exp outputs) {floor:.1} MiB:"
+    );
+    let tape = stats(&peaks[0]).median;
+    for (i, b) in backends.iter().enumerate() {
+        let (p, t) = (stats(&peaks[i]), stats(&millis[i]));
+        println!(
+            "    {b:<7} {:>7.1} MiB (min-max {:>6.1}-{:<6.1})  {:>5.2}x tape   time {:>7.1} ms   sum(dx) = {:.4}",
+            p.median,
+            p.min,
+            p.max,
+            p.median / tape,
+            t.median,
+            grads[i]
+        );
+        assert!(close(grads[i], grads[0], 1e-3), "{b}: gradient");
+    }
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cpu}, {cores} cores")
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("w3-child") {
+        return w3_child(&args[1]);
+    }
+    let mut workloads = Vec::new();
+    let mut reps = None;
+    let mut threads = 1usize;
+    let mut only: Vec<String> = ALL.iter().map(|s| s.to_string()).collect();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--reps" => reps = it.next().and_then(|v| v.parse().ok()),
+            "--threads" => threads = it.next().and_then(|v| v.parse().ok()).unwrap_or(1),
+            "--only" => {
+                only = it
+                    .next()
+                    .map(|v| v.split(',').map(str::to_string).collect())
+                    .unwrap_or_default()
+            }
+            w @ ("w1" | "w2" | "w3") => workloads.push(w.to_string()),
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    if workloads.is_empty() {
+        workloads = vec!["w1".into(), "w2".into(), "w3".into()];
+    }
+    // The tape is the reference: always first.
+    only.retain(|b| b != "tape" && ALL.contains(&b.as_str()));
+    only.insert(0, "tape".into());
+    // Thread pools of candle (rayon), burn-ndarray (rayon) and matrixmultiply (ndarray, the
+    // tape): the same count for everyone, set before any pool starts. Children inherit it.
+    let n = threads.to_string();
+    // SAFETY: no other thread exists yet.
+    unsafe {
+        std::env::set_var("RAYON_NUM_THREADS", &n);
+        std::env::set_var("MATMUL_NUM_THREADS", &n);
+    }
+    println!(
+        "machine: {}; compute threads per backend: {threads}; backends: {}",
+        machine(),
+        only.join(", ")
+    );
+    // A big stack: candle's backward walks the graph recursively (60,000 nodes deep in W1).
+    std::thread::Builder::new()
+        .stack_size(1 << 30)
+        .spawn(move || {
+            let names: Vec<&str> = only.iter().map(String::as_str).collect();
+            for w in &workloads {
+                let t = Instant::now();
+                match w.as_str() {
+                    "w1" => w1(&names, reps.unwrap_or(15)),
+                    "w2" => w2(&names, reps.unwrap_or(200)),
+                    "w3" => w3(&names, reps.unwrap_or(3)),
+                    _ => unreachable!(),
+                }
+                println!("  ({:.1} s)", Duration::as_secs_f64(&t.elapsed()));
+            }
+        })
+        .expect("thread")
+        .join()
+        .expect("bench");
+}
