@@ -68,6 +68,10 @@ fn map<E: Element>(a: &NdTensor<E>, f: impl Fn(E) -> E) -> NdTensor<E> {
 }
 
 fn zip<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, f: impl Fn(E, E) -> E) -> NdTensor<E> {
+    // Same shapes (the common case): no broadcast views, no shape computation.
+    if a.data.shape() == b.data.shape() {
+        return wrap(Zip::from(&a.data).and(&b.data).map_collect(|x, y| f(*x, *y)));
+    }
     let shape = broadcast_shape(a.shape(), b.shape());
     let av = a.data.broadcast(IxDyn(&shape)).expect("broadcast");
     let bv = b.data.broadcast(IxDyn(&shape)).expect("broadcast");
@@ -334,6 +338,9 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn tanh(self_: &Self) -> Self {
         map(self_, |x| x.tanh())
+    }
+    fn tanh_backward(grad_output: &Self, output: &Self) -> Self {
+        zip(grad_output, output, |g, y| g * (E::one() - y * y))
     }
     fn sigmoid(self_: &Self) -> Self {
         map(self_, |x| (E::one() + (-x).exp()).recip())

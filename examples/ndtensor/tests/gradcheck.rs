@@ -159,6 +159,9 @@ pub fn cases() -> Vec<Case> {
 
     // ---- activations
     cs.push(case("tanh", "", vec![r.nc(&s2)], |x| tanh(&x[0])));
+    cs.push(case("tanh_backward", "", vec![r.t(&s2), r.nc(&s2)], |x| {
+        tanh_backward(&x[0], &x[1])
+    }));
     cs.push(case("sigmoid", "", vec![r.t(&s3)], |x| sigmoid(&x[0])));
     cs.push(case("relu", "away from 0", vec![r.away(&s3)], |x| {
         relu(&x[0])
