@@ -132,6 +132,7 @@ pub mod __prelude {
         is_grad_enabled, is_retaining_graph, record, record_inplace, record_vec,
     };
     pub use crate::types;
+    pub use std::borrow::Borrow;
     pub use std::default::Default;
     pub use std::format;
     pub use std::marker::PhantomData;

@@ -331,7 +331,6 @@ impl<'a> Emitter<'a> {
         let mut backend_methods = Vec::new();
         let mut wrappers = Vec::new();
         let mut methods_decl = Vec::new();
-        let mut methods_impl = Vec::new();
         for fa in &self.a.results {
             let Some((bm, w, m)) = self.function(fa) else {
                 continue;
@@ -340,7 +339,7 @@ impl<'a> Emitter<'a> {
             wrappers.push(w);
             if let Some((d, i)) = m {
                 methods_decl.push(d);
-                methods_impl.push(i);
+                let _ = i;
             }
         }
         let track = if self.config.track_files {
@@ -377,13 +376,11 @@ impl<'a> Emitter<'a> {
             #(#wrappers)*
 
             /// The differentiable operations as methods on `Variable` (generated).
-            pub trait VariableOps<T: Backend> {
+            pub trait VariableOps<T: Backend>: __ag::Borrow<__ag::Variable<T>> {
                 #(#methods_decl)*
             }
 
-            impl<T: Backend> VariableOps<T> for __ag::Variable<T> {
-                #(#methods_impl)*
-            }
+            impl<T: Backend> VariableOps<T> for __ag::Variable<T> {}
         };
         self.cx.check(out)
     }
@@ -620,6 +617,18 @@ impl<'a> Emitter<'a> {
         );
         let name_str = &op;
         let not_impl_prefix = info.name.to_string();
+        // Only what some formula uses: fewer tokens make the macro expand faster.
+        let not_impl = info.uses_ident("not_implemented").then(|| {
+            quote!(
+                fn not_implemented(what: &str) -> __ag::NotImplemented {
+                    __ag::NotImplemented(__ag::format!("{}: {}", #not_impl_prefix, what))
+                }
+            )
+        });
+        // `grad` is the same for every formula: bound once; no gradient, nothing to do.
+        let grad = info
+            .uses_ident("grad")
+            .then(|| quote!(let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };));
         quote! {
             #[doc = #doc]
             #[allow(non_camel_case_types)]
@@ -643,14 +652,12 @@ impl<'a> Emitter<'a> {
                     grads: __ag::VariableList<T>,
                 ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
                     #helpers
-                    #[allow(dead_code)]
-                    fn not_implemented(what: &str) -> __ag::NotImplemented {
-                        __ag::NotImplemented(__ag::format!("{}: {}", #not_impl_prefix, what))
-                    }
-                    let mut __out: __ag::VariableList<T> = __ag::VariableList::with_len(#total);
-                    if grads.iter().all(|g| g.is_none()) {
+                    #not_impl
+                    let mut __out = __ag::VariableList::<T>::with_len(#total);
+                    if grads.iter().all(__ag::Option::is_none) {
                         return Ok(__out);
                     }
+                    #grad
                     #(#derivs)*
                     Ok(__out)
                 }
@@ -739,13 +746,17 @@ impl<'a> Emitter<'a> {
                 _ => quote!(let #n = &self.#n;),
             });
         }
-        if toks.has_ident("grad") {
-            binds.push(quote!(
-                let grad = match &grads[0] {
-                    __ag::Some(g) => g.clone(),
-                    __ag::None => return Ok(__out),
-                };
-            ));
+        // `grad` is bound once per node; a formula may move it, so each of several uses
+        // gets its own handle.
+        if toks.has_ident("grad")
+            && info
+                .derivatives
+                .iter()
+                .filter(|d| d.tokens.has_ident("grad"))
+                .count()
+                > 1
+        {
+            binds.push(quote!(let grad = grad.clone();));
         }
         if toks.has_ident("grads") {
             binds.push(quote!(let grads: &[__ag::Option<__ag::Variable<T>>] = &grads[..];));
@@ -990,8 +1001,10 @@ impl<'a> Emitter<'a> {
                     .map(|a| ident(&a.name))
                     .collect();
                 Some((
-                    quote!(#[doc = #wdoc] #[allow(clippy::too_many_arguments)] fn #name(&self, #(#rest),*) -> #wrapper_ret;),
-                    quote!(fn #name(&self, #(#rest),*) -> #wrapper_ret { #name::<T>(self, #(#rest_names),*) }),
+                    quote!(#[doc = #wdoc] #[allow(clippy::too_many_arguments)] fn #name(&self, #(#rest),*) -> #wrapper_ret {
+                        #name::<T>(__ag::Borrow::borrow(self), #(#rest_names),*)
+                    }),
+                    quote!(),
                 ))
             }
             _ => None,

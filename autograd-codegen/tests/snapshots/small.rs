@@ -33,29 +33,20 @@ impl<T: Backend> __ag::Node<T> for MulBackward0<T> {
         &mut self,
         grads: __ag::VariableList<T>,
     ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
-        #[allow(dead_code)]
-        fn not_implemented(what: &str) -> __ag::NotImplemented {
-            __ag::NotImplemented(__ag::format!("{}: {}", "mul", what))
-        }
-        let mut __out: __ag::VariableList<T> = __ag::VariableList::with_len(2usize);
-        if grads.iter().all(|g| g.is_none()) {
+        let mut __out = __ag::VariableList::<T>::with_len(2usize);
+        if grads.iter().all(__ag::Option::is_none) {
             return Ok(__out);
         }
+        let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
         if self.__needs[1usize] {
             let self_ = self.self_.unpack()?;
-            let grad = match &grads[0] {
-                __ag::Some(g) => g.clone(),
-                __ag::None => return Ok(__out),
-            };
+            let grad = grad.clone();
             let __r = { mul_tensor(&grad, &self_) };
             __out[1usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         if self.__needs[0usize] {
             let other = self.other.unpack()?;
-            let grad = match &grads[0] {
-                __ag::Some(g) => g.clone(),
-                __ag::None => return Ok(__out),
-            };
+            let grad = grad.clone();
             let __r = { mul_tensor(&grad, &other) };
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
@@ -89,20 +80,13 @@ impl<T: Backend> __ag::Node<T> for ExpBackward0<T> {
         &mut self,
         grads: __ag::VariableList<T>,
     ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
-        #[allow(dead_code)]
-        fn not_implemented(what: &str) -> __ag::NotImplemented {
-            __ag::NotImplemented(__ag::format!("{}: {}", "exp", what))
-        }
-        let mut __out: __ag::VariableList<T> = __ag::VariableList::with_len(1usize);
-        if grads.iter().all(|g| g.is_none()) {
+        let mut __out = __ag::VariableList::<T>::with_len(1usize);
+        if grads.iter().all(__ag::Option::is_none) {
             return Ok(__out);
         }
+        let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
         if self.__needs[0usize] {
             let result = self.result.unpack()?;
-            let grad = match &grads[0] {
-                __ag::Some(g) => g.clone(),
-                __ag::None => return Ok(__out),
-            };
             let __r = { mul_tensor(&grad, &result) };
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
@@ -134,20 +118,13 @@ impl<T: Backend> __ag::Node<T> for SumBackward0<T> {
         &mut self,
         grads: __ag::VariableList<T>,
     ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
-        #[allow(dead_code)]
-        fn not_implemented(what: &str) -> __ag::NotImplemented {
-            __ag::NotImplemented(__ag::format!("{}: {}", "sum", what))
-        }
-        let mut __out: __ag::VariableList<T> = __ag::VariableList::with_len(1usize);
-        if grads.iter().all(|g| g.is_none()) {
+        let mut __out = __ag::VariableList::<T>::with_len(1usize);
+        if grads.iter().all(__ag::Option::is_none) {
             return Ok(__out);
         }
+        let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
         if self.__needs[0usize] {
             let self_sizes: &[usize] = &self.self_sizes[..];
-            let grad = match &grads[0] {
-                __ag::Some(g) => g.clone(),
-                __ag::None => return Ok(__out),
-            };
             let __r = {
                 expand(
                     &grad,
@@ -180,12 +157,11 @@ impl<T: Backend> __ag::Node<T> for ExpandBackward0<T> {
         &mut self,
         grads: __ag::VariableList<T>,
     ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
-        #[allow(dead_code)]
         fn not_implemented(what: &str) -> __ag::NotImplemented {
             __ag::NotImplemented(__ag::format!("{}: {}", "expand", what))
         }
-        let mut __out: __ag::VariableList<T> = __ag::VariableList::with_len(1usize);
-        if grads.iter().all(|g| g.is_none()) {
+        let mut __out = __ag::VariableList::<T>::with_len(1usize);
+        if grads.iter().all(__ag::Option::is_none) {
             return Ok(__out);
         }
         if self.__needs[0usize] {
@@ -215,12 +191,11 @@ impl<T: Backend> __ag::Node<T> for MaxBackward0<T> {
         &mut self,
         grads: __ag::VariableList<T>,
     ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
-        #[allow(dead_code)]
         fn not_implemented(what: &str) -> __ag::NotImplemented {
             __ag::NotImplemented(__ag::format!("{}: {}", "max", what))
         }
-        let mut __out: __ag::VariableList<T> = __ag::VariableList::with_len(1usize);
-        if grads.iter().all(|g| g.is_none()) {
+        let mut __out = __ag::VariableList::<T>::with_len(1usize);
+        if grads.iter().all(__ag::Option::is_none) {
             return Ok(__out);
         }
         if self.__needs[0usize] {
@@ -379,41 +354,35 @@ pub fn max_dim<T: Backend>(
     (__o0, __o1)
 }
 /// The differentiable operations as methods on `Variable` (generated).
-pub trait VariableOps<T: Backend> {
+pub trait VariableOps<T: Backend>: __ag::Borrow<__ag::Variable<T>> {
     ///Differentiable `mul.Tensor(Tensor self, Tensor other) -> Tensor`.
     #[allow(clippy::too_many_arguments)]
-    fn mul_tensor(&self, other: &__ag::Variable<T>) -> __ag::Variable<T>;
+    fn mul_tensor(&self, other: &__ag::Variable<T>) -> __ag::Variable<T> {
+        mul_tensor::<T>(__ag::Borrow::borrow(self), other)
+    }
     ///Differentiable `exp(Tensor self) -> Tensor`.
     #[allow(clippy::too_many_arguments)]
-    fn exp(&self) -> __ag::Variable<T>;
+    fn exp(&self) -> __ag::Variable<T> {
+        exp::<T>(__ag::Borrow::borrow(self))
+    }
     ///Differentiable `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
     #[allow(clippy::too_many_arguments)]
-    fn sum(&self, dtype: __ag::Option<__ag::types::ScalarType>) -> __ag::Variable<T>;
+    fn sum(&self, dtype: __ag::Option<__ag::types::ScalarType>) -> __ag::Variable<T> {
+        sum::<T>(__ag::Borrow::borrow(self), dtype)
+    }
     ///Differentiable `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`.
     #[allow(clippy::too_many_arguments)]
-    fn expand(&self, size: &[i64], implicit: bool) -> __ag::Variable<T>;
+    fn expand(&self, size: &[i64], implicit: bool) -> __ag::Variable<T> {
+        expand::<T>(__ag::Borrow::borrow(self), size, implicit)
+    }
     ///Differentiable `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`.
     #[allow(clippy::too_many_arguments)]
-    fn max_dim(&self, dim: i64, keepdim: bool) -> (__ag::Variable<T>, __ag::Variable<T>);
-}
-impl<T: Backend> VariableOps<T> for __ag::Variable<T> {
-    fn mul_tensor(&self, other: &__ag::Variable<T>) -> __ag::Variable<T> {
-        mul_tensor::<T>(self, other)
-    }
-    fn exp(&self) -> __ag::Variable<T> {
-        exp::<T>(self)
-    }
-    fn sum(&self, dtype: __ag::Option<__ag::types::ScalarType>) -> __ag::Variable<T> {
-        sum::<T>(self, dtype)
-    }
-    fn expand(&self, size: &[i64], implicit: bool) -> __ag::Variable<T> {
-        expand::<T>(self, size, implicit)
-    }
     fn max_dim(
         &self,
         dim: i64,
         keepdim: bool,
     ) -> (__ag::Variable<T>, __ag::Variable<T>) {
-        max_dim::<T>(self, dim, keepdim)
+        max_dim::<T>(__ag::Borrow::borrow(self), dim, keepdim)
     }
 }
+impl<T: Backend> VariableOps<T> for __ag::Variable<T> {}
