@@ -337,10 +337,7 @@ impl<'a> Emitter<'a> {
             };
             backend_methods.push(bm);
             wrappers.push(w);
-            if let Some((d, i)) = m {
-                methods_decl.push(d);
-                let _ = i;
-            }
+            methods_decl.extend(m);
         }
         let track = if self.config.track_files {
             let mut files = Vec::new();
@@ -1000,12 +997,11 @@ impl<'a> Emitter<'a> {
                     .skip(1)
                     .map(|a| ident(&a.name))
                     .collect();
-                Some((
+                Some(
                     quote!(#[doc = #wdoc] #[allow(clippy::too_many_arguments)] fn #name(&self, #(#rest),*) -> #wrapper_ret {
                         #name::<T>(__ag::Borrow::borrow(self), #(#rest_names),*)
                     }),
-                    quote!(),
-                ))
+                )
             }
             _ => None,
         };
@@ -1453,8 +1449,8 @@ impl<'a> Emitter<'a> {
     }
 }
 
-/// Backend method, wrapper, and `VariableOps` declaration and impl (when it is a method).
-type FunctionCode = (TokenStream, TokenStream, Option<(TokenStream, TokenStream)>);
+/// Backend method, wrapper, and `VariableOps` method (when it is a method).
+type FunctionCode = (TokenStream, TokenStream, Option<TokenStream>);
 
 #[derive(Debug, Clone)]
 enum FieldKind {
