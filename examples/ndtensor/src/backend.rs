@@ -70,7 +70,11 @@ fn map<E: Element>(a: &NdTensor<E>, f: impl Fn(E) -> E) -> NdTensor<E> {
 fn zip<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, f: impl Fn(E, E) -> E) -> NdTensor<E> {
     // Same shapes (the common case): no broadcast views, no shape computation.
     if a.data.shape() == b.data.shape() {
-        return wrap(Zip::from(&a.data).and(&b.data).map_collect(|x, y| f(*x, *y)));
+        return wrap(
+            Zip::from(&a.data)
+                .and(&b.data)
+                .map_collect(|x, y| f(*x, *y)),
+        );
     }
     let shape = broadcast_shape(a.shape(), b.shape());
     let av = a.data.broadcast(IxDyn(&shape)).expect("broadcast");
