@@ -5,7 +5,7 @@
 //! files use is kept: maps, sequences and scalars. Scalars stay text; [`Node::as_bool`]
 //! reads booleans as PyYAML does (`True`, `true`, `False`, `false`).
 
-use crate::diagnostics::{Diagnostic, Location};
+use crate::diagnostics::{Ctxt, Diagnostic, Location};
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use std::sync::Arc;
 
@@ -103,6 +103,30 @@ impl Node {
 /// The deepest nesting of collections accepted (PyTorch's files nest four deep); the tree is
 /// dropped recursively, so depth must be bounded.
 const MAX_DEPTH: usize = 128;
+
+/// Parse a file that must be a list of entries; errors (bad YAML, or not a list: `what` says
+/// what was expected) go to `cx`. An empty file is an empty list.
+pub fn parse_list(file: &Arc<str>, text: &str, what: &str, cx: &mut Ctxt) -> Vec<Node> {
+    match parse(file, text) {
+        Err(d) => {
+            cx.error(&d.location, None, d.message);
+            Vec::new()
+        }
+        Ok(None) => Vec::new(),
+        Ok(Some(Node {
+            value: Value::Seq(items),
+            ..
+        })) => items,
+        Ok(Some(root)) => {
+            cx.error(
+                &root.location(file),
+                None,
+                format!("{what}, found {}", root.kind_name()),
+            );
+            Vec::new()
+        }
+    }
+}
 
 /// Parse the first document of `text`; `Ok(None)` for an empty file.
 pub fn parse(file: &Arc<str>, text: &str) -> Result<Option<Node>, Diagnostic> {

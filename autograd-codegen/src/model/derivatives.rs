@@ -56,25 +56,12 @@ pub struct DerivativeEntry {
 
 /// Read `derivatives.yaml`. Malformed entries are reported to `cx` and skipped.
 pub fn parse_derivatives(file: &Arc<str>, text: &str, cx: &mut Ctxt) -> Vec<DerivativeEntry> {
-    let root = match yaml::parse(file, text) {
-        Err(d) => {
-            cx.error(&d.location, None, d.message);
-            return Vec::new();
-        }
-        Ok(None) => return Vec::new(),
-        Ok(Some(r)) => r,
-    };
-    let Some(items) = root.as_seq() else {
-        cx.error(
-            &root.location(file),
-            None,
-            format!(
-                "derivatives.yaml must be a list of `- name:` entries, found {}",
-                root.kind_name()
-            ),
-        );
-        return Vec::new();
-    };
+    let items = yaml::parse_list(
+        file,
+        text,
+        "derivatives.yaml must be a list of `- name:` entries",
+        cx,
+    );
     items
         .iter()
         .filter_map(|item| parse_entry(file, item, cx))

@@ -107,26 +107,18 @@ impl NativeFunction {
 /// Read `tags.yaml`: the valid tag names.
 pub fn parse_tags(file: &Arc<str>, text: &str, cx: &mut Ctxt) -> BTreeSet<String> {
     let mut tags = BTreeSet::new();
-    match yaml::parse(file, text) {
-        Err(d) => cx.error(&d.location, None, d.message),
-        Ok(None) => {}
-        Ok(Some(root)) => match root.as_seq() {
-            None => cx.error(
-                &root.location(file),
-                None,
-                "tags.yaml must be a list of `- tag: NAME` entries",
-            ),
-            Some(items) => {
-                for item in items {
-                    match item.get("tag").and_then(Node::as_str) {
-                        Some(t) => {
-                            tags.insert(t.to_string());
-                        }
-                        None => cx.error(&item.location(file), None, "tag entry without `tag:`"),
-                    }
-                }
+    for item in yaml::parse_list(
+        file,
+        text,
+        "tags.yaml must be a list of `- tag: NAME` entries",
+        cx,
+    ) {
+        match item.get("tag").and_then(Node::as_str) {
+            Some(t) => {
+                tags.insert(t.to_string());
             }
-        },
+            None => cx.error(&item.location(file), None, "tag entry without `tag:`"),
+        }
     }
     tags
 }
@@ -207,22 +199,12 @@ fn parse_whole(
     valid_tags: &BTreeSet<String>,
     cx: &mut Ctxt,
 ) -> Vec<NativeFunction> {
-    let root = match yaml::parse(file, text) {
-        Err(d) => {
-            cx.error(&d.location, None, d.message);
-            return Vec::new();
-        }
-        Ok(None) => return Vec::new(),
-        Ok(Some(r)) => r,
-    };
-    let Some(items) = root.as_seq() else {
-        cx.error(
-            &root.location(file),
-            None,
-            "native_functions.yaml must be a list of `- func:` entries",
-        );
-        return Vec::new();
-    };
+    let items = yaml::parse_list(
+        file,
+        text,
+        "native_functions.yaml must be a list of `- func:` entries",
+        cx,
+    );
     items
         .iter()
         .filter_map(|item| parse_entry(file, item, valid_tags, cx))
