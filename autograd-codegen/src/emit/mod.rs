@@ -33,7 +33,7 @@ use quote::{format_ident, quote};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use types::{RustTy, ValueTy, rust_ty};
+use types::{RustTy, TypeMap, ValueTy, rust_ty};
 
 /// What to generate from.
 #[derive(Debug, Clone)]
@@ -52,6 +52,8 @@ pub struct Config {
     pub track_files: bool,
     /// The derivatives YAML itself, instead of reading `derivatives` (inline YAML in the macro).
     pub derivatives_text: Option<String>,
+    /// Rust types for value schema types (`("Scalar", f32)`), instead of the defaults.
+    pub type_overrides: Vec<(String, syn::Type)>,
 }
 
 impl Config {
@@ -65,6 +67,7 @@ impl Config {
             krate: syn::parse_quote!(::autograd),
             track_files: true,
             derivatives_text: None,
+            type_overrides: Vec::new(),
         }
     }
 
@@ -269,7 +272,7 @@ pub fn op_fn_name(name: &OperatorName) -> String {
 struct Emitter<'a> {
     config: &'a Config,
     a: &'a Analysis,
-    krate: TokenStream,
+    krate: TypeMap,
     cx: Ctxt,
     /// Wrapper name of each function.
     names: Vec<String>,
@@ -284,7 +287,20 @@ struct DiffInput<'a> {
 impl<'a> Emitter<'a> {
     fn new(config: &'a Config, a: &'a Analysis) -> Self {
         // Generated code names everything through one alias, `__ag` (see `emit`).
-        let krate = quote!(__ag);
+        // Unknown names are reported by `emit`.
+        let overrides = config
+            .type_overrides
+            .iter()
+            .filter_map(|(name, ty)| {
+                let b = crate::model::schema::BaseTy::from_name(name)
+                    .filter(|b| types::OVERRIDABLE.contains(b))?;
+                Some((b, quote!(#ty)))
+            })
+            .collect();
+        let krate = TypeMap {
+            krate: quote!(__ag),
+            overrides,
+        };
         Emitter {
             config,
             a,
@@ -303,6 +319,26 @@ impl<'a> Emitter<'a> {
     }
 
     fn emit(mut self) -> Result<TokenStream, Diagnostics> {
+        for (name, _) in &self.config.type_overrides {
+            let ok = crate::model::schema::BaseTy::from_name(name)
+                .is_some_and(|b| types::OVERRIDABLE.contains(&b));
+            if !ok {
+                let allowed: Vec<&str> = types::OVERRIDABLE.iter().map(|b| b.as_str()).collect();
+                let loc = Location {
+                    file: Arc::from(self.config.derivatives.display().to_string()),
+                    line: 0,
+                    column: 0,
+                };
+                self.cx.error(
+                    &loc,
+                    None,
+                    format!(
+                        "`types`: `{name}` cannot be mapped; the value types that can are {}",
+                        allowed.join(", ")
+                    ),
+                );
+            }
+        }
         let mut seen: HashMap<&str, usize> = HashMap::new();
         for (i, n) in self.names.iter().enumerate() {
             if let Some(prev) = seen.insert(n, i) {
@@ -1486,6 +1522,8 @@ pub struct MacroArgs {
     pub helpers: Option<syn::Path>,
     /// `crate = path`.
     pub krate: Option<syn::Path>,
+    /// `types = { Scalar = f32, ... }`.
+    pub types: Vec<(String, syn::Type)>,
 }
 
 impl syn::parse::Parse for MacroArgs {
@@ -1496,6 +1534,7 @@ impl syn::parse::Parse for MacroArgs {
             native: None,
             helpers: None,
             krate: None,
+            types: Vec::new(),
         };
         if input.peek(syn::LitStr) {
             args.derivatives = Some(input.parse()?);
@@ -1521,11 +1560,24 @@ impl syn::parse::Parse for MacroArgs {
                 "yaml" => args.yaml = Some(input.parse()?),
                 "helpers" => args.helpers = Some(input.parse()?),
                 "crate" => args.krate = Some(input.parse()?),
+                "types" => {
+                    let content;
+                    syn::braced!(content in input);
+                    while !content.is_empty() {
+                        let name: syn::Ident = content.parse()?;
+                        content.parse::<syn::Token![=]>()?;
+                        let ty: syn::Type = content.parse()?;
+                        args.types.push((name.to_string(), ty));
+                        if !content.is_empty() {
+                            content.parse::<syn::Token![,]>()?;
+                        }
+                    }
+                }
                 other => {
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
-                            "unknown argument `{other}`: expected `native = \"...\"`, `yaml = \"...\"`, `helpers = path` or `crate = path`"
+                            "unknown argument `{other}`: expected `native = \"...\"`, `yaml = \"...\"`, `helpers = path`, `crate = path` or `types = {{ Scalar = f32 }}`"
                         ),
                     ));
                 }
@@ -1562,6 +1614,7 @@ pub fn expand_macro(input: TokenStream) -> TokenStream {
     if let Some(k) = args.krate {
         config.krate = k;
     }
+    config.type_overrides = args.types;
     // Formulas are tokenized with proc-macro2's own lexer, whose spans know byte offsets
     // into the formula; the code is then built with the compiler's tokens directly (no
     // string round trip).

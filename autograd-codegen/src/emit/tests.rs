@@ -1,1 +1,82 @@
+//! Unit tests of emission on inline YAML.
 
+use super::*;
+
+fn config(yaml: &str) -> Config {
+    let mut c = Config::new("d.yaml");
+    c.derivatives_text = Some(yaml.to_string());
+    c.track_files = false;
+    c
+}
+
+const YAML: &str = "\
+- name: mul.Scalar(Tensor self, Scalar other) -> Tensor
+  self: mul_scalar(&grad, other)
+";
+
+#[test]
+fn scalar_maps_to_f64_by_default() {
+    let code = generate_pretty(&config(YAML)).unwrap();
+    assert!(
+        code.contains("fn mul_scalar(self_: &Self, other: f64) -> Self;"),
+        "{code}"
+    );
+    assert!(code.contains("pub other: f64,"), "{code}");
+}
+
+#[test]
+fn types_override_value_types() {
+    let mut c = config(YAML);
+    c.type_overrides
+        .push(("Scalar".into(), syn::parse_quote!(f32)));
+    let code = generate_pretty(&c).unwrap();
+    assert!(
+        code.contains("fn mul_scalar(self_: &Self, other: f32) -> Self;"),
+        "{code}"
+    );
+    assert!(code.contains("pub other: f32,"), "{code}");
+}
+
+#[test]
+fn types_refuse_what_cannot_be_mapped() {
+    let mut c = config(YAML);
+    c.type_overrides
+        .push(("Tensor".into(), syn::parse_quote!(f32)));
+    c.type_overrides
+        .push(("Scalr".into(), syn::parse_quote!(f32)));
+    let errs = generate(&c).unwrap_err().0;
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(
+        errs[0].message.contains("`Tensor` cannot be mapped"),
+        "{}",
+        errs[0]
+    );
+    assert!(
+        errs[1].message.contains("`Scalr` cannot be mapped"),
+        "{}",
+        errs[1]
+    );
+}
+
+#[test]
+fn macro_arguments_parse() {
+    let args: MacroArgs = syn::parse_quote!("d.yaml", native = "n.yaml", helpers = crate::h, types = { Scalar = f32, int = i32 });
+    assert_eq!(args.derivatives.unwrap().value(), "d.yaml");
+    assert_eq!(args.native.unwrap().value(), "n.yaml");
+    assert_eq!(args.types.len(), 2);
+    assert_eq!(args.types[1].0, "int");
+    assert!(syn::parse_str::<MacroArgs>("\"d.yaml\", yaml = \"[]\"").is_err());
+}
+
+#[test]
+fn names_follow_the_documented_rules() {
+    let n = |s: &str| op_fn_name(&crate::model::schema::OperatorName::parse(s).unwrap());
+    assert_eq!(n("mul.Tensor"), "mul_tensor");
+    assert_eq!(n("mul_.Tensor"), "mul_tensor_");
+    assert_eq!(n("mul.out"), "mul_out");
+    assert_eq!(n("sum.dim_IntList"), "sum_dim_intlist");
+    assert_eq!(n("exp"), "exp");
+    assert_eq!(n("where.self"), "where_self");
+    assert_eq!(rust_name("where"), "where_");
+    assert_eq!(rust_name("self"), "self_");
+}

@@ -98,7 +98,35 @@ impl ValueTy {
     }
 }
 
-fn base_value(b: BaseTy, krate: &TokenStream) -> Option<ValueTy> {
+/// How schema types become Rust types: the path generated code names its support items by,
+/// and the user's overrides of value types (`types = { Scalar = f32 }` in the macro).
+#[derive(Debug, Clone)]
+pub struct TypeMap {
+    /// The path prefix of `types::ScalarType` etc. (`__ag` in generated code).
+    pub krate: TokenStream,
+    /// Overridden base types and their Rust type (a `Copy` type).
+    pub overrides: Vec<(BaseTy, TokenStream)>,
+}
+
+/// The base types whose Rust type can be overridden: plain values, passed by copy.
+pub const OVERRIDABLE: &[BaseTy] = &[
+    BaseTy::Int,
+    BaseTy::SymInt,
+    BaseTy::Float,
+    BaseTy::Scalar,
+    BaseTy::Bool,
+    BaseTy::SymBool,
+    BaseTy::ScalarType,
+    BaseTy::Layout,
+    BaseTy::Device,
+    BaseTy::MemoryFormat,
+];
+
+fn base_value(b: BaseTy, map: &TypeMap) -> Option<ValueTy> {
+    if let Some((_, t)) = map.overrides.iter().find(|(o, _)| *o == b) {
+        return Some(ValueTy::copy(t.clone()));
+    }
+    let krate = &map.krate;
     Some(match b {
         BaseTy::Int | BaseTy::SymInt => ValueTy::copy(quote!(i64)),
         BaseTy::Float | BaseTy::Scalar => ValueTy::copy(quote!(f64)),
@@ -124,7 +152,7 @@ fn base_value(b: BaseTy, krate: &TokenStream) -> Option<ValueTy> {
 }
 
 /// Map a schema type; `Err` names what has no Rust mapping.
-pub fn rust_ty(t: &Type, krate: &TokenStream) -> Result<RustTy, String> {
+pub fn rust_ty(t: &Type, krate: &TypeMap) -> Result<RustTy, String> {
     let unsupported = || format!("type `{t}` has no Rust mapping");
     Ok(match t {
         Type::Base(BaseTy::Tensor) => RustTy::Tensor,

@@ -367,7 +367,8 @@ impl BaseTy {
         Self::ALL.iter().find(|(t, _)| *t == self).unwrap().1
     }
 
-    fn from_name(s: &str) -> Option<BaseTy> {
+    /// The base type spelled `s` in a schema (`int`, `Scalar`, ...).
+    pub fn from_name(s: &str) -> Option<BaseTy> {
         Self::ALL.iter().find(|(_, n)| *n == s).map(|(t, _)| *t)
     }
 }
