@@ -1,7 +1,7 @@
 //! What generated code calls besides the runtime: turning formula results into gradients,
 //! `not_implemented`, `wrap_opt_if`. Not meant to be used by hand.
 
-use autograd_runtime::{AutogradError, Tensor, Variable};
+use autograd_runtime::{AutogradError, SavedVariable, Tensor, Variable};
 
 /// A formula result that gives one input's gradient: a variable, an optional variable
 /// (`None` = no gradient), a `Result` of either, or [`NotImplemented`].
@@ -120,12 +120,40 @@ pub fn size_at(shape: &[usize], d: i64) -> usize {
     shape.get(i as usize).copied().unwrap_or(1)
 }
 
+/// `var` saved for backward when `cond` (an input whose formula uses it needs a gradient),
+/// else an empty slot.
+pub fn save_if<T: Tensor>(cond: bool, var: &Variable<T>) -> SavedVariable<T> {
+    if cond {
+        SavedVariable::new(var, false)
+    } else {
+        SavedVariable::default()
+    }
+}
+
+/// [`save_if`] for an optional tensor.
+pub fn save_opt_if<T: Tensor>(cond: bool, var: Option<&Variable<T>>) -> SavedVariable<T> {
+    if cond {
+        SavedVariable::new_opt(var, false)
+    } else {
+        SavedVariable::default()
+    }
+}
+
+/// Whether a wrapper records a node: grad mode is on and some differentiable input needs a
+/// gradient.
+pub fn should_record_any(needs: &[bool]) -> bool {
+    autograd_runtime::is_grad_enabled() && needs.iter().any(|b| *b)
+}
+
 /// The names generated code uses, under one short alias (`use ::autograd::support::__prelude
 /// as __ag;` at the top of the expansion): fewer tokens per generated item, so the macro
 /// expands faster, and generated code reads better.
 #[doc(hidden)]
 pub mod __prelude {
-    pub use super::{IntoGrad, IntoGradList, IntoGrads, NotImplemented, size_at, wrap_opt_if};
+    pub use super::{
+        IntoGrad, IntoGradList, IntoGrads, NotImplemented, save_if, save_opt_if, should_record_any,
+        size_at, wrap_opt_if,
+    };
     pub use crate::runtime::ops::clone as clone_var;
     pub use crate::runtime::{
         AutogradError, Node, SavedVariable, Tensor, Variable, VariableList, check_out,

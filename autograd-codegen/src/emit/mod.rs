@@ -1211,11 +1211,11 @@ impl<'a> Emitter<'a> {
                         if inplace_self && fld.name == "self" {
                             quote!(if #cond { __ag::SavedVariable::new(&__ag::clone_var(self_), false) } else { __ag::Default::default() })
                         } else {
-                            quote!(if #cond { __ag::SavedVariable::new(#n, false) } else { __ag::Default::default() })
+                            quote!(__ag::save_if(#cond, #n))
                         }
                     }
                     Ok(RustTy::OptTensor) => {
-                        quote!(if #cond { __ag::SavedVariable::new_opt(#n, false) } else { __ag::Default::default() })
+                        quote!(__ag::save_opt_if(#cond, #n))
                     }
                     Ok(RustTy::TensorList) => {
                         quote!(if #cond { #n.iter().map(|v| __ag::SavedVariable::new(v, false)).collect() } else { __ag::Vec::new() })
@@ -1370,7 +1370,7 @@ impl<'a> Emitter<'a> {
             #(#prep)*
             #bind_raw
             let __needs = [#(#needs),*];
-            if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+            if !__ag::should_record_any(&__needs) {
                 return #no_record;
             }
             #offsets_decl
@@ -1414,7 +1414,7 @@ impl<'a> Emitter<'a> {
             offsets.map(|_| quote!(let mut __offsets: __ag::Vec<usize> = __ag::Vec::from([0]);));
         let body = quote! {
             let __needs = [#(#needs),*];
-            if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+            if !__ag::should_record_any(&__needs) {
                 #plain
             } else {
                 self_.check_inplace()?;

@@ -224,21 +224,13 @@ pub fn mul_tensor<T: Backend>(
     let __r0 = other
         .with_data(|__d_other| <T as Backend>::mul_tensor(&__d_self_, &__d_other));
     let __needs = [self_.requires_grad(), other.requires_grad()];
-    if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+    if !__ag::should_record_any(&__needs) {
         return __ag::Variable::from_data(__r0);
     }
     let __edges = [__ag::Some(self_), __ag::Some(other)];
     let __node = MulBackward0::<T> {
-        self_: if __needs[1usize] {
-            __ag::SavedVariable::new(self_, false)
-        } else {
-            __ag::Default::default()
-        },
-        other: if __needs[0usize] {
-            __ag::SavedVariable::new(other, false)
-        } else {
-            __ag::Default::default()
-        },
+        self_: __ag::save_if(__needs[1usize], self_),
+        other: __ag::save_if(__needs[0usize], other),
         __needs,
         __marker: __ag::PhantomData,
     };
@@ -256,7 +248,7 @@ pub fn mul_tensor<T: Backend>(
 pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
     let __r0 = self_.with_data(|__d_self_| <T as Backend>::exp(&__d_self_));
     let __needs = [self_.requires_grad()];
-    if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+    if !__ag::should_record_any(&__needs) {
         return __ag::Variable::from_data(__r0);
     }
     let __edges = [__ag::Some(self_)];
@@ -286,7 +278,7 @@ pub fn sum<T: Backend>(
 ) -> __ag::Variable<T> {
     let __r0 = self_.with_data(|__d_self_| <T as Backend>::sum(&__d_self_, dtype));
     let __needs = [self_.requires_grad()];
-    if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+    if !__ag::should_record_any(&__needs) {
         return __ag::Variable::from_data(__r0);
     }
     let __edges = [__ag::Some(self_)];
@@ -314,7 +306,7 @@ pub fn expand<T: Backend>(
     let __r0 = self_
         .with_data(|__d_self_| <T as Backend>::expand(&__d_self_, size, implicit));
     let __needs = [self_.requires_grad()];
-    if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+    if !__ag::should_record_any(&__needs) {
         return __ag::Variable::from_data(__r0);
     }
     let __edges = [__ag::Some(self_)];
@@ -341,7 +333,7 @@ pub fn max_dim<T: Backend>(
     let (__r0, __r1) = self_
         .with_data(|__d_self_| <T as Backend>::max_dim(&__d_self_, dim, keepdim));
     let __needs = [self_.requires_grad()];
-    if !(__ag::is_grad_enabled() && __needs.iter().any(|b| *b)) {
+    if !__ag::should_record_any(&__needs) {
         return (__ag::Variable::from_data(__r0), __ag::Variable::from_data(__r1));
     }
     let __edges = [__ag::Some(self_)];
