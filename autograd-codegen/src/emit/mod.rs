@@ -276,6 +276,8 @@ struct Emitter<'a> {
     cx: Ctxt,
     /// Wrapper name of each function.
     names: Vec<String>,
+    /// The functional function of each signature, for default in-place / out= bodies.
+    functional_by_signature: HashMap<crate::model::schema::SignatureKey<'a>, usize>,
 }
 
 /// One input with a derivative, as the node sees it.
@@ -310,6 +312,14 @@ impl<'a> Emitter<'a> {
                 .functions
                 .iter()
                 .map(|f| op_fn_name(&f.func.name))
+                .collect(),
+            functional_by_signature: a
+                .functions
+                .iter()
+                .enumerate()
+                .rev() // the first one wins, as a linear search would
+                .filter(|(_, f)| f.func.kind() == SchemaKind::Functional)
+                .map(|(i, f)| (f.func.signature_key(true, false), i))
                 .collect(),
         }
     }
@@ -795,12 +805,10 @@ impl<'a> Emitter<'a> {
             binds.push(quote!(let grads: &[__ag::Option<__ag::Variable<T>>] = &grads[..];));
         }
         // Named gradients index the differentiable outputs.
-        let diff_outs = self
-            .a
-            .results
-            .iter()
-            .find(|r| r.func == info.func)
-            .and_then(|r| r.differentiable_outputs.clone().ok())
+        // One result per function, in function order.
+        let diff_outs = self.a.results[info.func]
+            .differentiable_outputs
+            .clone()
             .unwrap_or_default();
         for g in &d.named_gradients {
             let out_name = g.trim_start_matches("grad_");
@@ -1051,10 +1059,10 @@ impl<'a> Emitter<'a> {
         if !matches!(kind, SchemaKind::Inplace | SchemaKind::Out) {
             return None;
         }
-        let sig = f.signature(true);
-        let (fi, func) = self.a.functions.iter().enumerate().find(|(_, g)| {
-            g.func.kind() == SchemaKind::Functional && g.func.signature(true) == sig
-        })?;
+        let fi = *self
+            .functional_by_signature
+            .get(&f.signature_key(true, false))?;
+        let func = &self.a.functions[fi];
         let fname = format_ident!("{}", self.names[fi]);
         let args: Vec<TokenStream> = func
             .func
