@@ -674,10 +674,9 @@ fn accumulate_grad<T: Tensor>(var: &Variable<T>, g: Variable<T>, create_graph: b
     // into a fresh variable; later accumulations are in place (`grad += g`).
     let fresh = Arc::strong_count(&g.0) == 1 && !g.requires_grad();
     let gd = if fresh { None } else { Some(g.data()) };
-    let mut st = var.state();
-    match st.grad.take() {
+    var.with_grad_slot(|slot| match slot.take() {
         None => {
-            st.grad = Some(match gd {
+            *slot = Some(match gd {
                 None => g,
                 Some(d) => Variable::from_data(d),
             });
@@ -687,7 +686,7 @@ fn accumulate_grad<T: Tensor>(var: &Variable<T>, g: Variable<T>, create_graph: b
             let sum = old.with_data(|a| a.add(&gd));
             old.set_data(sum);
             old.bump_version();
-            st.grad = Some(old);
+            *slot = Some(old);
         }
-    }
+    });
 }

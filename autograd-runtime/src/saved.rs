@@ -68,24 +68,19 @@ impl<T: Tensor> SavedVariable<T> {
     /// is an output of the node that saves it (breaks the reference cycle).
     pub fn new(var: &Variable<T>, is_output: bool) -> Self {
         let version = var.version();
-        if is_output {
-            let st = var.state();
-            if let Some(f) = &st.grad_fn {
-                let data = st.data.clone();
-                let grad_fn = f.downgrade();
-                let output_nr = st.output_nr;
-                let counter = var.shared_counter_locked(&st);
-                drop(st);
-                return SavedVariable {
-                    state: State::Output {
-                        data,
-                        counter,
-                        grad_fn,
-                        output_nr,
-                        version,
-                    },
-                };
-            }
+        if is_output
+            && let Some((grad_fn, output_nr)) =
+                var.with_history(|f, nr| f.map(|f| (f.downgrade(), nr)))
+        {
+            return SavedVariable {
+                state: State::Output {
+                    data: var.data(),
+                    counter: var.shared_counter(),
+                    grad_fn,
+                    output_nr,
+                    version,
+                },
+            };
         }
         SavedVariable {
             state: State::Var {
@@ -142,12 +137,8 @@ impl<T: Tensor> SavedVariable<T> {
             State::Var { var, version } => {
                 let current = var.version();
                 if current != *version {
-                    let st = var.state();
-                    let output_of = st
-                        .grad_fn
-                        .as_ref()
-                        .map(|f| (st.output_nr as usize, f.name()));
-                    return Err(mismatch(&st.data, output_of, current, *version));
+                    let output_of = var.with_history(|f, nr| f.map(|f| (nr as usize, f.name())));
+                    return Err(var.with_data(|d| mismatch(d, output_of, current, *version)));
                 }
                 Ok(Some(var.clone()))
             }

@@ -1,7 +1,7 @@
 //! [`Variable`]: a raw tensor plus autograd metadata.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::error::AutogradError;
@@ -24,28 +24,57 @@ use crate::tensor::{Tensor, TensorMeta};
 /// * **version counter**: bumped by in-place ops, shared with aliases
 ///   ([`detach`](Self::detach), [`share_version_counter`](Self::share_version_counter));
 ///   [`SavedVariable`](crate::SavedVariable) compares it at unpack time.
+///
+/// Reads of the data and the history take no lock: both are stored
+/// immutably at creation. An in-place op ([`set_data`](Self::set_data),
+/// [`rebase_history`](Self::rebase_history)) stores the new value beside the
+/// original one and sets a flag; from then on reads go through a mutex. The
+/// original raw tensor stays alive with the variable (so that lock-free
+/// readers never see it freed): one extra tensor per variable that was ever
+/// replaced, not one per in-place op.
 pub struct Variable<T: Tensor>(pub(crate) Arc<VarInner<T>>);
 
+const REQUIRES_GRAD: u8 = 1;
+/// Data or history was replaced: read them from `mutable`.
+const REPLACED: u8 = 2;
+const RETAINS_GRAD: u8 = 4;
+
 pub(crate) struct VarInner<T: Tensor> {
-    state: Mutex<VarState<T>>,
-    requires_grad: AtomicBool,
+    flags: AtomicU8,
     version: AtomicU32,
-    shared_version: OnceLock<Arc<AtomicU32>>,
     /// Claimed by the running graph task (see the engine).
     pub(crate) task_slot: AtomicU64,
+    data: T,
+    grad_fn: Option<NodeRef<T>>,
+    output_nr: u32,
+    shared_version: OnceLock<Arc<AtomicU32>>,
+    mutable: Mutex<Option<Box<Mutable<T>>>>,
 }
 
 pub(crate) type LeafHooks<T> = Vec<(HookId, TensorHook<T>)>;
 
-pub(crate) struct VarState<T: Tensor> {
-    pub(crate) data: T,
-    pub(crate) grad_fn: Option<NodeRef<T>>,
-    pub(crate) output_nr: u32,
+/// The rarely written part of a variable, allocated on first write.
+pub(crate) struct Mutable<T: Tensor> {
+    data: Option<T>,
+    history: Option<(Option<NodeRef<T>>, u32)>,
     pub(crate) grad: Option<Variable<T>>,
-    pub(crate) retains_grad: bool,
-    pub(crate) name: Option<String>,
-    pub(crate) hooks: LeafHooks<T>,
+    name: Option<String>,
+    hooks: LeafHooks<T>,
 }
+
+impl<T: Tensor> Default for Mutable<T> {
+    fn default() -> Self {
+        Mutable {
+            data: None,
+            history: None,
+            grad: None,
+            name: None,
+            hooks: Vec::new(),
+        }
+    }
+}
+
+type MutGuard<'a, T> = MutexGuard<'a, Option<Box<Mutable<T>>>>;
 
 impl<T: Tensor> Clone for Variable<T> {
     fn clone(&self) -> Self {
@@ -55,15 +84,14 @@ impl<T: Tensor> Clone for Variable<T> {
 
 impl<T: Tensor> fmt::Debug for Variable<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state();
         let mut d = f.debug_struct("Variable");
-        if let Some(n) = &st.name {
-            d.field("name", n);
+        if let Some(n) = self.name() {
+            d.field("name", &n);
         }
-        d.field("meta", &TensorMeta::of(&st.data))
+        d.field("meta", &self.with_data(TensorMeta::of))
             .field("requires_grad", &self.requires_grad());
-        if let Some(g) = &st.grad_fn {
-            d.field("grad_fn", g).field("output_nr", &st.output_nr);
+        if let Some(g) = self.grad_fn() {
+            d.field("grad_fn", &g).field("output_nr", &self.output_nr());
         }
         d.finish()
     }
@@ -72,25 +100,21 @@ impl<T: Tensor> fmt::Debug for Variable<T> {
 impl<T: Tensor> VarInner<T> {
     fn new(data: T, grad_fn: Option<NodeRef<T>>, output_nr: u32, requires_grad: bool) -> Self {
         VarInner {
-            state: Mutex::new(VarState {
-                data,
-                grad_fn,
-                output_nr,
-                grad: None,
-                retains_grad: false,
-                name: None,
-                hooks: Vec::new(),
-            }),
-            requires_grad: AtomicBool::new(requires_grad),
+            flags: AtomicU8::new(if requires_grad { REQUIRES_GRAD } else { 0 }),
             version: AtomicU32::new(0),
-            shared_version: OnceLock::new(),
             task_slot: AtomicU64::new(0),
+            data,
+            grad_fn,
+            output_nr,
+            shared_version: OnceLock::new(),
+            mutable: Mutex::new(None),
         }
     }
 }
 
 impl<T: Tensor> Variable<T> {
     /// A variable that does not require grad (no history).
+    #[inline]
     pub fn from_data(data: T) -> Self {
         Variable(Arc::new(VarInner::new(data, None, 0, false)))
     }
@@ -100,6 +124,7 @@ impl<T: Tensor> Variable<T> {
         Variable(Arc::new(VarInner::new(data, None, 0, requires_grad)))
     }
 
+    #[inline]
     pub(crate) fn with_grad_fn(data: T, grad_fn: NodeRef<T>, output_nr: u32) -> Self {
         Variable(Arc::new(VarInner::new(
             data,
@@ -117,30 +142,49 @@ impl<T: Tensor> Variable<T> {
         requires_grad: bool,
         counter: Arc<AtomicU32>,
     ) -> Self {
-        let mut inner = VarInner::new(data, grad_fn, output_nr, requires_grad);
-        inner.shared_version = OnceLock::from(counter);
+        let inner = VarInner::new(data, grad_fn, output_nr, requires_grad);
+        inner.shared_version.set(counter).ok();
         Variable(Arc::new(inner))
     }
 
-    pub(crate) fn state(&self) -> MutexGuard<'_, VarState<T>> {
-        lock(&self.0.state)
+    #[inline]
+    fn replaced(&self) -> bool {
+        self.0.flags.load(Ordering::Acquire) & REPLACED != 0
+    }
+
+    pub(crate) fn mutable(&self) -> MutGuard<'_, T> {
+        lock(&self.0.mutable)
+    }
+
+    fn mutable_mut<'a>(g: &'a mut MutGuard<'_, T>) -> &'a mut Mutable<T> {
+        g.get_or_insert_with(Default::default)
     }
 
     /// The raw tensor (a clone: make `T` cheap to clone, e.g. `Arc`-backed).
+    #[inline]
     pub fn data(&self) -> T {
-        self.state().data.clone()
+        self.with_data(T::clone)
     }
 
     /// Runs `f` on the raw tensor without cloning it.
+    #[inline]
     pub fn with_data<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-        f(&self.state().data)
+        if !self.replaced() {
+            return f(&self.0.data);
+        }
+        let g = self.mutable();
+        f(g.as_ref()
+            .and_then(|m| m.data.as_ref())
+            .unwrap_or(&self.0.data))
     }
 
     /// Replaces the raw tensor without touching history or version (PyTorch's
     /// `x.data = ...`). In-place ops use [`record_inplace`](crate::record_inplace)
     /// or this plus [`bump_version`](Self::bump_version).
     pub fn set_data(&self, data: T) {
-        self.state().data = data;
+        let mut g = self.mutable();
+        Self::mutable_mut(&mut g).data = Some(data);
+        self.0.flags.fetch_or(REPLACED, Ordering::Release);
     }
 
     /// Shape of the raw tensor.
@@ -151,56 +195,77 @@ impl<T: Tensor> Variable<T> {
     /// Whether gradients flow to this variable (always true for non-leaves).
     #[inline]
     pub fn requires_grad(&self) -> bool {
-        self.0.requires_grad.load(Ordering::Relaxed)
+        self.0.flags.load(Ordering::Relaxed) & REQUIRES_GRAD != 0
+    }
+
+    /// Runs `f` on `(grad_fn, output_nr)`.
+    #[inline]
+    pub(crate) fn with_history<R>(&self, f: impl FnOnce(Option<&NodeRef<T>>, u32) -> R) -> R {
+        if !self.replaced() {
+            return f(self.0.grad_fn.as_ref(), self.0.output_nr);
+        }
+        let g = self.mutable();
+        match g.as_ref().and_then(|m| m.history.as_ref()) {
+            Some((node, nr)) => f(node.as_ref(), *nr),
+            None => f(self.0.grad_fn.as_ref(), self.0.output_nr),
+        }
     }
 
     /// Sets `requires_grad` on a leaf; fails on non-leaves with PyTorch's message.
     pub fn set_requires_grad(&self, requires_grad: bool) -> Result<(), AutogradError> {
-        let st = self.state();
-        if st.grad_fn.is_some() {
+        let g = self.mutable();
+        if self.with_history_locked(&g).is_some() {
             return Err(AutogradError::NonLeafRequiresGrad);
         }
-        self.0.requires_grad.store(requires_grad, Ordering::Relaxed);
+        if requires_grad {
+            self.0.flags.fetch_or(REQUIRES_GRAD, Ordering::Relaxed);
+        } else {
+            self.0.flags.fetch_and(!REQUIRES_GRAD, Ordering::Relaxed);
+        }
         Ok(())
     }
 
     /// Whether this is a leaf (no `grad_fn`).
     pub fn is_leaf(&self) -> bool {
-        self.state().grad_fn.is_none()
+        self.with_history(|f, _| f.is_none())
     }
 
     /// The node that computed this variable, if any.
     pub fn grad_fn(&self) -> Option<NodeRef<T>> {
-        self.state().grad_fn.clone()
+        self.with_history(|f, _| f.cloned())
     }
 
     /// Which output of `grad_fn` this is.
     pub fn output_nr(&self) -> usize {
-        self.state().output_nr as usize
+        self.with_history(|_, nr| nr as usize)
     }
 
     /// Where this variable's gradient goes: `(grad_fn, output_nr)` for a
     /// non-leaf, the leaf itself if it requires grad, else `None`.
+    #[inline]
     pub fn gradient_edge(&self) -> Option<Edge<T>> {
-        let st = self.state();
-        match &st.grad_fn {
+        self.with_history(|f, nr| match f {
             Some(f) => Some(Edge::Node {
                 node: f.clone(),
-                input_nr: st.output_nr,
+                input_nr: nr,
             }),
             None if self.requires_grad() => Some(Edge::Leaf(self.clone())),
             None => None,
-        }
+        })
     }
 
     /// The accumulated gradient (leaves, and non-leaves after `retain_grad`).
     pub fn grad(&self) -> Option<Variable<T>> {
-        self.state().grad.clone()
+        self.mutable().as_ref().and_then(|m| m.grad.clone())
     }
 
     /// Replaces the accumulated gradient.
     pub fn set_grad(&self, grad: Option<Variable<T>>) {
-        self.state().grad = grad;
+        let mut g = self.mutable();
+        if grad.is_none() && g.is_none() {
+            return;
+        }
+        Self::mutable_mut(&mut g).grad = grad;
     }
 
     /// Clears the accumulated gradient (sets it to `None`, like
@@ -209,6 +274,13 @@ impl<T: Tensor> Variable<T> {
         self.set_grad(None);
     }
 
+    /// Runs `f` on the accumulated gradient slot, with the variable's lock held.
+    pub(crate) fn with_grad_slot<R>(&self, f: impl FnOnce(&mut Option<Variable<T>>) -> R) -> R {
+        let mut g = self.mutable();
+        f(&mut Self::mutable_mut(&mut g).grad)
+    }
+
+    #[inline]
     fn counter(&self) -> &AtomicU32 {
         match self.0.shared_version.get() {
             Some(c) => c,
@@ -217,6 +289,7 @@ impl<T: Tensor> Variable<T> {
     }
 
     /// The version counter: number of in-place modifications (shared with aliases).
+    #[inline]
     pub fn version(&self) -> u32 {
         self.counter().load(Ordering::Acquire)
     }
@@ -227,7 +300,8 @@ impl<T: Tensor> Variable<T> {
             c.fetch_add(1, Ordering::AcqRel);
             return;
         }
-        let _st = self.state();
+        // The lock orders this against a concurrent conversion to a shared counter.
+        let _g = self.mutable();
         match self.0.shared_version.get() {
             Some(c) => c.fetch_add(1, Ordering::AcqRel),
             None => self.0.version.fetch_add(1, Ordering::AcqRel),
@@ -240,15 +314,7 @@ impl<T: Tensor> Variable<T> {
         if let Some(c) = self.0.shared_version.get() {
             return c.clone();
         }
-        let st = self.state();
-        self.shared_counter_locked(&st)
-    }
-
-    /// `shared_counter` with the state lock already held by the caller.
-    pub(crate) fn shared_counter_locked(
-        &self,
-        _held: &MutexGuard<'_, VarState<T>>,
-    ) -> Arc<AtomicU32> {
+        let _g = self.mutable();
         self.0
             .shared_version
             .get_or_init(|| Arc::new(AtomicU32::new(self.0.version.load(Ordering::Acquire))))
@@ -269,7 +335,7 @@ impl<T: Tensor> Variable<T> {
                 "share_version_counter: this variable already shares a version counter",
             ));
         }
-        let _st = self.state();
+        let _g = self.mutable();
         self.0
             .shared_version
             .set(c)
@@ -296,12 +362,13 @@ impl<T: Tensor> Variable<T> {
 
     /// The variable's name (shown by [`to_dot`](crate::to_dot)).
     pub fn name(&self) -> Option<String> {
-        self.state().name.clone()
+        self.mutable().as_ref().and_then(|m| m.name.clone())
     }
 
     /// Sets the variable's name.
     pub fn set_name(&self, name: impl Into<String>) {
-        self.state().name = Some(name.into());
+        let mut g = self.mutable();
+        Self::mutable_mut(&mut g).name = Some(name.into());
     }
 
     /// Builder form of [`set_name`](Self::set_name).
@@ -312,7 +379,7 @@ impl<T: Tensor> Variable<T> {
 
     /// Whether `.grad` is kept for this non-leaf.
     pub fn retains_grad(&self) -> bool {
-        self.state().retains_grad
+        self.0.flags.load(Ordering::Relaxed) & RETAINS_GRAD != 0
     }
 
     /// Keeps the gradient of a non-leaf in [`grad`](Self::grad) during
@@ -321,19 +388,26 @@ impl<T: Tensor> Variable<T> {
         if !self.requires_grad() {
             return Err(AutogradError::RetainGradOnNoGrad);
         }
-        let mut st = self.state();
-        let Some(f) = st.grad_fn.clone() else {
+        let g = self.mutable();
+        let Some((f, nr)) = self.with_history_locked(&g) else {
             return Ok(());
         };
-        if st.retains_grad {
+        if self.retains_grad() {
             return Ok(());
         }
-        st.retains_grad = true;
-        let nr = st.output_nr as usize;
-        drop(st);
+        self.0.flags.fetch_or(RETAINS_GRAD, Ordering::Relaxed);
+        drop(g);
         let weak = Arc::downgrade(&self.0);
-        f.cell().add_hooks(|h| h.retain.push((nr, weak)));
+        f.cell().add_hooks(|h| h.retain.push((nr as usize, weak)));
         Ok(())
+    }
+
+    /// `(grad_fn, output_nr)` of a non-leaf, read with the lock already held.
+    fn with_history_locked(&self, g: &MutGuard<'_, T>) -> Option<(NodeRef<T>, u32)> {
+        match g.as_ref().and_then(|m| m.history.as_ref()) {
+            Some((node, nr)) => node.clone().map(|n| (n, *nr)),
+            None => self.0.grad_fn.clone().map(|n| (n, self.0.output_nr)),
+        }
     }
 
     /// Registers a hook on this variable's gradient: it sees the gradient
@@ -347,16 +421,15 @@ impl<T: Tensor> Variable<T> {
         if !self.requires_grad() {
             return Err(AutogradError::HookOnNoGrad);
         }
-        let mut st = self.state();
-        match st.grad_fn.clone() {
-            Some(node) => {
-                let nr = st.output_nr as usize;
-                drop(st);
-                Ok(node.register_tensor_prehook(nr, Box::new(f)))
+        let mut g = self.mutable();
+        match self.with_history_locked(&g) {
+            Some((node, nr)) => {
+                drop(g);
+                Ok(node.register_tensor_prehook(nr as usize, Box::new(f)))
             }
             None => {
                 let id = next_hook_id();
-                st.hooks.push((id, Box::new(f)));
+                Self::mutable_mut(&mut g).hooks.push((id, Box::new(f)));
                 Ok(id)
             }
         }
@@ -364,15 +437,17 @@ impl<T: Tensor> Variable<T> {
 
     /// Removes a hook registered with [`register_hook`](Self::register_hook).
     pub fn remove_hook(&self, id: HookId) -> bool {
-        let mut st = self.state();
-        let n = st.hooks.len();
-        st.hooks.retain(|(i, _)| *i != id);
-        if st.hooks.len() != n {
-            return true;
+        let mut g = self.mutable();
+        if let Some(m) = g.as_mut() {
+            let n = m.hooks.len();
+            m.hooks.retain(|(i, _)| *i != id);
+            if m.hooks.len() != n {
+                return true;
+            }
         }
-        match st.grad_fn.clone() {
-            Some(f) => {
-                drop(st);
+        match self.with_history_locked(&g) {
+            Some((f, _)) => {
+                drop(g);
                 f.remove_hook(id)
             }
             None => false,
@@ -392,13 +467,14 @@ impl<T: Tensor> Variable<T> {
     /// [`record_inplace`](crate::record_inplace)); a retained gradient
     /// follows the variable to the new node.
     pub fn rebase_history(&self, node: NodeRef<T>) {
-        let mut st = self.state();
-        let old = st.grad_fn.replace(node.clone());
-        st.output_nr = 0;
-        let retains = st.retains_grad;
-        drop(st);
-        self.0.requires_grad.store(true, Ordering::Relaxed);
-        if retains {
+        let mut g = self.mutable();
+        let old = self.with_history_locked(&g).map(|(n, _)| n);
+        Self::mutable_mut(&mut g).history = Some((Some(node.clone()), 0));
+        self.0
+            .flags
+            .fetch_or(REPLACED | REQUIRES_GRAD, Ordering::Release);
+        drop(g);
+        if self.retains_grad() {
             let me = Arc::as_ptr(&self.0);
             if let Some(old) = old
                 && let Some(h) = old.cell().hooks().as_mut()
@@ -435,14 +511,19 @@ impl<T: Tensor> Variable<T> {
         crate::dot::to_dot(std::slice::from_ref(self))
     }
 
+    /// Takes the leaf hooks out (the engine runs them without the lock held).
     pub(crate) fn take_leaf_hooks(&self) -> LeafHooks<T> {
-        std::mem::take(&mut self.state().hooks)
+        match self.mutable().as_mut() {
+            Some(m) => std::mem::take(&mut m.hooks),
+            None => Vec::new(),
+        }
     }
 
     pub(crate) fn restore_leaf_hooks(&self, mut hooks: LeafHooks<T>) {
-        let mut st = self.state();
-        hooks.append(&mut st.hooks);
-        st.hooks = hooks;
+        let mut g = self.mutable();
+        let m = Self::mutable_mut(&mut g);
+        hooks.append(&mut m.hooks);
+        m.hooks = hooks;
     }
 
     pub(crate) fn inner_ptr(&self) -> usize {
