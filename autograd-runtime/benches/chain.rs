@@ -434,6 +434,22 @@ fn phases<T: Raw>(steps: usize) {
 }
 
 fn main() {
+    if let Some(which) = std::env::args().skip_while(|a| a != "--profile").nth(1) {
+        let f: fn() -> f32 = match which.as_str() {
+            "tape" => run_tape::<HeapT>,
+            "tape-inline" => run_tape::<Inline>,
+            "runtime-inline" => run_runtime::<Inline>,
+            _ => run_runtime::<HeapT>,
+        };
+        let n: usize = std::env::var("PROFILE_RUNS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200);
+        for _ in 0..n {
+            black_box(f());
+        }
+        return;
+    }
     if std::env::args().any(|a| a == "--phases") {
         for steps in [200, 2000, 20000, 20000, 20000] {
             for _ in 0..3 {

@@ -17,12 +17,31 @@ pub struct OptList<X, const N: usize> {
 }
 
 enum Repr<X, const N: usize> {
-    Inline { len: usize, items: [Option<X>; N] },
+    Inline { len: u8, items: [Option<X>; N] },
     Heap(Vec<Option<X>>),
 }
 
 impl<X, const N: usize> OptList<X, N> {
+    /// A list of the `K` given entries (inline when `K <= N`).
+    #[inline]
+    pub fn from_array<const K: usize>(items: [Option<X>; K]) -> Self {
+        if K <= N && N < 256 {
+            let mut it = items.into_iter();
+            OptList {
+                repr: Repr::Inline {
+                    len: K as u8,
+                    items: std::array::from_fn(|_| it.next().flatten()),
+                },
+            }
+        } else {
+            OptList {
+                repr: Repr::Heap(items.into()),
+            }
+        }
+    }
+
     /// An empty list.
+    #[inline]
     pub fn new() -> Self {
         OptList {
             repr: Repr::Inline {
@@ -33,11 +52,12 @@ impl<X, const N: usize> OptList<X, N> {
     }
 
     /// A list of `len` `None` entries.
+    #[inline]
     pub fn with_len(len: usize) -> Self {
-        if len <= N {
+        if len <= N && N < 256 {
             OptList {
                 repr: Repr::Inline {
-                    len,
+                    len: len as u8,
                     items: std::array::from_fn(|_| None),
                 },
             }
@@ -49,10 +69,11 @@ impl<X, const N: usize> OptList<X, N> {
     }
 
     /// Appends an entry.
+    #[inline]
     pub fn push(&mut self, x: Option<X>) {
         if let Repr::Inline { len, items } = &mut self.repr {
-            if *len < N {
-                items[*len] = x;
+            if (*len as usize) < N {
+                items[*len as usize] = x;
                 *len += 1;
                 return;
             }
@@ -66,6 +87,7 @@ impl<X, const N: usize> OptList<X, N> {
     }
 
     /// Takes entry `i` out, leaving `None` (and `None` if out of range).
+    #[inline]
     pub fn take(&mut self, i: usize) -> Option<X> {
         self.get_mut(i).and_then(Option::take)
     }
@@ -84,18 +106,20 @@ impl<X, const N: usize> Default for OptList<X, N> {
 
 impl<X, const N: usize> Deref for OptList<X, N> {
     type Target = [Option<X>];
+    #[inline]
     fn deref(&self) -> &[Option<X>] {
         match &self.repr {
-            Repr::Inline { len, items } => &items[..*len],
+            Repr::Inline { len, items } => &items[..*len as usize],
             Repr::Heap(v) => v,
         }
     }
 }
 
 impl<X, const N: usize> DerefMut for OptList<X, N> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut [Option<X>] {
         match &mut self.repr {
-            Repr::Inline { len, items } => &mut items[..*len],
+            Repr::Inline { len, items } => &mut items[..*len as usize],
             Repr::Heap(v) => v,
         }
     }
@@ -172,7 +196,7 @@ impl<X, const N: usize> IntoIterator for OptList<X, N> {
     type IntoIter = IntoIter<X, N>;
     fn into_iter(self) -> IntoIter<X, N> {
         IntoIter(match self.repr {
-            Repr::Inline { len, items } => IterRepr::Inline(items.into_iter().take(len)),
+            Repr::Inline { len, items } => IterRepr::Inline(items.into_iter().take(len as usize)),
             Repr::Heap(v) => IterRepr::Heap(v.into_iter()),
         })
     }
@@ -199,11 +223,9 @@ impl<'a, X, const N: usize> IntoIterator for &'a mut OptList<X, N> {
 #[macro_export]
 macro_rules! variable_list {
     () => { $crate::VariableList::new() };
-    ($($x:expr),+ $(,)?) => {{
-        let mut list = $crate::VariableList::new();
-        $( list.push($x); )+
-        list
-    }};
+    ($($x:expr),+ $(,)?) => {
+        $crate::VariableList::from_array([$($x),+])
+    };
 }
 
 #[cfg(test)]

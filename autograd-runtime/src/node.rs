@@ -421,10 +421,10 @@ fn new_cell<T: Tensor, N: Node<T>>(
     inputs: &[Option<&Variable<T>>],
     meta: OptList<TensorMeta, 1>,
 ) -> Arc<NodeCell<T, N>> {
-    let edges: EdgeList<T> = inputs
-        .iter()
-        .map(|v| v.and_then(Variable::gradient_edge))
-        .collect();
+    let mut edges = EdgeList::<T>::with_len(inputs.len());
+    for (slot, v) in edges.iter_mut().zip(inputs) {
+        *slot = v.and_then(Variable::gradient_edge);
+    }
     let anomaly = if is_anomaly_enabled() {
         Some(Box::new(AnomalyTrace(Backtrace::force_capture())))
     } else {
@@ -465,7 +465,7 @@ pub fn record<T: Tensor, N: Node<T>, const K: usize>(
     inputs: &[Option<&Variable<T>>],
     outputs: [T; K],
 ) -> ([Variable<T>; K], NodeHandle<T, N>) {
-    let meta = outputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
+    let meta = OptList::from_array(outputs.each_ref().map(|t| Some(TensorMeta::of(t))));
     let cell = new_cell(node, inputs, meta);
     let mut nr = 0u32;
     let outs = outputs.map(|data| {

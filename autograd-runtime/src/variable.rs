@@ -1,8 +1,8 @@
 //! [`Variable`]: a raw tensor plus autograd metadata.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::AutogradError;
 use crate::mode::is_grad_enabled;
@@ -47,7 +47,7 @@ pub(crate) struct VarInner<T: Tensor> {
     data: T,
     grad_fn: Option<NodeRef<T>>,
     output_nr: u32,
-    shared_version: OnceLock<Arc<AtomicU32>>,
+    shared_version: CounterSlot,
     mutable: Mutex<Option<Box<Mutable<T>>>>,
 }
 
@@ -106,7 +106,7 @@ impl<T: Tensor> VarInner<T> {
             data,
             grad_fn,
             output_nr,
-            shared_version: OnceLock::new(),
+            shared_version: CounterSlot::empty(),
             mutable: Mutex::new(None),
         }
     }
@@ -143,7 +143,7 @@ impl<T: Tensor> Variable<T> {
         counter: Arc<AtomicU32>,
     ) -> Self {
         let inner = VarInner::new(data, grad_fn, output_nr, requires_grad);
-        inner.shared_version.set(counter).ok();
+        let _ = inner.shared_version.set(counter);
         Variable(Arc::new(inner))
     }
 
@@ -311,14 +311,17 @@ impl<T: Tensor> Variable<T> {
     /// The version counter as a shareable object (converts the inline counter
     /// on first use).
     pub(crate) fn shared_counter(&self) -> Arc<AtomicU32> {
-        if let Some(c) = self.0.shared_version.get() {
-            return c.clone();
+        if let Some(c) = self.0.shared_version.get_arc() {
+            return c;
         }
+        // The lock orders the copy of the inline value against `bump_version`.
         let _g = self.mutable();
-        self.0
-            .shared_version
-            .get_or_init(|| Arc::new(AtomicU32::new(self.0.version.load(Ordering::Acquire))))
-            .clone()
+        if let Some(c) = self.0.shared_version.get_arc() {
+            return c;
+        }
+        let c = Arc::new(AtomicU32::new(self.0.version.load(Ordering::Acquire)));
+        let _ = self.0.shared_version.set(c.clone());
+        c
     }
 
     /// Makes this variable use `base`'s version counter, as a view or alias
@@ -328,7 +331,7 @@ impl<T: Tensor> Variable<T> {
     pub fn share_version_counter(&self, base: &Variable<T>) -> Result<(), AutogradError> {
         let c = base.shared_counter();
         if let Some(mine) = self.0.shared_version.get() {
-            if Arc::ptr_eq(mine, &c) {
+            if std::ptr::eq(mine, &*c) {
                 return Ok(());
             }
             return Err(AutogradError::msg(
@@ -528,5 +531,58 @@ impl<T: Tensor> Variable<T> {
 
     pub(crate) fn inner_ptr(&self) -> usize {
         Arc::as_ptr(&self.0) as usize
+    }
+}
+
+/// A set-once slot for a shared version counter: an `Arc` kept as a raw
+/// pointer, so that reading it is one load (an `OnceLock` costs a call into
+/// its `Once` on first initialisation, which every saved output triggers).
+struct CounterSlot(AtomicPtr<AtomicU32>);
+
+impl CounterSlot {
+    const fn empty() -> Self {
+        CounterSlot(AtomicPtr::new(std::ptr::null_mut()))
+    }
+
+    #[inline]
+    fn get(&self) -> Option<&AtomicU32> {
+        // SAFETY: a non-null pointer came from `Arc::into_raw` in `set` and
+        // the slot owns that reference until it is dropped.
+        unsafe { self.0.load(Ordering::Acquire).as_ref() }
+    }
+
+    fn get_arc(&self) -> Option<Arc<AtomicU32>> {
+        let p = self.0.load(Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: as in `get`; the count is incremented for the new `Arc`.
+        unsafe {
+            Arc::increment_strong_count(p);
+            Some(Arc::from_raw(p))
+        }
+    }
+
+    /// Stores `c` if the slot is empty; gives it back otherwise.
+    fn set(&self, c: Arc<AtomicU32>) -> Result<(), Arc<AtomicU32>> {
+        let p = Arc::into_raw(c).cast_mut();
+        match self
+            .0
+            .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => Ok(()),
+            // SAFETY: `p` was not stored, so this is the only owner.
+            Err(_) => Err(unsafe { Arc::from_raw(p) }),
+        }
+    }
+}
+
+impl Drop for CounterSlot {
+    fn drop(&mut self) {
+        let p = *self.0.get_mut();
+        if !p.is_null() {
+            // SAFETY: the slot owns one reference (see `set`).
+            drop(unsafe { Arc::from_raw(p) });
+        }
     }
 }
