@@ -1,11 +1,10 @@
 //! [`SavedVariable`]: a variable saved for backward, with its version.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 
 use crate::error::AutogradError;
-use crate::mode::is_anomaly_enabled;
+use crate::mode::{is_anomaly_enabled, is_grad_enabled};
 use crate::node::{DynCell, NodeRef};
 use crate::tensor::Tensor;
 use crate::variable::Variable;
@@ -35,8 +34,10 @@ enum State<T: Tensor> {
         version: u32,
     },
     Output {
-        data: T,
-        counter: Arc<AtomicU32>,
+        /// Holds the shared version counter; its data is the saved data
+        /// unless `data` is set (the host existed before this save).
+        host: Variable<T>,
+        data: Option<T>,
         grad_fn: Weak<DynCell<T>>,
         output_nr: u32,
         version: u32,
@@ -72,10 +73,11 @@ impl<T: Tensor> SavedVariable<T> {
             && let Some((grad_fn, output_nr)) =
                 var.with_history(|f, nr| f.map(|f| (f.downgrade(), nr)))
         {
+            let (host, fresh) = var.counter_host();
             return SavedVariable {
                 state: State::Output {
-                    data: var.data(),
-                    counter: var.shared_counter(),
+                    data: (!fresh).then(|| var.data()),
+                    host,
                     grad_fn,
                     output_nr,
                     version,
@@ -117,7 +119,10 @@ impl<T: Tensor> SavedVariable<T> {
     pub fn shape(&self) -> Option<Vec<usize>> {
         match &self.state {
             State::Var { var, .. } => Some(var.shape()),
-            State::Output { data, .. } => Some(data.shape().to_vec()),
+            State::Output {
+                data: Some(data), ..
+            } => Some(data.shape().to_vec()),
+            State::Output { host, .. } => Some(host.shape()),
             _ => None,
         }
     }
@@ -143,30 +148,40 @@ impl<T: Tensor> SavedVariable<T> {
                 Ok(Some(var.clone()))
             }
             State::Output {
+                host,
                 data,
-                counter,
                 grad_fn,
                 output_nr,
                 version,
             } => {
-                let grad_fn = grad_fn.upgrade().map(NodeRef::from_arc);
-                let current = counter.load(Ordering::Acquire);
+                let current = host.version();
                 if current != *version {
                     // The node that saved its output is usually the one
                     // unpacking it, inside `apply`, with its lock held: the
                     // engine fills in the name when it cannot be read here.
                     let output_of = grad_fn
-                        .as_ref()
+                        .upgrade()
+                        .map(NodeRef::from_arc)
                         .map(|f| (*output_nr as usize, f.try_name().unwrap_or_default()));
-                    return Err(mismatch(data, output_of, current, *version));
+                    let e = match data {
+                        Some(d) => mismatch(d, output_of, current, *version),
+                        None => host.with_data(|d| mismatch(d, output_of, current, *version)),
+                    };
+                    return Err(e);
                 }
+                // Without grad mode (a backward pass without create_graph)
+                // the history is not used: hand out the host itself.
+                if data.is_none() && !is_grad_enabled() {
+                    return Ok(Some(host.clone()));
+                }
+                let grad_fn = grad_fn.upgrade().map(NodeRef::from_arc);
                 let requires_grad = grad_fn.is_some();
                 Ok(Some(Variable::reconstructed(
-                    data.clone(),
+                    data.clone().unwrap_or_else(|| host.data()),
                     grad_fn,
                     *output_nr,
                     requires_grad,
-                    counter.clone(),
+                    host.clone(),
                 )))
             }
         }
@@ -178,11 +193,11 @@ impl<T: Tensor> SavedVariable<T> {
     pub fn unpack_data(&self) -> Result<T, AutogradError> {
         match &self.state {
             State::Output {
+                host,
                 data,
-                counter,
                 version,
                 ..
-            } if counter.load(Ordering::Acquire) == *version => Ok(data.clone()),
+            } if host.version() == *version => Ok(data.clone().unwrap_or_else(|| host.data())),
             _ => self.unpack().map(|v| v.data()),
         }
     }

@@ -47,7 +47,9 @@ pub(crate) struct VarInner<T: Tensor> {
     data: T,
     grad_fn: Option<NodeRef<T>>,
     output_nr: u32,
-    shared_version: CounterSlot,
+    /// Set when the version counter is shared: the variable whose own
+    /// counter is used (see [`Variable::counter_host`]).
+    shared_version: CounterSlot<T>,
     mutable: Mutex<Option<Box<Mutable<T>>>>,
 }
 
@@ -134,16 +136,16 @@ impl<T: Tensor> Variable<T> {
         )))
     }
 
-    /// Rebuilds a saved output: same data and version counter, given history.
+    /// Rebuilds a saved output: given data and history, `host`'s version counter.
     pub(crate) fn reconstructed(
         data: T,
         grad_fn: Option<NodeRef<T>>,
         output_nr: u32,
         requires_grad: bool,
-        counter: Arc<AtomicU32>,
+        host: Variable<T>,
     ) -> Self {
         let inner = VarInner::new(data, grad_fn, output_nr, requires_grad);
-        let _ = inner.shared_version.set(counter);
+        let _ = inner.shared_version.set(host);
         Variable(Arc::new(inner))
     }
 
@@ -283,7 +285,7 @@ impl<T: Tensor> Variable<T> {
     #[inline]
     fn counter(&self) -> &AtomicU32 {
         match self.0.shared_version.get() {
-            Some(c) => c,
+            Some(host) => &host.version,
             None => &self.0.version,
         }
     }
@@ -297,31 +299,44 @@ impl<T: Tensor> Variable<T> {
     /// Increments the version counter (done by in-place ops).
     pub fn bump_version(&self) {
         if let Some(c) = self.0.shared_version.get() {
-            c.fetch_add(1, Ordering::AcqRel);
+            c.version.fetch_add(1, Ordering::AcqRel);
             return;
         }
         // The lock orders this against a concurrent conversion to a shared counter.
         let _g = self.mutable();
         match self.0.shared_version.get() {
-            Some(c) => c.fetch_add(1, Ordering::AcqRel),
+            Some(c) => c.version.fetch_add(1, Ordering::AcqRel),
             None => self.0.version.fetch_add(1, Ordering::AcqRel),
         };
     }
 
-    /// The version counter as a shareable object (converts the inline counter
-    /// on first use).
-    pub(crate) fn shared_counter(&self) -> Arc<AtomicU32> {
-        if let Some(c) = self.0.shared_version.get_arc() {
-            return c;
+    /// The variable that holds the shared version counter, created on first
+    /// use (a history-less copy of this one, whose own counter takes over the
+    /// current value); `true` if this call created it, so that its data is
+    /// this variable's current data.
+    ///
+    /// Using a variable as the shared counter lets a saved output hand the
+    /// host itself to a formula when no graph is being built, instead of
+    /// building a new variable at every unpack.
+    pub(crate) fn counter_host(&self) -> (Variable<T>, bool) {
+        if let Some(h) = self.0.shared_version.get_var() {
+            return (h, false);
         }
         // The lock orders the copy of the inline value against `bump_version`.
-        let _g = self.mutable();
-        if let Some(c) = self.0.shared_version.get_arc() {
-            return c;
+        let g = self.mutable();
+        if let Some(h) = self.0.shared_version.get_var() {
+            return (h, false);
         }
-        let c = Arc::new(AtomicU32::new(self.0.version.load(Ordering::Acquire)));
-        let _ = self.0.shared_version.set(c.clone());
-        c
+        let data = g
+            .as_ref()
+            .and_then(|m| m.data.clone())
+            .unwrap_or_else(|| self.0.data.clone());
+        let host = VarInner::new(data, None, 0, false);
+        host.version
+            .store(self.0.version.load(Ordering::Acquire), Ordering::Release);
+        let host = Variable(Arc::new(host));
+        let _ = self.0.shared_version.set(host.clone());
+        (host, true)
     }
 
     /// Makes this variable use `base`'s version counter, as a view or alias
@@ -329,9 +344,9 @@ impl<T: Tensor> Variable<T> {
     /// on a freshly created output; fails if this variable already shares a
     /// counter with another one.
     pub fn share_version_counter(&self, base: &Variable<T>) -> Result<(), AutogradError> {
-        let c = base.shared_counter();
+        let (c, _) = base.counter_host();
         if let Some(mine) = self.0.shared_version.get() {
-            if std::ptr::eq(mine, &*c) {
+            if std::ptr::eq(mine, &*c.0) {
                 return Ok(());
             }
             return Err(AutogradError::msg(
@@ -348,14 +363,14 @@ impl<T: Tensor> Variable<T> {
     /// A new variable with the same data and version counter but no history
     /// and `requires_grad == false` (PyTorch's `detach()`).
     pub fn detach(&self) -> Variable<T> {
-        let c = self.shared_counter();
-        Variable::reconstructed(self.data(), None, 0, false, c)
+        let (host, _) = self.counter_host();
+        Variable::reconstructed(self.data(), None, 0, false, host)
     }
 
     /// An alias of this variable with other raw data (e.g. a reshaped view)
     /// sharing its version counter, without history.
     pub fn alias(&self, data: T) -> Variable<T> {
-        Variable::reconstructed(data, None, 0, false, self.shared_counter())
+        Variable::reconstructed(data, None, 0, false, self.counter_host().0)
     }
 
     /// Whether both handles refer to the same variable.
@@ -534,24 +549,25 @@ impl<T: Tensor> Variable<T> {
     }
 }
 
-/// A set-once slot for a shared version counter: an `Arc` kept as a raw
-/// pointer, so that reading it is one load (an `OnceLock` costs a call into
-/// its `Once` on first initialisation, which every saved output triggers).
-struct CounterSlot(AtomicPtr<AtomicU32>);
+/// A set-once slot for the host of a shared version counter: an `Arc` kept
+/// as a raw pointer, so that reading it is one load (an `OnceLock` costs a
+/// call into its `Once` on first initialisation, which every saved output
+/// triggers).
+struct CounterSlot<T: Tensor>(AtomicPtr<VarInner<T>>);
 
-impl CounterSlot {
+impl<T: Tensor> CounterSlot<T> {
     const fn empty() -> Self {
         CounterSlot(AtomicPtr::new(std::ptr::null_mut()))
     }
 
     #[inline]
-    fn get(&self) -> Option<&AtomicU32> {
+    fn get(&self) -> Option<&VarInner<T>> {
         // SAFETY: a non-null pointer came from `Arc::into_raw` in `set` and
         // the slot owns that reference until it is dropped.
         unsafe { self.0.load(Ordering::Acquire).as_ref() }
     }
 
-    fn get_arc(&self) -> Option<Arc<AtomicU32>> {
+    fn get_var(&self) -> Option<Variable<T>> {
         let p = self.0.load(Ordering::Acquire);
         if p.is_null() {
             return None;
@@ -559,25 +575,25 @@ impl CounterSlot {
         // SAFETY: as in `get`; the count is incremented for the new `Arc`.
         unsafe {
             Arc::increment_strong_count(p);
-            Some(Arc::from_raw(p))
+            Some(Variable(Arc::from_raw(p)))
         }
     }
 
-    /// Stores `c` if the slot is empty; gives it back otherwise.
-    fn set(&self, c: Arc<AtomicU32>) -> Result<(), Arc<AtomicU32>> {
-        let p = Arc::into_raw(c).cast_mut();
+    /// Stores `host` if the slot is empty; gives it back otherwise.
+    fn set(&self, host: Variable<T>) -> Result<(), Variable<T>> {
+        let p = Arc::into_raw(host.0).cast_mut();
         match self
             .0
             .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
         {
             Ok(_) => Ok(()),
             // SAFETY: `p` was not stored, so this is the only owner.
-            Err(_) => Err(unsafe { Arc::from_raw(p) }),
+            Err(_) => Err(Variable(unsafe { Arc::from_raw(p) })),
         }
     }
 }
 
-impl Drop for CounterSlot {
+impl<T: Tensor> Drop for CounterSlot<T> {
     fn drop(&mut self) {
         let p = *self.0.get_mut();
         if !p.is_null() {
