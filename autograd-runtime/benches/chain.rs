@@ -9,6 +9,15 @@
 //! Two raw tensor types: `HeapT`, a one-element f32 tensor with heap storage
 //! like a real tensor library's (every op allocates its result), and `Inline`,
 //! a bare f32 wrapper (no allocation at all in the raw ops).
+//!
+//! Besides the tapes, an "object-model floor": PyTorch's object model with
+//! nothing else (an `Arc` node and an `Arc` output variable per op, an `Arc`
+//! gradient per backward step), the least any runtime with shared,
+//! individually freed nodes and variables pays.
+//!
+//! `--profile tape|floor|runtime|tape-inline|floor-inline|runtime-inline`
+//! runs one implementation `PROFILE_RUNS` times (default 200), for perf or
+//! callgrind (instruction counts per op: see docs/runtime.md).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -315,6 +324,86 @@ fn run_tape<T: Raw>() -> f32 {
     grads[xv.0 as usize].as_ref().unwrap().value()
 }
 
+/// The floor of PyTorch's object model, with nothing else: per op one `Arc`
+/// node (its one edge and what its backward needs) and one `Arc` output
+/// variable holding data and `grad_fn`; per backward step one `Arc` gradient
+/// variable. No dependency counting, version counters, validation, hooks,
+/// modes or dynamic dispatch: what any runtime with shared, individually
+/// freed nodes and variables pays at least.
+mod skeleton {
+    use std::sync::Arc;
+
+    pub enum Op<T> {
+        MulS(f32),
+        AddS,
+        Tanh(T),
+    }
+    pub struct Node<T> {
+        pub parent: Option<Arc<Node<T>>>,
+        pub op: Op<T>,
+    }
+    pub struct Var<T> {
+        pub data: T,
+        pub grad_fn: Option<Arc<Node<T>>>,
+    }
+    impl<T> Drop for Node<T> {
+        // Iterative, so that dropping a long chain does not overflow the stack.
+        fn drop(&mut self) {
+            let mut next = self.parent.take();
+            while let Some(p) = next {
+                next = match Arc::try_unwrap(p) {
+                    Ok(mut n) => n.parent.take(),
+                    Err(_) => None,
+                };
+            }
+        }
+    }
+}
+
+fn run_skeleton<T: Raw>() -> f32 {
+    use skeleton::*;
+    use std::sync::Arc;
+    let step = |y: &Arc<Var<T>>, data: T, op: Op<T>| {
+        Arc::new(Var {
+            data,
+            grad_fn: Some(Arc::new(Node {
+                parent: y.grad_fn.clone(),
+                op,
+            })),
+        })
+    };
+    let x = Arc::new(Var {
+        data: T::scalar(0.5),
+        grad_fn: None,
+    });
+    let mut y = x.clone();
+    for _ in 0..STEPS {
+        let a = step(&y, y.data.mul_s(0.999), Op::MulS(0.999));
+        let b = step(&a, a.data.add_s(0.001), Op::AddS);
+        let t = b.data.tanh();
+        y = step(&b, t.clone(), Op::Tanh(t));
+    }
+    let mut g = Arc::new(Var {
+        data: T::scalar(1.0),
+        grad_fn: None,
+    });
+    let mut node = y.grad_fn.clone();
+    while let Some(n) = node {
+        let data = match &n.op {
+            Op::MulS(s) => g.data.mul_s(*s),
+            Op::AddS => g.data.clone(),
+            Op::Tanh(r) => T::tanh_backward(&g.data, r),
+        };
+        g = Arc::new(Var {
+            data,
+            grad_fn: None,
+        });
+        node = n.parent.clone();
+    }
+    drop(y);
+    g.data.value()
+}
+
 /// Tape with a boxed backward closure per node (the usual "generic" tape).
 fn run_closure_tape<T: Raw>() -> f32 {
     type Back<T> = Box<dyn Fn(&T) -> T>;
@@ -371,9 +460,10 @@ fn median(v: &mut [Duration]) -> Duration {
 type Impl = (&'static str, fn() -> f32);
 
 fn bench_type<T: Raw>(label: &str, reps: usize) {
-    let impls: [Impl; 3] = [
+    let impls: [Impl; 4] = [
         ("tape (arena, enum ops)", run_tape::<T>),
         ("tape (arena, boxed closures)", run_closure_tape::<T>),
+        ("object-model floor (Arc per op)", run_skeleton::<T>),
         ("autograd-runtime", run_runtime::<T>),
     ];
     // Same gradient everywhere.
@@ -405,7 +495,7 @@ fn bench_type<T: Raw>(label: &str, reps: usize) {
     println!("raw tensor: {label}");
     for (i, (name, _)) in impls.iter().enumerate() {
         println!(
-            "  {name:<30} {:>8.1} ns/op   ({:.2}x enum tape)",
+            "  {name:<32} {:>8.1} ns/op   ({:.2}x enum tape)",
             ns[i],
             ns[i] / ns[0]
         );
@@ -438,6 +528,8 @@ fn main() {
         let f: fn() -> f32 = match which.as_str() {
             "tape" => run_tape::<HeapT>,
             "tape-inline" => run_tape::<Inline>,
+            "floor" => run_skeleton::<HeapT>,
+            "floor-inline" => run_skeleton::<Inline>,
             "runtime-inline" => run_runtime::<Inline>,
             _ => run_runtime::<HeapT>,
         };

@@ -224,3 +224,64 @@ fn out_variants_refuse_inputs_that_require_grad() {
     let _g = no_grad();
     assert!(check_out("mul", &[&x]).is_ok());
 }
+
+#[test]
+fn saved_output_unpacks_to_one_shared_variable_when_no_graph_is_built() {
+    let x = leaf(&[0.5], &[1]);
+    let y = mul_scalar(&x, 2.0); // a node that saves nothing
+    let saved = SavedVariable::new(&y, true);
+    let (a, b) = {
+        let _g = no_grad();
+        (saved.unpack().unwrap(), saved.unpack().unwrap())
+    };
+    // No history is needed without grad mode: both unpacks are the variable
+    // that holds the shared version counter, not new variables.
+    assert!(a.ptr_eq(&b));
+    assert!(a.grad_fn().is_none() && !a.requires_grad());
+    assert_close(&vals(&a), &vals(&y));
+    // It shares y's version counter: an in-place change of y is seen.
+    add_scalar_(&y, 1.0).unwrap();
+    assert_eq!(a.version(), 1);
+    assert!(matches!(
+        saved.unpack().unwrap_err(),
+        AutogradError::VersionMismatch {
+            current: 1,
+            expected: 0,
+            ..
+        }
+    ));
+    // With grad mode on the unpacked output has its history back.
+    let z = mul_scalar(&x, 3.0);
+    let saved = SavedVariable::new(&z, true);
+    let u = saved.unpack().unwrap();
+    assert!(u.grad_fn().unwrap().ptr_eq(&z.grad_fn().unwrap()));
+}
+
+#[test]
+fn saved_output_of_a_variable_detached_earlier_keeps_its_current_data() {
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let y = exp(&x);
+    let d = y.detach(); // the shared counter is created here, with y's data
+    add_scalar_(&y, 1.0).unwrap(); // y's data replaced, version 1
+    let saved = SavedVariable::new(&y, true);
+    let u = {
+        let _g = no_grad();
+        saved.unpack().unwrap()
+    };
+    assert_close(&vals(&u), &vals(&y));
+    assert_eq!(u.version(), 1);
+    assert_eq!(d.version(), 1);
+    assert_close(&vals(&d), &[1f64.exp(), 2f64.exp()]);
+}
+
+#[test]
+fn replaced_data_is_read_everywhere() {
+    let x = constant(&[1.0], &[1]);
+    let c = x.clone();
+    x.set_data(tensor(&[7.0], &[1]));
+    assert_close(&vals(&c), &[7.0]);
+    assert_eq!(c.shape(), vec![1]);
+    assert_eq!(x.version(), 0); // set_data alone does not bump
+    // a variable created afterwards from it sees the new data too
+    assert_close(&vals(&x.detach()), &[7.0]);
+}

@@ -72,3 +72,30 @@ fn graph_recorded_on_one_thread_backpropagated_on_another() {
         .unwrap();
     assert_close(&grad_vals(&x), &[0.5f64.exp()]);
 }
+
+#[test]
+fn data_reads_race_with_replacements() {
+    // One thread replaces the data (as in-place ops do) while another reads it
+    // through the lock-free path: every read sees a complete value that was
+    // written, and values never go back in time.
+    let v = constant(&[0.0], &[1]);
+    let w = v.clone();
+    let writer = std::thread::spawn(move || {
+        for i in 1..=2000 {
+            w.set_data(tensor(&[i as f64], &[1]));
+            w.bump_version();
+        }
+    });
+    let mut last = 0.0;
+    for _ in 0..20000 {
+        let x = val(&v);
+        assert!(
+            x >= last && x <= 2000.0 && x.fract() == 0.0,
+            "{x} after {last}"
+        );
+        last = x;
+    }
+    writer.join().unwrap();
+    assert_eq!(val(&v), 2000.0);
+    assert_eq!(v.version(), 2000);
+}
