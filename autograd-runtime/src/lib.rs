@@ -128,6 +128,7 @@
 
 #![warn(missing_docs)]
 
+mod arena;
 mod dot;
 mod engine;
 mod error;

@@ -1,14 +1,16 @@
 //! Backward nodes ([`Node`]), their shared cells ([`NodeRef`], [`NodeHandle`]),
 //! [`Edge`]s, hooks, and [`record`], which puts a node into the graph.
 
+use std::alloc::Layout;
 use std::any::Any;
 use std::backtrace::Backtrace;
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::mem::ManuallyDrop;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::{Mutex, MutexGuard, Weak};
 
+use crate::arena::{self, Chunk};
 use crate::error::AutogradError;
 use crate::list::OptList;
 use crate::mode::is_anomaly_enabled;
@@ -113,6 +115,50 @@ pub struct NodeCell<T: Tensor, N: ?Sized> {
 
 pub(crate) type DynCell<T> = NodeCell<T, dyn Node<T>>;
 
+/// A node's allocation: reference counts (as in `Arc`: the strong references
+/// together hold one weak count), the arena chunk it lives in, the cell.
+pub(crate) struct NodeBox<T: Tensor, N: ?Sized> {
+    strong: AtomicUsize,
+    weak: AtomicUsize,
+    chunk: NonNull<Chunk>,
+    cell: NodeCell<T, N>,
+}
+
+type DynBox<T> = NodeBox<T, dyn Node<T>>;
+
+/// Counts above this abort, like `Arc` (a leaked-handle loop, not a real graph).
+const MAX_REFCOUNT: usize = isize::MAX as usize;
+
+/// Drops the weak count held by `p` and frees the memory with the last one.
+///
+/// # Safety
+/// `p` is a live allocation and the caller owns one weak count of it.
+unsafe fn release_weak<T: Tensor>(p: NonNull<DynBox<T>>) {
+    // SAFETY: the caller's count keeps the header alive until here.
+    let b = unsafe { p.as_ref() };
+    if b.weak.fetch_sub(1, Ordering::Release) == 1 {
+        fence(Ordering::Acquire);
+        let chunk = b.chunk;
+        // SAFETY: no references are left; the chunk count is this node's.
+        unsafe { arena::release(chunk) };
+    }
+}
+
+/// The last strong reference of a node: dropping it drops the cell (and,
+/// through its edges, maybe the next nodes: see `drop_last_ref`).
+struct LastRef<T: Tensor>(NonNull<DynBox<T>>);
+
+impl<T: Tensor> Drop for LastRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: the strong count reached zero, so this is the only access
+        // to the cell; weak references never touch it.
+        unsafe {
+            std::ptr::drop_in_place(&raw mut (*self.0.as_ptr()).cell);
+            release_weak(self.0);
+        }
+    }
+}
+
 thread_local! {
     static LIVE_NODES: Cell<isize> = const { Cell::new(0) };
     static SEQUENCE_NR: Cell<u64> = const { Cell::new(0) };
@@ -175,22 +221,42 @@ fn drop_last_ref<X: 'static>(x: X) {
 
 /// A shared, type-erased reference to a node in the graph (PyTorch's
 /// `std::shared_ptr<Node>`): what [`Variable::grad_fn`] returns and what
-/// [`Edge`]s point to. Cheap to clone.
-pub struct NodeRef<T: Tensor>(ManuallyDrop<Arc<DynCell<T>>>);
+/// [`Edge`]s point to. Cheap to clone (one atomic increment).
+pub struct NodeRef<T: Tensor>(NonNull<DynBox<T>>);
+
+// SAFETY: like `Arc<NodeCell<T, dyn Node<T>>>`: the counts are atomic, the
+// cell's mutable parts are behind mutexes or atomics, `Node: Send`.
+unsafe impl<T: Tensor> Send for NodeRef<T> {}
+// SAFETY: as above.
+unsafe impl<T: Tensor> Sync for NodeRef<T> {}
 
 impl<T: Tensor> Drop for NodeRef<T> {
+    #[inline]
     fn drop(&mut self) {
-        // SAFETY: `self.0` is never used again after this.
-        let arc = unsafe { ManuallyDrop::take(&mut self.0) };
-        if Arc::strong_count(&arc) == 1 {
-            drop_last_ref(arc);
+        // SAFETY: this handle owns one strong count.
+        if unsafe { self.0.as_ref() }
+            .strong
+            .fetch_sub(1, Ordering::Release)
+            != 1
+        {
+            return;
         }
+        fence(Ordering::Acquire);
+        drop_last_ref(LastRef(self.0));
     }
 }
 
 impl<T: Tensor> Clone for NodeRef<T> {
+    #[inline]
     fn clone(&self) -> Self {
-        NodeRef(ManuallyDrop::new(Arc::clone(&self.0)))
+        // SAFETY: this handle keeps the node alive.
+        let n = unsafe { self.0.as_ref() }
+            .strong
+            .fetch_add(1, Ordering::Relaxed);
+        if n > MAX_REFCOUNT {
+            std::process::abort();
+        }
+        NodeRef(self.0)
     }
 }
 
@@ -200,27 +266,69 @@ impl<T: Tensor> fmt::Debug for NodeRef<T> {
     }
 }
 
+/// A weak reference to a node: keeps its memory, not the node (saved outputs
+/// refer to their own node this way, so that there is no cycle).
+pub(crate) struct WeakNode<T: Tensor>(NonNull<DynBox<T>>);
+
+// SAFETY: as for `NodeRef`.
+unsafe impl<T: Tensor> Send for WeakNode<T> {}
+// SAFETY: as for `NodeRef`.
+unsafe impl<T: Tensor> Sync for WeakNode<T> {}
+
+impl<T: Tensor> WeakNode<T> {
+    /// A strong reference, if the node is still alive.
+    pub(crate) fn upgrade(&self) -> Option<NodeRef<T>> {
+        // SAFETY: the weak count keeps the header alive.
+        let strong = unsafe { &self.0.as_ref().strong };
+        let mut n = strong.load(Ordering::Relaxed);
+        loop {
+            if n == 0 {
+                return None;
+            }
+            if n > MAX_REFCOUNT {
+                std::process::abort();
+            }
+            match strong.compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Some(NodeRef(self.0)),
+                Err(cur) => n = cur,
+            }
+        }
+    }
+}
+
+impl<T: Tensor> Drop for WeakNode<T> {
+    fn drop(&mut self) {
+        // SAFETY: this handle owns one weak count.
+        unsafe { release_weak(self.0) };
+    }
+}
+
 impl<T: Tensor> NodeRef<T> {
-    pub(crate) fn from_arc(a: Arc<DynCell<T>>) -> Self {
-        NodeRef(ManuallyDrop::new(a))
-    }
-
+    #[inline]
     pub(crate) fn cell(&self) -> &DynCell<T> {
-        &self.0
+        // SAFETY: the strong count keeps the cell alive.
+        unsafe { &self.0.as_ref().cell }
     }
 
-    pub(crate) fn downgrade(&self) -> Weak<DynCell<T>> {
-        Arc::downgrade(&self.0)
+    pub(crate) fn downgrade(&self) -> WeakNode<T> {
+        // SAFETY: this handle keeps the node alive.
+        let n = unsafe { self.0.as_ref() }
+            .weak
+            .fetch_add(1, Ordering::Relaxed);
+        if n > MAX_REFCOUNT {
+            std::process::abort();
+        }
+        WeakNode(self.0)
     }
 
     /// The node's name (locks the node).
     pub fn name(&self) -> String {
-        lock(&self.0.node).name().to_string()
+        lock(&self.cell().node).name().to_string()
     }
 
     /// The name if the node is not locked right now.
     pub(crate) fn try_name(&self) -> Option<String> {
-        match self.0.node.try_lock() {
+        match self.cell().node.try_lock() {
             Ok(n) => Some(n.name().to_string()),
             Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner().name().to_string()),
             Err(std::sync::TryLockError::WouldBlock) => None,
@@ -230,34 +338,34 @@ impl<T: Tensor> NodeRef<T> {
     /// The next edges: one per input given to [`record`], `None` for inputs
     /// that are not differentiable or do not require grad.
     pub fn next_edges(&self) -> &[Option<Edge<T>>] {
-        &self.0.edges
+        &self.cell().edges
     }
 
     /// Number of gradients `apply` receives (forward outputs recorded).
     pub fn num_inputs(&self) -> usize {
-        self.0.meta.len()
+        self.cell().meta.len()
     }
 
     /// Shape and dtype of forward output `i`.
     pub fn input_metadata(&self, i: usize) -> Option<&TensorMeta> {
-        self.0.meta.get(i).and_then(Option::as_ref)
+        self.cell().meta.get(i).and_then(Option::as_ref)
     }
 
     /// Creation order on the recording thread (the engine runs ready nodes
     /// with the highest sequence number first, like PyTorch).
     pub fn sequence_nr(&self) -> u64 {
-        self.0.seq
+        self.cell().seq
     }
 
     /// Whether both refer to the same node.
     pub fn ptr_eq(&self, other: &NodeRef<T>) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        std::ptr::addr_eq(self.0.as_ptr(), other.0.as_ptr())
     }
 
     /// Registers a pre-hook, called with the incoming gradients before `apply`.
     pub fn register_prehook(&self, f: impl FnMut(&mut VariableList<T>) + Send + 'static) -> HookId {
         let id = next_hook_id();
-        self.0.add_hooks(|h| h.pre.push((id, Box::new(f))));
+        self.cell().add_hooks(|h| h.pre.push((id, Box::new(f))));
         id
     }
 
@@ -268,20 +376,21 @@ impl<T: Tensor> NodeRef<T> {
         f: impl FnMut(&mut VariableList<T>, &VariableList<T>) + Send + 'static,
     ) -> HookId {
         let id = next_hook_id();
-        self.0.add_hooks(|h| h.post.push((id, Box::new(f))));
+        self.cell().add_hooks(|h| h.post.push((id, Box::new(f))));
         id
     }
 
     pub(crate) fn register_tensor_prehook(&self, output_nr: usize, f: TensorHook<T>) -> HookId {
         let id = next_hook_id();
-        self.0.add_hooks(|h| h.tensor_pre.push((id, output_nr, f)));
+        self.cell()
+            .add_hooks(|h| h.tensor_pre.push((id, output_nr, f)));
         id
     }
 
     /// Removes a hook registered on this node (pre, post or tensor hook);
     /// returns whether it was found.
     pub fn remove_hook(&self, id: HookId) -> bool {
-        let mut g = self.0.hooks();
+        let mut g = self.cell().hooks();
         let Some(h) = g.as_mut() else { return false };
         let before = h.pre.len() + h.post.len() + h.tensor_pre.len();
         h.pre.retain(|(i, _)| *i != id);
@@ -292,20 +401,20 @@ impl<T: Tensor> NodeRef<T> {
 
     /// Calls [`Node::release_variables`] now.
     pub fn release_variables(&self) {
-        lock(&self.0.node).release_variables();
+        lock(&self.cell().node).release_variables();
     }
 
     /// Backtrace of the forward call that created this node, if it was
     /// recorded with anomaly mode on.
     pub fn forward_trace(&self) -> Option<String> {
-        self.0.anomaly.as_ref().map(|a| a.0.to_string())
+        self.cell().anomaly.as_ref().map(|a| a.0.to_string())
     }
 
     /// `(name, shape)` of every saved variable (`None` shape once released). Slots that were
     /// never filled (a formula's input that needed no gradient) are left out.
     pub fn saved_tensors(&self) -> Vec<(String, Option<Vec<usize>>)> {
         let mut out = Vec::new();
-        lock(&self.0.node).visit_saved(&mut |name, sv| {
+        lock(&self.cell().node).visit_saved(&mut |name, sv| {
             if !sv.is_empty() {
                 out.push((name.to_string(), sv.shape()));
             }
@@ -315,24 +424,39 @@ impl<T: Tensor> NodeRef<T> {
 
     /// Runs `f` on the locked node (type-erased).
     pub fn with_node<R>(&self, f: impl FnOnce(&mut dyn Node<T>) -> R) -> R {
-        f(&mut *lock(&self.0.node))
+        f(&mut *lock(&self.cell().node))
     }
 }
 
 /// Typed access to a node after it was put in the graph, returned by
 /// [`record`]: the generated code uses it to save the op's outputs
 /// (`handle.with(|n| n.result = SavedVariable::new(&out, true))`).
-pub struct NodeHandle<T: Tensor, N: Node<T>>(Arc<NodeCell<T, N>>);
+pub struct NodeHandle<T: Tensor, N: Node<T>>(NonNull<NodeBox<T, N>>);
+
+// SAFETY: as for `NodeRef` (`N: Node<T>` is `Send`).
+unsafe impl<T: Tensor, N: Node<T>> Send for NodeHandle<T, N> {}
+// SAFETY: as for `NodeRef`.
+unsafe impl<T: Tensor, N: Node<T>> Sync for NodeHandle<T, N> {}
 
 impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
     /// Runs `f` with mutable access to the node (locks its mutex).
     pub fn with<R>(&self, f: impl FnOnce(&mut N) -> R) -> R {
-        f(&mut lock(&self.0.node))
+        // SAFETY: the handle's strong count keeps the cell alive.
+        f(&mut lock(unsafe { &self.0.as_ref().cell.node }))
     }
 
     /// The type-erased reference (what `grad_fn()` returns).
     pub fn node_ref(&self) -> NodeRef<T> {
-        NodeRef::from_arc(self.0.clone())
+        let erased: NonNull<DynBox<T>> = self.0;
+        // Cloning a borrowed `NodeRef` counts the new reference.
+        (*std::mem::ManuallyDrop::new(NodeRef(erased))).clone()
+    }
+}
+
+impl<T: Tensor, N: Node<T>> Drop for NodeHandle<T, N> {
+    fn drop(&mut self) {
+        // The handle's count, given to a `NodeRef` that releases it.
+        drop(NodeRef::<T>(self.0));
     }
 }
 
@@ -420,7 +544,7 @@ fn new_cell<T: Tensor, N: Node<T>>(
     node: N,
     inputs: &[Option<&Variable<T>>],
     meta: OptList<TensorMeta, 1>,
-) -> Arc<NodeCell<T, N>> {
+) -> NodeHandle<T, N> {
     let mut edges = EdgeList::<T>::with_len(inputs.len());
     for (slot, v) in edges.iter_mut().zip(inputs) {
         *slot = v.and_then(Variable::gradient_edge);
@@ -436,16 +560,27 @@ fn new_cell<T: Tensor, N: Node<T>>(
         n
     });
     LIVE_NODES.with(|c| c.set(c.get() + 1));
-    Arc::new(NodeCell {
-        edges,
-        meta,
-        seq,
-        task_slot: AtomicU64::new(0),
-        has_hooks: AtomicBool::new(false),
-        hooks: Mutex::new(None),
-        anomaly,
-        node: Mutex::new(node),
-    })
+    let (mem, chunk) = arena::alloc_node(Layout::new::<NodeBox<T, N>>());
+    let p = mem.cast::<NodeBox<T, N>>();
+    // SAFETY: `mem` is fresh memory with the layout of `NodeBox<T, N>`.
+    unsafe {
+        p.as_ptr().write(NodeBox {
+            strong: AtomicUsize::new(1),
+            weak: AtomicUsize::new(1),
+            chunk,
+            cell: NodeCell {
+                edges,
+                meta,
+                seq,
+                task_slot: AtomicU64::new(0),
+                has_hooks: AtomicBool::new(false),
+                hooks: Mutex::new(None),
+                anomaly,
+                node: Mutex::new(node),
+            },
+        })
+    };
+    NodeHandle(p)
 }
 
 /// Records an op: puts `node` in the graph with one edge per entry of
@@ -466,15 +601,14 @@ pub fn record<T: Tensor, N: Node<T>, const K: usize>(
     outputs: [T; K],
 ) -> ([Variable<T>; K], NodeHandle<T, N>) {
     let meta = OptList::from_array(outputs.each_ref().map(|t| Some(TensorMeta::of(t))));
-    let cell = new_cell(node, inputs, meta);
+    let handle = new_cell(node, inputs, meta);
     let mut nr = 0u32;
     let outs = outputs.map(|data| {
-        let erased: Arc<DynCell<T>> = cell.clone();
-        let v = Variable::with_grad_fn(data, NodeRef::from_arc(erased), nr);
+        let v = Variable::with_grad_fn(data, handle.node_ref(), nr);
         nr += 1;
         v
     });
-    (outs, NodeHandle(cell))
+    (outs, handle)
 }
 
 /// [`record`] for a number of outputs known only at run time.
@@ -484,16 +618,13 @@ pub fn record_vec<T: Tensor, N: Node<T>>(
     outputs: Vec<T>,
 ) -> (Vec<Variable<T>>, NodeHandle<T, N>) {
     let meta = outputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
-    let cell = new_cell(node, inputs, meta);
-    let erased: Arc<DynCell<T>> = cell.clone();
+    let handle = new_cell(node, inputs, meta);
     let outs = outputs
         .into_iter()
         .enumerate()
-        .map(|(nr, data)| {
-            Variable::with_grad_fn(data, NodeRef::from_arc(erased.clone()), nr as u32)
-        })
+        .map(|(nr, data)| Variable::with_grad_fn(data, handle.node_ref(), nr as u32))
         .collect();
-    (outs, NodeHandle(cell))
+    (outs, handle)
 }
 
 /// Records an in-place op on `self_`: checks that `self_` is not a leaf
@@ -517,13 +648,13 @@ pub fn record_inplace<T: Tensor, N: Node<T>>(
         Some(d) => TensorMeta::of(d),
         None => self_.with_data(TensorMeta::of),
     };
-    let cell = new_cell(node, inputs, std::iter::once(Some(meta_src)).collect());
+    let handle = new_cell(node, inputs, std::iter::once(Some(meta_src)).collect());
     if let Some(d) = new_data {
         self_.set_data(d);
     }
     self_.bump_version();
-    self_.rebase_history(NodeRef::from_arc(cell.clone()));
-    Ok(NodeHandle(cell))
+    self_.rebase_history(handle.node_ref());
+    Ok(handle)
 }
 
 /// Refuses arguments that require grad for an `out=` variant of `op`

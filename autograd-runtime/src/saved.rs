@@ -1,11 +1,10 @@
 //! [`SavedVariable`]: a variable saved for backward, with its version.
 
 use std::fmt;
-use std::sync::Weak;
 
 use crate::error::AutogradError;
 use crate::mode::{is_anomaly_enabled, is_grad_enabled};
-use crate::node::{DynCell, NodeRef};
+use crate::node::WeakNode;
 use crate::tensor::Tensor;
 use crate::variable::Variable;
 
@@ -38,7 +37,7 @@ enum State<T: Tensor> {
         /// unless `data` is set (the host existed before this save).
         host: Variable<T>,
         data: Option<T>,
-        grad_fn: Weak<DynCell<T>>,
+        grad_fn: WeakNode<T>,
         output_nr: u32,
         version: u32,
     },
@@ -161,7 +160,6 @@ impl<T: Tensor> SavedVariable<T> {
                     // engine fills in the name when it cannot be read here.
                     let output_of = grad_fn
                         .upgrade()
-                        .map(NodeRef::from_arc)
                         .map(|f| (*output_nr as usize, f.try_name().unwrap_or_default()));
                     let e = match data {
                         Some(d) => mismatch(d, output_of, current, *version),
@@ -174,7 +172,7 @@ impl<T: Tensor> SavedVariable<T> {
                 if data.is_none() && !is_grad_enabled() {
                     return Ok(Some(host.clone()));
                 }
-                let grad_fn = grad_fn.upgrade().map(NodeRef::from_arc);
+                let grad_fn = grad_fn.upgrade();
                 let requires_grad = grad_fn.is_some();
                 Ok(Some(Variable::reconstructed(
                     data.clone().unwrap_or_else(|| host.data()),

@@ -1,0 +1,222 @@
+//! Per-thread bump arenas for backward nodes.
+//!
+//! A node is allocated from a 64 KiB chunk owned by the thread that records
+//! it. A chunk counts its live allocations, plus one while it is some
+//! thread's current chunk, and is freed when the count drops to zero, on
+//! whichever thread drops the last node in it. When every node of the current
+//! chunk is gone (a training step's graph freed after backward), the next node
+//! starts again at the beginning of the chunk: a loop that builds and frees a
+//! graph per step allocates no memory for nodes, and consecutive nodes sit
+//! next to each other in memory.
+//!
+//! Why: measured on the chain benchmark, `malloc` + `free` of ~250-byte nodes
+//! (freed all at once when a graph goes) cost more than everything else a
+//! node does. The price: a node that outlives its neighbours keeps its chunk
+//! (64 KiB) allocated until it goes.
+
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::cell::Cell;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering, fence};
+
+/// Size of a shared chunk.
+const CHUNK_SIZE: usize = 64 << 10;
+/// Alignment of every chunk; allocations with a larger alignment get a chunk
+/// of their own.
+const CHUNK_ALIGN: usize = 64;
+/// Offset of the first allocation (the header, padded to the alignment).
+const START: usize = CHUNK_ALIGN;
+/// Allocations above this size get a chunk of their own.
+const MAX_SHARED: usize = CHUNK_SIZE / 8;
+
+/// The header at the start of every chunk.
+pub(crate) struct Chunk {
+    live: AtomicUsize,
+    size: usize,
+    align: usize,
+}
+
+const _: () = assert!(std::mem::size_of::<Chunk>() <= START);
+
+fn new_chunk(size: usize, align: usize, live: usize) -> NonNull<Chunk> {
+    let layout = Layout::from_size_align(size, align).expect("chunk layout");
+    // SAFETY: `layout` has a non-zero size.
+    let p = unsafe { alloc(layout) };
+    let Some(p) = NonNull::new(p.cast::<Chunk>()) else {
+        handle_alloc_error(layout)
+    };
+    // SAFETY: fresh allocation, aligned for `Chunk` (align >= 64).
+    unsafe {
+        p.as_ptr().write(Chunk {
+            live: AtomicUsize::new(live),
+            size,
+            align,
+        })
+    };
+    p
+}
+
+/// Drops one count of `chunk`, freeing it with the last one.
+///
+/// # Safety
+/// The caller owns one count (an allocation it made, or the current-chunk
+/// count) and does not use the chunk's memory afterwards.
+pub(crate) unsafe fn release(chunk: NonNull<Chunk>) {
+    // SAFETY: the caller's count keeps the chunk alive until here.
+    let c = unsafe { chunk.as_ref() };
+    if c.live.fetch_sub(1, Ordering::Release) != 1 {
+        return;
+    }
+    // Every other user's writes (and drops) happen before the free.
+    fence(Ordering::Acquire);
+    let (size, align) = (c.size, c.align);
+    // SAFETY: allocated in `new_chunk` with this layout; no counts are left.
+    unsafe {
+        dealloc(
+            chunk.as_ptr().cast(),
+            Layout::from_size_align_unchecked(size, align),
+        )
+    };
+}
+
+/// The calling thread's current chunk and the offset of its free space.
+struct Current {
+    chunk: Cell<Option<NonNull<Chunk>>>,
+    offset: Cell<usize>,
+}
+
+impl Drop for Current {
+    fn drop(&mut self) {
+        if let Some(c) = self.chunk.take() {
+            // SAFETY: the thread's current-chunk count.
+            unsafe { release(c) };
+        }
+    }
+}
+
+thread_local! {
+    static CURRENT: Current = const {
+        Current {
+            chunk: Cell::new(None),
+            offset: Cell::new(0),
+        }
+    };
+}
+
+fn align_up(x: usize, align: usize) -> usize {
+    (x + align - 1) & !(align - 1)
+}
+
+impl Current {
+    fn bump(&self, layout: Layout) -> (NonNull<u8>, NonNull<Chunk>) {
+        if let Some(c) = self.chunk.get() {
+            // SAFETY: the current-chunk count keeps it alive.
+            let ch = unsafe { c.as_ref() };
+            let mut offset = self.offset.get();
+            // Only this thread allocates here; if the count is just ours,
+            // nothing in the chunk is alive any more: start over.
+            if ch.live.load(Ordering::Acquire) == 1 {
+                offset = START;
+            }
+            let start = align_up(offset, layout.align());
+            if start + layout.size() <= CHUNK_SIZE {
+                ch.live.fetch_add(1, Ordering::Relaxed);
+                self.offset.set(start + layout.size());
+                // SAFETY: in bounds of the chunk.
+                let p = unsafe { NonNull::new_unchecked(c.as_ptr().cast::<u8>().add(start)) };
+                return (p, c);
+            }
+            self.chunk.set(None);
+            // SAFETY: the current-chunk count, given up.
+            unsafe { release(c) };
+        }
+        // One count for being current, one for this allocation.
+        let c = new_chunk(CHUNK_SIZE, CHUNK_ALIGN, 2);
+        self.chunk.set(Some(c));
+        let start = align_up(START, layout.align());
+        self.offset.set(start + layout.size());
+        // SAFETY: in bounds of the fresh chunk.
+        let p = unsafe { NonNull::new_unchecked(c.as_ptr().cast::<u8>().add(start)) };
+        (p, c)
+    }
+}
+
+/// Memory for one node: `layout.size()` bytes aligned to `layout.align()`, and
+/// the chunk to [`release`] when the node's memory is no longer used.
+pub(crate) fn alloc_node(layout: Layout) -> (NonNull<u8>, NonNull<Chunk>) {
+    if layout.size() <= MAX_SHARED
+        && layout.align() <= CHUNK_ALIGN
+        && let Ok(r) = CURRENT.try_with(|c| c.bump(layout))
+    {
+        return r;
+    }
+    // Large, over-aligned, or the thread is exiting: a chunk of its own.
+    let align = layout.align().max(CHUNK_ALIGN);
+    let start = align_up(START, align);
+    let c = new_chunk(start + layout.size(), align, 1);
+    // SAFETY: in bounds of the fresh chunk.
+    let p = unsafe { NonNull::new_unchecked(c.as_ptr().cast::<u8>().add(start)) };
+    (p, c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn live(c: NonNull<Chunk>) -> usize {
+        unsafe { c.as_ref() }.live.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn bump_reuse_and_release() {
+        std::thread::spawn(|| {
+            let l = Layout::from_size_align(100, 8).unwrap();
+            let (a, ca) = alloc_node(l);
+            let (b, cb) = alloc_node(l);
+            assert_eq!(ca, cb);
+            assert_eq!(b.as_ptr() as usize - a.as_ptr() as usize, 104);
+            assert_eq!(live(ca), 3);
+            unsafe {
+                release(ca);
+                release(cb);
+            }
+            // Everything gone: the next allocation starts over.
+            let (c, cc) = alloc_node(l);
+            assert_eq!(c, a);
+            unsafe { release(cc) };
+            // Large and over-aligned allocations get their own chunk.
+            let big = Layout::from_size_align(MAX_SHARED + 1, 8).unwrap();
+            let (_, own) = alloc_node(big);
+            assert_ne!(own, ca);
+            assert_eq!(live(own), 1);
+            unsafe { release(own) };
+            let over = Layout::from_size_align(16, 128).unwrap();
+            let (p, own) = alloc_node(over);
+            assert_eq!(p.as_ptr() as usize % 128, 0);
+            unsafe { release(own) };
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_full_chunk_is_replaced_and_freed_by_its_last_node() {
+        std::thread::spawn(|| {
+            let l = Layout::from_size_align(MAX_SHARED, 8).unwrap();
+            let allocs: Vec<_> = (0..20).map(|_| alloc_node(l)).collect();
+            let first = allocs[0].1;
+            assert!(allocs.iter().any(|(_, c)| *c != first));
+            // Freed on another thread.
+            let sendable: Vec<usize> = allocs.iter().map(|(_, c)| c.as_ptr() as usize).collect();
+            std::thread::spawn(move || {
+                for c in sendable {
+                    unsafe { release(NonNull::new(c as *mut Chunk).unwrap()) };
+                }
+            })
+            .join()
+            .unwrap();
+        })
+        .join()
+        .unwrap();
+    }
+}
