@@ -121,10 +121,12 @@
 //!
 //! # Performance
 //!
-//! Per recorded op: one `Arc` for the node (edges and output metadata stored
-//! inline for up to two inputs/one output), one per output variable; no
-//! allocation for gradient lists of up to two entries ([`VariableList`]).
-//! Backward runs on the calling thread with a dependency count per vertex.
+//! Per recorded op: the node is bump-allocated in a per-thread arena chunk
+//! (edges and output metadata inline for up to two inputs/one output), one
+//! `Arc` per output variable; no allocation for gradient lists of up to two
+//! entries ([`VariableList`]). Reading a variable's data or history takes no
+//! lock. Backward runs on the calling thread with a dependency count per
+//! vertex. Figures and the trade-offs: `docs/runtime.md`.
 
 #![warn(missing_docs)]
 

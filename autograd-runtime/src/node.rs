@@ -97,7 +97,8 @@ impl<T: Tensor> Default for NodeHooks<T> {
 /// The backtrace of the forward call that created a node (anomaly mode).
 pub(crate) struct AnomalyTrace(pub(crate) Backtrace);
 
-/// One allocation per node: graph metadata plus the user's node behind a mutex.
+/// A node in the graph: graph metadata plus the user's node behind a mutex,
+/// in one arena allocation.
 ///
 /// `NodeCell<T, MulBackward0<T>>` coerces to `NodeCell<T, dyn Node<T>>`, so a
 /// typed [`NodeHandle`] and the type-erased [`NodeRef`]s in the graph share it.
@@ -593,8 +594,9 @@ fn new_cell<T: Tensor, N: Node<T>>(
 /// (e.g. integer indices) should not be passed here: wrap them with
 /// [`Variable::from_data`]. Call it only when [`should_record`] is true.
 ///
-/// Allocations: one `Arc` for the node (edges and output metadata inline for
-/// up to two inputs and one output) and one per output variable.
+/// Allocations: the node goes into the thread's arena chunk (edges and output
+/// metadata inline for up to two inputs and one output); one `Arc` per output
+/// variable.
 pub fn record<T: Tensor, N: Node<T>, const K: usize>(
     node: N,
     inputs: &[Option<&Variable<T>>],
