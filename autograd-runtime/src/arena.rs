@@ -38,7 +38,22 @@ pub(crate) struct Chunk {
 
 const _: () = assert!(std::mem::size_of::<Chunk>() <= START);
 
+thread_local! {
+    static LIVE_CHUNKS: Cell<isize> = const { Cell::new(0) };
+}
+
+/// Debug counter: node arena chunks (64 KiB each) allocated on this thread
+/// minus chunks freed on this thread.
+///
+/// A loop that builds a graph, runs backward and drops it reuses one chunk:
+/// the count stays put. Like [`live_nodes`](crate::live_nodes) it is per
+/// thread, so a chunk freed on another thread is not subtracted here.
+pub fn live_chunks() -> isize {
+    LIVE_CHUNKS.try_with(Cell::get).unwrap_or(0)
+}
+
 fn new_chunk(size: usize, align: usize, live: usize) -> NonNull<Chunk> {
+    let _ = LIVE_CHUNKS.try_with(|c| c.set(c.get() + 1));
     let layout = Layout::from_size_align(size, align).expect("chunk layout");
     // SAFETY: `layout` has a non-zero size.
     let p = unsafe { alloc(layout) };
@@ -69,6 +84,7 @@ pub(crate) unsafe fn release(chunk: NonNull<Chunk>) {
     }
     // Every other user's writes (and drops) happen before the free.
     fence(Ordering::Acquire);
+    let _ = LIVE_CHUNKS.try_with(|c| c.set(c.get() - 1));
     let (size, align) = (c.size, c.align);
     // SAFETY: allocated in `new_chunk` with this layout; no counts are left.
     unsafe {

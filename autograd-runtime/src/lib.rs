@@ -142,6 +142,7 @@ mod saved;
 mod tensor;
 mod variable;
 
+pub use arena::live_chunks;
 pub use dot::to_dot;
 pub use engine::{GradOptions, backward, grad, grad_with, is_retaining_graph};
 pub use error::{AutogradError, ERR_BACKWARD_TWICE};

@@ -6,6 +6,7 @@ use common::*;
 #[test]
 fn training_loop_that_saves_outputs_leaks_no_nodes() {
     let start = live_nodes();
+    let chunks = live_chunks();
     let w = leaf(&[0.3, -0.2], &[2]);
     for i in 0..100_000 {
         let x = constant(&[1.0, (i % 7) as f64], &[2]);
@@ -22,8 +23,34 @@ fn training_loop_that_saves_outputs_leaks_no_nodes() {
             w.bump_version();
         }
         w.zero_grad();
+        // Each step's graph is gone after backward: its nodes' arena chunk
+        // is reused from the start, so memory for nodes does not grow.
+        assert!(live_chunks() <= chunks + 1, "{} chunks", live_chunks());
     }
     assert_eq!(live_nodes(), start);
+}
+
+#[test]
+fn a_long_lived_node_keeps_one_chunk_and_frees_it_when_dropped() {
+    std::thread::spawn(|| {
+        let x = leaf(&[1.0], &[1]);
+        let start = live_chunks();
+        let kept = exp(&x); // outlives the graphs built after it
+        for _ in 0..10_000 {
+            let y = tanh(&mul_scalar(&x, 2.0));
+            sum(&y).backward().unwrap();
+        }
+        // The kept node's chunk and the current one at most.
+        assert!(
+            live_chunks() <= start + 2,
+            "{} chunks",
+            live_chunks() - start
+        );
+        drop(kept);
+        assert!(live_chunks() <= start + 1);
+    })
+    .join()
+    .unwrap();
 }
 
 #[test]
