@@ -254,6 +254,10 @@ struct Task<'a, T: Tensor> {
     index: PtrMap<u32>,
     states: Vec<VState<'a, T>>,
     ready: BinaryHeap<(u64, u32)>,
+    /// Vertices still claimed, gradient buffers not yet taken: when both are
+    /// zero, dropping the task does not walk its states.
+    claimed_left: u32,
+    buffers_left: u32,
     /// The only ready vertex when `ready` is empty: a chain of single-input
     /// nodes never touches the heap.
     next: Option<u32>,
@@ -264,10 +268,17 @@ static NEXT_TASK_ID: AtomicU32 = AtomicU32::new(1);
 
 impl<T: Tensor> Drop for Task<'_, T> {
     fn drop(&mut self) {
-        for st in &self.states {
-            if st.claimed {
-                st.vertex.slot().store(0, Ordering::Release);
+        if self.claimed_left > 0 {
+            for st in &self.states {
+                if st.claimed {
+                    st.vertex.slot().store(0, Ordering::Release);
+                }
             }
+        }
+        if self.buffers_left == 0 {
+            // SAFETY: every gradient buffer was taken, so every state holds
+            // an empty inline list and nothing else that needs dropping.
+            unsafe { self.states.set_len(0) };
         }
         // Keep the buffers for the next backward on this thread (a training
         // loop runs graphs of one size again and again), up to a size: a
@@ -341,6 +352,8 @@ impl<'a, T: Tensor> Task<'a, T> {
                 index: PtrMap::default(),
                 states: Vec::new(),
                 ready: BinaryHeap::new(),
+                claimed_left: 0,
+                buffers_left: 0,
                 next: None,
                 stack: Vec::new(),
             };
@@ -359,6 +372,8 @@ impl<'a, T: Tensor> Task<'a, T> {
             // SAFETY: empty vector; only the lifetime parameter changes.
             states: unsafe { Vec::from_raw_parts(states.as_mut_ptr().cast(), 0, cap) },
             ready,
+            claimed_left: 0,
+            buffers_left: 0,
             next: None,
             stack,
         }
@@ -390,7 +405,9 @@ impl<'a, T: Tensor> Task<'a, T> {
                 Ordering::Relaxed,
             )
             .is_ok();
-        if !claimed {
+        if claimed {
+            self.claimed_left += 1;
+        } else {
             self.index.insert(v.key(), n);
         }
         self.states.push(VState {
@@ -415,7 +432,8 @@ impl<'a, T: Tensor> Task<'a, T> {
         };
         let st = &mut self.states[i as usize];
         if st.buffer.is_empty() {
-            st.buffer = VariableList::with_len(st.vertex.num_inputs());
+            st.buffer.set_none_len(st.vertex.num_inputs());
+            self.buffers_left += 1;
         }
         if let Some(g) = grad
             && let Some(slot) = st.buffer.get_mut(nr)
@@ -518,11 +536,13 @@ fn run<'a, T: Tensor>(
     while let Some(i) = task.pop_ready() {
         let st = &mut task.states[i as usize];
         let mut buf = std::mem::take(&mut st.buffer);
+        task.buffers_left -= 1;
         let (vertex, exec, capture) = (st.vertex, st.exec, st.capture);
         // Nothing is delivered to a vertex after it ran: give its slot back
         // now, while it is in cache, rather than in a second pass at the end.
         if st.claimed {
             st.claimed = false;
+            task.claimed_left -= 1;
             vertex.slot().store(0, Ordering::Release);
         }
         match vertex {

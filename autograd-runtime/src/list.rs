@@ -68,6 +68,17 @@ impl<X, const N: usize> OptList<X, N> {
         }
     }
 
+    /// Makes an empty list `len` entries of `None` without dropping anything
+    /// (unused inline slots are always `None`).
+    #[inline]
+    pub(crate) fn set_none_len(&mut self, len: usize) {
+        debug_assert!(self.is_empty());
+        match &mut self.repr {
+            Repr::Inline { len: l, .. } if len <= N && N < 256 => *l = len as u8,
+            _ => *self = Self::with_len(len),
+        }
+    }
+
     /// Appends an entry.
     #[inline]
     pub fn push(&mut self, x: Option<X>) {
