@@ -130,6 +130,14 @@ type DynBox<T> = NodeBox<T, dyn Node<T>>;
 /// Counts above this abort, like `Arc` (a leaked-handle loop, not a real graph).
 const MAX_REFCOUNT: usize = isize::MAX as usize;
 
+/// Adds a reference to a count that the caller's own reference keeps alive.
+#[inline]
+fn increment(count: &AtomicUsize) {
+    if count.fetch_add(1, Ordering::Relaxed) > MAX_REFCOUNT {
+        std::process::abort();
+    }
+}
+
 /// Drops the weak count held by `p` and frees the memory with the last one.
 ///
 /// # Safety
@@ -251,12 +259,7 @@ impl<T: Tensor> Clone for NodeRef<T> {
     #[inline]
     fn clone(&self) -> Self {
         // SAFETY: this handle keeps the node alive.
-        let n = unsafe { self.0.as_ref() }
-            .strong
-            .fetch_add(1, Ordering::Relaxed);
-        if n > MAX_REFCOUNT {
-            std::process::abort();
-        }
+        increment(unsafe { &self.0.as_ref().strong });
         NodeRef(self.0)
     }
 }
@@ -313,12 +316,7 @@ impl<T: Tensor> NodeRef<T> {
 
     pub(crate) fn downgrade(&self) -> WeakNode<T> {
         // SAFETY: this handle keeps the node alive.
-        let n = unsafe { self.0.as_ref() }
-            .weak
-            .fetch_add(1, Ordering::Relaxed);
-        if n > MAX_REFCOUNT {
-            std::process::abort();
-        }
+        increment(unsafe { &self.0.as_ref().weak });
         WeakNode(self.0)
     }
 
