@@ -99,3 +99,32 @@ fn data_reads_race_with_replacements() {
     assert_eq!(val(&v), 2000.0);
     assert_eq!(v.version(), 2000);
 }
+
+#[test]
+fn graph_outlives_the_thread_that_recorded_it() {
+    // The recording thread's arena chunk is released by the thread when it
+    // exits, and freed here, with the last node.
+    let x = leaf(&[0.5, -0.25], &[2]);
+    let xc = x.clone();
+    let loss = std::thread::spawn(move || {
+        let mut y = xc;
+        for _ in 0..500 {
+            y = tanh(&mul_scalar(&y, 1.1));
+        }
+        sum(&y)
+    })
+    .join()
+    .unwrap();
+    loss.backward().unwrap();
+    drop(loss);
+    let expect = |x0: f64| {
+        let (mut y, mut d) = (x0, 1.0);
+        for _ in 0..500 {
+            y = (1.1 * y).tanh();
+            d *= 1.1 * (1.0 - y * y);
+        }
+        d
+    };
+    let g = grad_vals(&x);
+    assert!((g[0] - expect(0.5)).abs() < 1e-12 && (g[1] - expect(-0.25)).abs() < 1e-12);
+}
