@@ -13,7 +13,8 @@
 //! Besides the tapes, an "object-model floor": PyTorch's object model with
 //! nothing else (an `Arc` node and an `Arc` output variable per op, an `Arc`
 //! gradient per backward step), the least any runtime with shared,
-//! individually freed nodes and variables pays.
+//! individually freed nodes and variables pays; and the same floor with raw
+//! tensors as gradients (what skipping gradient `Variable`s would save).
 //!
 //! `--profile tape|floor|runtime|tape-inline|floor-inline|runtime-inline`
 //! runs one implementation `PROFILE_RUNS` times (default 200), for perf or
@@ -404,6 +405,44 @@ fn run_skeleton<T: Raw>() -> f32 {
     g.data.value()
 }
 
+/// The object-model floor with raw tensors as gradients.
+fn run_skeleton_raw<T: Raw>() -> f32 {
+    use skeleton::*;
+    use std::sync::Arc;
+    let step = |y: &Arc<Var<T>>, data: T, op: Op<T>| {
+        Arc::new(Var {
+            data,
+            grad_fn: Some(Arc::new(Node {
+                parent: y.grad_fn.clone(),
+                op,
+            })),
+        })
+    };
+    let x = Arc::new(Var {
+        data: T::scalar(0.5),
+        grad_fn: None,
+    });
+    let mut y = x.clone();
+    for _ in 0..STEPS {
+        let a = step(&y, y.data.mul_s(0.999), Op::MulS(0.999));
+        let b = step(&a, a.data.add_s(0.001), Op::AddS);
+        let t = b.data.tanh();
+        y = step(&b, t.clone(), Op::Tanh(t));
+    }
+    let mut g = T::scalar(1.0);
+    let mut node = y.grad_fn.clone();
+    while let Some(n) = node {
+        g = match &n.op {
+            Op::MulS(s) => g.mul_s(*s),
+            Op::AddS => g,
+            Op::Tanh(r) => T::tanh_backward(&g, r),
+        };
+        node = n.parent.clone();
+    }
+    drop(y);
+    g.value()
+}
+
 /// Tape with a boxed backward closure per node (the usual "generic" tape).
 fn run_closure_tape<T: Raw>() -> f32 {
     type Back<T> = Box<dyn Fn(&T) -> T>;
@@ -460,10 +499,11 @@ fn median(v: &mut [Duration]) -> Duration {
 type Impl = (&'static str, fn() -> f32);
 
 fn bench_type<T: Raw>(label: &str, reps: usize) {
-    let impls: [Impl; 4] = [
+    let impls: [Impl; 5] = [
         ("tape (arena, enum ops)", run_tape::<T>),
         ("tape (arena, boxed closures)", run_closure_tape::<T>),
         ("object-model floor (Arc per op)", run_skeleton::<T>),
+        ("floor with raw gradients", run_skeleton_raw::<T>),
         ("autograd-runtime", run_runtime::<T>),
     ];
     // Same gradient everywhere.
