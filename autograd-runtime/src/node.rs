@@ -444,6 +444,14 @@ impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
         f(&mut lock(unsafe { &self.0.as_ref().cell.node }))
     }
 
+    /// A type-erased reference that takes over a count added in advance.
+    ///
+    /// # Safety
+    /// The node's strong count includes one reference nobody else owns.
+    unsafe fn counted_ref(&self) -> NodeRef<T> {
+        NodeRef(self.0)
+    }
+
     /// The type-erased reference (what `grad_fn()` returns).
     pub fn node_ref(&self) -> NodeRef<T> {
         let erased: NonNull<DynBox<T>> = self.0;
@@ -539,10 +547,13 @@ pub fn should_record<T: Tensor>(inputs: &[&Variable<T>]) -> bool {
     crate::mode::is_grad_enabled() && inputs.iter().any(|v| v.requires_grad())
 }
 
+/// Puts a node in the arena with `1 + refs` strong counts: one for the
+/// returned handle, `refs` for [`NodeHandle::counted_ref`] (the outputs).
 fn new_cell<T: Tensor, N: Node<T>>(
     node: N,
     inputs: &[Option<&Variable<T>>],
     meta: OptList<TensorMeta, 1>,
+    refs: usize,
 ) -> NodeHandle<T, N> {
     let mut edges = EdgeList::<T>::with_len(inputs.len());
     for (slot, v) in edges.iter_mut().zip(inputs) {
@@ -564,7 +575,7 @@ fn new_cell<T: Tensor, N: Node<T>>(
     // SAFETY: `mem` is fresh memory with the layout of `NodeBox<T, N>`.
     unsafe {
         p.as_ptr().write(NodeBox {
-            strong: AtomicUsize::new(1),
+            strong: AtomicUsize::new(1 + refs),
             weak: AtomicUsize::new(1),
             chunk,
             cell: NodeCell {
@@ -601,10 +612,11 @@ pub fn record<T: Tensor, N: Node<T>, const K: usize>(
     outputs: [T; K],
 ) -> ([Variable<T>; K], NodeHandle<T, N>) {
     let meta = OptList::from_array(outputs.each_ref().map(|t| Some(TensorMeta::of(t))));
-    let handle = new_cell(node, inputs, meta);
+    let handle = new_cell(node, inputs, meta, K);
     let mut nr = 0u32;
     let outs = outputs.map(|data| {
-        let v = Variable::with_grad_fn(data, handle.node_ref(), nr);
+        // SAFETY: `new_cell` counted one reference per output.
+        let v = Variable::with_grad_fn(data, unsafe { handle.counted_ref() }, nr);
         nr += 1;
         v
     });
@@ -618,11 +630,12 @@ pub fn record_vec<T: Tensor, N: Node<T>>(
     outputs: Vec<T>,
 ) -> (Vec<Variable<T>>, NodeHandle<T, N>) {
     let meta = outputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
-    let handle = new_cell(node, inputs, meta);
+    let handle = new_cell(node, inputs, meta, outputs.len());
     let outs = outputs
         .into_iter()
         .enumerate()
-        .map(|(nr, data)| Variable::with_grad_fn(data, handle.node_ref(), nr as u32))
+        // SAFETY: `new_cell` counted one reference per output.
+        .map(|(nr, data)| Variable::with_grad_fn(data, unsafe { handle.counted_ref() }, nr as u32))
         .collect();
     (outs, handle)
 }
@@ -648,7 +661,7 @@ pub fn record_inplace<T: Tensor, N: Node<T>>(
         Some(d) => TensorMeta::of(d),
         None => self_.with_data(TensorMeta::of),
     };
-    let handle = new_cell(node, inputs, std::iter::once(Some(meta_src)).collect());
+    let handle = new_cell(node, inputs, std::iter::once(Some(meta_src)).collect(), 0);
     if let Some(d) = new_data {
         self_.set_data(d);
     }
