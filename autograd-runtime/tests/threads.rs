@@ -128,3 +128,31 @@ fn graph_outlives_the_thread_that_recorded_it() {
     let g = grad_vals(&x);
     assert!((g[0] - expect(0.5)).abs() < 1e-12 && (g[1] - expect(-0.25)).abs() < 1e-12);
 }
+
+#[test]
+fn graphs_recorded_on_one_thread_and_freed_on_another_while_recording_goes_on() {
+    // The producer keeps recording into its arena chunk while the consumer
+    // runs backward on earlier graphs and drops them: the producer reuses
+    // the chunk only once every node in it is gone.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(V, V, f64)>(4);
+    let n = if cfg!(miri) { 20 } else { 2_000 };
+    let producer = std::thread::spawn(move || {
+        for i in 0..n {
+            let x0 = (i % 17) as f64 * 0.05 - 0.4;
+            let x = leaf(&[x0], &[1]);
+            let y = sum(&tanh(&mul_scalar(&exp(&x), 0.5)));
+            tx.send((x, y, x0)).unwrap();
+        }
+    });
+    let mut count = 0;
+    for (x, y, x0) in rx {
+        y.backward().unwrap();
+        drop(y);
+        let t = (0.5 * x0.exp()).tanh();
+        let expect = (1.0 - t * t) * 0.5 * x0.exp();
+        assert!((grad_vals(&x)[0] - expect).abs() < 1e-12);
+        count += 1;
+    }
+    producer.join().unwrap();
+    assert_eq!(count, n);
+}
