@@ -361,7 +361,8 @@ mod skeleton {
     }
 }
 
-fn run_skeleton<T: Raw>() -> f32 {
+/// The forward chain of the floor: an `Arc` node and an `Arc` output per op.
+fn skeleton_forward<T: Raw>() -> std::sync::Arc<skeleton::Var<T>> {
     use skeleton::*;
     use std::sync::Arc;
     let step = |y: &Arc<Var<T>>, data: T, op: Op<T>| {
@@ -373,17 +374,23 @@ fn run_skeleton<T: Raw>() -> f32 {
             })),
         })
     };
-    let x = Arc::new(Var {
+    let mut y = Arc::new(Var {
         data: T::scalar(0.5),
         grad_fn: None,
     });
-    let mut y = x.clone();
     for _ in 0..STEPS {
         let a = step(&y, y.data.mul_s(0.999), Op::MulS(0.999));
         let b = step(&a, a.data.add_s(0.001), Op::AddS);
         let t = b.data.tanh();
         y = step(&b, t.clone(), Op::Tanh(t));
     }
+    y
+}
+
+fn run_skeleton<T: Raw>() -> f32 {
+    use skeleton::*;
+    use std::sync::Arc;
+    let y = skeleton_forward::<T>();
     let mut g = Arc::new(Var {
         data: T::scalar(1.0),
         grad_fn: None,
@@ -408,27 +415,7 @@ fn run_skeleton<T: Raw>() -> f32 {
 /// The object-model floor with raw tensors as gradients.
 fn run_skeleton_raw<T: Raw>() -> f32 {
     use skeleton::*;
-    use std::sync::Arc;
-    let step = |y: &Arc<Var<T>>, data: T, op: Op<T>| {
-        Arc::new(Var {
-            data,
-            grad_fn: Some(Arc::new(Node {
-                parent: y.grad_fn.clone(),
-                op,
-            })),
-        })
-    };
-    let x = Arc::new(Var {
-        data: T::scalar(0.5),
-        grad_fn: None,
-    });
-    let mut y = x.clone();
-    for _ in 0..STEPS {
-        let a = step(&y, y.data.mul_s(0.999), Op::MulS(0.999));
-        let b = step(&a, a.data.add_s(0.001), Op::AddS);
-        let t = b.data.tanh();
-        y = step(&b, t.clone(), Op::Tanh(t));
-    }
+    let y = skeleton_forward::<T>();
     let mut g = T::scalar(1.0);
     let mut node = y.grad_fn.clone();
     while let Some(n) = node {
