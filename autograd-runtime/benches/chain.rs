@@ -13,8 +13,10 @@
 //! Besides the tapes, an "object-model floor": PyTorch's object model with
 //! nothing else (an `Arc` node and an `Arc` output variable per op, an `Arc`
 //! gradient per backward step), the least any runtime with shared,
-//! individually freed nodes and variables pays; and the same floor with raw
-//! tensors as gradients (what skipping gradient `Variable`s would save).
+//! individually freed nodes and variables pays; the same floor with raw
+//! tensors as gradients (what skipping gradient `Variable`s would save); and
+//! the enum tape with one shared output variable per op (nodes in the tape,
+//! freed all at once: the other end of the design space).
 //!
 //! `--profile tape|floor|runtime|tape-inline|floor-inline|runtime-inline`
 //! runs one implementation `PROFILE_RUNS` times (default 200), for perf or
@@ -430,6 +432,41 @@ fn run_skeleton_raw<T: Raw>() -> f32 {
     g.value()
 }
 
+/// The enum tape plus one shared (`Arc`) output variable per op, holding the
+/// data and its node's index: the least a design with PyTorch's variable
+/// handles pays even with nodes in an arena and raw gradients.
+fn run_tape_with_variables<T: Raw>() -> f32 {
+    use std::sync::Arc;
+    use tape::*;
+    struct V<T> {
+        data: T,
+        node: Var,
+    }
+    let mut t = Tape { nodes: Vec::new() };
+    let xv = t.push(Var(0), Op::Leaf);
+    let mut y = Arc::new(V {
+        data: T::scalar(0.5),
+        node: xv,
+    });
+    for _ in 0..STEPS {
+        let a = Arc::new(V {
+            data: y.data.mul_s(0.999),
+            node: t.push(y.node, Op::MulS(0.999)),
+        });
+        let b = Arc::new(V {
+            data: a.data.add_s(0.001),
+            node: t.push(a.node, Op::AddS),
+        });
+        let r = b.data.tanh();
+        y = Arc::new(V {
+            node: t.push(b.node, Op::Tanh(r.clone())),
+            data: r,
+        });
+    }
+    let grads = t.backward(y.node);
+    grads[xv.0 as usize].as_ref().unwrap().value()
+}
+
 /// Tape with a boxed backward closure per node (the usual "generic" tape).
 fn run_closure_tape<T: Raw>() -> f32 {
     type Back<T> = Box<dyn Fn(&T) -> T>;
@@ -486,9 +523,13 @@ fn median(v: &mut [Duration]) -> Duration {
 type Impl = (&'static str, fn() -> f32);
 
 fn bench_type<T: Raw>(label: &str, reps: usize) {
-    let impls: [Impl; 5] = [
+    let impls: [Impl; 6] = [
         ("tape (arena, enum ops)", run_tape::<T>),
         ("tape (arena, boxed closures)", run_closure_tape::<T>),
+        (
+            "tape + Arc output variable per op",
+            run_tape_with_variables::<T>,
+        ),
         ("object-model floor (Arc per op)", run_skeleton::<T>),
         ("floor with raw gradients", run_skeleton_raw::<T>),
         ("autograd-runtime", run_runtime::<T>),
@@ -522,7 +563,7 @@ fn bench_type<T: Raw>(label: &str, reps: usize) {
     println!("raw tensor: {label}");
     for (i, (name, _)) in impls.iter().enumerate() {
         println!(
-            "  {name:<32} {:>8.1} ns/op   ({:.2}x enum tape)",
+            "  {name:<34} {:>8.1} ns/op   ({:.2}x enum tape)",
             ns[i],
             ns[i] / ns[0]
         );
