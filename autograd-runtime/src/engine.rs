@@ -1,11 +1,17 @@
 //! The backward engine: [`backward`] and [`grad`].
 //!
 //! Single-threaded per call, on the calling thread (several threads may run
-//! their own backward passes at once). Like PyTorch's engine: a graph task
-//! counts, for every vertex reachable from the roots, how many edges lead to
-//! it; a vertex runs once all its gradients are in, the ready vertex with
-//! the highest sequence number first; gradients that meet at the same input
-//! slot are summed (differentiably under `create_graph`).
+//! their own backward passes at once). A vertex runs once all its gradients
+//! are in; gradients that meet at the same input slot are summed
+//! (differentiably under `create_graph`).
+//!
+//! `backward` needs no pass over the graph before it starts: every node
+//! records its depth (one more than the deepest node its edges lead to), so a
+//! consumer always outranks what it consumes, and running the vertices found
+//! so far deepest first (then by sequence number, as PyTorch orders ready
+//! nodes) runs each one after all of its consumers. `grad`, which must also
+//! know what lies between outputs and inputs, counts the edges into every
+//! reachable vertex first, as PyTorch's engine does.
 
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -229,10 +235,14 @@ impl<'a, T: Tensor> Vertex<'a, T> {
         }
     }
 
-    fn seq(&self) -> u64 {
+    /// Execution priority: the larger runs first. Topological depth first
+    /// (a consumer always outranks what it consumes), then the sequence
+    /// number as in PyTorch (leaves, PyTorch's `AccumulateGrad`, last among
+    /// equals... they have depth 0, below every node).
+    fn priority(&self) -> (u64, u64) {
         match self {
-            Vertex::Node(c) => c.seq,
-            Vertex::Leaf(_) => u64::MAX,
+            Vertex::Node(c) => (c.topo, c.seq),
+            Vertex::Leaf(_) => (0, u64::MAX),
         }
     }
 }
@@ -253,7 +263,10 @@ struct Task<'a, T: Tensor> {
     id: u64,
     index: PtrMap<u32>,
     states: Vec<VState<'a, T>>,
-    ready: BinaryHeap<(u64, u32)>,
+    ready: BinaryHeap<((u64, u64), u32)>,
+    /// `backward` without captures: vertices are found while running (no
+    /// dependency pass), in decreasing `priority`, which is a valid order.
+    lazy: bool,
     /// Vertices still claimed, gradient buffers not yet taken: when both are
     /// zero, dropping the task does not walk its states.
     claimed_left: u32,
@@ -317,7 +330,7 @@ const MAX_CACHED_STATES: usize = 16_384;
 struct TaskBuffers<T: Tensor> {
     states: Vec<VState<'static, T>>,
     index: PtrMap<u32>,
-    ready: BinaryHeap<(u64, u32)>,
+    ready: BinaryHeap<((u64, u64), u32)>,
     stack: Vec<u32>,
 }
 
@@ -352,6 +365,7 @@ impl<'a, T: Tensor> Task<'a, T> {
                 index: PtrMap::default(),
                 states: Vec::new(),
                 ready: BinaryHeap::new(),
+                lazy: false,
                 claimed_left: 0,
                 buffers_left: 0,
                 next: None,
@@ -372,6 +386,7 @@ impl<'a, T: Tensor> Task<'a, T> {
             // SAFETY: empty vector; only the lifetime parameter changes.
             states: unsafe { Vec::from_raw_parts(states.as_mut_ptr().cast(), 0, cap) },
             ready,
+            lazy: false,
             claimed_left: 0,
             buffers_left: 0,
             next: None,
@@ -427,8 +442,17 @@ impl<'a, T: Tensor> Task<'a, T> {
 
     fn deliver(&mut self, edge: &'a Edge<T>, grad: Option<Variable<T>>) {
         let (v, nr) = Vertex::of(edge);
-        let Some(i) = self.find(&v) else {
-            return;
+        let i = if self.lazy {
+            let (i, new) = self.insert(v);
+            if new {
+                self.push_ready(i);
+            }
+            i
+        } else {
+            let Some(i) = self.find(&v) else {
+                return;
+            };
+            i
         };
         let st = &mut self.states[i as usize];
         if st.buffer.is_empty() {
@@ -443,20 +467,25 @@ impl<'a, T: Tensor> Task<'a, T> {
                 Some(old) => ops::add(&old, &g),
             });
         }
-        st.deps -= 1;
-        let ready = st.deps == 0 && (st.exec || st.capture);
-        if ready {
-            if self.next.is_none() && self.ready.is_empty() {
-                self.next = Some(i);
-            } else {
-                if let Some(j) = self.next.take() {
-                    let seq = self.states[j as usize].vertex.seq();
-                    self.ready.push((seq, j));
-                }
-                let seq = self.states[i as usize].vertex.seq();
-                self.ready.push((seq, i));
+        if !self.lazy {
+            st.deps -= 1;
+            if st.deps == 0 && (st.exec || st.capture) {
+                self.push_ready(i);
             }
         }
+    }
+
+    fn push_ready(&mut self, i: u32) {
+        if self.next.is_none() && self.ready.is_empty() {
+            self.next = Some(i);
+            return;
+        }
+        if let Some(j) = self.next.take() {
+            let key = self.states[j as usize].vertex.priority();
+            self.ready.push((key, j));
+        }
+        let key = self.states[i as usize].vertex.priority();
+        self.ready.push((key, i));
     }
 
     /// The ready vertex with the highest sequence number.
@@ -495,9 +524,15 @@ fn run<'a, T: Tensor>(
     let _mode = set_grad_enabled(create_graph);
     let _retain = RetainGuard(RETAINING_GRAPH.with(|c| c.replace(keep_graph)));
     let mut task = Task::new();
+    // backward(): no dependency pass. Vertices are found as gradients reach
+    // them and run in decreasing (depth, sequence number) order: every
+    // consumer of a vertex outranks it, so all its gradients are in when it
+    // runs. grad() counts dependencies (and marks what must run), as PyTorch.
+    task.lazy = captures.is_none();
     // 1. Dependencies of every vertex reachable from the roots.
     let mut stack = std::mem::take(&mut task.stack);
-    for (edge, _) in roots {
+    let lazy = task.lazy;
+    for (edge, _) in roots.iter().filter(|_| !lazy) {
         let (i, new) = task.insert(Vertex::of(edge).0);
         if new {
             stack.push(i);

@@ -106,6 +106,9 @@ pub struct NodeCell<T: Tensor, N: ?Sized> {
     pub(crate) edges: EdgeList<T>,
     pub(crate) meta: OptList<TensorMeta, 1>,
     pub(crate) seq: u64,
+    /// 1 + the largest `topo` of the nodes the edges lead to (0 for none):
+    /// every consumer of a node has a larger one, on any thread.
+    pub(crate) topo: u64,
     /// Claimed by the running graph task: `task id << 32 | vertex index`.
     pub(crate) task_slot: AtomicU64,
     pub(crate) has_hooks: AtomicBool,
@@ -564,6 +567,12 @@ fn new_cell<T: Tensor, N: Node<T>>(
     } else {
         None
     };
+    let topo = 1 + edges
+        .iter()
+        .filter_map(|e| e.as_ref().and_then(Edge::node))
+        .map(|n| n.cell().topo)
+        .max()
+        .unwrap_or(0);
     let seq = SEQUENCE_NR.with(|s| {
         let n = s.get();
         s.set(n + 1);
@@ -582,6 +591,7 @@ fn new_cell<T: Tensor, N: Node<T>>(
                 edges,
                 meta,
                 seq,
+                topo,
                 task_slot: AtomicU64::new(0),
                 has_hooks: AtomicBool::new(false),
                 hooks: Mutex::new(None),
