@@ -298,29 +298,37 @@ impl<T: Tensor> Drop for Task<'_, T> {
         // thread should not hold megabytes for the rest of its life, and a
         // large block kept in the heap slows the allocations of everything
         // else (measured: the chain benchmark's tape, 20-50% slower).
+        if self.states.capacity() > MAX_CACHED_STATES {
+            return;
+        }
         self.states.clear();
-        let mut states = std::mem::ManuallyDrop::new(std::mem::take(&mut self.states));
-        let cap = states.capacity();
-        // SAFETY: the vector is empty, so no value of the shorter lifetime
-        // survives; `VState<'a, T>` and `VState<'static, T>` have one layout.
-        let states: Vec<VState<'static, T>> =
-            unsafe { Vec::from_raw_parts(states.as_mut_ptr().cast(), 0, cap) };
-        let mut bufs = TaskBuffers {
-            states,
+        self.index.clear();
+        self.ready.clear();
+        self.stack.clear();
+        let bufs = TaskBuffers {
+            states: relifetime(std::mem::take(&mut self.states)),
             index: std::mem::take(&mut self.index),
             ready: std::mem::take(&mut self.ready),
             stack: std::mem::take(&mut self.stack),
         };
-        bufs.index.clear();
-        bufs.ready.clear();
-        bufs.stack.clear();
         let _ = TASK_BUFFERS.try_with(|c| {
             let mut c = c.borrow_mut();
-            if c.is_none() && bufs.states.capacity() <= MAX_CACHED_STATES {
+            if c.is_none() {
                 *c = Some(Box::new(bufs));
             }
         });
     }
+}
+
+/// An empty vector of vertex states with another lifetime parameter (the
+/// allocation is all that is kept between tasks).
+fn relifetime<'a, 'b, T: Tensor>(v: Vec<VState<'a, T>>) -> Vec<VState<'b, T>> {
+    assert!(v.is_empty());
+    let mut v = std::mem::ManuallyDrop::new(v);
+    let cap = v.capacity();
+    // SAFETY: the vector is empty, so no value of either lifetime exists;
+    // `VState<'a, T>` and `VState<'b, T>` have one layout.
+    unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast(), 0, cap) }
 }
 
 /// Largest task (in vertices) whose buffers a thread keeps (about 1 MiB).
@@ -359,38 +367,22 @@ impl<'a, T: Tensor> Task<'a, T> {
             })
             .ok()
             .flatten();
-        let Some(b) = cached else {
-            return Task {
-                id: id as u64,
-                index: PtrMap::default(),
-                states: Vec::new(),
-                ready: BinaryHeap::new(),
-                lazy: false,
-                claimed_left: 0,
-                buffers_left: 0,
-                next: None,
-                stack: Vec::new(),
-            };
-        };
-        let TaskBuffers {
-            states,
-            index,
-            ready,
-            stack,
-        } = *b;
-        let mut states = std::mem::ManuallyDrop::new(states);
-        let cap = states.capacity();
+        let b = cached.map(|b| *b).unwrap_or_else(|| TaskBuffers {
+            states: Vec::new(),
+            index: PtrMap::default(),
+            ready: BinaryHeap::new(),
+            stack: Vec::new(),
+        });
         Task {
             id: id as u64,
-            index,
-            // SAFETY: empty vector; only the lifetime parameter changes.
-            states: unsafe { Vec::from_raw_parts(states.as_mut_ptr().cast(), 0, cap) },
-            ready,
+            index: b.index,
+            states: relifetime(b.states),
+            ready: b.ready,
             lazy: false,
             claimed_left: 0,
             buffers_left: 0,
             next: None,
-            stack,
+            stack: b.stack,
         }
     }
 
@@ -488,7 +480,32 @@ impl<'a, T: Tensor> Task<'a, T> {
         self.ready.push((key, i));
     }
 
-    /// The ready vertex with the highest sequence number.
+    /// Claims every vertex reachable from `roots` and counts the edges into
+    /// each (PyTorch's `compute_dependencies`).
+    fn count_dependencies(&mut self, roots: &'a [(Edge<T>, Option<Variable<T>>)]) {
+        let mut stack = std::mem::take(&mut self.stack);
+        for (edge, _) in roots {
+            let (i, new) = self.insert(Vertex::of(edge).0);
+            if new {
+                stack.push(i);
+            }
+            self.states[i as usize].deps += 1;
+        }
+        while let Some(i) = stack.pop() {
+            if let Vertex::Node(cell) = self.states[i as usize].vertex {
+                for edge in cell.edges.iter().flatten() {
+                    let (j, new) = self.insert(Vertex::of(edge).0);
+                    if new {
+                        stack.push(j);
+                    }
+                    self.states[j as usize].deps += 1;
+                }
+            }
+        }
+        self.stack = stack;
+    }
+
+    /// The ready vertex with the highest priority.
     fn pop_ready(&mut self) -> Option<u32> {
         self.next
             .take()
@@ -529,32 +546,12 @@ fn run<'a, T: Tensor>(
     // consumer of a vertex outranks it, so all its gradients are in when it
     // runs. grad() counts dependencies (and marks what must run), as PyTorch.
     task.lazy = captures.is_none();
-    // 1. Dependencies of every vertex reachable from the roots.
-    let mut stack = std::mem::take(&mut task.stack);
-    let lazy = task.lazy;
-    for (edge, _) in roots.iter().filter(|_| !lazy) {
-        let (i, new) = task.insert(Vertex::of(edge).0);
-        if new {
-            stack.push(i);
-        }
-        task.states[i as usize].deps += 1;
-    }
-    while let Some(i) = stack.pop() {
-        if let Vertex::Node(cell) = task.states[i as usize].vertex {
-            for edge in cell.edges.iter().flatten() {
-                let (j, new) = task.insert(Vertex::of(edge).0);
-                if new {
-                    stack.push(j);
-                }
-                task.states[j as usize].deps += 1;
-            }
-        }
-    }
-    task.stack = stack;
-    // 2. For grad(): which vertices must run to reach the inputs.
+    // grad(): dependencies of every reachable vertex, and which vertices
+    // must run to reach the inputs.
     let mut slots: Vec<(u32, usize, usize)> = Vec::new();
     let n_captures = captures.map_or(0, <[_]>::len);
     if let Some(caps) = captures {
+        task.count_dependencies(roots);
         for (pos, edge) in caps.iter().enumerate() {
             if let Some(i) = task.lookup(edge) {
                 slots.push((i, edge.input_nr(), pos));
