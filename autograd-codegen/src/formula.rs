@@ -387,16 +387,19 @@ fn push(
 mod tests {
     use super::*;
 
+    /// C++ (PyTorch's) and Rust formulas.
+    const FORMULAS: &[&str] = &[
+        "grad.expand_symint(self.sym_sizes()) / self.sym_numel()",
+        "self_t_raw.defined() ? self_t_raw.copy_(self_t * other) : self_t * other",
+        "at::native::get_nested_tensor_impl(self)->get_nested_sizes()",
+        "not_implemented(\"chunk\")",
+        "grads[0].defined() ? grads[0] * 0.5f : Tensor()",
+        "helpers::sum_to(&grad, &self_sizes)?",
+    ];
+
     #[test]
     fn round_trips_cpp_and_rust() {
-        for src in [
-            "grad.expand_symint(self.sym_sizes()) / self.sym_numel()",
-            "self_t_raw.defined() ? self_t_raw.copy_(self_t * other) : self_t * other",
-            "at::native::get_nested_tensor_impl(self)->get_nested_sizes()",
-            "not_implemented(\"chunk\")",
-            "grads[0].defined() ? grads[0] * 0.5f : Tensor()",
-            "helpers::sum_to(&grad, &self_sizes)?",
-        ] {
+        for &src in FORMULAS {
             let f = Formula::parse(src).unwrap();
             assert_eq!(f.render(), src);
         }
@@ -413,13 +416,7 @@ mod tests {
     /// The fast lexer agrees with proc_macro2 wherever it answers.
     #[test]
     fn fast_lexer_agrees_with_proc_macro2() {
-        let cases = [
-            "grad.expand_symint(self.sym_sizes()) / self.sym_numel()",
-            "self_t_raw.defined() ? self_t_raw.copy_(self_t * other) : self_t * other",
-            "at::native::get_nested_tensor_impl(self)->get_nested_sizes()",
-            "not_implemented(\"chunk\")",
-            "grads[0].defined() ? grads[0] * 0.5f : Tensor()",
-            "helpers::sum_to(&grad, &self_sizes)?",
+        let edge_cases = [
             "  x\n\t+ 1e-3 - 2E+5 * 1_000u8 % 3.25e2f >>= _ ",
             "f(\"a b\", \"\") {x; y} [1, 2]",
             "a'b",
@@ -448,7 +445,7 @@ mod tests {
             "x\r\ny",
             "",
         ];
-        for src in cases {
+        for &src in FORMULAS.iter().chain(&edge_cases) {
             let slow = parse_proc_macro2(src);
             match lex_simple(src) {
                 Some(fast) => assert_eq!(Ok(fast), slow, "{src:?}"),

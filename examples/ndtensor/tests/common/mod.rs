@@ -83,6 +83,18 @@ pub fn analysis() -> autograd_codegen::analysis::Analysis {
     analyze_config(&c).expect("the YAML files analyse")
 }
 
+/// `"inplace"`, `"out"` or `"functional"` (mutable and scratch variants count
+/// as functional and out, as the tests treat them).
+fn kind(f: &autograd_codegen::model::schema::FunctionSchema) -> &'static str {
+    if f.name.name.inplace {
+        "inplace"
+    } else if f.is_out_fn() {
+        "out"
+    } else {
+        "functional"
+    }
+}
+
 /// `(schema name, kind)` of every function with a backward node; kind is "functional",
 /// "inplace" or "out".
 pub fn differentiable_functions() -> Vec<(String, &'static str)> {
@@ -94,14 +106,7 @@ pub fn differentiable_functions() -> Vec<(String, &'static str)> {
         if !has_node {
             continue;
         }
-        let kind = if f.name.name.inplace {
-            "inplace"
-        } else if f.is_out_fn() {
-            "out"
-        } else {
-            "functional"
-        };
-        out.push((f.name.to_string(), kind));
+        out.push((f.name.to_string(), kind(f)));
     }
     out
 }
@@ -111,16 +116,6 @@ pub fn all_functions() -> Vec<(String, &'static str)> {
     let a = analysis();
     a.functions
         .iter()
-        .map(|f| {
-            let f = &f.func;
-            let kind = if f.name.name.inplace {
-                "inplace"
-            } else if f.is_out_fn() {
-                "out"
-            } else {
-                "functional"
-            };
-            (f.name.to_string(), kind)
-        })
+        .map(|f| (f.func.name.to_string(), kind(&f.func)))
         .collect()
 }
