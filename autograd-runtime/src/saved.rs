@@ -118,10 +118,9 @@ impl<T: Tensor> SavedVariable<T> {
     pub fn shape(&self) -> Option<Vec<usize>> {
         match &self.state {
             State::Var { var, .. } => Some(var.shape()),
-            State::Output {
-                data: Some(data), ..
-            } => Some(data.shape().to_vec()),
-            State::Output { host, .. } => Some(host.shape()),
+            State::Output { host, data, .. } => {
+                Some(with_output_data(host, data, |d| d.shape().to_vec()))
+            }
             _ => None,
         }
     }
@@ -161,11 +160,9 @@ impl<T: Tensor> SavedVariable<T> {
                     let output_of = grad_fn
                         .upgrade()
                         .map(|f| (*output_nr as usize, f.try_name().unwrap_or_default()));
-                    let e = match data {
-                        Some(d) => mismatch(d, output_of, current, *version),
-                        None => host.with_data(|d| mismatch(d, output_of, current, *version)),
-                    };
-                    return Err(e);
+                    return Err(with_output_data(host, data, |d| {
+                        mismatch(d, output_of, current, *version)
+                    }));
                 }
                 // Without grad mode (a backward pass without create_graph)
                 // the history is not used: hand out the host itself.
@@ -175,7 +172,7 @@ impl<T: Tensor> SavedVariable<T> {
                 let grad_fn = grad_fn.upgrade();
                 let requires_grad = grad_fn.is_some();
                 Ok(Some(Variable::reconstructed(
-                    data.clone().unwrap_or_else(|| host.data()),
+                    with_output_data(host, data, T::clone),
                     grad_fn,
                     *output_nr,
                     requires_grad,
@@ -195,9 +192,21 @@ impl<T: Tensor> SavedVariable<T> {
                 data,
                 version,
                 ..
-            } if host.version() == *version => Ok(data.clone().unwrap_or_else(|| host.data())),
+            } if host.version() == *version => Ok(with_output_data(host, data, T::clone)),
             _ => self.unpack().map(|v| v.data()),
         }
+    }
+}
+
+/// Runs `f` on a saved output's data: its own copy if it has one, else the host's.
+fn with_output_data<T: Tensor, R>(
+    host: &Variable<T>,
+    data: &Option<T>,
+    f: impl FnOnce(&T) -> R,
+) -> R {
+    match data {
+        Some(d) => f(d),
+        None => host.with_data(f),
     }
 }
 
