@@ -175,9 +175,22 @@ impl<T: Tensor> Variable<T> {
             return f(&self.0.data);
         }
         let g = self.mutable();
-        f(g.as_ref()
+        f(self.data_in(&g))
+    }
+
+    /// The current data, given the locked mutable state.
+    fn data_in<'g>(&'g self, g: &'g MutGuard<'_, T>) -> &'g T {
+        g.as_ref()
             .and_then(|m| m.data.as_ref())
-            .unwrap_or(&self.0.data))
+            .unwrap_or(&self.0.data)
+    }
+
+    /// The current history, given the locked mutable state.
+    fn history_in<'g>(&'g self, g: &'g MutGuard<'_, T>) -> (Option<&'g NodeRef<T>>, u32) {
+        match g.as_ref().and_then(|m| m.history.as_ref()) {
+            Some((node, nr)) => (node.as_ref(), *nr),
+            None => (self.0.grad_fn.as_ref(), self.0.output_nr),
+        }
     }
 
     /// Replaces the raw tensor without touching history or version (PyTorch's
@@ -207,10 +220,8 @@ impl<T: Tensor> Variable<T> {
             return f(self.0.grad_fn.as_ref(), self.0.output_nr);
         }
         let g = self.mutable();
-        match g.as_ref().and_then(|m| m.history.as_ref()) {
-            Some((node, nr)) => f(node.as_ref(), *nr),
-            None => f(self.0.grad_fn.as_ref(), self.0.output_nr),
-        }
+        let (node, nr) = self.history_in(&g);
+        f(node, nr)
     }
 
     /// Sets `requires_grad` on a leaf; fails on non-leaves with PyTorch's message.
@@ -327,11 +338,7 @@ impl<T: Tensor> Variable<T> {
         if let Some(h) = self.0.shared_version.get_var() {
             return (h, false);
         }
-        let data = g
-            .as_ref()
-            .and_then(|m| m.data.clone())
-            .unwrap_or_else(|| self.0.data.clone());
-        let host = VarInner::new(data, None, 0, false);
+        let host = VarInner::new(self.data_in(&g).clone(), None, 0, false);
         host.version
             .store(self.0.version.load(Ordering::Acquire), Ordering::Release);
         let host = Variable(Arc::new(host));
@@ -422,10 +429,8 @@ impl<T: Tensor> Variable<T> {
 
     /// `(grad_fn, output_nr)` of a non-leaf, read with the lock already held.
     fn with_history_locked(&self, g: &MutGuard<'_, T>) -> Option<(NodeRef<T>, u32)> {
-        match g.as_ref().and_then(|m| m.history.as_ref()) {
-            Some((node, nr)) => node.clone().map(|n| (n, *nr)),
-            None => self.0.grad_fn.clone().map(|n| (n, self.0.output_nr)),
-        }
+        let (node, nr) = self.history_in(g);
+        node.map(|n| (n.clone(), nr))
     }
 
     /// Registers a hook on this variable's gradient: it sees the gradient
