@@ -559,20 +559,19 @@ fn new_cell<T: Tensor, N: Node<T>>(
     refs: usize,
 ) -> NodeHandle<T, N> {
     let mut edges = EdgeList::<T>::with_len(inputs.len());
+    let mut depth = 0;
     for (slot, v) in edges.iter_mut().zip(inputs) {
         *slot = v.and_then(Variable::gradient_edge);
+        if let Some(Edge::Node { node, .. }) = slot {
+            depth = depth.max(node.cell().topo);
+        }
     }
+    let topo = depth + 1;
     let anomaly = if is_anomaly_enabled() {
         Some(Box::new(AnomalyTrace(Backtrace::force_capture())))
     } else {
         None
     };
-    let topo = 1 + edges
-        .iter()
-        .filter_map(|e| e.as_ref().and_then(Edge::node))
-        .map(|n| n.cell().topo)
-        .max()
-        .unwrap_or(0);
     let seq = SEQUENCE_NR.with(|s| {
         let n = s.get();
         s.set(n + 1);
