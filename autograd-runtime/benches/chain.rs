@@ -22,6 +22,9 @@
 //! runs one implementation `PROFILE_RUNS` times (default 200), for perf or
 //! callgrind (instruction counts per op: see docs/runtime.md).
 
+#[path = "chain/design_b.rs"]
+mod design_b;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -249,6 +252,19 @@ fn run_runtime<T: Raw>() -> f32 {
     y.backward().unwrap();
     drop(y);
     x.grad().unwrap().data().value()
+}
+
+/// The chain on design B (see `chain/design_b.rs`).
+fn run_design_b<T: Raw + 'static>() -> f32 {
+    use design_b::*;
+    let x = BVar::leaf(T::scalar(0.5), true);
+    let mut y = x.clone();
+    for _ in 0..STEPS {
+        y = tanh(&add_scalar(&mul_scalar(&y, 0.999), 0.001));
+    }
+    backward(&y, false).unwrap();
+    drop(y);
+    x.grad().unwrap().value()
 }
 
 // ------------------------------------------------------------------ tapes
@@ -522,8 +538,8 @@ fn median(v: &mut [Duration]) -> Duration {
 /// A named benchmark body returning the gradient of x.
 type Impl = (&'static str, fn() -> f32);
 
-fn bench_type<T: Raw>(label: &str, reps: usize) {
-    let impls: [Impl; 6] = [
+fn bench_type<T: Raw + 'static>(label: &str, reps: usize) {
+    let impls: [Impl; 7] = [
         ("tape (arena, enum ops)", run_tape::<T>),
         ("tape (arena, boxed closures)", run_closure_tape::<T>),
         (
@@ -532,8 +548,10 @@ fn bench_type<T: Raw>(label: &str, reps: usize) {
         ),
         ("object-model floor (Arc per op)", run_skeleton::<T>),
         ("floor with raw gradients", run_skeleton_raw::<T>),
+        ("design B sketch (segments)", run_design_b::<T>),
         ("autograd-runtime", run_runtime::<T>),
     ];
+    design_b::self_check::<T>();
     // Same gradient everywhere.
     let reference = run_tape::<T>();
     for (name, f) in &impls {
@@ -599,6 +617,8 @@ fn main() {
             "floor" => run_skeleton::<HeapT>,
             "floor-inline" => run_skeleton::<Inline>,
             "runtime-inline" => run_runtime::<Inline>,
+            "design-b" => run_design_b::<HeapT>,
+            "design-b-inline" => run_design_b::<Inline>,
             _ => run_runtime::<HeapT>,
         };
         let n: usize = std::env::var("PROFILE_RUNS")
