@@ -588,7 +588,8 @@ fn bench_type<T: Raw + 'static>(label: &str, reps: usize) {
     }
 }
 
-fn phases<T: Raw>(steps: usize) {
+/// Forward, backward and free of one chain of `steps` steps, in ns per op.
+fn phases<T: Raw + 'static>(steps: usize) -> [f64; 3] {
     let t0 = Instant::now();
     let x = Variable::new(T::scalar(0.5), true);
     let mut y = x.clone();
@@ -601,12 +602,25 @@ fn phases<T: Raw>(steps: usize) {
     drop(y);
     let t3 = Instant::now();
     let f = |d: Duration| d.as_nanos() as f64 / (3 * steps) as f64;
-    println!(
-        "  {steps}: phases: forward {:.1} backward {:.1} free {:.1} ns/op",
-        f(t1 - t0),
-        f(t2 - t1),
-        f(t3 - t2)
-    );
+    [f(t1 - t0), f(t2 - t1), f(t3 - t2)]
+}
+
+/// [`phases`] on design B.
+fn phases_b<T: Raw + 'static>(steps: usize) -> [f64; 3] {
+    use design_b::*;
+    let t0 = Instant::now();
+    let x = BVar::leaf(T::scalar(0.5), true);
+    let mut y = x.clone();
+    for _ in 0..steps {
+        y = tanh(&add_scalar(&mul_scalar(&y, 0.999), 0.001));
+    }
+    let t1 = Instant::now();
+    backward(&y, false).unwrap();
+    let t2 = Instant::now();
+    drop(y);
+    let t3 = Instant::now();
+    let f = |d: Duration| d.as_nanos() as f64 / (3 * steps) as f64;
+    [f(t1 - t0), f(t2 - t1), f(t3 - t2)]
 }
 
 fn main() {
@@ -631,9 +645,14 @@ fn main() {
         return;
     }
     if std::env::args().any(|a| a == "--phases") {
+        println!("ns/op (HeapT): forward / backward / free");
         for steps in [200, 2000, 20000, 20000, 20000] {
             for _ in 0..3 {
-                phases::<HeapT>(steps);
+                let [f, b, d] = phases::<HeapT>(steps);
+                let [fb, bb, db] = phases_b::<HeapT>(steps);
+                println!(
+                    "  {steps:>5} steps: runtime {f:6.1} {b:6.1} {d:6.1}   design B {fb:6.1} {bb:6.1} {db:6.1}"
+                );
             }
         }
         return;
