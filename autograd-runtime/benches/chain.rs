@@ -256,6 +256,31 @@ fn run_runtime<T: Raw>() -> f32 {
 
 /// The chain on design B (see `chain/design_b.rs`).
 fn run_design_b<T: Raw + 'static>() -> f32 {
+    design_b_chain::<T>(false, false)
+}
+
+/// Design B with PyTorch's per-node lifetime.
+fn run_design_b_per_node<T: Raw + 'static>() -> f32 {
+    design_b_chain::<T>(true, false)
+}
+
+/// Design B with PyTorch's per-node lifetime and a variable per gradient.
+fn run_design_b_per_node_var_grads<T: Raw + 'static>() -> f32 {
+    design_b_chain::<T>(true, true)
+}
+
+fn design_b_chain<T: Raw + 'static>(per_node: bool, var_grads: bool) -> f32 {
+    use design_b::*;
+    use std::sync::atomic::Ordering::Relaxed;
+    PER_NODE.store(per_node, Relaxed);
+    VAR_GRADS.store(var_grads, Relaxed);
+    let g = design_b_run::<T>();
+    PER_NODE.store(false, Relaxed);
+    VAR_GRADS.store(false, Relaxed);
+    g
+}
+
+fn design_b_run<T: Raw + 'static>() -> f32 {
     use design_b::*;
     let x = BVar::leaf(T::scalar(0.5), true);
     let mut y = x.clone();
@@ -539,7 +564,7 @@ fn median(v: &mut [Duration]) -> Duration {
 type Impl = (&'static str, fn() -> f32);
 
 fn bench_type<T: Raw + 'static>(label: &str, reps: usize) {
-    let impls: [Impl; 7] = [
+    let impls: [Impl; 9] = [
         ("tape (arena, enum ops)", run_tape::<T>),
         ("tape (arena, boxed closures)", run_closure_tape::<T>),
         (
@@ -549,9 +574,18 @@ fn bench_type<T: Raw + 'static>(label: &str, reps: usize) {
         ("object-model floor (Arc per op)", run_skeleton::<T>),
         ("floor with raw gradients", run_skeleton_raw::<T>),
         ("design B sketch (segments)", run_design_b::<T>),
+        ("design B, per-node lifetime", run_design_b_per_node::<T>),
+        (
+            "  + a variable per gradient",
+            run_design_b_per_node_var_grads::<T>,
+        ),
         ("autograd-runtime", run_runtime::<T>),
     ];
-    design_b::self_check::<T>();
+    for per_node in [false, true] {
+        design_b::PER_NODE.store(per_node, std::sync::atomic::Ordering::Relaxed);
+        design_b::self_check::<T>();
+    }
+    design_b::PER_NODE.store(false, std::sync::atomic::Ordering::Relaxed);
     // Same gradient everywhere.
     let reference = run_tape::<T>();
     for (name, f) in &impls {
@@ -633,6 +667,9 @@ fn main() {
             "runtime-inline" => run_runtime::<Inline>,
             "design-b" => run_design_b::<HeapT>,
             "design-b-inline" => run_design_b::<Inline>,
+            "design-b-node" => run_design_b_per_node::<HeapT>,
+            "design-b-node-inline" => run_design_b_per_node::<Inline>,
+            "design-b-node-vars" => run_design_b_per_node_var_grads::<HeapT>,
             _ => run_runtime::<HeapT>,
         };
         let n: usize = std::env::var("PROFILE_RUNS")

@@ -61,7 +61,23 @@ struct Header<T: Raw> {
     /// The output's version counter.
     version: AtomicU32,
     has_hooks: AtomicBool,
+    /// Per-node lifetime only (see [`PER_NODE`]): references to this record
+    /// (its output variable, edges of later records), and whether its node
+    /// and edges were already dropped.
+    strong: AtomicU32,
+    dropped: AtomicBool,
 }
+
+/// The variant with PyTorch's per-node lifetime: each record is counted
+/// (output variable + edges into it) and its node is dropped as soon as
+/// nothing refers to it; the segment's memory is still reclaimed as a whole.
+/// Measures what per-node freeing costs on top of design B.
+pub static PER_NODE: AtomicBool = AtomicBool::new(false);
+
+/// The variant that passes every gradient as a variable (an `Arc` built per
+/// backward step, as `Variable::from_data` does) instead of a raw tensor:
+/// what the engine would pay without a raw-tensor form of every formula.
+pub static VAR_GRADS: AtomicBool = AtomicBool::new(false);
 
 struct RecordBox<T: Raw, N: ?Sized> {
     header: Header<T>,
@@ -135,7 +151,13 @@ impl<T: Raw> Segment<T> {
     fn clear(&self) {
         let records = unsafe { &mut *self.records.get() };
         for r in records.drain(..) {
-            unsafe { std::ptr::drop_in_place(r.as_ptr()) };
+            unsafe {
+                if (*r.as_ptr()).header.dropped.load(Ordering::Relaxed) {
+                    std::ptr::drop_in_place(&raw mut (*r.as_ptr()).header);
+                } else {
+                    std::ptr::drop_in_place(r.as_ptr());
+                }
+            }
         }
         let chunks = unsafe { &mut *self.chunks.get() };
         let l = Layout::from_size_align(CHUNK, 64).unwrap();
@@ -189,8 +211,44 @@ struct VarInner<T: Raw> {
     grad: Mutex<Option<T>>,
 }
 
+impl<T: Raw> Segment<T> {
+    /// Per-node lifetime: drops one reference to record `i`; a record whose
+    /// last reference goes has its node and edges dropped, in a loop along
+    /// the chain of records whose last reference those edges held.
+    fn release(&self, i: u32) {
+        let mut stack = Vec::new();
+        let mut next = Some(i);
+        while let Some(k) = next {
+            let rec = self.record(k);
+            if rec.header.strong.fetch_sub(1, Ordering::Release) == 1 {
+                std::sync::atomic::fence(Ordering::Acquire);
+                let p = (&raw const *rec).cast_mut();
+                // SAFETY (sketch): no reference is left, so nobody else uses it.
+                let edges = unsafe {
+                    let edges =
+                        std::mem::replace(&mut (*p).header.edges, [BEdge::None, BEdge::None]);
+                    std::ptr::drop_in_place((*p).node.get());
+                    (*p).header.dropped.store(true, Ordering::Relaxed);
+                    edges
+                };
+                for e in edges {
+                    if let BEdge::Local(j) = e {
+                        stack.push(j);
+                    }
+                }
+            }
+            next = stack.pop();
+        }
+    }
+}
+
 impl<T: Raw> Drop for VarInner<T> {
     fn drop(&mut self) {
+        if PER_NODE.load(Ordering::Relaxed)
+            && let Some((seg, i)) = &self.history
+        {
+            seg.release(*i);
+        }
         // The last variable of the thread's current segment: the graph is
         // gone, free its nodes (the thread's own reference is the other one).
         if let Some((seg, _)) = &self.history
@@ -274,6 +332,13 @@ fn record<T: Raw + 'static, N: BNode<T> + 'static>(
 ) -> BVar<T> {
     let seg = current::<T>();
     let edges = inputs.map(|v| v.map_or(BEdge::None, |v| v.edge(&seg)));
+    if PER_NODE.load(Ordering::Relaxed) {
+        for e in &edges {
+            if let BEdge::Local(j) = e {
+                seg.record(*j).header.strong.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
     if is_anomaly_enabled() {
         unimplemented!("design B sketch: anomaly traces");
     }
@@ -282,6 +347,8 @@ fn record<T: Raw + 'static, N: BNode<T> + 'static>(
         meta: TensorMeta::of(&data),
         version: AtomicU32::new(0),
         has_hooks: AtomicBool::new(false),
+        strong: AtomicU32::new(1),
+        dropped: AtomicBool::new(false),
     };
     let idx = seg.push(header, node);
     BVar(Arc::new(VarInner {
@@ -394,6 +461,13 @@ pub fn backward<T: Raw + 'static>(root: &BVar<T>, retain_graph: bool) -> Result<
         // SAFETY (sketch): `running` gives this pass the nodes.
         let node = unsafe { &mut *rec.node.get() };
         let version = rec.header.version.load(Ordering::Acquire);
+        let g = if VAR_GRADS.load(Ordering::Relaxed) {
+            let v = BVar::leaf(g, false);
+            std::hint::black_box(&v);
+            v.data().clone()
+        } else {
+            g
+        };
         let outs = node.apply_raw(g, version)?;
         if !retain_graph {
             node.release();
