@@ -7,7 +7,7 @@ use std::backtrace::Backtrace;
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 use std::sync::{Mutex, MutexGuard, Weak};
 
 use crate::arena::{self, Chunk};
@@ -125,8 +125,16 @@ pub(crate) struct NodeBox<T: Tensor, N: ?Sized> {
     strong: AtomicUsize,
     weak: AtomicUsize,
     chunk: NonNull<Chunk>,
+    /// The version counters of outputs `0..NODE_COUNTERS` (see
+    /// [`Variable`]): in the header, outside the cell, so that a weak
+    /// reference can still read them after the node is dropped.
+    versions: [AtomicU32; NODE_COUNTERS],
     cell: NodeCell<T, N>,
 }
+
+/// How many outputs of a node keep their version counter in its header
+/// (outputs beyond use a counter of their own, shared through a host).
+pub(crate) const NODE_COUNTERS: usize = 2;
 
 type DynBox<T> = NodeBox<T, dyn Node<T>>;
 
@@ -303,6 +311,23 @@ impl<T: Tensor> WeakNode<T> {
     }
 }
 
+impl<T: Tensor> WeakNode<T> {
+    /// The version counter of output `k` (`k < NODE_COUNTERS`).
+    #[inline]
+    pub(crate) fn version_slot(&self, k: u32) -> &AtomicU32 {
+        // SAFETY: the weak count keeps the header alive.
+        unsafe { &self.0.as_ref().versions[k as usize] }
+    }
+}
+
+impl<T: Tensor> Clone for WeakNode<T> {
+    fn clone(&self) -> Self {
+        // SAFETY: this handle keeps the header alive.
+        increment(unsafe { &self.0.as_ref().weak });
+        WeakNode(self.0)
+    }
+}
+
 impl<T: Tensor> Drop for WeakNode<T> {
     fn drop(&mut self) {
         // SAFETY: this handle owns one weak count.
@@ -315,6 +340,13 @@ impl<T: Tensor> NodeRef<T> {
     pub(crate) fn cell(&self) -> &DynCell<T> {
         // SAFETY: the strong count keeps the cell alive.
         unsafe { &self.0.as_ref().cell }
+    }
+
+    /// The version counter of output `k` (`k < NODE_COUNTERS`).
+    #[inline]
+    pub(crate) fn version_slot(&self, k: u32) -> &AtomicU32 {
+        // SAFETY: the strong count keeps the header alive.
+        unsafe { &self.0.as_ref().versions[k as usize] }
     }
 
     pub(crate) fn downgrade(&self) -> WeakNode<T> {
@@ -586,6 +618,7 @@ fn new_cell<T: Tensor, N: Node<T>>(
             strong: AtomicUsize::new(1 + refs),
             weak: AtomicUsize::new(1),
             chunk,
+            versions: [const { AtomicU32::new(0) }; NODE_COUNTERS],
             cell: NodeCell {
                 edges,
                 meta,

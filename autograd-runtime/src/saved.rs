@@ -3,10 +3,10 @@
 use std::fmt;
 
 use crate::error::AutogradError;
-use crate::mode::{is_anomaly_enabled, is_grad_enabled};
+use crate::mode::is_anomaly_enabled;
 use crate::node::WeakNode;
 use crate::tensor::Tensor;
-use crate::variable::Variable;
+use crate::variable::{SharedCounter, Variable};
 
 /// A snapshot of a variable at a certain version, saved by a node for its
 /// backward formula (PyTorch's `SavedVariable`).
@@ -17,9 +17,11 @@ use crate::variable::Variable;
 ///   [`reset`](Self::reset) (which the engine triggers through
 ///   [`Node::release_variables`](crate::Node::release_variables)).
 /// * Saving an op's **own output** (`is_output = true`) keeps only the raw
-///   data, the shared version counter and a *weak* reference to the node, so
-///   node → saved output → node is not a reference cycle; unpacking rebuilds
-///   a variable with the node as `grad_fn`.
+///   data and a *weak* reference to the node (whose header holds the
+///   output's version counter), so node → saved output → node is not a
+///   reference cycle and saving allocates nothing; unpacking rebuilds a
+///   variable with the node as `grad_fn` sharing that counter, as PyTorch
+///   does (with or without grad mode).
 /// * Saving anything else (inputs, leaves) keeps the variable itself.
 pub struct SavedVariable<T: Tensor> {
     state: State<T>,
@@ -33,13 +35,14 @@ enum State<T: Tensor> {
         version: u32,
     },
     Output {
-        /// Holds the shared version counter; its data is the saved data
-        /// unless `data` is set (the host existed before this save).
-        host: Variable<T>,
-        data: Option<T>,
+        data: T,
         grad_fn: WeakNode<T>,
         output_nr: u32,
         version: u32,
+        /// The version counter when it is not the node's own slot for this
+        /// output (the output shares another variable's, or had its history
+        /// replaced by an in-place op).
+        counter: Option<SharedCounter<T>>,
     },
 }
 
@@ -69,15 +72,13 @@ impl<T: Tensor> SavedVariable<T> {
     pub fn new(var: &Variable<T>, is_output: bool) -> Self {
         let version = var.version();
         if is_output
-            && let Some((grad_fn, output_nr)) =
-                var.with_history(|f, nr| f.map(|f| (f.downgrade(), nr)))
+            && let Some((node, output_nr)) = var.with_history(|f, nr| f.map(|f| (f.clone(), nr)))
         {
-            let (host, fresh) = var.counter_host();
             return SavedVariable {
                 state: State::Output {
-                    data: (!fresh).then(|| var.data()),
-                    host,
-                    grad_fn,
+                    data: var.data(),
+                    grad_fn: node.downgrade(),
+                    counter: var.saved_output_counter(&node, output_nr),
                     output_nr,
                     version,
                 },
@@ -118,9 +119,7 @@ impl<T: Tensor> SavedVariable<T> {
     pub fn shape(&self) -> Option<Vec<usize>> {
         match &self.state {
             State::Var { var, .. } => Some(var.shape()),
-            State::Output { host, data, .. } => {
-                Some(with_output_data(host, data, |d| d.shape().to_vec()))
-            }
+            State::Output { data, .. } => Some(data.shape().to_vec()),
             _ => None,
         }
     }
@@ -146,13 +145,13 @@ impl<T: Tensor> SavedVariable<T> {
                 Ok(Some(var.clone()))
             }
             State::Output {
-                host,
                 data,
                 grad_fn,
                 output_nr,
                 version,
+                counter,
             } => {
-                let current = host.version();
+                let current = output_version(grad_fn, *output_nr, counter);
                 if current != *version {
                     // The node that saved its output is usually the one
                     // unpacking it, inside `apply`, with its lock held: the
@@ -160,24 +159,24 @@ impl<T: Tensor> SavedVariable<T> {
                     let output_of = grad_fn
                         .upgrade()
                         .map(|f| (*output_nr as usize, f.try_name().unwrap_or_default()));
-                    return Err(with_output_data(host, data, |d| {
-                        mismatch(d, output_of, current, *version)
-                    }));
+                    return Err(mismatch(data, output_of, current, *version));
                 }
-                // Without grad mode (a backward pass without create_graph)
-                // the history is not used: hand out the host itself.
-                if data.is_none() && !is_grad_enabled() {
-                    return Ok(Some(host.clone()));
-                }
-                let grad_fn = grad_fn.upgrade();
-                let requires_grad = grad_fn.is_some();
-                Ok(Some(Variable::reconstructed(
-                    with_output_data(host, data, T::clone),
-                    grad_fn,
-                    *output_nr,
-                    requires_grad,
-                    host.clone(),
-                )))
+                Ok(Some(match (grad_fn.upgrade(), counter) {
+                    (Some(node), None) => Variable::with_grad_fn(data.clone(), node, *output_nr),
+                    (node, counter) => {
+                        let counter = counter
+                            .clone()
+                            .unwrap_or_else(|| SharedCounter::Node(grad_fn.clone(), *output_nr));
+                        let requires_grad = node.is_some();
+                        Variable::reconstructed(
+                            data.clone(),
+                            node,
+                            *output_nr,
+                            requires_grad,
+                            counter,
+                        )
+                    }
+                }))
             }
         }
     }
@@ -188,26 +187,29 @@ impl<T: Tensor> SavedVariable<T> {
     pub fn unpack_data(&self) -> Result<T, AutogradError> {
         match &self.state {
             State::Output {
-                host,
                 data,
+                grad_fn,
+                output_nr,
                 version,
-                ..
-            } if host.version() == *version => Ok(with_output_data(host, data, T::clone)),
+                counter,
+            } if output_version(grad_fn, *output_nr, counter) == *version => Ok(data.clone()),
             _ => self.unpack().map(|v| v.data()),
         }
     }
 }
 
-/// Runs `f` on a saved output's data: its own copy if it has one, else the host's.
-fn with_output_data<T: Tensor, R>(
-    host: &Variable<T>,
-    data: &Option<T>,
-    f: impl FnOnce(&T) -> R,
-) -> R {
-    match data {
-        Some(d) => f(d),
-        None => host.with_data(f),
+/// The current version of a saved output: its node's slot, or the counter
+/// it shares.
+fn output_version<T: Tensor>(
+    grad_fn: &WeakNode<T>,
+    output_nr: u32,
+    counter: &Option<SharedCounter<T>>,
+) -> u32 {
+    match counter {
+        None => grad_fn.version_slot(output_nr),
+        Some(c) => c.atomic(),
     }
+    .load(std::sync::atomic::Ordering::Acquire)
 }
 
 fn mismatch<T: Tensor>(

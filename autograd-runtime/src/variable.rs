@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::AutogradError;
 use crate::mode::is_grad_enabled;
-use crate::node::{Edge, HookId, NodeRef, TensorHook, lock, next_hook_id};
+use crate::node::{Edge, HookId, NODE_COUNTERS, NodeRef, TensorHook, WeakNode, lock, next_hook_id};
 use crate::tensor::{Tensor, TensorMeta};
 
 /// A tensor with autograd metadata (PyTorch's `Variable`/`at::Tensor` with
@@ -23,7 +23,10 @@ use crate::tensor::{Tensor, TensorMeta};
 ///   [`retain_grad`](Self::retain_grad) was called.
 /// * **version counter**: bumped by in-place ops, shared with aliases
 ///   ([`detach`](Self::detach), [`share_version_counter`](Self::share_version_counter));
-///   [`SavedVariable`](crate::SavedVariable) compares it at unpack time.
+///   [`SavedVariable`](crate::SavedVariable) compares it at unpack time. An
+///   op's output keeps it in its node's header (so a node saving its own
+///   output needs no extra allocation); other variables keep it inline until
+///   it is shared.
 ///
 /// Reads of the data and the history take no lock: both are stored
 /// immutably at creation. An in-place op ([`set_data`](Self::set_data),
@@ -47,8 +50,8 @@ pub(crate) struct VarInner<T: Tensor> {
     data: T,
     grad_fn: Option<NodeRef<T>>,
     output_nr: u32,
-    /// Set when the version counter is shared: the variable whose own
-    /// counter is used (see [`Variable::counter_host`]).
+    /// Set when the version counter is shared with other variables and is
+    /// not this variable's node slot (see [`Variable::shared_counter`]).
     shared_version: CounterSlot<T>,
     mutable: Mutex<Option<Box<Mutable<T>>>>,
 }
@@ -136,16 +139,17 @@ impl<T: Tensor> Variable<T> {
         )))
     }
 
-    /// Rebuilds a saved output: given data and history, `host`'s version counter.
+    /// Rebuilds a saved output or makes an alias: given data and history,
+    /// the version counter `counter`.
     pub(crate) fn reconstructed(
         data: T,
         grad_fn: Option<NodeRef<T>>,
         output_nr: u32,
         requires_grad: bool,
-        host: Variable<T>,
+        counter: SharedCounter<T>,
     ) -> Self {
         let inner = VarInner::new(data, grad_fn, output_nr, requires_grad);
-        let _ = inner.shared_version.set(host);
+        let _ = inner.shared_version.set(counter);
         Variable(Arc::new(inner))
     }
 
@@ -293,10 +297,25 @@ impl<T: Tensor> Variable<T> {
         f(&mut Self::mutable_mut(&mut g).grad)
     }
 
+    /// The node slot holding this variable's counter: an op's output
+    /// (`output_nr < NODE_COUNTERS`) whose counter was not replaced by a
+    /// shared one. (The node is the one it was created with, kept alive by
+    /// the variable even after an in-place op rebased its history.)
+    #[inline]
+    fn node_counter(&self) -> Option<(&NodeRef<T>, u32)> {
+        match &self.0.grad_fn {
+            Some(f) if (self.0.output_nr as usize) < NODE_COUNTERS => Some((f, self.0.output_nr)),
+            _ => None,
+        }
+    }
+
     #[inline]
     fn counter(&self) -> &AtomicU32 {
-        match self.0.shared_version.get() {
-            Some(host) => &host.version,
+        if let Some(c) = self.0.shared_version.get() {
+            return c.atomic();
+        }
+        match self.node_counter() {
+            Some((f, k)) => f.version_slot(k),
             None => &self.0.version,
         }
     }
@@ -309,41 +328,51 @@ impl<T: Tensor> Variable<T> {
 
     /// Increments the version counter (done by in-place ops).
     pub fn bump_version(&self) {
-        if let Some(c) = self.0.shared_version.get() {
-            c.version.fetch_add(1, Ordering::AcqRel);
+        if self.0.shared_version.get().is_some() || self.node_counter().is_some() {
+            self.counter().fetch_add(1, Ordering::AcqRel);
             return;
         }
-        // The lock orders this against a concurrent conversion to a shared counter.
+        // The lock orders this against a concurrent conversion of the inline
+        // counter to a shared one.
         let _g = self.mutable();
-        match self.0.shared_version.get() {
-            Some(c) => c.version.fetch_add(1, Ordering::AcqRel),
-            None => self.0.version.fetch_add(1, Ordering::AcqRel),
-        };
+        self.counter().fetch_add(1, Ordering::AcqRel);
     }
 
-    /// The variable that holds the shared version counter, created on first
-    /// use (a history-less copy of this one, whose own counter takes over the
-    /// current value); `true` if this call created it, so that its data is
-    /// this variable's current data.
-    ///
-    /// Using a variable as the shared counter lets a saved output hand the
-    /// host itself to a formula when no graph is being built, instead of
-    /// building a new variable at every unpack.
-    pub(crate) fn counter_host(&self) -> (Variable<T>, bool) {
-        if let Some(h) = self.0.shared_version.get_var() {
-            return (h, false);
+    /// The version counter, for another variable to share: the shared one
+    /// if there is one, the node slot of an op's output, else the inline
+    /// counter moved (under the lock) to a shared cell on first use.
+    pub(crate) fn shared_counter(&self) -> SharedCounter<T> {
+        if let Some(c) = self.0.shared_version.get() {
+            return c.clone();
         }
-        // The lock orders the copy of the inline value against `bump_version`.
-        let g = self.mutable();
-        if let Some(h) = self.0.shared_version.get_var() {
-            return (h, false);
+        if let Some((f, k)) = self.node_counter() {
+            return SharedCounter::Node(f.downgrade(), k);
         }
-        let host = VarInner::new(self.data_in(&g).clone(), None, 0, false);
-        host.version
-            .store(self.0.version.load(Ordering::Acquire), Ordering::Release);
-        let host = Variable(Arc::new(host));
-        let _ = self.0.shared_version.set(host.clone());
-        (host, true)
+        let _g = self.mutable();
+        if let Some(c) = self.0.shared_version.get() {
+            return c.clone();
+        }
+        let cell = Arc::new(AtomicU32::new(self.0.version.load(Ordering::Acquire)));
+        let _ = self.0.shared_version.set(SharedCounter::Cell(cell.clone()));
+        SharedCounter::Cell(cell)
+    }
+
+    /// The counter a saved output of `node` (output `nr`) checks: `None`
+    /// when it is that node's own slot, which the saved variable reaches
+    /// through its weak reference to the node.
+    pub(crate) fn saved_output_counter(
+        &self,
+        node: &NodeRef<T>,
+        nr: u32,
+    ) -> Option<SharedCounter<T>> {
+        if self.0.shared_version.get().is_none()
+            && let Some((f, k)) = self.node_counter()
+            && f.ptr_eq(node)
+            && k == nr
+        {
+            return None;
+        }
+        Some(self.shared_counter())
     }
 
     /// Makes this variable use `base`'s version counter, as a view or alias
@@ -351,14 +380,17 @@ impl<T: Tensor> Variable<T> {
     /// on a freshly created output; fails if this variable already shares a
     /// counter with another one.
     pub fn share_version_counter(&self, base: &Variable<T>) -> Result<(), AutogradError> {
-        let (c, _) = base.counter_host();
+        let c = base.shared_counter();
         if let Some(mine) = self.0.shared_version.get() {
-            if std::ptr::eq(mine, &*c.0) {
+            if std::ptr::eq(mine.atomic(), c.atomic()) {
                 return Ok(());
             }
             return Err(AutogradError::msg(
                 "share_version_counter: this variable already shares a version counter",
             ));
+        }
+        if std::ptr::eq(self.counter(), c.atomic()) {
+            return Ok(());
         }
         let _g = self.mutable();
         self.0
@@ -370,14 +402,13 @@ impl<T: Tensor> Variable<T> {
     /// A new variable with the same data and version counter but no history
     /// and `requires_grad == false` (PyTorch's `detach()`).
     pub fn detach(&self) -> Variable<T> {
-        let (host, _) = self.counter_host();
-        Variable::reconstructed(self.data(), None, 0, false, host)
+        Variable::reconstructed(self.data(), None, 0, false, self.shared_counter())
     }
 
     /// An alias of this variable with other raw data (e.g. a reshaped view)
     /// sharing its version counter, without history.
     pub fn alias(&self, data: T) -> Variable<T> {
-        Variable::reconstructed(data, None, 0, false, self.counter_host().0)
+        Variable::reconstructed(data, None, 0, false, self.shared_counter())
     }
 
     /// Whether both handles refer to the same variable.
@@ -554,11 +585,39 @@ impl<T: Tensor> Variable<T> {
     }
 }
 
-/// A set-once slot for the host of a shared version counter: an `Arc` kept
-/// as a raw pointer, so that reading it is one load (an `OnceLock` costs a
-/// call into its `Once` on first initialisation, which every saved output
-/// triggers).
-struct CounterSlot<T: Tensor>(AtomicPtr<VarInner<T>>);
+/// Where a shared version counter lives.
+pub(crate) enum SharedCounter<T: Tensor> {
+    /// A cell of its own (the inline counter of a variable that was not an
+    /// op's output, moved here when first shared).
+    Cell(Arc<AtomicU32>),
+    /// Output `k`'s slot in a node's header, held weakly (the header
+    /// outlives the node).
+    Node(WeakNode<T>, u32),
+}
+
+impl<T: Tensor> Clone for SharedCounter<T> {
+    fn clone(&self) -> Self {
+        match self {
+            SharedCounter::Cell(c) => SharedCounter::Cell(c.clone()),
+            SharedCounter::Node(w, k) => SharedCounter::Node(w.clone(), *k),
+        }
+    }
+}
+
+impl<T: Tensor> SharedCounter<T> {
+    #[inline]
+    pub(crate) fn atomic(&self) -> &AtomicU32 {
+        match self {
+            SharedCounter::Cell(c) => c,
+            SharedCounter::Node(w, k) => w.version_slot(*k),
+        }
+    }
+}
+
+/// A set-once slot for a shared version counter: a box kept as a raw
+/// pointer, so that reading it is one load (an `OnceLock` costs a call into
+/// its `Once` on first initialisation).
+struct CounterSlot<T: Tensor>(AtomicPtr<SharedCounter<T>>);
 
 impl<T: Tensor> CounterSlot<T> {
     const fn empty() -> Self {
@@ -566,34 +625,22 @@ impl<T: Tensor> CounterSlot<T> {
     }
 
     #[inline]
-    fn get(&self) -> Option<&VarInner<T>> {
-        // SAFETY: a non-null pointer came from `Arc::into_raw` in `set` and
-        // the slot owns that reference until it is dropped.
+    fn get(&self) -> Option<&SharedCounter<T>> {
+        // SAFETY: a non-null pointer came from `Box::into_raw` in `set` and
+        // the slot owns it until it is dropped.
         unsafe { self.0.load(Ordering::Acquire).as_ref() }
     }
 
-    fn get_var(&self) -> Option<Variable<T>> {
-        let p = self.0.load(Ordering::Acquire);
-        if p.is_null() {
-            return None;
-        }
-        // SAFETY: as in `get`; the count is incremented for the new `Arc`.
-        unsafe {
-            Arc::increment_strong_count(p);
-            Some(Variable(Arc::from_raw(p)))
-        }
-    }
-
-    /// Stores `host` if the slot is empty; gives it back otherwise.
-    fn set(&self, host: Variable<T>) -> Result<(), Variable<T>> {
-        let p = Arc::into_raw(host.0).cast_mut();
+    /// Stores `c` if the slot is empty; gives it back otherwise.
+    fn set(&self, c: SharedCounter<T>) -> Result<(), SharedCounter<T>> {
+        let p = Box::into_raw(Box::new(c));
         match self
             .0
             .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
         {
             Ok(_) => Ok(()),
             // SAFETY: `p` was not stored, so this is the only owner.
-            Err(_) => Err(Variable(unsafe { Arc::from_raw(p) })),
+            Err(_) => Err(*unsafe { Box::from_raw(p) }),
         }
     }
 }
@@ -602,8 +649,8 @@ impl<T: Tensor> Drop for CounterSlot<T> {
     fn drop(&mut self) {
         let p = *self.0.get_mut();
         if !p.is_null() {
-            // SAFETY: the slot owns one reference (see `set`).
-            drop(unsafe { Arc::from_raw(p) });
+            // SAFETY: the slot owns the box (see `set`).
+            drop(unsafe { Box::from_raw(p) });
         }
     }
 }

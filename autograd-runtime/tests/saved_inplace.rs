@@ -226,22 +226,24 @@ fn out_variants_refuse_inputs_that_require_grad() {
 }
 
 #[test]
-fn saved_output_unpacks_to_one_shared_variable_when_no_graph_is_built() {
+fn saved_output_unpacks_with_its_grad_fn_and_shared_counter_in_any_mode() {
     let x = leaf(&[0.5], &[1]);
     let y = mul_scalar(&x, 2.0); // a node that saves nothing
+    let f = y.grad_fn().unwrap();
     let saved = SavedVariable::new(&y, true);
     let (a, b) = {
         let _g = no_grad();
         (saved.unpack().unwrap(), saved.unpack().unwrap())
     };
-    // No history is needed without grad mode: both unpacks are the variable
-    // that holds the shared version counter, not new variables.
-    assert!(a.ptr_eq(&b));
-    assert!(a.grad_fn().is_none() && !a.requires_grad());
+    // As PyTorch's SavedVariable::unpack: a new variable each time, with the
+    // node as grad_fn whether or not grad mode is on.
+    assert!(!a.ptr_eq(&b) && !a.ptr_eq(&y));
+    assert!(a.grad_fn().unwrap().ptr_eq(&f) && a.requires_grad());
+    assert_eq!(a.output_nr(), 0);
     assert_close(&vals(&a), &vals(&y));
-    // It shares y's version counter: an in-place change of y is seen.
+    // It shares y's version counter, in both directions.
     add_scalar_(&y, 1.0).unwrap();
-    assert_eq!(a.version(), 1);
+    assert_eq!((a.version(), b.version()), (1, 1));
     assert!(matches!(
         saved.unpack().unwrap_err(),
         AutogradError::VersionMismatch {
@@ -250,11 +252,63 @@ fn saved_output_unpacks_to_one_shared_variable_when_no_graph_is_built() {
             ..
         }
     ));
-    // With grad mode on the unpacked output has its history back.
+    {
+        let _g = no_grad();
+        add_scalar_(&a, 1.0).unwrap();
+    }
+    assert_eq!(y.version(), 2);
+    // Saving allocated no counter of its own: a detached alias shares it too.
+    let d = y.detach();
+    bump_and_check(&d, &[&y, &a, &b]);
+    // With grad mode on the unpacked output has its history too.
     let z = mul_scalar(&x, 3.0);
     let saved = SavedVariable::new(&z, true);
     let u = saved.unpack().unwrap();
     assert!(u.grad_fn().unwrap().ptr_eq(&z.grad_fn().unwrap()));
+}
+
+/// Bumps `v`'s version and checks that every alias sees it.
+fn bump_and_check(v: &V, aliases: &[&V]) {
+    let before = v.version();
+    v.bump_version();
+    for a in aliases {
+        assert_eq!(a.version(), before + 1);
+    }
+}
+
+#[test]
+fn second_output_and_aliases_share_counters() {
+    // Output 1 of a two-output node keeps its counter in the node too; an
+    // alias of it and a saved copy follow it, and output 0 is independent.
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let (a, b) = split2(&x);
+    let sb = SavedVariable::new(&b, true);
+    let alias = b.alias(b.data());
+    bump_and_check(&alias, &[&b]);
+    assert_eq!(a.version(), 0);
+    assert!(matches!(
+        sb.unpack().unwrap_err(),
+        AutogradError::VersionMismatch {
+            current: 1,
+            expected: 0,
+            ..
+        }
+    ));
+    // A view that shares its base's counter: saving the view checks the base's.
+    let base = exp(&x);
+    let view = mul_scalar(&base, 1.0);
+    view.share_version_counter(&base).unwrap();
+    let sv = SavedVariable::new(&view, true);
+    base.bump_version();
+    assert_eq!(view.version(), 1);
+    assert!(sv.unpack().is_err());
+    // A leaf's inline counter moves to a shared cell when first aliased.
+    let l = constant(&[1.0], &[1]);
+    l.bump_version();
+    let d = l.detach();
+    assert_eq!(d.version(), 1);
+    bump_and_check(&l, &[&d]);
+    bump_and_check(&d, &[&l]);
 }
 
 #[test]
@@ -284,4 +338,58 @@ fn replaced_data_is_read_everywhere() {
     assert_eq!(x.version(), 0); // set_data alone does not bump
     // a variable created afterwards from it sees the new data too
     assert_close(&vals(&x.detach()), &[7.0]);
+}
+
+/// A node with three outputs whose backward sums their gradients.
+struct ThreeBackward;
+impl Node<TT> for ThreeBackward {
+    fn name(&self) -> &str {
+        "ThreeBackward"
+    }
+    fn apply(&mut self, grads: VariableList<TT>) -> Result<VariableList<TT>, AutogradError> {
+        let mut sum: Option<V> = None;
+        for g in grads.iter().flatten() {
+            sum = Some(match sum {
+                None => g.clone(),
+                Some(s) => add(&s, g),
+            });
+        }
+        Ok(variable_list![sum])
+    }
+}
+
+#[test]
+fn outputs_beyond_the_node_slots_have_counters_of_their_own() {
+    let x = leaf(&[1.0], &[1]);
+    let (outs, _) = record_vec(
+        ThreeBackward,
+        &[Some(&x)],
+        vec![x.data(), x.data(), x.data()],
+    );
+    let [o0, o1, o2] = [&outs[0], &outs[1], &outs[2]];
+    let saved = SavedVariable::new(o2, true);
+    let d = o2.detach();
+    bump_and_check(&d, &[o2]);
+    assert_eq!((o0.version(), o1.version()), (0, 0));
+    assert!(matches!(
+        saved.unpack().unwrap_err(),
+        AutogradError::VersionMismatch {
+            current: 1,
+            expected: 0,
+            ..
+        }
+    ));
+    // Each output's counter is its own.
+    bump_and_check(o1, &[]);
+    assert_eq!((o0.version(), o1.version(), o2.version()), (0, 1, 1));
+    let s0 = SavedVariable::new(o0, true);
+    let u = s0.unpack().unwrap();
+    assert_eq!(u.output_nr(), 0);
+    bump_and_check(&u, &[o0]);
+    // Backward through all three still works.
+    let total = add(&add(o0, o1), o2);
+    let before = x.grad();
+    assert!(before.is_none());
+    sum(&total).backward().unwrap();
+    assert_close(&grad_vals(&x), &[3.0]);
 }
