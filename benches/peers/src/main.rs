@@ -8,9 +8,11 @@
 //!
 //! * W1 overhead: one-element tensor, 20,000 steps of `y = tanh(y * 0.999 + 0.001)`, backward;
 //!   ns per op = total / 60,000. Run twice: as is (the gradient goes through subnormal floats)
-//!   and with flush-to-zero/denormals-are-zero set on the running thread (MXCSR).
+//!   and with flush-to-zero/denormals-are-zero set on the running thread (MXCSR). Each timed
+//!   run in its own process (re-exec), the processes interleaved.
 //! * W2 MLP step: batch 64, 784 -> 128 -> 10, relu, mean squared error; µs per forward+backward
-//!   step and per forward without autograd (median of 200 after 20 warm-up, interleaved).
+//!   step and per forward without autograd (median of 200 after 20 warm-up; each backend in
+//!   processes of its own, four rounds of them interleaved).
 //! * W3 memory: 2,000 steps of `y = exp(y * 0.5 - 1.0)` on 10,000 elements, `sum`, backward;
 //!   peak resident memory above the baseline, each backend in its own process (re-exec).
 
@@ -206,23 +208,19 @@ fn w1(backends: &[&str], reps: usize) {
         }
     }
     for ftz in [false, true] {
-        set_ftz(ftz);
+        // Each timed run in a process of its own (two warm-up runs first),
+        // the processes interleaved: a backend that ran before in the same
+        // process changes the next one's time (measured: the tape's 140-160
+        // ns/op became 290-400 when it followed candle in one process, with
+        // or without a pause in between; heap state, not CPU).
         let mut times: Vec<Vec<f64>> = vec![Vec::new(); backends.len()];
-        for _ in 0..2 {
-            for b in backends {
-                black_box(w1_of(b)(W1_STEPS));
-            }
-        }
         for _ in 0..reps {
             for (i, b) in backends.iter().enumerate() {
-                let t = Instant::now();
-                black_box(w1_of(b)(W1_STEPS));
-                times[i].push(t.elapsed().as_nanos() as f64 / (W1_STEPS * 3) as f64);
+                times[i].push(w1_in_child(b, ftz));
             }
         }
-        set_ftz(false);
         println!(
-            "  {} (median of {reps} interleaved runs, ns/op = total / {}):",
+            "  {} (median of {reps} interleaved runs, one process each, ns/op = total / {}):",
             if ftz {
                 "flush-to-zero + denormals-are-zero (MXCSR) on the running thread"
             } else {
@@ -272,24 +270,25 @@ fn w2(backends: &[&str], reps: usize) {
             "{b}: gradients"
         );
     }
+    // Timed in child processes, one backend each (as W1: a backend that ran
+    // before in the same process changes the next one's time), in four
+    // rounds of interleaved processes of reps / 4 steps each.
     let warm = 20;
+    let rounds = 4;
+    drop(impls);
     let mut fb: Vec<Vec<f64>> = vec![Vec::new(); backends.len()];
     let mut fw: Vec<Vec<f64>> = vec![Vec::new(); backends.len()];
-    for r in 0..warm + reps {
-        for (i, s) in impls.iter_mut().enumerate() {
-            let t = Instant::now();
-            black_box(s.step(true));
-            let a = t.elapsed();
-            let t = Instant::now();
-            black_box(s.step(false));
-            let b = t.elapsed();
-            if r >= warm {
-                fb[i].push(a.as_nanos() as f64 / 1e3);
-                fw[i].push(b.as_nanos() as f64 / 1e3);
-            }
+    for r in 0..rounds {
+        let n = reps / rounds + usize::from(r < reps % rounds);
+        for (i, b) in backends.iter().enumerate() {
+            let (a, f) = w2_in_child(b, warm, n);
+            fb[i].extend(a);
+            fw[i].extend(f);
         }
     }
-    println!("  median of {reps} interleaved steps after {warm} warm-up:");
+    println!(
+        "  median of {reps} steps after {warm} warm-up, in {rounds} rounds of interleaved processes (one backend each):"
+    );
     let tape_ratio = stats(&fb[0]).median / stats(&fw[0]).median;
     for (i, b) in backends.iter().enumerate() {
         let (a, f) = (stats(&fb[i]), stats(&fw[i]));
@@ -306,6 +305,77 @@ fn w2(backends: &[&str], reps: usize) {
             ratio / tape_ratio
         );
     }
+}
+
+/// `n` timed W2 steps of `backend` (after `warm` untimed ones) in a child
+/// process: µs per forward+backward step and per forward step.
+fn w2_in_child(backend: &str, warm: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+    let exe = std::env::current_exe().expect("current exe");
+    let out = Command::new(exe)
+        .args(["w2-child", backend, &warm.to_string(), &n.to_string()])
+        .output()
+        .expect("spawn w2 child");
+    assert!(out.status.success(), "w2 child {backend} failed: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines().map(|l| {
+        l.split_whitespace()
+            .map(|v| v.parse::<f64>().expect("w2 child output"))
+            .collect::<Vec<_>>()
+    });
+    let a = lines.next().unwrap_or_default();
+    let f = lines.next().unwrap_or_default();
+    assert_eq!((a.len(), f.len()), (n, n), "w2 child {backend} output");
+    (a, f)
+}
+
+/// Child process: W2 steps of one backend; prints the forward+backward
+/// times, then the forward times (µs, one line each).
+fn w2_child(backend: &str, warm: usize, n: usize) {
+    let m = Mlp::new();
+    let mut s = w2_of(backend, &m);
+    let (mut a, mut f) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for r in 0..warm + n {
+        let t = Instant::now();
+        black_box(s.step(true));
+        let x = t.elapsed();
+        let t = Instant::now();
+        black_box(s.step(false));
+        let y = t.elapsed();
+        if r >= warm {
+            a.push(x.as_nanos() as f64 / 1e3);
+            f.push(y.as_nanos() as f64 / 1e3);
+        }
+    }
+    let line = |v: &[f64]| v.iter().map(f64::to_string).collect::<Vec<_>>().join(" ");
+    println!("{}\n{}", line(&a), line(&f));
+}
+
+/// One timed W1 run of `backend` in a child process (after two warm-up
+/// runs there); ns per op.
+fn w1_in_child(backend: &str, ftz: bool) -> f64 {
+    let exe = std::env::current_exe().expect("current exe");
+    let out = Command::new(exe)
+        .args(["w1-child", backend, if ftz { "1" } else { "0" }])
+        .output()
+        .expect("spawn w1 child");
+    assert!(out.status.success(), "w1 child {backend} failed: {out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("w1 child output")
+}
+
+/// Child process: two warm-up runs and one timed W1 run of one backend;
+/// prints ns per op.
+fn w1_child(backend: &str, ftz: bool) {
+    set_ftz(ftz);
+    let f = w1_of(backend);
+    for _ in 0..2 {
+        black_box(f(W1_STEPS));
+    }
+    let t = Instant::now();
+    black_box(f(W1_STEPS));
+    println!("{}", t.elapsed().as_nanos() as f64 / (W1_STEPS * 3) as f64);
 }
 
 fn status_kib(field: &str) -> u64 {
@@ -415,6 +485,20 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("w3-child") {
         return w3_child(&args[1]);
+    }
+    if args.first().map(String::as_str) == Some("w2-child") {
+        let parse = |i: usize| args[i].parse().expect("w2-child count");
+        return w2_child(&args[1], parse(2), parse(3));
+    }
+    if args.first().map(String::as_str) == Some("w1-child") {
+        // A big stack: candle's backward walks the graph recursively.
+        let (b, ftz) = (args[1].clone(), args[2] == "1");
+        return std::thread::Builder::new()
+            .stack_size(1 << 30)
+            .spawn(move || w1_child(&b, ftz))
+            .expect("thread")
+            .join()
+            .expect("w1 child");
     }
     let mut workloads = Vec::new();
     let mut reps = None;
