@@ -622,16 +622,17 @@ fn bench_type<T: Raw + 'static>(label: &str, reps: usize) {
     }
 }
 
-/// Forward, backward and free of one chain of `steps` steps, in ns per op.
-fn phases<T: Raw + 'static>(steps: usize) -> [f64; 3] {
+/// Forward (`forward(steps)` gives the output), backward and free of one
+/// chain, in ns per op.
+fn time_phases<Y>(
+    steps: usize,
+    forward: impl FnOnce(usize) -> Y,
+    backward: impl FnOnce(&Y),
+) -> [f64; 3] {
     let t0 = Instant::now();
-    let x = Variable::new(T::scalar(0.5), true);
-    let mut y = x.clone();
-    for _ in 0..steps {
-        y = tanh(&add_scalar(&mul_scalar(&y, 0.999), 0.001));
-    }
+    let y = forward(steps);
     let t1 = Instant::now();
-    y.backward().unwrap();
+    backward(&y);
     let t2 = Instant::now();
     drop(y);
     let t3 = Instant::now();
@@ -639,22 +640,31 @@ fn phases<T: Raw + 'static>(steps: usize) -> [f64; 3] {
     [f(t1 - t0), f(t2 - t1), f(t3 - t2)]
 }
 
-/// [`phases`] on design B.
+/// [`time_phases`] of the runtime.
+fn phases<T: Raw + 'static>(steps: usize) -> [f64; 3] {
+    let x = Variable::new(T::scalar(0.5), true);
+    let chain = |n| {
+        let mut y = x.clone();
+        for _ in 0..n {
+            y = tanh(&add_scalar(&mul_scalar(&y, 0.999), 0.001));
+        }
+        y
+    };
+    time_phases(steps, chain, |y| y.backward().unwrap())
+}
+
+/// [`time_phases`] of design B.
 fn phases_b<T: Raw + 'static>(steps: usize) -> [f64; 3] {
     use design_b::*;
-    let t0 = Instant::now();
     let x = BVar::leaf(T::scalar(0.5), true);
-    let mut y = x.clone();
-    for _ in 0..steps {
-        y = tanh(&add_scalar(&mul_scalar(&y, 0.999), 0.001));
-    }
-    let t1 = Instant::now();
-    backward(&y, false).unwrap();
-    let t2 = Instant::now();
-    drop(y);
-    let t3 = Instant::now();
-    let f = |d: Duration| d.as_nanos() as f64 / (3 * steps) as f64;
-    [f(t1 - t0), f(t2 - t1), f(t3 - t2)]
+    let chain = |n| {
+        let mut y = x.clone();
+        for _ in 0..n {
+            y = tanh(&add_scalar(&mul_scalar(&y, 0.999), 0.001));
+        }
+        y
+    };
+    time_phases(steps, chain, |y| backward(y, false).unwrap())
 }
 
 fn main() {

@@ -133,7 +133,7 @@ pub(crate) struct NodeBox<T: Tensor, N: ?Sized> {
 }
 
 /// How many outputs of a node keep their version counter in its header
-/// (outputs beyond use a counter of their own, shared through a host).
+/// (outputs beyond keep theirs inline, like leaves).
 pub(crate) const NODE_COUNTERS: usize = 2;
 
 type DynBox<T> = NodeBox<T, dyn Node<T>>;
@@ -291,6 +291,13 @@ unsafe impl<T: Tensor> Send for WeakNode<T> {}
 unsafe impl<T: Tensor> Sync for WeakNode<T> {}
 
 impl<T: Tensor> WeakNode<T> {
+    /// The version counter of output `k` (`k < NODE_COUNTERS`).
+    #[inline]
+    pub(crate) fn version_slot(&self, k: u32) -> &AtomicU32 {
+        // SAFETY: the weak count keeps the header alive.
+        unsafe { &self.0.as_ref().versions[k as usize] }
+    }
+
     /// A strong reference, if the node is still alive.
     pub(crate) fn upgrade(&self) -> Option<NodeRef<T>> {
         // SAFETY: the weak count keeps the header alive.
@@ -308,15 +315,6 @@ impl<T: Tensor> WeakNode<T> {
                 Err(cur) => n = cur,
             }
         }
-    }
-}
-
-impl<T: Tensor> WeakNode<T> {
-    /// The version counter of output `k` (`k < NODE_COUNTERS`).
-    #[inline]
-    pub(crate) fn version_slot(&self, k: u32) -> &AtomicU32 {
-        // SAFETY: the weak count keeps the header alive.
-        unsafe { &self.0.as_ref().versions[k as usize] }
     }
 }
 

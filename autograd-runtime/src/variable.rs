@@ -309,15 +309,19 @@ impl<T: Tensor> Variable<T> {
         }
     }
 
+    /// The counter when it is not the inline one: the shared one if set,
+    /// else the node slot of an op's output. Neither moves once there.
+    #[inline]
+    fn outside_counter(&self) -> Option<&AtomicU32> {
+        if let Some(c) = self.0.shared_version.get() {
+            return Some(c.atomic());
+        }
+        self.node_counter().map(|(f, k)| f.version_slot(k))
+    }
+
     #[inline]
     fn counter(&self) -> &AtomicU32 {
-        if let Some(c) = self.0.shared_version.get() {
-            return c.atomic();
-        }
-        match self.node_counter() {
-            Some((f, k)) => f.version_slot(k),
-            None => &self.0.version,
-        }
+        self.outside_counter().unwrap_or(&self.0.version)
     }
 
     /// The version counter: number of in-place modifications (shared with aliases).
@@ -328,8 +332,8 @@ impl<T: Tensor> Variable<T> {
 
     /// Increments the version counter (done by in-place ops).
     pub fn bump_version(&self) {
-        if self.0.shared_version.get().is_some() || self.node_counter().is_some() {
-            self.counter().fetch_add(1, Ordering::AcqRel);
+        if let Some(c) = self.outside_counter() {
+            c.fetch_add(1, Ordering::AcqRel);
             return;
         }
         // The lock orders this against a concurrent conversion of the inline
