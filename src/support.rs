@@ -58,20 +58,40 @@ impl<T: Tensor, G: IntoGradList<T>> IntoGradList<T> for Result<G, AutogradError>
     }
 }
 
-/// The result of `not_implemented("...")` in a formula: backward fails with PyTorch's
-/// message naming the op and the argument.
+/// The result of `not_implemented("reason")` in a formula: backward fails with PyTorch's
+/// message, "the derivative for 'op' is not implemented." followed by the reason.
 #[derive(Debug, Clone)]
-pub struct NotImplemented(pub String);
+pub struct NotImplemented {
+    /// The op whose derivative is missing.
+    pub op: String,
+    /// Why (may be empty).
+    pub reason: String,
+}
+
+impl NotImplemented {
+    /// `not_implemented(reason)` in a formula of `op`'s entry.
+    pub fn new(op: &str, reason: &str) -> Self {
+        NotImplemented {
+            op: op.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn error(self) -> AutogradError {
+        let reason = (!self.reason.is_empty()).then_some(self.reason.as_str());
+        AutogradError::not_implemented(self.op, reason)
+    }
+}
 
 impl<T: Tensor> IntoGrad<T> for NotImplemented {
     fn into_grad(self) -> Result<Option<Variable<T>>, AutogradError> {
-        Err(AutogradError::not_implemented(self.0, None))
+        Err(self.error())
     }
 }
 
 impl<T: Tensor> IntoGradList<T> for NotImplemented {
     fn into_grad_list(self) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
-        Err(AutogradError::not_implemented(self.0, None))
+        Err(self.error())
     }
 }
 
@@ -98,7 +118,7 @@ tuple_into_grads!(5; A 0, B 1, C 2, D 3, E 4);
 
 impl<T: Tensor, const N: usize> IntoGrads<T, N> for NotImplemented {
     fn into_grads(self) -> Result<[Option<Variable<T>>; N], AutogradError> {
-        Err(AutogradError::not_implemented(self.0, None))
+        Err(self.error())
     }
 }
 

@@ -68,10 +68,20 @@ impl fmt::Display for Diagnostics {
 
 impl std::error::Error for Diagnostics {}
 
-/// The error accumulator.
-#[derive(Debug, Default)]
+/// The error accumulator. As serde_derive's `Ctxt`, it must be consumed with
+/// [`Ctxt::check`] (or merged into another with [`Ctxt::append`]): dropping one unread is a bug
+/// in the caller (errors would be lost), and panics.
+#[derive(Debug)]
 pub struct Ctxt {
-    errors: Vec<Diagnostic>,
+    errors: Option<Vec<Diagnostic>>,
+}
+
+impl Default for Ctxt {
+    fn default() -> Self {
+        Ctxt {
+            errors: Some(Vec::new()),
+        }
+    }
 }
 
 impl Ctxt {
@@ -80,34 +90,90 @@ impl Ctxt {
         Self::default()
     }
 
+    fn errors_mut(&mut self) -> &mut Vec<Diagnostic> {
+        self.errors
+            .as_mut()
+            .expect("Ctxt used after check() consumed it")
+    }
+
     /// Record an error.
     pub fn error(&mut self, location: &Location, entry: Option<&str>, message: impl Into<String>) {
-        self.errors.push(Diagnostic {
+        self.errors_mut().push(Diagnostic {
             location: location.clone(),
             entry: entry.map(str::to_string),
             message: message.into(),
         });
     }
 
-    /// Any errors so far?
-    pub fn has_errors(&self) -> bool {
-        !self.errors.is_empty()
+    /// Record errors found elsewhere.
+    pub fn extend(&mut self, d: Diagnostics) {
+        self.errors_mut().extend(d.0);
     }
 
-    /// Add `other`'s errors after this one's (as if they had been reported here).
-    pub fn append(&mut self, other: Ctxt) {
-        self.errors.extend(other.errors);
+    /// Any errors so far?
+    pub fn has_errors(&self) -> bool {
+        self.errors.as_ref().is_some_and(|e| !e.is_empty())
+    }
+
+    /// Add `other`'s errors after this one's (as if they had been reported here); `other` is
+    /// consumed.
+    pub fn append(&mut self, mut other: Ctxt) {
+        let theirs = other.errors.take().unwrap_or_default();
+        self.errors_mut().extend(theirs);
+    }
+
+    /// Throw the errors away on purpose (work that is redone, and reports them, elsewhere).
+    pub fn discard(mut self) {
+        self.errors = None;
     }
 
     /// `Ok(value)` when nothing went wrong, else every error, in file order.
     pub fn check<T>(mut self, value: T) -> Result<T, Diagnostics> {
-        if self.errors.is_empty() {
+        let mut errors = self.errors.take().unwrap_or_default();
+        if errors.is_empty() {
             Ok(value)
         } else {
-            self.errors.sort_by(|a, b| {
+            errors.sort_by(|a, b| {
                 (&a.location.file, a.location.line).cmp(&(&b.location.file, b.location.line))
             });
-            Err(Diagnostics(self.errors))
+            Err(Diagnostics(errors))
         }
+    }
+}
+
+impl Drop for Ctxt {
+    fn drop(&mut self) {
+        if !std::thread::panicking() && self.errors.is_some() {
+            panic!("a Ctxt was dropped without check(): its errors would be lost");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "dropped without check")]
+    fn dropping_an_unchecked_ctxt_panics() {
+        let mut cx = Ctxt::new();
+        cx.error(&Location::default(), None, "lost");
+    }
+
+    #[test]
+    fn append_consumes_and_check_sorts_by_line() {
+        let at = |line| Location {
+            file: Arc::from("f.yaml"),
+            line,
+            column: 0,
+        };
+        let mut a = Ctxt::new();
+        a.error(&at(9), None, "late");
+        let mut b = Ctxt::new();
+        b.error(&at(2), Some("e"), "early");
+        a.append(b);
+        let e = a.check(()).unwrap_err();
+        assert_eq!(e.0[0].message, "early");
+        assert_eq!(e.0[1].message, "late");
     }
 }

@@ -10,7 +10,7 @@ use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use std::str::FromStr;
 
 /// The kind of a flat token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TokKind {
     /// An identifier or keyword.
     Ident,
@@ -25,7 +25,7 @@ pub enum TokKind {
 }
 
 /// One token and the white space before it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Tok {
     /// Its kind.
     pub kind: TokKind,
@@ -48,7 +48,7 @@ impl Tok {
 }
 
 /// A tokenized formula.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Formula {
     /// The flat tokens.
     pub toks: Vec<Tok>,

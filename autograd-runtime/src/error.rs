@@ -123,12 +123,44 @@ pub enum AutogradError {
     },
     /// Any other error (for custom nodes).
     Other(String),
+    /// A kernel of a fallible backend failed; its message is shown as it is.
+    Backend(BackendError),
+}
+
+/// The error of a fallible backend's kernel, kept whole: [`BackendError::downcast_ref`] gives
+/// the backend's own error type back.
+#[derive(Clone)]
+pub struct BackendError(std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl BackendError {
+    /// The backend's error, if it is an `E`.
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.0.downcast_ref::<E>()
+    }
+}
+
+impl fmt::Debug for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl PartialEq for BackendError {
+    /// Two backend errors are equal when they say the same.
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
 }
 
 impl AutogradError {
     /// An [`AutogradError::Other`] with this message.
     pub fn msg(m: impl Into<String>) -> Self {
         AutogradError::Other(m.into())
+    }
+
+    /// A backend kernel's error (generated wrappers of fallible backends call this).
+    pub fn backend<E: std::error::Error + Send + Sync + 'static>(e: E) -> Self {
+        AutogradError::Backend(BackendError(std::sync::Arc::new(e)))
     }
 
     /// PyTorch's `not_implemented(name)`: `the derivative for 'name' is not implemented.`
@@ -274,6 +306,7 @@ impl fmt::Display for AutogradError {
                 }
             }
             Other(m) => f.write_str(m),
+            Backend(e) => fmt::Display::fmt(&*e.0, f),
         }
     }
 }
@@ -282,6 +315,7 @@ impl std::error::Error for AutogradError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             AutogradError::Anomaly { source, .. } => Some(source.as_ref()),
+            AutogradError::Backend(e) => Some(&*e.0),
             _ => None,
         }
     }

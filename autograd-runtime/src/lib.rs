@@ -145,7 +145,7 @@ mod variable;
 pub use arena::live_chunks;
 pub use dot::to_dot;
 pub use engine::{GradOptions, backward, grad, grad_with, is_retaining_graph};
-pub use error::{AutogradError, ERR_BACKWARD_TWICE};
+pub use error::{AutogradError, BackendError, ERR_BACKWARD_TWICE};
 pub use list::{IntoIter, OptList};
 pub use mode::{
     AnomalyModeGuard, GradModeGuard, detect_anomaly, enable_grad, is_anomaly_enabled,

@@ -130,6 +130,7 @@ pub(super) fn gen_foreach_info(
                 expr: mapped.to_string(),
                 property: None,
                 var: mapped.to_string(),
+                capture: Default::default(),
             });
         }
         let mut saved_outputs = Vec::new();

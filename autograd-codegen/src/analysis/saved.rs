@@ -190,6 +190,9 @@ pub struct SavedAttribute {
     pub property: Option<String>,
     /// The variable it is derived from.
     pub var: String,
+    /// For a derived property: the tokens it was written as in the formula (`self.size(-1)`);
+    /// empty for a whole argument or output.
+    pub capture: Formula,
 }
 
 /// Find the end of a match of `rule` for `name` starting at token `i`; returns (end, argument
@@ -276,6 +279,7 @@ pub fn saved_variables(
                     expr: name.to_string(),
                     property: None,
                     var: name.to_string(),
+                    capture: Formula::default(),
                 });
             }
             continue;
@@ -303,6 +307,9 @@ pub fn saved_variables(
                     expr,
                     property: Some(rule.kind.clone()),
                     var: name.to_string(),
+                    capture: Formula {
+                        toks: formula.toks[i..end].to_vec(),
+                    },
                 });
                 let replacement = match &rule.replacement {
                     Some(r) => r.replace("{}", name),
@@ -320,6 +327,7 @@ pub fn saved_variables(
                 expr: name.to_string(),
                 property: None,
                 var: name.to_string(),
+                capture: Formula::default(),
             });
         }
     }

@@ -32,7 +32,7 @@
 //! let mut cx = Ctxt::new();
 //! let mut fns = parse_native_functions(&Arc::from("native_functions.yaml"), yaml, &tags, &mut cx);
 //! add_generated_native_functions(&mut fns, &mut cx);
-//! assert!(!cx.has_errors());
+//! assert!(cx.check(()).is_ok());
 //! let names: Vec<String> = fns.iter().map(|f| f.func.to_string()).collect();
 //! assert_eq!(
 //!     names,
@@ -810,6 +810,7 @@ mod tests {
         );
         let mut cx = Ctxt::new();
         let groups = pre_group_native_functions(&fns[..3], &mut cx);
+        cx.check(()).unwrap();
         assert_eq!(groups.len(), 2);
         assert_eq!(
             (groups[0].inplace, groups[0].functional),

@@ -275,7 +275,7 @@ mod tests {
 ";
         let mut cx = Ctxt::new();
         let entries = parse_derivatives(&Arc::from("d.yaml"), yaml, &mut cx);
-        assert!(!cx.has_errors());
+        cx.check(()).unwrap();
         assert_eq!(entries.len(), 3);
         assert_eq!(entries[0].dispatch[0].key, "Default");
         assert_eq!(entries[0].dispatch[0].formulas.len(), 3);

@@ -166,11 +166,15 @@ pub fn parse_native_functions(
             let a = parse_piece(file, first, 0, valid_tags);
             (a, b.join().ok().flatten())
         });
-        if let (Some((mut fns, cx_a)), Some((more, cx_b))) = (a, b) {
-            cx.append(cx_a);
-            cx.append(cx_b);
-            fns.extend(more);
-            return fns;
+        match (a, b) {
+            (Some((mut fns, cx_a)), Some((more, cx_b))) => {
+                cx.append(cx_a);
+                cx.append(cx_b);
+                fns.extend(more);
+                return fns;
+            }
+            // The whole file is parsed again below: these errors are reported from there.
+            (a, b) => a.into_iter().chain(b).for_each(|(_, c)| c.discard()),
         }
     }
     parse_whole(file, text, valid_tags, cx)

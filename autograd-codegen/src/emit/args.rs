@@ -1,0 +1,83 @@
+//! The arguments of `autograd_ops!(...)`.
+
+use proc_macro2::Span;
+
+/// The arguments of `autograd_ops!(...)`.
+#[derive(Default)]
+pub struct MacroArgs {
+    /// The derivatives file, or `None` with inline `yaml = "..."`.
+    pub derivatives: Option<syn::LitStr>,
+    /// `yaml = "..."`: the derivatives YAML inline.
+    pub yaml: Option<syn::LitStr>,
+    /// `native = "..."`.
+    pub native: Option<syn::LitStr>,
+    /// `helpers = path`.
+    pub helpers: Option<syn::Path>,
+    /// `crate = path`.
+    pub krate: Option<syn::Path>,
+    /// `types = { Scalar = f32, ... }`.
+    pub types: Vec<(String, syn::Type)>,
+    /// `fallible = true`: kernels return `Result<_, Self::Error>`.
+    pub fallible: bool,
+}
+
+impl syn::parse::Parse for MacroArgs {
+    fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
+        let mut args = MacroArgs::default();
+        if input.peek(syn::LitStr) {
+            args.derivatives = Some(input.parse()?);
+        }
+        let mut first = args.derivatives.is_none();
+        while !input.is_empty() {
+            if !first {
+                input.parse::<syn::Token![,]>()?;
+            }
+            first = false;
+            if input.is_empty() {
+                break;
+            }
+            let key: syn::Ident = if input.peek(syn::Token![crate]) {
+                input.parse::<syn::Token![crate]>()?;
+                syn::Ident::new("crate", Span::call_site())
+            } else {
+                input.parse()?
+            };
+            input.parse::<syn::Token![=]>()?;
+            match key.to_string().as_str() {
+                "native" => args.native = Some(input.parse()?),
+                "yaml" => args.yaml = Some(input.parse()?),
+                "helpers" => args.helpers = Some(input.parse()?),
+                "crate" => args.krate = Some(input.parse()?),
+                "fallible" => args.fallible = input.parse::<syn::LitBool>()?.value,
+                "types" => {
+                    let content;
+                    syn::braced!(content in input);
+                    while !content.is_empty() {
+                        let name: syn::Ident = content.parse()?;
+                        content.parse::<syn::Token![=]>()?;
+                        let ty: syn::Type = content.parse()?;
+                        args.types.push((name.to_string(), ty));
+                        if !content.is_empty() {
+                            content.parse::<syn::Token![,]>()?;
+                        }
+                    }
+                }
+                other => {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!(
+                            "unknown argument `{other}`: expected `native = \"...\"`, `yaml = \"...\"`, `helpers = path`, `crate = path`, `types = {{ Scalar = f32 }}` or `fallible = true`"
+                        ),
+                    ));
+                }
+            }
+        }
+        if args.derivatives.is_some() == args.yaml.is_some() {
+            return Err(input.error(
+                "expected the derivatives.yaml path as a string, or `yaml = \"...\"` (not both)",
+            ));
+        }
+        Ok(args)
+    }
+}
+

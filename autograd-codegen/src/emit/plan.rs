@@ -1,0 +1,591 @@
+//! One plan per backward node and per function, built once from the analysis; the emitters
+//! (`node`, `wrapper`, `backend`) only turn plans into tokens. Every check that needs the
+//! analysis happens here, so each mistake is reported once.
+
+use super::names::{PRELUDE_METHODS, ident, op_fn_name, rust_name};
+use super::tokens::{formula_line, formula_tokens};
+use super::types::{Conversion, RustTy, TypeMap, ValueTy, rust_ty};
+use crate::analysis::cpp::return_names;
+use crate::analysis::{Analysis, Derivative, DifferentiabilityInfo, FunctionAnalysis, SavedAttribute};
+use crate::diagnostics::Ctxt;
+use crate::model::native::NativeFunction;
+use crate::model::schema::{Argument, SchemaKind, SignatureKey, Type};
+use proc_macro2::{Ident, TokenStream};
+use quote::format_ident;
+use std::collections::{BTreeSet, HashMap};
+
+/// How a tensor argument is passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TensorKind {
+    /// `Tensor`.
+    One,
+    /// `Tensor?`.
+    Opt,
+    /// `Tensor[]`.
+    List,
+    /// `Tensor?[]`.
+    OptList,
+}
+
+impl TensorKind {
+    fn of(ty: &RustTy) -> Option<TensorKind> {
+        match ty {
+            RustTy::Tensor => Some(TensorKind::One),
+            RustTy::OptTensor => Some(TensorKind::Opt),
+            RustTy::TensorList => Some(TensorKind::List),
+            RustTy::OptTensorList => Some(TensorKind::OptList),
+            RustTy::Value(_) => None,
+        }
+    }
+
+    /// A list: one edge (and gradient) per element.
+    pub(crate) fn is_list(self) -> bool {
+        matches!(self, TensorKind::List | TensorKind::OptList)
+    }
+}
+
+/// A derived property saved instead of a whole tensor (torchgen's saved-attribute rules that
+/// have a Rust capture), with the type a formula sees.
+#[derive(Debug, Clone)]
+pub(crate) enum Property {
+    /// `x.sizes()`, `x.sym_sizes()`: `&[i64]`, like an `int[]` argument.
+    Sizes,
+    /// `x.shape()`: `&[usize]`.
+    Shape,
+    /// `x.numel()`, `x.sym_numel()`: `i64`.
+    Numel,
+    /// `x.dim()`: `i64`.
+    Dim,
+    /// `x.size(d)`, `x.sym_size(d)`: `i64`; the tokens of `d`.
+    Size(TokenStream),
+    /// `x.dtype()`, `x.scalar_type()`: `&'static str`.
+    Dtype,
+}
+
+impl Property {
+    /// The property of a saved attribute: the one place a rule's kind is read.
+    fn of(s: &SavedAttribute, rename: &dyn Fn(&str) -> Option<String>) -> Result<Property, String> {
+        let kind = s.property.as_deref().unwrap_or_default();
+        Ok(match kind {
+            "sym_sizes" | "sizes" => Property::Sizes,
+            "shape" => Property::Shape,
+            "numel" | "sym_numel" => Property::Numel,
+            "dim" => Property::Dim,
+            "scalar_type" | "dtype" => Property::Dtype,
+            "sym_size" | "size" => {
+                let arg = call_argument(&s.capture)
+                    .ok_or_else(|| format!("cannot read the dimension of `{}`", s.expr))?;
+                Property::Size(formula_tokens(&arg, rename)?)
+            }
+            other => return Err(format!("property `{other}` of `{}` has no Rust capture", s.var)),
+        })
+    }
+}
+
+/// The tokens between the parentheses of `x.size(ARG)`.
+fn call_argument(f: &crate::formula::Formula) -> Option<crate::formula::Formula> {
+    let open = f.toks.iter().position(|t| t.is_punct("("))?;
+    let close = f.toks.iter().rposition(|t| t.is_punct(")"))?;
+    (open < close).then(|| crate::formula::Formula {
+        toks: f.toks[open + 1..close].to_vec(),
+    })
+}
+
+/// Where a saved field's value comes from.
+#[derive(Debug, Clone)]
+pub(crate) enum FieldSource {
+    /// A tensor argument, saved whole.
+    Tensor(TensorKind),
+    /// A non-tensor argument.
+    Value(ValueTy),
+    /// Output `index` (a `Tensor[]` output when `list`).
+    Output { index: usize, list: bool },
+    /// A property of argument `var`.
+    Property { var: Ident, prop: Property },
+}
+
+/// One field of a backward node.
+#[derive(Debug, Clone)]
+pub(crate) struct SavedField {
+    /// The saved name (`self`, `self_sizes`, `result`).
+    pub name: String,
+    /// As an identifier.
+    pub ident: Ident,
+    pub source: FieldSource,
+    /// Positions (in the node's inputs) whose formulas use it: it is captured only when one
+    /// of them needs a gradient.
+    pub users: Vec<usize>,
+}
+
+impl SavedField {
+    /// Holds `SavedVariable`s (released after backward, visited by `visit_saved`).
+    pub(crate) fn saved_variables(&self) -> Option<bool> {
+        match &self.source {
+            FieldSource::Tensor(k) => Some(k.is_list()),
+            FieldSource::Output { list, .. } => Some(*list),
+            _ => None,
+        }
+    }
+}
+
+/// One input with a derivative, as the node sees it.
+pub(crate) struct DiffInput<'a> {
+    pub arg: &'a Argument,
+    pub kind: TensorKind,
+}
+
+/// One backward formula, ready to emit.
+pub(crate) struct FormulaPlan {
+    /// `derivatives.yaml:12: `mul.Tensor(...)`: formula for `self``.
+    pub location: String,
+    /// The formula's tokens, identifiers renamed.
+    pub expr: TokenStream,
+    /// The same on one line, for the generated file.
+    pub line: String,
+    /// The inputs it computes, as positions in the node's inputs.
+    pub positions: Vec<usize>,
+    /// Fields it reads (indices into the node's fields).
+    pub fields: Vec<usize>,
+    /// It needs its own handle of `grad` (another formula uses `grad` too).
+    pub clone_grad: bool,
+    /// Uses `grads`, `grad_input_mask`, `retain_variables`, `wrap_opt_if`.
+    pub grads: bool,
+    pub grad_input_mask: bool,
+    pub retain_variables: bool,
+    pub wrap_opt_if: bool,
+    /// `grad_{name}` and the index of output `name` among the differentiable outputs.
+    pub named: Vec<(Ident, usize)>,
+}
+
+/// A backward node.
+pub(crate) struct NodePlan<'a> {
+    pub info: &'a DifferentiabilityInfo,
+    pub name: Ident,
+    /// The schema it is the backward of.
+    pub entry: String,
+    pub inputs: Vec<DiffInput<'a>>,
+    /// Some input is a list: gradient slots are found through offsets.
+    pub lists: bool,
+    pub fields: Vec<SavedField>,
+    pub formulas: Vec<FormulaPlan>,
+    /// A formula uses `grad`.
+    pub uses_grad: bool,
+    /// A formula calls `not_implemented(...)`.
+    pub not_implemented: bool,
+}
+
+/// One parameter of a wrapper.
+pub(crate) struct Param<'a> {
+    pub arg: &'a Argument,
+    pub ident: Ident,
+    pub ty: RustTy,
+}
+
+/// One function: its backend method, wrapper and method.
+pub(crate) struct FunctionPlan<'a> {
+    pub nf: &'a NativeFunction,
+    pub name: Ident,
+    pub entry: String,
+    pub kind: SchemaKind,
+    pub params: Vec<Param<'a>>,
+    pub returns: Vec<RustTy>,
+    /// The node it records (index into [`Plan::nodes`]).
+    pub node: Option<usize>,
+    /// Returns that are differentiable tensors.
+    pub diff_outputs: Vec<usize>,
+    /// The functional variant whose kernel default in-place / out= kernels call.
+    pub functional: Option<(Ident, &'a NativeFunction)>,
+    /// Also a `VariableOps` method.
+    pub method: bool,
+}
+
+/// Everything to emit.
+pub(crate) struct Plan<'a> {
+    pub nodes: Vec<NodePlan<'a>>,
+    pub functions: Vec<FunctionPlan<'a>>,
+}
+
+/// Build the plan; problems go to `cx`, and what cannot be planned is left out.
+pub(crate) fn plan<'a>(a: &'a Analysis, types: &TypeMap, cx: &mut Ctxt) -> Plan<'a> {
+    let mut b = Builder {
+        a,
+        types,
+        cx,
+        node_by_op: HashMap::new(),
+    };
+    let mut nodes = Vec::new();
+    for fa in &a.results {
+        let Some(info) = fa.main_info() else { continue };
+        b.check_totality(info);
+        if let Some(op) = &info.op
+            && !b.node_by_op.contains_key(op)
+            && let Some(n) = b.node(info)
+        {
+            b.node_by_op.insert(op.clone(), nodes.len());
+            nodes.push(n);
+        }
+    }
+    check_unique_names(a, b.cx);
+    let functional = functional_by_signature(a);
+    let functions = a
+        .results
+        .iter()
+        .filter_map(|fa| b.function(fa, &functional))
+        .collect();
+    Plan { nodes, functions }
+}
+
+fn check_unique_names(a: &Analysis, cx: &mut Ctxt) {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for (i, f) in a.functions.iter().enumerate() {
+        let n = op_fn_name(&f.func.name);
+        if let Some(prev) = seen.insert(n.clone(), i) {
+            let p = &a.functions[prev];
+            let msg = format!(
+                "`{}` and `{}` both become the Rust name `{n}`",
+                p.func.name, f.func.name
+            );
+            cx.error(&f.loc, Some(&f.schema), msg);
+        }
+    }
+}
+
+/// The first functional function of each signature.
+fn functional_by_signature(a: &Analysis) -> HashMap<SignatureKey<'_>, usize> {
+    a.functions
+        .iter()
+        .enumerate()
+        .rev() // the first one wins, as a linear search would
+        .filter(|(_, f)| f.func.kind() == SchemaKind::Functional)
+        .map(|(i, f)| (f.func.signature_key(true, false), i))
+        .collect()
+}
+
+struct Builder<'a, 'c> {
+    a: &'a Analysis,
+    types: &'c TypeMap,
+    cx: &'c mut Ctxt,
+    node_by_op: HashMap<String, usize>,
+}
+
+impl<'a> Builder<'a, '_> {
+    fn func(&self, info: &DifferentiabilityInfo) -> &'a NativeFunction {
+        &self.a.functions[info.func]
+    }
+
+    /// Every tensor argument needs a formula, `not_implemented(...)` or `non_differentiable`.
+    fn check_totality(&mut self, info: &DifferentiabilityInfo) {
+        let f = self.func(info);
+        for arg in f.func.arguments.flat_non_out() {
+            let covered = !arg.ty.is_tensor_like()
+                || info.args_with_derivatives.contains(&arg.name)
+                || info.non_differentiable_arg_names.contains(&arg.name);
+            if !covered {
+                let n = &arg.name;
+                let msg = format!(
+                    "tensor argument `{n}` has no formula: add `{n}: <formula>`, `{n}: not_implemented(\"...\")` or `{n}: non_differentiable`"
+                );
+                self.cx.error(&info.loc, Some(&f.schema), msg);
+            }
+        }
+    }
+
+    fn node(&mut self, info: &'a DifferentiabilityInfo) -> Option<NodePlan<'a>> {
+        let f = self.func(info);
+        let inputs = self.diff_inputs(info);
+        let mut fields = self.saved_fields(info, &inputs);
+        let rename = renamer(info, f, &fields);
+        let formulas: Vec<FormulaPlan> = info
+            .derivatives
+            .iter()
+            .filter_map(|d| self.formula(info, d, &inputs, &mut fields, &rename))
+            .collect();
+        Some(NodePlan {
+            info,
+            name: format_ident!("{}", info.op.as_deref()?),
+            entry: f.schema.clone(),
+            lists: inputs.iter().any(|i| i.kind.is_list()),
+            inputs,
+            fields,
+            formulas,
+            uses_grad: info.uses_ident("grad"),
+            not_implemented: info.uses_ident("not_implemented"),
+        })
+    }
+
+    fn diff_inputs(&mut self, info: &DifferentiabilityInfo) -> Vec<DiffInput<'a>> {
+        let f = self.func(info);
+        let mut v = Vec::new();
+        for name in &info.args_with_derivatives {
+            let Some(arg) = f.func.arguments.flat_all().find(|a| &a.name == name) else {
+                continue;
+            };
+            match rust_ty(&arg.ty, self.types).ok().as_ref().and_then(TensorKind::of) {
+                Some(kind) => v.push(DiffInput { arg, kind }),
+                None => self.cx.error(
+                    &info.loc,
+                    Some(&f.schema),
+                    format!("`{name}` has a formula but is not a tensor"),
+                ),
+            }
+        }
+        v
+    }
+}
+
+/// Renames of a node's formulas: names that are Rust keywords (`self` -> `self_`).
+fn renamer(
+    info: &DifferentiabilityInfo,
+    f: &NativeFunction,
+    fields: &[SavedField],
+) -> impl Fn(&str) -> Option<String> + use<> {
+    let renames: BTreeSet<String> = f
+        .func
+        .arguments
+        .flat_all()
+        .map(|a| a.name.clone())
+        .chain(return_names(&f.func))
+        .chain(fields.iter().map(|x| x.name.clone()))
+        .chain(info.all_saved_inputs.iter().map(|s| s.var.clone()))
+        .chain(["result".to_string()])
+        .filter(|n| rust_name(n) != *n)
+        .collect();
+    move |n: &str| renames.contains(n).then(|| rust_name(n))
+}
+
+impl<'a> Builder<'a, '_> {
+    /// The node's fields: saved inputs, then saved outputs, each analysed once.
+    fn saved_fields(&mut self, info: &DifferentiabilityInfo, inputs: &[DiffInput<'_>]) -> Vec<SavedField> {
+        let f = self.func(info);
+        let rename = renamer(info, f, &[]);
+        let mut out = Vec::new();
+        let all = info.all_saved_inputs.iter().map(|s| (s, false));
+        for (s, is_output) in all.chain(info.all_saved_outputs.iter().map(|s| (s, true))) {
+            match self.field_source(info, s, is_output, &rename) {
+                Ok(source) => out.push(SavedField {
+                    name: s.name.clone(),
+                    ident: ident(&s.name),
+                    source,
+                    users: users_of(info, &s.name, inputs),
+                }),
+                Err(msg) => self.cx.error(&info.loc, Some(&f.schema), msg),
+            }
+        }
+        out
+    }
+
+    fn field_source(
+        &self,
+        info: &DifferentiabilityInfo,
+        s: &SavedAttribute,
+        is_output: bool,
+        rename: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<FieldSource, String> {
+        let f = &self.func(info).func;
+        if s.property.is_some() {
+            let prop = Property::of(s, rename)?;
+            return Ok(FieldSource::Property { var: ident(&s.var), prop });
+        }
+        if is_output {
+            let names = return_names(f);
+            let index = names
+                .iter()
+                .position(|n| *n == s.name || (n == "self" && s.name == "result"))
+                .ok_or_else(|| format!("saved output `{}` is not an output", s.name))?;
+            let list = matches!(f.returns[index].ty, Type::List { .. });
+            return Ok(FieldSource::Output { index, list });
+        }
+        let arg = f
+            .arguments
+            .flat_all()
+            .find(|a| a.name == s.name)
+            .ok_or_else(|| format!("saved `{}` is not an argument", s.name))?;
+        match rust_ty(&arg.ty, self.types).map_err(|e| format!("argument `{}`: {e}", arg.name))? {
+            RustTy::Value(v) if !v.savable => Err(format!(
+                "`{}` ({}) cannot be saved for backward",
+                arg.name, arg.ty
+            )),
+            RustTy::Value(v) => Ok(FieldSource::Value(v)),
+            t => Ok(FieldSource::Tensor(TensorKind::of(&t).unwrap_or(TensorKind::One))),
+        }
+    }
+}
+
+/// The inputs whose formulas use saved value `name`.
+fn users_of(info: &DifferentiabilityInfo, name: &str, inputs: &[DiffInput<'_>]) -> Vec<usize> {
+    info.derivatives
+        .iter()
+        .filter(|d| d.saved_inputs.iter().chain(&d.saved_outputs).any(|s| s.name == name))
+        .flat_map(|d| positions(d, inputs))
+        .collect()
+}
+
+fn positions(d: &Derivative, inputs: &[DiffInput<'_>]) -> Vec<usize> {
+    d.var_names
+        .iter()
+        .filter_map(|v| inputs.iter().position(|i| &i.arg.name == v))
+        .collect()
+}
+
+impl<'a> Builder<'a, '_> {
+    fn formula(
+        &mut self,
+        info: &DifferentiabilityInfo,
+        d: &Derivative,
+        inputs: &[DiffInput<'_>],
+        fields: &mut [SavedField],
+        rename: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<FormulaPlan> {
+        let f = self.func(info);
+        let what = d.var_names.join(", ");
+        let location = format!("{}: `{}`: formula for `{what}`", d.loc, f.schema);
+        let checked = formula_tokens(&d.tokens, rename).and_then(|ts| {
+            syn::parse2::<syn::Expr>(ts.clone())
+                .map(|_| ts)
+                .map_err(|e| e.to_string())
+        });
+        let expr = match checked {
+            Ok(ts) => ts,
+            Err(e) => {
+                let msg = format!("the formula for `{what}` is not a Rust expression: {e}");
+                self.cx.error(&d.loc, Some(&f.schema), msg);
+                return None;
+            }
+        };
+        let positions = positions(d, inputs);
+        if positions.len() > 1 && positions.iter().any(|p| inputs[*p].kind.is_list()) {
+            let msg = "a joint formula cannot include a `Tensor[]` argument";
+            self.cx.error(&d.loc, Some(&f.schema), msg);
+        }
+        let uses = |n: &str| d.tokens.has_ident(&rust_name(n));
+        let grad_users = info.derivatives.iter().filter(|d| d.tokens.has_ident("grad")).count();
+        Some(FormulaPlan {
+            location,
+            line: formula_line(&d.tokens, rename),
+            expr,
+            fields: (0..fields.len()).filter(|i| uses(&fields[*i].name)).collect(),
+            clone_grad: d.tokens.has_ident("grad") && grad_users > 1,
+            grads: d.tokens.has_ident("grads"),
+            grad_input_mask: d.tokens.has_ident("grad_input_mask"),
+            retain_variables: d.tokens.has_ident("retain_variables"),
+            wrap_opt_if: d.tokens.has_ident("wrap_opt_if"),
+            named: self.named_gradients(info, d),
+            positions,
+        })
+    }
+
+    /// `grad_x` indexes the differentiable outputs.
+    fn named_gradients(&self, info: &DifferentiabilityInfo, d: &Derivative) -> Vec<(Ident, usize)> {
+        let outs = self.a.results[info.func]
+            .differentiable_outputs
+            .as_deref()
+            .unwrap_or_default();
+        d.named_gradients
+            .iter()
+            .map(|g| {
+                let out = g.trim_start_matches("grad_");
+                let idx = outs.iter().position(|o| o == out).unwrap_or(0);
+                (format_ident!("{}", g), idx)
+            })
+            .collect()
+    }
+}
+
+impl<'a> Builder<'a, '_> {
+    fn function(
+        &mut self,
+        fa: &'a FunctionAnalysis,
+        functional: &HashMap<SignatureKey<'a>, usize>,
+    ) -> Option<FunctionPlan<'a>> {
+        let nf = &self.a.functions[fa.func];
+        let f = &nf.func;
+        let mut params = Vec::new();
+        for arg in f.arguments.flat_all() {
+            match rust_ty(&arg.ty, self.types) {
+                Ok(ty) => params.push(Param { arg, ident: ident(&arg.name), ty }),
+                Err(e) => {
+                    let msg = format!("argument `{}`: {e}", arg.name);
+                    self.cx.error(&nf.loc, Some(&nf.schema), msg);
+                    return None;
+                }
+            }
+        }
+        let returns = self.returns(nf)?;
+        let name = op_fn_name(&f.name);
+        let kind = f.kind();
+        let node = fa
+            .main_info()
+            .and_then(|i| i.op.as_ref())
+            .and_then(|op| self.node_by_op.get(op).copied());
+        let diff_outputs = self.diff_outputs(fa, nf, &returns, node.is_some());
+        let first = f.arguments.flat_positional().next();
+        let method = first.is_some_and(|a| a.name == "self" && a.ty.is_tensor())
+            && f.arguments.pre_self_positional.is_empty()
+            && !PRELUDE_METHODS.contains(&name.as_str());
+        let functional = matches!(kind, SchemaKind::Inplace | SchemaKind::Out)
+            .then(|| functional.get(&f.signature_key(true, false)))
+            .flatten()
+            .map(|&i| {
+                let g = &self.a.functions[i];
+                (format_ident!("{}", op_fn_name(&g.func.name)), g)
+            });
+        Some(FunctionPlan {
+            nf,
+            name: format_ident!("{}", name),
+            entry: nf.schema.clone(),
+            kind,
+            params,
+            returns,
+            node,
+            diff_outputs,
+            functional,
+            method,
+        })
+    }
+
+    /// Return types: tensors, tensor lists and `Copy` values.
+    fn returns(&mut self, nf: &NativeFunction) -> Option<Vec<RustTy>> {
+        let mut out = Vec::new();
+        for r in &nf.func.returns {
+            match rust_ty(&r.ty, self.types) {
+                Ok(t @ (RustTy::Tensor | RustTy::TensorList)) => out.push(t),
+                Ok(RustTy::Value(v)) if v.to_owned == Conversion::Copy => out.push(RustTy::Value(v)),
+                _ => {
+                    let msg = format!("return type `{}` has no Rust mapping", r.ty);
+                    self.cx.error(&nf.loc, Some(&nf.schema), msg);
+                    return None;
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// Differentiable tensor outputs of a recording functional wrapper; a node must record
+    /// at least one, and a `Tensor[]` output only alone.
+    fn diff_outputs(
+        &mut self,
+        fa: &FunctionAnalysis,
+        nf: &NativeFunction,
+        returns: &[RustTy],
+        records: bool,
+    ) -> Vec<usize> {
+        let names = return_names(&nf.func);
+        let diff = fa.differentiable_outputs.as_deref().unwrap_or_default();
+        let idx: Vec<usize> = (0..returns.len())
+            .filter(|i| !matches!(returns[*i], RustTy::Value(_)) && diff.contains(&names[*i]))
+            .collect();
+        let functional = !matches!(nf.func.kind(), SchemaKind::Inplace | SchemaKind::Out | SchemaKind::Scratch);
+        if !(records && functional) {
+            return idx;
+        }
+        let lists = idx.iter().filter(|i| matches!(returns[**i], RustTy::TensorList)).count();
+        if idx.is_empty() {
+            let msg = "the backward node would record no output: no output is differentiable";
+            self.cx.error(&nf.loc, Some(&nf.schema), msg);
+        } else if lists > 0 && idx.len() > 1 {
+            let msg = "a `Tensor[]` output next to other outputs is not supported";
+            self.cx.error(&nf.loc, Some(&nf.schema), msg);
+        }
+        idx
+    }
+}

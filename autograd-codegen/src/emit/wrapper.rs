@@ -1,0 +1,388 @@
+//! Differentiable wrappers on `Variable<T>`: run the kernel, and when some input needs a
+//! gradient, build the node (saving what its formulas use) and record it.
+
+use super::Settings;
+use super::backend::tuple;
+use super::plan::{DiffInput, FieldSource, FunctionPlan, NodePlan, Property, TensorKind};
+use super::types::RustTy;
+use crate::model::schema::SchemaKind;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+/// The wrapper and, for ops on `self`, its `VariableOps` method.
+pub(crate) fn wrapper(
+    p: &FunctionPlan<'_>,
+    node: Option<&NodePlan<'_>>,
+    s: &Settings,
+) -> (TokenStream, Option<TokenStream>) {
+    let params: Vec<TokenStream> = p.params.iter().map(wrapper_param).collect();
+    let (ret, body) = match p.kind {
+        SchemaKind::Inplace => inplace_body(p, node, s),
+        SchemaKind::Out | SchemaKind::Scratch => out_body(p, s),
+        _ => functional_body(p, node, s),
+    };
+    let name = &p.name;
+    let doc = format!("Differentiable `{}`.", p.entry);
+    let wrapper = quote! {
+        #[doc = #doc]
+        #[allow(clippy::too_many_arguments, clippy::let_and_return, clippy::needless_borrow, unused_mut, non_snake_case)]
+        pub fn #name<T: Backend>(#(#params),*) -> #ret {
+            #body
+        }
+    };
+    let method = p.method.then(|| {
+        let rest = &params[1..];
+        let names = p.params[1..].iter().map(|q| &q.ident);
+        quote!(#[doc = #doc] #[allow(clippy::too_many_arguments)] fn #name(&self, #(#rest),*) -> #ret {
+            #name::<T>(__ag::Borrow::borrow(self), #(#names),*)
+        })
+    });
+    (wrapper, method)
+}
+
+fn wrapper_param(q: &super::plan::Param<'_>) -> TokenStream {
+    let n = &q.ident;
+    match &q.ty {
+        RustTy::Tensor => quote!(#n: &__ag::Variable<T>),
+        RustTy::OptTensor => quote!(#n: __ag::Option<&__ag::Variable<T>>),
+        RustTy::TensorList => quote!(#n: &[__ag::Variable<T>]),
+        RustTy::OptTensorList => quote!(#n: &[__ag::Option<__ag::Variable<T>>]),
+        RustTy::Value(v) => {
+            let t = &v.param;
+            quote!(#n: #t)
+        }
+    }
+}
+
+/// The raw data of each tensor argument (`__d_x`) and the kernel's arguments. With
+/// `borrow`, the last read-only tensor is not cloned: the kernel runs inside its `with_data`.
+struct Prep {
+    lets: Vec<TokenStream>,
+    args: Vec<TokenStream>,
+    borrowed: Option<(Ident, Ident)>,
+}
+
+fn prep(p: &FunctionPlan<'_>, borrow: bool) -> Prep {
+    let mut r = Prep { lets: Vec::new(), args: Vec::new(), borrowed: None };
+    let last_read = p
+        .params
+        .iter()
+        .rposition(|q| matches!(q.ty, RustTy::Tensor) && !q.arg.is_write())
+        .filter(|_| borrow);
+    for (i, q) in p.params.iter().enumerate() {
+        let n = &q.ident;
+        let d = format_ident!("__d_{}", n);
+        let (bind, arg) = match &q.ty {
+            RustTy::Tensor if q.arg.is_write() => (Some(quote!(let mut #d = #n.data();)), quote!(&mut #d)),
+            RustTy::Tensor if Some(i) == last_read => {
+                r.borrowed = Some((n.clone(), d.clone()));
+                (None, quote!(&#d))
+            }
+            RustTy::Tensor => (Some(quote!(let #d = #n.data();)), quote!(&#d)),
+            RustTy::OptTensor => (Some(quote!(let #d = #n.map(|v| v.data());)), quote!(#d.as_ref())),
+            RustTy::TensorList => (
+                Some(quote!(let #d: __ag::Vec<T> = #n.iter().map(|v| v.data()).collect();)),
+                quote!(&#d),
+            ),
+            RustTy::OptTensorList => (
+                Some(quote!(let #d: __ag::Vec<__ag::Option<T>> = #n.iter().map(|v| v.as_ref().map(|v| v.data())).collect();)),
+                quote!(&#d),
+            ),
+            RustTy::Value(_) => (None, quote!(#n)),
+        };
+        r.lets.extend(bind);
+        r.args.push(arg);
+    }
+    r
+}
+
+fn var_type(t: &RustTy) -> TokenStream {
+    match t {
+        RustTy::Tensor => quote!(__ag::Variable<T>),
+        RustTy::TensorList => quote!(__ag::Vec<__ag::Variable<T>>),
+        RustTy::Value(v) => v.owned.clone(),
+        _ => quote!(()),
+    }
+}
+
+/// Return `i` as a variable without history.
+fn plain(t: &RustTy, raw: &Ident) -> TokenStream {
+    match t {
+        RustTy::Tensor => quote!(__ag::Variable::from_data(#raw)),
+        RustTy::TensorList => {
+            quote!(#raw.into_iter().map(__ag::Variable::from_data).collect::<__ag::Vec<_>>())
+        }
+        _ => quote!(#raw),
+    }
+}
+
+fn functional_body(
+    p: &FunctionPlan<'_>,
+    node: Option<&NodePlan<'_>>,
+    s: &Settings,
+) -> (TokenStream, TokenStream) {
+    let ret = s.wrapper_result(tuple(p.returns.iter().map(var_type).collect()));
+    let pr = prep(p, true);
+    let (name, args, lets) = (&p.name, &pr.args, &pr.lets);
+    let call = match &pr.borrowed {
+        Some((v, d)) => quote!(#v.with_data(|#d| <T as Backend>::#name(#(#args),*))),
+        None => quote!(<T as Backend>::#name(#(#args),*)),
+    };
+    let call = s.kernel_call(call);
+    let raw: Vec<Ident> = (0..p.returns.len()).map(|i| format_ident!("__r{}", i)).collect();
+    let bind_raw = match &raw[..] {
+        [] => quote!(let () = #call;),
+        [r] => quote!(let #r = #call;),
+        _ => quote!(let (#(#raw),*) = #call;),
+    };
+    let plain_all = p.returns.iter().zip(&raw).map(|(t, r)| plain(t, r)).collect();
+    let no_record = s.ok(tuple(plain_all));
+    let Some(n) = node else {
+        return (ret, quote! { #(#lets)* #bind_raw #no_record });
+    };
+    let needs = needs(&n.inputs);
+    let (offsets, edges) = edges(&n.inputs);
+    let init = node_init(n, false);
+    let outs: Vec<Ident> = (0..raw.len()).map(|i| format_ident!("__o{}", i)).collect();
+    let record = record_outputs(p, &raw, &outs);
+    let save = save_outputs(n, &outs.iter().map(|o| quote!(#o)).collect::<Vec<_>>());
+    let result = s.ok(tuple(outs.iter().map(|o| quote!(#o)).collect()));
+    let body = quote! {
+        #(#lets)*
+        #bind_raw
+        let __needs = [#(#needs),*];
+        if !__ag::should_record_any(&__needs) {
+            return #no_record;
+        }
+        #offsets
+        let __edges = #edges;
+        let __node = #init;
+        #record
+        #save
+        #result
+    };
+    (ret, body)
+}
+
+/// Differentiable outputs go through `record` (`record_vec` for a `Tensor[]`); the others
+/// become plain variables.
+fn record_outputs(p: &FunctionPlan<'_>, raw: &[Ident], outs: &[Ident]) -> TokenStream {
+    let d = &p.diff_outputs;
+    let recorded = match &d[..] {
+        [i] if matches!(p.returns[*i], RustTy::TensorList) => {
+            let (r, o) = (&raw[*i], &outs[*i]);
+            quote!(let (#o, __handle) = __ag::record_vec(__node, &__edges, #r);)
+        }
+        _ => {
+            let rs = d.iter().map(|i| &raw[*i]);
+            let os = d.iter().map(|i| &outs[*i]);
+            quote!(let ([#(#os),*], __handle) = __ag::record(__node, &__edges, [#(#rs),*]);)
+        }
+    };
+    let others = (0..raw.len()).filter(|i| !d.contains(i)).map(|i| {
+        let (o, v) = (&outs[i], plain(&p.returns[i], &raw[i]));
+        quote!(let #o = #v;)
+    });
+    quote!(#recorded #(#others)*)
+}
+
+fn needs(inputs: &[DiffInput<'_>]) -> Vec<TokenStream> {
+    inputs
+        .iter()
+        .map(|i| {
+            let n = super::names::ident(&i.arg.name);
+            match i.kind {
+                TensorKind::One => quote!(#n.requires_grad()),
+                TensorKind::Opt => quote!(#n.is_some_and(|v| v.requires_grad())),
+                TensorKind::List => quote!(#n.iter().any(|v| v.requires_grad())),
+                TensorKind::OptList => {
+                    quote!(#n.iter().any(|v| v.as_ref().is_some_and(|v| v.requires_grad())))
+                }
+            }
+        })
+        .collect()
+}
+
+/// Edges: one per differentiable input, flattened for lists (with the offset of each
+/// input's first edge).
+fn edges(inputs: &[DiffInput<'_>]) -> (Option<TokenStream>, TokenStream) {
+    let name = |i: &DiffInput<'_>| super::names::ident(&i.arg.name);
+    if !inputs.iter().any(|i| i.kind.is_list()) {
+        let es = inputs.iter().map(|i| {
+            let n = name(i);
+            match i.kind {
+                TensorKind::Opt => quote!(#n),
+                _ => quote!(__ag::Some(#n)),
+            }
+        });
+        return (None, quote!([#(#es),*]));
+    }
+    let pushes = inputs.iter().map(|i| {
+        let n = name(i);
+        let push = match i.kind {
+            TensorKind::One => quote!(__edges.push(__ag::Some(#n));),
+            TensorKind::Opt => quote!(__edges.push(#n);),
+            TensorKind::List => quote!(__edges.extend(#n.iter().map(__ag::Some));),
+            TensorKind::OptList => quote!(__edges.extend(#n.iter().map(|v| v.as_ref()));),
+        };
+        quote!(#push __offsets.push(__edges.len());)
+    });
+    (
+        Some(quote!(let mut __offsets: __ag::Vec<usize> = __ag::Vec::from([0]);)),
+        quote!({
+            let mut __edges: __ag::Vec<__ag::Option<&__ag::Variable<T>>> = __ag::Vec::new();
+            #(#pushes)*
+            __edges
+        }),
+    )
+}
+
+/// The node's initialiser: each saved value is captured only when an input whose formula
+/// uses it needs a gradient.
+fn node_init(n: &NodePlan<'_>, inplace: bool) -> TokenStream {
+    let inits = n.fields.iter().map(|f| {
+        let id = &f.ident;
+        let cond = match &f.users[..] {
+            [] => quote!(true),
+            users => {
+                let c = users.iter().map(|u| quote!(__needs[#u]));
+                quote!(#(#c)||*)
+            }
+        };
+        let value = match &f.source {
+            FieldSource::Output { .. } => quote!(__ag::Default::default()),
+            FieldSource::Property { var, prop } => capture(var, prop, &cond),
+            FieldSource::Tensor(TensorKind::One) if inplace && f.name == "self" => {
+                quote!(if #cond { __ag::SavedVariable::new(&__ag::clone_var(self_), false) } else { __ag::Default::default() })
+            }
+            FieldSource::Tensor(TensorKind::One) => quote!(__ag::save_if(#cond, #id)),
+            FieldSource::Tensor(TensorKind::Opt) => quote!(__ag::save_opt_if(#cond, #id)),
+            FieldSource::Tensor(TensorKind::List) => {
+                quote!(if #cond { #id.iter().map(|v| __ag::SavedVariable::new(v, false)).collect() } else { __ag::Vec::new() })
+            }
+            FieldSource::Tensor(TensorKind::OptList) => {
+                quote!(if #cond { #id.iter().map(|v| __ag::SavedVariable::new_opt(v.as_ref(), false)).collect() } else { __ag::Vec::new() })
+            }
+            FieldSource::Value(v) => v.owned_expr(&quote!(#id)),
+        };
+        quote!(#id: #value,)
+    });
+    let name = &n.name;
+    let offsets = n.lists.then(|| quote!(__offsets,));
+    quote!(#name::<T> { #(#inits)* __needs, #offsets __marker: __ag::PhantomData })
+}
+
+/// The capture of a property at record time.
+fn capture(var: &Ident, prop: &Property, cond: &TokenStream) -> TokenStream {
+    match prop {
+        Property::Sizes => {
+            quote!(if #cond { #var.shape().iter().map(|&d| d as i64).collect() } else { __ag::Vec::new() })
+        }
+        Property::Shape => quote!(if #cond { #var.shape() } else { __ag::Vec::new() }),
+        Property::Numel => quote!(#var.shape().iter().product::<usize>() as i64),
+        Property::Dim => quote!(#var.shape().len() as i64),
+        Property::Dtype => quote!(#var.with_data(|t| __ag::Tensor::dtype(t))),
+        Property::Size(d) => quote!(__ag::size_at(&#var.shape(), (#d) as i64) as i64),
+    }
+}
+
+/// Saved outputs, filled in once the outputs exist.
+fn save_outputs(n: &NodePlan<'_>, outs: &[TokenStream]) -> TokenStream {
+    let saves: Vec<TokenStream> = n
+        .fields
+        .iter()
+        .filter_map(|f| {
+            let FieldSource::Output { index, list } = f.source else {
+                return None;
+            };
+            let id = &f.ident;
+            let o = outs.get(index).cloned().unwrap_or_else(|| quote!(__o0));
+            Some(match list {
+                true => quote!(__n.#id = #o.iter().map(|v| __ag::SavedVariable::new(v, true)).collect();),
+                false => quote!(__n.#id = __ag::SavedVariable::new(&#o, true);),
+            })
+        })
+        .collect();
+    if saves.is_empty() {
+        quote!()
+    } else {
+        quote!(__handle.with(|__n| { #(#saves)* });)
+    }
+}
+
+fn inplace_body(
+    p: &FunctionPlan<'_>,
+    node: Option<&NodePlan<'_>>,
+    s: &Settings,
+) -> (TokenStream, TokenStream) {
+    let ret = quote!(__ag::Result<__ag::Variable<T>, __ag::AutogradError>);
+    let pr = prep(p, false);
+    let (name, args, lets) = (&p.name, &pr.args, &pr.lets);
+    let call = s.kernel_call(quote!(<T as Backend>::#name(#(#args),*)));
+    let plain = quote! {
+        self_.check_inplace()?;
+        #(#lets)*
+        #call;
+        self_.set_data(__d_self_);
+        self_.bump_version();
+        Ok(self_.clone())
+    };
+    let Some(n) = node else {
+        return (ret, plain);
+    };
+    let needs = needs(&n.inputs);
+    let (offsets, edges) = edges(&n.inputs);
+    let init = node_init(n, true);
+    let save = save_outputs(n, &[quote!(self_)]);
+    let body = quote! {
+        let __needs = [#(#needs),*];
+        if !__ag::should_record_any(&__needs) {
+            #plain
+        } else {
+            self_.check_inplace()?;
+            #(#lets)*
+            #offsets
+            let __node = #init;
+            #call;
+            let __edges = #edges;
+            let __handle = __ag::record_inplace(__node, &__edges, self_, __ag::Some(__d_self_))?;
+            #save
+            Ok(self_.clone())
+        }
+    };
+    (ret, body)
+}
+
+fn out_body(p: &FunctionPlan<'_>, s: &Settings) -> (TokenStream, TokenStream) {
+    let tensors = p.params.iter().filter_map(|q| {
+        let n = &q.ident;
+        match q.ty {
+            RustTy::Tensor => Some(quote!(__args.push(#n);)),
+            RustTy::OptTensor => Some(quote!(__args.extend(#n);)),
+            RustTy::TensorList => Some(quote!(__args.extend(#n.iter());)),
+            RustTy::OptTensorList => Some(quote!(__args.extend(#n.iter().flatten());)),
+            RustTy::Value(_) => None,
+        }
+    });
+    let out_args = &p.nf.func.arguments.out;
+    let outs: Vec<Ident> = out_args.iter().map(|a| super::names::ident(&a.name)).collect();
+    let ds: Vec<Ident> = outs.iter().map(|o| format_ident!("__d_{}", o)).collect();
+    let ret_ty = tuple(outs.iter().map(|_| quote!(__ag::Variable<T>)).collect());
+    let ret = tuple(outs.iter().map(|o| quote!(#o.clone())).collect());
+    let opname = p.nf.func.name.name.to_string();
+    let pr = prep(p, false);
+    let (name, args, lets) = (&p.name, &pr.args, &pr.lets);
+    let call = s.kernel_call(quote!(<T as Backend>::#name(#(#args),*)));
+    let body = quote! {
+        {
+            let mut __args: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
+            #(#tensors)*
+            __ag::check_out(#opname, &__args)?;
+        }
+        #(#lets)*
+        #call;
+        #( #outs.set_data(#ds); #outs.bump_version(); )*
+        Ok(#ret)
+    };
+    (quote!(__ag::Result<#ret_ty, __ag::AutogradError>), body)
+}
