@@ -78,7 +78,7 @@ fn main() -> ExitCode {
         AnalysisOptions::torchgen()
     };
     let result =
-        Sources::read(&args.native, &args.derivatives, args.tags.as_deref()).and_then(|s| {
+        Sources::read(Some(&args.native), &args.derivatives, args.tags.as_deref()).and_then(|s| {
             let r = analyze_sources(&s, &options);
             // The process ends soon: freeing the inputs piece by piece is wasted work.
             std::mem::forget(s);

@@ -111,7 +111,7 @@ fn mutate(text: &str, edits: &[Edit]) -> String {
 
 fn sources(native: &str, derivatives: &str) -> Sources {
     Sources {
-        native: ("native_functions.yaml".into(), native.into()),
+        native: Some(("native_functions.yaml".into(), native.into())),
         derivatives: ("derivatives.yaml".into(), derivatives.into()),
         tags: Some(("tags.yaml".into(), TAGS.into())),
     }

@@ -431,15 +431,16 @@ fn macro_config(args: MacroArgs) -> Config {
 /// Write `text` to a file named by its hash (once; concurrent builds write the same bytes
 /// through a rename); `None` when that fails.
 fn write_generated(text: &str) -> Option<PathBuf> {
-    use std::hash::{Hash, Hasher};
     let dir = std::env::var_os("OUT_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(std::env::temp_dir)
         .join("autograd-ops");
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
+    // FNV-1a: the same name for the same text on every toolchain and machine.
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
     let pkg = std::env::var("CARGO_PKG_NAME").unwrap_or_else(|_| "crate".into());
-    let path = dir.join(format!("{pkg}-{:016x}.rs", h.finish()));
+    let path = dir.join(format!("{pkg}-{hash:016x}.rs"));
     if std::fs::read_to_string(&path).is_ok_and(|t| t == text) {
         return Some(path);
     }

@@ -457,7 +457,7 @@ impl<'a> Builder<'a, '_> {
             let msg = "a joint formula cannot include a `Tensor[]` argument";
             self.cx.error(&d.loc, Some(&f.schema), msg);
         }
-        let uses = |n: &str| d.tokens.has_ident(&rust_name(n));
+        let uses = |n: &str| d.tokens.has_ident(n);
         let grad_users = info.derivatives.iter().filter(|d| d.tokens.has_ident("grad")).count();
         Some(FormulaPlan {
             location,

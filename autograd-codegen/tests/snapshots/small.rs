@@ -41,13 +41,13 @@ impl<T: Backend> __ag::Node<T> for MulBackward0<T> {
         if self.__needs[1usize] {
             let self_ = self.self_.unpack()?;
             let grad = grad.clone();
-            let __r = { mul_tensor(&grad, &self_) };
+            let __r = { mul_tensor(&grad, &self_) }; // tests/fixtures/small.yaml:4: `mul.Tensor(Tensor self, Tensor other) -> Tensor`: formula for `other`
             __out[1usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         if self.__needs[0usize] {
             let other = self.other.unpack()?;
             let grad = grad.clone();
-            let __r = { mul_tensor(&grad, &other) };
+            let __r = { mul_tensor(&grad, &other) }; // tests/fixtures/small.yaml:3: `mul.Tensor(Tensor self, Tensor other) -> Tensor`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
@@ -87,7 +87,7 @@ impl<T: Backend> __ag::Node<T> for ExpBackward0<T> {
         let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
         if self.__needs[0usize] {
             let result = self.result.unpack()?;
-            let __r = { mul_tensor(&grad, &result) };
+            let __r = { mul_tensor(&grad, &result) }; // tests/fixtures/small.yaml:7: `exp(Tensor self) -> Tensor`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
@@ -103,7 +103,7 @@ impl<T: Backend> __ag::Node<T> for ExpBackward0<T> {
 ///Backward of `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (generated from derivatives.yaml).
 #[allow(non_camel_case_types)]
 pub struct SumBackward0<T: Backend> {
-    pub self_sizes: __ag::Vec<usize>,
+    pub self_sizes: __ag::Vec<i64>,
     /// Which differentiable inputs needed a gradient when the op ran.
     pub __needs: [bool; 1usize],
     #[doc(hidden)]
@@ -124,14 +124,8 @@ impl<T: Backend> __ag::Node<T> for SumBackward0<T> {
         }
         let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
         if self.__needs[0usize] {
-            let self_sizes: &[usize] = &self.self_sizes[..];
-            let __r = {
-                expand(
-                    &grad,
-                    &self_sizes.iter().map(|d| *d as i64).collect::<Vec<_>>(),
-                    false,
-                )
-            };
+            let self_sizes = &self.self_sizes[..];
+            let __r = { expand(&grad, &self_sizes.iter().map(|d| *d as i64).collect::<Vec<_>>(), false) }; // tests/fixtures/small.yaml:10: `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
@@ -157,15 +151,15 @@ impl<T: Backend> __ag::Node<T> for ExpandBackward0<T> {
         &mut self,
         grads: __ag::VariableList<T>,
     ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
-        fn not_implemented(what: &str) -> __ag::NotImplemented {
-            __ag::NotImplemented(__ag::format!("{}: {}", "expand", what))
+        fn not_implemented(reason: &str) -> __ag::NotImplemented {
+            __ag::NotImplemented::new("expand", reason)
         }
         let mut __out = __ag::VariableList::<T>::with_len(1usize);
         if grads.iter().all(__ag::Option::is_none) {
             return Ok(__out);
         }
         if self.__needs[0usize] {
-            let __r = { not_implemented("expand backward") };
+            let __r = { not_implemented("expand backward") }; // tests/fixtures/small.yaml:13: `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
@@ -191,15 +185,15 @@ impl<T: Backend> __ag::Node<T> for MaxBackward0<T> {
         &mut self,
         grads: __ag::VariableList<T>,
     ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
-        fn not_implemented(what: &str) -> __ag::NotImplemented {
-            __ag::NotImplemented(__ag::format!("{}: {}", "max", what))
+        fn not_implemented(reason: &str) -> __ag::NotImplemented {
+            __ag::NotImplemented::new("max", reason)
         }
         let mut __out = __ag::VariableList::<T>::with_len(1usize);
         if grads.iter().all(__ag::Option::is_none) {
             return Ok(__out);
         }
         if self.__needs[0usize] {
-            let __r = { not_implemented("max.dim backward") };
+            let __r = { not_implemented("max.dim backward") }; // tests/fixtures/small.yaml:17: `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
@@ -283,7 +277,11 @@ pub fn sum<T: Backend>(
     }
     let __edges = [__ag::Some(self_)];
     let __node = SumBackward0::<T> {
-        self_sizes: if __needs[0usize] { self_.shape() } else { __ag::Vec::new() },
+        self_sizes: if __needs[0usize] {
+            self_.shape().iter().map(|&d| d as i64).collect()
+        } else {
+            __ag::Vec::new()
+        },
         __needs,
         __marker: __ag::PhantomData,
     };

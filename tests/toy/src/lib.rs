@@ -93,11 +93,6 @@ pub mod helpers {
     pub use crate::ops::*;
     use autograd::runtime::Variable;
 
-    /// `usize` sizes as the `int[]` the ops take.
-    pub fn dims(s: &[usize]) -> Vec<i64> {
-        s.iter().map(|d| *d as i64).collect()
-    }
-
     /// The gradients of `unbind` stacked back; undefined ones are zeros.
     pub fn stack_grads<T: Backend>(grads: &[Option<Variable<T>>], n: usize) -> Variable<T> {
         let proto = grads
