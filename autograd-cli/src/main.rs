@@ -77,8 +77,8 @@ fn main() -> ExitCode {
     } else {
         AnalysisOptions::torchgen()
     };
-    let result =
-        Sources::read(Some(&args.native), &args.derivatives, args.tags.as_deref()).and_then(|s| {
+    let result = Sources::read(Some(&args.native), &args.derivatives, args.tags.as_deref())
+        .and_then(|s| {
             let r = analyze_sources(&s, &options);
             // The process ends soon: freeing the inputs piece by piece is wasted work.
             std::mem::forget(s);

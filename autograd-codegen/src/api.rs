@@ -59,11 +59,7 @@ impl Sources {
     ) -> Result<Sources, Diagnostics> {
         let here = Path::new("");
         let mut errors = Vec::new();
-        let mut get = |p: &Path| {
-            read_file(here, p)
-                .map_err(|d| errors.extend(d.0))
-                .ok()
-        };
+        let mut get = |p: &Path| read_file(here, p).map_err(|d| errors.extend(d.0)).ok();
         let native = native.map(&mut get);
         let derivatives = get(derivatives);
         let tags = tags.map(&mut get);

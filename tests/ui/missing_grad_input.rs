@@ -1,4 +1,4 @@
-//! `not_implemented` needs a string; a formula naming an unknown local fails in rustc, pointing at the macro.
+//! A formula naming an unknown local fails in rustc, pointing at the formula and its line in the YAML.
 
 autograd::autograd_ops!(yaml = r#"
 - name: exp(Tensor self) -> Tensor

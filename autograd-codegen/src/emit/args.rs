@@ -80,4 +80,3 @@ impl syn::parse::Parse for MacroArgs {
         Ok(args)
     }
 }
-

@@ -24,14 +24,21 @@ pub(crate) fn backend_method(p: &FunctionPlan<'_>, s: &Settings) -> TokenStream 
         quote!(#n: #ty)
     });
     let ret = match p.kind {
-        SchemaKind::Inplace | SchemaKind::Out => quote!(()),
+        SchemaKind::Inplace | SchemaKind::Out => quote!(),
+        _ if p.returns.is_empty() => quote!(),
         _ => tuple(p.returns.iter().map(raw_type).collect()),
     };
-    let ret = s.kernel_result(ret);
+    let ret = match (s.fallible, ret.is_empty()) {
+        (false, true) => quote!(),
+        _ => {
+            let r = s.kernel_result(if ret.is_empty() { quote!(()) } else { ret });
+            quote!(-> #r)
+        }
+    };
     let (name, doc) = (&p.name, format!("`{}`", p.entry));
     match default_body(p, s) {
-        Some(body) => quote!(#[doc = #doc] fn #name(#(#params),*) -> #ret { #body }),
-        None => quote!(#[doc = #doc] fn #name(#(#params),*) -> #ret;),
+        Some(body) => quote!(#[doc = #doc] fn #name(#(#params),*) #ret { #body }),
+        None => quote!(#[doc = #doc] fn #name(#(#params),*) #ret;),
     }
 }
 
@@ -66,7 +73,14 @@ fn default_body(p: &FunctionPlan<'_>, s: &Settings) -> Option<TokenStream> {
     let call = s.kernel_value(quote!(<Self as Backend>::#fname(#(#args),*)));
     let outs: Vec<_> = match p.kind {
         SchemaKind::Inplace => vec![format_ident!("self_")],
-        _ => p.nf.func.arguments.out.iter().map(|a| ident(&a.name)).collect(),
+        _ => {
+            p.nf.func
+                .arguments
+                .out
+                .iter()
+                .map(|a| ident(&a.name))
+                .collect()
+        }
     };
     let assign = if let [o] = &outs[..] {
         quote!(*#o = #call;)

@@ -13,13 +13,28 @@
 //! and in `lib.rs`: `mod ops { include!(concat!(env!("OUT_DIR"), "/autograd_ops.rs")); }`.
 
 use super::{Config, generate_pretty};
-use crate::diagnostics::Diagnostics;
+use crate::diagnostics::{Diagnostic, Diagnostics};
 use std::path::{Path, PathBuf};
 
-/// Configures and runs the generator outside the macro.
+/// Configures and runs the generator outside the macro. A setting that is not valid (a Rust
+/// path that does not parse) is reported by [`Builder::generate`], with the other errors.
 #[derive(Debug, Clone)]
 pub struct Builder {
     config: Config,
+    errors: Vec<Diagnostic>,
+}
+
+/// `text` as a Rust path, or an error naming the setting.
+fn rust_path(setting: &str, text: &str, errors: &mut Vec<Diagnostic>) -> Option<syn::Path> {
+    syn::parse_str(text)
+        .map_err(|e| {
+            errors.push(Diagnostic {
+                location: Default::default(),
+                entry: None,
+                message: format!("Builder::{setting}(\"{text}\"): not a Rust path: {e}"),
+            })
+        })
+        .ok()
 }
 
 impl Builder {
@@ -31,7 +46,10 @@ impl Builder {
         }
         // A build script tracks its inputs with `rerun-if-changed` instead.
         config.track_files = false;
-        Builder { config }
+        Builder {
+            config,
+            errors: Vec::new(),
+        }
     }
 
     /// Add a `native_functions.yaml`.
@@ -42,13 +60,19 @@ impl Builder {
 
     /// A module whose items the formulas use, e.g. `"crate::helpers"`.
     pub fn helpers(mut self, path: &str) -> Self {
-        self.config.helpers = syn::parse_str(path).ok();
+        self.config.helpers = rust_path("helpers", path, &mut self.errors);
+        self
+    }
+
+    /// Kernels return `Result<_, Self::Error>` (see the macro's `fallible = true`).
+    pub fn fallible(mut self, fallible: bool) -> Self {
+        self.config.fallible = fallible;
         self
     }
 
     /// The facade crate's path (default `::autograd`).
     pub fn krate(mut self, path: &str) -> Self {
-        if let Ok(p) = syn::parse_str(path) {
+        if let Some(p) = rust_path("krate", path, &mut self.errors) {
             self.config.krate = p;
         }
         self
@@ -62,7 +86,14 @@ impl Builder {
 
     /// The generated code, formatted.
     pub fn generate(&self) -> Result<String, Diagnostics> {
-        generate_pretty(&self.config)
+        match generate_pretty(&self.config) {
+            Ok(code) if self.errors.is_empty() => Ok(code),
+            Ok(_) => Err(Diagnostics(self.errors.clone())),
+            Err(mut d) => {
+                d.0.splice(0..0, self.errors.iter().cloned());
+                Err(d)
+            }
+        }
     }
 
     /// Write the code to `path` and print `cargo:rerun-if-changed` for the inputs.
@@ -91,5 +122,27 @@ impl Builder {
         let path = out.join(file_name);
         self.write_to(&path)?;
         Ok(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_helpers_path_is_reported_not_dropped() {
+        let dir = env!("CARGO_MANIFEST_DIR");
+        let b = Builder::new("tests/fixtures/small.yaml")
+            .base_dir(dir)
+            .helpers("crate::not a path");
+        let e = b.generate().unwrap_err().to_string();
+        assert!(
+            e.contains("Builder::helpers(\"crate::not a path\"): not a Rust path"),
+            "{e}"
+        );
+        let ok = Builder::new("tests/fixtures/small.yaml")
+            .base_dir(dir)
+            .helpers("crate::helpers");
+        assert!(ok.generate().unwrap().contains("use crate::helpers::*;"));
     }
 }

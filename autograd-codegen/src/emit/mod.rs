@@ -104,7 +104,11 @@ impl Config {
                 tags: None,
             }),
             (d, n) => Err(Diagnostics(
-                d.err().into_iter().chain(n.err()).flat_map(|e| e.0).collect(),
+                d.err()
+                    .into_iter()
+                    .chain(n.err())
+                    .flat_map(|e| e.0)
+                    .collect(),
             )),
         }
     }
@@ -246,6 +250,7 @@ fn emit(config: &Config, s: &Settings) -> Result<TokenStream, Diagnostics> {
 
         /// The raw operations of the tensor library, one per native function: implement it
         /// for the raw tensor type (`autograd_ops!` generated this trait).
+        #[allow(clippy::all)]
         pub trait Backend: __ag::Tensor {
             #error_ty
             #(#backend)*
@@ -256,6 +261,7 @@ fn emit(config: &Config, s: &Settings) -> Result<TokenStream, Diagnostics> {
         #(#wrappers)*
 
         /// The differentiable operations as methods on `Variable` (generated).
+        #[allow(clippy::all)]
         pub trait VariableOps<T: Backend>: __ag::Borrow<__ag::Variable<T>> {
             #(#methods)*
         }
@@ -277,7 +283,9 @@ fn tracking(config: &Config) -> TokenStream {
     files.extend(config.native.iter().map(|n| config.resolve(n)));
     let incs = files.iter().map(|f| {
         let s = f.display().to_string();
-        quote!(const _: &str = include_str!(#s);)
+        quote!(
+            const _: &str = include_str!(#s);
+        )
     });
     quote!(#(#incs)*)
 }
@@ -323,7 +331,10 @@ pub fn generate_pretty(config: &Config) -> Result<String, Diagnostics> {
     let tokens = emit(config, &settings)?;
     let file: syn::File = syn::parse2(tokens).map_err(|e| internal(&e))?;
     let text = prettyplease::unparse(&file);
-    let formulas = settings.placeholders.map(RefCell::into_inner).unwrap_or_default();
+    let formulas = settings
+        .placeholders
+        .map(RefCell::into_inner)
+        .unwrap_or_default();
     Ok(place_formulas(&text, &formulas))
 }
 
@@ -445,7 +456,11 @@ fn write_generated(text: &str) -> Option<PathBuf> {
         return Some(path);
     }
     std::fs::create_dir_all(&dir).ok()?;
-    let tmp = dir.join(format!(".{}-{:?}.tmp", std::process::id(), std::thread::current().id()));
+    let tmp = dir.join(format!(
+        ".{}-{:?}.tmp",
+        std::process::id(),
+        std::thread::current().id()
+    ));
     std::fs::write(&tmp, text).ok()?;
     std::fs::rename(&tmp, &path).ok()?;
     Some(path)

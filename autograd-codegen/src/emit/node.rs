@@ -28,12 +28,15 @@ pub(crate) fn node(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
             false => quote!(f(#label, &self.#id);),
         })
     });
-    let doc = format!("Backward of `{}` (generated from derivatives.yaml).", n.entry);
+    let doc = format!(
+        "Backward of `{}` (generated from derivatives.yaml).",
+        n.entry
+    );
     let op_name = name.to_string();
     let apply = apply_body(n, s);
     quote! {
         #[doc = #doc]
-        #[allow(non_camel_case_types)]
+        #[allow(non_camel_case_types, clippy::all)]
         pub struct #name<T: Backend> {
             #(#field_decls)*
             /// Which differentiable inputs needed a gradient when the op ran.
@@ -43,6 +46,7 @@ pub(crate) fn node(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
             pub __marker: __ag::PhantomData<fn() -> T>,
         }
 
+        #[allow(clippy::all)]
         impl<T: Backend> __ag::Node<T> for #name<T> {
             fn name(&self) -> &str {
                 #op_name
@@ -140,7 +144,9 @@ fn formula_block(n: &NodePlan<'_>, f: &FormulaPlan, s: &Settings) -> TokenStream
         extra.push(quote!(let grads: &[__ag::Option<__ag::Variable<T>>] = &grads[..];));
     }
     for (g, idx) in &f.named {
-        extra.push(quote!(let #g: __ag::Option<__ag::Variable<T>> = grads.get(#idx).cloned().flatten();));
+        extra.push(
+            quote!(let #g: __ag::Option<__ag::Variable<T>> = grads.get(#idx).cloned().flatten();),
+        );
     }
     if f.grad_input_mask {
         let m = f.positions.iter().map(|p| quote!(self.__needs[#p]));
@@ -150,7 +156,9 @@ fn formula_block(n: &NodePlan<'_>, f: &FormulaPlan, s: &Settings) -> TokenStream
         extra.push(quote!(let retain_variables = __ag::is_retaining_graph();));
     }
     if f.wrap_opt_if {
-        extra.push(quote!(use __ag::wrap_opt_if;));
+        extra.push(quote!(
+            use __ag::wrap_opt_if;
+        ));
     }
     let cond = f.positions.iter().map(|p| quote!(self.__needs[#p]));
     let value = s.formula_expr(f);
@@ -168,11 +176,12 @@ fn formula_block(n: &NodePlan<'_>, f: &FormulaPlan, s: &Settings) -> TokenStream
 /// A saved field as the formula sees it.
 fn bind(f: &SavedField) -> TokenStream {
     let id = &f.ident;
-    let unpack_all = |m: TokenStream| {
-        quote!(let #id = self.#id.iter().map(|s| s.#m()).collect::<__ag::Result<__ag::Vec<_>, _>>()?;)
-    };
+    let unpack_all = |m: TokenStream| quote!(let #id = self.#id.iter().map(|s| s.#m()).collect::<__ag::Result<__ag::Vec<_>, _>>()?;);
     match &f.source {
-        FieldSource::Property { prop: Property::Sizes | Property::Shape, .. } => {
+        FieldSource::Property {
+            prop: Property::Sizes | Property::Shape,
+            ..
+        } => {
             quote!(let #id = &self.#id[..];)
         }
         FieldSource::Property { .. } => quote!(let #id = self.#id;),

@@ -6,7 +6,9 @@ use super::names::{PRELUDE_METHODS, ident, op_fn_name, rust_name};
 use super::tokens::{formula_line, formula_tokens};
 use super::types::{Conversion, RustTy, TypeMap, ValueTy, rust_ty};
 use crate::analysis::cpp::return_names;
-use crate::analysis::{Analysis, Derivative, DifferentiabilityInfo, FunctionAnalysis, SavedAttribute};
+use crate::analysis::{
+    Analysis, Derivative, DifferentiabilityInfo, FunctionAnalysis, SavedAttribute,
+};
 use crate::diagnostics::Ctxt;
 use crate::model::native::NativeFunction;
 use crate::model::schema::{Argument, SchemaKind, SignatureKey, Type};
@@ -77,7 +79,12 @@ impl Property {
                     .ok_or_else(|| format!("cannot read the dimension of `{}`", s.expr))?;
                 Property::Size(formula_tokens(&arg, rename)?)
             }
-            other => return Err(format!("property `{other}` of `{}` has no Rust capture", s.var)),
+            other => {
+                return Err(format!(
+                    "property `{other}` of `{}` has no Rust capture",
+                    s.var
+                ));
+            }
         })
     }
 }
@@ -320,7 +327,11 @@ impl<'a> Builder<'a, '_> {
             let Some(arg) = f.func.arguments.flat_all().find(|a| &a.name == name) else {
                 continue;
             };
-            match rust_ty(&arg.ty, self.types).ok().as_ref().and_then(TensorKind::of) {
+            match rust_ty(&arg.ty, self.types)
+                .ok()
+                .as_ref()
+                .and_then(TensorKind::of)
+            {
                 Some(kind) => v.push(DiffInput { arg, kind }),
                 None => self.cx.error(
                     &info.loc,
@@ -355,7 +366,11 @@ fn renamer(
 
 impl<'a> Builder<'a, '_> {
     /// The node's fields: saved inputs, then saved outputs, each analysed once.
-    fn saved_fields(&mut self, info: &DifferentiabilityInfo, inputs: &[DiffInput<'_>]) -> Vec<SavedField> {
+    fn saved_fields(
+        &mut self,
+        info: &DifferentiabilityInfo,
+        inputs: &[DiffInput<'_>],
+    ) -> Vec<SavedField> {
         let f = self.func(info);
         let rename = renamer(info, f, &[]);
         let mut out = Vec::new();
@@ -384,7 +399,10 @@ impl<'a> Builder<'a, '_> {
         let f = &self.func(info).func;
         if s.property.is_some() {
             let prop = Property::of(s, rename)?;
-            return Ok(FieldSource::Property { var: ident(&s.var), prop });
+            return Ok(FieldSource::Property {
+                var: ident(&s.var),
+                prop,
+            });
         }
         if is_output {
             let names = return_names(f);
@@ -406,7 +424,9 @@ impl<'a> Builder<'a, '_> {
                 arg.name, arg.ty
             )),
             RustTy::Value(v) => Ok(FieldSource::Value(v)),
-            t => Ok(FieldSource::Tensor(TensorKind::of(&t).unwrap_or(TensorKind::One))),
+            t => Ok(FieldSource::Tensor(
+                TensorKind::of(&t).unwrap_or(TensorKind::One),
+            )),
         }
     }
 }
@@ -415,7 +435,12 @@ impl<'a> Builder<'a, '_> {
 fn users_of(info: &DifferentiabilityInfo, name: &str, inputs: &[DiffInput<'_>]) -> Vec<usize> {
     info.derivatives
         .iter()
-        .filter(|d| d.saved_inputs.iter().chain(&d.saved_outputs).any(|s| s.name == name))
+        .filter(|d| {
+            d.saved_inputs
+                .iter()
+                .chain(&d.saved_outputs)
+                .any(|s| s.name == name)
+        })
         .flat_map(|d| positions(d, inputs))
         .collect()
 }
@@ -458,12 +483,18 @@ impl<'a> Builder<'a, '_> {
             self.cx.error(&d.loc, Some(&f.schema), msg);
         }
         let uses = |n: &str| d.tokens.has_ident(n);
-        let grad_users = info.derivatives.iter().filter(|d| d.tokens.has_ident("grad")).count();
+        let grad_users = info
+            .derivatives
+            .iter()
+            .filter(|d| d.tokens.has_ident("grad"))
+            .count();
         Some(FormulaPlan {
             location,
             line: formula_line(&d.tokens, rename),
             expr,
-            fields: (0..fields.len()).filter(|i| uses(&fields[*i].name)).collect(),
+            fields: (0..fields.len())
+                .filter(|i| uses(&fields[*i].name))
+                .collect(),
             clone_grad: d.tokens.has_ident("grad") && grad_users > 1,
             grads: d.tokens.has_ident("grads"),
             grad_input_mask: d.tokens.has_ident("grad_input_mask"),
@@ -502,7 +533,11 @@ impl<'a> Builder<'a, '_> {
         let mut params = Vec::new();
         for arg in f.arguments.flat_all() {
             match rust_ty(&arg.ty, self.types) {
-                Ok(ty) => params.push(Param { arg, ident: ident(&arg.name), ty }),
+                Ok(ty) => params.push(Param {
+                    arg,
+                    ident: ident(&arg.name),
+                    ty,
+                }),
                 Err(e) => {
                     let msg = format!("argument `{}`: {e}", arg.name);
                     self.cx.error(&nf.loc, Some(&nf.schema), msg);
@@ -549,7 +584,9 @@ impl<'a> Builder<'a, '_> {
         for r in &nf.func.returns {
             match rust_ty(&r.ty, self.types) {
                 Ok(t @ (RustTy::Tensor | RustTy::TensorList)) => out.push(t),
-                Ok(RustTy::Value(v)) if v.to_owned == Conversion::Copy => out.push(RustTy::Value(v)),
+                Ok(RustTy::Value(v)) if v.to_owned == Conversion::Copy => {
+                    out.push(RustTy::Value(v))
+                }
                 _ => {
                     let msg = format!("return type `{}` has no Rust mapping", r.ty);
                     self.cx.error(&nf.loc, Some(&nf.schema), msg);
@@ -574,11 +611,17 @@ impl<'a> Builder<'a, '_> {
         let idx: Vec<usize> = (0..returns.len())
             .filter(|i| !matches!(returns[*i], RustTy::Value(_)) && diff.contains(&names[*i]))
             .collect();
-        let functional = !matches!(nf.func.kind(), SchemaKind::Inplace | SchemaKind::Out | SchemaKind::Scratch);
+        let functional = !matches!(
+            nf.func.kind(),
+            SchemaKind::Inplace | SchemaKind::Out | SchemaKind::Scratch
+        );
         if !(records && functional) {
             return idx;
         }
-        let lists = idx.iter().filter(|i| matches!(returns[**i], RustTy::TensorList)).count();
+        let lists = idx
+            .iter()
+            .filter(|i| matches!(returns[**i], RustTy::TensorList))
+            .count();
         if idx.is_empty() {
             let msg = "the backward node would record no output: no output is differentiable";
             self.cx.error(&nf.loc, Some(&nf.schema), msg);

@@ -19,10 +19,15 @@ pub(crate) fn formula_tokens(
                 continue;
             }
             TokKind::Close => {
-                let (d, inner) = stack.pop().filter(|_| !stack.is_empty()).ok_or("unbalanced `)`")?;
+                let (d, inner) = stack
+                    .pop()
+                    .filter(|_| !stack.is_empty())
+                    .ok_or("unbalanced `)`")?;
                 TokenTree::Group(Group::new(d, inner.into_iter().collect()))
             }
-            TokKind::Ident => TokenTree::Ident(make_ident(&rename(&t.text).unwrap_or_else(|| t.text.clone()))?),
+            TokKind::Ident => TokenTree::Ident(make_ident(
+                &rename(&t.text).unwrap_or_else(|| t.text.clone()),
+            )?),
             TokKind::Literal => TokenTree::Literal(
                 t.text
                     .parse::<Literal>()
@@ -63,7 +68,10 @@ fn spacing(t: &Tok, next: Option<&Tok>) -> Spacing {
 }
 
 fn make_ident(text: &str) -> Result<Ident, String> {
-    let ok = text.chars().next().is_some_and(|c| c == '_' || c.is_alphabetic())
+    let ok = text
+        .chars()
+        .next()
+        .is_some_and(|c| c == '_' || c.is_alphabetic())
         && text.chars().all(|c| c == '_' || c.is_alphanumeric());
     if !ok {
         return Err(format!("`{text}` is not a Rust identifier"));
@@ -111,8 +119,14 @@ mod tests {
     fn formulas_become_the_same_token_trees() {
         for (src, want) in [
             ("mul_tensor(&grad, &self)", "mul_tensor(&grad, &self_)"),
-            ("a::<T>(&&x, -1, \"s\") -> b", "a::<T>(&&x, -1, \"s\") - > b"),
-            ("x.iter().map(|v| v * 2.5f64).collect::<Vec<_>>()[0]", "x.iter().map(|v| v * 2.5f64).collect::<Vec<_>>()[0]"),
+            (
+                "a::<T>(&&x, -1, \"s\") -> b",
+                "a::<T>(&&x, -1, \"s\") - > b",
+            ),
+            (
+                "x.iter().map(|v| v * 2.5f64).collect::<Vec<_>>()[0]",
+                "x.iter().map(|v| v * 2.5f64).collect::<Vec<_>>()[0]",
+            ),
             ("{ let y = 'a'; y as u8 }", "{ let y = 'a'; y as u8 }"),
             ("a && b || !c", "a && b || !c"),
         ] {

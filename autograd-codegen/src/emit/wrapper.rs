@@ -4,7 +4,7 @@
 use super::Settings;
 use super::backend::tuple;
 use super::plan::{DiffInput, FieldSource, FunctionPlan, NodePlan, Property, TensorKind};
-use super::types::RustTy;
+use super::types::{Conversion, RustTy};
 use crate::model::schema::SchemaKind;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -25,7 +25,7 @@ pub(crate) fn wrapper(
     let doc = format!("Differentiable `{}`.", p.entry);
     let wrapper = quote! {
         #[doc = #doc]
-        #[allow(clippy::too_many_arguments, clippy::let_and_return, clippy::needless_borrow, unused_mut, non_snake_case)]
+        #[allow(clippy::all, unused_mut, non_snake_case)]
         pub fn #name<T: Backend>(#(#params),*) -> #ret {
             #body
         }
@@ -63,7 +63,11 @@ struct Prep {
 }
 
 fn prep(p: &FunctionPlan<'_>, borrow: bool) -> Prep {
-    let mut r = Prep { lets: Vec::new(), args: Vec::new(), borrowed: None };
+    let mut r = Prep {
+        lets: Vec::new(),
+        args: Vec::new(),
+        borrowed: None,
+    };
     let last_read = p
         .params
         .iter()
@@ -73,19 +77,26 @@ fn prep(p: &FunctionPlan<'_>, borrow: bool) -> Prep {
         let n = &q.ident;
         let d = format_ident!("__d_{}", n);
         let (bind, arg) = match &q.ty {
-            RustTy::Tensor if q.arg.is_write() => (Some(quote!(let mut #d = #n.data();)), quote!(&mut #d)),
+            RustTy::Tensor if q.arg.is_write() => {
+                (Some(quote!(let mut #d = #n.data();)), quote!(&mut #d))
+            }
             RustTy::Tensor if Some(i) == last_read => {
                 r.borrowed = Some((n.clone(), d.clone()));
                 (None, quote!(&#d))
             }
             RustTy::Tensor => (Some(quote!(let #d = #n.data();)), quote!(&#d)),
-            RustTy::OptTensor => (Some(quote!(let #d = #n.map(|v| v.data());)), quote!(#d.as_ref())),
+            RustTy::OptTensor => (
+                Some(quote!(let #d = #n.map(|v| v.data());)),
+                quote!(#d.as_ref()),
+            ),
             RustTy::TensorList => (
                 Some(quote!(let #d: __ag::Vec<T> = #n.iter().map(|v| v.data()).collect();)),
                 quote!(&#d),
             ),
             RustTy::OptTensorList => (
-                Some(quote!(let #d: __ag::Vec<__ag::Option<T>> = #n.iter().map(|v| v.as_ref().map(|v| v.data())).collect();)),
+                Some(
+                    quote!(let #d: __ag::Vec<__ag::Option<T>> = #n.iter().map(|v| v.as_ref().map(|v| v.data())).collect();),
+                ),
                 quote!(&#d),
             ),
             RustTy::Value(_) => (None, quote!(#n)),
@@ -129,13 +140,20 @@ fn functional_body(
         None => quote!(<T as Backend>::#name(#(#args),*)),
     };
     let call = s.kernel_call(call);
-    let raw: Vec<Ident> = (0..p.returns.len()).map(|i| format_ident!("__r{}", i)).collect();
+    let raw: Vec<Ident> = (0..p.returns.len())
+        .map(|i| format_ident!("__r{}", i))
+        .collect();
     let bind_raw = match &raw[..] {
         [] => quote!(let () = #call;),
         [r] => quote!(let #r = #call;),
         _ => quote!(let (#(#raw),*) = #call;),
     };
-    let plain_all = p.returns.iter().zip(&raw).map(|(t, r)| plain(t, r)).collect();
+    let plain_all = p
+        .returns
+        .iter()
+        .zip(&raw)
+        .map(|(t, r)| plain(t, r))
+        .collect();
     let no_record = s.ok(tuple(plain_all));
     let Some(n) = node else {
         return (ret, quote! { #(#lets)* #bind_raw #no_record });
@@ -263,6 +281,7 @@ fn node_init(n: &NodePlan<'_>, inplace: bool) -> TokenStream {
             FieldSource::Tensor(TensorKind::OptList) => {
                 quote!(if #cond { #id.iter().map(|v| __ag::SavedVariable::new_opt(v.as_ref(), false)).collect() } else { __ag::Vec::new() })
             }
+            FieldSource::Value(v) if v.to_owned == Conversion::Copy => return quote!(#id,),
             FieldSource::Value(v) => v.owned_expr(&quote!(#id)),
         };
         quote!(#id: #value,)
@@ -365,7 +384,10 @@ fn out_body(p: &FunctionPlan<'_>, s: &Settings) -> (TokenStream, TokenStream) {
         }
     });
     let out_args = &p.nf.func.arguments.out;
-    let outs: Vec<Ident> = out_args.iter().map(|a| super::names::ident(&a.name)).collect();
+    let outs: Vec<Ident> = out_args
+        .iter()
+        .map(|a| super::names::ident(&a.name))
+        .collect();
     let ds: Vec<Ident> = outs.iter().map(|o| format_ident!("__d_{}", o)).collect();
     let ret_ty = tuple(outs.iter().map(|_| quote!(__ag::Variable<T>)).collect());
     let ret = tuple(outs.iter().map(|o| quote!(#o.clone())).collect());

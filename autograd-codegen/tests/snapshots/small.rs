@@ -2,6 +2,7 @@
 use ::autograd::support::__prelude as __ag;
 /// The raw operations of the tensor library, one per native function: implement it
 /// for the raw tensor type (`autograd_ops!` generated this trait).
+#[allow(clippy::all)]
 pub trait Backend: __ag::Tensor {
     ///`mul.Tensor(Tensor self, Tensor other) -> Tensor`
     fn mul_tensor(self_: &Self, other: &Self) -> Self;
@@ -15,7 +16,7 @@ pub trait Backend: __ag::Tensor {
     fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> (Self, Self);
 }
 ///Backward of `mul.Tensor(Tensor self, Tensor other) -> Tensor` (generated from derivatives.yaml).
-#[allow(non_camel_case_types)]
+#[allow(non_camel_case_types, clippy::all)]
 pub struct MulBackward0<T: Backend> {
     pub self_: __ag::SavedVariable<T>,
     pub other: __ag::SavedVariable<T>,
@@ -24,6 +25,7 @@ pub struct MulBackward0<T: Backend> {
     #[doc(hidden)]
     pub __marker: __ag::PhantomData<fn() -> T>,
 }
+#[allow(clippy::all)]
 impl<T: Backend> __ag::Node<T> for MulBackward0<T> {
     fn name(&self) -> &str {
         "MulBackward0"
@@ -63,7 +65,7 @@ impl<T: Backend> __ag::Node<T> for MulBackward0<T> {
     }
 }
 ///Backward of `exp(Tensor self) -> Tensor` (generated from derivatives.yaml).
-#[allow(non_camel_case_types)]
+#[allow(non_camel_case_types, clippy::all)]
 pub struct ExpBackward0<T: Backend> {
     pub result: __ag::SavedVariable<T>,
     /// Which differentiable inputs needed a gradient when the op ran.
@@ -71,6 +73,7 @@ pub struct ExpBackward0<T: Backend> {
     #[doc(hidden)]
     pub __marker: __ag::PhantomData<fn() -> T>,
 }
+#[allow(clippy::all)]
 impl<T: Backend> __ag::Node<T> for ExpBackward0<T> {
     fn name(&self) -> &str {
         "ExpBackward0"
@@ -101,7 +104,7 @@ impl<T: Backend> __ag::Node<T> for ExpBackward0<T> {
     }
 }
 ///Backward of `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (generated from derivatives.yaml).
-#[allow(non_camel_case_types)]
+#[allow(non_camel_case_types, clippy::all)]
 pub struct SumBackward0<T: Backend> {
     pub self_sizes: __ag::Vec<i64>,
     /// Which differentiable inputs needed a gradient when the op ran.
@@ -109,6 +112,7 @@ pub struct SumBackward0<T: Backend> {
     #[doc(hidden)]
     pub __marker: __ag::PhantomData<fn() -> T>,
 }
+#[allow(clippy::all)]
 impl<T: Backend> __ag::Node<T> for SumBackward0<T> {
     fn name(&self) -> &str {
         "SumBackward0"
@@ -135,13 +139,14 @@ impl<T: Backend> __ag::Node<T> for SumBackward0<T> {
     fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {}
 }
 ///Backward of `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` (generated from derivatives.yaml).
-#[allow(non_camel_case_types)]
+#[allow(non_camel_case_types, clippy::all)]
 pub struct ExpandBackward0<T: Backend> {
     /// Which differentiable inputs needed a gradient when the op ran.
     pub __needs: [bool; 1usize],
     #[doc(hidden)]
     pub __marker: __ag::PhantomData<fn() -> T>,
 }
+#[allow(clippy::all)]
 impl<T: Backend> __ag::Node<T> for ExpandBackward0<T> {
     fn name(&self) -> &str {
         "ExpandBackward0"
@@ -169,13 +174,14 @@ impl<T: Backend> __ag::Node<T> for ExpandBackward0<T> {
     fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {}
 }
 ///Backward of `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (generated from derivatives.yaml).
-#[allow(non_camel_case_types)]
+#[allow(non_camel_case_types, clippy::all)]
 pub struct MaxBackward0<T: Backend> {
     /// Which differentiable inputs needed a gradient when the op ran.
     pub __needs: [bool; 1usize],
     #[doc(hidden)]
     pub __marker: __ag::PhantomData<fn() -> T>,
 }
+#[allow(clippy::all)]
 impl<T: Backend> __ag::Node<T> for MaxBackward0<T> {
     fn name(&self) -> &str {
         "MaxBackward0"
@@ -203,13 +209,7 @@ impl<T: Backend> __ag::Node<T> for MaxBackward0<T> {
     fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {}
 }
 ///Differentiable `mul.Tensor(Tensor self, Tensor other) -> Tensor`.
-#[allow(
-    clippy::too_many_arguments,
-    clippy::let_and_return,
-    clippy::needless_borrow,
-    unused_mut,
-    non_snake_case
-)]
+#[allow(clippy::all, unused_mut, non_snake_case)]
 pub fn mul_tensor<T: Backend>(
     self_: &__ag::Variable<T>,
     other: &__ag::Variable<T>,
@@ -232,13 +232,7 @@ pub fn mul_tensor<T: Backend>(
     __o0
 }
 ///Differentiable `exp(Tensor self) -> Tensor`.
-#[allow(
-    clippy::too_many_arguments,
-    clippy::let_and_return,
-    clippy::needless_borrow,
-    unused_mut,
-    non_snake_case
-)]
+#[allow(clippy::all, unused_mut, non_snake_case)]
 pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
     let __r0 = self_.with_data(|__d_self_| <T as Backend>::exp(&__d_self_));
     let __needs = [self_.requires_grad()];
@@ -259,13 +253,7 @@ pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
     __o0
 }
 ///Differentiable `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
-#[allow(
-    clippy::too_many_arguments,
-    clippy::let_and_return,
-    clippy::needless_borrow,
-    unused_mut,
-    non_snake_case
-)]
+#[allow(clippy::all, unused_mut, non_snake_case)]
 pub fn sum<T: Backend>(
     self_: &__ag::Variable<T>,
     dtype: __ag::Option<__ag::types::ScalarType>,
@@ -289,13 +277,7 @@ pub fn sum<T: Backend>(
     __o0
 }
 ///Differentiable `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`.
-#[allow(
-    clippy::too_many_arguments,
-    clippy::let_and_return,
-    clippy::needless_borrow,
-    unused_mut,
-    non_snake_case
-)]
+#[allow(clippy::all, unused_mut, non_snake_case)]
 pub fn expand<T: Backend>(
     self_: &__ag::Variable<T>,
     size: &[i64],
@@ -316,13 +298,7 @@ pub fn expand<T: Backend>(
     __o0
 }
 ///Differentiable `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`.
-#[allow(
-    clippy::too_many_arguments,
-    clippy::let_and_return,
-    clippy::needless_borrow,
-    unused_mut,
-    non_snake_case
-)]
+#[allow(clippy::all, unused_mut, non_snake_case)]
 pub fn max_dim<T: Backend>(
     self_: &__ag::Variable<T>,
     dim: i64,
@@ -344,6 +320,7 @@ pub fn max_dim<T: Backend>(
     (__o0, __o1)
 }
 /// The differentiable operations as methods on `Variable` (generated).
+#[allow(clippy::all)]
 pub trait VariableOps<T: Backend>: __ag::Borrow<__ag::Variable<T>> {
     ///Differentiable `mul.Tensor(Tensor self, Tensor other) -> Tensor`.
     #[allow(clippy::too_many_arguments)]

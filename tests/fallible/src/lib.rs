@@ -80,7 +80,13 @@ impl Vector {
         } else {
             (self.shape.clone(), self.data.len())
         };
-        let at = |t: &Vector, i: usize| if t.shape.is_empty() { t.data[0] } else { t.data[i] };
+        let at = |t: &Vector, i: usize| {
+            if t.shape.is_empty() {
+                t.data[0]
+            } else {
+                t.data[i]
+            }
+        };
         Ok(Vector {
             data: Arc::new((0..n).map(|i| f(at(self, i), at(o, i))).collect()),
             shape,
@@ -103,7 +109,8 @@ impl Tensor for Vector {
     }
     fn add(&self, other: &Self) -> Self {
         // The runtime adds gradients of one input, whose shapes are equal.
-        self.zip(other, |a, b| a + b).unwrap_or_else(|_| self.clone())
+        self.zip(other, |a, b| a + b)
+            .unwrap_or_else(|_| self.clone())
     }
     fn has_nan(&self) -> bool {
         self.data.iter().any(|x| x.is_nan())
@@ -162,9 +169,7 @@ impl ops::Backend for Vector {
         match (&self_.shape[..], size) {
             ([], []) => Ok(self_.clone()),
             ([], [n]) => Ok(Vector::vec(vec![self_.data[0]; *n as usize])),
-            (s, size) if s.iter().map(|d| *d as i64).eq(size.iter().copied()) => {
-                Ok(self_.clone())
-            }
+            (s, size) if s.iter().map(|d| *d as i64).eq(size.iter().copied()) => Ok(self_.clone()),
             (s, size) => Err(KernelError::Shape(
                 s.to_vec(),
                 size.iter().map(|d| *d as usize).collect(),

@@ -17,9 +17,21 @@ fn cases() -> Vec<(&'static str, F, Vec<Vector>)> {
     let a = v(&[0.3, 1.2, 0.7]);
     let b = v(&[1.1, 0.4, 2.5]);
     vec![
-        ("add.Tensor", |x| add_tensor(&x[0], &x[1]), vec![a.clone(), b.clone()]),
-        ("mul.Tensor", |x| mul_tensor(&x[0], &x[1]), vec![a.clone(), b.clone()]),
-        ("div.Tensor", |x| div_tensor(&x[0], &x[1]), vec![a.clone(), b.clone()]),
+        (
+            "add.Tensor",
+            |x| add_tensor(&x[0], &x[1]),
+            vec![a.clone(), b.clone()],
+        ),
+        (
+            "mul.Tensor",
+            |x| mul_tensor(&x[0], &x[1]),
+            vec![a.clone(), b.clone()],
+        ),
+        (
+            "div.Tensor",
+            |x| div_tensor(&x[0], &x[1]),
+            vec![a.clone(), b.clone()],
+        ),
         ("exp", |x| exp(&x[0]), vec![a.clone()]),
         ("log", |x| log(&x[0]), vec![b.clone()]),
         ("neg", |x| neg(&x[0]), vec![a.clone()]),
@@ -64,7 +76,10 @@ fn kernel_errors_reach_the_caller_with_their_type() {
         Some(&KernelError::Shape(vec![2], vec![3]))
     );
     let neg_input = Variable::new(v(&[-1.0]), true);
-    assert_eq!(log(&neg_input).unwrap_err().to_string(), "log: negative input");
+    assert_eq!(
+        log(&neg_input).unwrap_err().to_string(),
+        "log: negative input"
+    );
 }
 
 #[test]
@@ -75,7 +90,11 @@ fn in_place_and_out_variants_propagate_kernel_errors() {
     mul_tensor_(&a, &ok).unwrap();
     assert_eq!(*a.data().data, vec![3.0, 8.0]);
     assert!(mul_tensor_(&a, &bad).is_err());
-    assert_eq!(*a.data().data, vec![3.0, 8.0], "a failed kernel leaves self as it was");
+    assert_eq!(
+        *a.data().data,
+        vec![3.0, 8.0],
+        "a failed kernel leaves self as it was"
+    );
     let out = Variable::new(v(&[0.0, 0.0]), false);
     mul_out(&a, &ok, &out).unwrap();
     assert_eq!(*out.data().data, vec![9.0, 32.0]);
