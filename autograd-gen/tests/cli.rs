@@ -38,7 +38,7 @@ const DERIVATIVES: &str = "\
 fn temp_dir() -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
-        "autograd-cli-test-{}-{}",
+        "autograd-gen-test-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ));
