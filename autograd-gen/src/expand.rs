@@ -13,6 +13,10 @@ pub fn run(mut it: impl Iterator<Item = String>) -> ExitCode {
     let mut config = Config::new("");
     config.track_files = false;
     while let Some(a) = it.next() {
+        if a == "-h" || a == "--help" {
+            println!("{USAGE}\n(autograd-gen --help describes the options)");
+            return ExitCode::SUCCESS;
+        }
         let Some(value) = it.next() else {
             eprintln!("{a} needs a value\n{USAGE}");
             return ExitCode::from(2);
