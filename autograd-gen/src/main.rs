@@ -208,7 +208,6 @@ fn write_file(path: &Path, analysis: &Analysis) -> Result<u64, String> {
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     write_json(&mut out, analysis).map_err(err)?;
     let file = out.into_inner().map_err(|e| err(e.into_error()))?;
-    file.sync_all().ok();
     Ok(file.metadata().map_err(err)?.len())
 }
 
