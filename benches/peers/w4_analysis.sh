@@ -45,7 +45,7 @@ for fn in res:
     out.append(rec)
 json.dump(out, open(sys.argv[1], "w"))
 PY
-(cd "$ROOT" && cargo build -q --release -p autograd-cli)
+(cd "$ROOT" && cargo build -q --release -p autograd-gen)
 GEN="$TARGET/release/autograd-gen"
 ours=(); theirs=()
 now() { date +%s%N; }

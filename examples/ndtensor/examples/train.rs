@@ -174,7 +174,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "textbook figure for Iris: ~95-100% test accuracy for logistic regression or a small MLP"
     );
-    println!("loss curve written to {path}; took {:.2?}", start.elapsed());
+    // Relative to the current directory when inside it (`cargo run` from the repository).
+    let cwd = std::env::current_dir()?;
+    let shown = std::path::Path::new(path)
+        .strip_prefix(&cwd)
+        .unwrap_or(path.as_ref());
+    println!(
+        "loss curve written to {}; took {:.2?}",
+        shown.display(),
+        start.elapsed()
+    );
     Ok(())
 }
 

@@ -362,9 +362,8 @@ fn out_variants_write_the_functional_result_and_refuse_grad() {
 }
 
 /// Second derivatives through every in-place op. Those whose formula uses the original `self`
-/// (`mul_`, `div_`, `log_`, `sin_`, ...) need the generated wrapper to save a recorded copy of
-/// `self` (PyTorch's `self.clone()`); with a detached copy the terms through it are missing.
-/// Enable once the generator saves a recorded copy (`clone_var`).
+/// (`mul_`, `div_`, `log_`, `sin_`, ...) depend on the generated wrapper saving a recorded copy
+/// of `self` (`clone_var`, PyTorch's `self.clone()`), so the terms through it are kept.
 #[test]
 fn inplace_second_derivatives_match() {
     use autograd::gradcheck::{Tolerances, gradgradcheck};

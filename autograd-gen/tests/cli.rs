@@ -38,7 +38,7 @@ const DERIVATIVES: &str = "\
 fn temp_dir() -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
-        "autograd-cli-test-{}-{}",
+        "autograd-gen-test-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ));
@@ -112,11 +112,210 @@ fn summary_without_json() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
-        out.starts_with("4 native functions, 4 with derivative information, 2 backward nodes"),
+        out.starts_with(
+            "4 native functions, 4 with derivative information, 2 backward nodes, 0 errors\n"
+        ),
         "{out}"
     );
     assert!(out.contains("inplace"), "{out}");
+    assert!(out.contains("docs/analysis-json.md"), "{out}");
     assert!(serde_json::from_str::<serde_json::Value>(&out).is_err());
+}
+
+#[test]
+fn output_file_gets_the_json_and_the_summary_prints() {
+    let (n, d) = files(NATIVE, DERIVATIVES);
+    let path = n.with_file_name("analysis.json");
+    for extra in [&["-o"][..], &["--json", "--output"][..]] {
+        let _ = std::fs::remove_file(&path);
+        let mut args = extra.to_vec();
+        args.push(path.to_str().unwrap());
+        let o = analyze(&n, &d, &args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.starts_with("4 native functions, "), "{out}");
+        let written = format!("JSON written to {} (", path.display());
+        assert!(out.contains(&written), "{out}");
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).expect("valid JSON");
+        assert_eq!(v["functions"].as_array().unwrap().len(), 4);
+    }
+}
+
+#[test]
+fn dash_output_is_json_on_stdout() {
+    let (n, d) = files(NATIVE, DERIVATIVES);
+    let o = analyze(&n, &d, &["-o", "-"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("only JSON");
+    assert_eq!(v["functions"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn unwritable_output_fails_naming_it() {
+    let (n, d) = files(NATIVE, DERIVATIVES);
+    let path = n.with_file_name("no_such_dir").join("a.json");
+    let o = analyze(&n, &d, &["-o", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("cannot write {}", path.display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn failed_analysis_writes_no_file() {
+    let (n, d) = files(
+        NATIVE,
+        "- name: nothere(Tensor self) -> Tensor\n  self: grad\n",
+    );
+    let path = n.with_file_name("analysis.json");
+    let o = analyze(&n, &d, &["-o", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
+    assert!(!path.exists());
+}
+
+#[test]
+fn summary_counts_functions_whose_outputs_fail() {
+    let derivatives = "\
+- name: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  self: mul_tensor_backward(grad, other, self.scalar_type())
+  output_differentiability: [False]
+";
+    let (n, d) = files(NATIVE, derivatives);
+    let o = analyze(&n, &d, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.lines().next().unwrap().ends_with(", 1 errors"), "{out}");
+    assert!(
+        out.contains("error: `mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)`: output_differentiability=False for inplace operation"),
+        "{out}"
+    );
+}
+
+/// The demo inputs the README runs: their summary is the README's sample.
+#[test]
+fn demo_inputs() {
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("demo");
+    let o = analyze(
+        &demo.join("native_functions.yaml"),
+        &demo.join("derivatives.yaml"),
+        &["--tags", demo.join("tags.yaml").to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "\
+19 native functions, 17 with derivative information, 10 backward nodes, 0 errors
+  functional    11 functions,    10 differentiable
+  inplace        4 functions,     4 differentiable
+  out            4 functions,     3 differentiable
+(the whole analysis as JSON: add `-o FILE`; its format: docs/analysis-json.md)
+"
+    );
+    let o = analyze(
+        &demo.join("native_functions.yaml"),
+        &demo.join("derivatives.yaml"),
+        &["--tags", demo.join("tags.yaml").to_str().unwrap(), "--json"],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let record = |prefix: &str| {
+        v["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["schema"].as_str().unwrap().starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix}"))
+            .clone()
+    };
+    // What the demo's comments promise.
+    assert_eq!(
+        record("exp_(")["info"]["all_saved_outputs"],
+        serde_json::json!(["result"])
+    );
+    assert_eq!(record("exp.out(")["info"]["op"], "ExpBackward0");
+    assert_eq!(
+        record("sort(")["differentiable_outputs"],
+        serde_json::json!(["values"])
+    );
+    assert_eq!(
+        record("max.dim(")["differentiable_outputs"],
+        serde_json::json!(["values"])
+    );
+    assert_eq!(
+        record("max.dim(")["info"]["all_saved_outputs"],
+        serde_json::json!(["indices"])
+    );
+    assert!(
+        record("mm(")["info"]["all_saved_inputs"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("self_sym_sizes"))
+    );
+    assert_eq!(
+        record("sum.dim_IntList(")["info"]["dispatch_keys"],
+        serde_json::json!(["AutogradNestedTensor", "Default"])
+    );
+    assert_eq!(record("argmax(")["info"], serde_json::Value::Null);
+    assert_eq!(record("relu.out(")["info"], serde_json::Value::Null);
+    assert_eq!(record("_foreach_exp(")["info"]["op"], "ForeachExpBackward0");
+}
+
+#[test]
+fn help_names_the_json_format() {
+    for args in [&["--help"][..], &["analyze", "--help"][..]] {
+        let o = run(args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains("-o, --output PATH"), "{out}");
+        assert!(out.contains("docs/analysis-json.md"), "{out}");
+    }
+}
+
+/// The README's `expand` command.
+#[test]
+fn expand_the_toy_crate() {
+    let toy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/toy");
+    let o = run(&[
+        "expand",
+        "--derivatives",
+        toy.join("derivatives.yaml").to_str().unwrap(),
+        "--native",
+        toy.join("native_functions.yaml").to_str().unwrap(),
+        "--helpers",
+        "crate::helpers",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("pub trait Backend"), "{out}");
+    assert!(out.contains("crate::helpers"), "{out}");
+    // Each formula on one line with its place in the YAML.
+    assert!(
+        out.contains("// ") && out.contains("derivatives.yaml:3: `add.Tensor("),
+        "{out}"
+    );
+}
+
+#[test]
+fn expand_fallible_kernels_return_results() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fallible");
+    let o = run(&[
+        "expand",
+        "--derivatives",
+        f.join("derivatives.yaml").to_str().unwrap(),
+        "--native",
+        f.join("native_functions.yaml").to_str().unwrap(),
+        "--fallible",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("type Error:"), "{out}");
+    assert!(
+        out.contains("fn exp(self_: &Self) -> __ag::Result<Self, Self::Error>;"),
+        "{out}"
+    );
 }
 
 #[test]

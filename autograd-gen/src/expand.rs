@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Usage of the subcommand.
-pub const USAGE: &str = "usage: autograd-gen expand --derivatives PATH [--native PATH] [--helpers RUST_PATH] [--crate RUST_PATH]";
+pub const USAGE: &str = "usage: autograd-gen expand --derivatives PATH [--native PATH] [--helpers RUST_PATH] [--crate RUST_PATH] [--fallible]";
 
 /// Run `expand` with the arguments after the subcommand name.
 pub fn run(mut it: impl Iterator<Item = String>) -> ExitCode {
@@ -13,6 +13,14 @@ pub fn run(mut it: impl Iterator<Item = String>) -> ExitCode {
     let mut config = Config::new("");
     config.track_files = false;
     while let Some(a) = it.next() {
+        if a == "-h" || a == "--help" {
+            println!("{USAGE}\n(autograd-gen --help describes the options)");
+            return ExitCode::SUCCESS;
+        }
+        if a == "--fallible" {
+            config.fallible = true;
+            continue;
+        }
         let Some(value) = it.next() else {
             eprintln!("{a} needs a value\n{USAGE}");
             return ExitCode::from(2);
