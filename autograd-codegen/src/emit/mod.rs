@@ -115,27 +115,14 @@ impl Config {
 }
 
 /// The analysis options for Rust formulas: torchgen's property rules that have a Rust
-/// counterpart, plus `sizes()`, `shape()`, `dtype()`, `size(d)`.
+/// capture, plus `sizes()`, `shape()`, `dtype()`, `size(d)`.
 pub fn rust_analysis_options() -> AnalysisOptions {
     let mut rules = PropertyRules::rust();
     rules
         .rules
-        .retain(|r| RUST_PROPERTIES.contains(&r.kind.as_str()));
+        .retain(|r| plan::Property::has_rust_capture(&r.kind));
     AnalysisOptions { rules }
 }
-
-const RUST_PROPERTIES: &[&str] = &[
-    "sym_sizes",
-    "sizes",
-    "shape",
-    "numel",
-    "sym_numel",
-    "dim",
-    "sym_size",
-    "size",
-    "scalar_type",
-    "dtype",
-];
 
 /// Read and analyse the inputs of `config` with Rust rules (what the macro generates from).
 pub fn analyze_config(config: &Config) -> Result<Analysis, Diagnostics> {

@@ -65,26 +65,41 @@ pub(crate) enum Property {
 }
 
 impl Property {
-    /// The property of a saved attribute: the one place a rule's kind is read.
-    fn of(s: &SavedAttribute, rename: &dyn Fn(&str) -> Option<String>) -> Result<Property, String> {
-        let kind = s.property.as_deref().unwrap_or_default();
-        Ok(match kind {
+    /// The property of a rule's `kind`, `None` when it has no Rust capture: the one place
+    /// rule kinds are read. `dim` gives the argument of `size(d)`.
+    fn from_kind(
+        kind: &str,
+        dim: impl FnOnce() -> Result<TokenStream, String>,
+    ) -> Option<Result<Property, String>> {
+        Some(Ok(match kind {
             "sym_sizes" | "sizes" => Property::Sizes,
             "shape" => Property::Shape,
             "numel" | "sym_numel" => Property::Numel,
             "dim" => Property::Dim,
             "scalar_type" | "dtype" => Property::Dtype,
-            "sym_size" | "size" => {
-                let arg = call_argument(&s.capture)
-                    .ok_or_else(|| format!("cannot read the dimension of `{}`", s.expr))?;
-                Property::Size(formula_tokens(&arg, rename)?)
-            }
-            other => {
-                return Err(format!(
-                    "property `{other}` of `{}` has no Rust capture",
-                    s.var
-                ));
-            }
+            "sym_size" | "size" => return Some(dim().map(Property::Size)),
+            _ => return None,
+        }))
+    }
+
+    /// Rules of this kind are kept in the Rust analysis ([`super::rust_analysis_options`]).
+    pub(crate) fn has_rust_capture(kind: &str) -> bool {
+        Property::from_kind(kind, || Ok(TokenStream::new())).is_some()
+    }
+
+    /// The property of a saved attribute.
+    fn of(s: &SavedAttribute, rename: &dyn Fn(&str) -> Option<String>) -> Result<Property, String> {
+        let kind = s.property.as_deref().unwrap_or_default();
+        let dim = || {
+            let arg = call_argument(&s.capture)
+                .ok_or_else(|| format!("cannot read the dimension of `{}`", s.expr))?;
+            formula_tokens(&arg, rename)
+        };
+        Property::from_kind(kind, dim).unwrap_or_else(|| {
+            Err(format!(
+                "property `{kind}` of `{}` has no Rust capture",
+                s.var
+            ))
         })
     }
 }

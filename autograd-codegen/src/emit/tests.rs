@@ -80,3 +80,82 @@ fn names_follow_the_documented_rules() {
     assert_eq!(rust_name("where"), "where_");
     assert_eq!(rust_name("self"), "self_");
 }
+
+#[test]
+fn a_node_that_would_record_no_output_is_an_error() {
+    let yaml = "\
+- name: exp(Tensor self) -> Tensor
+  output_differentiability: [False]
+  self: grad.clone()
+";
+    let errs = generate(&config(yaml)).unwrap_err().0;
+    assert!(
+        errs.iter()
+            .any(|e| e.message.contains("would record no output") && e.location.line == 1),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn each_saved_field_problem_is_reported_once() {
+    // A generator cannot be saved: one error, although both the node and the wrapper use
+    // the field.
+    let yaml = "\
+- name: bernoulli(Tensor self, Generator? generator=None) -> Tensor
+  self: scale(&grad, generator)
+";
+    let errs = generate(&config(yaml)).unwrap_err().0;
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].message.contains("cannot be saved for backward"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn fallible_kernels_return_results_and_wrappers_propagate() {
+    let mut c = config(YAML);
+    c.fallible = true;
+    let code = generate_pretty(&c).unwrap();
+    assert!(code.contains("type Error:"), "{code}");
+    assert!(
+        code.contains(
+            "fn mul_scalar(self_: &Self, other: f64) -> __ag::Result<Self, Self::Error>;"
+        ),
+        "{code}"
+    );
+    assert!(
+        code.contains(".map_err(__ag::AutogradError::backend)?"),
+        "{code}"
+    );
+    assert!(
+        code.contains("__ag::Result<__ag::Variable<T>, __ag::AutogradError>"),
+        "{code}"
+    );
+}
+
+#[test]
+fn formulas_stand_on_one_line_with_their_place() {
+    let code = generate_pretty(&config(YAML)).unwrap();
+    assert!(
+        code.contains(
+            "let __r = { mul_scalar(&grad, other) }; // d.yaml:2: `mul.Scalar(Tensor self, Scalar other) -> Tensor`: formula for `self`"
+        ),
+        "{code}"
+    );
+}
+
+#[test]
+fn size_of_a_dimension_is_captured_from_tokens() {
+    let yaml = "\
+- name: exp(Tensor self) -> Tensor
+  self: scale(&grad, self.size(-1), self.sizes())
+";
+    let code = generate_pretty(&config(yaml)).unwrap();
+    assert!(code.contains("pub self_size_minus_1: i64,"), "{code}");
+    assert!(code.contains("pub self_sizes: __ag::Vec<i64>,"), "{code}");
+    assert!(
+        code.contains("__ag::size_at(&self_.shape(), (-1) as i64)"),
+        "{code}"
+    );
+}
