@@ -310,19 +310,52 @@ fn type_map(config: &Config, cx: &mut Ctxt) -> TypeMap {
 /// derivatives.yaml beside it, so that rustc's errors inside a formula show
 /// `derivatives.yaml:LINE` and the entry.
 pub fn generate_pretty(config: &Config) -> Result<String, Diagnostics> {
+    let (tokens, formulas) = generate_with_placeholders(config)?;
+    let file: syn::File = syn::parse2(tokens).map_err(|e| internal(&e))?;
+    let text = prettyplease::unparse(&file);
+    Ok(place_formulas(&text, &formulas))
+}
+
+/// The code with each formula a placeholder `__ag_formula_N`, and `(formula, location)` of
+/// each.
+fn generate_with_placeholders(config: &Config) -> Result<Formulas, Diagnostics> {
     let settings = Settings {
         helpers: config.helpers.clone(),
         fallible: config.fallible,
         placeholders: Some(RefCell::new(Vec::new())),
     };
     let tokens = emit(config, &settings)?;
-    let file: syn::File = syn::parse2(tokens).map_err(|e| internal(&e))?;
-    let text = prettyplease::unparse(&file);
     let formulas = settings
         .placeholders
         .map(RefCell::into_inner)
         .unwrap_or_default();
-    Ok(place_formulas(&text, &formulas))
+    Ok((tokens, formulas))
+}
+
+type Formulas = (TokenStream, Vec<(String, String)>);
+
+/// What the macro's file holds: the code as rustc reads it, not formatted (formatting costs
+/// more than the rest of the expansion), but each formula on a line of its own with its
+/// location, as in [`generate_pretty`].
+fn generate_compact(config: &Config) -> Result<String, Diagnostics> {
+    let (tokens, formulas) = generate_with_placeholders(config)?;
+    let text = tokens.to_string();
+    let mut out = String::with_capacity(text.len() + formulas.len() * 160);
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("__ag_formula_") {
+        let after = &rest[at + "__ag_formula_".len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let (formula, location) = after[..digits]
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| formulas.get(i))
+            .ok_or_else(|| internal(&"formula placeholder without a formula"))?;
+        out.push_str(&rest[..at]);
+        out.push_str(&format!("\n{{ {formula} }} // {location}\n"));
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 fn internal(e: &dyn std::fmt::Display) -> Diagnostics {
@@ -382,13 +415,13 @@ pub fn expand_macro(input: TokenStream) -> TokenStream {
     // Formulas are tokenized with proc-macro2's own lexer (faster, and its spans know byte
     // offsets into the formula).
     proc_macro2::fallback::force();
-    let pretty = {
+    let compact = {
         let mut c = config.clone();
         c.track_files = false;
-        generate_pretty(&c)
+        generate_compact(&c)
     };
     proc_macro2::fallback::unforce();
-    let text = match pretty {
+    let text = match compact {
         Ok(t) => t,
         Err(d) => return compile_errors(&d),
     };
@@ -398,10 +431,8 @@ pub fn expand_macro(input: TokenStream) -> TokenStream {
             let p = path.display().to_string();
             quote!(#track include!(#p);)
         }
-        None => match text.parse::<TokenStream>() {
-            Ok(ts) => quote!(#track #ts),
-            Err(e) => compile_errors(&internal(&e)),
-        },
+        // No file: the tokens themselves (errors in formulas then point at the macro call).
+        None => generate(&config).unwrap_or_else(|d| compile_errors(&d)),
     }
 }
 
