@@ -1,4 +1,5 @@
-//! Backward nodes ([`Node`]), their shared cells ([`NodeRef`], [`NodeHandle`]),
+//! Backward nodes ([`Node`]), their shared cells ([`NodeRef`], [`NodeHandle`]:
+//! the pointers and their reference counts are in `node_ptr`),
 //! [`Edge`]s, hooks, and [`record`], which puts a node into the graph.
 
 use std::any::Any;
