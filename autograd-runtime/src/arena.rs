@@ -251,13 +251,19 @@ mod tests {
             let allocs: Vec<_> = (0..20).map(|_| alloc_node(l)).collect();
             let first = allocs[0].1;
             assert!(allocs.iter().any(|(_, c)| *c != first));
-            // Freed on another thread.
-            let sendable: Vec<usize> = allocs.iter().map(|(_, c)| c.as_ptr() as usize).collect();
+            // Freed on another thread (a pointer, not an address, so that
+            // Miri keeps its provenance).
+            struct Counts(Vec<NonNull<Chunk>>);
+            // SAFETY: chunk counts are atomic and a chunk may be released on
+            // any thread (nodes are `Send`).
+            unsafe impl Send for Counts {}
+            let counts = Counts(allocs.iter().map(|(_, c)| *c).collect());
             std::thread::spawn(move || {
-                for c in sendable {
+                let counts = counts;
+                for c in counts.0 {
                     // SAFETY: one count per allocation above, each given up
                     // once (on this other thread).
-                    unsafe { release(NonNull::new(c as *mut Chunk).unwrap()) };
+                    unsafe { release(c) };
                 }
             })
             .join()
