@@ -174,10 +174,11 @@ pub mod __prelude {
         IntoGrad, IntoGradList, IntoGrads, NotImplemented, save_if, save_opt_if, should_record_any,
         size_at, wrap_opt_if,
     };
+    pub use crate::runtime::__private::{check_out, is_retaining_graph};
     pub use crate::runtime::ops::clone as clone_var;
     pub use crate::runtime::{
-        AutogradError, Node, SavedVariable, Tensor, Variable, VariableList, check_out,
-        is_grad_enabled, is_retaining_graph, record, record_inplace, record_vec,
+        AutogradError, Node, SavedVariable, Tensor, Variable, VariableList, is_grad_enabled,
+        record, record_inplace, record_vec,
     };
     pub use crate::types;
     pub use std::borrow::Borrow;

@@ -55,12 +55,15 @@ pub fn live_chunks() -> isize {
 fn new_chunk(size: usize, align: usize, live: usize) -> NonNull<Chunk> {
     let _ = LIVE_CHUNKS.try_with(|c| c.set(c.get() + 1));
     let layout = Layout::from_size_align(size, align).expect("chunk layout");
-    // SAFETY: `layout` has a non-zero size.
+    // SAFETY: `layout` has a non-zero size (every caller asks for at least
+    // `START` bytes).
     let p = unsafe { alloc(layout) };
     let Some(p) = NonNull::new(p.cast::<Chunk>()) else {
         handle_alloc_error(layout)
     };
-    // SAFETY: fresh allocation, aligned for `Chunk` (align >= 64).
+    // SAFETY: `p` is a fresh allocation of at least `START >= size_of::<Chunk>()`
+    // bytes, aligned to `align >= CHUNK_ALIGN >= align_of::<Chunk>()`, that
+    // nothing else refers to yet.
     unsafe {
         p.as_ptr().write(Chunk {
             live: AtomicUsize::new(live),
@@ -77,7 +80,9 @@ fn new_chunk(size: usize, align: usize, live: usize) -> NonNull<Chunk> {
 /// The caller owns one count (an allocation it made, or the current-chunk
 /// count) and does not use the chunk's memory afterwards.
 pub(crate) unsafe fn release(chunk: NonNull<Chunk>) {
-    // SAFETY: the caller's count keeps the chunk alive until here.
+    // SAFETY: the caller's count keeps the chunk (allocated and its header
+    // initialised in `new_chunk`) alive until the `fetch_sub`; `c` is used
+    // after it only if that was the last count.
     let c = unsafe { chunk.as_ref() };
     if c.live.fetch_sub(1, Ordering::Release) != 1 {
         return;
@@ -86,7 +91,10 @@ pub(crate) unsafe fn release(chunk: NonNull<Chunk>) {
     fence(Ordering::Acquire);
     let _ = LIVE_CHUNKS.try_with(|c| c.set(c.get() - 1));
     let (size, align) = (c.size, c.align);
-    // SAFETY: allocated in `new_chunk` with this layout; no counts are left.
+    // SAFETY: the chunk was allocated in `new_chunk` with this size and
+    // alignment (a valid layout, checked there); no counts are left, so no
+    // one uses its memory any more (the acquire fence orders their accesses
+    // before this).
     unsafe {
         dealloc(
             chunk.as_ptr().cast(),
@@ -104,7 +112,8 @@ struct Current {
 impl Drop for Current {
     fn drop(&mut self) {
         if let Some(c) = self.chunk.take() {
-            // SAFETY: the thread's current-chunk count.
+            // SAFETY: `chunk` holds the thread's current-chunk count, given up
+            // here (it was just taken out of the cell).
             unsafe { release(c) };
         }
     }
@@ -124,9 +133,13 @@ fn align_up(x: usize, align: usize) -> usize {
 }
 
 impl Current {
+    /// Memory for `layout` in the current chunk (a new one if it is full).
+    /// Only for `layout.size() <= MAX_SHARED`, `layout.align() <= CHUNK_ALIGN`.
     fn bump(&self, layout: Layout) -> (NonNull<u8>, NonNull<Chunk>) {
+        debug_assert!(layout.size() <= MAX_SHARED && layout.align() <= CHUNK_ALIGN);
         if let Some(c) = self.chunk.get() {
-            // SAFETY: the current-chunk count keeps it alive.
+            // SAFETY: the current-chunk count keeps the chunk alive while it
+            // is in `self.chunk`, which is until the `release` below.
             let ch = unsafe { c.as_ref() };
             let mut offset = self.offset.get();
             // Only this thread allocates here; if the count is just ours,
@@ -138,12 +151,17 @@ impl Current {
             if start + layout.size() <= CHUNK_SIZE {
                 ch.live.fetch_add(1, Ordering::Relaxed);
                 self.offset.set(start + layout.size());
-                // SAFETY: in bounds of the chunk.
+                // SAFETY: `start + layout.size() <= CHUNK_SIZE`, the chunk's
+                // size, so the offset is in bounds of its allocation (and the
+                // result, inside a live allocation, is not null). The space
+                // from `start` is unused: the offset only grows, except when
+                // no allocation in the chunk is alive.
                 let p = unsafe { NonNull::new_unchecked(c.as_ptr().cast::<u8>().add(start)) };
                 return (p, c);
             }
             self.chunk.set(None);
-            // SAFETY: the current-chunk count, given up.
+            // SAFETY: the current-chunk count, given up (the chunk was just
+            // taken out of `self.chunk` and is not used here again).
             unsafe { release(c) };
         }
         // One count for being current, one for this allocation.
@@ -151,7 +169,10 @@ impl Current {
         self.chunk.set(Some(c));
         let start = align_up(START, layout.align());
         self.offset.set(start + layout.size());
-        // SAFETY: in bounds of the fresh chunk.
+        // SAFETY: `bump` is only called (by `alloc_node`) for layouts with
+        // `align() <= CHUNK_ALIGN` and `size() <= MAX_SHARED`, so `start + layout.size() <=
+        // CHUNK_ALIGN + MAX_SHARED < CHUNK_SIZE`: in bounds of the fresh
+        // chunk (and not null).
         let p = unsafe { NonNull::new_unchecked(c.as_ptr().cast::<u8>().add(start)) };
         (p, c)
     }
@@ -170,7 +191,9 @@ pub(crate) fn alloc_node(layout: Layout) -> (NonNull<u8>, NonNull<Chunk>) {
     let align = layout.align().max(CHUNK_ALIGN);
     let start = align_up(START, align);
     let c = new_chunk(start + layout.size(), align, 1);
-    // SAFETY: in bounds of the fresh chunk.
+    // SAFETY: the chunk is `start + layout.size()` bytes long, so `start` is
+    // in bounds of (or one past the end of, for a zero-sized layout) its
+    // allocation, and the result is not null.
     let p = unsafe { NonNull::new_unchecked(c.as_ptr().cast::<u8>().add(start)) };
     (p, c)
 }
@@ -180,6 +203,7 @@ mod tests {
     use super::*;
 
     fn live(c: NonNull<Chunk>) -> usize {
+        // SAFETY: called only while the test holds a count of `c`.
         unsafe { c.as_ref() }.live.load(Ordering::Relaxed)
     }
 
@@ -192,6 +216,8 @@ mod tests {
             assert_eq!(ca, cb);
             assert_eq!(b.as_ptr() as usize - a.as_ptr() as usize, 104);
             assert_eq!(live(ca), 3);
+            // SAFETY: one count per allocation, each given up once; the
+            // memory is not used.
             unsafe {
                 release(ca);
                 release(cb);
@@ -199,16 +225,19 @@ mod tests {
             // Everything gone: the next allocation starts over.
             let (c, cc) = alloc_node(l);
             assert_eq!(c, a);
+            // SAFETY: the allocation's count, given up once.
             unsafe { release(cc) };
             // Large and over-aligned allocations get their own chunk.
             let big = Layout::from_size_align(MAX_SHARED + 1, 8).unwrap();
             let (_, own) = alloc_node(big);
             assert_ne!(own, ca);
             assert_eq!(live(own), 1);
+            // SAFETY: the allocation's count, given up once.
             unsafe { release(own) };
             let over = Layout::from_size_align(16, 128).unwrap();
             let (p, own) = alloc_node(over);
             assert_eq!(p.as_ptr() as usize % 128, 0);
+            // SAFETY: the allocation's count, given up once.
             unsafe { release(own) };
         })
         .join()
@@ -222,11 +251,19 @@ mod tests {
             let allocs: Vec<_> = (0..20).map(|_| alloc_node(l)).collect();
             let first = allocs[0].1;
             assert!(allocs.iter().any(|(_, c)| *c != first));
-            // Freed on another thread.
-            let sendable: Vec<usize> = allocs.iter().map(|(_, c)| c.as_ptr() as usize).collect();
+            // Freed on another thread (a pointer, not an address, so that
+            // Miri keeps its provenance).
+            struct Counts(Vec<NonNull<Chunk>>);
+            // SAFETY: chunk counts are atomic and a chunk may be released on
+            // any thread (nodes are `Send`).
+            unsafe impl Send for Counts {}
+            let counts = Counts(allocs.iter().map(|(_, c)| *c).collect());
             std::thread::spawn(move || {
-                for c in sendable {
-                    unsafe { release(NonNull::new(c as *mut Chunk).unwrap()) };
+                let counts = counts;
+                for c in counts.0 {
+                    // SAFETY: one count per allocation above, each given up
+                    // once (on this other thread).
+                    unsafe { release(c) };
                 }
             })
             .join()

@@ -22,6 +22,7 @@ use crate::error::AutogradError;
 use crate::mode::{is_anomaly_enabled, set_grad_enabled};
 use crate::node::{DynCell, Edge, VariableList, lock};
 use crate::ops;
+use crate::reuse;
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::Variable;
 
@@ -289,9 +290,9 @@ impl<T: Tensor> Drop for Task<'_, T> {
             }
         }
         if self.buffers_left == 0 {
-            // SAFETY: every gradient buffer was taken, so every state holds
-            // an empty inline list and nothing else that needs dropping.
-            unsafe { self.states.set_len(0) };
+            // Every gradient buffer was taken, so every state holds an empty
+            // inline list and nothing else that needs dropping: skip the walk.
+            reuse::forget_elements(&mut self.states);
         }
         // Keep the buffers for the next backward on this thread (a training
         // loop runs graphs of one size again and again), up to a size: a
@@ -305,8 +306,8 @@ impl<T: Tensor> Drop for Task<'_, T> {
         self.index.clear();
         self.ready.clear();
         self.stack.clear();
-        let bufs = TaskBuffers {
-            states: relifetime(std::mem::take(&mut self.states)),
+        let bufs = TaskBuffers::<T> {
+            states: reuse::recycle(std::mem::take(&mut self.states)),
             index: std::mem::take(&mut self.index),
             ready: std::mem::take(&mut self.ready),
             stack: std::mem::take(&mut self.stack),
@@ -318,17 +319,6 @@ impl<T: Tensor> Drop for Task<'_, T> {
             }
         });
     }
-}
-
-/// An empty vector of vertex states with another lifetime parameter (the
-/// allocation is all that is kept between tasks).
-fn relifetime<'a, 'b, T: Tensor>(v: Vec<VState<'a, T>>) -> Vec<VState<'b, T>> {
-    assert!(v.is_empty());
-    let mut v = std::mem::ManuallyDrop::new(v);
-    let cap = v.capacity();
-    // SAFETY: the vector is empty, so no value of either lifetime exists;
-    // `VState<'a, T>` and `VState<'b, T>` have one layout.
-    unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast(), 0, cap) }
 }
 
 /// Largest task (in vertices) whose buffers a thread keeps (about 1 MiB).
@@ -376,7 +366,7 @@ impl<'a, T: Tensor> Task<'a, T> {
         Task {
             id: id as u64,
             index: b.index,
-            states: relifetime(b.states),
+            states: reuse::recycle(b.states),
             ready: b.ready,
             lazy: false,
             claimed_left: 0,

@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// PyTorch's message when saved tensors are used after they were freed.
-pub const ERR_BACKWARD_TWICE: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
+pub(crate) const ERR_BACKWARD_TWICE: &str = "Trying to backward through the graph a second time (or directly access saved tensors after they have already been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved tensors after calling backward.";
 
 /// An autograd error. `Display` uses PyTorch's wording where PyTorch has one.
 #[derive(Debug, Clone, PartialEq)]

@@ -117,7 +117,8 @@
 //! * Views and aliases share the version counter:
 //!   [`Variable::share_version_counter`], [`Variable::alias`],
 //!   [`Variable::detach`].
-//! * `out=` variants: [`check_out`].
+//! * `out=` variants: generated code checks their arguments with
+//!   `__private::check_out` (see below).
 //!
 //! # Performance
 //!
@@ -127,34 +128,79 @@
 //! entries ([`VariableList`]). Reading a variable's data or history takes no
 //! lock. Backward runs on the calling thread with a dependency count per
 //! vertex. Figures and the trade-offs: `docs/runtime.md`.
+//!
+//! # Debugging leaks
+//!
+//! [`live_nodes`] and [`live_chunks`] are debug counters (nodes and node
+//! arena chunks alive, per thread): a loop that builds a graph, runs backward
+//! and drops it must bring them back to where they started.
+//!
+//! # For generated code only
+//!
+//! The `__private` module (hidden from these docs) holds what only the code
+//! generator's output calls (`check_out` for `out=` variants,
+//! `is_retaining_graph` for formulas that use `retain_variables`); generated
+//! code reaches it through the facade crate's `support::__prelude`. It is not
+//! part of the API and may change with the generator.
+//!
+//! # Unsafe code
+//!
+//! Unsafe code is confined to four private modules, each small enough to
+//! review on its own: the node arena (`arena`), the reference-counted node
+//! pointers (`node_ptr`: `NodeRef`, `NodeHandle` and the weak reference saved
+//! outputs use), the set-once slot of a shared version counter
+//! (`counter_slot`) and the reuse of the engine's buffers between calls
+//! (`reuse`). The rest of the crate denies `unsafe_code`; every unsafe block
+//! carries a `SAFETY:` comment (`clippy::undocumented_unsafe_blocks` is
+//! denied). The test suite runs under Miri (`docs/runtime.md`).
 
 #![warn(missing_docs)]
+// Unsafe code only in the modules marked `#[allow(unsafe_code)]` below (the
+// node arena, the node pointers, the version-counter slot, the engine's
+// buffer reuse), every block with a `SAFETY:` comment saying why it is sound.
+#![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
+#[allow(unsafe_code)]
 mod arena;
+#[allow(unsafe_code)]
+mod counter_slot;
 mod dot;
 mod engine;
 mod error;
-mod list;
+pub mod list;
 mod mode;
 mod node;
+#[allow(unsafe_code)]
+mod node_ptr;
 pub mod ops;
+#[allow(unsafe_code)]
+mod reuse;
 mod saved;
 mod tensor;
 mod variable;
 
 pub use arena::live_chunks;
 pub use dot::to_dot;
-pub use engine::{GradOptions, backward, grad, grad_with, is_retaining_graph};
-pub use error::{AutogradError, BackendError, ERR_BACKWARD_TWICE};
-pub use list::{IntoIter, OptList};
+pub use engine::{GradOptions, backward, grad, grad_with};
+pub use error::{AutogradError, BackendError};
+pub use list::OptList;
 pub use mode::{
     AnomalyModeGuard, GradModeGuard, detect_anomaly, enable_grad, is_anomaly_enabled,
     is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled,
 };
 pub use node::{
-    Edge, HookId, Node, NodeCell, NodeHandle, NodeRef, PostHook, PreHook, TensorHook, VariableList,
-    check_out, live_nodes, record, record_inplace, record_vec, should_record,
+    Edge, HookId, Node, NodeHandle, NodeRef, VariableList, live_nodes, record, record_inplace,
+    record_vec, should_record,
 };
 pub use saved::SavedVariable;
 pub use tensor::{Tensor, TensorMeta};
 pub use variable::Variable;
+
+/// What only generated code calls (through the facade's `support::__prelude`),
+/// not part of the runtime's API: it may change with the code generator.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::engine::is_retaining_graph;
+    pub use crate::node::check_out;
+}

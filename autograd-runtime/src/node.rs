@@ -1,22 +1,24 @@
-//! Backward nodes ([`Node`]), their shared cells ([`NodeRef`], [`NodeHandle`]),
+//! Backward nodes ([`Node`]), their shared cells ([`NodeRef`], [`NodeHandle`]:
+//! the pointers and their reference counts are in `node_ptr`),
 //! [`Edge`]s, hooks, and [`record`], which puts a node into the graph.
 
-use std::alloc::Layout;
 use std::any::Any;
 use std::backtrace::Backtrace;
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, Weak};
 
-use crate::arena::{self, Chunk};
 use crate::error::AutogradError;
 use crate::list::OptList;
 use crate::mode::is_anomaly_enabled;
 use crate::saved::SavedVariable;
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::{VarInner, Variable};
+
+use crate::node_ptr::OutputRefs;
+pub(crate) use crate::node_ptr::{NODE_COUNTERS, WeakNode};
+pub use crate::node_ptr::{NodeHandle, NodeRef};
 
 /// Gradients passed to and returned by [`Node::apply`]: one `Option<Variable<T>>`
 /// per slot, `None` meaning an undefined (all-zero) gradient. Inline for up to
@@ -59,12 +61,12 @@ pub trait Node<T: Tensor>: Send + 'static {
 }
 
 /// A tensor hook: sees a gradient, may return a replacement.
-pub type TensorHook<T> = Box<dyn FnMut(&Variable<T>) -> Option<Variable<T>> + Send>;
+pub(crate) type TensorHook<T> = Box<dyn FnMut(&Variable<T>) -> Option<Variable<T>> + Send>;
 /// A node pre-hook: may modify the gradients before `apply`.
-pub type PreHook<T> = Box<dyn FnMut(&mut VariableList<T>) + Send>;
+pub(crate) type PreHook<T> = Box<dyn FnMut(&mut VariableList<T>) + Send>;
 /// A node post-hook: `(grad_inputs, grad_outputs)`; may modify the gradients
 /// returned by `apply` (the first argument).
-pub type PostHook<T> = Box<dyn FnMut(&mut VariableList<T>, &VariableList<T>) + Send>;
+pub(crate) type PostHook<T> = Box<dyn FnMut(&mut VariableList<T>, &VariableList<T>) + Send>;
 
 /// Identifies a registered hook, for removal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -102,7 +104,7 @@ pub(crate) struct AnomalyTrace(pub(crate) Backtrace);
 ///
 /// `NodeCell<T, MulBackward0<T>>` coerces to `NodeCell<T, dyn Node<T>>`, so a
 /// typed [`NodeHandle`] and the type-erased [`NodeRef`]s in the graph share it.
-pub struct NodeCell<T: Tensor, N: ?Sized> {
+pub(crate) struct NodeCell<T: Tensor, N: ?Sized> {
     pub(crate) edges: EdgeList<T>,
     pub(crate) meta: OptList<TensorMeta, 1>,
     pub(crate) seq: u64,
@@ -118,66 +120,6 @@ pub struct NodeCell<T: Tensor, N: ?Sized> {
 }
 
 pub(crate) type DynCell<T> = NodeCell<T, dyn Node<T>>;
-
-/// A node's allocation: reference counts (as in `Arc`: the strong references
-/// together hold one weak count), the arena chunk it lives in, the cell.
-pub(crate) struct NodeBox<T: Tensor, N: ?Sized> {
-    strong: AtomicUsize,
-    weak: AtomicUsize,
-    chunk: NonNull<Chunk>,
-    /// The version counters of outputs `0..NODE_COUNTERS` (see
-    /// [`Variable`]): in the header, outside the cell, so that a weak
-    /// reference can still read them after the node is dropped.
-    versions: [AtomicU32; NODE_COUNTERS],
-    cell: NodeCell<T, N>,
-}
-
-/// How many outputs of a node keep their version counter in its header
-/// (outputs beyond keep theirs inline, like leaves).
-pub(crate) const NODE_COUNTERS: usize = 2;
-
-type DynBox<T> = NodeBox<T, dyn Node<T>>;
-
-/// Counts above this abort, like `Arc` (a leaked-handle loop, not a real graph).
-const MAX_REFCOUNT: usize = isize::MAX as usize;
-
-/// Adds a reference to a count that the caller's own reference keeps alive.
-#[inline]
-fn increment(count: &AtomicUsize) {
-    if count.fetch_add(1, Ordering::Relaxed) > MAX_REFCOUNT {
-        std::process::abort();
-    }
-}
-
-/// Drops the weak count held by `p` and frees the memory with the last one.
-///
-/// # Safety
-/// `p` is a live allocation and the caller owns one weak count of it.
-unsafe fn release_weak<T: Tensor>(p: NonNull<DynBox<T>>) {
-    // SAFETY: the caller's count keeps the header alive until here.
-    let b = unsafe { p.as_ref() };
-    if b.weak.fetch_sub(1, Ordering::Release) == 1 {
-        fence(Ordering::Acquire);
-        let chunk = b.chunk;
-        // SAFETY: no references are left; the chunk count is this node's.
-        unsafe { arena::release(chunk) };
-    }
-}
-
-/// The last strong reference of a node: dropping it drops the cell (and,
-/// through its edges, maybe the next nodes: see `drop_last_ref`).
-struct LastRef<T: Tensor>(NonNull<DynBox<T>>);
-
-impl<T: Tensor> Drop for LastRef<T> {
-    fn drop(&mut self) {
-        // SAFETY: the strong count reached zero, so this is the only access
-        // to the cell; weak references never touch it.
-        unsafe {
-            std::ptr::drop_in_place(&raw mut (*self.0.as_ptr()).cell);
-            release_weak(self.0);
-        }
-    }
-}
 
 thread_local! {
     static LIVE_NODES: Cell<isize> = const { Cell::new(0) };
@@ -219,7 +161,7 @@ const DROP_DEPTH_LIMIT: u32 = 48;
 /// Drops a node `Arc` whose strong count is 1 without unbounded recursion: a
 /// 100,000-op chain would otherwise overflow the stack when its last
 /// reference goes (PyTorch's `deleteNode` does the same).
-fn drop_last_ref<X: 'static>(x: X) {
+pub(crate) fn drop_last_ref<X: 'static>(x: X) {
     let Ok(depth) = DROP_DEPTH.try_with(Cell::get) else {
         drop(x);
         return;
@@ -239,120 +181,13 @@ fn drop_last_ref<X: 'static>(x: X) {
     DROP_DEPTH.set(depth);
 }
 
-/// A shared, type-erased reference to a node in the graph (PyTorch's
-/// `std::shared_ptr<Node>`): what [`Variable::grad_fn`] returns and what
-/// [`Edge`]s point to. Cheap to clone (one atomic increment).
-pub struct NodeRef<T: Tensor>(NonNull<DynBox<T>>);
-
-// SAFETY: like `Arc<NodeCell<T, dyn Node<T>>>`: the counts are atomic, the
-// cell's mutable parts are behind mutexes or atomics, `Node: Send`.
-unsafe impl<T: Tensor> Send for NodeRef<T> {}
-// SAFETY: as above.
-unsafe impl<T: Tensor> Sync for NodeRef<T> {}
-
-impl<T: Tensor> Drop for NodeRef<T> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: this handle owns one strong count.
-        if unsafe { self.0.as_ref() }
-            .strong
-            .fetch_sub(1, Ordering::Release)
-            != 1
-        {
-            return;
-        }
-        fence(Ordering::Acquire);
-        drop_last_ref(LastRef(self.0));
-    }
-}
-
-impl<T: Tensor> Clone for NodeRef<T> {
-    #[inline]
-    fn clone(&self) -> Self {
-        // SAFETY: this handle keeps the node alive.
-        increment(unsafe { &self.0.as_ref().strong });
-        NodeRef(self.0)
-    }
-}
-
 impl<T: Tensor> fmt::Debug for NodeRef<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "<{} object at {:p}>", self.name(), self.cell())
     }
 }
 
-/// A weak reference to a node: keeps its memory, not the node (saved outputs
-/// refer to their own node this way, so that there is no cycle).
-pub(crate) struct WeakNode<T: Tensor>(NonNull<DynBox<T>>);
-
-// SAFETY: as for `NodeRef`.
-unsafe impl<T: Tensor> Send for WeakNode<T> {}
-// SAFETY: as for `NodeRef`.
-unsafe impl<T: Tensor> Sync for WeakNode<T> {}
-
-impl<T: Tensor> WeakNode<T> {
-    /// The version counter of output `k` (`k < NODE_COUNTERS`).
-    #[inline]
-    pub(crate) fn version_slot(&self, k: u32) -> &AtomicU32 {
-        // SAFETY: the weak count keeps the header alive.
-        unsafe { &self.0.as_ref().versions[k as usize] }
-    }
-
-    /// A strong reference, if the node is still alive.
-    pub(crate) fn upgrade(&self) -> Option<NodeRef<T>> {
-        // SAFETY: the weak count keeps the header alive.
-        let strong = unsafe { &self.0.as_ref().strong };
-        let mut n = strong.load(Ordering::Relaxed);
-        loop {
-            if n == 0 {
-                return None;
-            }
-            if n > MAX_REFCOUNT {
-                std::process::abort();
-            }
-            match strong.compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => return Some(NodeRef(self.0)),
-                Err(cur) => n = cur,
-            }
-        }
-    }
-}
-
-impl<T: Tensor> Clone for WeakNode<T> {
-    fn clone(&self) -> Self {
-        // SAFETY: this handle keeps the header alive.
-        increment(unsafe { &self.0.as_ref().weak });
-        WeakNode(self.0)
-    }
-}
-
-impl<T: Tensor> Drop for WeakNode<T> {
-    fn drop(&mut self) {
-        // SAFETY: this handle owns one weak count.
-        unsafe { release_weak(self.0) };
-    }
-}
-
 impl<T: Tensor> NodeRef<T> {
-    #[inline]
-    pub(crate) fn cell(&self) -> &DynCell<T> {
-        // SAFETY: the strong count keeps the cell alive.
-        unsafe { &self.0.as_ref().cell }
-    }
-
-    /// The version counter of output `k` (`k < NODE_COUNTERS`).
-    #[inline]
-    pub(crate) fn version_slot(&self, k: u32) -> &AtomicU32 {
-        // SAFETY: the strong count keeps the header alive.
-        unsafe { &self.0.as_ref().versions[k as usize] }
-    }
-
-    pub(crate) fn downgrade(&self) -> WeakNode<T> {
-        // SAFETY: this handle keeps the node alive.
-        increment(unsafe { &self.0.as_ref().weak });
-        WeakNode(self.0)
-    }
-
     /// The node's name (locks the node).
     pub fn name(&self) -> String {
         lock(&self.cell().node).name().to_string()
@@ -387,11 +222,6 @@ impl<T: Tensor> NodeRef<T> {
     /// with the highest sequence number first, like PyTorch).
     pub fn sequence_nr(&self) -> u64 {
         self.cell().seq
-    }
-
-    /// Whether both refer to the same node.
-    pub fn ptr_eq(&self, other: &NodeRef<T>) -> bool {
-        std::ptr::addr_eq(self.0.as_ptr(), other.0.as_ptr())
     }
 
     /// Registers a pre-hook, called with the incoming gradients before `apply`.
@@ -457,46 +287,6 @@ impl<T: Tensor> NodeRef<T> {
     /// Runs `f` on the locked node (type-erased).
     pub fn with_node<R>(&self, f: impl FnOnce(&mut dyn Node<T>) -> R) -> R {
         f(&mut *lock(&self.cell().node))
-    }
-}
-
-/// Typed access to a node after it was put in the graph, returned by
-/// [`record`]: the generated code uses it to save the op's outputs
-/// (`handle.with(|n| n.result = SavedVariable::new(&out, true))`).
-pub struct NodeHandle<T: Tensor, N: Node<T>>(NonNull<NodeBox<T, N>>);
-
-// SAFETY: as for `NodeRef` (`N: Node<T>` is `Send`).
-unsafe impl<T: Tensor, N: Node<T>> Send for NodeHandle<T, N> {}
-// SAFETY: as for `NodeRef`.
-unsafe impl<T: Tensor, N: Node<T>> Sync for NodeHandle<T, N> {}
-
-impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
-    /// Runs `f` with mutable access to the node (locks its mutex).
-    pub fn with<R>(&self, f: impl FnOnce(&mut N) -> R) -> R {
-        // SAFETY: the handle's strong count keeps the cell alive.
-        f(&mut lock(unsafe { &self.0.as_ref().cell.node }))
-    }
-
-    /// A type-erased reference that takes over a count added in advance.
-    ///
-    /// # Safety
-    /// The node's strong count includes one reference nobody else owns.
-    unsafe fn counted_ref(&self) -> NodeRef<T> {
-        NodeRef(self.0)
-    }
-
-    /// The type-erased reference (what `grad_fn()` returns).
-    pub fn node_ref(&self) -> NodeRef<T> {
-        let erased: NonNull<DynBox<T>> = self.0;
-        // Cloning a borrowed `NodeRef` counts the new reference.
-        (*std::mem::ManuallyDrop::new(NodeRef(erased))).clone()
-    }
-}
-
-impl<T: Tensor, N: Node<T>> Drop for NodeHandle<T, N> {
-    fn drop(&mut self) {
-        // The handle's count, given to a `NodeRef` that releases it.
-        drop(NodeRef::<T>(self.0));
     }
 }
 
@@ -580,14 +370,13 @@ pub fn should_record<T: Tensor>(inputs: &[&Variable<T>]) -> bool {
     crate::mode::is_grad_enabled() && inputs.iter().any(|v| v.requires_grad())
 }
 
-/// Puts a node in the arena with `1 + refs` strong counts: one for the
-/// returned handle, `refs` for [`NodeHandle::counted_ref`] (the outputs).
+/// Puts a node in the arena: a handle, and `refs` references for the outputs.
 fn new_cell<T: Tensor, N: Node<T>>(
     node: N,
     inputs: &[Option<&Variable<T>>],
     meta: OptList<TensorMeta, 1>,
     refs: usize,
-) -> NodeHandle<T, N> {
+) -> (NodeHandle<T, N>, OutputRefs<T>) {
     let mut edges = EdgeList::<T>::with_len(inputs.len());
     let mut depth = 0;
     for (slot, v) in edges.iter_mut().zip(inputs) {
@@ -608,29 +397,18 @@ fn new_cell<T: Tensor, N: Node<T>>(
         n
     });
     LIVE_NODES.with(|c| c.set(c.get() + 1));
-    let (mem, chunk) = arena::alloc_node(Layout::new::<NodeBox<T, N>>());
-    let p = mem.cast::<NodeBox<T, N>>();
-    // SAFETY: `mem` is fresh memory with the layout of `NodeBox<T, N>`.
-    unsafe {
-        p.as_ptr().write(NodeBox {
-            strong: AtomicUsize::new(1 + refs),
-            weak: AtomicUsize::new(1),
-            chunk,
-            versions: [const { AtomicU32::new(0) }; NODE_COUNTERS],
-            cell: NodeCell {
-                edges,
-                meta,
-                seq,
-                topo,
-                task_slot: AtomicU64::new(0),
-                has_hooks: AtomicBool::new(false),
-                hooks: Mutex::new(None),
-                anomaly,
-                node: Mutex::new(node),
-            },
-        })
+    let cell = NodeCell {
+        edges,
+        meta,
+        seq,
+        topo,
+        task_slot: AtomicU64::new(0),
+        has_hooks: AtomicBool::new(false),
+        hooks: Mutex::new(None),
+        anomaly,
+        node: Mutex::new(node),
     };
-    NodeHandle(p)
+    NodeHandle::new(cell, refs)
 }
 
 /// Records an op: puts `node` in the graph with one edge per entry of
@@ -652,11 +430,11 @@ pub fn record<T: Tensor, N: Node<T>, const K: usize>(
     outputs: [T; K],
 ) -> ([Variable<T>; K], NodeHandle<T, N>) {
     let meta = OptList::from_array(outputs.each_ref().map(|t| Some(TensorMeta::of(t))));
-    let handle = new_cell(node, inputs, meta, K);
+    let (handle, mut refs) = new_cell(node, inputs, meta, K);
     let mut nr = 0u32;
     let outs = outputs.map(|data| {
-        // SAFETY: `new_cell` counted one reference per output.
-        let v = Variable::with_grad_fn(data, unsafe { handle.counted_ref() }, nr);
+        let grad_fn = refs.next().expect("one reference per output");
+        let v = Variable::with_grad_fn(data, grad_fn, nr);
         nr += 1;
         v
     });
@@ -670,12 +448,12 @@ pub fn record_vec<T: Tensor, N: Node<T>>(
     outputs: Vec<T>,
 ) -> (Vec<Variable<T>>, NodeHandle<T, N>) {
     let meta = outputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
-    let handle = new_cell(node, inputs, meta, outputs.len());
+    let (handle, refs) = new_cell(node, inputs, meta, outputs.len());
     let outs = outputs
         .into_iter()
+        .zip(refs)
         .enumerate()
-        // SAFETY: `new_cell` counted one reference per output.
-        .map(|(nr, data)| Variable::with_grad_fn(data, unsafe { handle.counted_ref() }, nr as u32))
+        .map(|(nr, (data, grad_fn))| Variable::with_grad_fn(data, grad_fn, nr as u32))
         .collect();
     (outs, handle)
 }
@@ -701,7 +479,7 @@ pub fn record_inplace<T: Tensor, N: Node<T>>(
         Some(d) => TensorMeta::of(d),
         None => self_.with_data(TensorMeta::of),
     };
-    let handle = new_cell(node, inputs, std::iter::once(Some(meta_src)).collect(), 0);
+    let (handle, _) = new_cell(node, inputs, std::iter::once(Some(meta_src)).collect(), 0);
     if let Some(d) = new_data {
         self_.set_data(d);
     }

@@ -1,9 +1,10 @@
 //! [`Variable`]: a raw tensor plus autograd metadata.
 
 use std::fmt;
-use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::counter_slot::CounterSlot;
 use crate::error::AutogradError;
 use crate::mode::is_grad_enabled;
 use crate::node::{Edge, HookId, NODE_COUNTERS, NodeRef, TensorHook, WeakNode, lock, next_hook_id};
@@ -52,7 +53,7 @@ pub(crate) struct VarInner<T: Tensor> {
     output_nr: u32,
     /// Set when the version counter is shared with other variables and is
     /// not this variable's node slot (see [`Variable::shared_counter`]).
-    shared_version: CounterSlot<T>,
+    shared_version: CounterSlot<SharedCounter<T>>,
     mutable: Mutex<Option<Box<Mutable<T>>>>,
 }
 
@@ -614,47 +615,6 @@ impl<T: Tensor> SharedCounter<T> {
         match self {
             SharedCounter::Cell(c) => c,
             SharedCounter::Node(w, k) => w.version_slot(*k),
-        }
-    }
-}
-
-/// A set-once slot for a shared version counter: a box kept as a raw
-/// pointer, so that reading it is one load (an `OnceLock` costs a call into
-/// its `Once` on first initialisation).
-struct CounterSlot<T: Tensor>(AtomicPtr<SharedCounter<T>>);
-
-impl<T: Tensor> CounterSlot<T> {
-    const fn empty() -> Self {
-        CounterSlot(AtomicPtr::new(std::ptr::null_mut()))
-    }
-
-    #[inline]
-    fn get(&self) -> Option<&SharedCounter<T>> {
-        // SAFETY: a non-null pointer came from `Box::into_raw` in `set` and
-        // the slot owns it until it is dropped.
-        unsafe { self.0.load(Ordering::Acquire).as_ref() }
-    }
-
-    /// Stores `c` if the slot is empty; gives it back otherwise.
-    fn set(&self, c: SharedCounter<T>) -> Result<(), SharedCounter<T>> {
-        let p = Box::into_raw(Box::new(c));
-        match self
-            .0
-            .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => Ok(()),
-            // SAFETY: `p` was not stored, so this is the only owner.
-            Err(_) => Err(*unsafe { Box::from_raw(p) }),
-        }
-    }
-}
-
-impl<T: Tensor> Drop for CounterSlot<T> {
-    fn drop(&mut self) {
-        let p = *self.0.get_mut();
-        if !p.is_null() {
-            // SAFETY: the slot owns the box (see `set`).
-            drop(unsafe { Box::from_raw(p) });
         }
     }
 }

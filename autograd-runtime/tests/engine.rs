@@ -439,7 +439,8 @@ fn long_chain_backward_and_drop_do_not_overflow_the_stack() {
 
 #[test]
 fn formulas_see_whether_the_graph_is_retained() {
-    use autograd_runtime::{AutogradError, Node, VariableList, is_retaining_graph, record};
+    use autograd_runtime::__private::is_retaining_graph;
+    use autograd_runtime::{AutogradError, Node, VariableList, record};
     use std::sync::{Arc, Mutex};
     struct Probe(Arc<Mutex<Vec<bool>>>);
     impl Node<TT> for Probe {

@@ -1,0 +1,314 @@
+//! The pointers to a node's arena allocation: [`NodeRef`] (strong, type-erased),
+//! [`WeakNode`] (keeps the header, not the node) and [`NodeHandle`] (strong,
+//! typed), with `Arc`'s reference counting.
+//!
+//! All the unsafe code of the graph's nodes is here. The invariants:
+//!
+//! * A `NodeBox` is written once, by [`NodeHandle::new`], into memory from
+//!   [`arena::alloc_node`] that nothing else uses; its `strong` count is the
+//!   number of `NodeRef`/`NodeHandle` values (and unclaimed
+//!   [`OutputRefs`] counts) pointing to it, its `weak` count the number of
+//!   `WeakNode`s plus one for all the strong references together, as in `Arc`.
+//! * The cell (`NodeBox::cell`) is alive while `strong > 0`; it is dropped by
+//!   whoever brings `strong` to zero ([`LastRef`]). The header (counts,
+//!   chunk, version counters) is alive while `weak > 0`; whoever brings
+//!   `weak` to zero gives the node's count of its arena chunk back.
+//! * Every pointer type here owns exactly one count, so while it exists the
+//!   memory it reads is alive; the fields are private to this module, so no
+//!   other code can make a pointer without a count.
+
+use std::alloc::Layout;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering, fence};
+
+use crate::arena::{self, Chunk};
+use crate::node::{DynCell, Node, NodeCell, drop_last_ref};
+use crate::tensor::Tensor;
+
+/// A node's allocation: reference counts (as in `Arc`: the strong references
+/// together hold one weak count), the arena chunk it lives in, the cell.
+struct NodeBox<T: Tensor, N: ?Sized> {
+    strong: AtomicUsize,
+    weak: AtomicUsize,
+    chunk: NonNull<Chunk>,
+    /// The version counters of outputs `0..NODE_COUNTERS` (see
+    /// [`Variable`](crate::Variable)): in the header, outside the cell, so
+    /// that a weak reference can still read them after the node is dropped.
+    versions: [AtomicU32; NODE_COUNTERS],
+    cell: NodeCell<T, N>,
+}
+
+/// How many outputs of a node keep their version counter in its header
+/// (outputs beyond keep theirs inline, like leaves).
+pub(crate) const NODE_COUNTERS: usize = 2;
+
+type DynBox<T> = NodeBox<T, dyn Node<T>>;
+
+/// Counts above this abort, like `Arc` (a leaked-handle loop, not a real graph).
+const MAX_REFCOUNT: usize = isize::MAX as usize;
+
+/// Adds a reference to a count that the caller's own reference keeps alive.
+#[inline]
+fn increment(count: &AtomicUsize) {
+    if count.fetch_add(1, Ordering::Relaxed) > MAX_REFCOUNT {
+        std::process::abort();
+    }
+}
+
+/// Drops the weak count held by `p` and frees the memory with the last one.
+///
+/// # Safety
+/// `p` is a live allocation and the caller owns one weak count of it, which
+/// it gives up (it does not use `p` afterwards).
+unsafe fn release_weak<T: Tensor>(p: NonNull<DynBox<T>>) {
+    // SAFETY: the caller's weak count keeps the header alive until the
+    // `fetch_sub` below; `b` is not used after it unless it was the last.
+    let b = unsafe { p.as_ref() };
+    if b.weak.fetch_sub(1, Ordering::Release) == 1 {
+        // Every other user's accesses happen before the chunk is released.
+        fence(Ordering::Acquire);
+        let chunk = b.chunk;
+        // SAFETY: no counts are left, so nothing reads the node's memory any
+        // more; the node's allocation holds one count of `chunk` (taken in
+        // `NodeHandle::new`), given back here exactly once.
+        unsafe { arena::release(chunk) };
+    }
+}
+
+/// The last strong reference of a node: dropping it drops the cell (and,
+/// through its edges, maybe the next nodes: see `drop_last_ref`).
+struct LastRef<T: Tensor>(NonNull<DynBox<T>>);
+
+impl<T: Tensor> Drop for LastRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: a `LastRef` is made only by `NodeRef::drop` when the strong
+        // count reached zero (after an acquire fence), so this is the only
+        // access to the cell, which was initialised in `NodeHandle::new` and
+        // not dropped yet; weak references never touch it. The strong
+        // references' weak count is still held, so the memory is alive, and
+        // it is given up by `release_weak` after the cell is gone.
+        unsafe {
+            std::ptr::drop_in_place(&raw mut (*self.0.as_ptr()).cell);
+            release_weak(self.0);
+        }
+    }
+}
+
+/// A shared, type-erased reference to a node in the graph (PyTorch's
+/// `std::shared_ptr<Node>`): what [`Variable::grad_fn`](crate::Variable::grad_fn)
+/// returns and what [`Edge`](crate::Edge)s point to. Cheap to clone (one
+/// atomic increment).
+pub struct NodeRef<T: Tensor>(NonNull<DynBox<T>>);
+
+// SAFETY: like `Arc<NodeCell<T, dyn Node<T>>>`: the counts are atomic, the
+// cell's mutable parts are behind mutexes or atomics (its other fields are
+// written once, before the node is shared), `Node: Send`, `T: Tensor` is
+// `Send + Sync`, and the arena chunk may be released from any thread.
+unsafe impl<T: Tensor> Send for NodeRef<T> {}
+// SAFETY: as above: `&NodeRef` gives only shared access to the cell, through
+// mutexes and atomics.
+unsafe impl<T: Tensor> Sync for NodeRef<T> {}
+
+impl<T: Tensor> Drop for NodeRef<T> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: this handle owns one strong count, so the node is alive
+        // until the `fetch_sub`.
+        if unsafe { self.0.as_ref() }
+            .strong
+            .fetch_sub(1, Ordering::Release)
+            != 1
+        {
+            return;
+        }
+        fence(Ordering::Acquire);
+        drop_last_ref(LastRef(self.0));
+    }
+}
+
+impl<T: Tensor> Clone for NodeRef<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        // SAFETY: this handle's strong count keeps the node alive.
+        increment(unsafe { &self.0.as_ref().strong });
+        NodeRef(self.0)
+    }
+}
+
+impl<T: Tensor> NodeRef<T> {
+    #[inline]
+    pub(crate) fn cell(&self) -> &DynCell<T> {
+        // SAFETY: the strong count keeps the cell alive for as long as `self`
+        // is borrowed.
+        unsafe { &self.0.as_ref().cell }
+    }
+
+    /// The version counter of output `k` (`k < NODE_COUNTERS`).
+    #[inline]
+    pub(crate) fn version_slot(&self, k: u32) -> &AtomicU32 {
+        // SAFETY: the strong count keeps the header alive (indexing is
+        // bounds-checked).
+        unsafe { &self.0.as_ref().versions[k as usize] }
+    }
+
+    pub(crate) fn downgrade(&self) -> WeakNode<T> {
+        // SAFETY: this handle keeps the node alive.
+        increment(unsafe { &self.0.as_ref().weak });
+        WeakNode(self.0)
+    }
+
+    /// Whether both refer to the same node.
+    pub fn ptr_eq(&self, other: &NodeRef<T>) -> bool {
+        std::ptr::addr_eq(self.0.as_ptr(), other.0.as_ptr())
+    }
+}
+
+/// A weak reference to a node: keeps its memory, not the node (saved outputs
+/// refer to their own node this way, so that there is no cycle).
+pub(crate) struct WeakNode<T: Tensor>(NonNull<DynBox<T>>);
+
+// SAFETY: as for `NodeRef`; a `WeakNode` only reads the header's atomics.
+unsafe impl<T: Tensor> Send for WeakNode<T> {}
+// SAFETY: as for `NodeRef`.
+unsafe impl<T: Tensor> Sync for WeakNode<T> {}
+
+impl<T: Tensor> WeakNode<T> {
+    /// The version counter of output `k` (`k < NODE_COUNTERS`).
+    #[inline]
+    pub(crate) fn version_slot(&self, k: u32) -> &AtomicU32 {
+        // SAFETY: the weak count keeps the header alive (indexing is
+        // bounds-checked).
+        unsafe { &self.0.as_ref().versions[k as usize] }
+    }
+
+    /// A strong reference, if the node is still alive.
+    pub(crate) fn upgrade(&self) -> Option<NodeRef<T>> {
+        // SAFETY: the weak count keeps the header alive.
+        let strong = unsafe { &self.0.as_ref().strong };
+        let mut n = strong.load(Ordering::Relaxed);
+        loop {
+            if n == 0 {
+                return None;
+            }
+            if n > MAX_REFCOUNT {
+                std::process::abort();
+            }
+            match strong.compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed) {
+                // The count was non-zero, so the cell is alive, and the new
+                // `NodeRef` owns the count just added.
+                Ok(_) => return Some(NodeRef(self.0)),
+                Err(cur) => n = cur,
+            }
+        }
+    }
+}
+
+impl<T: Tensor> Clone for WeakNode<T> {
+    fn clone(&self) -> Self {
+        // SAFETY: this handle's weak count keeps the header alive.
+        increment(unsafe { &self.0.as_ref().weak });
+        WeakNode(self.0)
+    }
+}
+
+impl<T: Tensor> Drop for WeakNode<T> {
+    fn drop(&mut self) {
+        // SAFETY: this handle owns one weak count, given up here.
+        unsafe { release_weak(self.0) };
+    }
+}
+
+/// Typed access to a node after it was put in the graph, returned by
+/// [`record`](crate::record): the generated code uses it to save the op's
+/// outputs (`handle.with(|n| n.result = SavedVariable::new(&out, true))`).
+pub struct NodeHandle<T: Tensor, N: Node<T>>(NonNull<NodeBox<T, N>>);
+
+// SAFETY: as for `NodeRef` (`N: Node<T>` is `Send`).
+unsafe impl<T: Tensor, N: Node<T>> Send for NodeHandle<T, N> {}
+// SAFETY: as for `NodeRef`: `with` locks the node's mutex.
+unsafe impl<T: Tensor, N: Node<T>> Sync for NodeHandle<T, N> {}
+
+impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
+    /// Puts `cell` in the thread's arena with `1 + refs` strong counts: one
+    /// for the returned handle, `refs` for the returned [`OutputRefs`] (one
+    /// per output variable).
+    #[inline]
+    pub(crate) fn new(cell: NodeCell<T, N>, refs: usize) -> (Self, OutputRefs<T>) {
+        let (mem, chunk) = arena::alloc_node(Layout::new::<NodeBox<T, N>>());
+        let p = mem.cast::<NodeBox<T, N>>();
+        // SAFETY: `alloc_node` returns memory of `NodeBox<T, N>`'s size and
+        // alignment that nothing else uses, plus one count of its chunk, which
+        // the node keeps (see `release_weak`).
+        unsafe {
+            p.as_ptr().write(NodeBox {
+                strong: AtomicUsize::new(1 + refs),
+                weak: AtomicUsize::new(1),
+                chunk,
+                versions: [const { AtomicU32::new(0) }; NODE_COUNTERS],
+                cell,
+            })
+        };
+        let erased: NonNull<DynBox<T>> = p;
+        (NodeHandle(p), OutputRefs { node: erased, refs })
+    }
+
+    /// Runs `f` with mutable access to the node (locks its mutex).
+    pub fn with<R>(&self, f: impl FnOnce(&mut N) -> R) -> R {
+        // SAFETY: the handle's strong count keeps the cell alive.
+        f(&mut crate::node::lock(unsafe {
+            &self.0.as_ref().cell.node
+        }))
+    }
+
+    /// The type-erased reference (what `grad_fn()` returns).
+    pub fn node_ref(&self) -> NodeRef<T> {
+        let erased: NonNull<DynBox<T>> = self.0;
+        // Cloning a borrowed `NodeRef` counts the new reference.
+        (*std::mem::ManuallyDrop::new(NodeRef(erased))).clone()
+    }
+}
+
+impl<T: Tensor, N: Node<T>> Drop for NodeHandle<T, N> {
+    fn drop(&mut self) {
+        // The handle's count, given to a `NodeRef` that releases it.
+        drop(NodeRef::<T>(self.0));
+    }
+}
+
+/// Strong counts of a new node taken in advance, one per output variable
+/// (saves an atomic increment per output), handed out as [`NodeRef`]s by
+/// the iterator; counts not handed out are released on drop.
+pub(crate) struct OutputRefs<T: Tensor> {
+    node: NonNull<DynBox<T>>,
+    refs: usize,
+}
+
+impl<T: Tensor> Iterator for OutputRefs<T> {
+    type Item = NodeRef<T>;
+
+    /// The next reference; `None` once the `refs` counts given to
+    /// [`NodeHandle::new`] were handed out.
+    #[inline]
+    fn next(&mut self) -> Option<NodeRef<T>> {
+        if self.refs == 0 {
+            return None;
+        }
+        self.refs -= 1;
+        // One of the counts taken in `NodeHandle::new`, now owned by the
+        // returned reference.
+        Some(NodeRef(self.node))
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.refs, Some(self.refs))
+    }
+}
+
+impl<T: Tensor> ExactSizeIterator for OutputRefs<T> {}
+
+impl<T: Tensor> Drop for OutputRefs<T> {
+    fn drop(&mut self) {
+        self.for_each(drop);
+    }
+}
