@@ -95,6 +95,46 @@ impl<T: Tensor> IntoGradList<T> for NotImplemented {
     }
 }
 
+/// The backward node of a function that has no derivatives entry: PyTorch's `NotImplemented`
+/// node. Backward fails when it reaches it, with PyTorch's message ("derivative for
+/// aten::heaviside is not implemented"), instead of silently stopping the gradient.
+pub struct NotImplementedNode<T> {
+    op: &'static str,
+    marker: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> NotImplementedNode<T> {
+    /// The node for operator `op` (`heaviside`, `floor_divide.Scalar`: the base name is shown).
+    pub fn new(op: &'static str) -> Self {
+        NotImplementedNode {
+            op,
+            marker: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T: Tensor> autograd_runtime::Node<T> for NotImplementedNode<T> {
+    fn name(&self) -> &str {
+        "NotImplemented"
+    }
+
+    fn apply(
+        &mut self,
+        _grads: autograd_runtime::VariableList<T>,
+    ) -> Result<autograd_runtime::VariableList<T>, AutogradError> {
+        let base = self.op.split('.').next().unwrap_or(self.op);
+        Err(AutogradError::msg(format!(
+            "derivative for aten::{base} is not implemented"
+        )))
+    }
+}
+
+/// Whether a function without a derivatives entry records a [`NotImplementedNode`]: grad
+/// mode is on, an input requires grad, and the result's dtype can carry gradients.
+pub fn should_record_not_implemented<T: Tensor>(needs: &[bool], result: &T) -> bool {
+    should_record_any(needs) && result.is_differentiable()
+}
+
 /// Gradients of a joint formula (`self, other: ...`): a tuple, one element per name.
 pub trait IntoGrads<T: Tensor, const N: usize> {
     /// The gradients, in the order of the names.
@@ -171,8 +211,8 @@ pub fn should_record_any(needs: &[bool]) -> bool {
 #[doc(hidden)]
 pub mod __prelude {
     pub use super::{
-        IntoGrad, IntoGradList, IntoGrads, NotImplemented, save_if, save_opt_if, should_record_any,
-        size_at, wrap_opt_if,
+        IntoGrad, IntoGradList, IntoGrads, NotImplemented, NotImplementedNode, save_if,
+        save_opt_if, should_record_any, should_record_not_implemented, size_at, wrap_opt_if,
     };
     pub use crate::runtime::__private::{check_out, is_retaining_graph};
     pub use crate::runtime::ops::clone as clone_var;

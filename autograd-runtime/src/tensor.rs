@@ -50,6 +50,12 @@ pub trait Tensor: Clone + Send + Sync + 'static {
     fn numel(&self) -> usize {
         self.shape().iter().product()
     }
+    /// Whether this tensor's dtype can carry gradients (PyTorch's `isDifferentiableType`:
+    /// floating point and complex). An integer or boolean result never gets a history, even
+    /// from an op whose inputs require grad. The default is `true` (a float-only library).
+    fn is_differentiable(&self) -> bool {
+        true
+    }
     /// Type name used in messages, like PyTorch's `torch.FloatTensor`.
     /// Defaults to `Tensor<dtype>`.
     fn type_name(&self) -> String {

@@ -219,6 +219,9 @@ pub(crate) struct FunctionPlan<'a> {
     pub functional: Option<(Ident, &'a NativeFunction)>,
     /// Also a `VariableOps` method.
     pub method: bool,
+    /// No derivatives entry: the tensor inputs a `NotImplemented` node gets edges to (empty
+    /// when the function has an entry, or no tensor result to give a history).
+    pub not_implemented: Vec<DiffInput<'a>>,
 }
 
 /// Everything to emit.
@@ -295,9 +298,18 @@ impl<'a> Builder<'a, '_> {
         &self.a.functions[info.func]
     }
 
-    /// Every tensor argument needs a formula, `not_implemented(...)` or `non_differentiable`.
+    /// Every tensor argument needs a formula, `not_implemented(...)` or `non_differentiable`
+    /// (unless no output is differentiable: `output_differentiability: [False]`, as PyTorch
+    /// writes for comparisons).
     fn check_totality(&mut self, info: &DifferentiabilityInfo) {
         let f = self.func(info);
+        if info
+            .output_differentiability
+            .as_ref()
+            .is_some_and(|o| o.iter().all(|d| !d))
+        {
+            return;
+        }
         for arg in f.func.arguments.flat_non_out() {
             let covered = !arg.ty.is_tensor_like()
                 || info.args_with_derivatives.contains(&arg.name)
@@ -579,7 +591,12 @@ impl<'a> Builder<'a, '_> {
                 let g = &self.a.functions[i];
                 (format_ident!("{}", op_fn_name(&g.func.name)), g)
             });
+        let not_implemented = match fa.main_info() {
+            None if self.can_carry_history(kind, &returns) => self.tensor_inputs(nf),
+            _ => Vec::new(),
+        };
         Some(FunctionPlan {
+            not_implemented,
             nf,
             name: format_ident!("{}", name),
             entry: nf.schema.clone(),
@@ -591,6 +608,34 @@ impl<'a> Builder<'a, '_> {
             functional,
             method,
         })
+    }
+
+    /// A function without an entry gives its result a `NotImplemented` history: in-place
+    /// ones their `self`, functional ones a `Tensor` result (or one `Tensor[]`).
+    fn can_carry_history(&self, kind: SchemaKind, returns: &[RustTy]) -> bool {
+        match kind {
+            SchemaKind::Inplace => true,
+            SchemaKind::Functional => match returns {
+                [RustTy::TensorList] => true,
+                r => !r.is_empty() && r.iter().all(|t| matches!(t, RustTy::Tensor)),
+            },
+            _ => false,
+        }
+    }
+
+    /// Every tensor argument but the out= ones.
+    fn tensor_inputs(&self, nf: &'a NativeFunction) -> Vec<DiffInput<'a>> {
+        nf.func
+            .arguments
+            .flat_non_out()
+            .filter_map(|arg| {
+                let ty = rust_ty(&arg.ty, self.types).ok()?;
+                Some(DiffInput {
+                    arg,
+                    kind: TensorKind::of(&ty)?,
+                })
+            })
+            .collect()
     }
 
     /// Return types: tensors, tensor lists and `Copy` values.

@@ -156,7 +156,8 @@ fn functional_body(
         .collect();
     let no_record = s.ok(tuple(plain_all));
     let Some(n) = node else {
-        return (ret, quote! { #(#lets)* #bind_raw #no_record });
+        let ni = not_implemented_functional(p, &raw, s);
+        return (ret, quote! { #(#lets)* #bind_raw #ni #no_record });
     };
     let needs = needs(&n.inputs);
     let (offsets, edges) = edges(&n.inputs);
@@ -180,6 +181,46 @@ fn functional_body(
         #result
     };
     (ret, body)
+}
+
+/// A function without a derivatives entry: when an input requires grad and the result can
+/// carry gradients, the outputs get a `NotImplemented` history (backward through them fails,
+/// as in PyTorch).
+fn not_implemented_functional(p: &FunctionPlan<'_>, raw: &[Ident], s: &Settings) -> TokenStream {
+    if p.not_implemented.is_empty() {
+        return quote!();
+    }
+    let needs = needs(&p.not_implemented);
+    let (offsets, edges) = edges(&p.not_implemented);
+    let op = p.nf.func.name.name.to_string();
+    let first = &raw[0];
+    let (record, result) = match p.returns[..] {
+        [RustTy::TensorList] => (
+            quote!(let (__o0, _) = __ag::record_vec(__ag::NotImplementedNode::new(#op), &__edges, #first);),
+            quote!(__o0),
+        ),
+        _ => {
+            let outs: Vec<Ident> = (0..raw.len()).map(|i| format_ident!("__o{}", i)).collect();
+            (
+                quote!(let ([#(#outs),*], _) = __ag::record(__ag::NotImplementedNode::new(#op), &__edges, [#(#raw),*]);),
+                tuple(outs.iter().map(|o| quote!(#o)).collect()),
+            )
+        }
+    };
+    let first_data = match p.returns[..] {
+        [RustTy::TensorList] => quote!(#first.first()),
+        _ => quote!(__ag::Some(&#first)),
+    };
+    let result = s.ok(result);
+    quote! {
+        let __needs = [#(#needs),*];
+        if #first_data.is_some_and(|d| __ag::should_record_not_implemented(&__needs, d)) {
+            #offsets
+            let __edges = #edges;
+            #record
+            return #result;
+        }
+    }
 }
 
 /// Differentiable outputs go through `record` (`record_vec` for a `Tensor[]`); the others
@@ -347,7 +388,7 @@ fn inplace_body(
         Ok(self_.clone())
     };
     let Some(n) = node else {
-        return (ret, plain);
+        return (ret, not_implemented_inplace(p, plain, &lets[..], &call));
     };
     let needs = needs(&n.inputs);
     let (offsets, edges) = edges(&n.inputs);
@@ -370,6 +411,36 @@ fn inplace_body(
         }
     };
     (ret, body)
+}
+
+/// An in-place function without a derivatives entry rebases `self` onto a `NotImplemented`
+/// node when an input requires grad.
+fn not_implemented_inplace(
+    p: &FunctionPlan<'_>,
+    plain: TokenStream,
+    lets: &[TokenStream],
+    call: &TokenStream,
+) -> TokenStream {
+    if p.not_implemented.is_empty() {
+        return plain;
+    }
+    let needs = needs(&p.not_implemented);
+    let (offsets, edges) = edges(&p.not_implemented);
+    let op = p.nf.func.name.name.to_string();
+    quote! {
+        let __needs = [#(#needs),*];
+        if !self_.with_data(|d| __ag::should_record_not_implemented(&__needs, d)) {
+            #plain
+        } else {
+            self_.check_inplace()?;
+            #(#lets)*
+            #call;
+            #offsets
+            let __edges = #edges;
+            __ag::record_inplace(__ag::NotImplementedNode::new(#op), &__edges, self_, __ag::Some(__d_self_))?;
+            Ok(self_.clone())
+        }
+    }
 }
 
 fn out_body(p: &FunctionPlan<'_>, s: &Settings) -> (TokenStream, TokenStream) {

@@ -161,7 +161,38 @@ fn inplace_cases() -> Vec<InplaceCase> {
             |x, _| clamp_(x, Some(-0.5), Some(0.5)).unwrap(),
             |x, _| clamp(x, Some(-0.5), Some(0.5)),
         ),
+        // The old values no longer matter: the gradient through them is zero.
+        ic(
+            "zero_",
+            r.t(&s),
+            vec![],
+            |x, _| zero_(x).unwrap(),
+            |x, _| mul_scalar(x, 0.0),
+        ),
+        ic(
+            "fill_.Scalar",
+            r.t(&s),
+            vec![],
+            |x, _| fill_scalar_(x, 0.25).unwrap(),
+            |x, _| add_scalar(&mul_scalar(x, 0.0), 0.25, 1.0),
+        ),
     ]
+}
+
+#[test]
+fn zero_and_fill_cut_the_history_of_what_they_overwrite() {
+    // PyTorch: b = x * 2; b.zero_(); (b + x).sum().backward() gives x.grad == 1.
+    for fill in [true, false] {
+        let x = param(T::from_vec(vec![1.0, 2.0, 3.0], &[3]));
+        let b = mul_scalar(&x, 2.0);
+        if fill {
+            fill_scalar_(&b, 7.0).unwrap();
+        } else {
+            zero_(&b).unwrap();
+        }
+        sum(&add_tensor(&b, &x, 1.0), None).backward().unwrap();
+        assert_eq!(x.grad().unwrap().data().to_vec(), vec![1.0, 1.0, 1.0]);
+    }
 }
 
 #[test]
@@ -201,10 +232,17 @@ fn inplace_gradients_equal_out_of_place_gradients() {
         let y2 = (c.inplace)(&t, &o2);
         assert!(y2.ptr_eq(&t), "{}: returns self", c.op);
         assert_eq!(t.version(), before + 1, "{}: bumps the version", c.op);
+        // Fills have their own entries (PyTorch's ZeroBackward0, FillBackward0); the others
+        // reuse their functional variant's.
+        let expected = match c.op {
+            "zero_" => "ZeroBackward0".to_string(),
+            "fill_.Scalar" => "FillBackward0".to_string(),
+            _ => y1.grad_fn().unwrap().name().to_string(),
+        };
         assert_eq!(
             t.grad_fn().unwrap().name(),
-            y1.grad_fn().unwrap().name(),
-            "{}: same backward node",
+            expected,
+            "{}: the backward node",
             c.op
         );
         assert_eq!(t.data().to_vec(), y1.data().to_vec(), "{}: values", c.op);

@@ -155,6 +155,9 @@ impl Backend for Toy {
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> Self {
         self_.zip(other, |a, b| a + alpha * b)
     }
+    fn floor_divide_scalar(self_: &Self, other: f64) -> Self {
+        self_.map(|a| (a / other).floor())
+    }
     fn add_scalar(self_: &Self, other: f64, alpha: f64) -> Self {
         self_.map(|a| a + alpha * other)
     }

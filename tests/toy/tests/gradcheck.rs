@@ -272,3 +272,26 @@ fn inplace_op_second_derivatives() {
     gradcheck(f, &inputs, Tolerances::default()).unwrap();
     gradgradcheck(f, &inputs, tol).unwrap();
 }
+
+#[test]
+fn a_function_without_an_entry_records_a_not_implemented_node() {
+    // PyTorch 2.15: torch.floor_divide(x, 2.0) on x requiring grad has grad_fn
+    // NotImplemented, and backward raises "derivative for aten::floor_divide is not
+    // implemented".
+    let x = Variable::new(v(&[1.5, 2.5]), true);
+    let y = floor_divide_scalar(&x, 2.0);
+    assert!(y.requires_grad());
+    assert_eq!(y.grad_fn().unwrap().name(), "NotImplemented");
+    let err = sum(&y).backward().unwrap_err().to_string();
+    assert_eq!(err, "derivative for aten::floor_divide is not implemented");
+    // In place on a non-leaf: the same history.
+    let t = mul_scalar(&x, 1.0);
+    floor_divide_scalar_(&t, 2.0).unwrap();
+    assert_eq!(t.grad_fn().unwrap().name(), "NotImplemented");
+    assert!(sum(&t).backward().is_err());
+    // Nothing requires grad, or grad mode is off: no history.
+    let c = Variable::new(v(&[1.5]), false);
+    assert!(floor_divide_scalar(&c, 2.0).grad_fn().is_none());
+    let _g = autograd::runtime::no_grad();
+    assert!(floor_divide_scalar(&x, 2.0).grad_fn().is_none());
+}
