@@ -77,5 +77,29 @@ fn analysis_only(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, expand, analysis_only);
+/// Emission as tokens, without the generated file (what the macro did before it wrote one).
+fn tokens_only(c: &mut Criterion) {
+    let mut group = c.benchmark_group("tokens only");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1));
+    for n in [300usize] {
+        let mut config = autograd_codegen::emit::Config::new("<inline>");
+        config.derivatives_text = Some(synthetic_yaml(n));
+        config.track_files = false;
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &config, |b, config| {
+            b.iter(|| {
+                proc_macro2::fallback::force();
+                let r = autograd_codegen::emit::generate(config).map(|t| t.into_iter().count());
+                proc_macro2::fallback::unforce();
+                black_box(r)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, expand, analysis_only, tokens_only);
 criterion_main!(benches);

@@ -85,6 +85,7 @@ fn field_type(f: &SavedField) -> TokenStream {
             Property::Shape => quote!(__ag::Vec<usize>),
             Property::Numel | Property::Dim | Property::Size(_) => quote!(i64),
             Property::Dtype => quote!(&'static str),
+            Property::ArgsSizes => quote!(__ag::Vec<__ag::Vec<i64>>),
         },
     }
 }
@@ -179,7 +180,7 @@ fn bind(f: &SavedField) -> TokenStream {
     let unpack_all = |m: TokenStream| quote!(let #id = self.#id.iter().map(|s| s.#m()).collect::<__ag::Result<__ag::Vec<_>, _>>()?;);
     match &f.source {
         FieldSource::Property {
-            prop: Property::Sizes | Property::Shape,
+            prop: Property::Sizes | Property::Shape | Property::ArgsSizes,
             ..
         } => {
             quote!(let #id = &self.#id[..];)

@@ -62,6 +62,9 @@ pub(crate) enum Property {
     Size(TokenStream),
     /// `x.dtype()`, `x.scalar_type()`: `&'static str`.
     Dtype,
+    /// `to_args_sizes(xs)` of a `Tensor[]`: each element's sizes, `&[Vec<i64>]` (what `cat`'s
+    /// backward needs instead of the tensors themselves).
+    ArgsSizes,
 }
 
 impl Property {
@@ -77,6 +80,7 @@ impl Property {
             "numel" | "sym_numel" => Property::Numel,
             "dim" => Property::Dim,
             "scalar_type" | "dtype" => Property::Dtype,
+            "to_args_sizes" | "to_args_sizes_symint" => Property::ArgsSizes,
             "sym_size" | "size" => return Some(dim().map(Property::Size)),
             _ => return None,
         }))

@@ -342,6 +342,11 @@ fn capture(var: &Ident, prop: &Property, cond: &TokenStream) -> TokenStream {
         Property::Numel => quote!(#var.shape().iter().product::<usize>() as i64),
         Property::Dim => quote!(#var.shape().len() as i64),
         Property::Dtype => quote!(#var.with_data(|t| __ag::Tensor::dtype(t))),
+        Property::ArgsSizes => quote!(if #cond {
+            #var.iter().map(|v| v.shape().iter().map(|&d| d as i64).collect()).collect()
+        } else {
+            __ag::Vec::new()
+        }),
         Property::Size(d) => quote!(__ag::size_at(&#var.shape(), (#d) as i64) as i64),
     }
 }

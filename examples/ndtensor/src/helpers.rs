@@ -335,13 +335,15 @@ pub fn slice_backward_wrapper<T: Backend>(
 }
 
 /// Backward of `cat`: the gradient cut into the inputs' pieces.
-pub fn cat_tensors_backward<T: Backend>(g: &V<T>, tensors: &[V<T>], dim: i64) -> Vec<V<T>> {
+/// Only the inputs' sizes are saved (as PyTorch's `to_args_sizes`), so modifying an input in
+/// place after `cat` is no error.
+pub fn cat_tensors_backward<T: Backend>(g: &V<T>, sizes: &[Vec<i64>], dim: i64) -> Vec<V<T>> {
     let ax = crate::backend::norm_dim(dim, g.shape().len());
     let mut at = 0i64;
-    tensors
+    sizes
         .iter()
-        .map(|t| {
-            let n = t.shape()[ax] as i64;
+        .map(|s| {
+            let n = s[ax];
             let piece = slice_tensor(g, ax as i64, Some(at), Some(at + n), 1);
             at += n;
             piece

@@ -453,3 +453,15 @@ fn inplace_second_derivatives_through_saved_results() {
         gradgradcheck(g, &[r.pos(&[2, 3])], tol).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
+
+#[test]
+fn cat_keeps_only_sizes_so_inputs_may_change_afterwards() {
+    // PyTorch: y = torch.cat([a, b]); a.mul_(2) (a a non-leaf); y.sum().backward() is fine.
+    let x = param(T::from_vec(vec![1.0, 2.0], &[2]));
+    let a = mul_scalar(&x, 1.0);
+    let b = mul_scalar(&x, 3.0);
+    let y = cat(&[a.clone(), b], 0);
+    mul_scalar_(&a, 2.0).unwrap();
+    sum(&y, None).backward().unwrap();
+    assert_eq!(x.grad().unwrap().data().to_vec(), vec![4.0, 4.0]);
+}
