@@ -179,6 +179,7 @@ mod reuse;
 mod saved;
 mod tensor;
 mod variable;
+pub mod view;
 
 pub use arena::live_chunks;
 pub use dot::to_dot;

@@ -42,6 +42,9 @@ const REQUIRES_GRAD: u8 = 1;
 /// Data or history was replaced: read them from `mutable`.
 const REPLACED: u8 = 2;
 const RETAINS_GRAD: u8 = 4;
+/// A view of another variable ([`crate::view`]): data and history are brought up to date
+/// from the base before they are read.
+const IS_VIEW: u8 = 8;
 
 pub(crate) struct VarInner<T: Tensor> {
     flags: AtomicU8,
@@ -66,6 +69,7 @@ pub(crate) struct Mutable<T: Tensor> {
     pub(crate) grad: Option<Variable<T>>,
     name: Option<String>,
     hooks: LeafHooks<T>,
+    pub(crate) view: Option<Box<crate::view::ViewMeta<T>>>,
 }
 
 impl<T: Tensor> Default for Mutable<T> {
@@ -76,6 +80,7 @@ impl<T: Tensor> Default for Mutable<T> {
             grad: None,
             name: None,
             hooks: Vec::new(),
+            view: None,
         }
     }
 }
@@ -154,9 +159,63 @@ impl<T: Tensor> Variable<T> {
         Variable(Arc::new(inner))
     }
 
+    /// Data or history live in the mutable part (replaced, or a view brought up to date
+    /// first).
     #[inline]
     fn replaced(&self) -> bool {
-        self.0.flags.load(Ordering::Acquire) & REPLACED != 0
+        let flags = self.0.flags.load(Ordering::Acquire);
+        if flags & IS_VIEW != 0 {
+            self.sync_view();
+        }
+        flags & (REPLACED | IS_VIEW) != 0
+    }
+
+    /// Whether this variable is a view of another ([`crate::view::make_view`]).
+    pub fn is_view(&self) -> bool {
+        self.0.flags.load(Ordering::Acquire) & IS_VIEW != 0
+    }
+
+    /// The variable this one is a view of (PyTorch's `._base`): the root of a chain of views.
+    pub fn base(&self) -> Option<Variable<T>> {
+        if !self.is_view() {
+            return None;
+        }
+        let g = self.mutable();
+        g.as_ref()?.view.as_ref().map(|v| v.base.clone())
+    }
+
+    /// Marks this variable a view with `meta` (its data and history are current now).
+    pub(crate) fn set_view(&self, meta: crate::view::ViewMeta<T>) {
+        let mut g = self.mutable();
+        let m = Self::mutable_mut(&mut g);
+        m.view = Some(Box::new(meta));
+        self.0.flags.fetch_or(IS_VIEW, Ordering::Release);
+    }
+
+    /// Brings a stale view up to date: its base changed since its data and history were
+    /// computed, so they are computed again from the base (PyTorch regenerates a view's
+    /// `grad_fn` the same way).
+    fn sync_view(&self) {
+        let Some(fresh) = crate::view::refreshed(self) else {
+            return;
+        };
+        let (data, history, requires_grad) = fresh;
+        let mut g = self.mutable();
+        let m = Self::mutable_mut(&mut g);
+        m.data = Some(data);
+        m.history = Some(history);
+        if requires_grad {
+            self.0.flags.fetch_or(REQUIRES_GRAD, Ordering::Release);
+        }
+    }
+
+    /// Takes `new`'s data, and its history when it has one (an in-place change written
+    /// into a base through one of its views).
+    pub(crate) fn replace_with(&self, new: &Variable<T>) {
+        self.set_data(new.data());
+        if let Some((node, nr)) = new.with_history(|n, nr| n.cloned().map(|n| (n, nr))) {
+            self.rebase_history_at(node, nr);
+        }
     }
 
     pub(crate) fn mutable(&self) -> MutGuard<'_, T> {
@@ -215,7 +274,15 @@ impl<T: Tensor> Variable<T> {
     /// Whether gradients flow to this variable (always true for non-leaves).
     #[inline]
     pub fn requires_grad(&self) -> bool {
-        self.0.flags.load(Ordering::Relaxed) & REQUIRES_GRAD != 0
+        let flags = self.0.flags.load(Ordering::Relaxed);
+        if flags & IS_VIEW != 0 {
+            // A view requires grad when its base does, even one made in no_grad mode
+            // (PyTorch's `DifferentiableViewMeta::requires_grad`).
+            self.sync_view();
+            return self.0.flags.load(Ordering::Relaxed) & REQUIRES_GRAD != 0
+                || self.base().is_some_and(|b| b.requires_grad());
+        }
+        flags & REQUIRES_GRAD != 0
     }
 
     /// Runs `f` on `(grad_fn, output_nr)`.
@@ -526,9 +593,14 @@ impl<T: Tensor> Variable<T> {
     /// [`record_inplace`](crate::record_inplace)); a retained gradient
     /// follows the variable to the new node.
     pub fn rebase_history(&self, node: NodeRef<T>) {
+        self.rebase_history_at(node, 0);
+    }
+
+    /// [`rebase_history`](Self::rebase_history) onto output `nr` of `node`.
+    pub(crate) fn rebase_history_at(&self, node: NodeRef<T>, nr: u32) {
         let mut g = self.mutable();
         let old = self.with_history_locked(&g).map(|(n, _)| n);
-        Self::mutable_mut(&mut g).history = Some((Some(node.clone()), 0));
+        Self::mutable_mut(&mut g).history = Some((Some(node.clone()), nr));
         self.0
             .flags
             .fetch_or(REPLACED | REQUIRES_GRAD, Ordering::Release);
@@ -541,7 +613,8 @@ impl<T: Tensor> Variable<T> {
                 h.retain.retain(|(_, w)| w.as_ptr() != me);
             }
             let weak = Arc::downgrade(&self.0);
-            node.cell().add_hooks(|h| h.retain.push((0, weak)));
+            node.cell()
+                .add_hooks(|h| h.retain.push((nr as usize, weak)));
         }
     }
 

@@ -1,0 +1,255 @@
+//! Views on tensors that are values, not shared memory: PyTorch's view semantics through
+//! functionalization.
+//!
+//! A tensor library built on this runtime need not have strided storage (candle's, burn's and
+//! ndtensor's tensors are values). A view is then a variable that knows its base (the root
+//! of a chain of views), how to compute itself from the base (`view_fn`, replaying the view
+//! ops differentiably) and how to write a new value of itself back into the base (the
+//! inverse: `slice_scatter` for a slice, a reshape back for a reshape, ...). With those:
+//!
+//! * an in-place op on a view runs on a copy of the view, the result is scattered into the
+//!   base (differentiably: the base's history becomes the scatter's, PyTorch's `CopySlices`
+//!   in composed form), and the shared version counter is bumped;
+//! * any view whose base changed since it was last computed (the shared version counter
+//!   moved) computes its data and history again from the base before they are read, so
+//!   writes to a base or to another view of it are seen, and its `grad_fn` leads to the
+//!   base's new history (PyTorch regenerates a view's `grad_fn` the same way);
+//! * a view shares its base's version counter: saving a view and then modifying the base is
+//!   the usual version error.
+//!
+//! Programs without views pay nothing: a variable that is not a view takes no other path.
+//! Generated code calls [`make_view`] for ops whose schema returns an alias of an input
+//! (`Tensor(a) self -> Tensor(a)`) and [`inplace_on_view`] at the start of in-place ops.
+
+use crate::error::AutogradError;
+use crate::mode::{enable_grad, is_grad_enabled};
+use crate::node::NodeRef;
+use crate::tensor::Tensor;
+use crate::variable::Variable;
+use std::sync::Arc;
+
+/// Computes a view from its base (differentiably: it calls the view ops).
+pub type ViewFn<T> = Arc<dyn Fn(&Variable<T>) -> Result<Variable<T>, AutogradError> + Send + Sync>;
+
+/// Writes a new value of a view into its base: `(base, new view value) -> new base`.
+pub type ScatterFn<T> =
+    Arc<dyn Fn(&Variable<T>, &Variable<T>) -> Result<Variable<T>, AutogradError> + Send + Sync>;
+
+/// How an in-place change of a view reaches its base.
+pub enum ViewInverse<T: Tensor> {
+    /// Through this function.
+    Scatter(ScatterFn<T>),
+    /// Not at all: several elements of the view are one element of the base (`expand`);
+    /// PyTorch refuses in-place ops on such tensors.
+    Overlapping,
+    /// Not at all: one of several views returned by one op (`unbind`, `split`, `chunk`),
+    /// named as PyTorch names it (`Output 0 of Unbind`).
+    MultiOutput {
+        /// The op's name as PyTorch prints it (`Unbind`).
+        op: String,
+        /// Which output.
+        index: usize,
+    },
+}
+
+impl<T: Tensor> Clone for ViewInverse<T> {
+    fn clone(&self) -> Self {
+        match self {
+            ViewInverse::Scatter(f) => ViewInverse::Scatter(f.clone()),
+            ViewInverse::Overlapping => ViewInverse::Overlapping,
+            ViewInverse::MultiOutput { op, index } => ViewInverse::MultiOutput {
+                op: op.clone(),
+                index: *index,
+            },
+        }
+    }
+}
+
+/// What a view keeps (in its variable's rarely written part).
+pub(crate) struct ViewMeta<T: Tensor> {
+    pub(crate) base: Variable<T>,
+    view_fn: ViewFn<T>,
+    inverse: ViewInverse<T>,
+    /// Made in no_grad mode (PyTorch's `CreationMeta::NO_GRAD_MODE`).
+    no_grad: bool,
+    /// The base's version when data and history were last computed.
+    synced: u32,
+}
+
+/// PyTorch's message for an in-place op on a view made in no_grad mode.
+pub const ERR_NO_GRAD_VIEW: &str = "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
+
+/// PyTorch's message for an in-place op on a view of a leaf that requires grad.
+pub const ERR_VIEW_OF_LEAF: &str =
+    "a view of a leaf Variable that requires grad is being used in an in-place operation.";
+
+/// PyTorch's message for an in-place op on a tensor whose elements overlap.
+pub const ERR_OVERLAP: &str = "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.";
+
+/// Makes `view` (an op's fresh output, computed from `base`) a view of `base`: it shares the
+/// base's version counter, and follows changes of the base from now on. When `base` is
+/// itself a view, `view` becomes a view of its root, with the functions composed.
+pub fn make_view<T: Tensor>(
+    view: &Variable<T>,
+    base: &Variable<T>,
+    view_fn: ViewFn<T>,
+    inverse: ViewInverse<T>,
+) -> Result<(), AutogradError> {
+    let (root, view_fn, inverse, no_grad) = match parent(base) {
+        None => (base.clone(), view_fn, inverse, false),
+        Some(p) => compose(p, view_fn, inverse),
+    };
+    view.share_version_counter(&root)?;
+    view.set_view(ViewMeta {
+        synced: root.version(),
+        base: root,
+        view_fn,
+        inverse,
+        no_grad: no_grad || !is_grad_enabled(),
+    });
+    Ok(())
+}
+
+/// A view's meta, cloned out of its lock.
+struct Parent<T: Tensor> {
+    base: Variable<T>,
+    view_fn: ViewFn<T>,
+    inverse: ViewInverse<T>,
+    no_grad: bool,
+    synced: u32,
+}
+
+/// The view meta of `v`, if it is a view.
+fn parent<T: Tensor>(v: &Variable<T>) -> Option<Parent<T>> {
+    if !v.is_view() {
+        return None;
+    }
+    let g = v.mutable();
+    let m = g.as_ref()?.view.as_ref()?;
+    Some(Parent {
+        base: m.base.clone(),
+        view_fn: m.view_fn.clone(),
+        inverse: m.inverse.clone(),
+        no_grad: m.no_grad,
+        synced: m.synced,
+    })
+}
+
+/// A view of a view: replay the parent from the root, then this view; write back through
+/// this view's inverse, then the parent's.
+fn compose<T: Tensor>(
+    p: Parent<T>,
+    view_fn: ViewFn<T>,
+    inverse: ViewInverse<T>,
+) -> (Variable<T>, ViewFn<T>, ViewInverse<T>, bool) {
+    let Parent {
+        base: root,
+        view_fn: parent_fn,
+        inverse: parent_inv,
+        no_grad,
+        ..
+    } = p;
+    let pf = parent_fn.clone();
+    let composed: ViewFn<T> = Arc::new(move |r| view_fn(&pf(r)?));
+    let inverse = match (parent_inv, inverse) {
+        (ViewInverse::Scatter(outer), ViewInverse::Scatter(inner)) => {
+            ViewInverse::Scatter(Arc::new(move |r: &Variable<T>, new: &Variable<T>| {
+                let mid = parent_fn(r)?;
+                outer(r, &inner(&mid, new)?)
+            }))
+        }
+        // A restriction of the parent holds for what is viewed through it.
+        (ViewInverse::Scatter(_), restricted) | (restricted, _) => restricted,
+    };
+    (root, composed, inverse, no_grad)
+}
+
+/// A stale view's new `(data, history, requires_grad)`, computed from its base; `None` when
+/// it is current (or the replay fails: the old values stay, and the op that reads them
+/// reports the problem).
+pub(crate) type Fresh<T> = (T, (Option<NodeRef<T>>, u32), bool);
+
+pub(crate) fn refreshed<T: Tensor>(view: &Variable<T>) -> Option<Fresh<T>> {
+    let Parent {
+        base,
+        view_fn,
+        synced,
+        ..
+    } = parent(view)?;
+    let now = base.version();
+    if now == synced {
+        return None;
+    }
+    let fresh = {
+        // The view's history follows its base's whatever the mode now.
+        let _g = base.requires_grad().then(enable_grad);
+        view_fn(&base).ok()?
+    };
+    {
+        let mut g = view.mutable();
+        if let Some(m) = g.as_mut().and_then(|m| m.view.as_mut()) {
+            m.synced = now;
+        }
+    }
+    let history = (fresh.grad_fn(), fresh.output_nr() as u32);
+    Some((fresh.data(), history, fresh.requires_grad()))
+}
+
+/// PyTorch's `check_inplace` for a view: `requires_grad` is whether the in-place op records
+/// (some input requires grad).
+pub fn check_inplace_view<T: Tensor>(
+    view: &Variable<T>,
+    requires_grad: bool,
+) -> Result<(), AutogradError> {
+    let Some(Parent {
+        base,
+        inverse,
+        no_grad,
+        ..
+    }) = parent(view)
+    else {
+        return Ok(());
+    };
+    if matches!(inverse, ViewInverse::Overlapping) {
+        return Err(AutogradError::msg(ERR_OVERLAP));
+    }
+    if !(requires_grad && is_grad_enabled()) {
+        return Ok(());
+    }
+    if no_grad {
+        return Err(AutogradError::msg(ERR_NO_GRAD_VIEW));
+    }
+    if let ViewInverse::MultiOutput { op, index } = &inverse {
+        return Err(AutogradError::msg(format!(
+            "Output {index} of {op} is a view and is being modified inplace. This view is the output of a function that returns multiple views. Such functions do not allow the output views to be modified inplace. You should replace the inplace operation by an out-of-place one."
+        )));
+    }
+    if view.requires_grad() && base.is_leaf() && base.requires_grad() {
+        return Err(AutogradError::msg(ERR_VIEW_OF_LEAF));
+    }
+    Ok(())
+}
+
+/// An in-place op on a view: checks it as PyTorch does, runs `op` on a differentiable copy
+/// of the view, writes the result into the base, and returns the view (current again when
+/// next read).
+pub fn inplace_on_view<T: Tensor>(
+    view: &Variable<T>,
+    requires_grad: bool,
+    op: impl FnOnce(&Variable<T>) -> Result<(), AutogradError>,
+) -> Result<Variable<T>, AutogradError> {
+    check_inplace_view(view, requires_grad)?;
+    let Some(Parent { base, inverse, .. }) = parent(view) else {
+        return Err(AutogradError::msg("inplace_on_view: not a view"));
+    };
+    let ViewInverse::Scatter(scatter) = inverse else {
+        // Refused by the check whenever it matters; without grad the write is still lost.
+        return Err(AutogradError::msg(ERR_OVERLAP));
+    };
+    let copy = crate::ops::clone(view);
+    op(&copy)?;
+    let new_base = scatter(&base, &copy)?;
+    base.replace_with(&new_base);
+    base.bump_version();
+    Ok(view.clone())
+}
