@@ -1,0 +1,1474 @@
+#!/usr/bin/env python3
+"""Record PyTorch's answers for ndtensor's differential test.
+
+Every fixture is a small *program*: leaf inputs (row-major values + shape), a list of steps
+(one ATen operator each, named by its schema name as in ndtensor's native_functions.yaml, with
+its arguments by schema argument name), an output, and the answers PyTorch (float64) gives:
+
+* the output's value;
+* the gradients of the inputs that require grad of ``L = sum(output * proj)`` (``proj`` a
+  fixed random tensor; ``L = sum(output)`` when ``reduce`` is ``"sum"``), computed with
+  ``torch.autograd.grad(..., create_graph=True, allow_unused=True)``;
+* when at least one of those gradients requires grad, the second-order gradients
+  ``grad(sum_i <g_i, gv_i>, inputs)`` with fixed random ``gv_i``;
+* or, when PyTorch raises, the stage (``forward`` step index, ``backward`` or ``grad2``) and
+  the message.
+
+Unused inputs get zero gradients (``None`` is materialised as zeros on both sides).
+
+The same program is interpreted here (``torch.ops.aten.<name>.<overload>(**args)``) and by one
+dispatcher in ``examples/ndtensor/tests/pytorch_fixtures.rs`` (a match on the op name), so the
+format is checked by both interpreters.
+
+Argument encoding: ``{"t": "x0"}`` a tensor of the environment, ``{"tl": ["a", "b"]}`` a list of
+tensors, otherwise the JSON value (numbers, bools, strings, ``null``, lists of ints). Tensor
+values are ``{"shape": [...], "data": [...]}`` with non-finite numbers written as the strings
+``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no literals for them).
+
+Besides ATen operators, the step list knows a few pseudo-ops (``SPECIAL`` below): ``detach``,
+``set_grad_enabled``, ``requires_grad_``.
+
+Usage: ``~/.cache/torch/bin/python tools/pytorch_fixtures/record.py`` (writes
+``examples/ndtensor/tests/fixtures/*.json``; deterministic: the same PyTorch gives the same files).
+"""
+
+import json
+import math
+import os
+import random
+import re
+import sys
+
+import torch
+
+torch.set_default_dtype(torch.float64)
+A = torch.ops.aten
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ND = os.path.join(ROOT, "examples", "ndtensor")
+OUT_DIR = os.path.join(ND, "tests", "fixtures")
+
+# Errors whose PyTorch message names PyTorch-internal details (tensor type names such as
+# `torch.DoubleTensor`, backward node names): the fixture stores the whole message and the
+# prefix both sides must share. Everything else is compared whole.
+VERSION_PREFIX = "one of the variables needed for gradient computation has been modified by an inplace operation: "
+PREFIXES = [VERSION_PREFIX]
+
+SPECIAL = {"detach", "set_grad_enabled", "requires_grad_"}
+
+
+# ----------------------------------------------------------------------------- encoding
+
+def enc_num(x):
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def enc_tensor(t):
+    t = t.detach().to(torch.float64).clone().contiguous()
+    return {"shape": list(t.shape), "data": [enc_num(v) for v in t.reshape(-1).tolist()]}
+
+
+class T:
+    """A reference to a tensor of the environment."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+def enc_arg(v):
+    if isinstance(v, T):
+        return {"t": v.name}
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, T) for x in v):
+        return {"tl": [x.name for x in v]}
+    if isinstance(v, float):
+        return enc_num(v)
+    return v
+
+
+def dec_arg(v, env):
+    if isinstance(v, dict) and "t" in v:
+        return env[v["t"]]
+    if isinstance(v, dict) and "tl" in v:
+        return [env[n] for n in v["tl"]]
+    if isinstance(v, str) and v in ("inf", "-inf", "nan"):
+        return float(v)
+    return v
+
+
+# ----------------------------------------------------------------------------- programs
+
+class Program:
+    def __init__(self, name, category, rng, reduce="proj"):
+        self.name = name
+        self.category = category
+        self.r = rng
+        self.inputs = []
+        self.steps = []
+        self.n = 0
+        self.output = None
+        self.reduce = reduce
+        self.note = None
+
+    def fresh(self, prefix="t"):
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+    def values(self, shape, kind):
+        n = 1
+        for d in shape:
+            n *= d
+        r = self.r
+        if kind == "t":
+            return [round(r.uniform(-1, 1), 6) for _ in range(n)]
+        if kind == "pos":
+            return [round(r.uniform(0.5, 1.5), 6) for _ in range(n)]
+        if kind == "away":
+            return [round(r.uniform(0.2, 1.0) * r.choice([-1, 1]), 6) for _ in range(n)]
+        if kind == "wide":
+            return [round(r.uniform(-2, 2), 6) for _ in range(n)]
+        if kind.startswith("idx"):
+            hi = int(kind[3:])
+            return [r.randrange(hi) for _ in range(n)]
+        if kind == "bool":
+            return [r.random() < 0.5 for _ in range(n)]
+        raise ValueError(kind)
+
+    def inp(self, shape, kind="t", rg=True, nc=False, data=None):
+        """A leaf input; with `nc` (and rank >= 2) the program sees it through a permute
+        (a non-contiguous view of a leaf stored with the reversed shape)."""
+        shape = list(shape)
+        dtype = "f64"
+        if kind.startswith("idx"):
+            dtype, rg = "i64", False
+        elif kind == "bool":
+            dtype, rg = "bool", False
+        nc = nc and len(shape) >= 2 and dtype == "f64"
+        stored = list(reversed(shape)) if nc else shape
+        vals = data if data is not None else self.values(stored, kind)
+        name = f"x{len(self.inputs)}"
+        self.inputs.append({"name": name, "shape": stored, "dtype": dtype,
+                            "requires_grad": rg, "data": [enc_num(v) if dtype == "f64" else v for v in vals]})
+        if nc:
+            dims = list(reversed(range(len(shape))))
+            return self.op("permute", self=T(name), dims=dims)
+        return T(name)
+
+    def op(pg, op, nout=None, **args):  # noqa: N805 - `self` is an ATen argument name
+        if nout is None:
+            out = pg.fresh()
+            pg.steps.append({"op": op, "args": {k: enc_arg(v) for k, v in args.items()}, "out": out})
+            pg.output = T(out)
+            return T(out)
+        outs = [pg.fresh() for _ in range(nout)]
+        pg.steps.append({"op": op, "args": {k: enc_arg(v) for k, v in args.items()}, "out": outs})
+        pg.output = T(outs[0])
+        return [T(o) for o in outs]
+
+    def special(pg, op, **args):  # noqa: N805
+        out = pg.fresh() if op in ("detach",) else None
+        st = {"op": op, "args": {k: enc_arg(v) for k, v in args.items()}}
+        if out:
+            st["out"] = out
+        pg.steps.append(st)
+        return T(out) if out else None
+
+    def out(self, t):
+        self.output = t
+
+
+def aten(name):
+    base, _, overload = name.partition(".")
+    return getattr(getattr(A, base), overload or "default")
+
+
+def run_steps(p, env):
+    for i, st in enumerate(p.steps):
+        args = {k: dec_arg(v, env) for k, v in st["args"].items()}
+        op = st["op"]
+        try:
+            if op == "detach":
+                res = args["self"].detach()
+            elif op == "set_grad_enabled":
+                torch.set_grad_enabled(args["enabled"])
+                res = None
+            elif op == "requires_grad_":
+                res = args["self"].requires_grad_(args.get("requires_grad", True))
+            else:
+                res = aten(op)(**args)
+        except Exception as e:  # noqa: BLE001 - PyTorch's error is the answer
+            return {"stage": "forward", "step": i, "message": str(e)}
+        if "out" in st:
+            if isinstance(st["out"], list):
+                for n, t in zip(st["out"], res):
+                    env[n] = t
+            else:
+                env[st["out"]] = res
+    return None
+
+
+def err(stage, e, step=None):
+    d = {"stage": stage, "message": str(e)}
+    if step is not None:
+        d["step"] = step
+    for pre in PREFIXES:
+        if d["message"].startswith(pre):
+            d["prefix"] = pre
+    return d
+
+
+def record(p):
+    rng = random.Random(hash_name(p.name))
+    env = {}
+    leaves = []
+    for i in p.inputs:
+        if i["dtype"] == "i64":
+            t = torch.tensor(i["data"], dtype=torch.long).reshape(i["shape"]).clone()
+        elif i["dtype"] == "bool":
+            t = torch.tensor(i["data"], dtype=torch.bool).reshape(i["shape"]).clone()
+        else:
+            t = torch.tensor([float(v) for v in i["data"]], dtype=torch.float64).reshape(i["shape"]).clone()
+            t.requires_grad_(i["requires_grad"])
+        env[i["name"]] = t
+        if i["requires_grad"]:
+            leaves.append(t)
+    fx = {"name": p.name, "category": p.category, "inputs": p.inputs, "steps": p.steps,
+          "output": p.output.name, "reduce": p.reduce}
+    if p.note:
+        fx["note"] = p.note
+    try:
+        e = run_steps(p, env)
+    finally:
+        torch.set_grad_enabled(True)
+    if e is not None:
+        for pre in PREFIXES:
+            if e["message"].startswith(pre):
+                e["prefix"] = pre
+        fx["expect"] = {"error": e}
+        return fx
+    out = env[p.output.name]
+    expect = {"value": enc_tensor(out)}
+    fx["expect"] = expect
+    if not leaves:
+        return fx
+    if p.reduce == "proj":
+        proj = [round(rng.uniform(-1, 1), 6) for _ in range(out.numel())]
+        fx["proj"] = proj
+        L = (out * torch.tensor(proj).reshape(out.shape)).sum()
+    else:
+        L = out.sum()
+    try:
+        gs = torch.autograd.grad(L, leaves, create_graph=True, allow_unused=True)
+    except Exception as e:  # noqa: BLE001
+        expect["error"] = err("backward", e)
+        return fx
+    gs = [torch.zeros_like(x) if g is None else g for g, x in zip(gs, leaves)]
+    expect["grads"] = [enc_tensor(g) for g in gs]
+    if not any(g.requires_grad for g in gs):
+        return fx
+    gv = [[round(rng.uniform(-1, 1), 6) for _ in range(x.numel())] for x in leaves]
+    fx["gv"] = gv
+    s = sum((g * torch.tensor(v).reshape(g.shape)).sum() for g, v in zip(gs, gv) if g.requires_grad)
+    try:
+        g2 = torch.autograd.grad(s, leaves, allow_unused=True)
+    except Exception as e:  # noqa: BLE001
+        expect["error"] = err("grad2", e)
+        return fx
+    expect["grad2"] = [enc_tensor(torch.zeros_like(x) if g is None else g) for g, x in zip(g2, leaves)]
+    return fx
+
+
+def hash_name(s):
+    h = 1469598103934665603
+    for c in s.encode():
+        h = ((h ^ c) * 1099511628211) % (1 << 64)
+    return h
+
+
+# ----------------------------------------------------------------------------- random programs
+# One generator per operator of ndtensor's native_functions.yaml. Each builds the operator's
+# inputs (random shapes with broadcasting, 0-d and empty tensors, dims -1/0, non-contiguous
+# inputs through permute) and calls it; `compose` then may feed the result to a second op.
+
+def size(r):
+    return r.randint(2, 4)
+
+
+def bshapes(r):
+    """Two broadcast-compatible shapes."""
+    a, b, c = size(r), size(r), size(r)
+    return r.choice([
+        ([a, b], [a, b]), ([a, b], [b]), ([a, 1, c], [b, 1]), ([], [a, b]), ([a, b], []),
+        ([0, b], [b]), ([a, b, c], [1, c]), ([a], [a]),
+    ])
+
+
+def shape(r, lo=1, hi=3):
+    return [size(r) for _ in range(r.randint(lo, hi))]
+
+
+def binary(op, kind2="t", extra=None):
+    def g(p, r):
+        sa, sb = bshapes(r)
+        a = p.inp(sa, nc=r.random() < 0.4)
+        b = p.inp(sb, kind2, nc=r.random() < 0.4)
+        return p.op(op, self=a, other=b, **(extra(r) if extra else {}))
+    return g
+
+
+def unary(op, kind="t", **kw):
+    def g(p, r):
+        s = r.choice([shape(r), [], [0, 3], shape(r, 2, 3)])
+        x = p.inp(s, kind, nc=r.random() < 0.5)
+        return p.op(op, self=x, **{k: (v(r) if callable(v) else v) for k, v in kw.items()})
+    return g
+
+
+def inplace(op, kind="t", tother=None, **kw):
+    """`y = x * 1` (a non-leaf copy), then `op_(y, ...)`; the output is y."""
+    def g(p, r):
+        s = shape(r, 1, 2)
+        x = p.inp(s, kind, nc=r.random() < 0.3)
+        y = p.op("mul.Scalar", self=x, other=1.0)
+        args = {k: (v(r) if callable(v) else v) for k, v in kw.items()}
+        if tother:
+            args["other"] = p.inp(r.choice([s, s[-1:]]), tother)
+        p.op(op, self=y, **args)
+        p.out(y)
+        return y
+    return g
+
+
+def out_variant(op, nin=2, kind2="t", **kw):
+    """out= with inputs that do not require grad: the value only."""
+    def g(p, r):
+        s = shape(r, 1, 2)
+        ins = [p.inp(s, "t" if i == 0 else kind2, rg=False) for i in range(nin)]
+        o = p.inp([0], rg=False, data=[])
+        names = ["self", "other"]
+        args = {names[i]: ins[i] for i in range(nin)}
+        args.update({k: (v(r) if callable(v) else v) for k, v in kw.items()})
+        p.op(op, out=o, **args)
+        p.out(o)
+        return o
+    return g
+
+
+def dims_arg(r, rank):
+    if rank == 0:
+        return r.choice([[0], [-1]])
+    c = r.choice(["one", "neg", "two", "all"])
+    if c == "one":
+        return [r.randrange(rank)]
+    if c == "neg":
+        return [-1]
+    if c == "two" and rank >= 2:
+        return [0, -1]
+    return list(range(rank))
+
+
+def g_reduce_dims(op, keep=True, optional=True):
+    def g(p, r):
+        s = r.choice([shape(r, 1, 3), shape(r, 2, 3), []])
+        x = p.inp(s, nc=r.random() < 0.4)
+        args = {"self": x, "dim": dims_arg(r, len(s))}
+        if keep:
+            args["keepdim"] = r.random() < 0.5
+        if op in ("sum.dim_IntList", "mean.dim"):
+            args["dtype"] = None
+        return p.op(op, **args)
+    return g
+
+
+def g_softmax(op):
+    def g(p, r):
+        s = r.choice([shape(r, 1, 3), []])
+        x = p.inp(s, "wide", nc=r.random() < 0.4)
+        d = r.choice([0, -1]) if not s else r.randrange(-len(s), len(s))
+        return p.op(op, self=x, dim=d, dtype=None)
+    return g
+
+
+def g_pow_tt(p, r):
+    sa, sb = bshapes(r)
+    a = p.inp(sa, "pos", nc=r.random() < 0.4)
+    b = p.inp(sb, "t")
+    return p.op("pow.Tensor_Tensor", self=a, exponent=b)
+
+
+def g_pow_ts(p, r):
+    e = r.choice([2.0, 3.0, 0.5, 2.5, -1.0, 1.0, 0.0])
+    kind = "pos" if e not in (2.0, 3.0, 1.0) else "t"
+    x = p.inp(r.choice([shape(r), []]), kind, nc=r.random() < 0.5)
+    return p.op("pow.Tensor_Scalar", self=x, exponent=e)
+
+
+def g_clamp(p, r):
+    lo, hi = r.choice([(-0.5, 0.5), (None, 0.3), (-0.2, None), (0.1, 0.6)])
+    x = p.inp(shape(r), "wide", nc=r.random() < 0.5)
+    return p.op("clamp", self=x, min=lo, max=hi)
+
+
+def g_where(p, r):
+    sa, sb = bshapes(r)
+    c = p.inp(r.choice([sa, sb]), "bool")
+    a = p.inp(sa, nc=r.random() < 0.4)
+    b = p.inp(sb)
+    return p.op("where.self", condition=c, self=a, other=b)
+
+
+def g_cmp(op, tensor):
+    def g(p, r):
+        sa, sb = bshapes(r)
+        a = p.inp(sa)
+        if tensor:
+            b = p.inp(sb)
+            c = p.op(op, self=a, other=b)
+        else:
+            c = p.op(op, self=a, other=r.choice([0.0, 0.25, -0.3]))
+        # The mask times an input: the gradient flows through the input only.
+        return p.op("mul.Tensor", self=c, other=a)
+    return g
+
+
+def g_argmax(p, r):
+    s = shape(r, 1, 3)
+    x = p.inp(s)
+    d = r.choice([None, 0, -1])
+    i = p.op("argmax", self=x, dim=d, keepdim=r.random() < 0.5)
+    return p.op("mul.Tensor", self=i, other=p.op("sum", self=x, dtype=None))
+
+
+def g_new_zeros(p, r):
+    s = shape(r)
+    x = p.inp(s)
+    z = p.op("new_zeros", self=x, size=s, dtype=None, layout=None, device=None, pin_memory=None)
+    return p.op("sub.Tensor", self=z, other=x, alpha=1.0)
+
+
+def g_zeros_like(p, r):
+    x = p.inp(shape(r))
+    z = p.op("zeros_like", self=x, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None)
+    return p.op("add.Tensor", self=z, other=x, alpha=2.0)
+
+
+def g_mm(p, r):
+    m, k, n = size(r), size(r), size(r)
+    a = p.inp([m, k], nc=r.random() < 0.5)
+    b = p.inp([k, n], nc=r.random() < 0.5)
+    return p.op("mm", self=a, mat2=b)
+
+
+def g_matmul(p, r):
+    m, k, n = size(r), size(r), size(r)
+    sa, sb = r.choice([([m, k], [k, n]), ([k], [k]), ([k], [k, n]), ([2, m, k], [k]),
+                       ([2, 1, m, k], [3, k, n]), ([m, k], [2, k, n])])
+    a = p.inp(sa, nc=r.random() < 0.4)
+    b = p.inp(sb, nc=r.random() < 0.4)
+    return p.op("matmul", self=a, other=b)
+
+
+def g_bmm(p, r):
+    bs, m, k, n = size(r), size(r), size(r), size(r)
+    a = p.inp([bs, m, k], nc=r.random() < 0.4)
+    b = p.inp([bs, k, n], nc=r.random() < 0.4)
+    return p.op("bmm", self=a, mat2=b)
+
+
+def g_sum(p, r):
+    x = p.inp(r.choice([shape(r), [], [0, 2]]), nc=r.random() < 0.5)
+    return p.op("sum", self=x, dtype=None)
+
+
+def g_mean(p, r):
+    x = p.inp(r.choice([shape(r), []]), nc=r.random() < 0.5)
+    return p.op("mean", self=x, dtype=None)
+
+
+def g_max_dim(p, r):
+    s = shape(r, 1, 3)
+    x = p.inp(s, nc=r.random() < 0.4)
+    v, i = p.op("max.dim", nout=2, self=x, dim=r.choice([0, -1, len(s) - 1]), keepdim=r.random() < 0.5)
+    p.out(v)
+    return v
+
+
+def g_amax(p, r):
+    s = r.choice([shape(r, 1, 3), []])
+    x = p.inp(s, nc=r.random() < 0.4)
+    return p.op("amax", self=x, dim=dims_arg(r, len(s)), keepdim=r.random() < 0.5)
+
+
+def g_transpose(p, r):
+    s = shape(r, 2, 3)
+    x = p.inp(s)
+    return p.op("transpose.int", self=x, dim0=0, dim1=r.choice([-1, 1]))
+
+
+def g_t(p, r):
+    x = p.inp(r.choice([shape(r, 2, 2), shape(r, 1, 1), []]))
+    return p.op("t", self=x)
+
+
+def g_permute(p, r):
+    s = shape(r, 2, 3)
+    x = p.inp(s, nc=r.random() < 0.3)
+    d = list(range(len(s)))
+    r.shuffle(d)
+    if r.random() < 0.5:
+        d[0] -= len(s)
+    return p.op("permute", self=x, dims=d)
+
+
+def g_reshape(op):
+    def g(p, r):
+        s = shape(r, 2, 3)
+        nc = op == "reshape" and r.random() < 0.5
+        x = p.inp(s, nc=nc)
+        n = 1
+        for d in s:
+            n *= d
+        tgt = r.choice([[n], [-1], [s[0], -1], [-1, s[-1]], [1, n]])
+        return p.op(op, self=x, **({"shape": tgt} if op == "reshape" else {"size": tgt}))
+    return g
+
+
+def g_expand(p, r):
+    a, b = size(r), size(r)
+    src, tgt = r.choice([([b, 1], [a, b, 3]), ([], [a, b]), ([1, b], [-1, b]), ([b], [a, b])])
+    x = p.inp(src)
+    return p.op("expand", self=x, size=tgt, implicit=False)
+
+
+def g_squeeze(p, r):
+    a, b = size(r), size(r)
+    x = p.inp(r.choice([[a, 1, b, 1], [1], [1, a]]))
+    return p.op("squeeze", self=x)
+
+
+def g_squeeze_dim(p, r):
+    a, b = size(r), size(r)
+    s, d = r.choice([([a, 1, b], 1), ([a, 1], -1), ([a, b], 0), ([], 0), ([1], -1)])
+    x = p.inp(s)
+    return p.op("squeeze.dim", self=x, dim=d)
+
+
+def g_unsqueeze(p, r):
+    s = r.choice([shape(r), []])
+    x = p.inp(s, nc=r.random() < 0.4)
+    return p.op("unsqueeze", self=x, dim=r.choice([0, -1, len(s)]))
+
+
+def g_slice(p, r):
+    s = [5, size(r)]
+    x = p.inp(s, nc=r.random() < 0.4)
+    d = r.choice([0, -2])
+    st, en, step = r.choice([(1, None, 2), (-3, 4, 1), (None, 2, 1), (0, 10, 3), (4, 2, 1)])
+    return p.op("slice.Tensor", self=x, dim=d, start=st, end=en, step=step)
+
+
+def g_slice_backward(p, r):
+    b = size(r)
+    x = p.inp([2, b])
+    return p.op("slice_backward", grad_output=x, input_sizes=[5, b], dim=0, start=1, end=5, step=2)
+
+
+def g_cat(op):
+    def g(p, r):
+        a = size(r)
+        if op == "stack":
+            s = r.choice([[a, 2], [a], []])
+            xs = [p.inp(s, nc=r.random() < 0.4) for _ in range(r.randint(1, 3))]
+            return p.op("stack", tensors=xs, dim=r.choice([0, -1]))
+        xs = [p.inp([a, c], nc=r.random() < 0.4) for c in (1, 3, 2)]
+        if r.random() < 0.3:
+            xs.append(p.inp([a, 0]))
+        return p.op("cat", tensors=xs, dim=r.choice([1, -1]))
+    return g
+
+
+def g_unbind(p, r):
+    n = size(r)
+    s = [n, size(r)]
+    x = p.inp(s, nc=r.random() < 0.4)
+    d = r.choice([0, 1, -1])
+    k = s[d]
+    us = p.op("unbind.int", nout=k, self=x, dim=d)
+    y = p.op("mul.Tensor", self=us[0], other=us[-1])
+    return p.op("add.Tensor", self=y, other=us[k // 2], alpha=1.0)
+
+
+def g_index_select(p, r):
+    s = shape(r, 2, 2)
+    x = p.inp(s, nc=r.random() < 0.4)
+    d = r.choice([0, -1])
+    idx = p.inp([r.randint(1, 5)], f"idx{s[d]}")
+    return p.op("index_select", self=x, dim=d, index=idx)
+
+
+def g_index_add(p, r):
+    a, b = size(r), size(r)
+    x = p.inp([a, b])
+    n = r.randint(1, 4)
+    idx = p.inp([n], f"idx{b}")
+    src = p.inp([a, n], nc=r.random() < 0.4)
+    return p.op("index_add", self=x, dim=1, index=idx, source=src, alpha=r.choice([1.0, 0.5]))
+
+
+def g_gather(p, r):
+    a, b = size(r), size(r)
+    x = p.inp([a, b], nc=r.random() < 0.4)
+    d = r.choice([0, 1])
+    ish = [a, r.randint(1, 5)] if d == 1 else [r.randint(1, 5), b]
+    idx = p.inp(ish, f"idx{[a, b][d]}")
+    return p.op("gather", self=x, dim=d, index=idx, sparse_grad=False)
+
+
+def g_scatter_add(p, r):
+    a, b = size(r), size(r)
+    x = p.inp([a, b])
+    src = p.inp([4, b])
+    idx = p.inp([4, b], f"idx{a}")
+    return p.op("scatter_add", self=x, dim=0, index=idx, src=src)
+
+
+def g_mse(p, r):
+    s = shape(r)
+    a = p.inp(s, nc=r.random() < 0.4)
+    b = p.inp(s, nc=r.random() < 0.4)
+    return p.op("mse_loss", self=a, target=b, reduction=r.choice([0, 1, 2]))
+
+
+def nll_inputs(p, r, logits=False):
+    n, c = size(r) + 1, size(r)
+    kind = r.choice(["nc", "c", "nchw"] if logits else ["nc", "c"])
+    if kind == "nc":
+        xs, ts = [n, c], [n]
+    elif kind == "c":
+        xs, ts = [c], []
+    else:
+        xs, ts = [2, c, 2], [2, 2]
+    x = p.inp(xs, "wide")
+    if not logits:
+        x = p.op("log_softmax.int", self=x, dim=0 if kind == "c" else 1, dtype=None)
+    tdata = [r.randrange(c) for _ in range(math.prod(ts))]
+    ii = r.choice([-100, 1])
+    if r.random() < 0.4 and tdata:
+        tdata[0] = ii
+    t = p.inp(ts, f"idx{c}", data=tdata)
+    w = p.inp([c], "pos", rg=False) if r.random() < 0.5 else None
+    return x, t, w, ii
+
+
+def g_nll(p, r):
+    x, t, w, ii = nll_inputs(p, r)
+    return p.op("nll_loss", self=x, target=t, weight=w, reduction=r.choice([0, 1, 2]), ignore_index=ii)
+
+
+def g_nll_forward(p, r):
+    x, t, w, ii = nll_inputs(p, r)
+    o, tw = p.op("nll_loss_forward", nout=2, self=x, target=t, weight=w, reduction=r.choice([0, 1, 2]), ignore_index=ii)
+    if r.random() < 0.5:
+        return p.op("mul.Tensor", self=o, other=tw)
+    p.out(o)
+    return o
+
+
+def g_nll_backward(p, r):
+    n, c = size(r), size(r)
+    red = r.choice([0, 1, 2])
+    go = p.inp([n] if red == 0 else [])
+    x = p.inp([n, c])
+    t = p.inp([n], f"idx{c}")
+    tw = p.inp([], "pos", rg=False)
+    return p.op("nll_loss_backward", grad_output=go, self=x, target=t, weight=None, reduction=red,
+                ignore_index=-100, total_weight=tw)
+
+
+def g_ce(p, r):
+    x, t, w, ii = nll_inputs(p, r, logits=True)
+    return p.op("cross_entropy_loss", self=x, target=t, weight=w, reduction=r.choice([0, 1, 2]),
+                ignore_index=ii, label_smoothing=r.choice([0.0, 0.0, 0.1, 0.25]))
+
+
+def g_dropout(p, r):
+    x = p.inp(shape(r), nc=r.random() < 0.4)
+    pp, train = r.choice([(0.4, False), (0.0, True), (0.7, None)])
+    if train is None:
+        train = False
+    o, m = p.op("native_dropout", nout=2, input=x, p=pp, train=train)
+    p.out(o)
+    return o
+
+
+def g_dropout_backward(p, r):
+    s = shape(r)
+    g = p.inp(s)
+    m = p.inp(s, "bool")
+    return p.op("native_dropout_backward", grad_output=g, mask=m, scale=r.choice([1.0, 2.0, 1.25]))
+
+
+def g_layer_norm(p, r):
+    b, c, d = size(r), size(r), size(r)
+    x = p.inp([b, c, d], "wide", nc=r.random() < 0.4)
+    ns = r.choice([[d], [c, d]])
+    aff = r.random() < 0.6
+    w = p.inp(ns, "pos") if aff else None
+    bi = p.inp(ns) if aff and r.random() < 0.7 else None
+    return p.op("layer_norm", input=x, normalized_shape=ns, weight=w, bias=bi, eps=1e-5, cudnn_enable=True)
+
+
+def g_embedding(p, r):
+    n, d = size(r) + 2, size(r)
+    w = p.inp([n, d])
+    idx = p.inp(r.choice([[4], [2, 3]]), f"idx{n}")
+    pad = r.choice([-1, -1, 1])
+    return p.op("embedding", weight=w, indices=idx, padding_idx=pad, scale_grad_by_freq=r.random() < 0.3,
+                sparse=False)
+
+
+def g_tanh_backward(p, r):
+    s = shape(r)
+    return p.op("tanh_backward", grad_output=p.inp(s), output=p.inp(s, nc=r.random() < 0.4))
+
+
+def g_threshold_backward(p, r):
+    s = shape(r)
+    return p.op("threshold_backward", grad_output=p.inp(s), self=p.inp(s, "away"), threshold=0.0)
+
+
+def g_maximum(p, r):
+    sa, sb = bshapes(r)
+    a = p.inp(sa)
+    b = p.inp(sb)
+    return p.op("maximum", self=a, other=b)
+
+
+def g_fill(op):
+    def g(p, r):
+        s = shape(r)
+        x = p.inp(s)
+        y = p.op("mul.Scalar", self=x, other=2.0)
+        if op == "zero_":
+            p.op("zero_", self=y)
+        else:
+            p.op("fill_.Scalar", self=y, value=r.choice([0.5, -2.0]))
+        return p.op("add.Tensor", self=y, other=x, alpha=1.0)
+    return g
+
+
+def alpha(r):
+    return {"alpha": r.choice([1.0, 2.0, -0.5])}
+
+
+GEN = {
+    "add.Tensor": binary("add.Tensor", extra=alpha),
+    "add_.Tensor": inplace("add_.Tensor", tother="t", alpha=lambda r: r.choice([1.0, 2.0])),
+    "add.out": out_variant("add.out", alpha=1.0),
+    "add.Scalar": unary("add.Scalar", other=lambda r: r.choice([3.0, -1.5]), alpha=lambda r: r.choice([1.0, 0.5])),
+    "add_.Scalar": inplace("add_.Scalar", other=lambda r: 1.5, alpha=lambda r: 2.0),
+    "sub.Tensor": binary("sub.Tensor", extra=alpha),
+    "sub_.Tensor": inplace("sub_.Tensor", tother="t", alpha=lambda r: 0.5),
+    "sub.out": out_variant("sub.out", alpha=2.0),
+    "sub.Scalar": unary("sub.Scalar", other=lambda r: 1.5, alpha=lambda r: r.choice([1.0, 2.0])),
+    "mul.Tensor": binary("mul.Tensor"),
+    "mul_.Tensor": inplace("mul_.Tensor", tother="t"),
+    "mul.out": out_variant("mul.out"),
+    "mul.Scalar": unary("mul.Scalar", other=lambda r: r.choice([-1.5, 2.0, 0.0])),
+    "mul_.Scalar": inplace("mul_.Scalar", other=lambda r: -3.0),
+    "div.Tensor": binary("div.Tensor", kind2="pos"),
+    "div_.Tensor": inplace("div_.Tensor", tother="pos"),
+    "div.out": out_variant("div.out", kind2="pos"),
+    "div.Scalar": unary("div.Scalar", other=lambda r: r.choice([4.0, -0.5])),
+    "div_.Scalar": inplace("div_.Scalar", other=lambda r: 4.0),
+    "neg": unary("neg"),
+    "neg_": inplace("neg_"),
+    "neg.out": out_variant("neg.out", nin=1),
+    "exp": unary("exp"),
+    "exp_": inplace("exp_"),
+    "exp.out": out_variant("exp.out", nin=1),
+    "log": unary("log", "pos"),
+    "log_": inplace("log_", "pos"),
+    "sqrt": unary("sqrt", "pos"),
+    "sqrt_": inplace("sqrt_", "pos"),
+    "rsqrt": unary("rsqrt", "pos"),
+    "pow.Tensor_Scalar": g_pow_ts,
+    "pow.Tensor_Tensor": g_pow_tt,
+    "abs": unary("abs", "away"),
+    "sign": unary("sign", "away"),
+    "sin": unary("sin"),
+    "sin_": inplace("sin_"),
+    "cos": unary("cos"),
+    "erf": unary("erf", "wide"),
+    "tanh": unary("tanh", "wide"),
+    "tanh_": inplace("tanh_"),
+    "tanh.out": out_variant("tanh.out", nin=1),
+    "tanh_backward": g_tanh_backward,
+    "sigmoid": unary("sigmoid", "wide"),
+    "sigmoid_": inplace("sigmoid_"),
+    "relu": unary("relu", "away"),
+    "relu_": inplace("relu_", "away"),
+    "leaky_relu": unary("leaky_relu", "away", negative_slope=lambda r: r.choice([0.01, 0.2])),
+    "threshold_backward": g_threshold_backward,
+    "gelu": unary("gelu", "wide", approximate=lambda r: r.choice(["none", "tanh"])),
+    "gelu_": inplace("gelu_", approximate=lambda r: r.choice(["none", "tanh"])),
+    "clamp": g_clamp,
+    "clamp_": inplace("clamp_", "away", min=lambda r: -0.5, max=lambda r: 0.5),
+    "clamp.out": out_variant("clamp.out", nin=1, min=-0.2, max=None),
+    "where.self": g_where,
+    "maximum": g_maximum,
+    "eq.Tensor": g_cmp("eq.Tensor", True),
+    "eq.Scalar": g_cmp("eq.Scalar", False),
+    "ne.Scalar": g_cmp("ne.Scalar", False),
+    "gt.Tensor": g_cmp("gt.Tensor", True),
+    "gt.Scalar": g_cmp("gt.Scalar", False),
+    "lt.Tensor": g_cmp("lt.Tensor", True),
+    "lt.Scalar": g_cmp("lt.Scalar", False),
+    "ge.Scalar": g_cmp("ge.Scalar", False),
+    "le.Scalar": g_cmp("le.Scalar", False),
+    "argmax": g_argmax,
+    "new_zeros": g_new_zeros,
+    "zeros_like": g_zeros_like,
+    "zero_": g_fill("zero_"),
+    "fill_.Scalar": g_fill("fill_.Scalar"),
+    "mm": g_mm,
+    "mm.out": out_variant("mm.out", nin=1),  # replaced below
+    "matmul": g_matmul,
+    "bmm": g_bmm,
+    "sum": g_sum,
+    "sum.dim_IntList": g_reduce_dims("sum.dim_IntList"),
+    "sum.IntList_out": None,
+    "mean": g_mean,
+    "mean.dim": g_reduce_dims("mean.dim"),
+    "max.dim": g_max_dim,
+    "amax": g_amax,
+    "softmax.int": g_softmax("softmax.int"),
+    "log_softmax.int": g_softmax("log_softmax.int"),
+    "logsumexp": g_reduce_dims("logsumexp"),
+    "transpose.int": g_transpose,
+    "t": g_t,
+    "permute": g_permute,
+    "reshape": g_reshape("reshape"),
+    "view": g_reshape("view"),
+    "expand": g_expand,
+    "squeeze": g_squeeze,
+    "squeeze.dim": g_squeeze_dim,
+    "unsqueeze": g_unsqueeze,
+    "slice.Tensor": g_slice,
+    "slice_backward": g_slice_backward,
+    "cat": g_cat("cat"),
+    "cat.out": None,
+    "stack": g_cat("stack"),
+    "unbind.int": g_unbind,
+    "index_select": g_index_select,
+    "index_add": g_index_add,
+    "gather": g_gather,
+    "scatter_add": g_scatter_add,
+    "mse_loss": g_mse,
+    "nll_loss": g_nll,
+    "nll_loss_forward": g_nll_forward,
+    "nll_loss_backward": g_nll_backward,
+    "cross_entropy_loss": g_ce,
+    "native_dropout": g_dropout,
+    "native_dropout_backward": g_dropout_backward,
+    "layer_norm": g_layer_norm,
+    "embedding": g_embedding,
+}
+
+
+def g_mm_out(p, r):
+    m, k, n = size(r), size(r), size(r)
+    o = p.inp([m, n], rg=False)
+    p.op("mm.out", self=p.inp([m, k], rg=False), mat2=p.inp([k, n], rg=False), out=o)
+    p.out(o)
+    return o
+
+
+def g_sum_out(p, r):
+    s = shape(r, 2, 2)
+    o = p.inp([0], rg=False, data=[])
+    p.op("sum.IntList_out", self=p.inp(s, rg=False), dim=[r.choice([0, -1])], keepdim=False, dtype=None, out=o)
+    p.out(o)
+    return o
+
+
+def g_cat_out(p, r):
+    a = size(r)
+    o = p.inp([0], rg=False, data=[])
+    p.op("cat.out", tensors=[p.inp([a, 2], rg=False), p.inp([a, 3], rg=False)], dim=-1, out=o)
+    p.out(o)
+    return o
+
+
+GEN["mm.out"] = g_mm_out
+GEN["sum.IntList_out"] = g_sum_out
+GEN["cat.out"] = g_cat_out
+
+# Ops a random program may apply to an op's result (a composition).
+POST = ["tanh", "sin", "square", "exp_neg", "sum_last", None, None]
+
+
+def compose(p, r, y):
+    post = r.choice(POST)
+    if y is None or post is None:
+        return
+    if post == "tanh":
+        p.op("tanh", self=y)
+    elif post == "sin":
+        p.op("sin", self=y)
+    elif post == "square":
+        p.op("mul.Tensor", self=y, other=y)
+    elif post == "exp_neg":
+        p.op("exp", self=p.op("neg", self=y))
+
+
+def native_names():
+    names = []
+    with open(os.path.join(ND, "native_functions.yaml")) as f:
+        for line in f:
+            m = re.match(r"- func: ([A-Za-z0-9_.]+)\(", line)
+            if m:
+                names.append(m.group(1))
+    return names
+
+
+def random_programs(per_op=5):
+    names = native_names()
+    missing = [n for n in names if n not in GEN]
+    assert not missing, f"operators of native_functions.yaml without a generator: {missing}"
+    progs = []
+    for op in names:
+        for k in range(per_op):
+            name = f"random/{op}/{k}"
+            r = random.Random(hash_name(name))
+            p = Program(name, "random", r)
+            y = GEN[op](p, r)
+            if not op.endswith("out"):
+                compose(p, r, y)
+            progs.append(p)
+    return progs
+
+
+# ----------------------------------------------------------------------------- scenarios
+
+def scen(name, category, reduce="proj", note=None):
+    r = random.Random(hash_name(name))
+    p = Program(name, category, r, reduce)
+    p.note = note
+    return p
+
+
+def scenarios():
+    S = []
+
+    def add(p):
+        S.append(p)
+        return p
+
+    # ---- issue 12 item 1: writes through a view reach its base
+    def view_write(vname, mk, data=(1.0, 2.0, 3.0, 4.0), shp=(4,), op="mul_.Scalar", args=None):
+        p = scen(f"view_inplace/{vname}", "view_inplace", reduce="sum",
+                 note="b = a*1; v = view of b; v.op_(); grad of b.sum() w.r.t. a")
+        a = p.inp(list(shp), data=list(data))
+        b = p.op("mul.Scalar", self=a, other=1.0)
+        v = mk(p, b)
+        if isinstance(v, list):
+            v = v[0]
+        p.op(op, self=v, **(args if args is not None else {"other": 2.0}))
+        p.out(b)
+        return add(p)
+
+    view_write("slice", lambda p, b: p.op("slice.Tensor", self=b, dim=0, start=0, end=2, step=1))
+    view_write("narrow", lambda p, b: p.op("narrow", self=b, dim=0, start=0, length=2))
+    view_write("select", lambda p, b: p.op("select.int", self=b, dim=0, index=1))
+    d6 = [float(i) for i in range(1, 7)]
+    view_write("transpose", lambda p, b: p.op("transpose.int", self=p.op("view", self=b, size=[2, 3]), dim0=0, dim1=1), d6, (6,))
+    view_write("permute", lambda p, b: p.op("permute", self=b, dims=[1, 0]), d6, (2, 3))
+    view_write("t", lambda p, b: p.op("t", self=b), d6, (2, 3))
+    view_write("view", lambda p, b: p.op("view", self=b, size=[2, 3]), d6, (6,))
+    view_write("reshape", lambda p, b: p.op("reshape", self=b, shape=[3, 2]), d6, (2, 3))
+    view_write("squeeze", lambda p, b: p.op("squeeze", self=b), d6, (1, 6))
+    view_write("squeeze_dim", lambda p, b: p.op("squeeze.dim", self=b, dim=0), d6, (1, 6))
+    view_write("unsqueeze", lambda p, b: p.op("unsqueeze", self=b, dim=0), d6, (6,))
+    view_write("diagonal", lambda p, b: p.op("diagonal", self=b, offset=0, dim1=0, dim2=1), [1.0, 2.0, 3.0, 4.0], (2, 2))
+    view_write("expand", lambda p, b: p.op("expand", self=b, size=[2, 4], implicit=False))
+    view_write("unbind", lambda p, b: p.op("unbind.int", nout=2, self=b, dim=0), [1.0, 2.0, 3.0, 4.0], (2, 2))
+    view_write("split", lambda p, b: p.op("split.Tensor", nout=2, self=b, split_size=2, dim=0))
+    view_write("chunk", lambda p, b: p.op("chunk", nout=2, self=b, chunks=2, dim=0))
+    view_write("slice_add_tensor", lambda p, b: p.op("slice.Tensor", self=b, dim=0, start=1, end=3, step=1),
+               op="add_.Tensor", args={"other": None, "alpha": 1.0})
+    S[-1].steps[-1]["args"]["other"] = {"t": "x1"}
+    S[-1].inputs.append({"name": "x1", "shape": [2], "dtype": "f64", "requires_grad": True, "data": [0.5, -1.0]})
+    view_write("slice_step2_zero", lambda p, b: p.op("slice.Tensor", self=b, dim=0, start=0, end=4, step=2),
+               op="zero_", args={})
+    view_write("view_of_view", lambda p, b: p.op("slice.Tensor", self=p.op("view", self=b, size=[2, 2]), dim=1,
+                                                 start=1, end=2, step=1), op="mul_.Scalar", args={"other": 3.0})
+
+    # view values: the base's value after a write through a view (no grad needed)
+    p = scen("view_inplace/value_of_base", "view_inplace", reduce="sum")
+    a = p.inp([4], rg=False, data=[1.0, 2.0, 3.0, 4.0])
+    b = p.op("mul.Scalar", self=a, other=1.0)
+    v = p.op("slice.Tensor", self=b, dim=0, start=1, end=3, step=1)
+    p.op("fill_.Scalar", self=v, value=0.0)
+    p.out(b)
+    add(p)
+
+    # ---- item 2: writes to a base reach views taken before; saving a view then modifying
+    # the base raises the version error.
+    p = scen("base_write/view_sees_write", "base_write", reduce="sum")
+    a = p.inp([4], data=[1.0, 2.0, 3.0, 4.0])
+    b = p.op("mul.Scalar", self=a, other=1.0)
+    v = p.op("slice.Tensor", self=b, dim=0, start=0, end=2, step=1)
+    p.op("mul_.Scalar", self=b, other=3.0)
+    p.out(v)
+    add(p)
+    p = scen("base_write/view_sees_write_transpose", "base_write")
+    a = p.inp([2, 3])
+    b = p.op("mul.Scalar", self=a, other=1.0)
+    v = p.op("t", self=b)
+    p.op("add_.Scalar", self=b, other=1.0, alpha=1.0)
+    p.out(p.op("mul.Tensor", self=v, other=v))
+    add(p)
+    p = scen("base_write/saved_view_version_error", "base_write")
+    a = p.inp([4])
+    b = p.op("mul.Scalar", self=a, other=1.0)
+    v = p.op("slice.Tensor", self=b, dim=0, start=0, end=2, step=1)
+    y = p.op("exp", self=v)  # saves its result
+    w = p.op("tanh", self=v)  # saves its result, whose input is the view
+    p.op("mul_.Scalar", self=b, other=2.0)
+    p.out(p.op("mul.Tensor", self=p.op("sin", self=v), other=y))
+    add(p)
+    p = scen("base_write/saved_view_input_version_error", "base_write")
+    a = p.inp([4])
+    b = p.op("mul.Scalar", self=a, other=1.0)
+    v = p.op("slice.Tensor", self=b, dim=0, start=1, end=3, step=1)
+    y = p.op("sin", self=v)  # saves its input (the view)
+    p.op("add_.Scalar", self=b, other=1.0, alpha=1.0)
+    p.out(y)
+    add(p)
+    p = scen("base_write/saved_base_view_modified", "base_write")
+    a = p.inp([4])
+    b = p.op("mul.Scalar", self=a, other=1.0)
+    y = p.op("sin", self=b)  # saves b
+    v = p.op("slice.Tensor", self=b, dim=0, start=1, end=3, step=1)
+    p.op("mul_.Scalar", self=v, other=2.0)
+    p.out(y)
+    add(p)
+
+    # ---- item 3: zero_ and fill_ on a tensor with history cut the history
+    for opname, args in [("zero_", {}), ("fill_.Scalar", {"value": 3.0})]:
+        p = scen(f"cut_history/{opname}", "cut_history", reduce="sum")
+        a = p.inp([3])
+        b = p.op("mul.Scalar", self=a, other=2.0)
+        p.op(opname, self=b, **args)
+        p.out(p.op("mul.Tensor", self=b, other=a))
+        add(p)
+        p = scen(f"cut_history/{opname}_only", "cut_history", reduce="sum")
+        a = p.inp([3])
+        b = p.op("exp", self=a)
+        p.op(opname, self=b, **args)
+        p.out(b)
+        add(p)
+
+    # ---- item 4: cat then in-place modify an input: no error
+    p = scen("cat_then_inplace/no_error", "cat_then_inplace")
+    a = p.inp([2, 2])
+    b = p.op("mul.Scalar", self=a, other=1.0)
+    c = p.inp([1, 2])
+    y = p.op("cat", tensors=[b, c], dim=0)
+    p.op("mul_.Scalar", self=b, other=5.0)
+    p.out(y)
+    add(p)
+    p = scen("cat_then_inplace/stack", "cat_then_inplace")
+    a = p.inp([3])
+    b = p.op("mul.Scalar", self=a, other=1.0)
+    y = p.op("stack", tensors=[b, b], dim=0)
+    p.op("add_.Scalar", self=b, other=1.0, alpha=1.0)
+    p.out(y)
+    add(p)
+
+    # ---- item 5: errors with PyTorch's wording
+    p = scen("errors/inplace_view_of_leaf", "errors")
+    a = p.inp([4])
+    v = p.op("slice.Tensor", self=a, dim=0, start=0, end=2, step=1)
+    p.op("mul_.Scalar", self=v, other=2.0)
+    add(p)
+    p = scen("errors/inplace_leaf", "errors")
+    a = p.inp([4])
+    p.op("relu_", self=a)
+    add(p)
+    for vop, extra in [("unbind.int", {"dim": 0}), ("split.Tensor", {"split_size": 1, "dim": 0}),
+                       ("chunk", {"chunks": 2, "dim": 0})]:
+        p = scen(f"errors/inplace_multi_output_view_{vop}", "errors")
+        a = p.inp([2, 3])
+        b = p.op("mul.Scalar", self=a, other=1.0)
+        us = p.op(vop, nout=2, self=b, **extra)
+        p.op("mul_.Scalar", self=us[0], other=2.0)
+        p.out(b)
+        add(p)
+    p = scen("errors/inplace_view_made_in_no_grad", "errors")
+    a = p.inp([4])
+    b = p.op("mul.Scalar", self=a, other=1.0)
+    p.special("set_grad_enabled", enabled=False)
+    v = p.op("slice.Tensor", self=b, dim=0, start=0, end=2, step=1)
+    p.special("set_grad_enabled", enabled=True)
+    p.op("mul_.Scalar", self=v, other=2.0)
+    p.out(b)
+    add(p)
+    p = scen("errors/inplace_on_expanded", "errors")
+    a = p.inp([1, 3])
+    b = p.op("mul.Scalar", self=a, other=1.0)
+    e = p.op("expand", self=b, size=[2, 3], implicit=False)
+    p.op("add_.Scalar", self=e, other=1.0, alpha=1.0)
+    add(p)
+    p = scen("errors/inplace_broadcast_larger_than_self", "errors")
+    y = p.op("mul.Scalar", self=p.inp([3]), other=1.0)
+    w = p.inp([2, 3])
+    p.op("mul_.Tensor", self=y, other=w)
+    add(p)
+    p = scen("errors/repeated_dim", "errors")
+    p.op("sum.dim_IntList", self=p.inp([2, 3]), dim=[0, 0], keepdim=False, dtype=None)
+    add(p)
+    p = scen("errors/repeated_dim_negative", "errors")
+    p.op("sum.dim_IntList", self=p.inp([2, 3]), dim=[1, -1], keepdim=False, dtype=None)
+    add(p)
+    p = scen("errors/view_of_noncontiguous", "errors")
+    x = p.op("t", self=p.inp([2, 3]))
+    p.op("view", self=x, size=[6])
+    add(p)
+    p = scen("errors/out_requires_grad", "errors")
+    o = p.inp([2], rg=False)
+    p.op("add.out", self=p.inp([2]), other=p.inp([2]), alpha=1.0, out=o)
+    add(p)
+    p = scen("errors/version_saved_result", "errors")
+    y = p.op("tanh", self=p.inp([3]))
+    p.op("mul_.Scalar", self=y, other=2.0)
+    add(p)
+
+    # ---- version errors (save, modify in place, backward)
+    for sname, build in [
+        ("exp_result", lambda p, b: p.op("exp", self=b)),
+        ("mul_input", lambda p, b: p.op("mul.Tensor", self=b, other=b)),
+        ("sigmoid_result", lambda p, b: p.op("sigmoid", self=b)),
+        ("pow_input", lambda p, b: p.op("pow.Tensor_Scalar", self=b, exponent=3.0)),
+    ]:
+        p = scen(f"version/{sname}", "version")
+        a = p.inp([3])
+        b = p.op("mul.Scalar", self=a, other=1.0)
+        y = build(p, b)
+        if sname.endswith("result"):
+            p.op("mul_.Scalar", self=y, other=2.0)
+        else:
+            p.op("add_.Scalar", self=b, other=1.0, alpha=1.0)
+        p.out(y)
+        add(p)
+    p = scen("version/add_does_not_save", "version")
+    a = p.inp([3])
+    b = p.op("mul.Scalar", self=a, other=1.0)
+    y = p.op("add.Tensor", self=b, other=b, alpha=1.0)
+    p.op("add_.Scalar", self=b, other=1.0, alpha=1.0)
+    p.out(y)
+    add(p)
+
+    # ---- out= variants
+    for oname, build in [
+        ("add_out_resize", lambda p, o: p.op("add.out", self=p.inp([2, 2], rg=False), other=p.inp([2], rg=False), alpha=2.0, out=o)),
+        ("mul_out_broadcast", lambda p, o: p.op("mul.out", self=p.inp([3, 1], rg=False), other=p.inp([2], rg=False), out=o)),
+        ("exp_out_empty", lambda p, o: p.op("exp.out", self=p.inp([0, 2], rg=False), out=o)),
+        ("clamp_out_max", lambda p, o: p.op("clamp.out", self=p.inp([4], "wide", rg=False), min=None, max=0.1, out=o)),
+        ("sum_out_keepdim", lambda p, o: p.op("sum.IntList_out", self=p.inp([2, 3], rg=False), dim=[1], keepdim=True, dtype=None, out=o)),
+    ]:
+        p = scen(f"out/{oname}", "out")
+        o = p.inp([0], rg=False, data=[])
+        build(p, o)
+        p.out(o)
+        add(p)
+    p = scen("out/out_then_used", "out")
+    o = p.inp([3], rg=False)
+    x = p.inp([3])
+    p.op("neg.out", self=p.inp([3], rg=False), out=o)
+    p.out(p.op("mul.Tensor", self=o, other=x))
+    add(p)
+
+    # ---- non-finite values
+    nf = [float("inf"), float("-inf"), float("nan"), 0.0, 1.0, -2.0]
+    for op, args in [("exp", {}), ("log", {}), ("sqrt", {}), ("tanh", {}), ("sigmoid", {}), ("relu", {}),
+                     ("abs", {}), ("sign", {}), ("sin", {}), ("erf", {}), ("rsqrt", {}),
+                     ("clamp", {"min": -1.0, "max": 1.0}), ("leaky_relu", {"negative_slope": 0.1}),
+                     ("mul.Scalar", {"other": 0.0}), ("gelu", {"approximate": "none"}),
+                     ("softmax.int", {"dim": 0, "dtype": None}), ("log_softmax.int", {"dim": 0, "dtype": None}),
+                     ("logsumexp", {"dim": [0], "keepdim": False}), ("amax", {"dim": [0], "keepdim": False}),
+                     ("sum", {"dtype": None}), ("mean", {"dtype": None}), ("pow.Tensor_Scalar", {"exponent": 2.0})]:
+        p = scen(f"nonfinite/{op}", "nonfinite")
+        x = p.inp([6], data=nf)
+        p.op(op, self=x, **args)
+        add(p)
+    for op in ["maximum", "div.Tensor", "mul.Tensor", "add.Tensor", "pow.Tensor_Tensor"]:
+        p = scen(f"nonfinite/{op}", "nonfinite")
+        x = p.inp([6], data=nf)
+        y = p.inp([6], data=[1.0, float("inf"), 2.0, 0.0, float("nan"), 0.5])
+        extra = {"alpha": 1.0} if op == "add.Tensor" else {}
+        p.op(op, self=x, **({"exponent": y} if op.startswith("pow") else {"other": y}), **extra)
+        add(p)
+    p = scen("nonfinite/softmax_all_inf", "nonfinite")
+    p.op("softmax.int", self=p.inp([3], data=[float("-inf")] * 3), dim=0, dtype=None)
+    add(p)
+    p = scen("nonfinite/mse_loss_inf", "nonfinite")
+    p.op("mse_loss", self=p.inp([3], data=[float("inf"), 1.0, 2.0]), target=p.inp([3]), reduction=1)
+    add(p)
+
+    # ---- ties
+    p = scen("ties/clamp_at_min_max", "ties")
+    p.op("clamp", self=p.inp([5], data=[-0.5, 0.5, 0.0, -1.0, 1.0]), min=-0.5, max=0.5)
+    add(p)
+    p = scen("ties/clamp_min_only_at_min", "ties")
+    p.op("clamp", self=p.inp([3], data=[0.1, 0.0, 0.2]), min=0.1, max=None)
+    add(p)
+    p = scen("ties/clamp_min_gt_max", "ties")
+    p.op("clamp", self=p.inp([3], data=[0.1, 0.0, 0.9]), min=0.6, max=0.2)
+    add(p)
+    for op in ["abs", "sign", "relu"]:
+        p = scen(f"ties/{op}_at_0", "ties")
+        p.op(op, self=p.inp([3], data=[0.0, -0.0, 1.0]))
+        add(p)
+    p = scen("ties/leaky_relu_at_0", "ties")
+    p.op("leaky_relu", self=p.inp([3], data=[0.0, -1.0, 1.0]), negative_slope=0.2)
+    add(p)
+    p = scen("ties/relu_at_0_inplace", "ties")
+    y = p.op("mul.Scalar", self=p.inp([3], data=[0.0, -1.0, 1.0]), other=1.0)
+    p.op("relu_", self=y)
+    p.out(y)
+    add(p)
+    p = scen("ties/maximum_equal", "ties")
+    p.op("maximum", self=p.inp([3], data=[1.0, 2.0, -1.0]), other=p.inp([3], data=[1.0, 0.0, -1.0]))
+    add(p)
+    p = scen("ties/maximum_broadcast_equal", "ties")
+    p.op("maximum", self=p.inp([2, 2], data=[0.3, 1.0, 0.3, 0.3]), other=p.inp([], data=[0.3]))
+    add(p)
+    p = scen("ties/amax_tied", "ties")
+    p.op("amax", self=p.inp([2, 3], data=[1.0, 3.0, 3.0, 2.0, 2.0, 2.0]), dim=[1], keepdim=False)
+    add(p)
+    p = scen("ties/amax_tied_all", "ties")
+    p.op("amax", self=p.inp([2, 2], data=[1.0, 1.0, 1.0, 0.0]), dim=[0, 1], keepdim=False)
+    add(p)
+    p = scen("ties/max_dim_tied", "ties")
+    v, i = p.op("max.dim", nout=2, self=p.inp([2, 3], data=[1.0, 3.0, 3.0, 2.0, 2.0, 2.0]), dim=1, keepdim=False)
+    p.out(v)
+    add(p)
+    p = scen("ties/max_dim_tied_indices", "ties")
+    v, i = p.op("max.dim", nout=2, self=p.inp([2, 3], data=[1.0, 3.0, 3.0, 2.0, 2.0, 2.0]), dim=1, keepdim=False)
+    p.out(i)
+    add(p)
+    p = scen("ties/argmax_tied", "ties")
+    p.op("argmax", self=p.inp([4], data=[1.0, 5.0, 5.0, 0.0]), dim=None, keepdim=False)
+    add(p)
+    p = scen("ties/threshold_backward_at_0", "ties")
+    p.op("threshold_backward", grad_output=p.inp([3]), self=p.inp([3], data=[0.0, 1.0, -1.0]), threshold=0.0)
+    add(p)
+
+    # ---- item 6: reducing dim 0 or -1 of a 0-d tensor
+    for op, extra in [("sum.dim_IntList", {"dtype": None}), ("mean.dim", {"dtype": None}), ("logsumexp", {}),
+                      ("amax", {})]:
+        for d in (0, -1):
+            for keep in (False, True):
+                p = scen(f"zero_dim/{op}_{d}_{keep}", "zero_dim")
+                p.op(op, self=p.inp([], data=[0.7]), dim=[d], keepdim=keep, **extra)
+                add(p)
+    for op in ("log_softmax.int", "softmax.int"):
+        for d in (0, -1):
+            p = scen(f"zero_dim/{op}_{d}", "zero_dim")
+            p.op(op, self=p.inp([], data=[0.7]), dim=d, dtype=None)
+            add(p)
+    p = scen("zero_dim/max_dim", "zero_dim")
+    v, i = p.op("max.dim", nout=2, self=p.inp([], data=[0.7]), dim=0, keepdim=False)
+    p.out(v)
+    add(p)
+    p = scen("zero_dim/unsqueeze_neg1", "zero_dim")
+    p.op("unsqueeze", self=p.inp([], data=[0.7]), dim=-1)
+    add(p)
+    p = scen("zero_dim/dim_out_of_range", "zero_dim")
+    p.op("sum.dim_IntList", self=p.inp([], data=[0.7]), dim=[1], keepdim=False, dtype=None)
+    add(p)
+
+    # ---- item 7: mm of 1-D tensors, mismatched shapes
+    p = scen("shape_errors/mm_1d", "shape_errors")
+    p.op("mm", self=p.inp([3]), mat2=p.inp([3]))
+    add(p)
+    p = scen("shape_errors/mm_mismatch", "shape_errors")
+    p.op("mm", self=p.inp([2, 3]), mat2=p.inp([2, 3]))
+    add(p)
+    p = scen("shape_errors/bmm_2d", "shape_errors")
+    p.op("bmm", self=p.inp([2, 3]), mat2=p.inp([3, 2]))
+    add(p)
+    p = scen("shape_errors/matmul_mismatch", "shape_errors")
+    p.op("matmul", self=p.inp([2, 3]), other=p.inp([2, 3]))
+    add(p)
+    p = scen("shape_errors/add_mismatch", "shape_errors")
+    p.op("add.Tensor", self=p.inp([2, 3]), other=p.inp([2]), alpha=1.0)
+    add(p)
+    p = scen("shape_errors/mse_loss_mismatch_broadcast", "shape_errors")
+    p.op("mse_loss", self=p.inp([2, 3]), target=p.inp([3]), reduction=1)
+    add(p)
+    p = scen("shape_errors/mse_loss_mismatch", "shape_errors")
+    p.op("mse_loss", self=p.inp([2, 3]), target=p.inp([3, 2]), reduction=1)
+    add(p)
+    p = scen("shape_errors/nll_loss_batch_mismatch", "shape_errors")
+    p.op("nll_loss", self=p.inp([3, 4]), target=p.inp([2], "idx4"), weight=None, reduction=1, ignore_index=-100)
+    add(p)
+    p = scen("shape_errors/nll_loss_target_out_of_bounds", "shape_errors")
+    p.op("nll_loss", self=p.inp([2, 3]), target=p.inp([2], "idx3", data=[0, 5]), weight=None, reduction=1, ignore_index=-100)
+    add(p)
+    p = scen("shape_errors/cross_entropy_batch_mismatch", "shape_errors")
+    p.op("cross_entropy_loss", self=p.inp([3, 4]), target=p.inp([2], "idx4"), weight=None, reduction=1,
+         ignore_index=-100, label_smoothing=0.0)
+    add(p)
+    p = scen("shape_errors/view_bad_size", "shape_errors")
+    p.op("view", self=p.inp([2, 3]), size=[4, 2])
+    add(p)
+    p = scen("shape_errors/cat_mismatch", "shape_errors")
+    p.op("cat", tensors=[p.inp([2, 3]), p.inp([2, 2])], dim=0)
+    add(p)
+    p = scen("shape_errors/dim_out_of_range", "shape_errors")
+    p.op("softmax.int", self=p.inp([2, 3]), dim=2, dtype=None)
+    add(p)
+
+    # ---- item 9: losses
+    for red in (0, 1, 2):
+        p = scen(f"losses/nll_total_weight_r{red}", "losses")
+        x = p.op("log_softmax.int", self=p.inp([4, 3], "wide"), dim=1, dtype=None)
+        o, tw = p.op("nll_loss_forward", nout=2, self=x, target=p.inp([4], "idx3", data=[0, 2, -100, 1]),
+                     weight=p.inp([3], "pos", rg=False), reduction=red, ignore_index=-100)
+        p.out(tw)
+        add(p)
+    p = scen("losses/nll_none_weight_ignore", "losses")
+    p.op("nll_loss", self=p.inp([4, 3], "wide"), target=p.inp([4], "idx3", data=[0, 2, 1, 1]),
+         weight=p.inp([3], "pos", rg=False), reduction=0, ignore_index=1)
+    add(p)
+    p = scen("losses/nll_input_c_0d_target", "losses")
+    p.op("nll_loss", self=p.inp([3], "wide"), target=p.inp([], "idx3", data=[2]), weight=None, reduction=1,
+         ignore_index=-100)
+    add(p)
+    p = scen("losses/nll_nchw", "losses")
+    p.op("nll_loss", self=p.inp([2, 3, 2, 2], "wide"), target=p.inp([2, 2, 2], "idx3"), weight=p.inp([3], "pos", rg=False),
+         reduction=1, ignore_index=-100)
+    add(p)
+    p = scen("losses/nll_all_ignored_mean", "losses")
+    p.op("nll_loss", self=p.inp([2, 3], "wide"), target=p.inp([2], "idx3", data=[-100, -100]), weight=None,
+         reduction=1, ignore_index=-100)
+    add(p)
+    p = scen("losses/cross_entropy_probabilities", "losses")
+    probs = p.op("softmax.int", self=p.inp([3, 4], rg=False), dim=1, dtype=None)
+    p.op("cross_entropy_loss", self=p.inp([3, 4], "wide"), target=probs, weight=None, reduction=1,
+         ignore_index=-100, label_smoothing=0.0)
+    add(p)
+    p = scen("losses/cross_entropy_probabilities_smoothing_weight", "losses")
+    probs = p.op("softmax.int", self=p.inp([3, 4], rg=False), dim=1, dtype=None)
+    p.op("cross_entropy_loss", self=p.inp([3, 4], "wide"), target=probs, weight=p.inp([4], "pos", rg=False),
+         reduction=2, ignore_index=-100, label_smoothing=0.2)
+    add(p)
+    p = scen("losses/cross_entropy_ignore_smoothing_weight_none", "losses")
+    p.op("cross_entropy_loss", self=p.inp([4, 3], "wide"), target=p.inp([4], "idx3", data=[0, 2, -100, 1]),
+         weight=p.inp([3], "pos", rg=False), reduction=0, ignore_index=-100, label_smoothing=0.3)
+    add(p)
+    p = scen("losses/cross_entropy_nchw_smoothing", "losses")
+    p.op("cross_entropy_loss", self=p.inp([2, 3, 2], "wide"), target=p.inp([2, 2], "idx3"), weight=None,
+         reduction=1, ignore_index=-100, label_smoothing=0.1)
+    add(p)
+    p = scen("losses/cross_entropy_c_0d_target", "losses")
+    p.op("cross_entropy_loss", self=p.inp([4], "wide"), target=p.inp([], "idx4", data=[3]), weight=None,
+         reduction=1, ignore_index=-100, label_smoothing=0.0)
+    add(p)
+
+    # ---- integer outputs (item 10, an op without a derivatives entry, has no candidate among
+    # ndtensor's ops: PyTorch has a formula for each of them)
+    p = scen("integer_outputs/argmax_then_grad", "integer_outputs")
+    x = p.inp([3])
+    p.op("mul.Tensor", self=p.op("argmax", self=x, dim=None, keepdim=False), other=p.op("sum", self=x, dtype=None))
+    add(p)
+
+    # ---- item 11: Scalar and in-place overloads
+    p = scen("overloads/squeeze_dims", "overloads")
+    p.op("squeeze.dims", self=p.inp([2, 1, 3, 1]), dim=[1, -1])
+    add(p)
+    p = scen("overloads/sub_scalar_inplace", "overloads")
+    y = p.op("mul.Scalar", self=p.inp([3]), other=2.0)
+    p.op("sub_.Scalar", self=y, other=1.5, alpha=2.0)
+    p.out(y)
+    add(p)
+    p = scen("overloads/clone", "overloads")
+    p.op("clone", self=p.inp([2, 2]), memory_format=None)
+    add(p)
+    p = scen("overloads/abs_inplace", "overloads")
+    y = p.op("mul.Scalar", self=p.inp([3], "away"), other=1.0)
+    p.op("abs_", self=y)
+    p.out(y)
+    add(p)
+    p = scen("overloads/pow_scalar_inplace", "overloads")
+    y = p.op("mul.Scalar", self=p.inp([3], "pos"), other=1.0)
+    p.op("pow_.Scalar", self=y, exponent=2.0)
+    p.out(y)
+    add(p)
+    p = scen("overloads/leaky_relu_inplace", "overloads")
+    y = p.op("mul.Scalar", self=p.inp([3], "away"), other=1.0)
+    p.op("leaky_relu_", self=y, negative_slope=0.1)
+    p.out(y)
+    add(p)
+    p = scen("overloads/mul_inplace_0d_other", "overloads")
+    y = p.op("mul.Scalar", self=p.inp([2, 3]), other=1.0)
+    p.op("mul_.Tensor", self=y, other=p.inp([]))
+    p.out(y)
+    add(p)
+    p = scen("overloads/add_inplace_noncontiguous_self", "overloads")
+    y = p.op("t", self=p.op("mul.Scalar", self=p.inp([2, 3]), other=1.0))
+    p.op("add_.Tensor", self=y, other=p.inp([2]), alpha=3.0)
+    p.out(y)
+    add(p)
+
+    # ---- empty tensors and misc shapes
+    p = scen("empty/sum_dim_of_empty", "empty")
+    p.op("sum.dim_IntList", self=p.inp([0, 3]), dim=[0], keepdim=False, dtype=None)
+    add(p)
+    p = scen("empty/mean_of_empty", "empty")
+    p.op("mean", self=p.inp([0, 3]), dtype=None)
+    add(p)
+    p = scen("empty/mm_empty_inner", "empty")
+    p.op("mm", self=p.inp([2, 0]), mat2=p.inp([0, 3]))
+    add(p)
+    p = scen("empty/amax_empty", "empty")
+    p.op("amax", self=p.inp([0, 3]), dim=[0], keepdim=False)
+    add(p)
+    p = scen("empty/softmax_empty", "empty")
+    p.op("softmax.int", self=p.inp([0, 3]), dim=1, dtype=None)
+    add(p)
+    return S
+
+
+def main():
+    progs = random_programs() + scenarios()
+    names = set()
+    by_cat = {}
+    for p in progs:
+        assert p.name not in names, p.name
+        names.add(p.name)
+        by_cat.setdefault(p.category, []).append(record(p))
+    os.makedirs(OUT_DIR, exist_ok=True)
+    for f in os.listdir(OUT_DIR):
+        if f.endswith(".json"):
+            os.remove(os.path.join(OUT_DIR, f))
+    total = 0
+    for cat, fxs in sorted(by_cat.items()):
+        path = os.path.join(OUT_DIR, f"{cat}.json")
+        with open(path, "w") as f:
+            json.dump({"torch": torch.__version__, "fixtures": fxs}, f, separators=(",", ":"), allow_nan=False)
+            f.write("\n")
+        total += os.path.getsize(path)
+        errs = sum(1 for x in fxs if "error" in x["expect"])
+        print(f"{cat:18} {len(fxs):4} fixtures ({errs} errors)")
+    print(f"{len(progs)} fixtures, {total} bytes in {OUT_DIR}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
