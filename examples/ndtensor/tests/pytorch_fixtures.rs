@@ -50,21 +50,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ("base_write/saved_view_version_error", "issue 12 item 2: a write to a base does not reach views taken before, nor bump their version"),
     ("base_write/view_sees_write", "issue 12 item 2: a write to a base does not reach views taken before, nor bump their version"),
     ("base_write/view_sees_write_transpose", "issue 12 item 2: a write to a base does not reach views taken before, nor bump their version"),
-    // ---- issue 12 item 3
-    ("cut_history/fill_.Scalar", "issue 12 item 3: zero_/fill_ on a tensor with history do not cut the history"),
-    ("cut_history/zero_", "issue 12 item 3: zero_/fill_ on a tensor with history do not cut the history"),
-    ("random/fill_.Scalar/0", "issue 12 item 3: zero_/fill_ on a tensor with history do not cut the history"),
-    ("random/fill_.Scalar/1", "issue 12 item 3: zero_/fill_ on a tensor with history do not cut the history"),
-    ("random/fill_.Scalar/2", "issue 12 item 3: zero_/fill_ on a tensor with history do not cut the history"),
-    ("random/fill_.Scalar/3", "issue 12 item 3: zero_/fill_ on a tensor with history do not cut the history"),
-    ("random/fill_.Scalar/4", "issue 12 item 3: zero_/fill_ on a tensor with history do not cut the history"),
-    ("random/zero_/0", "issue 12 item 3: zero_/fill_ on a tensor with history do not cut the history"),
-    ("random/zero_/1", "issue 12 item 3: zero_/fill_ on a tensor with history do not cut the history"),
-    ("random/zero_/2", "issue 12 item 3: zero_/fill_ on a tensor with history do not cut the history"),
-    ("random/zero_/3", "issue 12 item 3: zero_/fill_ on a tensor with history do not cut the history"),
-    ("random/zero_/4", "issue 12 item 3: zero_/fill_ on a tensor with history do not cut the history"),
-    // ---- issue 12 item 4
-    ("cat_then_inplace/no_error", "issue 12 item 4: cat's backward needs its inputs' versions; PyTorch's cat saves only sizes"),
     // ---- issue 12 item 5
     ("errors/inplace_broadcast_larger_than_self", "issue 12 item 5: y(3).mul_(w(2, 3)) is not refused (PyTorch: output with shape [3] doesn't match the broadcast shape [2, 3])"),
     ("errors/inplace_multi_output_view_chunk", "op missing (chunk); issue 12 item 5: error not raised with PyTorch's wording"),
