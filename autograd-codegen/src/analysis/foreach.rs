@@ -218,11 +218,12 @@ pub(super) fn gen_foreach_info(
             loc: fw.loc.clone(),
         });
     }
-    let dedup = |v: Vec<SavedAttribute>| {
-        let mut seen = BTreeSet::new();
-        v.into_iter()
-            .filter(|s| seen.insert(s.name.clone()))
-            .collect::<Vec<_>>()
+    // torchgen collects these in a Python set, whose order depends on the hash seed;
+    // FORMAT.md makes them sorted by name.
+    let dedup = |mut v: Vec<SavedAttribute>| {
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v.dedup_by(|a, b| a.name == b.name);
+        v
     };
     Some((
         DifferentiabilityInfo {
@@ -235,8 +236,6 @@ pub(super) fn gen_foreach_info(
             )),
             derivatives,
             forward_derivatives: forward,
-            // torchgen collects these in a Python set, whose order depends on the hash seed;
-            // first-seen order is the deterministic choice.
             all_saved_inputs: dedup(all_saved_inputs),
             all_saved_outputs: dedup(all_saved_outputs),
             available_named_gradients: Vec::new(),
