@@ -185,12 +185,7 @@ fn reproduces_torchgen_on_every_public_golden_record() {
             continue;
         };
         let mut d = Vec::new();
-        diff(
-            "",
-            &normalize(g.clone()),
-            &normalize((*c).clone()),
-            &mut d,
-        );
+        diff("", &normalize(g.clone()), &normalize((*c).clone()), &mut d);
         if !d.is_empty() {
             failures.push(format!("{schema}:\n    {}", d.join("\n    ")));
         }

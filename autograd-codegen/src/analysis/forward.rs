@@ -4,16 +4,17 @@
 use super::cpp::{cpp_arguments, return_names};
 use super::{Derivative, DifferentiabilityInfo, ForwardDerivative};
 use crate::diagnostics::{Ctxt, Location};
-use crate::formula::Formula;
+use crate::formula::{Formula, FormulaError};
 use crate::model::derivatives::FormulaEntry;
 use crate::model::native::{NativeFunction, Variant};
 use crate::model::schema::SchemaKind;
 use std::collections::BTreeSet;
 
+/// A forward formula as written (`result: ...`, `values, indices: ...`), with its tokens.
 pub(super) fn create_forward_derivative(
     f: &NativeFunction,
     fe: &FormulaEntry,
-) -> Result<ForwardDerivative, String> {
+) -> Result<(ForwardDerivative, Formula), String> {
     let names = &fe.var_names;
     let returns = &f.func.returns;
     let by_name = returns
@@ -38,38 +39,58 @@ pub(super) fn create_forward_derivative(
             outputs.join(", ")
         ));
     }
-    Ok(ForwardDerivative {
+    let tokens = Formula::parse(&fe.formula)
+        .map_err(|err| bad_tokens(&format!("the forward formula for `{}`", fe.key), fe, &err))?;
+    let fw = ForwardDerivative {
         var_names: names.clone(),
         formula: fe.formula.clone(),
         required_inputs_primal: Vec::new(),
         required_inputs_fw_grad: Vec::new(),
         is_reusing_outplace_formula: false,
         loc: fe.loc.clone(),
-    })
+    };
+    Ok((fw, tokens))
 }
 
-pub(super) fn postprocess_forward(
-    f: &NativeFunction,
-    defn: &str,
-    all_arg_names: &[&str],
-    derivatives: &[Derivative],
-    forward: Vec<ForwardDerivative>,
-    args_with_derivatives: &[String],
-) -> Result<Vec<ForwardDerivative>, (Location, String)> {
-    let is_foreach = f.func.name.name.base.starts_with("_foreach_");
-    let cpp_args = cpp_arguments(&f.func);
-    let is_list = |name: &str| {
-        cpp_args
-            .iter()
-            .any(|a| a.name == name && a.is_tensor_list())
+/// "`{what}` is not valid tokens at column 17: unclosed `(`": the lexer's reason, and where
+/// in the YAML line (1-based column; a line too when the formula spans several).
+pub(super) fn bad_tokens(what: &str, fe: &FormulaEntry, err: &FormulaError) -> String {
+    let before = fe.formula.get(..err.offset).unwrap_or_default();
+    let at = match before.rfind('\n') {
+        None => format!(
+            "at column {}",
+            fe.formula_loc.column + before.chars().count() + 1
+        ),
+        Some(nl) => format!(
+            "at line {}, column {}",
+            fe.formula_loc.line + before.matches('\n').count(),
+            before[nl + 1..].chars().count() + 1
+        ),
     };
-    let find_required = |formula: &Formula,
-                         postfix: &str,
-                         loc: &Location|
-     -> Result<Vec<String>, (Location, String)> {
+    format!("{what} is not valid tokens {at}: {err}")
+}
+
+/// What a forward formula needs of the differentiable inputs: which primal values (`x_p`) and
+/// tangents (`x_t`) it reads (torchgen's `find_required_inputs`).
+struct Required<'a> {
+    defn: &'a str,
+    args_with_derivatives: &'a [String],
+    /// Tensor-list arguments, skipped (their functions handle lists themselves) except for
+    /// `_foreach_` functions.
+    skipped: Vec<&'a str>,
+}
+
+impl Required<'_> {
+    fn find(
+        &self,
+        formula: &Formula,
+        postfix: &str,
+        loc: &Location,
+    ) -> Result<Vec<String>, (Location, String)> {
+        let defn = self.defn;
         let mut req = BTreeSet::new();
-        for arg in args_with_derivatives {
-            if is_list(arg) && !is_foreach {
+        for arg in self.args_with_derivatives {
+            if self.skipped.contains(&arg.as_str()) {
                 continue;
             }
             if formula.has_ident(arg) {
@@ -85,109 +106,145 @@ pub(super) fn postprocess_forward(
             }
         }
         Ok(req.into_iter().collect())
+    }
+}
+
+/// The inputs of [`postprocess_forward`] the expansions need.
+pub(super) struct ForwardContext<'a> {
+    pub f: &'a NativeFunction,
+    pub defn: &'a str,
+    pub all_arg_names: &'a [&'a str],
+    pub derivatives: &'a [Derivative],
+    pub args_with_derivatives: &'a [String],
+}
+
+/// torchgen's `postprocess_forward_derivatives`: expand `auto_element_wise` / `auto_linear`
+/// and find the required primal values and tangents.
+pub(super) fn postprocess_forward(
+    cx: &ForwardContext<'_>,
+    forward: Vec<(ForwardDerivative, Formula)>,
+) -> Result<Vec<ForwardDerivative>, (Location, String)> {
+    let f = cx.f;
+    let is_foreach = f.func.name.name.base.starts_with("_foreach_");
+    let skipped = if is_foreach {
+        Vec::new()
+    } else {
+        cpp_arguments(&f.func)
+            .into_iter()
+            .filter(|a| a.is_tensor_list())
+            .map(|a| a.name)
+            .collect()
+    };
+    let required = Required {
+        defn: cx.defn,
+        args_with_derivatives: cx.args_with_derivatives,
+        skipped,
     };
     let n = forward.len();
-    let first_var_count = forward.first().map_or(0, |d| d.var_names.len());
+    let single_var = forward.first().is_none_or(|(d, _)| d.var_names.len() <= 1);
     let mut out = Vec::with_capacity(n);
-    for mut fw in forward {
+    for (mut fw, mut tokens) in forward {
         let loc = fw.loc.clone();
-        let tokens = Formula::parse(&fw.formula).map_err(|err| {
-            (
-                loc.clone(),
-                format!("the forward formula is not valid tokens: {err}"),
-            )
-        })?;
-        let mut required_tangent = find_required(&tokens, "_t", &loc)?;
-        let mut tokens = tokens;
-        match fw.formula.trim() {
-            "auto_element_wise" => {
-                if f.func.kind() == SchemaKind::Inplace {
-                    return Err((
-                        loc,
-                        format!(
-                            "Cannot use auto_element_wise with {} because it is an in-place variant",
-                            f.func.name
-                        ),
-                    ));
-                }
-                if args_with_derivatives.len() != 1 || n > 1 || first_var_count > 1 {
-                    return Err((
-                        loc,
-                        format!(
-                            "Derivative definition of {defn} in derivatives.yaml defines the forward definition of gradient as element_wise but this only works for functions with a single differentiable input and a single differentiable output."
-                        ),
-                    ));
-                }
-                if derivatives.len() != 1 {
-                    return Err((
-                        loc,
-                        format!(
-                            "Derivative definition of {defn} in derivatives.yaml defines the forward definition of gradient as element_wise but it does not defines the gradient formula for its argument which is required."
-                        ),
-                    ));
-                }
-                let input = &args_with_derivatives[0];
-                let mut t = Formula::parse(&derivatives[0].original_formula).unwrap_or_default();
-                t.replace_ident("grad", &format!("{input}_t.conj()"));
-                for arg in args_with_derivatives {
-                    t.replace_ident(arg, &format!("{arg}_p"));
-                }
-                let text = format!("({}).conj()", t.render());
-                tokens = Formula::parse(&text).unwrap_or_default();
-                fw.formula = text;
-                let mut all: Vec<String> = all_arg_names.iter().map(|s| s.to_string()).collect();
-                all.sort();
-                all.dedup();
-                required_tangent = all;
-            }
-            "auto_linear" => {
-                if n > 1 || first_var_count > 1 {
-                    return Err((
-                        loc,
-                        format!(
-                            "Derivative definition of {defn} in derivatives.yaml defines the forward definition of gradient as linear but this only works for functions with a single differentiable output."
-                        ),
-                    ));
-                }
-                if args_with_derivatives.is_empty() {
-                    return Err((
-                        loc,
-                        format!(
-                            "auto_linear for {defn} needs at least one differentiable argument"
-                        ),
-                    ));
-                }
-                let new_args: Vec<String> = all_arg_names
-                    .iter()
-                    .map(|a| {
-                        if args_with_derivatives.iter().any(|d| d == a) {
-                            format!("{a}_t")
-                        } else {
-                            a.to_string()
-                        }
-                    })
-                    .collect();
-                let mut name = defn.to_string();
-                if f.func.has_symint() {
-                    name.push_str("_symint");
-                }
-                let text = if f.variants.contains(&Variant::Function) {
-                    format!("at::{name}({})", new_args.join(", "))
-                } else {
-                    format!("{}.{name}({})", new_args[0], new_args[1..].join(", "))
-                };
-                tokens = Formula::parse(&text).unwrap_or_default();
-                fw.formula = text;
-                required_tangent = args_with_derivatives.to_vec();
-                required_tangent.sort();
-            }
-            _ => {}
+        let mut required_tangent = required.find(&tokens, "_t", &loc)?;
+        let expanded = match fw.formula.trim() {
+            "auto_element_wise" => Some(auto_element_wise(cx, n == 1 && single_var, &loc)?),
+            "auto_linear" => Some(auto_linear(cx, n == 1 && single_var, &loc)?),
+            _ => None,
+        };
+        if let Some((text, tangent)) = expanded {
+            tokens = Formula::parse(&text).unwrap_or_default();
+            fw.formula = text;
+            required_tangent = tangent;
         }
-        fw.required_inputs_primal = find_required(&tokens, "_p", &loc)?;
+        fw.required_inputs_primal = required.find(&tokens, "_p", &loc)?;
         fw.required_inputs_fw_grad = required_tangent;
         out.push(fw);
     }
     Ok(out)
+}
+
+/// `auto_element_wise`: the backward formula with `grad` replaced by the tangent, conjugated;
+/// the formula and the required tangents.
+fn auto_element_wise(
+    cx: &ForwardContext<'_>,
+    single_output: bool,
+    loc: &Location,
+) -> Result<(String, Vec<String>), (Location, String)> {
+    let (f, defn) = (cx.f, cx.defn);
+    let err = |msg: String| Err((loc.clone(), msg));
+    if f.func.kind() == SchemaKind::Inplace {
+        return err(format!(
+            "Cannot use auto_element_wise with {} because it is an in-place variant",
+            f.func.name
+        ));
+    }
+    if cx.args_with_derivatives.len() != 1 || !single_output {
+        return err(format!(
+            "Derivative definition of {defn} in derivatives.yaml defines the forward definition of gradient as element_wise but this only works for functions with a single differentiable input and a single differentiable output."
+        ));
+    }
+    if cx.derivatives.len() != 1 {
+        return err(format!(
+            "Derivative definition of {defn} in derivatives.yaml defines the forward definition of gradient as element_wise but it does not defines the gradient formula for its argument which is required."
+        ));
+    }
+    let input = &cx.args_with_derivatives[0];
+    let mut t = Formula::parse(&cx.derivatives[0].original_formula).unwrap_or_default();
+    t.replace_ident("grad", &format!("{input}_t.conj()"));
+    for arg in cx.args_with_derivatives {
+        t.replace_ident(arg, &format!("{arg}_p"));
+    }
+    let mut all: Vec<String> = cx.all_arg_names.iter().map(|s| s.to_string()).collect();
+    all.sort();
+    all.dedup();
+    Ok((format!("({}).conj()", t.render()), all))
+}
+
+/// `auto_linear`: the function itself called on the tangents; the formula and the required
+/// tangents.
+fn auto_linear(
+    cx: &ForwardContext<'_>,
+    single_output: bool,
+    loc: &Location,
+) -> Result<(String, Vec<String>), (Location, String)> {
+    let (f, defn) = (cx.f, cx.defn);
+    if !single_output {
+        return Err((
+            loc.clone(),
+            format!(
+                "Derivative definition of {defn} in derivatives.yaml defines the forward definition of gradient as linear but this only works for functions with a single differentiable output."
+            ),
+        ));
+    }
+    if cx.args_with_derivatives.is_empty() {
+        return Err((
+            loc.clone(),
+            format!("auto_linear for {defn} needs at least one differentiable argument"),
+        ));
+    }
+    let new_args: Vec<String> = cx
+        .all_arg_names
+        .iter()
+        .map(|a| {
+            if cx.args_with_derivatives.iter().any(|d| d == a) {
+                format!("{a}_t")
+            } else {
+                a.to_string()
+            }
+        })
+        .collect();
+    let mut name = defn.to_string();
+    if f.func.has_symint() {
+        name.push_str("_symint");
+    }
+    let text = if f.variants.contains(&Variant::Function) {
+        format!("at::{name}({})", new_args.join(", "))
+    } else {
+        format!("{}.{name}({})", new_args[0], new_args[1..].join(", "))
+    };
+    let mut tangent = cx.args_with_derivatives.to_vec();
+    tangent.sort();
+    Ok((text, tangent))
 }
 
 /// The forward formulas as this function uses them: in-place functions rewrite the

@@ -2,8 +2,8 @@
 //! canonical function's schema (torchgen's `load_derivatives`), plus the `{view}_copy` infos.
 
 use super::cpp::{cpp_arguments, cpp_name};
-use super::derivative::set_up_derivatives;
-use super::{AnalysisOptions, DifferentiabilityInfo, InfoMap, InfoSet};
+use super::derivative::Setup;
+use super::{AnalysisOptions, DifferentiabilityInfo, InfoMap, InfoSet, check};
 use crate::diagnostics::Ctxt;
 use crate::model::derivatives::{DerivativeEntry, DispatchFormulas, OutputDifferentiability};
 use crate::model::native::NativeFunction;
@@ -71,52 +71,81 @@ const AUTOGRAD_KEYS: &[&str] = &[
     "AutogradPrivateUse3",
 ];
 
-/// What one entry yields before its backward nodes are named: the canonical function, the
-/// infos per dispatch key and the output differentiability.
-type PreparedEntry<'a> = (
-    usize,
-    Vec<(&'a DispatchFormulas, DifferentiabilityInfo)>,
-    Option<Vec<bool>>,
-    Option<Vec<String>>,
-);
+/// What one entry yields before its backward nodes are named.
+pub(super) struct PreparedEntry<'a> {
+    /// The function the entry is for (index into the functions).
+    pub canonical: usize,
+    /// The info of each dispatch key that has no errors.
+    pub infos: Vec<(&'a DispatchFormulas, DifferentiabilityInfo)>,
+    /// `output_differentiability` as flags (a condition counts as `true`).
+    pub od: Option<Vec<bool>>,
+    /// The condition, when `output_differentiability` gives one.
+    pub od_conditions: Option<Vec<String>>,
+}
 
-/// The per-entry part of [`load_infos`], independent of every other entry.
-fn prepare_entry<'a>(
-    functions: &[NativeFunction],
-    by_schema: &HashMap<&str, usize>,
-    by_signature: &HashMap<SignatureKey<'_>, Vec<usize>>,
-    entry: &'a DerivativeEntry,
-    options: &AnalysisOptions,
-    cx: &mut Ctxt,
-) -> Option<PreparedEntry<'a>> {
-    let spec = entry.name.as_str();
-    let e = Some(spec);
-    let Some(defn) = defn_name(spec) else {
-        cx.error(
-            &entry.loc,
-            e,
-            format!("Unsupported function schema: {spec}"),
-        );
-        return None;
-    };
-    let (od, od_conditions) = match &entry.output_differentiability {
-        None => (None, None),
-        Some(OutputDifferentiability::Flags(v)) => (Some(v.clone()), None),
-        Some(OutputDifferentiability::Conditions(c)) => {
-            if c.len() != 1 {
-                cx.error(&entry.loc, e, "output_differentiability must either be a list of booleans or one condition string (conditions are supported for single-output functions only)");
-                return None;
-            }
-            (Some(vec![true]), Some(c.clone()))
+/// The native functions by schema text and by signature, for finding an entry's function.
+struct Lookup<'f> {
+    functions: &'f [NativeFunction],
+    by_schema: HashMap<&'f str, usize>,
+    by_signature: HashMap<SignatureKey<'f>, Vec<usize>>,
+}
+
+impl<'f> Lookup<'f> {
+    fn new(functions: &'f [NativeFunction]) -> Self {
+        let mut by_schema: HashMap<&str, usize> = HashMap::default();
+        let mut by_signature: HashMap<SignatureKey<'_>, Vec<usize>> = HashMap::default();
+        for (i, f) in functions.iter().enumerate() {
+            by_schema.insert(f.schema.as_str(), i);
+            by_signature
+                .entry(f.func.signature_key(false, false))
+                .or_default()
+                .push(i);
         }
-    };
-    let Some(&fidx) = by_schema.get(spec) else {
-        let avail: Vec<String> = functions
+        Lookup {
+            functions,
+            by_schema,
+            by_signature,
+        }
+    }
+
+    /// torchgen's `canonical_function`: among the variants of the entry's function, the one
+    /// named `defn` (or the in-place one, for functions that only have that).
+    fn canonical(&self, entry: &DerivativeEntry, defn: &str, cx: &mut Ctxt) -> Option<usize> {
+        let functions = self.functions;
+        let spec = entry.name.as_str();
+        let Some(&fidx) = self.by_schema.get(spec) else {
+            cx.error(&entry.loc, Some(spec), self.not_found(spec, defn));
+            return None;
+        };
+        let group = &self.by_signature[&functions[fidx].func.signature_key(false, false)];
+        let canonical = group
+            .iter()
+            .copied()
+            .find(|&i| {
+                let f = &functions[i].func;
+                !f.is_functional_fn() && !f.is_out_fn() && f.name.name.is(defn)
+            })
+            .or_else(|| {
+                (cpp_name(&functions[group[0]].func) == format!("{defn}_")).then_some(group[0])
+            });
+        if canonical.is_none() {
+            let msg = format!(
+                "no canonical function named `{defn}` among the variants of {}",
+                functions[fidx].func.signature(false)
+            );
+            cx.error(&entry.loc, Some(spec), msg);
+        }
+        canonical
+    }
+
+    fn not_found(&self, spec: &str, defn: &str) -> String {
+        let avail: Vec<&str> = self
+            .functions
             .iter()
             .filter(|f| cpp_name(&f.func) == defn)
-            .map(|f| f.schema.clone())
+            .map(|f| f.schema.as_str())
             .collect();
-        let msg = match FunctionSchema::parse(spec) {
+        match FunctionSchema::parse(spec) {
             Err(err) => format!("invalid schema: {err}"),
             Ok(_) if avail.is_empty() => {
                 format!("could not find a native function for schema: {spec}")
@@ -125,120 +154,153 @@ fn prepare_entry<'a>(
                 "could not find a native function for schema: {spec}. Available signatures:\n{}",
                 avail.join("\n")
             ),
-        };
-        cx.error(&entry.loc, e, msg);
+        }
+    }
+}
+
+/// `output_differentiability` as flags and conditions.
+type OutputFlags = (Option<Vec<bool>>, Option<Vec<String>>);
+
+fn output_flags(entry: &DerivativeEntry, cx: &mut Ctxt) -> Option<OutputFlags> {
+    match &entry.output_differentiability {
+        None => Some((None, None)),
+        Some(OutputDifferentiability::Flags(v)) => Some((Some(v.clone()), None)),
+        Some(OutputDifferentiability::Conditions(c)) if c.len() == 1 => {
+            Some((Some(vec![true]), Some(c.clone())))
+        }
+        Some(OutputDifferentiability::Conditions(_)) => {
+            cx.error(&entry.loc, Some(&entry.name), "output_differentiability must either be a list of booleans or one condition string (conditions are supported for single-output functions only)");
+            None
+        }
+    }
+}
+
+/// torchgen rejects argument names its generated code would shadow.
+fn check_argument_names(
+    f: &NativeFunction,
+    defn: &str,
+    entry: &DerivativeEntry,
+    cx: &mut Ctxt,
+) -> bool {
+    let arg_names: Vec<&str> = cpp_arguments(&f.func).iter().map(|a| a.name).collect();
+    let msg = if arg_names.contains(&"grad_input_mask") {
+        format!(
+            "Schema for {defn} has an argument named grad_input_mask, but this name would be shadowed by our codegen. Please use a different name in native_functions.yaml."
+        )
+    } else if arg_names.contains(&"result") {
+        format!(
+            "Schema for {defn} has an argument named result, but this is only allowed for outputs. Please use a different name in native_functions.yaml."
+        )
+    } else {
+        return true;
+    };
+    cx.error(&entry.loc, Some(&entry.name), msg);
+    false
+}
+
+fn check_dispatch_key(d: &DispatchFormulas, spec: &str, cx: &mut Ctxt) -> bool {
+    if d.key == "Default" || AUTOGRAD_KEYS.contains(&d.key.as_str()) {
+        return true;
+    }
+    let msg = format!(
+        "Invalid dispatch key {} in derivatives.yaml for {spec}, expected key to be one of Default, {}",
+        d.key,
+        AUTOGRAD_KEYS.join(", ")
+    );
+    cx.error(&d.loc, Some(spec), msg);
+    false
+}
+
+/// The per-entry part of [`load_infos`], independent of every other entry.
+fn prepare_entry<'a>(
+    lookup: &Lookup<'_>,
+    entry: &'a DerivativeEntry,
+    options: &AnalysisOptions,
+    cx: &mut Ctxt,
+) -> Option<PreparedEntry<'a>> {
+    let spec = entry.name.as_str();
+    let Some(defn) = defn_name(spec) else {
+        let msg = format!("Unsupported function schema: {spec}");
+        cx.error(&entry.loc, Some(spec), msg);
         return None;
     };
-    let group = &by_signature[&functions[fidx].func.signature_key(false, false)];
-    let canonical = group
-        .iter()
-        .copied()
-        .find(|&i| {
-            let f = &functions[i].func;
-            !f.is_functional_fn() && !f.is_out_fn() && f.name.name.is(defn)
-        })
-        .or_else(|| {
-            (cpp_name(&functions[group[0]].func) == format!("{defn}_")).then_some(group[0])
-        });
-    let Some(canonical) = canonical else {
-        cx.error(
-            &entry.loc,
-            e,
-            format!(
-                "no canonical function named `{defn}` among the variants of {}",
-                functions[fidx].func.signature(false)
-            ),
-        );
-        return None;
-    };
-    let cf = &functions[canonical];
-    let arg_names: Vec<&str> = cpp_arguments(&cf.func).iter().map(|a| a.name).collect();
-    if arg_names.contains(&"grad_input_mask") {
-        cx.error(&entry.loc, e, format!("Schema for {defn} has an argument named grad_input_mask, but this name would be shadowed by our codegen. Please use a different name in native_functions.yaml."));
+    let (od, od_conditions) = output_flags(entry, cx)?;
+    let canonical = lookup.canonical(entry, defn, cx)?;
+    let cf = &lookup.functions[canonical];
+    if !check_argument_names(cf, defn, entry, cx) {
         return None;
     }
-    if arg_names.contains(&"result") {
-        cx.error(&entry.loc, e, format!("Schema for {defn} has an argument named result, but this is only allowed for outputs. Please use a different name in native_functions.yaml."));
-        return None;
-    }
-    let mut set = Vec::new();
+    let setup = Setup::new(cf, defn, spec, od.as_deref(), options);
+    let mut infos = Vec::new();
     for d in &entry.dispatch {
-        if d.key != "Default" && !AUTOGRAD_KEYS.contains(&d.key.as_str()) {
-            cx.error(
-                &d.loc,
-                e,
-                format!("Invalid dispatch key {} in derivatives.yaml for {spec}, expected key to be one of Default, {}", d.key, AUTOGRAD_KEYS.join(", ")),
-            );
-            continue;
-        }
-        if let Some(info) =
-            set_up_derivatives(cf, canonical, defn, d, od.as_deref(), options, spec, cx)
+        if check_dispatch_key(d, spec, cx)
+            && let Some(info) = setup.info(canonical, d, cx)
         {
-            set.push((d, info));
+            infos.push((d, info));
         }
     }
-    Some((canonical, set, od, od_conditions))
+    Some(PreparedEntry {
+        canonical,
+        infos,
+        od,
+        od_conditions,
+    })
+}
+
+/// Prepare every entry: on two threads for a large file (each with its own error list,
+/// appended in entry order, so messages are those of one pass).
+fn prepare_all<'e>(
+    lookup: &Lookup<'_>,
+    entries: &'e [DerivativeEntry],
+    options: &AnalysisOptions,
+    cx: &mut Ctxt,
+) -> Vec<Option<PreparedEntry<'e>>> {
+    let prepare = |entries: &'e [DerivativeEntry], cx: &mut Ctxt| -> Vec<_> {
+        entries
+            .iter()
+            .map(|entry| prepare_entry(lookup, entry, options, cx))
+            .collect()
+    };
+    if entries.len() < 64 {
+        return prepare(entries, cx);
+    }
+    let (first, second) = entries.split_at(entries.len() / 2);
+    let (mut a, (b, cx_b)) = std::thread::scope(|s| {
+        let b = s.spawn(|| {
+            let mut cx = Ctxt::new();
+            let b = prepare(second, &mut cx);
+            (b, cx)
+        });
+        let a = prepare(first, cx);
+        let b = b
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (a, b)
+    });
+    cx.append(cx_b);
+    a.extend(b);
+    a
 }
 
 /// torchgen's `load_derivatives`: one info set per entry, keyed by the canonical function's
 /// schema, plus the derived `{view}_copy` infos. Errors go to `cx`.
-pub fn load_infos<'e>(
+pub fn load_infos(
     functions: &[NativeFunction],
-    entries: &'e [DerivativeEntry],
+    entries: &[DerivativeEntry],
     options: &AnalysisOptions,
     cx: &mut Ctxt,
 ) -> InfoMap {
-    let mut by_schema: HashMap<&str, usize> = HashMap::default();
-    let mut by_signature: HashMap<SignatureKey<'_>, Vec<usize>> = HashMap::default();
-    for (i, f) in functions.iter().enumerate() {
-        by_schema.insert(f.schema.as_str(), i);
-        by_signature
-            .entry(f.func.signature_key(false, false))
-            .or_default()
-            .push(i);
-    }
-    // Entries are independent until their nodes are named: prepare them on two threads
-    // (each with its own error list, appended in entry order), then name and insert in order.
-    let prepare = |entries: &'e [DerivativeEntry],
-                   cx: &mut Ctxt|
-     -> Vec<Option<PreparedEntry<'e>>> {
-        entries
-            .iter()
-            .map(|entry| prepare_entry(functions, &by_schema, &by_signature, entry, options, cx))
-            .collect()
-    };
-    let prepared: Vec<Option<PreparedEntry<'e>>> = if entries.len() < 64 {
-        prepare(entries, cx)
-    } else {
-        let (first, second) = entries.split_at(entries.len() / 2);
-        let (mut a, (b, cx_b)) = std::thread::scope(|s| {
-            let b = s.spawn(|| {
-                let mut cx = Ctxt::new();
-                let b = prepare(second, &mut cx);
-                (b, cx)
-            });
-            let a = prepare(first, cx);
-            (
-                a,
-                b.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            )
-        });
-        cx.append(cx_b);
-        a.extend(b);
-        a
-    };
+    let lookup = Lookup::new(functions);
+    let mut prepared = prepare_all(&lookup, entries, options, cx);
+    check::check_entries(functions, entries, &mut prepared, cx);
     let mut op_counter: HashMap<String, usize> = HashMap::default();
     let mut infos = InfoMap::default();
     for (entry, prepared) in entries.iter().zip(prepared) {
-        let Some((canonical, infos_by_key, od, od_conditions)) = prepared else {
-            continue;
-        };
-        let Some(defn) = defn_name(&entry.name) else {
+        let (Some(p), Some(defn)) = (prepared, defn_name(&entry.name)) else {
             continue;
         };
         let mut set: InfoSet = Vec::new();
-        for (d, mut info) in infos_by_key {
+        for (d, mut info) in p.infos {
             if info.has_derivatives() {
                 let mut prefix = op_prefix(defn);
                 if d.key != "Default" {
@@ -248,13 +310,13 @@ pub fn load_infos<'e>(
                 info.op = Some(format!("{prefix}{n}"));
                 *n += 1;
             }
-            info.output_differentiability = od.clone();
-            info.output_differentiability_conditions = od_conditions.clone();
+            info.output_differentiability = p.od.clone();
+            info.output_differentiability_conditions = p.od_conditions.clone();
             info.loc = entry.loc.clone();
             set.push((d.key.clone(), Arc::new(info)));
         }
         if !set.is_empty() {
-            infos.insert(functions[canonical].func.clone(), set);
+            infos.insert(functions[p.canonical].func.clone(), set);
         }
     }
     add_view_copy_infos(functions, &mut infos);

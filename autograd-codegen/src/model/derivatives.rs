@@ -28,6 +28,9 @@ pub struct FormulaEntry {
     pub formula: String,
     /// Where the key is.
     pub loc: Location,
+    /// Where the formula text starts (its first character, inside the quotes of a quoted
+    /// scalar).
+    pub formula_loc: Location,
 }
 
 /// The formulas of one dispatch key (`Default` for an entry without `dispatch:`).
@@ -176,8 +179,14 @@ fn formula_entry(
     cx: &mut Ctxt,
 ) -> Option<FormulaEntry> {
     let key = k.as_str()?.to_string();
+    let mut formula_loc = v.location(file);
     let formula = match &v.value {
-        Value::Scalar { text, .. } => text.clone(),
+        Value::Scalar { text, plain } => {
+            if !plain {
+                formula_loc.column += 1;
+            }
+            text.clone()
+        }
         _ => {
             cx.error(
                 &v.location(file),
@@ -204,6 +213,7 @@ fn formula_entry(
         var_names,
         formula,
         loc: k.location(file),
+        formula_loc,
     })
 }
 
