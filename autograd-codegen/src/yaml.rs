@@ -9,6 +9,8 @@ use crate::diagnostics::{Ctxt, Diagnostic, Location};
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use std::sync::Arc;
 
+mod fast;
+
 /// A YAML node with its position.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
@@ -135,6 +137,18 @@ pub fn parse(file: &Arc<str>, text: &str) -> Result<Option<Node>, Diagnostic> {
 
 /// [`parse`] for a piece of a file that starts after `lines_before` lines.
 pub(crate) fn parse_at(
+    file: &Arc<str>,
+    text: &str,
+    lines_before: usize,
+) -> Result<Option<Node>, Diagnostic> {
+    if let Some(root) = fast::parse(text, lines_before) {
+        return Ok(Some(root));
+    }
+    parse_saphyr(file, text, lines_before)
+}
+
+/// [`parse_at`] with `saphyr-parser`, for any YAML.
+fn parse_saphyr(
     file: &Arc<str>,
     text: &str,
     lines_before: usize,
@@ -280,6 +294,83 @@ pub(crate) fn split_top_level_sequence(text: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// The fast reader builds saphyr's tree wherever it answers, and answers for PyTorch's
+    /// `native_functions.yaml` and `derivatives.yaml`.
+    #[test]
+    fn fast_reader_agrees_with_saphyr() {
+        let file: Arc<str> = Arc::from("x.yaml");
+        let cases = [
+            "- a: 1\n  b: [x, \"y z\", 3]  # c\n  c:\n    d: e\n    f, g: h\n  l:\n  - 1\n  - '2'\n",
+            "# top\n\n- name: f(Tensor self) -> Tensor\n  self: \"grad *\n     2\n\n     + x\"\n  result: g(\"a\") # c\n",
+            "- x\n- y: z\n-   w: 1\n    v: []\n",
+            "- func: f(str a=\"\\\"'\", str b='\"') -> Tensor\n  x: a#b\n",
+        ];
+        for text in cases {
+            let fast = fast::parse(text, 0);
+            assert!(fast.is_some(), "{text:?}");
+            let slow = parse_saphyr(&file, text, 0).unwrap();
+            if fast != slow {
+                panic!(
+                    "{text:?}: {}",
+                    first_difference(fast.as_ref().unwrap(), slow.as_ref().unwrap())
+                );
+            }
+        }
+        for text in [
+            "- a: |\n    x\n",
+            "- a: b\n  c\n",
+            "- a:\n- b\n",
+            "- a: \"x\\ny\"\n",
+            "--- \n- a\n",
+            "- a: {b: c}\n",
+            "- a: b: c\n",
+            "- a: &x b\n",
+            "-\ta: b\n",
+            "",
+            "a",
+        ] {
+            assert!(fast::parse(text, 0).is_none(), "{text:?}");
+        }
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/pytorch");
+        for name in ["native_functions.yaml", "derivatives.yaml"] {
+            let Ok(text) = std::fs::read_to_string(dir.join(name)) else {
+                continue;
+            };
+            let fast = fast::parse(&text, 3);
+            assert!(fast.is_some(), "{name}: the fast reader gave up");
+            if fast != parse_saphyr(&file, &text, 3).unwrap() {
+                panic!(
+                    "{name}: {}",
+                    first_difference(
+                        fast.as_ref().unwrap(),
+                        &parse_saphyr(&file, &text, 3).unwrap().unwrap()
+                    )
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, failure_persistence: None, ..Default::default() })]
+
+        /// Wherever the fast reader answers on mutated YAML, saphyr builds the same tree.
+        #[test]
+        fn fast_reader_agrees_on_mutations(
+            edits in proptest::collection::vec((0usize..400, "[-:#\"' \\[\\]{},a\n]{0,2}", 0usize..3), 1..4)
+        ) {
+            let mut text = String::from("# c\n- name: f(Tensor self) -> Tensor\n  self: \"grad *\n    x\"\n  output_differentiability: [True, 'x']\n  dispatch:\n    Default:\n      self: g(a, b) # c\n    A, B: {}\n  l:\n  - 1\n  -  k: v\n     w: [ ]\n- x\n");
+            for (at, ins, del) in edits {
+                let at = at % (text.len() + 1);
+                let end = (at + del).min(text.len());
+                text.replace_range(at..end, &ins);
+            }
+            if let Some(fast) = fast::parse(&text, 0) {
+                let slow = parse_saphyr(&Arc::from("x"), &text, 0);
+                proptest::prop_assert_eq!(Ok(Some(fast)), slow, "{:?}", text);
+            }
+        }
+    }
+
     #[test]
     fn keeps_lines_and_structure() {
         let file: Arc<str> = "t.yaml".into();
@@ -314,5 +405,36 @@ mod tests {
         let file: Arc<str> = "q.yaml".into();
         let root = parse(&file, "a: 'True'\n").unwrap().unwrap();
         assert_eq!(root.get("a").unwrap().as_bool(), None);
+    }
+}
+
+#[cfg(test)]
+fn first_difference(a: &Node, b: &Node) -> String {
+    match (&a.value, &b.value) {
+        (Value::Seq(x), Value::Seq(y))
+            if x.len() == y.len() && (a.line, a.column) == (b.line, b.column) =>
+        {
+            x.iter()
+                .zip(y)
+                .find(|(p, q)| p != q)
+                .map(|(p, q)| first_difference(p, q))
+                .unwrap_or_default()
+        }
+        (Value::Map(x), Value::Map(y))
+            if x.len() == y.len() && (a.line, a.column) == (b.line, b.column) =>
+        {
+            x.iter()
+                .zip(y)
+                .find(|(p, q)| p != q)
+                .map(|(p, q)| {
+                    if p.0 != q.0 {
+                        first_difference(&p.0, &q.0)
+                    } else {
+                        first_difference(&p.1, &q.1)
+                    }
+                })
+                .unwrap_or_default()
+        }
+        _ => format!("fast {a:?}\nsaphyr {b:?}"),
     }
 }
