@@ -1348,9 +1348,17 @@ impl PartialEq for SignatureKey<'_> {
 impl Eq for SignatureKey<'_> {}
 
 impl std::hash::Hash for SignatureKey<'_> {
+    /// Only the name and the argument names: cheap, and consistent with `eq` (equal keys have
+    /// equal names); overloads that differ only in types are told apart by `eq`.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         for item in self.items() {
-            item.hash(state);
+            match item {
+                SigItem::Name(name, dunder) => (name, dunder).hash(state),
+                SigItem::Positional(_, name, ..) | SigItem::KwargOnly(name, ..) => {
+                    name.hash(state);
+                }
+                SigItem::Return(_) => 0u8.hash(state),
+            }
         }
     }
 }
