@@ -1278,7 +1278,7 @@ pub struct SignatureKey<'a> {
 }
 
 /// One element of a signature, as [`SignatureKey`] compares them.
-#[derive(PartialEq, Eq, Hash)]
+#[derive(PartialEq, Eq)]
 enum SigItem<'a> {
     Name(&'a str, bool),
     /// Group (0 before `self`, 1 `self`, 2 after), name, type, default.
@@ -1339,27 +1339,37 @@ impl<'a> SignatureKey<'a> {
     }
 }
 
+impl SignatureKey<'_> {
+    /// What `eq` compares first and `hash` hashes: the name and the numbers of positional
+    /// and keyword arguments (equal keys have equal shapes; not the number of returns, which
+    /// an out= function's written arguments add to).
+    fn shape(&self) -> (&str, bool, usize, usize) {
+        let s = self.schema;
+        let a = &s.arguments;
+        (
+            &self.base,
+            s.name.name.dunder_method,
+            a.pre_self_positional.len()
+                + usize::from(a.self_arg.is_some())
+                + a.post_self_positional.len(),
+            a.pre_tensor_options_kwarg_only.len() + a.post_tensor_options_kwarg_only.len(),
+        )
+    }
+}
+
 impl PartialEq for SignatureKey<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.items().eq(other.items())
+        self.shape() == other.shape() && self.items().eq(other.items())
     }
 }
 
 impl Eq for SignatureKey<'_> {}
 
 impl std::hash::Hash for SignatureKey<'_> {
-    /// Only the name and the argument names: cheap, and consistent with `eq` (equal keys have
-    /// equal names); overloads that differ only in types are told apart by `eq`.
+    /// Only the shape: cheap, and consistent with `eq`; overloads of one shape that differ
+    /// in names or types are told apart by `eq`.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        for item in self.items() {
-            match item {
-                SigItem::Name(name, dunder) => (name, dunder).hash(state),
-                SigItem::Positional(_, name, ..) | SigItem::KwargOnly(name, ..) => {
-                    name.hash(state);
-                }
-                SigItem::Return(_) => 0u8.hash(state),
-            }
-        }
+        self.shape().hash(state);
     }
 }
 
