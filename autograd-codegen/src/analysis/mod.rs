@@ -213,16 +213,33 @@ pub struct Analysis {
 #[derive(Debug, Clone, Default)]
 pub struct InfoMap {
     entries: Vec<(FunctionSchema, InfoSet)>,
-    index: HashMap<FunctionSchema, usize>,
+    /// Entry positions by a hash of the schema's name (schemas are compared in full).
+    index: HashMap<u64, Vec<usize>>,
+}
+
+/// A cheap hash of what tells most schemas apart: the operator name.
+fn name_hash(schema: &FunctionSchema) -> u64 {
+    use std::hash::BuildHasher;
+    let n = &schema.name;
+    rustc_hash::FxBuildHasher.hash_one((&n.name.base, n.name.inplace, &n.overload_name))
 }
 
 impl InfoMap {
+    fn position(&self, schema: &FunctionSchema) -> Option<usize> {
+        self.index
+            .get(&name_hash(schema))?
+            .iter()
+            .copied()
+            .find(|&i| self.entries[i].0 == *schema)
+    }
+
     /// Insert or replace (keeping the first position, as a Python dict does).
     pub fn insert(&mut self, schema: FunctionSchema, infos: InfoSet) {
-        match self.index.get(&schema) {
-            Some(&i) => self.entries[i].1 = infos,
+        match self.position(&schema) {
+            Some(i) => self.entries[i].1 = infos,
             None => {
-                self.index.insert(schema.clone(), self.entries.len());
+                let h = name_hash(&schema);
+                self.index.entry(h).or_default().push(self.entries.len());
                 self.entries.push((schema, infos));
             }
         }
@@ -230,7 +247,7 @@ impl InfoMap {
 
     /// The infos for `schema`.
     pub fn get(&self, schema: &FunctionSchema) -> Option<&InfoSet> {
-        self.index.get(schema).map(|&i| &self.entries[i].1)
+        self.position(schema).map(|i| &self.entries[i].1)
     }
 
     /// In insertion order.

@@ -1366,10 +1366,22 @@ impl PartialEq for SignatureKey<'_> {
 impl Eq for SignatureKey<'_> {}
 
 impl std::hash::Hash for SignatureKey<'_> {
-    /// Only the shape: cheap, and consistent with `eq`; overloads of one shape that differ
-    /// in names or types are told apart by `eq`.
+    /// The shape and the arguments' names and types, walked directly: consistent with `eq`
+    /// (which also compares defaults and returns).
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.shape().hash(state);
+        let a = &self.schema.arguments;
+        let args = a
+            .pre_self_positional
+            .iter()
+            .chain(&a.self_arg)
+            .chain(&a.post_self_positional)
+            .chain(&a.pre_tensor_options_kwarg_only)
+            .chain(&a.post_tensor_options_kwarg_only);
+        for x in args {
+            x.name.hash(state);
+            x.ty.hash(state);
+        }
     }
 }
 
