@@ -7,7 +7,7 @@ use super::{AnalysisOptions, DifferentiabilityInfo, InfoMap, InfoSet, check};
 use crate::diagnostics::Ctxt;
 use crate::model::derivatives::{DerivativeEntry, DispatchFormulas, OutputDifferentiability};
 use crate::model::native::NativeFunction;
-use crate::model::schema::{FunctionSchema, SchemaKind, SignatureKey};
+use crate::model::schema::{FunctionSchema, OperatorName, SchemaKind, SignatureKey};
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
@@ -329,46 +329,54 @@ fn add_view_copy_infos(functions: &[NativeFunction], infos: &mut InfoMap) {
     // signature (torchgen's `NativeFunctionsViewGroup`).
     let mut groups: HashMap<SignatureKey<'_>, (Option<usize>, Option<usize>)> = HashMap::default();
     for (i, f) in functions.iter().enumerate() {
+        let slot = match f.view_kind() {
+            Some(false) => 0,
+            None if f.func.kind() == SchemaKind::Functional => 1,
+            _ => continue,
+        };
         let g = groups.entry(f.func.signature_key(false, true)).or_default();
-        match f.view_kind() {
-            Some(false) => g.0 = Some(i),
-            Some(true) => {}
-            None if f.func.kind() == SchemaKind::Functional => g.1 = Some(i),
-            None => {}
+        if slot == 0 {
+            g.0 = Some(i);
+        } else {
+            g.1 = Some(i);
         }
     }
-    let mut view_copy_of: HashMap<String, usize> = HashMap::default();
-    for (view, copy) in groups.values() {
-        if let (Some(v), Some(c)) = (view, copy) {
-            view_copy_of.insert(functions[*v].func.name.to_string(), *c);
-        }
-    }
+    let view_copy_of: HashMap<&OperatorName, usize> = groups
+        .values()
+        .filter_map(|&(view, copy)| Some((&functions[view?].func.name, copy?)))
+        .collect();
     let mut added: Vec<(FunctionSchema, InfoSet)> = Vec::new();
     for (_, set) in infos.iter() {
         let mut copies: InfoSet = Vec::new();
         let mut copy_schema = None;
         for (key, info) in set {
-            let Some(&c) = view_copy_of.get(&functions[info.func].func.name.to_string()) else {
+            let Some(&c) = view_copy_of.get(&functions[info.func].func.name) else {
                 break;
             };
-            let mut ci = (**info).clone();
-            let mut parts = info.name.splitn(3, '.');
-            let first = parts.next().unwrap_or_default();
-            let rest: Vec<&str> = parts.collect();
-            ci.name = format!("{first}_copy.{}", rest.join("."));
-            ci.func = c;
-            ci.op = info.op.as_ref().map(|o| format!("{o}_copy"));
-            copy_schema = Some(functions[c].func.clone());
-            copies.push((key.clone(), Arc::new(ci)));
+            copy_schema = Some(c);
+            copies.push((key.clone(), Arc::new(view_copy_info(info, c))));
         }
-        if let Some(s) = copy_schema
+        if let Some(c) = copy_schema
             && !copies.is_empty()
-            && infos.get(&s).is_none()
+            && infos.get(&functions[c].func).is_none()
         {
-            added.push((s, copies));
+            added.push((functions[c].func.clone(), copies));
         }
     }
     for (s, set) in added {
         infos.insert(s, set);
     }
+}
+
+/// torchgen's `create_view_copy_from_view_derivative`: the view's info, renamed, for function
+/// `copy`.
+fn view_copy_info(info: &DifferentiabilityInfo, copy: usize) -> DifferentiabilityInfo {
+    let mut ci = info.clone();
+    let mut parts = info.name.splitn(3, '.');
+    let first = parts.next().unwrap_or_default();
+    let rest: Vec<&str> = parts.collect();
+    ci.name = format!("{first}_copy.{}", rest.join("."));
+    ci.func = copy;
+    ci.op = info.op.as_ref().map(|o| format!("{o}_copy"));
+    ci
 }
