@@ -241,59 +241,11 @@ fn lex_simple(src: &str) -> Option<Formula> {
                 TokKind::Ident
             }
             b'0'..=b'9' => {
-                if c == b'0' && matches!(b.get(i + 1), Some(b'x' | b'o' | b'b')) {
-                    return None;
-                }
-                while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
-                    i += 1;
-                }
-                if b.get(i) == Some(&b'.') {
-                    if !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
-                        // `1.` / `1..2` / `1.foo()`: leave Rust's rules to proc_macro2.
-                        return None;
-                    }
-                    i += 1;
-                    while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
-                        i += 1;
-                    }
-                }
-                if matches!(b.get(i), Some(b'e' | b'E')) {
-                    let mut k = i + 1;
-                    if matches!(b.get(k), Some(b'+' | b'-')) {
-                        k += 1;
-                    }
-                    if !b.get(k).is_some_and(u8::is_ascii_digit) {
-                        return None;
-                    }
-                    i = k;
-                    while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
-                        i += 1;
-                    }
-                }
-                // A suffix (`0.5f`, `1u8`) belongs to the literal.
-                while i < b.len() && is_word(b[i]) {
-                    i += 1;
-                }
-                if matches!(b.get(i), Some(b'.' | b'"' | b'\'' | b'#')) {
-                    return None;
-                }
+                i = number_end(b, i)?;
                 TokKind::Literal
             }
             b'"' => {
-                i += 1;
-                loop {
-                    match b.get(i) {
-                        None | Some(b'\\' | b'\r') => return None,
-                        Some(b'"') => break,
-                        Some(_) => i += 1,
-                    }
-                }
-                i += 1;
-                if b.get(i)
-                    .is_some_and(|&c| is_word(c) || c == b'"' || c == b'\'' || c == b'#')
-                {
-                    return None;
-                }
+                i = string_end(b, i)?;
                 TokKind::Literal
             }
             b'(' | b'[' | b'{' => {
@@ -329,6 +281,67 @@ fn lex_simple(src: &str) -> Option<Formula> {
         space_start = i;
     }
     stack.is_empty().then_some(Formula { toks })
+}
+
+/// Where the number starting at `start` ends, or `None` for what only `proc_macro2` reads
+/// right (`0x1F`, `1.`, `1..2`, `1e`, a suffix followed by `.`).
+fn number_end(b: &[u8], start: usize) -> Option<usize> {
+    let digits = |mut i: usize| {
+        while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
+            i += 1;
+        }
+        i
+    };
+    if b[start] == b'0' && matches!(b.get(start + 1), Some(b'x' | b'o' | b'b')) {
+        return None;
+    }
+    let mut i = digits(start);
+    if b.get(i) == Some(&b'.') {
+        if !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            // `1.` / `1..2` / `1.foo()`: leave Rust's rules to proc_macro2.
+            return None;
+        }
+        i = digits(i + 1);
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        let mut k = i + 1;
+        if matches!(b.get(k), Some(b'+' | b'-')) {
+            k += 1;
+        }
+        if !b.get(k).is_some_and(u8::is_ascii_digit) {
+            return None;
+        }
+        i = digits(k);
+    }
+    // A suffix (`0.5f`, `1u8`) belongs to the literal.
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+        i += 1;
+    }
+    if matches!(b.get(i), Some(b'.' | b'"' | b'\'' | b'#')) {
+        return None;
+    }
+    Some(i)
+}
+
+/// Where the plain string literal starting at `start` ends, or `None` for escapes, `\r`,
+/// unterminated strings and suffixed ones.
+fn string_end(b: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    loop {
+        match b.get(i) {
+            None | Some(b'\\' | b'\r') => return None,
+            Some(b'"') => break,
+            Some(_) => i += 1,
+        }
+    }
+    i += 1;
+    let is_word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    if b.get(i)
+        .is_some_and(|&c| is_word(c) || c == b'"' || c == b'\'' || c == b'#')
+    {
+        return None;
+    }
+    Some(i)
 }
 
 /// Why `text` does not lex, for the common mistakes: unbalanced brackets, unterminated

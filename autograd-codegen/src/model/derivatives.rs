@@ -110,37 +110,7 @@ fn parse_entry(file: &Arc<str>, item: &Node, cx: &mut Ctxt) -> Option<Derivative
             }
             "dispatch" => {
                 has_dispatch = true;
-                let Some(keys) = v.as_map() else {
-                    cx.error(
-                        &v.location(file),
-                        entry,
-                        "`dispatch:` must map dispatch keys to formulas",
-                    );
-                    continue;
-                };
-                for (dk, dv) in keys {
-                    let Some(dkey) = dk.as_str() else {
-                        cx.error(&dk.location(file), entry, "dispatch keys must be strings");
-                        continue;
-                    };
-                    let Some(formulas) = dv.as_map() else {
-                        cx.error(
-                            &dv.location(file),
-                            entry,
-                            format!("dispatch key `{dkey}` must map names to formulas"),
-                        );
-                        continue;
-                    };
-                    let formulas = formulas
-                        .iter()
-                        .filter_map(|(fk, fv)| formula_entry(file, fk, fv, entry, cx))
-                        .collect();
-                    dispatch.push(DispatchFormulas {
-                        key: dkey.to_string(),
-                        loc: dk.location(file),
-                        formulas,
-                    });
-                }
+                dispatch.extend(parse_dispatch(file, v, entry, cx));
             }
             _ => default_formulas.extend(formula_entry(file, k, v, entry, cx)),
         }
@@ -169,6 +139,48 @@ fn parse_entry(file: &Arc<str>, item: &Node, cx: &mut Ctxt) -> Option<Derivative
         output_differentiability,
         dispatch,
     })
+}
+
+/// `dispatch:`: formulas per dispatch key.
+fn parse_dispatch(
+    file: &Arc<str>,
+    v: &Node,
+    entry: Option<&str>,
+    cx: &mut Ctxt,
+) -> Vec<DispatchFormulas> {
+    let Some(keys) = v.as_map() else {
+        cx.error(
+            &v.location(file),
+            entry,
+            "`dispatch:` must map dispatch keys to formulas",
+        );
+        return Vec::new();
+    };
+    let mut dispatch = Vec::new();
+    for (dk, dv) in keys {
+        let Some(dkey) = dk.as_str() else {
+            cx.error(&dk.location(file), entry, "dispatch keys must be strings");
+            continue;
+        };
+        let Some(formulas) = dv.as_map() else {
+            cx.error(
+                &dv.location(file),
+                entry,
+                format!("dispatch key `{dkey}` must map names to formulas"),
+            );
+            continue;
+        };
+        let formulas = formulas
+            .iter()
+            .filter_map(|(fk, fv)| formula_entry(file, fk, fv, entry, cx))
+            .collect();
+        dispatch.push(DispatchFormulas {
+            key: dkey.to_string(),
+            loc: dk.location(file),
+            formulas,
+        });
+    }
+    dispatch
 }
 
 fn formula_entry(
