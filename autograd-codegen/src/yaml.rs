@@ -154,101 +154,81 @@ fn parse_saphyr(
     lines_before: usize,
 ) -> Result<Option<Node>, Diagnostic> {
     let mut parser = Parser::new_from_str(text);
-    let mut stack: Vec<(Node, Option<Node>)> = Vec::new();
-    let mut root: Option<Node> = None;
-    let error = |line: usize, col: usize, message: String| Diagnostic {
+    let mut tree = Tree::default();
+    // `line` counts from the start of `text`; messages add `lines_before`.
+    let error = |line: usize, col: usize, message: &str| Diagnostic {
         location: Location {
             file: file.clone(),
             line: line + lines_before,
             column: col,
         },
         entry: None,
-        message,
+        message: message.to_string(),
     };
     while let Some(event) = parser.next_event() {
         let (event, span) = event.map_err(|e| {
-            error(
-                e.marker().line(),
-                e.marker().col(),
-                format!("invalid YAML: {}", e.info()),
-            )
+            let msg = format!("invalid YAML: {}", e.info());
+            error(e.marker().line(), e.marker().col(), &msg)
         })?;
-        let (line, column) = (span.start.line() + lines_before, span.start.col());
+        let (line, column) = (span.start.line(), span.start.col());
+        let at = |value| Node {
+            value,
+            line: line + lines_before,
+            column,
+        };
         let node = match event {
-            Event::Scalar(text, style, _, _) => Node {
-                value: Value::Scalar {
-                    text: text.into_owned(),
-                    plain: style == ScalarStyle::Plain,
-                },
-                line,
-                column,
-            },
-            Event::SequenceStart(..) | Event::MappingStart(..) if stack.len() >= MAX_DEPTH => {
-                return Err(error(
-                    line - lines_before,
-                    column,
-                    format!("invalid YAML: collections nested more than {MAX_DEPTH} deep"),
-                ));
+            Event::Scalar(text, style, _, _) => at(Value::Scalar {
+                text: text.into_owned(),
+                plain: style == ScalarStyle::Plain,
+            }),
+            Event::SequenceStart(..) | Event::MappingStart(..) if tree.stack.len() >= MAX_DEPTH => {
+                let msg = format!("invalid YAML: collections nested more than {MAX_DEPTH} deep");
+                return Err(error(line, column, &msg));
             }
             Event::SequenceStart(..) => {
-                stack.push((
-                    Node {
-                        value: Value::Seq(Vec::new()),
-                        line,
-                        column,
-                    },
-                    None,
-                ));
+                tree.stack.push((at(Value::Seq(Vec::new())), None));
                 continue;
             }
             Event::MappingStart(..) => {
-                stack.push((
-                    Node {
-                        value: Value::Map(Vec::new()),
-                        line,
-                        column,
-                    },
-                    None,
-                ));
+                tree.stack.push((at(Value::Map(Vec::new())), None));
                 continue;
             }
-            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+            Event::SequenceEnd | Event::MappingEnd => match tree.stack.pop() {
                 Some((n, None)) => n,
                 Some((n, Some(_))) => {
-                    return Err(error(
-                        n.line - lines_before,
-                        n.column,
-                        "invalid YAML: mapping key without value".into(),
-                    ));
+                    let msg = "invalid YAML: mapping key without value";
+                    return Err(error(n.line - lines_before, n.column, msg));
                 }
                 None => {
-                    return Err(error(
-                        line,
-                        column,
-                        "invalid YAML: unbalanced collection".into(),
-                    ));
+                    let msg = "invalid YAML: unbalanced collection";
+                    return Err(error(line, column, msg));
                 }
             },
             Event::Alias(_) => {
-                return Err(error(
-                    line,
-                    column,
-                    "YAML aliases are not supported here".into(),
-                ));
+                return Err(error(line, column, "YAML aliases are not supported here"));
             }
-            Event::DocumentEnd => {
-                if root.is_some() {
-                    break;
-                }
-                continue;
-            }
+            Event::DocumentEnd if tree.root.is_some() => break,
             _ => continue,
         };
-        // Attach the finished node to its parent.
-        match stack.last_mut() {
+        tree.attach(node);
+    }
+    Ok(tree.root)
+}
+
+/// The collections being read, each with its pending mapping key, and the finished root.
+#[derive(Default)]
+struct Tree {
+    stack: Vec<(Node, Option<Node>)>,
+    root: Option<Node>,
+}
+
+impl Tree {
+    /// Attach a finished node to its parent (the first one becomes the root).
+    fn attach(&mut self, node: Node) {
+        match self.stack.last_mut() {
             None => {
-                if root.is_none() {
-                    root = Some(node);
+                if self.root.is_none() {
+                    self.root = Some(node);
                 }
             }
             Some((parent, pending_key)) => match &mut parent.value {
@@ -261,7 +241,6 @@ fn parse_saphyr(
             },
         }
     }
-    Ok(root)
 }
 
 /// Where `text` can be cut in two pieces that parse, each on its own, to the two halves of
@@ -293,6 +272,36 @@ pub(crate) fn split_top_level_sequence(text: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn first_difference(a: &Node, b: &Node) -> String {
+        match (&a.value, &b.value) {
+            (Value::Seq(x), Value::Seq(y))
+                if x.len() == y.len() && (a.line, a.column) == (b.line, b.column) =>
+            {
+                x.iter()
+                    .zip(y)
+                    .find(|(p, q)| p != q)
+                    .map(|(p, q)| first_difference(p, q))
+                    .unwrap_or_default()
+            }
+            (Value::Map(x), Value::Map(y))
+                if x.len() == y.len() && (a.line, a.column) == (b.line, b.column) =>
+            {
+                x.iter()
+                    .zip(y)
+                    .find(|(p, q)| p != q)
+                    .map(|(p, q)| {
+                        if p.0 != q.0 {
+                            first_difference(&p.0, &q.0)
+                        } else {
+                            first_difference(&p.1, &q.1)
+                        }
+                    })
+                    .unwrap_or_default()
+            }
+            _ => format!("fast {a:?}\nsaphyr {b:?}"),
+        }
+    }
 
     /// The fast reader builds saphyr's tree wherever it answers, and answers for PyTorch's
     /// `native_functions.yaml` and `derivatives.yaml`.
@@ -405,36 +414,5 @@ mod tests {
         let file: Arc<str> = "q.yaml".into();
         let root = parse(&file, "a: 'True'\n").unwrap().unwrap();
         assert_eq!(root.get("a").unwrap().as_bool(), None);
-    }
-}
-
-#[cfg(test)]
-fn first_difference(a: &Node, b: &Node) -> String {
-    match (&a.value, &b.value) {
-        (Value::Seq(x), Value::Seq(y))
-            if x.len() == y.len() && (a.line, a.column) == (b.line, b.column) =>
-        {
-            x.iter()
-                .zip(y)
-                .find(|(p, q)| p != q)
-                .map(|(p, q)| first_difference(p, q))
-                .unwrap_or_default()
-        }
-        (Value::Map(x), Value::Map(y))
-            if x.len() == y.len() && (a.line, a.column) == (b.line, b.column) =>
-        {
-            x.iter()
-                .zip(y)
-                .find(|(p, q)| p != q)
-                .map(|(p, q)| {
-                    if p.0 != q.0 {
-                        first_difference(&p.0, &q.0)
-                    } else {
-                        first_difference(&p.1, &q.1)
-                    }
-                })
-                .unwrap_or_default()
-        }
-        _ => format!("fast {a:?}\nsaphyr {b:?}"),
     }
 }
