@@ -1,12 +1,69 @@
-//! Checks across an entry and the function it is for, or across entries, run once every
-//! entry is prepared: each a short function, all called from [`check_entries`] (as serde_derive's
-//! `internals/check.rs`).
+//! The checks of `derivatives.yaml` entries against their functions and each other, each a
+//! short function (as serde_derive's `internals/check.rs`): two preconditions of setting an
+//! entry up, called from `load::prepare_entry`, and the checks across a prepared entry and
+//! its function or across entries, all called from [`check_entries`].
 
+use super::cpp::cpp_arguments;
 use super::load::PreparedEntry;
 use crate::diagnostics::{Ctxt, Location};
-use crate::model::derivatives::DerivativeEntry;
+use crate::model::derivatives::{DerivativeEntry, DispatchFormulas};
 use crate::model::native::NativeFunction;
 use rustc_hash::FxHashMap as HashMap;
+
+const AUTOGRAD_KEYS: &[&str] = &[
+    "AutogradNestedTensor",
+    "AutogradCPU",
+    "AutogradCUDA",
+    "AutogradHIP",
+    "AutogradXLA",
+    "AutogradMTIA",
+    "AutogradMPS",
+    "AutogradIPU",
+    "AutogradXPU",
+    "AutogradHPU",
+    "AutogradVE",
+    "AutogradLazy",
+    "AutogradMeta",
+    "AutogradPrivateUse1",
+    "AutogradPrivateUse2",
+    "AutogradPrivateUse3",
+];
+
+/// torchgen rejects argument names its generated code would shadow.
+pub(super) fn check_argument_names(
+    f: &NativeFunction,
+    defn: &str,
+    entry: &DerivativeEntry,
+    cx: &mut Ctxt,
+) -> bool {
+    let arg_names: Vec<&str> = cpp_arguments(&f.func).iter().map(|a| a.name).collect();
+    let msg = if arg_names.contains(&"grad_input_mask") {
+        format!(
+            "Schema for {defn} has an argument named grad_input_mask, but this name would be shadowed by our codegen. Please use a different name in native_functions.yaml."
+        )
+    } else if arg_names.contains(&"result") {
+        format!(
+            "Schema for {defn} has an argument named result, but this is only allowed for outputs. Please use a different name in native_functions.yaml."
+        )
+    } else {
+        return true;
+    };
+    cx.error(&entry.loc, Some(&entry.name), msg);
+    false
+}
+
+pub(super) fn check_dispatch_key(d: &DispatchFormulas, spec: &str, cx: &mut Ctxt) -> bool {
+    if d.key == "Default" || AUTOGRAD_KEYS.contains(&d.key.as_str()) {
+        return true;
+    }
+    let msg = format!(
+        "Invalid dispatch key {} in derivatives.yaml for {spec}, expected key to be one of Default, {}",
+        d.key,
+        AUTOGRAD_KEYS.join(", ")
+    );
+    cx.error(&d.loc, Some(spec), msg);
+    false
+}
 
 /// Run every check on the prepared entries (`prepared[i]` is `entries[i]`'s, `None` where it
 /// had errors already). An entry that must not be used any further is set to `None`.

@@ -1,7 +1,7 @@
 //! Loading: each `derivatives.yaml` entry becomes one info per dispatch key, keyed by the
 //! canonical function's schema (torchgen's `load_derivatives`), plus the `{view}_copy` infos.
 
-use super::cpp::{cpp_arguments, cpp_name};
+use super::cpp::cpp_name;
 use super::derivative::Setup;
 use super::{AnalysisOptions, DifferentiabilityInfo, InfoMap, InfoSet, check};
 use crate::diagnostics::Ctxt;
@@ -51,25 +51,6 @@ fn defn_name(spec: &str) -> Option<&str> {
     }
     (end > 0 && rest.starts_with('(') && rest.contains(')')).then(|| &spec[..end])
 }
-
-const AUTOGRAD_KEYS: &[&str] = &[
-    "AutogradNestedTensor",
-    "AutogradCPU",
-    "AutogradCUDA",
-    "AutogradHIP",
-    "AutogradXLA",
-    "AutogradMTIA",
-    "AutogradMPS",
-    "AutogradIPU",
-    "AutogradXPU",
-    "AutogradHPU",
-    "AutogradVE",
-    "AutogradLazy",
-    "AutogradMeta",
-    "AutogradPrivateUse1",
-    "AutogradPrivateUse2",
-    "AutogradPrivateUse3",
-];
 
 /// What one entry yields before its backward nodes are named.
 pub(super) struct PreparedEntry<'a> {
@@ -175,42 +156,6 @@ fn output_flags(entry: &DerivativeEntry, cx: &mut Ctxt) -> Option<OutputFlags> {
     }
 }
 
-/// torchgen rejects argument names its generated code would shadow.
-fn check_argument_names(
-    f: &NativeFunction,
-    defn: &str,
-    entry: &DerivativeEntry,
-    cx: &mut Ctxt,
-) -> bool {
-    let arg_names: Vec<&str> = cpp_arguments(&f.func).iter().map(|a| a.name).collect();
-    let msg = if arg_names.contains(&"grad_input_mask") {
-        format!(
-            "Schema for {defn} has an argument named grad_input_mask, but this name would be shadowed by our codegen. Please use a different name in native_functions.yaml."
-        )
-    } else if arg_names.contains(&"result") {
-        format!(
-            "Schema for {defn} has an argument named result, but this is only allowed for outputs. Please use a different name in native_functions.yaml."
-        )
-    } else {
-        return true;
-    };
-    cx.error(&entry.loc, Some(&entry.name), msg);
-    false
-}
-
-fn check_dispatch_key(d: &DispatchFormulas, spec: &str, cx: &mut Ctxt) -> bool {
-    if d.key == "Default" || AUTOGRAD_KEYS.contains(&d.key.as_str()) {
-        return true;
-    }
-    let msg = format!(
-        "Invalid dispatch key {} in derivatives.yaml for {spec}, expected key to be one of Default, {}",
-        d.key,
-        AUTOGRAD_KEYS.join(", ")
-    );
-    cx.error(&d.loc, Some(spec), msg);
-    false
-}
-
 /// The per-entry part of [`load_infos`], independent of every other entry.
 fn prepare_entry<'a>(
     lookup: &Lookup<'_>,
@@ -227,13 +172,13 @@ fn prepare_entry<'a>(
     let (od, od_conditions) = output_flags(entry, cx)?;
     let canonical = lookup.canonical(entry, defn, cx)?;
     let cf = &lookup.functions[canonical];
-    if !check_argument_names(cf, defn, entry, cx) {
+    if !check::check_argument_names(cf, defn, entry, cx) {
         return None;
     }
     let setup = Setup::new(cf, defn, spec, od.as_deref(), options);
     let mut infos = Vec::new();
     for d in &entry.dispatch {
-        if check_dispatch_key(d, spec, cx)
+        if check::check_dispatch_key(d, spec, cx)
             && let Some(info) = setup.info(canonical, d, cx)
         {
             infos.push((d, info));
