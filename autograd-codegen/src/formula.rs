@@ -54,6 +54,24 @@ pub struct Formula {
     pub toks: Vec<Tok>,
 }
 
+/// Why a formula is not valid tokens, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormulaError {
+    /// Byte offset in the formula of the offending character (an unclosed bracket's or
+    /// string's opening, a stray closing bracket).
+    pub offset: usize,
+    /// The lexer's reason: "unclosed `(`", "unterminated string literal", ...
+    pub reason: String,
+}
+
+impl std::fmt::Display for FormulaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for FormulaError {}
+
 /// The deepest bracket nesting a formula may have.
 const MAX_DEPTH: usize = 128;
 
@@ -69,15 +87,18 @@ fn open_close(d: Delimiter) -> (&'static str, &'static str) {
 impl Formula {
     /// Tokenize `text`. Fails on what neither Rust nor C++ tokenizers accept (unbalanced
     /// brackets, unterminated strings).
-    pub fn parse(text: &str) -> Result<Formula, String> {
+    pub fn parse(text: &str) -> Result<Formula, FormulaError> {
         // Bound the nesting first: the tokenizers and the token trees recurse on it.
         let mut depth = 0usize;
-        for c in text.bytes() {
+        for (offset, c) in text.bytes().enumerate() {
             match c {
                 b'(' | b'[' | b'{' => {
                     depth += 1;
                     if depth > MAX_DEPTH {
-                        return Err(format!("brackets nested more than {MAX_DEPTH} deep"));
+                        return Err(FormulaError {
+                            offset,
+                            reason: format!("brackets nested more than {MAX_DEPTH} deep"),
+                        });
                     }
                 }
                 b')' | b']' | b'}' => depth = depth.saturating_sub(1),
@@ -173,8 +194,16 @@ impl Formula {
 }
 
 /// The general tokenizer: `proc_macro2`'s lexer, flattened.
-fn parse_proc_macro2(text: &str) -> Result<Formula, String> {
-    let stream = TokenStream::from_str(text).map_err(|e| e.to_string())?;
+fn parse_proc_macro2(text: &str) -> Result<Formula, FormulaError> {
+    let stream = TokenStream::from_str(text).map_err(|e| {
+        lex_error_reason(text).unwrap_or_else(|| {
+            let r = e.span().byte_range();
+            FormulaError {
+                offset: if r.start <= text.len() { r.start } else { 0 },
+                reason: e.to_string(),
+            }
+        })
+    })?;
     let mut toks = Vec::new();
     let mut last_end = 0usize;
     flatten(stream, text, &mut last_end, &mut toks);
@@ -212,59 +241,11 @@ fn lex_simple(src: &str) -> Option<Formula> {
                 TokKind::Ident
             }
             b'0'..=b'9' => {
-                if c == b'0' && matches!(b.get(i + 1), Some(b'x' | b'o' | b'b')) {
-                    return None;
-                }
-                while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
-                    i += 1;
-                }
-                if b.get(i) == Some(&b'.') {
-                    if !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
-                        // `1.` / `1..2` / `1.foo()`: leave Rust's rules to proc_macro2.
-                        return None;
-                    }
-                    i += 1;
-                    while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
-                        i += 1;
-                    }
-                }
-                if matches!(b.get(i), Some(b'e' | b'E')) {
-                    let mut k = i + 1;
-                    if matches!(b.get(k), Some(b'+' | b'-')) {
-                        k += 1;
-                    }
-                    if !b.get(k).is_some_and(u8::is_ascii_digit) {
-                        return None;
-                    }
-                    i = k;
-                    while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
-                        i += 1;
-                    }
-                }
-                // A suffix (`0.5f`, `1u8`) belongs to the literal.
-                while i < b.len() && is_word(b[i]) {
-                    i += 1;
-                }
-                if matches!(b.get(i), Some(b'.' | b'"' | b'\'' | b'#')) {
-                    return None;
-                }
+                i = number_end(b, i)?;
                 TokKind::Literal
             }
             b'"' => {
-                i += 1;
-                loop {
-                    match b.get(i) {
-                        None | Some(b'\\' | b'\r') => return None,
-                        Some(b'"') => break,
-                        Some(_) => i += 1,
-                    }
-                }
-                i += 1;
-                if b.get(i)
-                    .is_some_and(|&c| is_word(c) || c == b'"' || c == b'\'' || c == b'#')
-                {
-                    return None;
-                }
+                i = string_end(b, i)?;
                 TokKind::Literal
             }
             b'(' | b'[' | b'{' => {
@@ -300,6 +281,146 @@ fn lex_simple(src: &str) -> Option<Formula> {
         space_start = i;
     }
     stack.is_empty().then_some(Formula { toks })
+}
+
+/// Where the number starting at `start` ends, or `None` for what only `proc_macro2` reads
+/// right (`0x1F`, `1.`, `1..2`, `1e`, a suffix followed by `.`).
+fn number_end(b: &[u8], start: usize) -> Option<usize> {
+    let digits = |mut i: usize| {
+        while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'_') {
+            i += 1;
+        }
+        i
+    };
+    if b[start] == b'0' && matches!(b.get(start + 1), Some(b'x' | b'o' | b'b')) {
+        return None;
+    }
+    let mut i = digits(start);
+    if b.get(i) == Some(&b'.') {
+        if !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            // `1.` / `1..2` / `1.foo()`: leave Rust's rules to proc_macro2.
+            return None;
+        }
+        i = digits(i + 1);
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        let mut k = i + 1;
+        if matches!(b.get(k), Some(b'+' | b'-')) {
+            k += 1;
+        }
+        if !b.get(k).is_some_and(u8::is_ascii_digit) {
+            return None;
+        }
+        i = digits(k);
+    }
+    // A suffix (`0.5f`, `1u8`) belongs to the literal.
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+        i += 1;
+    }
+    if matches!(b.get(i), Some(b'.' | b'"' | b'\'' | b'#')) {
+        return None;
+    }
+    Some(i)
+}
+
+/// Where the plain string literal starting at `start` ends, or `None` for escapes, `\r`,
+/// unterminated strings and suffixed ones.
+fn string_end(b: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    loop {
+        match b.get(i) {
+            None | Some(b'\\' | b'\r') => return None,
+            Some(b'"') => break,
+            Some(_) => i += 1,
+        }
+    }
+    i += 1;
+    let is_word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    if b.get(i)
+        .is_some_and(|&c| is_word(c) || c == b'"' || c == b'\'' || c == b'#')
+    {
+        return None;
+    }
+    Some(i)
+}
+
+/// Why `text` does not lex, for the common mistakes: unbalanced brackets, unterminated
+/// strings, character literals and block comments. `None` when none of them is the cause.
+/// Only called once a tokenizer has failed.
+fn lex_error_reason(text: &str) -> Option<FormulaError> {
+    let b = text.as_bytes();
+    let err = |offset: usize, reason: String| Some(FormulaError { offset, reason });
+    let mut stack: Vec<(u8, usize)> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'"' => {
+                let Some(end) = literal_end(b, i, b'"') else {
+                    return err(i, "unterminated string literal".into());
+                };
+                i = end;
+            }
+            b'\'' if b.get(i + 2) == Some(&b'\'') || b.get(i + 1) == Some(&b'\\') => {
+                let Some(end) = literal_end(b, i, b'\'') else {
+                    return err(i, "unterminated character literal".into());
+                };
+                i = end;
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                i = b[i..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(b.len(), |p| i + p);
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => match text[i + 2..].find("*/") {
+                Some(p) => i += p + 4,
+                None => return err(i, "unterminated block comment".into()),
+            },
+            b'(' | b'[' | b'{' => {
+                stack.push((c, i));
+                i += 1;
+            }
+            b')' | b']' | b'}' => {
+                let open = match c {
+                    b')' => b'(',
+                    b']' => b'[',
+                    _ => b'{',
+                };
+                match stack.pop() {
+                    Some((o, _)) if o == open => {}
+                    Some((o, _)) => {
+                        return err(
+                            i,
+                            format!(
+                                "mismatched `{}`: the innermost open bracket is `{}`",
+                                c as char, o as char
+                            ),
+                        );
+                    }
+                    None => return err(i, format!("unexpected `{}`", c as char)),
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    let (o, at) = stack.pop()?;
+    err(at, format!("unclosed `{}`", o as char))
+}
+
+/// The offset after the literal that opens with `quote` at `start`, or `None` when it is
+/// unterminated.
+fn literal_end(b: &[u8], start: usize, quote: u8) -> Option<usize> {
+    let mut i = start + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            c if c == quote => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 fn flatten(stream: TokenStream, src: &str, last_end: &mut usize, out: &mut Vec<Tok>) {
@@ -470,6 +591,25 @@ mod tests {
                 }
             }
             assert!(fast_count > 1000, "{fast_count}");
+        }
+    }
+
+    #[test]
+    fn lex_errors_say_what_and_where() {
+        for (src, offset, reason) in [
+            ("f(a, g(b)", 1, "unclosed `(`"),
+            ("grad * \"open", 7, "unterminated string literal"),
+            ("f(a))", 4, "unexpected `)`"),
+            (
+                "f(a]",
+                3,
+                "mismatched `]`: the innermost open bracket is `(`",
+            ),
+            ("x /* y", 2, "unterminated block comment"),
+            ("f(\")\", x", 1, "unclosed `(`"),
+        ] {
+            let e = Formula::parse(src).unwrap_err();
+            assert_eq!((e.offset, e.reason.as_str()), (offset, reason), "{src:?}");
         }
     }
 

@@ -9,6 +9,8 @@ use crate::diagnostics::{Ctxt, Diagnostic, Location};
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use std::sync::Arc;
 
+mod fast;
+
 /// A YAML node with its position.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
@@ -139,102 +141,94 @@ pub(crate) fn parse_at(
     text: &str,
     lines_before: usize,
 ) -> Result<Option<Node>, Diagnostic> {
+    if let Some(root) = fast::parse(text, lines_before) {
+        return Ok(Some(root));
+    }
+    parse_saphyr(file, text, lines_before)
+}
+
+/// [`parse_at`] with `saphyr-parser`, for any YAML.
+fn parse_saphyr(
+    file: &Arc<str>,
+    text: &str,
+    lines_before: usize,
+) -> Result<Option<Node>, Diagnostic> {
     let mut parser = Parser::new_from_str(text);
-    let mut stack: Vec<(Node, Option<Node>)> = Vec::new();
-    let mut root: Option<Node> = None;
-    let error = |line: usize, col: usize, message: String| Diagnostic {
+    let mut tree = Tree::default();
+    // `line` counts from the start of `text`; messages add `lines_before`.
+    let error = |line: usize, col: usize, message: &str| Diagnostic {
         location: Location {
             file: file.clone(),
             line: line + lines_before,
             column: col,
         },
         entry: None,
-        message,
+        message: message.to_string(),
     };
     while let Some(event) = parser.next_event() {
         let (event, span) = event.map_err(|e| {
-            error(
-                e.marker().line(),
-                e.marker().col(),
-                format!("invalid YAML: {}", e.info()),
-            )
+            let msg = format!("invalid YAML: {}", e.info());
+            error(e.marker().line(), e.marker().col(), &msg)
         })?;
-        let (line, column) = (span.start.line() + lines_before, span.start.col());
+        let (line, column) = (span.start.line(), span.start.col());
+        let at = |value| Node {
+            value,
+            line: line + lines_before,
+            column,
+        };
         let node = match event {
-            Event::Scalar(text, style, _, _) => Node {
-                value: Value::Scalar {
-                    text: text.into_owned(),
-                    plain: style == ScalarStyle::Plain,
-                },
-                line,
-                column,
-            },
-            Event::SequenceStart(..) | Event::MappingStart(..) if stack.len() >= MAX_DEPTH => {
-                return Err(error(
-                    line - lines_before,
-                    column,
-                    format!("invalid YAML: collections nested more than {MAX_DEPTH} deep"),
-                ));
+            Event::Scalar(text, style, _, _) => at(Value::Scalar {
+                text: text.into_owned(),
+                plain: style == ScalarStyle::Plain,
+            }),
+            Event::SequenceStart(..) | Event::MappingStart(..) if tree.stack.len() >= MAX_DEPTH => {
+                let msg = format!("invalid YAML: collections nested more than {MAX_DEPTH} deep");
+                return Err(error(line, column, &msg));
             }
             Event::SequenceStart(..) => {
-                stack.push((
-                    Node {
-                        value: Value::Seq(Vec::new()),
-                        line,
-                        column,
-                    },
-                    None,
-                ));
+                tree.stack.push((at(Value::Seq(Vec::new())), None));
                 continue;
             }
             Event::MappingStart(..) => {
-                stack.push((
-                    Node {
-                        value: Value::Map(Vec::new()),
-                        line,
-                        column,
-                    },
-                    None,
-                ));
+                tree.stack.push((at(Value::Map(Vec::new())), None));
                 continue;
             }
-            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+            Event::SequenceEnd | Event::MappingEnd => match tree.stack.pop() {
                 Some((n, None)) => n,
                 Some((n, Some(_))) => {
-                    return Err(error(
-                        n.line - lines_before,
-                        n.column,
-                        "invalid YAML: mapping key without value".into(),
-                    ));
+                    let msg = "invalid YAML: mapping key without value";
+                    return Err(error(n.line - lines_before, n.column, msg));
                 }
                 None => {
-                    return Err(error(
-                        line,
-                        column,
-                        "invalid YAML: unbalanced collection".into(),
-                    ));
+                    let msg = "invalid YAML: unbalanced collection";
+                    return Err(error(line, column, msg));
                 }
             },
             Event::Alias(_) => {
-                return Err(error(
-                    line,
-                    column,
-                    "YAML aliases are not supported here".into(),
-                ));
+                return Err(error(line, column, "YAML aliases are not supported here"));
             }
-            Event::DocumentEnd => {
-                if root.is_some() {
-                    break;
-                }
-                continue;
-            }
+            Event::DocumentEnd if tree.root.is_some() => break,
             _ => continue,
         };
-        // Attach the finished node to its parent.
-        match stack.last_mut() {
+        tree.attach(node);
+    }
+    Ok(tree.root)
+}
+
+/// The collections being read, each with its pending mapping key, and the finished root.
+#[derive(Default)]
+struct Tree {
+    stack: Vec<(Node, Option<Node>)>,
+    root: Option<Node>,
+}
+
+impl Tree {
+    /// Attach a finished node to its parent (the first one becomes the root).
+    fn attach(&mut self, node: Node) {
+        match self.stack.last_mut() {
             None => {
-                if root.is_none() {
-                    root = Some(node);
+                if self.root.is_none() {
+                    self.root = Some(node);
                 }
             }
             Some((parent, pending_key)) => match &mut parent.value {
@@ -247,7 +241,6 @@ pub(crate) fn parse_at(
             },
         }
     }
-    Ok(root)
 }
 
 /// Where `text` can be cut in two pieces that parse, each on its own, to the two halves of
@@ -279,6 +272,113 @@ pub(crate) fn split_top_level_sequence(text: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn first_difference(a: &Node, b: &Node) -> String {
+        match (&a.value, &b.value) {
+            (Value::Seq(x), Value::Seq(y))
+                if x.len() == y.len() && (a.line, a.column) == (b.line, b.column) =>
+            {
+                x.iter()
+                    .zip(y)
+                    .find(|(p, q)| p != q)
+                    .map(|(p, q)| first_difference(p, q))
+                    .unwrap_or_default()
+            }
+            (Value::Map(x), Value::Map(y))
+                if x.len() == y.len() && (a.line, a.column) == (b.line, b.column) =>
+            {
+                x.iter()
+                    .zip(y)
+                    .find(|(p, q)| p != q)
+                    .map(|(p, q)| {
+                        if p.0 != q.0 {
+                            first_difference(&p.0, &q.0)
+                        } else {
+                            first_difference(&p.1, &q.1)
+                        }
+                    })
+                    .unwrap_or_default()
+            }
+            _ => format!("fast {a:?}\nsaphyr {b:?}"),
+        }
+    }
+
+    /// The fast reader builds saphyr's tree wherever it answers, and answers for PyTorch's
+    /// `native_functions.yaml` and `derivatives.yaml`.
+    #[test]
+    fn fast_reader_agrees_with_saphyr() {
+        let file: Arc<str> = Arc::from("x.yaml");
+        let cases = [
+            "- a: 1\n  b: [x, \"y z\", 3]  # c\n  c:\n    d: e\n    f, g: h\n  l:\n  - 1\n  - '2'\n",
+            "# top\n\n- name: f(Tensor self) -> Tensor\n  self: \"grad *\n     2\n\n     + x\"\n  result: g(\"a\") # c\n",
+            "- x\n- y: z\n-   w: 1\n    v: []\n",
+            "- func: f(str a=\"\\\"'\", str b='\"') -> Tensor\n  x: a#b\n",
+        ];
+        for text in cases {
+            let fast = fast::parse(text, 0);
+            assert!(fast.is_some(), "{text:?}");
+            let slow = parse_saphyr(&file, text, 0).unwrap();
+            if fast != slow {
+                panic!(
+                    "{text:?}: {}",
+                    first_difference(fast.as_ref().unwrap(), slow.as_ref().unwrap())
+                );
+            }
+        }
+        for text in [
+            "- a: |\n    x\n",
+            "- a: b\n  c\n",
+            "- a:\n- b\n",
+            "- a: \"x\\ny\"\n",
+            "--- \n- a\n",
+            "- a: {b: c}\n",
+            "- a: b: c\n",
+            "- a: &x b\n",
+            "-\ta: b\n",
+            "",
+            "a",
+        ] {
+            assert!(fast::parse(text, 0).is_none(), "{text:?}");
+        }
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/pytorch");
+        for name in ["native_functions.yaml", "derivatives.yaml"] {
+            let Ok(text) = std::fs::read_to_string(dir.join(name)) else {
+                continue;
+            };
+            let fast = fast::parse(&text, 3);
+            assert!(fast.is_some(), "{name}: the fast reader gave up");
+            if fast != parse_saphyr(&file, &text, 3).unwrap() {
+                panic!(
+                    "{name}: {}",
+                    first_difference(
+                        fast.as_ref().unwrap(),
+                        &parse_saphyr(&file, &text, 3).unwrap().unwrap()
+                    )
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, failure_persistence: None, ..Default::default() })]
+
+        /// Wherever the fast reader answers on mutated YAML, saphyr builds the same tree.
+        #[test]
+        fn fast_reader_agrees_on_mutations(
+            edits in proptest::collection::vec((0usize..400, "[-:#\"' \\[\\]{},a\n]{0,2}", 0usize..3), 1..4)
+        ) {
+            let mut text = String::from("# c\n- name: f(Tensor self) -> Tensor\n  self: \"grad *\n    x\"\n  output_differentiability: [True, 'x']\n  dispatch:\n    Default:\n      self: g(a, b) # c\n    A, B: {}\n  l:\n  - 1\n  -  k: v\n     w: [ ]\n- x\n");
+            for (at, ins, del) in edits {
+                let at = at % (text.len() + 1);
+                let end = (at + del).min(text.len());
+                text.replace_range(at..end, &ins);
+            }
+            if let Some(fast) = fast::parse(&text, 0) {
+                let slow = parse_saphyr(&Arc::from("x"), &text, 0);
+                proptest::prop_assert_eq!(Ok(Some(fast)), slow, "{:?}", text);
+            }
+        }
+    }
 
     #[test]
     fn keeps_lines_and_structure() {

@@ -181,7 +181,6 @@ fn failed_analysis_writes_no_file() {
 fn summary_counts_functions_whose_outputs_fail() {
     let derivatives = "\
 - name: mul.Tensor(Tensor self, Tensor other) -> Tensor
-  self: mul_tensor_backward(grad, other, self.scalar_type())
   output_differentiability: [False]
 ";
     let (n, d) = files(NATIVE, derivatives);
@@ -467,4 +466,55 @@ fn real_corpus_has_3110_records() {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["functions"].as_array().unwrap().len(), 3110);
+}
+
+const EXP_NATIVE: &str = "\
+- func: exp(Tensor self) -> Tensor
+  variants: function, method
+  dispatch:
+    CPU: exp
+";
+
+#[test]
+fn output_differentiability_longer_than_outputs_fails() {
+    let (n, d) = files(
+        EXP_NATIVE,
+        "- name: exp(Tensor self) -> Tensor\n  self: grad * result\n  output_differentiability: [True, False]\n",
+    );
+    let o = analyze(&n, &d, &["--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("derivatives.yaml:1: in `exp(Tensor self) -> Tensor`: output_differentiability has 2 values but `exp` has 1 output"),
+        "{err}"
+    );
+}
+
+#[test]
+fn duplicate_entry_fails_naming_both_lines() {
+    let (n, d) = files(
+        EXP_NATIVE,
+        "- name: exp(Tensor self) -> Tensor\n  self: grad * result\n\n- name: exp(Tensor self) -> Tensor\n  self: grad * result\n",
+    );
+    let o = analyze(&n, &d, &["--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("derivatives.yaml:4: in `exp(Tensor self) -> Tensor`: duplicate entry for `exp(Tensor self) -> Tensor`; the first is at "), "{err}");
+    assert!(err.contains("derivatives.yaml:1"), "{err}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn bad_tokens_name_the_column_and_the_reason() {
+    let (n, d) = files(
+        EXP_NATIVE,
+        "- name: exp(Tensor self) -> Tensor\n  self: grad * (result\n",
+    );
+    let o = analyze(&n, &d, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("derivatives.yaml:2: in `exp(Tensor self) -> Tensor`: the formula for `self` is not valid tokens at column 16: unclosed `(`"),
+        "{err}"
+    );
 }

@@ -84,7 +84,8 @@ fn tokens_only(c: &mut Criterion) {
         .sample_size(10)
         .measurement_time(Duration::from_secs(3))
         .warm_up_time(Duration::from_secs(1));
-    for n in [300usize] {
+    let n = 300usize;
+    {
         let mut config = autograd_codegen::emit::Config::new("<inline>");
         config.derivatives_text = Some(synthetic_yaml(n));
         config.track_files = false;

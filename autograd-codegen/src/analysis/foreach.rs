@@ -59,6 +59,67 @@ pub(super) fn gen_foreach_info(
 ) -> Option<(DifferentiabilityInfo, bool)> {
     let f = &functions[i];
     let name = f.func.name.to_string();
+    let (ref_schema, reference) =
+        find_reference(f, &name, functional_by_sig, non_functional_by_sig)?;
+    if f.func.kind() == SchemaKind::Inplace {
+        return Some(((*reference).clone(), false));
+    }
+    let mapping = ArgMapping::new(&f.func, ref_schema);
+    let backward = backward_derivatives(&reference, &mapping)?;
+    let args_with_derivatives: Vec<String> = f
+        .func
+        .arguments
+        .flat_non_out()
+        .filter(|a| backward.var_names.contains(&a.name))
+        .map(|a| a.name.clone())
+        .collect();
+    let ref_func = &functions[reference.func].func;
+    let forward = reference
+        .forward_derivatives
+        .iter()
+        .map(|fw| forward_derivative(fw, &f.func, ref_func, &name))
+        .collect::<Option<Vec<_>>>()?;
+    Some((
+        DifferentiabilityInfo {
+            name: f.func.name.name.base.clone(),
+            func: i,
+            op: Some(format!(
+                "Foreach{}{}",
+                reference.op.as_deref().unwrap_or("None"),
+                f.func.name.overload_name
+            )),
+            derivatives: backward.derivatives,
+            forward_derivatives: forward,
+            all_saved_inputs: sorted_by_name(backward.saved_inputs),
+            all_saved_outputs: sorted_by_name(backward.saved_outputs),
+            available_named_gradients: Vec::new(),
+            used_named_gradients: BTreeSet::new(),
+            args_with_derivatives,
+            non_differentiable_arg_names: Vec::new(),
+            output_differentiability: None,
+            output_differentiability_conditions: None,
+            loc: reference.loc.clone(),
+        },
+        true,
+    ))
+}
+
+/// torchgen collects `all_saved_inputs` / `all_saved_outputs` of these infos in a Python set,
+/// whose order depends on the hash seed; FORMAT.md makes them sorted by name.
+fn sorted_by_name(mut v: Vec<SavedAttribute>) -> Vec<SavedAttribute> {
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    v.dedup_by(|a, b| a.name == b.name);
+    v
+}
+
+/// The reference (per-tensor) op's schema and `Default` info: a functional one, or for
+/// `_foreach_zero_` an in-place one.
+fn find_reference<'s>(
+    f: &NativeFunction,
+    name: &str,
+    functional_by_sig: &'s [(FunctionSchema, InfoSet)],
+    non_functional_by_sig: &'s [(FunctionSchema, InfoSet)],
+) -> Option<(&'s FunctionSchema, Arc<DifferentiabilityInfo>)> {
     let default = |set: &InfoSet| {
         set.iter()
             .find(|(k, _)| k == "Default")
@@ -72,182 +133,182 @@ pub(super) fn gen_foreach_info(
         .rsplit("_foreach_")
         .next()
         .unwrap_or_default();
-    let mut found: Option<(&FunctionSchema, Arc<DifferentiabilityInfo>)> = functional_by_sig
-        .iter()
-        .find(|(s, set)| is_reference(&f.func, base, &name, s) && default(set).is_some())
-        .and_then(|(s, set)| Some((s, default(set)?)));
-    if found.is_none()
-        && f.func.kind() == SchemaKind::Inplace
-        && WITH_INPLACE_REF.contains(&name.as_str())
-    {
-        found = non_functional_by_sig
-            .iter()
-            .find(|(s, set)| is_reference(&f.func, base, &name, s) && default(set).is_some())
-            .and_then(|(s, set)| Some((s, default(set)?)));
-    }
-    let (ref_schema, reference) = found?;
-    if f.func.kind() == SchemaKind::Inplace {
-        return Some(((*reference).clone(), false));
-    }
+    let search = |list: &'s [(FunctionSchema, InfoSet)]| {
+        list.iter()
+            .find(|(s, set)| is_reference(&f.func, base, name, s) && default(set).is_some())
+            .and_then(|(s, set)| Some((s, default(set)?)))
+    };
+    search(functional_by_sig).or_else(|| {
+        (f.func.kind() == SchemaKind::Inplace && WITH_INPLACE_REF.contains(&name))
+            .then(|| search(non_functional_by_sig))
+            .flatten()
+    })
+}
 
-    let mut ref_to_foreach: HashMap<&str, &str> = HashMap::default();
-    let mut arg_by_name: HashMap<&str, &Argument> = HashMap::default();
-    for (a, r) in f
-        .func
-        .arguments
-        .flat_non_out()
-        .zip(ref_schema.arguments.flat_non_out())
-    {
-        ref_to_foreach.insert(r.name.as_str(), a.name.as_str());
-        arg_by_name.insert(a.name.as_str(), a);
-    }
-    let mut all_var_names: Vec<String> = Vec::new();
-    let mut all_saved_inputs: Vec<SavedAttribute> = Vec::new();
-    let mut all_saved_outputs: Vec<SavedAttribute> = Vec::new();
-    let mut derivatives = Vec::new();
-    for d in &reference.derivatives {
-        let mut formula = d
-            .formula
-            .replace("grad", "grads[i]")
-            .replace("result", "result[i]");
-        let mut saved_inputs = Vec::new();
-        for s in &d.saved_inputs {
-            let jit_name = s.expr.split('.').next().unwrap_or_default();
-            let mapped = *ref_to_foreach.get(jit_name)?;
-            let is_list = matches!(
-                arg_by_name.get(mapped).map(|a| &a.ty),
-                Some(Type::List { .. })
-            );
-            let mapped_expr = if is_list {
-                format!("{mapped}[i]")
-            } else {
-                mapped.to_string()
-            };
-            let new_expr = s.expr.replace(jit_name, &mapped_expr);
-            formula = formula.replace(&s.name, &new_expr);
-            saved_inputs.push(SavedAttribute {
-                name: mapped.to_string(),
-                expr: mapped.to_string(),
-                property: None,
-                var: mapped.to_string(),
-                capture: Default::default(),
-            });
-        }
-        let mut saved_outputs = Vec::new();
-        for s in &d.saved_outputs {
-            if s.name != "result" {
-                return None;
-            }
-            saved_outputs.push(s.clone());
-        }
-        let var_names: Vec<String> = d
-            .var_names
-            .iter()
-            .map(|v| ref_to_foreach.get(v.as_str()).map(|s| s.to_string()))
-            .collect::<Option<_>>()?;
-        all_var_names.extend(var_names.iter().cloned());
-        all_saved_inputs.extend(saved_inputs.iter().cloned());
-        all_saved_outputs.extend(saved_outputs.iter().cloned());
-        derivatives.push(Derivative {
-            var_names,
-            tokens: Formula::parse(&formula).unwrap_or_default(),
-            formula,
-            original_formula: d.formula.clone(),
-            saved_inputs,
-            saved_outputs,
-            named_gradients: BTreeSet::new(),
-            loc: d.loc.clone(),
-        });
-    }
-    let args_with_derivatives: Vec<String> = f
-        .func
-        .arguments
-        .flat_non_out()
-        .filter(|a| all_var_names.contains(&a.name))
-        .map(|a| a.name.clone())
-        .collect();
+/// The reference op's argument names mapped to the foreach function's.
+struct ArgMapping<'a> {
+    ref_to_foreach: HashMap<&'a str, &'a str>,
+    arg_by_name: HashMap<&'a str, &'a Argument>,
+}
 
-    let ref_func = &functions[reference.func].func;
-    let mut forward = Vec::new();
-    for fw in &reference.forward_derivatives {
-        let mut var_names = fw.var_names.clone();
-        let mut fw_grad = fw.required_inputs_fw_grad.clone();
-        let mut primal = fw.required_inputs_primal.clone();
-        let mut formula = fw.formula.clone();
-        if formula.contains("result") {
-            formula = formula.replace("result", "result[i]");
-        }
+impl<'a> ArgMapping<'a> {
+    fn new(f: &'a FunctionSchema, reference: &'a FunctionSchema) -> Self {
+        let mut ref_to_foreach: HashMap<&str, &str> = HashMap::default();
+        let mut arg_by_name: HashMap<&str, &Argument> = HashMap::default();
         for (a, r) in f
-            .func
             .arguments
             .flat_non_out()
-            .zip(ref_func.arguments.flat_non_out())
+            .zip(reference.arguments.flat_non_out())
         {
-            if matches!(a.ty, Type::List { .. }) && !a.ty.is_tensor_like() {
-                formula = formula.replace(&r.name, &format!("{}[i]", a.name));
-            } else if a.ty.is_tensor_like() {
-                let ok = matches!(a.ty, Type::List { .. })
-                    || (a.ty.is_tensor() && WITH_TENSOR_OVERLOAD.contains(&name.as_str()));
-                if !ok {
-                    return None;
-                }
-                for suffix in ["_p", "_t"] {
-                    let cur = format!("{}{suffix}", r.name);
-                    if formula.contains(&cur) {
-                        formula = formula.replace(&cur, &format!("{}{suffix}", a.name));
-                    }
-                }
-            } else if a.name != r.name {
-                formula = formula.replace(&r.name, &a.name);
-            }
-            for list in [&mut var_names, &mut fw_grad, &mut primal] {
-                for n in list.iter_mut() {
-                    if *n == r.name {
-                        *n = a.name.clone();
-                    }
+            ref_to_foreach.insert(r.name.as_str(), a.name.as_str());
+            arg_by_name.insert(a.name.as_str(), a);
+        }
+        ArgMapping {
+            ref_to_foreach,
+            arg_by_name,
+        }
+    }
+}
+
+/// The backward formulas rewritten for the foreach function, and what they use.
+struct Backward {
+    derivatives: Vec<Derivative>,
+    var_names: Vec<String>,
+    saved_inputs: Vec<SavedAttribute>,
+    saved_outputs: Vec<SavedAttribute>,
+}
+
+fn backward_derivatives(reference: &DifferentiabilityInfo, m: &ArgMapping<'_>) -> Option<Backward> {
+    let mut b = Backward {
+        derivatives: Vec::new(),
+        var_names: Vec::new(),
+        saved_inputs: Vec::new(),
+        saved_outputs: Vec::new(),
+    };
+    for d in &reference.derivatives {
+        let der = backward_derivative(d, m)?;
+        b.var_names.extend(der.var_names.iter().cloned());
+        b.saved_inputs.extend(der.saved_inputs.iter().cloned());
+        b.saved_outputs.extend(der.saved_outputs.iter().cloned());
+        b.derivatives.push(der);
+    }
+    Some(b)
+}
+
+/// One backward formula, with torchgen's text rewrites (`grad` -> `grads[i]`, saved
+/// arguments -> the foreach function's, `[i]` for lists).
+fn backward_derivative(d: &Derivative, m: &ArgMapping<'_>) -> Option<Derivative> {
+    let mut formula = d
+        .formula
+        .replace("grad", "grads[i]")
+        .replace("result", "result[i]");
+    let mut saved_inputs = Vec::new();
+    for s in &d.saved_inputs {
+        let jit_name = s.expr.split('.').next().unwrap_or_default();
+        let mapped = *m.ref_to_foreach.get(jit_name)?;
+        let is_list = matches!(
+            m.arg_by_name.get(mapped).map(|a| &a.ty),
+            Some(Type::List { .. })
+        );
+        let mapped_expr = if is_list {
+            format!("{mapped}[i]")
+        } else {
+            mapped.to_string()
+        };
+        let new_expr = s.expr.replace(jit_name, &mapped_expr);
+        formula = formula.replace(&s.name, &new_expr);
+        saved_inputs.push(SavedAttribute {
+            name: mapped.to_string(),
+            expr: mapped.to_string(),
+            property: None,
+            var: mapped.to_string(),
+            capture: Default::default(),
+        });
+    }
+    if d.saved_outputs.iter().any(|s| s.name != "result") {
+        return None;
+    }
+    let var_names: Vec<String> = d
+        .var_names
+        .iter()
+        .map(|v| m.ref_to_foreach.get(v.as_str()).map(|s| s.to_string()))
+        .collect::<Option<_>>()?;
+    Some(Derivative {
+        var_names,
+        tokens: Formula::parse(&formula).unwrap_or_default(),
+        formula,
+        original_formula: d.formula.clone(),
+        saved_inputs,
+        saved_outputs: d.saved_outputs.clone(),
+        named_gradients: BTreeSet::new(),
+        loc: d.loc.clone(),
+    })
+}
+
+/// One forward formula of the reference op, rewritten for the foreach function.
+fn forward_derivative(
+    fw: &ForwardDerivative,
+    f: &FunctionSchema,
+    ref_func: &FunctionSchema,
+    name: &str,
+) -> Option<ForwardDerivative> {
+    let mut var_names = fw.var_names.clone();
+    let mut fw_grad = fw.required_inputs_fw_grad.clone();
+    let mut primal = fw.required_inputs_primal.clone();
+    let mut formula = fw.formula.clone();
+    if formula.contains("result") {
+        formula = formula.replace("result", "result[i]");
+    }
+    for (a, r) in f
+        .arguments
+        .flat_non_out()
+        .zip(ref_func.arguments.flat_non_out())
+    {
+        formula = rename_in_forward(formula, a, r, name)?;
+        for list in [&mut var_names, &mut fw_grad, &mut primal] {
+            for n in list.iter_mut() {
+                if *n == r.name {
+                    *n = a.name.clone();
                 }
             }
         }
-        fw_grad.sort();
-        primal.sort();
-        forward.push(ForwardDerivative {
-            var_names,
-            formula,
-            required_inputs_primal: primal,
-            required_inputs_fw_grad: fw_grad,
-            is_reusing_outplace_formula: fw.is_reusing_outplace_formula,
-            loc: fw.loc.clone(),
-        });
     }
-    let dedup = |v: Vec<SavedAttribute>| {
-        let mut seen = BTreeSet::new();
-        v.into_iter()
-            .filter(|s| seen.insert(s.name.clone()))
-            .collect::<Vec<_>>()
-    };
-    Some((
-        DifferentiabilityInfo {
-            name: f.func.name.name.base.clone(),
-            func: i,
-            op: Some(format!(
-                "Foreach{}{}",
-                reference.op.as_deref().unwrap_or("None"),
-                f.func.name.overload_name
-            )),
-            derivatives,
-            forward_derivatives: forward,
-            // torchgen collects these in a Python set, whose order depends on the hash seed;
-            // first-seen order is the deterministic choice.
-            all_saved_inputs: dedup(all_saved_inputs),
-            all_saved_outputs: dedup(all_saved_outputs),
-            available_named_gradients: Vec::new(),
-            used_named_gradients: BTreeSet::new(),
-            args_with_derivatives,
-            non_differentiable_arg_names: Vec::new(),
-            output_differentiability: None,
-            output_differentiability_conditions: None,
-            loc: reference.loc.clone(),
-        },
-        true,
-    ))
+    fw_grad.sort();
+    primal.sort();
+    Some(ForwardDerivative {
+        var_names,
+        formula,
+        required_inputs_primal: primal,
+        required_inputs_fw_grad: fw_grad,
+        is_reusing_outplace_formula: fw.is_reusing_outplace_formula,
+        loc: fw.loc.clone(),
+    })
+}
+
+/// Reference argument `r` becomes foreach argument `a` in a forward formula; `None` where
+/// torchgen cannot rewrite it (a plain tensor outside the tensor overloads).
+fn rename_in_forward(
+    mut formula: String,
+    a: &Argument,
+    r: &Argument,
+    name: &str,
+) -> Option<String> {
+    if matches!(a.ty, Type::List { .. }) && !a.ty.is_tensor_like() {
+        formula = formula.replace(&r.name, &format!("{}[i]", a.name));
+    } else if a.ty.is_tensor_like() {
+        let ok = matches!(a.ty, Type::List { .. })
+            || (a.ty.is_tensor() && WITH_TENSOR_OVERLOAD.contains(&name));
+        if !ok {
+            return None;
+        }
+        for suffix in ["_p", "_t"] {
+            let cur = format!("{}{suffix}", r.name);
+            if formula.contains(&cur) {
+                formula = formula.replace(&cur, &format!("{}{suffix}", a.name));
+            }
+        }
+    } else if a.name != r.name {
+        formula = formula.replace(&r.name, &a.name);
+    }
+    Some(formula)
 }

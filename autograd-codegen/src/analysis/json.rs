@@ -10,131 +10,202 @@ use super::{
 use serde_json::Value;
 use std::io::{self, Write};
 
-fn s(w: &mut impl Write, text: &str) -> io::Result<()> {
-    serde_json::to_writer(&mut *w, text).map_err(io::Error::other)
-}
+/// A record being rendered: plain bytes, no I/O errors, no dynamic dispatch.
+struct Out(Vec<u8>);
 
-fn list<T>(
-    w: &mut impl Write,
-    items: impl IntoIterator<Item = T>,
-    mut each: impl FnMut(&mut dyn Write, T) -> io::Result<()>,
-) -> io::Result<()> {
-    w.write_all(b"[")?;
-    for (i, x) in items.into_iter().enumerate() {
-        if i > 0 {
-            w.write_all(b",")?;
+impl Out {
+    fn raw(&mut self, b: &[u8]) {
+        self.0.extend_from_slice(b);
+    }
+
+    /// A JSON string, escaped exactly as `serde_json` escapes it.
+    fn s(&mut self, text: &str) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let out = &mut self.0;
+        out.push(b'"');
+        let bytes = text.as_bytes();
+        let mut start = 0;
+        for (i, &b) in bytes.iter().enumerate() {
+            let esc: &[u8] = match b {
+                b'"' => b"\\\"",
+                b'\\' => b"\\\\",
+                b'\n' => b"\\n",
+                b'\r' => b"\\r",
+                b'\t' => b"\\t",
+                0x08 => b"\\b",
+                0x0c => b"\\f",
+                0..=0x1f => &[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 0xf) as usize],
+                ],
+                _ => continue,
+            };
+            out.extend_from_slice(&bytes[start..i]);
+            out.extend_from_slice(esc);
+            start = i + 1;
         }
-        each(w, x)?;
+        out.extend_from_slice(&bytes[start..]);
+        out.push(b'"');
     }
-    w.write_all(b"]")
-}
 
-fn strs<'a>(w: &mut impl Write, items: impl IntoIterator<Item = &'a String>) -> io::Result<()> {
-    list(w, items, |w, x| {
-        serde_json::to_writer(w, x).map_err(io::Error::other)
-    })
-}
-
-fn key(w: &mut impl Write, k: &str, first: bool) -> io::Result<()> {
-    if !first {
-        w.write_all(b",")?;
+    fn key(&mut self, k: &str, first: bool) {
+        if !first {
+            self.0.push(b',');
+        }
+        self.0.push(b'"');
+        self.raw(k.as_bytes());
+        self.raw(b"\":");
     }
-    write!(w, "\"{k}\":")
-}
 
-fn saved(w: &mut impl Write, l: &[SavedAttribute]) -> io::Result<()> {
-    list(w, l, |w, a| {
-        w.write_all(b"{\"name\":")?;
-        serde_json::to_writer(&mut *w, &a.name).map_err(io::Error::other)?;
-        w.write_all(b",\"expr\":")?;
-        serde_json::to_writer(&mut *w, &a.expr).map_err(io::Error::other)?;
-        w.write_all(b"}")
-    })
-}
-
-fn derivative(w: &mut dyn Write, d: &Derivative) -> io::Result<()> {
-    let mut w = w;
-    w.write_all(b"{")?;
-    key(&mut w, "var_names", true)?;
-    strs(&mut w, &d.var_names)?;
-    key(&mut w, "formula", false)?;
-    s(&mut w, &d.formula)?;
-    key(&mut w, "original_formula", false)?;
-    s(&mut w, &d.original_formula)?;
-    key(&mut w, "saved_inputs", false)?;
-    saved(&mut w, &d.saved_inputs)?;
-    key(&mut w, "saved_outputs", false)?;
-    saved(&mut w, &d.saved_outputs)?;
-    key(&mut w, "named_gradients", false)?;
-    strs(&mut w, &d.named_gradients)?;
-    w.write_all(b"}")
-}
-
-fn forward(w: &mut dyn Write, d: &ForwardDerivative) -> io::Result<()> {
-    let mut w = w;
-    w.write_all(b"{")?;
-    key(&mut w, "var_names", true)?;
-    strs(&mut w, &d.var_names)?;
-    key(&mut w, "formula", false)?;
-    s(&mut w, &d.formula)?;
-    key(&mut w, "required_inputs_primal", false)?;
-    strs(&mut w, &d.required_inputs_primal)?;
-    key(&mut w, "required_inputs_fw_grad", false)?;
-    strs(&mut w, &d.required_inputs_fw_grad)?;
-    key(&mut w, "is_reusing_outplace_formula", false)?;
-    write!(w, "{}", d.is_reusing_outplace_formula)?;
-    w.write_all(b"}")
-}
-
-fn info(w: &mut impl Write, fa: &FunctionAnalysis, info: &DifferentiabilityInfo) -> io::Result<()> {
-    let main = fa.main_key().unwrap_or("Default");
-    w.write_all(b"{")?;
-    key(w, "name", true)?;
-    s(w, &info.name)?;
-    key(w, "exact_match", false)?;
-    write!(w, "{}", fa.exact_match)?;
-    key(w, "op", false)?;
-    match &info.op {
-        Some(op) => s(w, op)?,
-        None => w.write_all(b"null")?,
+    fn bool(&mut self, b: bool) {
+        self.raw(if b { b"true" } else { b"false" });
     }
-    key(w, "args_with_derivatives", false)?;
-    strs(w, &info.args_with_derivatives)?;
-    key(w, "non_differentiable_arg_names", false)?;
-    strs(w, &info.non_differentiable_arg_names)?;
-    key(w, "output_differentiability", false)?;
-    match &info.output_differentiability {
-        Some(v) => list(w, v, |w, b| write!(w, "{b}"))?,
-        None => w.write_all(b"null")?,
+
+    fn list<T>(&mut self, items: impl IntoIterator<Item = T>, mut each: impl FnMut(&mut Out, T)) {
+        self.0.push(b'[');
+        for (i, x) in items.into_iter().enumerate() {
+            if i > 0 {
+                self.0.push(b',');
+            }
+            each(self, x);
+        }
+        self.0.push(b']');
     }
-    key(w, "output_differentiability_conditions", false)?;
-    match &info.output_differentiability_conditions {
-        Some(v) => strs(w, v)?,
-        None => w.write_all(b"null")?,
+
+    fn strs<'a>(&mut self, items: impl IntoIterator<Item = &'a String>) {
+        self.list(items, |o, x| o.s(x));
     }
-    key(w, "available_named_gradients", false)?;
-    strs(w, &info.available_named_gradients)?;
-    key(w, "used_named_gradients", false)?;
-    strs(w, &info.used_named_gradients)?;
-    key(w, "derivatives", false)?;
-    list(w, &info.derivatives, derivative)?;
-    key(w, "forward_derivatives", false)?;
-    let fw = fa
-        .fw_derivatives
-        .iter()
-        .find(|(k, _)| k == main)
-        .map(|(_, v)| v.as_slice())
-        .unwrap_or_default();
-    list(w, fw, forward)?;
-    key(w, "all_saved_inputs", false)?;
-    strs(w, info.all_saved_inputs.iter().map(|a| &a.name))?;
-    key(w, "all_saved_outputs", false)?;
-    strs(w, info.all_saved_outputs.iter().map(|a| &a.name))?;
-    key(w, "dispatch_keys", false)?;
-    let mut keys: Vec<&String> = fa.infos.iter().flatten().map(|(k, _)| k).collect();
-    keys.sort_unstable();
-    strs(w, keys)?;
-    w.write_all(b"}")
+
+    fn saved(&mut self, l: &[SavedAttribute]) {
+        self.list(l, |o, a| {
+            o.raw(b"{\"name\":");
+            o.s(&a.name);
+            o.raw(b",\"expr\":");
+            o.s(&a.expr);
+            o.raw(b"}");
+        });
+    }
+
+    fn derivative(&mut self, d: &Derivative) {
+        self.raw(b"{");
+        self.key("var_names", true);
+        self.strs(&d.var_names);
+        self.key("formula", false);
+        self.s(&d.formula);
+        self.key("original_formula", false);
+        self.s(&d.original_formula);
+        self.key("saved_inputs", false);
+        self.saved(&d.saved_inputs);
+        self.key("saved_outputs", false);
+        self.saved(&d.saved_outputs);
+        self.key("named_gradients", false);
+        self.strs(&d.named_gradients);
+        self.raw(b"}");
+    }
+
+    fn forward(&mut self, d: &ForwardDerivative) {
+        self.raw(b"{");
+        self.key("var_names", true);
+        self.strs(&d.var_names);
+        self.key("formula", false);
+        self.s(&d.formula);
+        self.key("required_inputs_primal", false);
+        self.strs(&d.required_inputs_primal);
+        self.key("required_inputs_fw_grad", false);
+        self.strs(&d.required_inputs_fw_grad);
+        self.key("is_reusing_outplace_formula", false);
+        self.bool(d.is_reusing_outplace_formula);
+        self.raw(b"}");
+    }
+
+    fn opt_strs(&mut self, v: Option<&Vec<String>>) {
+        match v {
+            Some(v) => self.strs(v),
+            None => self.raw(b"null"),
+        }
+    }
+
+    fn info(&mut self, fa: &FunctionAnalysis, info: &DifferentiabilityInfo) {
+        self.raw(b"{");
+        self.key("name", true);
+        self.s(&info.name);
+        self.key("exact_match", false);
+        self.bool(fa.exact_match);
+        self.key("op", false);
+        match &info.op {
+            Some(op) => self.s(op),
+            None => self.raw(b"null"),
+        }
+        self.key("args_with_derivatives", false);
+        self.strs(&info.args_with_derivatives);
+        self.key("non_differentiable_arg_names", false);
+        self.strs(&info.non_differentiable_arg_names);
+        self.key("output_differentiability", false);
+        match &info.output_differentiability {
+            Some(v) => self.list(v, |o, &b| o.bool(b)),
+            None => self.raw(b"null"),
+        }
+        self.key("output_differentiability_conditions", false);
+        self.opt_strs(info.output_differentiability_conditions.as_ref());
+        self.key("available_named_gradients", false);
+        self.strs(&info.available_named_gradients);
+        self.key("used_named_gradients", false);
+        self.strs(&info.used_named_gradients);
+        self.key("derivatives", false);
+        self.list(&info.derivatives, Out::derivative);
+        self.info_tail(fa, info);
+        self.raw(b"}");
+    }
+
+    fn info_tail(&mut self, fa: &FunctionAnalysis, info: &DifferentiabilityInfo) {
+        let main = fa.main_key().unwrap_or("Default");
+        self.key("forward_derivatives", false);
+        let fw = fa
+            .fw_derivatives
+            .iter()
+            .find(|(k, _)| k == main)
+            .map(|(_, v)| v.as_slice())
+            .unwrap_or_default();
+        self.list(fw, Out::forward);
+        self.key("all_saved_inputs", false);
+        self.strs(info.all_saved_inputs.iter().map(|a| &a.name));
+        self.key("all_saved_outputs", false);
+        self.strs(info.all_saved_outputs.iter().map(|a| &a.name));
+        self.key("dispatch_keys", false);
+        let mut keys: Vec<&String> = fa.infos.iter().flatten().map(|(k, _)| k).collect();
+        keys.sort_unstable();
+        self.strs(keys);
+    }
+
+    fn function(&mut self, analysis: &Analysis, fa: &FunctionAnalysis) {
+        let f = &analysis.functions[fa.func];
+        self.raw(b"{");
+        self.key("schema", true);
+        self.s(&f.schema);
+        self.key("kind", false);
+        self.s(f.func.kind().as_str());
+        self.key("info", false);
+        match fa.main_info() {
+            Some(i) => self.info(fa, i),
+            None => self.raw(b"null"),
+        }
+        self.key("differentiable_outputs", false);
+        match &fa.differentiable_outputs {
+            Ok(v) => self.strs(v),
+            Err(e) => {
+                self.raw(b"{\"error\":");
+                self.s(e);
+                self.raw(b"}");
+            }
+        }
+        self.key("dispatch_strategy", false);
+        self.s(fa.dispatch_strategy.as_str());
+        self.raw(b"}");
+    }
 }
 
 /// Write one function's record.
@@ -143,29 +214,21 @@ pub fn write_function(
     analysis: &Analysis,
     fa: &FunctionAnalysis,
 ) -> io::Result<()> {
-    let f = &analysis.functions[fa.func];
-    w.write_all(b"{")?;
-    key(w, "schema", true)?;
-    s(w, &f.schema)?;
-    key(w, "kind", false)?;
-    s(w, f.func.kind().as_str())?;
-    key(w, "info", false)?;
-    match fa.main_info() {
-        Some(i) => info(w, fa, i)?,
-        None => w.write_all(b"null")?,
-    }
-    key(w, "differentiable_outputs", false)?;
-    match &fa.differentiable_outputs {
-        Ok(v) => strs(w, v)?,
-        Err(e) => {
-            w.write_all(b"{\"error\":")?;
-            s(w, e)?;
-            w.write_all(b"}")?;
+    let mut out = Out(Vec::with_capacity(1024));
+    out.function(analysis, fa);
+    w.write_all(&out.0)
+}
+
+/// The records of `range`, each but the first after `,\n`.
+fn records(analysis: &Analysis, range: std::ops::Range<usize>) -> Vec<u8> {
+    let mut out = Out(Vec::with_capacity(range.len() * 700));
+    for i in range {
+        if i > 0 {
+            out.raw(b",\n");
         }
+        out.function(analysis, &analysis.results[i]);
     }
-    key(w, "dispatch_strategy", false)?;
-    s(w, fa.dispatch_strategy.as_str())?;
-    w.write_all(b"}")
+    out.0
 }
 
 /// Write the whole document: `{"source": ..., "functions": [...]}`, one record per line.
@@ -176,32 +239,21 @@ pub fn write_json(w: &mut impl Write, analysis: &Analysis, source: &Value) -> io
     w.write_all(b"{\"source\":")?;
     serde_json::to_writer(&mut *w, source).map_err(io::Error::other)?;
     w.write_all(b",\"functions\":[\n")?;
-    let results = &analysis.results;
-    let records = |w: &mut dyn Write, range: std::ops::Range<usize>| -> io::Result<()> {
-        let mut w = w;
-        for i in range {
-            if i > 0 {
-                w.write_all(b",\n")?;
-            }
-            write_function(&mut w, analysis, &results[i])?;
-        }
-        Ok(())
-    };
-    if results.len() < 1024 {
-        records(w, 0..results.len())?;
+    let n = analysis.results.len();
+    if n < 1024 {
+        w.write_all(&records(analysis, 0..n))?;
     } else {
-        let mid = results.len() / 2;
-        std::thread::scope(|s| {
-            let second = s.spawn(|| {
-                let mut buf = Vec::with_capacity(1 << 20);
-                records(&mut buf, mid..results.len()).map(|_| buf)
-            });
-            records(w, 0..mid)?;
-            let buf = second
+        let mid = n / 2;
+        let (first, second) = std::thread::scope(|s| {
+            let second = s.spawn(|| records(analysis, mid..n));
+            let first = records(analysis, 0..mid);
+            let second = second
                 .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-            w.write_all(&buf)
-        })?;
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (first, second)
+        });
+        w.write_all(&first)?;
+        w.write_all(&second)?;
     }
     w.write_all(b"\n]}\n")
 }

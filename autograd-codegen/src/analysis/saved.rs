@@ -284,13 +284,25 @@ pub fn saved_variables(
             }
             continue;
         }
+        // Every match has `name` at a fixed offset from its start: try only those starts.
+        let mut anchors = ident_positions(formula, name);
         for rule in &rules.rules {
+            let offset = match rule.pattern {
+                PropertyPattern::Call { .. } => 2,
+                _ => 0,
+            };
             let mut i = 0;
-            while i < formula.toks.len() {
-                let Some((end, arg)) = match_rule(formula, i, name, rule) else {
-                    i += 1;
+            let mut next = 0;
+            while let Some(&pos) = anchors.get(next) {
+                next += 1;
+                if pos < i + offset {
+                    continue;
+                }
+                let start = pos - offset;
+                let Some((end, arg)) = match_rule(formula, start, name, rule) else {
                     continue;
                 };
+                i = start;
                 if rule.single_var_only && !(var_names.len() == 1 && var_names[0] == name) {
                     return Err(SavedError(format!(
                         "`{}` is only supported in the formula of `{name}` alone",
@@ -317,6 +329,8 @@ pub fn saved_variables(
                 };
                 let repl = Formula::parse(&replacement).unwrap_or_default();
                 i += formula.splice(i, end - i, &repl);
+                anchors = ident_positions(formula, name);
+                next = 0;
             }
         }
         if formula.has_ident(name)
@@ -332,6 +346,13 @@ pub fn saved_variables(
         }
     }
     Ok(())
+}
+
+/// Where `name` is an identifier token.
+fn ident_positions(f: &Formula, name: &str) -> Vec<usize> {
+    (0..f.toks.len())
+        .filter(|&i| f.toks[i].is_ident(name))
+        .collect()
 }
 
 fn check_torch_symint(f: &Formula) -> Result<(), SavedError> {

@@ -239,3 +239,79 @@ fn many_entries_in_parallel_equal_one_pass() {
         chunk_ops.iter().map(|o| &o.0).collect::<Vec<_>>()
     );
 }
+
+fn messages(derivs: &str) -> Vec<String> {
+    run(NATIVE, derivs)
+        .unwrap_err()
+        .0
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn output_differentiability_must_have_one_flag_per_output() {
+    for flags in ["[True, False, True]", "[True]"] {
+        let m = messages(&format!(
+            "- name: max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)\n  self: grad\n  output_differentiability: {flags}\n"
+        ));
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(
+            m[0].starts_with("d.yaml:1: in `max.dim(")
+                && m[0].contains("but `max.dim` has 2 outputs: give one True or False per output"),
+            "{m:?}"
+        );
+    }
+}
+
+#[test]
+fn formulas_with_no_differentiable_output_are_an_error() {
+    let m = messages(
+        "- name: sum(Tensor self) -> Tensor\n  self: grad\n  output_differentiability: [False]\n",
+    );
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert!(
+        m[0].contains("marks no output of `sum` differentiable"),
+        "{m:?}"
+    );
+    // Without formulas (PyTorch's `any`, `all`), it is fine.
+    run(
+        NATIVE,
+        "- name: sum(Tensor self) -> Tensor\n  output_differentiability: [False]\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn duplicate_entries_name_both_lines() {
+    let m = messages(
+        "- name: sum(Tensor self) -> Tensor\n  self: grad\n\n- name: sum(Tensor self) -> Tensor\n  self: grad * 2\n",
+    );
+    assert_eq!(
+        m,
+        [
+            "d.yaml:4: in `sum(Tensor self) -> Tensor`: duplicate entry for `sum(Tensor self) -> Tensor`; the first is at d.yaml:1"
+        ]
+    );
+}
+
+#[test]
+fn bad_tokens_say_why_and_at_which_column() {
+    let m = messages("- name: sum(Tensor self) -> Tensor\n  self: grad.expand((self.sizes())\n");
+    assert_eq!(
+        m,
+        [
+            "d.yaml:2: in `sum(Tensor self) -> Tensor`: the formula for `self` is not valid tokens at column 20: unclosed `(`"
+        ]
+    );
+    let m =
+        messages("- name: sum(Tensor self) -> Tensor\n  self: \"f(\\\"x)\"\n  result: g(\"x)\n");
+    assert_eq!(m.len(), 2, "{m:?}");
+    assert!(m[1].ends_with("the forward formula for `result` is not valid tokens at column 13: unterminated string literal"), "{m:?}");
+    assert!(
+        m[0].ends_with(
+            "the formula for `self` is not valid tokens at column 12: unterminated string literal"
+        ),
+        "{m:?}"
+    );
+}

@@ -671,7 +671,10 @@ impl<'a> Builder<'a, '_> {
         records: bool,
     ) -> Vec<usize> {
         let names = return_names(&nf.func);
-        let diff = fa.differentiable_outputs.as_deref().unwrap_or_default();
+        // An error here was reported by the analysis (output_differentiability's length).
+        let Ok(diff) = fa.differentiable_outputs.as_deref() else {
+            return Vec::new();
+        };
         let idx: Vec<usize> = (0..returns.len())
             .filter(|i| !matches!(returns[*i], RustTy::Value(_)) && diff.contains(&names[*i]))
             .collect();
@@ -686,7 +689,12 @@ impl<'a> Builder<'a, '_> {
             .iter()
             .filter(|i| matches!(returns[**i], RustTy::TensorList))
             .count();
-        if idx.is_empty() {
+        let all_false = fa
+            .main_info()
+            .and_then(|i| i.output_differentiability.as_ref())
+            .is_some_and(|o| o.iter().all(|d| !d));
+        if idx.is_empty() && !all_false {
+            // (All `False` with formulas is reported by the analysis' checks.)
             let msg = "the backward node would record no output: no output is differentiable";
             self.cx.error(&nf.loc, Some(&nf.schema), msg);
         } else if lists > 0 && idx.len() > 1 {

@@ -28,6 +28,9 @@ pub struct FormulaEntry {
     pub formula: String,
     /// Where the key is.
     pub loc: Location,
+    /// Where the formula text starts (its first character, inside the quotes of a quoted
+    /// scalar).
+    pub formula_loc: Location,
 }
 
 /// The formulas of one dispatch key (`Default` for an entry without `dispatch:`).
@@ -107,37 +110,7 @@ fn parse_entry(file: &Arc<str>, item: &Node, cx: &mut Ctxt) -> Option<Derivative
             }
             "dispatch" => {
                 has_dispatch = true;
-                let Some(keys) = v.as_map() else {
-                    cx.error(
-                        &v.location(file),
-                        entry,
-                        "`dispatch:` must map dispatch keys to formulas",
-                    );
-                    continue;
-                };
-                for (dk, dv) in keys {
-                    let Some(dkey) = dk.as_str() else {
-                        cx.error(&dk.location(file), entry, "dispatch keys must be strings");
-                        continue;
-                    };
-                    let Some(formulas) = dv.as_map() else {
-                        cx.error(
-                            &dv.location(file),
-                            entry,
-                            format!("dispatch key `{dkey}` must map names to formulas"),
-                        );
-                        continue;
-                    };
-                    let formulas = formulas
-                        .iter()
-                        .filter_map(|(fk, fv)| formula_entry(file, fk, fv, entry, cx))
-                        .collect();
-                    dispatch.push(DispatchFormulas {
-                        key: dkey.to_string(),
-                        loc: dk.location(file),
-                        formulas,
-                    });
-                }
+                dispatch.extend(parse_dispatch(file, v, entry, cx));
             }
             _ => default_formulas.extend(formula_entry(file, k, v, entry, cx)),
         }
@@ -168,6 +141,48 @@ fn parse_entry(file: &Arc<str>, item: &Node, cx: &mut Ctxt) -> Option<Derivative
     })
 }
 
+/// `dispatch:`: formulas per dispatch key.
+fn parse_dispatch(
+    file: &Arc<str>,
+    v: &Node,
+    entry: Option<&str>,
+    cx: &mut Ctxt,
+) -> Vec<DispatchFormulas> {
+    let Some(keys) = v.as_map() else {
+        cx.error(
+            &v.location(file),
+            entry,
+            "`dispatch:` must map dispatch keys to formulas",
+        );
+        return Vec::new();
+    };
+    let mut dispatch = Vec::new();
+    for (dk, dv) in keys {
+        let Some(dkey) = dk.as_str() else {
+            cx.error(&dk.location(file), entry, "dispatch keys must be strings");
+            continue;
+        };
+        let Some(formulas) = dv.as_map() else {
+            cx.error(
+                &dv.location(file),
+                entry,
+                format!("dispatch key `{dkey}` must map names to formulas"),
+            );
+            continue;
+        };
+        let formulas = formulas
+            .iter()
+            .filter_map(|(fk, fv)| formula_entry(file, fk, fv, entry, cx))
+            .collect();
+        dispatch.push(DispatchFormulas {
+            key: dkey.to_string(),
+            loc: dk.location(file),
+            formulas,
+        });
+    }
+    dispatch
+}
+
 fn formula_entry(
     file: &Arc<str>,
     k: &Node,
@@ -176,8 +191,14 @@ fn formula_entry(
     cx: &mut Ctxt,
 ) -> Option<FormulaEntry> {
     let key = k.as_str()?.to_string();
+    let mut formula_loc = v.location(file);
     let formula = match &v.value {
-        Value::Scalar { text, .. } => text.clone(),
+        Value::Scalar { text, plain } => {
+            if !plain {
+                formula_loc.column += 1;
+            }
+            text.clone()
+        }
         _ => {
             cx.error(
                 &v.location(file),
@@ -204,6 +225,7 @@ fn formula_entry(
         var_names,
         formula,
         loc: k.location(file),
+        formula_loc,
     })
 }
 

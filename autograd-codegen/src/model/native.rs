@@ -223,14 +223,11 @@ fn parse_entry(
 ) -> Option<NativeFunction> {
     let loc = item.location(file);
     let Some(map) = item.as_map() else {
-        cx.error(
-            &loc,
-            None,
-            format!(
-                "expected a mapping with `func:`, found {}",
-                item.kind_name()
-            ),
+        let msg = format!(
+            "expected a mapping with `func:`, found {}",
+            item.kind_name()
         );
+        cx.error(&loc, None, msg);
         return None;
     };
     let Some(func_node) = item.get("func") else {
@@ -241,13 +238,18 @@ fn parse_entry(
         cx.error(&loc, None, "`func:` must be a schema string");
         return None;
     };
-    let entry = Some(func_text);
+    let r = EntryReader {
+        file,
+        item,
+        entry: Some(func_text),
+        loc,
+    };
     let func = match FunctionSchema::parse(func_text) {
         Ok(f) => f,
         Err(e) => {
             cx.error(
                 &func_node.location(file),
-                entry,
+                r.entry,
                 format!("invalid schema: {e}"),
             );
             return None;
@@ -256,135 +258,21 @@ fn parse_entry(
     for (k, _) in map {
         let key = k.as_str().unwrap_or("");
         if !KNOWN_KEYS.contains(&key) {
-            cx.error(&k.location(file), entry, format!("unknown key `{key}`"));
+            cx.error(&k.location(file), r.entry, format!("unknown key `{key}`"));
         }
     }
-    let str_of = |key: &str, cx: &mut Ctxt| -> Option<String> {
-        let n = item.get(key)?;
-        match n.as_str() {
-            Some(s) => Some(s.to_string()),
-            None => {
-                cx.error(
-                    &n.location(file),
-                    entry,
-                    format!("`{key}:` must be a string"),
-                );
-                None
-            }
-        }
-    };
-    let bool_of = |key: &str, cx: &mut Ctxt| -> bool {
-        match item.get(key) {
-            None => false,
-            Some(n) => n.as_bool().unwrap_or_else(|| {
-                cx.error(
-                    &n.location(file),
-                    entry,
-                    format!("`{key}:` must be True or False"),
-                );
-                false
-            }),
-        }
-    };
-
-    let mut variants = BTreeSet::new();
-    let variants_text = str_of("variants", cx).unwrap_or_else(|| "function".into());
-    for v in variants_text.split(", ") {
-        match v {
-            "function" => {
-                variants.insert(Variant::Function);
-            }
-            "method" => {
-                variants.insert(Variant::Method);
-            }
-            other => cx.error(&loc, entry, format!("illegal variant `{other}`")),
-        }
-    }
-
-    let mut tags_in: Vec<String> = Vec::new();
-    if let Some(n) = item.get("tags") {
-        match (&n.value, n.as_seq()) {
-            (crate::yaml::Value::Scalar { text, .. }, _) => tags_in.push(text.clone()),
-            (_, Some(seq)) => {
-                tags_in.extend(seq.iter().filter_map(|t| t.as_str().map(str::to_string)))
-            }
-            _ => cx.error(
-                &n.location(file),
-                entry,
-                "`tags:` must be a string or a list",
-            ),
-        }
-    }
-    let keep = |t: &str| valid_tags.is_empty() || valid_tags.contains(t);
-    if keep("pt2_compliant_tag") && !valid_tags.is_empty() {
-        tags_in.push("pt2_compliant_tag".into());
-    }
-    if func.is_out_fn() && keep("out") && !valid_tags.is_empty() {
-        tags_in.push("out".into());
-    }
-    if func.name.name.inplace && keep("inplace") && !valid_tags.is_empty() {
-        tags_in.push("inplace".into());
-    }
-    let tags: BTreeSet<String> = tags_in.into_iter().filter(|t| keep(t)).collect();
-
-    let structured = bool_of("structured", cx);
-    let structured_delegate =
-        str_of("structured_delegate", cx).and_then(|s| match OperatorName::parse(&s) {
-            Ok(n) => Some(n),
-            Err(e) => {
-                cx.error(&loc, entry, format!("invalid structured_delegate: {e}"));
-                None
-            }
-        });
-    let autogen = match str_of("autogen", cx) {
-        None => Vec::new(),
-        Some(s) if s.is_empty() => Vec::new(),
-        Some(s) => s
-            .split(", ")
-            .filter_map(|x| match OperatorName::parse(x) {
-                Ok(n) => Some(n),
-                Err(e) => {
-                    cx.error(&loc, entry, format!("invalid autogen name: {e}"));
-                    None
-                }
-            })
-            .collect(),
-    };
-    let manual_cpp_binding = bool_of("manual_cpp_binding", cx);
-
-    let mut dispatch_keys = BTreeSet::new();
-    match item.get("dispatch") {
-        Some(d) => match d.as_map() {
-            Some(m) => {
-                for (k, _) in m {
-                    for key in k.as_str().unwrap_or("").split(',') {
-                        dispatch_keys.insert(key.trim().to_string());
-                    }
-                }
-            }
-            None => cx.error(&d.location(file), entry, "`dispatch:` must be a mapping"),
-        },
-        None => {
-            if !structured && structured_delegate.is_none() {
-                dispatch_keys.insert("CompositeImplicitAutograd".to_string());
-            }
-        }
-    }
-    let is_abstract = if structured_delegate.is_some() {
-        true
-    } else {
-        let cia = "CompositeImplicitAutograd";
-        let ciant = "CompositeImplicitAutogradNestedTensor";
-        let only = |keys: &[&str]| {
-            dispatch_keys.len() == keys.len() && keys.iter().all(|k| dispatch_keys.contains(*k))
-        };
-        !(only(&[cia]) || only(&[ciant]) || only(&[cia, ciant]))
-    };
-
+    let variants = r.variants(cx);
+    let tags = r.tags(&func, valid_tags, cx);
+    let structured = r.bool_of("structured", cx);
+    let structured_delegate = r.structured_delegate(cx);
+    let autogen = r.autogen(cx);
+    let manual_cpp_binding = r.bool_of("manual_cpp_binding", cx);
+    let dispatch_keys = r.dispatch_keys(structured || structured_delegate.is_some(), cx);
+    let is_abstract = structured_delegate.is_some() || is_abstract(&dispatch_keys);
     Some(NativeFunction {
         func,
         schema: func_text.to_string(),
-        loc,
+        loc: r.loc,
         variants,
         tags,
         dispatch_keys,
@@ -394,6 +282,156 @@ fn parse_entry(
         manual_cpp_binding,
         is_abstract,
     })
+}
+
+/// Not only `CompositeImplicitAutograd` (and its nested-tensor variant) kernels.
+fn is_abstract(dispatch_keys: &BTreeSet<String>) -> bool {
+    let cia = "CompositeImplicitAutograd";
+    let ciant = "CompositeImplicitAutogradNestedTensor";
+    let only = |keys: &[&str]| {
+        dispatch_keys.len() == keys.len() && keys.iter().all(|k| dispatch_keys.contains(*k))
+    };
+    !(only(&[cia]) || only(&[ciant]) || only(&[cia, ciant]))
+}
+
+/// The keys of one `- func:` entry, read with errors naming the entry.
+struct EntryReader<'a> {
+    file: &'a Arc<str>,
+    item: &'a Node,
+    entry: Option<&'a str>,
+    loc: Location,
+}
+
+impl EntryReader<'_> {
+    fn str_of(&self, key: &str, cx: &mut Ctxt) -> Option<String> {
+        let n = self.item.get(key)?;
+        match n.as_str() {
+            Some(s) => Some(s.to_string()),
+            None => {
+                let msg = format!("`{key}:` must be a string");
+                cx.error(&n.location(self.file), self.entry, msg);
+                None
+            }
+        }
+    }
+
+    fn bool_of(&self, key: &str, cx: &mut Ctxt) -> bool {
+        let Some(n) = self.item.get(key) else {
+            return false;
+        };
+        n.as_bool().unwrap_or_else(|| {
+            let msg = format!("`{key}:` must be True or False");
+            cx.error(&n.location(self.file), self.entry, msg);
+            false
+        })
+    }
+
+    fn variants(&self, cx: &mut Ctxt) -> BTreeSet<Variant> {
+        let mut variants = BTreeSet::new();
+        let text = self
+            .str_of("variants", cx)
+            .unwrap_or_else(|| "function".into());
+        for v in text.split(", ") {
+            match v {
+                "function" => {
+                    variants.insert(Variant::Function);
+                }
+                "method" => {
+                    variants.insert(Variant::Method);
+                }
+                other => cx.error(&self.loc, self.entry, format!("illegal variant `{other}`")),
+            }
+        }
+        variants
+    }
+
+    /// The tags as written plus the ones torchgen adds, keeping valid ones only (all, when
+    /// no tags.yaml was given).
+    fn tags(
+        &self,
+        func: &FunctionSchema,
+        valid_tags: &BTreeSet<String>,
+        cx: &mut Ctxt,
+    ) -> BTreeSet<String> {
+        let mut tags_in: Vec<String> = Vec::new();
+        if let Some(n) = self.item.get("tags") {
+            match (&n.value, n.as_seq()) {
+                (crate::yaml::Value::Scalar { text, .. }, _) => tags_in.push(text.clone()),
+                (_, Some(seq)) => {
+                    tags_in.extend(seq.iter().filter_map(|t| t.as_str().map(str::to_string)))
+                }
+                _ => cx.error(
+                    &n.location(self.file),
+                    self.entry,
+                    "`tags:` must be a string or a list",
+                ),
+            }
+        }
+        let keep = |t: &str| valid_tags.is_empty() || valid_tags.contains(t);
+        if keep("pt2_compliant_tag") && !valid_tags.is_empty() {
+            tags_in.push("pt2_compliant_tag".into());
+        }
+        if func.is_out_fn() && keep("out") && !valid_tags.is_empty() {
+            tags_in.push("out".into());
+        }
+        if func.name.name.inplace && keep("inplace") && !valid_tags.is_empty() {
+            tags_in.push("inplace".into());
+        }
+        tags_in.into_iter().filter(|t| keep(t)).collect()
+    }
+
+    fn structured_delegate(&self, cx: &mut Ctxt) -> Option<OperatorName> {
+        let s = self.str_of("structured_delegate", cx)?;
+        OperatorName::parse(&s)
+            .map_err(|e| {
+                let msg = format!("invalid structured_delegate: {e}");
+                cx.error(&self.loc, self.entry, msg);
+            })
+            .ok()
+    }
+
+    fn autogen(&self, cx: &mut Ctxt) -> Vec<OperatorName> {
+        let Some(s) = self.str_of("autogen", cx).filter(|s| !s.is_empty()) else {
+            return Vec::new();
+        };
+        s.split(", ")
+            .filter_map(|x| match OperatorName::parse(x) {
+                Ok(n) => Some(n),
+                Err(e) => {
+                    let msg = format!("invalid autogen name: {e}");
+                    cx.error(&self.loc, self.entry, msg);
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// The `dispatch:` keys (split at commas); without `dispatch:`, `CompositeImplicitAutograd`
+    /// unless the function is structured.
+    fn dispatch_keys(&self, structured: bool, cx: &mut Ctxt) -> BTreeSet<String> {
+        let mut dispatch_keys = BTreeSet::new();
+        match self.item.get("dispatch") {
+            Some(d) => match d.as_map() {
+                Some(m) => {
+                    for (k, _) in m {
+                        for key in k.as_str().unwrap_or("").split(',') {
+                            dispatch_keys.insert(key.trim().to_string());
+                        }
+                    }
+                }
+                None => cx.error(
+                    &d.location(self.file),
+                    self.entry,
+                    "`dispatch:` must be a mapping",
+                ),
+            },
+            None if !structured => {
+                dispatch_keys.insert("CompositeImplicitAutograd".to_string());
+            }
+            None => {}
+        }
+        dispatch_keys
+    }
 }
 
 #[cfg(test)]

@@ -868,49 +868,67 @@ fn split_top_level(s: &str) -> Vec<&str> {
     parts
 }
 
-impl Arguments {
-    /// Parse the text between the parentheses of a schema.
-    pub fn parse(args: &str) -> Result<Arguments> {
-        let mut positional = Vec::new();
-        let mut kwarg_only = Vec::new();
-        let mut out = Vec::new();
+/// The arguments of a schema by where they stand: before `*`, after it, and out= ones.
+#[derive(Default)]
+struct ArgumentGroups {
+    positional: Vec<Argument>,
+    kwarg_only: Vec<Argument>,
+    out: Vec<Argument>,
+}
+
+impl ArgumentGroups {
+    fn parse(args: &str) -> Result<ArgumentGroups> {
         #[derive(PartialEq)]
         enum Acc {
             Positional,
             Kwarg,
             Out,
         }
+        let mut g = ArgumentGroups::default();
         let mut acc = Acc::Positional;
-        if !args.is_empty() {
-            for arg in split_top_level(args) {
-                if arg.is_empty() {
-                    return err("empty argument (stray `, `)");
+        if args.is_empty() {
+            return Ok(g);
+        }
+        for arg in split_top_level(args) {
+            if arg.is_empty() {
+                return err("empty argument (stray `, `)");
+            }
+            if arg == "*" {
+                if acc != Acc::Positional {
+                    return err("invalid syntax: kwarg-only specifier * can only occur once");
                 }
-                if arg == "*" {
-                    if acc != Acc::Positional {
-                        return err("invalid syntax: kwarg-only specifier * can only occur once");
-                    }
-                    acc = Acc::Kwarg;
-                    continue;
+                acc = Acc::Kwarg;
+                continue;
+            }
+            let parg = Argument::parse_unchecked(arg)?;
+            if parg.is_write() {
+                if acc == Acc::Kwarg {
+                    acc = Acc::Out;
                 }
-                let parg = Argument::parse_unchecked(arg)?;
-                if parg.is_write() {
-                    if acc == Acc::Kwarg {
-                        acc = Acc::Out;
-                    }
-                } else if acc == Acc::Out {
-                    return err(format!(
-                        "non-mutable argument '{}' cannot follow mutable out arguments",
-                        parg.name
-                    ));
-                }
-                match acc {
-                    Acc::Positional => positional.push(parg),
-                    Acc::Kwarg => kwarg_only.push(parg),
-                    Acc::Out => out.push(parg),
-                }
+            } else if acc == Acc::Out {
+                return err(format!(
+                    "non-mutable argument '{}' cannot follow mutable out arguments",
+                    parg.name
+                ));
+            }
+            match acc {
+                Acc::Positional => g.positional.push(parg),
+                Acc::Kwarg => g.kwarg_only.push(parg),
+                Acc::Out => g.out.push(parg),
             }
         }
+        Ok(g)
+    }
+}
+
+impl Arguments {
+    /// Parse the text between the parentheses of a schema.
+    pub fn parse(args: &str) -> Result<Arguments> {
+        let ArgumentGroups {
+            mut positional,
+            kwarg_only,
+            out,
+        } = ArgumentGroups::parse(args)?;
         let mut r = Arguments::default();
         match positional.iter().position(|a| a.name == "self") {
             Some(i) => {
@@ -920,6 +938,18 @@ impl Arguments {
             }
             None => r.post_self_positional = positional,
         }
+        r.add_kwarg_only(&kwarg_only)?;
+        r.out = out;
+        if r.pre_self_positional.iter().any(Argument::is_write) {
+            return err(
+                "mutable pre_self_positional arguments are not currently supported in the schema",
+            );
+        }
+        Ok(r)
+    }
+
+    /// The keyword-only arguments, with `dtype, layout, device, pin_memory` as tensor options.
+    fn add_kwarg_only(&mut self, kwarg_only: &[Argument]) -> Result<()> {
         let is_opt = |a: &Argument, name: &str, ty: BaseTy| {
             a.name == name
                 && (a.ty == Type::Base(ty) || a.ty == Type::Optional(Box::new(Type::Base(ty))))
@@ -933,10 +963,10 @@ impl Arguments {
                 && is_opt(&w[2], "device", BaseTy::Device)
                 && is_opt(&w[3], "pin_memory", BaseTy::Bool)
             {
-                if r.tensor_options.is_some() {
+                if self.tensor_options.is_some() {
                     return err("tensor options arguments can only appear once");
                 }
-                r.tensor_options = Some(TensorOptionsArguments {
+                self.tensor_options = Some(TensorOptionsArguments {
                     dtype: w[0].clone(),
                     layout: w[1].clone(),
                     device: w[2].clone(),
@@ -945,20 +975,14 @@ impl Arguments {
                 i += 4;
                 continue;
             }
-            if r.tensor_options.is_some() {
-                r.post_tensor_options_kwarg_only.push(w[0].clone());
+            if self.tensor_options.is_some() {
+                self.post_tensor_options_kwarg_only.push(w[0].clone());
             } else {
-                r.pre_tensor_options_kwarg_only.push(w[0].clone());
+                self.pre_tensor_options_kwarg_only.push(w[0].clone());
             }
             i += 1;
         }
-        r.out = out;
-        if r.pre_self_positional.iter().any(Argument::is_write) {
-            return err(
-                "mutable pre_self_positional arguments are not currently supported in the schema",
-            );
-        }
-        Ok(r)
+        Ok(())
     }
 
     /// Positional arguments in order.
@@ -1278,7 +1302,7 @@ pub struct SignatureKey<'a> {
 }
 
 /// One element of a signature, as [`SignatureKey`] compares them.
-#[derive(PartialEq, Eq, Hash)]
+#[derive(PartialEq, Eq)]
 enum SigItem<'a> {
     Name(&'a str, bool),
     /// Group (0 before `self`, 1 `self`, 2 after), name, type, default.
@@ -1339,18 +1363,48 @@ impl<'a> SignatureKey<'a> {
     }
 }
 
+impl SignatureKey<'_> {
+    /// What `eq` compares first and `hash` hashes: the name and the numbers of positional
+    /// and keyword arguments (equal keys have equal shapes; not the number of returns, which
+    /// an out= function's written arguments add to).
+    fn shape(&self) -> (&str, bool, usize, usize) {
+        let s = self.schema;
+        let a = &s.arguments;
+        (
+            &self.base,
+            s.name.name.dunder_method,
+            a.pre_self_positional.len()
+                + usize::from(a.self_arg.is_some())
+                + a.post_self_positional.len(),
+            a.pre_tensor_options_kwarg_only.len() + a.post_tensor_options_kwarg_only.len(),
+        )
+    }
+}
+
 impl PartialEq for SignatureKey<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.items().eq(other.items())
+        self.shape() == other.shape() && self.items().eq(other.items())
     }
 }
 
 impl Eq for SignatureKey<'_> {}
 
 impl std::hash::Hash for SignatureKey<'_> {
+    /// The shape and the arguments' names and types, walked directly: consistent with `eq`
+    /// (which also compares defaults and returns).
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        for item in self.items() {
-            item.hash(state);
+        self.shape().hash(state);
+        let a = &self.schema.arguments;
+        let args = a
+            .pre_self_positional
+            .iter()
+            .chain(&a.self_arg)
+            .chain(&a.post_self_positional)
+            .chain(&a.pre_tensor_options_kwarg_only)
+            .chain(&a.post_tensor_options_kwarg_only);
+        for x in args {
+            x.name.hash(state);
+            x.ty.hash(state);
         }
     }
 }
