@@ -216,6 +216,7 @@ pub mod __prelude {
     };
     pub use crate::runtime::__private::{check_out, is_retaining_graph};
     pub use crate::runtime::ops::clone as clone_var;
+    pub use crate::runtime::view::{ViewFn, ViewInverse, inplace_on_view, make_view};
     pub use crate::runtime::{
         AutogradError, Node, SavedVariable, Tensor, Variable, VariableList, is_grad_enabled,
         record, record_inplace, record_vec,
@@ -228,5 +229,6 @@ pub mod __prelude {
     pub use std::option::Option::{self, None, Some};
     pub use std::result::Result::{self, Ok};
     pub use std::string::String;
+    pub use std::sync::Arc;
     pub use std::vec::Vec;
 }

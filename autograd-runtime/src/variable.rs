@@ -329,14 +329,14 @@ impl<T: Tensor> Variable<T> {
     /// non-leaf, the leaf itself if it requires grad, else `None`.
     #[inline]
     pub fn gradient_edge(&self) -> Option<Edge<T>> {
-        self.with_history(|f, nr| match f {
-            Some(f) => Some(Edge::Node {
+        // `requires_grad` is read outside `with_history`: for a view it may lock the variable.
+        let node = self.with_history(|f, nr| {
+            f.map(|f| Edge::Node {
                 node: f.clone(),
                 input_nr: nr,
-            }),
-            None if self.requires_grad() => Some(Edge::Leaf(self.clone())),
-            None => None,
-        })
+            })
+        });
+        node.or_else(|| self.requires_grad().then(|| Edge::Leaf(self.clone())))
     }
 
     /// The accumulated gradient (leaves, and non-leaves after `retain_grad`).

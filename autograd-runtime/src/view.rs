@@ -88,18 +88,23 @@ pub const ERR_OVERLAP: &str = "unsupported operation: more than one element of t
 
 /// Makes `view` (an op's fresh output, computed from `base`) a view of `base`: it shares the
 /// base's version counter, and follows changes of the base from now on. When `base` is
-/// itself a view, `view` becomes a view of its root, with the functions composed.
+/// itself a view, `view` becomes a view of its root, with the functions composed. `view` must
+/// be fresh (not yet sharing a version counter).
 pub fn make_view<T: Tensor>(
     view: &Variable<T>,
     base: &Variable<T>,
     view_fn: ViewFn<T>,
     inverse: ViewInverse<T>,
-) -> Result<(), AutogradError> {
+) {
     let (root, view_fn, inverse, no_grad) = match parent(base) {
         None => (base.clone(), view_fn, inverse, false),
         Some(p) => compose(p, view_fn, inverse),
     };
-    view.share_version_counter(&root)?;
+    let shared = view.share_version_counter(&root);
+    debug_assert!(
+        shared.is_ok(),
+        "make_view on a variable that shares a counter already"
+    );
     view.set_view(ViewMeta {
         synced: root.version(),
         base: root,
@@ -107,7 +112,6 @@ pub fn make_view<T: Tensor>(
         inverse,
         no_grad: no_grad || !is_grad_enabled(),
     });
-    Ok(())
 }
 
 /// A view's meta, cloned out of its lock.

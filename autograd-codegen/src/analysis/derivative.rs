@@ -216,6 +216,7 @@ impl<'a> Setup<'a> {
             output_differentiability: None,
             output_differentiability_conditions: None,
             loc: d.loc.clone(),
+            view_inverse: None,
         }
     }
 

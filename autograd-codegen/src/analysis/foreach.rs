@@ -99,6 +99,7 @@ pub(super) fn gen_foreach_info(
             output_differentiability: None,
             output_differentiability_conditions: None,
             loc: reference.loc.clone(),
+            view_inverse: None,
         },
         true,
     ))

@@ -4,7 +4,8 @@
 use super::cpp::cpp_name;
 use super::derivative::Setup;
 use super::{AnalysisOptions, DifferentiabilityInfo, InfoMap, InfoSet, check};
-use crate::diagnostics::Ctxt;
+use crate::diagnostics::{Ctxt, Location};
+use crate::formula::Formula;
 use crate::model::derivatives::{DerivativeEntry, DispatchFormulas, OutputDifferentiability};
 use crate::model::native::NativeFunction;
 use crate::model::schema::{FunctionSchema, OperatorName, SchemaKind, SignatureKey};
@@ -179,8 +180,9 @@ fn prepare_entry<'a>(
     let mut infos = Vec::new();
     for d in &entry.dispatch {
         if check::check_dispatch_key(d, spec, cx)
-            && let Some(info) = setup.info(canonical, d, cx)
+            && let Some(mut info) = setup.info(canonical, d, cx)
         {
+            info.view_inverse = view_inverse(entry, cx);
             infos.push((d, info));
         }
     }
@@ -190,6 +192,19 @@ fn prepare_entry<'a>(
         od,
         od_conditions,
     })
+}
+
+/// The entry's `view_inverse:` as tokens.
+fn view_inverse(entry: &DerivativeEntry, cx: &mut Ctxt) -> Option<(Formula, Location)> {
+    let fe = entry.view_inverse.as_ref()?;
+    match Formula::parse(&fe.formula) {
+        Ok(f) => Some((f, fe.formula_loc.clone())),
+        Err(e) => {
+            let msg = format!("`view_inverse` is not valid tokens: {e}");
+            cx.error(&fe.loc, Some(&entry.name), msg);
+            None
+        }
+    }
 }
 
 /// Prepare every entry: on two threads for a large file (each with its own error list,

@@ -102,6 +102,8 @@ pub struct DifferentiabilityInfo {
     pub output_differentiability_conditions: Option<Vec<String>>,
     /// The entry's location.
     pub loc: Location,
+    /// The entry's `view_inverse:` (tokens and where), for a function returning a view.
+    pub view_inverse: Option<(Formula, Location)>,
 }
 
 impl DifferentiabilityInfo {

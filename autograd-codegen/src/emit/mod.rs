@@ -26,6 +26,7 @@ pub mod names;
 mod node;
 mod plan;
 mod tokens;
+mod view;
 mod wrapper;
 
 pub use args::MacroArgs;
@@ -171,6 +172,14 @@ impl Settings {
         match self.fallible {
             true => quote!(__ag::Result<#ty, __ag::AutogradError>),
             false => ty,
+        }
+    }
+
+    /// A wrapper's value as a `Result` (fallible wrappers return one already).
+    fn as_result(&self, v: TokenStream) -> TokenStream {
+        match self.fallible {
+            true => v,
+            false => quote!(__ag::Ok(#v)),
         }
     }
 

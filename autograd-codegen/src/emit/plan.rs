@@ -226,6 +226,26 @@ pub(crate) struct FunctionPlan<'a> {
     /// No derivatives entry: the tensor inputs a `NotImplemented` node gets edges to (empty
     /// when the function has an entry, or no tensor result to give a history).
     pub not_implemented: Vec<DiffInput<'a>>,
+    /// A view of `self`.
+    pub view: Option<ViewPlan>,
+}
+
+/// A function returning a view of `self` (its schema's return aliases `self` without `!`).
+pub(crate) enum ViewPlan {
+    /// One view, written back through the entry's `view_inverse:`.
+    Single(Inverse),
+    /// One of several views (`unbind`): in-place changes are refused, as in PyTorch, under
+    /// the op's name as PyTorch prints it (`Unbind`).
+    Multi { op: String },
+}
+
+/// How a view's new value reaches its base.
+pub(crate) enum Inverse {
+    /// The entry's formula, over `base`, `mutated_view` and the op's arguments (the names
+    /// of those it uses).
+    Formula(TokenStream, BTreeSet<String>),
+    /// `overlapping`: in-place changes are refused (several elements share one location).
+    Overlapping,
 }
 
 /// Everything to emit.
@@ -599,7 +619,9 @@ impl<'a> Builder<'a, '_> {
             None if self.can_carry_history(kind, &returns) => self.tensor_inputs(nf),
             _ => Vec::new(),
         };
+        let view = self.view_plan(fa, nf, &returns);
         Some(FunctionPlan {
+            view,
             not_implemented,
             nf,
             name: format_ident!("{}", name),
@@ -624,6 +646,74 @@ impl<'a> Builder<'a, '_> {
                 r => !r.is_empty() && r.iter().all(|t| matches!(t, RustTy::Tensor)),
             },
             _ => false,
+        }
+    }
+
+    /// Whether the function returns a view of `self`, and how writes reach the base.
+    fn view_plan(
+        &mut self,
+        fa: &FunctionAnalysis,
+        nf: &NativeFunction,
+        returns: &[RustTy],
+    ) -> Option<ViewPlan> {
+        let f = &nf.func;
+        let self_alias = f
+            .arguments
+            .flat_non_out()
+            .find(|a| a.name == "self")?
+            .annotation
+            .as_ref()
+            .filter(|a| !a.is_write)?
+            .alias_set
+            .clone();
+        let ret = f.returns.first()?.annotation.as_ref()?;
+        if f.kind() != SchemaKind::Functional || ret.is_write || ret.alias_set != self_alias {
+            return None;
+        }
+        let info = fa.main_info();
+        if matches!(returns, [RustTy::TensorList]) {
+            let op = info.and_then(|i| i.op.as_deref()).map_or_else(
+                || f.name.name.base.clone(),
+                |op| {
+                    op.trim_end_matches(|c: char| c.is_ascii_digit())
+                        .trim_end_matches("Backward")
+                        .to_string()
+                },
+            );
+            return Some(ViewPlan::Multi { op });
+        }
+        if !matches!(returns, [RustTy::Tensor]) {
+            return None;
+        }
+        let Some((formula, _)) = info.and_then(|i| i.view_inverse.as_ref()) else {
+            let msg = format!(
+                "`{}` returns a view of `self`: give the entry `view_inverse: <formula>` (how a new value `mutated_view` is written into `base`), or `view_inverse: overlapping`",
+                f.name
+            );
+            self.cx.error(&nf.loc, Some(&nf.schema), msg);
+            return None;
+        };
+        if let [t] = &formula.toks[..]
+            && t.is_ident("overlapping")
+        {
+            return Some(ViewPlan::Single(Inverse::Overlapping));
+        }
+        let rename = |n: &str| (rust_name(n) != n).then(|| rust_name(n));
+        match formula_tokens(formula, rename) {
+            Ok(ts) => {
+                let uses = formula
+                    .toks
+                    .iter()
+                    .filter(|t| t.kind == crate::formula::TokKind::Ident)
+                    .map(|t| rust_name(&t.text))
+                    .collect();
+                Some(ViewPlan::Single(Inverse::Formula(ts, uses)))
+            }
+            Err(e) => {
+                let msg = format!("`view_inverse` is not a Rust expression: {e}");
+                self.cx.error(&nf.loc, Some(&nf.schema), msg);
+                None
+            }
         }
     }
 

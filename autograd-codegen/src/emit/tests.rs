@@ -92,7 +92,9 @@ fn a_node_that_would_record_no_output_is_an_error() {
     let errs = generate(&config(yaml)).unwrap_err().0;
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(
-        errs[0].message.contains("marks no output of `exp` differentiable"),
+        errs[0]
+            .message
+            .contains("marks no output of `exp` differentiable"),
         "{errs:?}"
     );
 }

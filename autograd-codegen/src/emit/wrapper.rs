@@ -21,6 +21,7 @@ pub(crate) fn wrapper(
         SchemaKind::Out | SchemaKind::Scratch => out_body(p, s),
         _ => functional_body(p, node, s),
     };
+    let body = super::view::view_body(p, &params, &ret, body, s);
     let name = &p.name;
     let doc = format!("Differentiable `{}`.", p.entry);
     let wrapper = quote! {
@@ -392,14 +393,17 @@ fn inplace_body(
         self_.bump_version();
         Ok(self_.clone())
     };
+    let on_view = super::view::inplace_on_view(p);
     let Some(n) = node else {
-        return (ret, not_implemented_inplace(p, plain, &lets[..], &call));
+        let body = not_implemented_inplace(p, plain, &lets[..], &call);
+        return (ret, quote!(#on_view #body));
     };
     let needs = needs(&n.inputs);
     let (offsets, edges) = edges(&n.inputs);
     let init = node_init(n, true);
     let save = save_outputs(n, &[quote!(self_)]);
     let body = quote! {
+        #on_view
         let __needs = [#(#needs),*];
         if !__ag::should_record_any(&__needs) {
             #plain

@@ -55,6 +55,10 @@ pub struct DerivativeEntry {
     pub output_differentiability: Option<OutputDifferentiability>,
     /// Formulas per dispatch key, in file order.
     pub dispatch: Vec<DispatchFormulas>,
+    /// `view_inverse:` (not torchgen's): for a function returning a view of `self`, how a new
+    /// value of the view (`mutated_view`) is written into its base (`base`), in the target
+    /// language; `overlapping` for a view whose elements share memory (`expand`).
+    pub view_inverse: Option<FormulaEntry>,
 }
 
 /// Read `derivatives.yaml`. Malformed entries are reported to `cx` and skipped.
@@ -98,6 +102,7 @@ fn parse_entry(file: &Arc<str>, item: &Node, cx: &mut Ctxt) -> Option<Derivative
     let mut dispatch = Vec::new();
     let mut default_formulas = Vec::new();
     let mut has_dispatch = false;
+    let mut view_inverse = None;
     for (k, v) in map {
         let Some(key) = k.as_str() else {
             cx.error(&k.location(file), entry, "keys must be strings");
@@ -112,6 +117,7 @@ fn parse_entry(file: &Arc<str>, item: &Node, cx: &mut Ctxt) -> Option<Derivative
                 has_dispatch = true;
                 dispatch.extend(parse_dispatch(file, v, entry, cx));
             }
+            "view_inverse" => view_inverse = formula_entry(file, k, v, entry, cx),
             _ => default_formulas.extend(formula_entry(file, k, v, entry, cx)),
         }
     }
@@ -134,6 +140,7 @@ fn parse_entry(file: &Arc<str>, item: &Node, cx: &mut Ctxt) -> Option<Derivative
         });
     }
     Some(DerivativeEntry {
+        view_inverse,
         name,
         loc,
         output_differentiability,

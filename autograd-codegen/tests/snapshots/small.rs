@@ -164,7 +164,7 @@ impl<T: Backend> __ag::Node<T> for ExpandBackward0<T> {
             return Ok(__out);
         }
         if self.__needs[0usize] {
-            let __r = { not_implemented("expand backward") }; // tests/fixtures/small.yaml:13: `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`: formula for `self`
+            let __r = { not_implemented("expand backward") }; // tests/fixtures/small.yaml:14: `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
@@ -199,7 +199,7 @@ impl<T: Backend> __ag::Node<T> for MaxBackward0<T> {
             return Ok(__out);
         }
         if self.__needs[0usize] {
-            let __r = { not_implemented("max.dim backward") }; // tests/fixtures/small.yaml:17: `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`: formula for `self`
+            let __r = { not_implemented("max.dim backward") }; // tests/fixtures/small.yaml:18: `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
@@ -283,18 +283,42 @@ pub fn expand<T: Backend>(
     size: &[i64],
     implicit: bool,
 ) -> __ag::Variable<T> {
-    let __r0 = self_
-        .with_data(|__d_self_| <T as Backend>::expand(&__d_self_, size, implicit));
-    let __needs = [self_.requires_grad()];
-    if !__ag::should_record_any(&__needs) {
-        return __ag::Variable::from_data(__r0);
+    #[allow(clippy::all, unused_mut, non_snake_case)]
+    fn __inner<T: Backend>(
+        self_: &__ag::Variable<T>,
+        size: &[i64],
+        implicit: bool,
+    ) -> __ag::Variable<T> {
+        let __r0 = self_
+            .with_data(|__d_self_| <T as Backend>::expand(&__d_self_, size, implicit));
+        let __needs = [self_.requires_grad()];
+        if !__ag::should_record_any(&__needs) {
+            return __ag::Variable::from_data(__r0);
+        }
+        let __edges = [__ag::Some(self_)];
+        let __node = ExpandBackward0::<T> {
+            __needs,
+            __marker: __ag::PhantomData,
+        };
+        let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+        __o0
     }
-    let __edges = [__ag::Some(self_)];
-    let __node = ExpandBackward0::<T> {
-        __needs,
-        __marker: __ag::PhantomData,
-    };
-    let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+    let __o0 = __inner::<T>(self_, size, implicit);
+    {
+        let __view_fn: __ag::ViewFn<T> = {
+            let __c_size = size.to_vec();
+            let __c_implicit = implicit;
+            __ag::Arc::new(move |__b: &__ag::Variable<T>| {
+                #[allow(unused_variables)]
+                let size = &__c_size[..];
+                #[allow(unused_variables)]
+                let implicit = __c_implicit;
+                __ag::Ok(expand::<T>(__b, size, implicit))
+            })
+        };
+        let __inverse = __ag::ViewInverse::Overlapping;
+        __ag::make_view(&__o0, self_, __view_fn, __inverse);
+    }
     __o0
 }
 ///Differentiable `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`.
