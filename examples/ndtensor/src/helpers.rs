@@ -248,17 +248,18 @@ pub fn gelu_backward<T: Backend>(g: &V<T>, self_: &V<T>, approximate: &str) -> V
     mul_tensor(g, &d)
 }
 
-/// Backward of `clamp`: the gradient passes where `min <= self <= max`.
+/// Backward of `clamp`: the gradient passes where `min < self < max`.
 pub fn clamp_backward<T: Backend>(
     g: &V<T>,
     self_: &V<T>,
     min: Option<f64>,
     max: Option<f64>,
 ) -> V<T> {
+    // PyTorch 2.15: no gradient where the input is exactly at a bound.
     let keep = match (min, max) {
-        (Some(lo), Some(hi)) => mul_tensor(&ge_scalar(self_, lo), &le_scalar(self_, hi)),
-        (Some(lo), None) => ge_scalar(self_, lo),
-        (None, Some(hi)) => le_scalar(self_, hi),
+        (Some(lo), Some(hi)) => mul_tensor(&gt_scalar(self_, lo), &lt_scalar(self_, hi)),
+        (Some(lo), None) => gt_scalar(self_, lo),
+        (None, Some(hi)) => lt_scalar(self_, hi),
         (None, None) => return g.clone(),
     };
     where_self(&keep, g, &zeros_of(g))

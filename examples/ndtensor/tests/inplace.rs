@@ -161,6 +161,34 @@ fn inplace_cases() -> Vec<InplaceCase> {
             |x, _| clamp_(x, Some(-0.5), Some(0.5)).unwrap(),
             |x, _| clamp(x, Some(-0.5), Some(0.5)),
         ),
+        ic(
+            "sub_.Scalar",
+            r.t(&s),
+            vec![],
+            |x, _| sub_scalar_(x, 0.5, 2.0).unwrap(),
+            |x, _| sub_scalar(x, 0.5, 2.0),
+        ),
+        ic(
+            "abs_",
+            r.away(&s),
+            vec![],
+            |x, _| abs_(x).unwrap(),
+            |x, _| abs(x),
+        ),
+        ic(
+            "pow_.Scalar",
+            r.t(&s),
+            vec![],
+            |x, _| pow_scalar_(x, 2.0).unwrap(),
+            |x, _| pow_tensor_scalar(x, 2.0),
+        ),
+        ic(
+            "leaky_relu_",
+            r.away(&s),
+            vec![],
+            |x, _| leaky_relu_(x, 0.1).unwrap(),
+            |x, _| leaky_relu(x, 0.1),
+        ),
         // The old values no longer matter: the gradient through them is zero.
         ic(
             "zero_",

@@ -89,9 +89,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ("shape_errors/view_bad_size", "issue 12 item 7: shape error with ndtensor's own wording (a panic), not PyTorch's"),
     ("zero_dim/dim_out_of_range", "issue 12 item 7: error wording differs (dimension out of range)"),
     // ---- issue 12 item 8
-    ("nonfinite/clamp", "issue 12 item 8: clamp gradient at exactly max (x = 1.0, max = 1.0) is 0 in PyTorch 2.15"),
-    ("ties/clamp_at_min_max", "issue 12 item 8: PyTorch 2.15's clamp gradient is 0 at exactly min or max; ndtensor passes the gradient"),
-    ("ties/clamp_min_only_at_min", "issue 12 item 8: PyTorch 2.15's clamp gradient is 0 at exactly min (min only); ndtensor passes the gradient"),
     // ---- issue 12 item 9
     ("losses/cross_entropy_c_0d_target", "issue 12 item 9: nll_loss/cross_entropy input shapes (C) / (N, C, d1, ...) and class-probability targets"),
     ("losses/cross_entropy_nchw_smoothing", "issue 12 item 9: nll_loss/cross_entropy input shapes (C) / (N, C, d1, ...) and class-probability targets"),
@@ -106,12 +103,8 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ("random/nll_loss/4", "issue 12 item 9: nll_loss/cross_entropy with input of shape (C) and a 0-d target, or (N, C, d1, ...)"),
     ("random/nll_loss_forward/3", "issue 12 item 9: nll_loss/cross_entropy with input of shape (C) and a 0-d target, or (N, C, d1, ...)"),
     // ---- issue 12 item 11
-    ("overloads/abs_inplace", "op missing (abs_); issue 12 item 11: Scalar/in-place overloads"),
     ("overloads/clone", "op missing (clone); issue 12 item 11: Scalar/in-place overloads"),
-    ("overloads/leaky_relu_inplace", "op missing (leaky_relu_); issue 12 item 11: Scalar/in-place overloads"),
-    ("overloads/pow_scalar_inplace", "op missing (pow_.Scalar); issue 12 item 11: Scalar/in-place overloads"),
     ("overloads/squeeze_dims", "op missing (squeeze.dims); issue 12 item 11: Scalar/in-place overloads"),
-    ("overloads/sub_scalar_inplace", "op missing (sub_.Scalar); issue 12 item 11: Scalar/in-place overloads"),
     // ---- not in issue 12's list
     ("empty/amax_empty", "not in issue 12: amax over an empty dim does not raise"),
     ("nonfinite/amax", "not in issue 12: amax does not propagate NaN (ndtensor: inf, PyTorch: NaN)"),
@@ -298,6 +291,10 @@ fn dispatch(op: &str, a: &Args) -> R<Vec<Var>> {
             &a.t("out")?,
         )),
         "sub.Scalar" => one(sub_scalar(&a.t("self")?, a.f("other")?, a.f("alpha")?)),
+        "sub_.Scalar" => ip(sub_scalar_(&a.t("self")?, a.f("other")?, a.f("alpha")?)),
+        "abs_" => ip(abs_(&a.t("self")?)),
+        "pow_.Scalar" => ip(pow_scalar_(&a.t("self")?, a.f("exponent")?)),
+        "leaky_relu_" => ip(leaky_relu_(&a.t("self")?, a.f("negative_slope")?)),
         "mul.Tensor" => one(mul_tensor(&a.t("self")?, &a.t("other")?)),
         "mul_.Tensor" => ip(mul_tensor_(&a.t("self")?, &a.t("other")?)),
         "mul.out" => ip(mul_out(&a.t("self")?, &a.t("other")?, &a.t("out")?)),
