@@ -19,9 +19,16 @@ pub(crate) fn norm_dim(d: i64, nd: usize) -> usize {
     i as usize
 }
 
-/// Sorted, distinct axes of `dim` (`None` or `[]`: all).
+/// Sorted, distinct axes of `dim` (`None` or `[]`: all). A 0-d tensor accepts dims 0 and -1
+/// (PyTorch treats it as having one dimension of size 1 there) and has no axis to reduce.
 pub(crate) fn reduce_axes(dim: Option<&[i64]>, nd: usize) -> Vec<usize> {
     match dim {
+        Some(d) if nd == 0 => {
+            d.iter().for_each(|x| {
+                norm_dim(*x, nd);
+            });
+            Vec::new()
+        }
         Some(d) if !d.is_empty() => {
             let mut v: Vec<usize> = d.iter().map(|x| norm_dim(*x, nd)).collect();
             v.sort_unstable();
