@@ -129,6 +129,20 @@ impl<T: Tensor> autograd_runtime::Node<T> for NotImplementedNode<T> {
     }
 }
 
+/// An in-place op's result keeps `self`'s shape; a broadcast that would grow it is PyTorch's
+/// error ("output with shape [3] doesn't match the broadcast shape [2, 3]"), raised before
+/// `self` changes.
+pub fn check_inplace_shape<T: Tensor>(self_: &Variable<T>, new: &T) -> Result<(), AutogradError> {
+    if self_.with_data(|d| d.shape() == new.shape()) {
+        return Ok(());
+    }
+    Err(AutogradError::msg(format!(
+        "output with shape {:?} doesn't match the broadcast shape {:?}",
+        self_.shape(),
+        new.shape()
+    )))
+}
+
 /// Whether a function without a derivatives entry records a [`NotImplementedNode`]: grad
 /// mode is on, an input requires grad, and the result's dtype can carry gradients.
 pub fn should_record_not_implemented<T: Tensor>(needs: &[bool], result: &T) -> bool {
@@ -211,8 +225,9 @@ pub fn should_record_any(needs: &[bool]) -> bool {
 #[doc(hidden)]
 pub mod __prelude {
     pub use super::{
-        IntoGrad, IntoGradList, IntoGrads, NotImplemented, NotImplementedNode, save_if,
-        save_opt_if, should_record_any, should_record_not_implemented, size_at, wrap_opt_if,
+        IntoGrad, IntoGradList, IntoGrads, NotImplemented, NotImplementedNode, check_inplace_shape,
+        save_if, save_opt_if, should_record_any, should_record_not_implemented, size_at,
+        wrap_opt_if,
     };
     pub use crate::runtime::__private::{check_out, is_retaining_graph};
     pub use crate::runtime::ops::clone as clone_var;

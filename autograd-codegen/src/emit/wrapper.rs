@@ -384,7 +384,8 @@ fn inplace_body(
     let ret = quote!(__ag::Result<__ag::Variable<T>, __ag::AutogradError>);
     let pr = prep(p, false);
     let (name, args, lets) = (&p.name, &pr.args, &pr.lets);
-    let call = s.kernel_call(quote!(<T as Backend>::#name(#(#args),*)));
+    let kernel = s.kernel_call(quote!(<T as Backend>::#name(#(#args),*)));
+    let call = quote!(#kernel; __ag::check_inplace_shape(self_, &__d_self_)?);
     let plain = quote! {
         self_.check_inplace()?;
         #(#lets)*

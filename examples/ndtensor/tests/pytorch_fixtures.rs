@@ -33,7 +33,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ("view_inplace/split", "op missing (split.Tensor); issue 12 item 1: a write through a view does not reach its base"),
     // ---- issue 12 item 2
     // ---- issue 12 item 5
-    ("errors/inplace_broadcast_larger_than_self", "issue 12 item 5: y(3).mul_(w(2, 3)) is not refused (PyTorch: output with shape [3] doesn't match the broadcast shape [2, 3])"),
     ("errors/inplace_multi_output_view_chunk", "op missing (chunk); issue 12 item 5: error not raised with PyTorch's wording"),
     ("errors/inplace_multi_output_view_split.Tensor", "op missing (split.Tensor); issue 12 item 5: error not raised with PyTorch's wording"),
     ("errors/repeated_dim", "issue 12 item 5: a dim repeated in a dim list is not refused"),
