@@ -570,6 +570,39 @@ def g_slice(p, r):
     return p.op("slice.Tensor", self=x, dim=d, start=st, end=en, step=step)
 
 
+def g_narrow(p, r):
+    s = [5, size(r)]
+    x = p.inp(s, nc=r.random() < 0.4)
+    d = r.choice([0, -2])
+    st, ln = r.choice([(1, 3), (-3, 2), (0, 5), (4, 1), (2, 0)])
+    return p.op("narrow", self=x, dim=d, start=st, length=ln)
+
+
+def g_select(p, r):
+    s = [4, size(r)]
+    x = p.inp(s, nc=r.random() < 0.4)
+    d, i = r.choice([(0, 1), (0, -1), (-2, 3), (1, 0), (-1, -1)])
+    return p.op("select.int", self=x, dim=d, index=i)
+
+
+def g_split(op):
+    def g(p, r):
+        n = r.choice([4, 5, 6])
+        s = [n, size(r)]
+        x = p.inp(s, nc=r.random() < 0.4)
+        if op == "chunk":
+            c = r.choice([2, 3])
+            k = -(-n // -(-n // c))
+            us = p.op("chunk", nout=k, self=x, chunks=c, dim=0)
+        else:
+            sz = r.choice([2, 3])
+            k = -(-n // sz)
+            us = p.op("split.Tensor", nout=k, self=x, split_size=sz, dim=0)
+        y = p.op("mul.Tensor", self=us[0], other=us[0])
+        return p.op("sum", self=y)
+    return g
+
+
 def g_slice_backward(p, r):
     b = size(r)
     x = p.inp([2, b])
@@ -862,6 +895,10 @@ GEN = {
     "squeeze.dim": g_squeeze_dim,
     "unsqueeze": g_unsqueeze,
     "slice.Tensor": g_slice,
+    "narrow": g_narrow,
+    "select.int": g_select,
+    "split.Tensor": g_split("split.Tensor"),
+    "chunk": g_split("chunk"),
     "slice_backward": g_slice_backward,
     "cat": g_cat("cat"),
     "cat.out": None,

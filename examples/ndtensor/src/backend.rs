@@ -780,6 +780,39 @@ impl<E: Element> Backend for NdTensor<E> {
         let views: Vec<_> = tensors.iter().map(|t| t.data.view()).collect();
         wrap(ndarray::stack(Axis(ax), &views).expect("stack: shapes differ"))
     }
+    fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> Self {
+        let ax = norm_dim(dim, self_.data.ndim());
+        let n = self_.shape()[ax] as i64;
+        let s = if start < 0 { start + n } else { start };
+        Self::slice_tensor(self_, ax as i64, Some(s), Some(s + length), 1)
+    }
+    fn select_int(self_: &Self, dim: i64, index: i64) -> Self {
+        let ax = norm_dim(dim, self_.data.ndim());
+        let n = self_.shape()[ax] as i64;
+        let i = if index < 0 { index + n } else { index };
+        assert!(
+            (0..n).contains(&i),
+            "select(): index {index} out of range for tensor of size {:?} at dimension {dim}",
+            self_.shape()
+        );
+        NdTensor {
+            data: self_.data.clone().index_axis_move(Axis(ax), i as usize),
+        }
+    }
+    fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> Vec<Self> {
+        let ax = norm_dim(dim, self_.data.ndim());
+        let n = self_.shape()[ax] as i64;
+        let step = split_size.max(1);
+        let pieces = if n == 0 { 1 } else { (n + step - 1) / step };
+        (0..pieces)
+            .map(|i| Self::slice_tensor(self_, ax as i64, Some(i * step), Some((i + 1) * step), 1))
+            .collect()
+    }
+    fn chunk(self_: &Self, chunks: i64, dim: i64) -> Vec<Self> {
+        let ax = norm_dim(dim, self_.data.ndim());
+        let n = self_.shape()[ax] as i64;
+        Self::split_tensor(self_, crate::helpers::chunk_size(n, chunks), dim)
+    }
     fn unbind_int(self_: &Self, dim: i64) -> Vec<Self> {
         let ax = norm_dim(dim, self_.data.ndim());
         (0..self_.shape()[ax])

@@ -380,6 +380,66 @@ pub fn unbind_backward<T: Backend>(grads: &[Option<V<T>>], dim: i64, sizes: &[us
     stack(&parts, ax as i64)
 }
 
+/// Backward of `select.int`: the gradient put back at `index` of `dim`, zeros elsewhere.
+pub fn select_backward_wrapper<T: Backend>(
+    g: &V<T>,
+    sizes: &[usize],
+    dim: i64,
+    index: i64,
+) -> V<T> {
+    let ax = crate::backend::norm_dim(dim, sizes.len());
+    let n = sizes[ax] as i64;
+    let i = if index < 0 { index + n } else { index };
+    slice_backward_wrapper(
+        &unsqueeze(g, ax as i64),
+        sizes,
+        ax as i64,
+        Some(i),
+        Some(i + 1),
+        1,
+    )
+}
+
+/// The piece size of `chunk(n elements, chunks)`: PyTorch's `ceil(n / chunks)`.
+pub fn chunk_size(n: i64, chunks: i64) -> i64 {
+    ((n + chunks - 1) / chunks.max(1)).max(1)
+}
+
+/// Backward of `split`/`chunk`: the pieces' gradients concatenated; undefined ones are zeros.
+pub fn split_backward<T: Backend>(
+    grads: &[Option<V<T>>],
+    sizes: &[usize],
+    dim: i64,
+    split_size: i64,
+) -> V<T> {
+    let ax = crate::backend::norm_dim(dim, sizes.len());
+    let n = sizes[ax] as i64;
+    let proto = grads
+        .iter()
+        .flatten()
+        .next()
+        .expect("some gradient is defined");
+    let parts: Vec<V<T>> = grads
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            g.clone().unwrap_or_else(|| {
+                let mut piece = sizes.to_vec();
+                piece[ax] = (split_size.min(n - i as i64 * split_size)).max(0) as usize;
+                Variable::from_data(<T as Backend>::new_zeros(
+                    &proto.data(),
+                    &dims(&piece),
+                    None,
+                    None,
+                    None,
+                    None,
+                ))
+            })
+        })
+        .collect();
+    cat(&parts, ax as i64)
+}
+
 /// Backward of `index_select`.
 pub fn index_select_backward<T: Backend>(
     g: &V<T>,

@@ -403,6 +403,35 @@ pub fn cases() -> Vec<Case> {
         stack(&[x[0].clone(), x[1].clone()], -1)
     }));
     cs.push(case(
+        "narrow",
+        "negative start, non-contiguous",
+        vec![r.nc(&[s2[0], 5])],
+        |x| narrow(&x[0], 1, -3, 2),
+    ));
+    cs.push(case(
+        "select.int",
+        "negative index",
+        vec![r.t(&[4, s2[1]])],
+        |x| select_int(&x[0], 0, -2),
+    ));
+    cs.push(case(
+        "split.Tensor",
+        "uneven pieces, some unused",
+        vec![r.t(&[5, s2[1]])],
+        |x| {
+            let u = split_tensor(&x[0], 2, 0);
+            add_tensor(
+                &sum(&u[0], None),
+                &sum(&mul_tensor(&u[2], &u[2]), None),
+                1.0,
+            )
+        },
+    ));
+    cs.push(case("chunk", "", vec![r.t(&[s2[0], 6])], |x| {
+        let u = chunk(&x[0], 3, -1);
+        mul_tensor(&u[1], &u[2])
+    }));
+    cs.push(case(
         "unbind.int",
         "some outputs unused",
         vec![r.t(&[3, s2[1]])],

@@ -26,15 +26,10 @@ const ATOL: f64 = 1e-9;
 #[rustfmt::skip]
 const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     // ---- issue 12 item 1
-    ("view_inplace/chunk", "op missing (chunk); issue 12 item 1: a write through a view does not reach its base"),
     ("view_inplace/diagonal", "op missing (diagonal); issue 12 item 1: a write through a view does not reach its base"),
-    ("view_inplace/narrow", "op missing (narrow); issue 12 item 1: a write through a view does not reach its base"),
-    ("view_inplace/select", "op missing (select.int); issue 12 item 1: a write through a view does not reach its base"),
-    ("view_inplace/split", "op missing (split.Tensor); issue 12 item 1: a write through a view does not reach its base"),
-    // ---- issue 12 item 2
     // ---- issue 12 item 5
-    ("errors/inplace_multi_output_view_chunk", "op missing (chunk); issue 12 item 5: error not raised with PyTorch's wording"),
-    ("errors/inplace_multi_output_view_split.Tensor", "op missing (split.Tensor); issue 12 item 5: error not raised with PyTorch's wording"),
+    ("view_inplace/chunk", "issue 12 item 5: PyTorch's chunk is a composite of split, so its message names Split; ndtensor's chunk has its own node (Chunk)"),
+    ("errors/inplace_multi_output_view_chunk", "issue 12 item 5: PyTorch's chunk is a composite of split, so its message names Split; ndtensor's chunk has its own node (Chunk)"),
     ("errors/repeated_dim", "issue 12 item 5: a dim repeated in a dim list is not refused"),
     ("errors/repeated_dim_negative", "issue 12 item 5: a dim repeated in a dim list (1 and -1) is not refused"),
     ("errors/view_of_noncontiguous", "issue 12 item 5: view of a non-contiguous tensor is not refused"),
@@ -397,6 +392,15 @@ fn dispatch(op: &str, a: &Args) -> R<Vec<Var>> {
         "cat.out" => ip(cat_out(&a.tl("tensors")?, a.i("dim")?, &a.t("out")?)),
         "stack" => one(stack(&a.tl("tensors")?, a.i("dim")?)),
         "unbind.int" => Ok(unbind_int(&a.t("self")?, a.i("dim")?)),
+        "narrow" => one(narrow(
+            &a.t("self")?,
+            a.i("dim")?,
+            a.i("start")?,
+            a.i("length")?,
+        )),
+        "select.int" => one(select_int(&a.t("self")?, a.i("dim")?, a.i("index")?)),
+        "split.Tensor" => Ok(split_tensor(&a.t("self")?, a.i("split_size")?, a.i("dim")?)),
+        "chunk" => Ok(chunk(&a.t("self")?, a.i("chunks")?, a.i("dim")?)),
         "index_select" => one(index_select(&a.t("self")?, a.i("dim")?, &a.t("index")?)),
         "index_add" => one(index_add(
             &a.t("self")?,
