@@ -556,6 +556,19 @@ def g_squeeze_dim(p, r):
     return p.op("squeeze.dim", self=x, dim=d)
 
 
+def g_squeeze_dims(p, r):
+    a, b = size(r), size(r)
+    s, d = r.choice([([a, 1, b, 1], [1, -1]), ([1, a], [0]), ([a, b], [0, 1]), ([], [0]), ([1, 1], [])])
+    x = p.inp(s)
+    return p.op("squeeze.dims", self=x, dim=d)
+
+
+def g_clone(p, r):
+    x = p.inp(shape(r), nc=r.random() < 0.4)
+    y = p.op("clone", self=x, memory_format=None)
+    return p.op("mul.Tensor", self=y, other=y)
+
+
 def g_unsqueeze(p, r):
     s = r.choice([shape(r), []])
     x = p.inp(s, nc=r.random() < 0.4)
@@ -892,6 +905,8 @@ GEN = {
     "view": g_reshape("view"),
     "expand": g_expand,
     "squeeze": g_squeeze,
+    "squeeze.dims": g_squeeze_dims,
+    "clone": g_clone,
     "squeeze.dim": g_squeeze_dim,
     "unsqueeze": g_unsqueeze,
     "slice.Tensor": g_slice,

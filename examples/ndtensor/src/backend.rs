@@ -714,6 +714,23 @@ impl<E: Element> Backend for NdTensor<E> {
             data: reshape_arr(&self_.data, &s),
         }
     }
+    fn squeeze_dims(self_: &Self, dim: &[i64]) -> Self {
+        let nd = self_.data.ndim();
+        // Only the listed dims (an empty list squeezes nothing, unlike a reduction's).
+        let drop: Vec<usize> = dim.iter().map(|d| norm_dim(*d, nd)).collect();
+        let s: Vec<i64> = (0..nd)
+            .filter(|a| !(drop.contains(a) && self_.shape()[*a] == 1))
+            .map(|a| self_.shape()[a] as i64)
+            .collect();
+        NdTensor {
+            data: reshape_arr(&self_.data, &s),
+        }
+    }
+    fn clone(self_: &Self, _memory_format: Option<MemoryFormat>) -> Self {
+        NdTensor {
+            data: self_.data.to_owned().into_shared(),
+        }
+    }
     fn squeeze_dim(self_: &Self, dim: i64) -> Self {
         let nd = self_.data.ndim();
         if nd == 0 {

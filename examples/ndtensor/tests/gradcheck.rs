@@ -402,6 +402,13 @@ pub fn cases() -> Vec<Case> {
     cs.push(case("stack", "dim -1", vec![r.t(&s2), r.nc(&s2)], |x| {
         stack(&[x[0].clone(), x[1].clone()], -1)
     }));
+    cs.push(case("squeeze.dims", "", vec![r.t(&[2, 1, 3, 1])], |x| {
+        squeeze_dims(&x[0], &[1, -1])
+    }));
+    cs.push(case("clone", "", vec![r.nc(&[2, 3])], |x| {
+        let y = clone(&x[0], None);
+        mul_tensor(&y, &y)
+    }));
     cs.push(case(
         "narrow",
         "negative start, non-contiguous",

@@ -62,8 +62,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ("random/nll_loss/4", "issue 12 item 9: nll_loss/cross_entropy with input of shape (C) and a 0-d target, or (N, C, d1, ...)"),
     ("random/nll_loss_forward/3", "issue 12 item 9: nll_loss/cross_entropy with input of shape (C) and a 0-d target, or (N, C, d1, ...)"),
     // ---- issue 12 item 11
-    ("overloads/clone", "op missing (clone); issue 12 item 11: Scalar/in-place overloads"),
-    ("overloads/squeeze_dims", "op missing (squeeze.dims); issue 12 item 11: Scalar/in-place overloads"),
     // ---- not in issue 12's list
     ("empty/amax_empty", "not in issue 12: amax over an empty dim does not raise"),
     ("nonfinite/amax", "not in issue 12: amax does not propagate NaN (ndtensor: inf, PyTorch: NaN)"),
@@ -392,6 +390,8 @@ fn dispatch(op: &str, a: &Args) -> R<Vec<Var>> {
         "cat.out" => ip(cat_out(&a.tl("tensors")?, a.i("dim")?, &a.t("out")?)),
         "stack" => one(stack(&a.tl("tensors")?, a.i("dim")?)),
         "unbind.int" => Ok(unbind_int(&a.t("self")?, a.i("dim")?)),
+        "squeeze.dims" => one(squeeze_dims(&a.t("self")?, &a.ints("dim")?)),
+        "clone" => one(clone(&a.t("self")?, None)),
         "narrow" => one(narrow(
             &a.t("self")?,
             a.i("dim")?,
