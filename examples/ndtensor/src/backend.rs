@@ -357,7 +357,14 @@ impl<E: Element> Backend for NdTensor<E> {
         map(self_, |x| (E::one() + (-x).exp()).recip())
     }
     fn relu(self_: &Self) -> Self {
-        map(self_, |x| if x > E::zero() { x } else { E::zero() })
+        // NaN stays NaN, as in PyTorch.
+        map(self_, |x| {
+            if x > E::zero() || x.is_nan() {
+                x
+            } else {
+                E::zero()
+            }
+        })
     }
     fn leaky_relu(self_: &Self, negative_slope: f64) -> Self {
         let a = E::of(negative_slope);
@@ -365,7 +372,12 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn threshold_backward(grad_output: &Self, self_: &Self, threshold: f64) -> Self {
         let t = E::of(threshold);
-        zip(grad_output, self_, |g, x| if x > t { g } else { E::zero() })
+        // PyTorch: zero where `x <= threshold`; a NaN input passes the gradient.
+        zip(
+            grad_output,
+            self_,
+            |g, x| if x <= t { E::zero() } else { g },
+        )
     }
     fn gelu(self_: &Self, approximate: &str) -> Self {
         match approximate {
@@ -606,8 +618,13 @@ impl<E: Element> Backend for NdTensor<E> {
     fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> Self {
         let axes = reduce_axes(Some(dim), self_.data.ndim());
         NdTensor {
+            // NaN propagates, as in PyTorch (`f64::max` would drop it).
             data: fold_axes(&self_.data, &axes, keepdim, E::neg_infinity(), |a, b| {
-                a.max(b)
+                if a.is_nan() || b.is_nan() {
+                    E::nan()
+                } else {
+                    a.max(b)
+                }
             }),
         }
     }

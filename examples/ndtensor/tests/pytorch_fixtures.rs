@@ -47,7 +47,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ("shape_errors/nll_loss_target_out_of_bounds", "issue 12 item 7: shape error with ndtensor's own wording (a panic), not PyTorch's"),
     ("shape_errors/view_bad_size", "issue 12 item 7: shape error with ndtensor's own wording (a panic), not PyTorch's"),
     ("zero_dim/dim_out_of_range", "issue 12 item 7: error wording differs (dimension out of range)"),
-    // ---- issue 12 item 8
     // ---- issue 12 item 9
     ("losses/cross_entropy_c_0d_target", "issue 12 item 9: nll_loss/cross_entropy input shapes (C) / (N, C, d1, ...) and class-probability targets"),
     ("losses/cross_entropy_nchw_smoothing", "issue 12 item 9: nll_loss/cross_entropy input shapes (C) / (N, C, d1, ...) and class-probability targets"),
@@ -61,12 +60,9 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ("random/nll_loss/1", "issue 12 item 9: nll_loss/cross_entropy with input of shape (C) and a 0-d target, or (N, C, d1, ...)"),
     ("random/nll_loss/4", "issue 12 item 9: nll_loss/cross_entropy with input of shape (C) and a 0-d target, or (N, C, d1, ...)"),
     ("random/nll_loss_forward/3", "issue 12 item 9: nll_loss/cross_entropy with input of shape (C) and a 0-d target, or (N, C, d1, ...)"),
-    // ---- issue 12 item 11
     // ---- not in issue 12's list
     ("empty/amax_empty", "not in issue 12: amax over an empty dim does not raise"),
-    ("nonfinite/amax", "not in issue 12: amax does not propagate NaN (ndtensor: inf, PyTorch: NaN)"),
     ("nonfinite/maximum", "not in issue 12: maximum(NaN, y): PyTorch sends the gradient to the NaN side, ndtensor 0"),
-    ("nonfinite/relu", "not in issue 12: relu(NaN) is 0 in ndtensor, NaN in PyTorch"),
     ("shape_errors/mse_loss_mismatch_broadcast", "not in issue 12: mse_loss with a broadcast target gives half the target's gradient"),
 ];
 
