@@ -591,6 +591,19 @@ def g_narrow(p, r):
     return p.op("narrow", self=x, dim=d, start=st, length=ln)
 
 
+def g_diagonal(p, r):
+    a, b = size(r), size(r)
+    s, o, d1, d2 = r.choice([([3, 4], 0, 0, 1), ([3, 4], 1, 0, 1), ([4, 3], -1, 1, 0),
+                             ([2, a, 3], 0, 0, -1), ([b, 3, 3], -2, 1, 2)])
+    x = p.inp(s, nc=r.random() < 0.4)
+    return p.op("diagonal", self=x, offset=o, dim1=d1, dim2=d2)
+
+
+def g_diagonal_backward(p, r):
+    x = p.inp([3])
+    return p.op("diagonal_backward", grad_output=x, input_sizes=[3, 4], offset=1, dim1=0, dim2=1)
+
+
 def g_select(p, r):
     s = [4, size(r)]
     x = p.inp(s, nc=r.random() < 0.4)
@@ -912,6 +925,8 @@ GEN = {
     "slice.Tensor": g_slice,
     "narrow": g_narrow,
     "select.int": g_select,
+    "diagonal": g_diagonal,
+    "diagonal_backward": g_diagonal_backward,
     "split.Tensor": g_split("split.Tensor"),
     "chunk": g_split("chunk"),
     "slice_backward": g_slice_backward,

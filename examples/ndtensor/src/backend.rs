@@ -39,6 +39,47 @@ pub(crate) fn reduce_axes(dim: Option<&[i64]>, nd: usize) -> Vec<usize> {
     }
 }
 
+/// `diagonal`'s axes, the diagonal's length and the other dims' sizes.
+fn diagonal_geometry(
+    shape: &[usize],
+    offset: i64,
+    dim1: i64,
+    dim2: i64,
+) -> (usize, usize, usize, Vec<usize>) {
+    let (d1, d2) = (norm_dim(dim1, shape.len()), norm_dim(dim2, shape.len()));
+    let (n1, n2) = (shape[d1] as i64, shape[d2] as i64);
+    let len = if offset >= 0 {
+        n1.min(n2 - offset)
+    } else {
+        (n1 + offset).min(n2)
+    }
+    .max(0) as usize;
+    let rest = (0..shape.len())
+        .filter(|a| *a != d1 && *a != d2)
+        .map(|a| shape[a])
+        .collect();
+    (d1, d2, len, rest)
+}
+
+/// The input index of element `ix` (the other dims, then the position on the diagonal) of
+/// `diagonal(offset, d1, d2)`.
+fn diagonal_source(ix: &IxDyn, shape: &[usize], d1: usize, d2: usize, offset: i64) -> IxDyn {
+    let k = ix[ix.ndim() - 1] as i64;
+    let mut src = vec![0usize; shape.len()];
+    let mut rest = 0;
+    for (a, s) in src.iter_mut().enumerate() {
+        if a == d1 {
+            *s = (k - offset.min(0)) as usize;
+        } else if a == d2 {
+            *s = (k + offset.max(0)) as usize;
+        } else {
+            *s = ix[rest];
+            rest += 1;
+        }
+    }
+    IxDyn(&src)
+}
+
 /// The broadcast shape of two shapes.
 pub(crate) fn broadcast_shape(a: &[usize], b: &[usize]) -> Vec<usize> {
     let n = a.len().max(b.len());
@@ -819,6 +860,32 @@ impl<E: Element> Backend for NdTensor<E> {
         let n = self_.shape()[ax] as i64;
         let s = if start < 0 { start + n } else { start };
         Self::slice_tensor(self_, ax as i64, Some(s), Some(s + length), 1)
+    }
+    fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> Self {
+        let shape = self_.shape().to_vec();
+        let (d1, d2, len, rest) = diagonal_geometry(&shape, offset, dim1, dim2);
+        let mut out_shape = rest.clone();
+        out_shape.push(len);
+        let src = &self_.data;
+        let out = Array::from_shape_fn(IxDyn(&out_shape), |ix| {
+            src[diagonal_source(&ix, &shape, d1, d2, offset)]
+        });
+        wrap(out)
+    }
+    fn diagonal_backward(
+        grad_output: &Self,
+        input_sizes: &[i64],
+        offset: i64,
+        dim1: i64,
+        dim2: i64,
+    ) -> Self {
+        let shape: Vec<usize> = input_sizes.iter().map(|d| *d as usize).collect();
+        let (d1, d2, _, _) = diagonal_geometry(&shape, offset, dim1, dim2);
+        let mut out = Array::<E, _>::zeros(IxDyn(&shape));
+        for (ix, g) in grad_output.data.indexed_iter() {
+            out[diagonal_source(&ix, &shape, d1, d2, offset)] = *g;
+        }
+        wrap(out)
     }
     fn select_int(self_: &Self, dim: i64, index: i64) -> Self {
         let ax = norm_dim(dim, self_.data.ndim());

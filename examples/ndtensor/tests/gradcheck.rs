@@ -416,6 +416,21 @@ pub fn cases() -> Vec<Case> {
         |x| narrow(&x[0], 1, -3, 2),
     ));
     cs.push(case(
+        "diagonal",
+        "offset, non-contiguous",
+        vec![r.nc(&[3, 4])],
+        |x| diagonal(&x[0], 1, 0, 1),
+    ));
+    cs.push(case(
+        "diagonal",
+        "3-d, negative offset",
+        vec![r.t(&[2, 3, 3])],
+        |x| diagonal(&x[0], -1, 1, 2),
+    ));
+    cs.push(case("diagonal_backward", "", vec![r.t(&[3])], |x| {
+        diagonal_backward(&x[0], &[3, 4], 1, 0, 1)
+    }));
+    cs.push(case(
         "select.int",
         "negative index",
         vec![r.t(&[4, s2[1]])],

@@ -25,8 +25,6 @@ const ATOL: f64 = 1e-9;
 /// Fixtures ndtensor does not match yet: `(fixture name, reason)`. Each must FAIL.
 #[rustfmt::skip]
 const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
-    // ---- issue 12 item 1
-    ("view_inplace/diagonal", "op missing (diagonal); issue 12 item 1: a write through a view does not reach its base"),
     // ---- issue 12 item 5
     ("view_inplace/chunk", "issue 12 item 5: PyTorch's chunk is a composite of split, so its message names Split; ndtensor's chunk has its own node (Chunk)"),
     ("errors/inplace_multi_output_view_chunk", "issue 12 item 5: PyTorch's chunk is a composite of split, so its message names Split; ndtensor's chunk has its own node (Chunk)"),
@@ -388,6 +386,19 @@ fn dispatch(op: &str, a: &Args) -> R<Vec<Var>> {
         "unbind.int" => Ok(unbind_int(&a.t("self")?, a.i("dim")?)),
         "squeeze.dims" => one(squeeze_dims(&a.t("self")?, &a.ints("dim")?)),
         "clone" => one(clone(&a.t("self")?, None)),
+        "diagonal" => one(diagonal(
+            &a.t("self")?,
+            a.i("offset")?,
+            a.i("dim1")?,
+            a.i("dim2")?,
+        )),
+        "diagonal_backward" => one(diagonal_backward(
+            &a.t("grad_output")?,
+            &a.ints("input_sizes")?,
+            a.i("offset")?,
+            a.i("dim1")?,
+            a.i("dim2")?,
+        )),
         "narrow" => one(narrow(
             &a.t("self")?,
             a.i("dim")?,
