@@ -275,6 +275,49 @@ fn scale_for_reduction<E: Element>(loss_sum: E, n: f64, reduction: i64) -> E {
 }
 
 /// `nll_loss_forward` for `(N, C)` log-probabilities and `(N)` targets.
+/// `nll_loss`'s input as `(M, C)` (classes last, one row per target element): PyTorch accepts
+/// `(C)` with a 0-d target, `(N, C)` with `(N)`, and `(N, C, d1, ...)` with `(N, d1, ...)`.
+fn nll_rows<E: Element>(input: &NdTensor<E>) -> Arr<E> {
+    let nd = input.data.ndim();
+    if nd == 1 {
+        return reshape_arr(&input.data, &[1, input.shape()[0] as i64]);
+    }
+    if nd == 2 {
+        return input.data.clone();
+    }
+    // (N, C, d1, ...) -> (N, d1, ..., C) -> (M, C)
+    let mut perm: Vec<usize> = vec![0];
+    perm.extend(2..nd);
+    perm.push(1);
+    let moved = input.data.clone().permuted_axes(IxDyn(&perm));
+    let c = input.shape()[1] as i64;
+    let rows = moved.len() as i64 / c.max(1);
+    reshape_arr(
+        &moved.as_standard_layout().to_owned().into_shared(),
+        &[rows, c],
+    )
+}
+
+/// The inverse of [`nll_rows`]: `(M, C)` back to the input's layout.
+fn nll_unrows<E: Element>(rows: Arr<E>, shape: &[usize]) -> Arr<E> {
+    let nd = shape.len();
+    if nd <= 2 {
+        let s: Vec<i64> = shape.iter().map(|d| *d as i64).collect();
+        return reshape_arr(&rows, &s);
+    }
+    let mut moved: Vec<i64> = vec![shape[0] as i64];
+    moved.extend(shape[2..].iter().map(|d| *d as i64));
+    moved.push(shape[1] as i64);
+    let m = reshape_arr(&rows, &moved);
+    // (N, d1, ..., C) -> (N, C, d1, ...)
+    let mut perm: Vec<usize> = vec![0, nd - 1];
+    perm.extend(1..nd - 1);
+    m.permuted_axes(IxDyn(&perm))
+        .as_standard_layout()
+        .to_owned()
+        .into_shared()
+}
+
 fn nll_forward<E: Element>(
     input: &NdTensor<E>,
     target: &NdTensor<E>,
@@ -282,10 +325,13 @@ fn nll_forward<E: Element>(
     reduction: i64,
     ignore_index: i64,
 ) -> (NdTensor<E>, NdTensor<E>) {
-    assert_eq!(input.data.ndim(), 2, "nll_loss: input must be (N, C)");
+    let rows = NdTensor {
+        data: nll_rows(input),
+    };
+    let (input, target_shape) = (&rows, target.shape().to_vec());
     let n = input.shape()[0];
     let c = input.shape()[1];
-    assert_eq!(target.shape(), &[n], "nll_loss: target must be (N)");
+    assert_eq!(target.data.len(), n, "nll_loss: target must be (N)");
     let mut losses = Vec::with_capacity(n);
     let mut total = E::zero();
     for (i, t) in target.data.iter().enumerate() {
@@ -300,10 +346,12 @@ fn nll_forward<E: Element>(
         total += w;
     }
     let out = match reduction {
-        0 => NdTensor::from_vec(losses, &[n]),
+        0 => NdTensor::from_vec(losses, &target_shape),
         1 => NdTensor::scalar(losses.iter().fold(E::zero(), |a, b| a + *b) / total),
         _ => NdTensor::scalar(losses.iter().fold(E::zero(), |a, b| a + *b)),
     };
+    // PyTorch's total_weight is 0 without a reduction.
+    let total = if reduction == 0 { E::zero() } else { total };
     (out, NdTensor::scalar(total))
 }
 
@@ -972,6 +1020,8 @@ impl<E: Element> Backend for NdTensor<E> {
         reduction: i64,
         ignore_index: i64,
     ) -> Self {
+        // PyTorch's `aten::nll_loss` takes (C) or (N, C); more dims are `nll_loss2d`/`_nd`.
+        assert!(self_.data.ndim() <= 2, "input tensor should be 1D or 2D");
         nll_forward(self_, target, weight, reduction, ignore_index).0
     }
     fn nll_loss_forward(
@@ -981,6 +1031,7 @@ impl<E: Element> Backend for NdTensor<E> {
         reduction: i64,
         ignore_index: i64,
     ) -> (Self, Self) {
+        assert!(self_.data.ndim() <= 2, "input tensor should be 1D or 2D");
         nll_forward(self_, target, weight, reduction, ignore_index)
     }
     fn nll_loss_backward(
@@ -992,8 +1043,10 @@ impl<E: Element> Backend for NdTensor<E> {
         ignore_index: i64,
         total_weight: &Self,
     ) -> Self {
-        let mut out = Array::<E, _>::zeros(IxDyn(self_.shape()));
+        let rows = nll_rows(self_);
+        let mut out = Array::<E, _>::zeros(IxDyn(rows.shape()));
         let tw = total_weight.item();
+        let grads: Vec<E> = grad_output.data.iter().copied().collect();
         for (i, t) in target.data.iter().enumerate() {
             if t.as_f64() as i64 == ignore_index {
                 continue;
@@ -1001,13 +1054,15 @@ impl<E: Element> Backend for NdTensor<E> {
             let t = t.index();
             let w = weight.map_or(E::one(), |w| w.data[[t].as_slice()]);
             let g = match reduction {
-                0 => grad_output.data[[i].as_slice()],
+                0 => grads[i],
                 1 => grad_output.item() / tw,
                 _ => grad_output.item(),
             };
             out[[i, t].as_slice()] = -w * g;
         }
-        wrap(out)
+        NdTensor {
+            data: nll_unrows(out.into_shared(), self_.shape()),
+        }
     }
     fn cross_entropy_loss(
         self_: &Self,
