@@ -355,6 +355,45 @@ fn nll_forward<E: Element>(
     (out, NdTensor::scalar(total))
 }
 
+/// `cross_entropy_loss` on `(N, C)` input and `(N)` target.
+fn cross_entropy_2d<E: Element>(
+    self_: &NdTensor<E>,
+    target: &NdTensor<E>,
+    weight: Option<&NdTensor<E>>,
+    reduction: i64,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> NdTensor<E> {
+    let lsm = <NdTensor<E> as Backend>::log_softmax_int(self_, 1, None);
+    let (nll, total) = nll_forward(&lsm, target, weight, reduction, ignore_index);
+    if label_smoothing <= 0.0 {
+        return nll;
+    }
+    // PyTorch's cross_entropy_loss_label_smoothing.
+    let c = self_.shape()[1];
+    let mut smooth = Vec::with_capacity(self_.shape()[0]);
+    for (i, t) in target.data.iter().enumerate() {
+        if t.as_f64() as i64 == ignore_index {
+            smooth.push(E::zero());
+            continue;
+        }
+        let row = lsm.data.index_axis(Axis(0), i);
+        let s = row.iter().enumerate().fold(E::zero(), |a, (j, x)| {
+            a - *x * weight.map_or(E::one(), |w| w.data[[j].as_slice()])
+        });
+        smooth.push(s);
+    }
+    let smooth_red = match reduction {
+        0 => NdTensor::from_vec(smooth, &[target.shape()[0]]),
+        1 => NdTensor::scalar(smooth.iter().fold(E::zero(), |a, b| a + *b) / total.item()),
+        _ => NdTensor::scalar(smooth.iter().fold(E::zero(), |a, b| a + *b)),
+    };
+    let ls = label_smoothing;
+    zip(&nll, &smooth_red, |a, b| {
+        E::of(1.0 - ls) * a + E::of(ls / c as f64) * b
+    })
+}
+
 impl<E: Element> Backend for NdTensor<E> {
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> Self {
         let a = E::of(alpha);
@@ -1072,34 +1111,32 @@ impl<E: Element> Backend for NdTensor<E> {
         ignore_index: i64,
         label_smoothing: f64,
     ) -> Self {
-        let lsm = Self::log_softmax_int(self_, 1, None);
-        let (nll, total) = nll_forward(&lsm, target, weight, reduction, ignore_index);
-        if label_smoothing <= 0.0 {
-            return nll;
+        if self_.data.ndim() == 2 {
+            return cross_entropy_2d(
+                self_,
+                target,
+                weight,
+                reduction,
+                ignore_index,
+                label_smoothing,
+            );
         }
-        // PyTorch's cross_entropy_loss_label_smoothing.
-        let c = self_.shape()[1];
-        let mut smooth = Vec::with_capacity(self_.shape()[0]);
-        for (i, t) in target.data.iter().enumerate() {
-            if t.as_f64() as i64 == ignore_index {
-                smooth.push(E::zero());
-                continue;
-            }
-            let row = lsm.data.index_axis(Axis(0), i);
-            let s = row.iter().enumerate().fold(E::zero(), |a, (j, x)| {
-                a - *x * weight.map_or(E::one(), |w| w.data[[j].as_slice()])
-            });
-            smooth.push(s);
-        }
-        let smooth_red = match reduction {
-            0 => NdTensor::from_vec(smooth, &[target.shape()[0]]),
-            1 => NdTensor::scalar(smooth.iter().fold(E::zero(), |a, b| a + *b) / total.item()),
-            _ => NdTensor::scalar(smooth.iter().fold(E::zero(), |a, b| a + *b)),
+        // (C) with a 0-d target, (N, C, d1, ...) with (N, d1, ...): one row per target element.
+        let rows = NdTensor {
+            data: nll_rows(self_),
         };
-        let ls = label_smoothing;
-        zip(&nll, &smooth_red, |a, b| {
-            E::of(1.0 - ls) * a + E::of(ls / c as f64) * b
-        })
+        let m = rows.shape()[0] as i64;
+        let t = NdTensor {
+            data: reshape_arr(&target.data, &[m]),
+        };
+        let out = cross_entropy_2d(&rows, &t, weight, reduction, ignore_index, label_smoothing);
+        if reduction != 0 {
+            return out;
+        }
+        let ts: Vec<i64> = target.shape().iter().map(|d| *d as i64).collect();
+        NdTensor {
+            data: reshape_arr(&out.data, &ts),
+        }
     }
     fn native_dropout(input: &Self, p: f64, train: Option<bool>) -> (Self, Self) {
         if !train.unwrap_or(true) {

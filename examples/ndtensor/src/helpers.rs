@@ -509,6 +509,56 @@ pub fn cross_entropy_backward<T: Backend>(
     ignore_index: i64,
     label_smoothing: f64,
 ) -> V<T> {
+    let shape = self_.shape();
+    let nd = shape.len();
+    if nd == 2 {
+        return cross_entropy_backward_2d(
+            g,
+            self_,
+            target,
+            weight,
+            reduction,
+            ignore_index,
+            label_smoothing,
+        );
+    }
+    // (C) or (N, C, d1, ...): one row per target element, classes last, as the kernel does.
+    let c = if nd == 1 { shape[0] } else { shape[1] };
+    let m = (shape.iter().product::<usize>() / c.max(1)) as i64;
+    let mut perm: Vec<i64> = vec![0];
+    perm.extend(2..nd as i64);
+    if nd > 1 {
+        perm.push(1);
+    }
+    let rows = reshape(&permute(self_, &perm), &[m, c as i64]);
+    let t = reshape(target, &[m]);
+    let g1 = if reduction == 0 {
+        reshape(g, &[m])
+    } else {
+        g.clone()
+    };
+    let gr = cross_entropy_backward_2d(
+        &g1,
+        &rows,
+        &t,
+        weight,
+        reduction,
+        ignore_index,
+        label_smoothing,
+    );
+    let moved: Vec<i64> = perm.iter().map(|a| shape[*a as usize] as i64).collect();
+    permute(&reshape(&gr, &moved), &inverse_permutation(&perm))
+}
+
+fn cross_entropy_backward_2d<T: Backend>(
+    g: &V<T>,
+    self_: &V<T>,
+    target: &V<T>,
+    weight: Option<&V<T>>,
+    reduction: i64,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> V<T> {
     let lsm = log_softmax_int(self_, 1, None);
     let tw = nll_total_weight(&lsm, target, weight, reduction, ignore_index);
     let g_nll = nll_loss_backward(g, &lsm, target, weight, reduction, ignore_index, &tw);

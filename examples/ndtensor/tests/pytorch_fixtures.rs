@@ -46,12 +46,8 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ("shape_errors/view_bad_size", "issue 12 item 7: shape error with ndtensor's own wording (a panic), not PyTorch's"),
     ("zero_dim/dim_out_of_range", "issue 12 item 7: error wording differs (dimension out of range)"),
     // ---- issue 12 item 9
-    ("losses/cross_entropy_c_0d_target", "issue 12 item 9: nll_loss/cross_entropy input shapes (C) / (N, C, d1, ...) and class-probability targets"),
-    ("losses/cross_entropy_nchw_smoothing", "issue 12 item 9: nll_loss/cross_entropy input shapes (C) / (N, C, d1, ...) and class-probability targets"),
     ("losses/cross_entropy_probabilities", "issue 12 item 9: nll_loss/cross_entropy input shapes (C) / (N, C, d1, ...) and class-probability targets"),
     ("losses/cross_entropy_probabilities_smoothing_weight", "issue 12 item 9: nll_loss/cross_entropy input shapes (C) / (N, C, d1, ...) and class-probability targets"),
-    ("random/cross_entropy_loss/2", "issue 12 item 9: nll_loss/cross_entropy with input of shape (C) and a 0-d target, or (N, C, d1, ...)"),
-    ("random/cross_entropy_loss/3", "issue 12 item 9: nll_loss/cross_entropy with input of shape (C) and a 0-d target, or (N, C, d1, ...)"),
     // ---- not in issue 12's list
     ("empty/amax_empty", "not in issue 12: amax over an empty dim does not raise"),
     ("nonfinite/maximum", "not in issue 12: maximum(NaN, y): PyTorch sends the gradient to the NaN side, ndtensor 0"),
