@@ -265,9 +265,16 @@ pub fn clamp_backward<T: Backend>(
     where_self(&keep, g, &zeros_of(g))
 }
 
-/// The share of the gradient of `maximum(a, b)` that goes to `a`: 1 where `a > b`, ½ on ties.
+/// The share of the gradient of `maximum(a, b)` that goes to `a`: 0 where `a < b`, ½ on ties,
+/// else 1.
 pub fn maximum_mask<T: Backend>(a: &V<T>, b: &V<T>) -> V<T> {
-    add_tensor(&gt_tensor(a, b), &eq_tensor(a, b), 0.5)
+    // PyTorch: `where(a == b, g / 2, g).masked_fill(a < b, 0)`, so a NaN on either side
+    // passes the whole gradient.
+    add_scalar(
+        &neg(&add_tensor(&lt_tensor(a, b), &eq_tensor(a, b), 0.5)),
+        1.0,
+        1.0,
+    )
 }
 
 /// Backward of `matmul` for both inputs (1-D inputs and broadcast batch dimensions included).

@@ -50,8 +50,7 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ("losses/cross_entropy_probabilities_smoothing_weight", "issue 12 item 9: nll_loss/cross_entropy input shapes (C) / (N, C, d1, ...) and class-probability targets"),
     // ---- not in issue 12's list
     ("empty/amax_empty", "not in issue 12: amax over an empty dim does not raise"),
-    ("nonfinite/maximum", "not in issue 12: maximum(NaN, y): PyTorch sends the gradient to the NaN side, ndtensor 0"),
-    ("shape_errors/mse_loss_mismatch_broadcast", "not in issue 12: mse_loss with a broadcast target gives half the target's gradient"),
+    ("shape_errors/mse_loss_mismatch_broadcast", "documented PyTorch difference: with a target that broadcasts, PyTorch's mse_loss_backward normalizes the target's gradient by the target's numel (PyTorch warns this 'will likely lead to incorrect results'); ndtensor gives the true derivative, half of it here"),
 ];
 
 /// Functions of ndtensor's YAML that no fixture exercises: `(schema name, reason)`.
