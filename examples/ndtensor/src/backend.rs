@@ -355,6 +355,50 @@ fn nll_forward<E: Element>(
     (out, NdTensor::scalar(total))
 }
 
+/// The class dim of `cross_entropy`'s input: 0 for `(C)`, else 1.
+pub(crate) fn class_dim(nd: usize) -> usize {
+    usize::from(nd >= 2)
+}
+
+/// `cross_entropy_loss` with class-probability targets (`target` shaped like the input):
+/// `-sum(w * t * log_softmax(x))` over the class dim, `t` smoothed first; the mean divides
+/// by the number of rows, as PyTorch's `cross_entropy_loss_prob_target`.
+fn cross_entropy_probabilities<E: Element>(
+    self_: &NdTensor<E>,
+    target: &NdTensor<E>,
+    weight: Option<&NdTensor<E>>,
+    reduction: i64,
+    label_smoothing: f64,
+) -> NdTensor<E> {
+    let nd = self_.data.ndim();
+    let cd = class_dim(nd);
+    let c = self_.shape()[cd];
+    let lsm = <NdTensor<E> as Backend>::log_softmax_int(self_, cd as i64, None);
+    let (keep, add) = (
+        E::of(1.0 - label_smoothing),
+        E::of(label_smoothing / c as f64),
+    );
+    let mut prod = zip(&lsm, target, |l, t| -l * (t * keep + add));
+    if let Some(w) = weight {
+        let mut ws = vec![1i64; nd];
+        ws[cd] = c as i64;
+        let wb = NdTensor {
+            data: reshape_arr(&w.data, &ws),
+        };
+        prod = zip(&prod, &wb, |p, w| p * w);
+    }
+    match reduction {
+        0 => NdTensor {
+            data: sum_axes(&prod.data, &[cd], false),
+        },
+        r => NdTensor::scalar(scale_for_reduction(
+            prod.data.sum(),
+            (prod.data.len() / c.max(1)) as f64,
+            r,
+        )),
+    }
+}
+
 /// `cross_entropy_loss` on `(N, C)` input and `(N)` target.
 fn cross_entropy_2d<E: Element>(
     self_: &NdTensor<E>,
@@ -1111,6 +1155,9 @@ impl<E: Element> Backend for NdTensor<E> {
         ignore_index: i64,
         label_smoothing: f64,
     ) -> Self {
+        if target.shape() == self_.shape() {
+            return cross_entropy_probabilities(self_, target, weight, reduction, label_smoothing);
+        }
         if self_.data.ndim() == 2 {
             return cross_entropy_2d(
                 self_,

@@ -518,6 +518,13 @@ pub fn cross_entropy_backward<T: Backend>(
 ) -> V<T> {
     let shape = self_.shape();
     let nd = shape.len();
+    if target.shape() == shape {
+        let (tw, gb) = probability_terms(g, self_, target, weight, reduction, label_smoothing);
+        let cd = crate::backend::class_dim(nd) as i64;
+        let s = sum_dim_intlist(&tw, Some(&[cd]), true, None);
+        let d = sub_tensor(&mul_tensor(&softmax_int(self_, cd, None), &s), &tw, 1.0);
+        return mul_tensor(&d, &gb);
+    }
     if nd == 2 {
         return cross_entropy_backward_2d(
             g,
@@ -555,6 +562,58 @@ pub fn cross_entropy_backward<T: Backend>(
     );
     let moved: Vec<i64> = perm.iter().map(|a| shape[*a as usize] as i64).collect();
     permute(&reshape(&gr, &moved), &inverse_permutation(&perm))
+}
+
+/// For class-probability targets: the smoothed target times the class weights, and the
+/// incoming gradient broadcast over the class dim and scaled by the reduction.
+fn probability_terms<T: Backend>(
+    g: &V<T>,
+    self_: &V<T>,
+    target: &V<T>,
+    weight: Option<&V<T>>,
+    reduction: i64,
+    label_smoothing: f64,
+) -> (V<T>, V<T>) {
+    let shape = self_.shape();
+    let cd = crate::backend::class_dim(shape.len());
+    let c = shape[cd];
+    let smooth = label_smoothing / c as f64;
+    let t = add_scalar(&mul_scalar(target, 1.0 - label_smoothing), smooth, 1.0);
+    let tw = match weight {
+        Some(w) => {
+            let mut ws = vec![1i64; shape.len()];
+            ws[cd] = c as i64;
+            mul_tensor(&t, &reshape(&w.detach(), &ws))
+        }
+        None => t,
+    };
+    let gb = match reduction {
+        0 => unsqueeze(g, cd as i64),
+        1 => div_scalar(g, (shape.iter().product::<usize>() / c.max(1)) as f64),
+        _ => g.clone(),
+    };
+    (tw, gb)
+}
+
+/// The gradient of `cross_entropy_loss` for a class-probability target: `-w * (1 - ls) *
+/// log_softmax(x)`; `None` for class-index targets (they carry no gradient).
+pub fn cross_entropy_target_backward<T: Backend>(
+    g: &V<T>,
+    self_: &V<T>,
+    target: &V<T>,
+    weight: Option<&V<T>>,
+    reduction: i64,
+    label_smoothing: f64,
+) -> Option<V<T>> {
+    if target.shape() != self_.shape() {
+        return None;
+    }
+    let cd = crate::backend::class_dim(self_.shape().len()) as i64;
+    let ones = add_scalar(&zeros_of(target), 1.0, 1.0);
+    let (w, gb) = probability_terms(g, self_, &ones, weight, reduction, 0.0);
+    let lsm = log_softmax_int(self_, cd, None);
+    let d = mul_scalar(&mul_tensor(&lsm, &w), label_smoothing - 1.0);
+    Some(mul_tensor(&d, &gb))
 }
 
 fn cross_entropy_backward_2d<T: Backend>(

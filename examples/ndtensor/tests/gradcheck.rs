@@ -565,6 +565,25 @@ pub fn cases() -> Vec<Case> {
             vec![r.t(&[nb, nc])],
             move |x| cross_entropy_loss(&x[0], &c(&tg), Some(&c(&w)), 1, -100, 0.1),
         ));
+        let w = weight.clone();
+        cs.push(case(
+            "cross_entropy_loss",
+            "class probabilities (input and target differentiable), weight, smoothing",
+            vec![r.t(&[nb, nc]), r.t(&[nb, nc])],
+            move |x| {
+                let probs = softmax_int(&x[1], 1, None);
+                cross_entropy_loss(&x[0], &probs, Some(&c(&w)), 1, -100, 0.1)
+            },
+        ));
+        cs.push(case(
+            "cross_entropy_loss",
+            "(N, C, d) input, reduction none",
+            vec![r.t(&[nb, nc, 2])],
+            |x| {
+                let t = NdTensor::from_vec(vec![0.0; x[0].shape()[0] * 2], &[x[0].shape()[0], 2]);
+                cross_entropy_loss(&x[0], &c(&t), None, 0, -100, 0.1)
+            },
+        ));
         let tg = target.clone();
         cs.push(case(
             "cross_entropy_loss",

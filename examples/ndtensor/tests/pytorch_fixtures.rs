@@ -46,8 +46,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     ("shape_errors/view_bad_size", "issue 12 item 7: shape error with ndtensor's own wording (a panic), not PyTorch's"),
     ("zero_dim/dim_out_of_range", "issue 12 item 7: error wording differs (dimension out of range)"),
     // ---- issue 12 item 9
-    ("losses/cross_entropy_probabilities", "issue 12 item 9: nll_loss/cross_entropy input shapes (C) / (N, C, d1, ...) and class-probability targets"),
-    ("losses/cross_entropy_probabilities_smoothing_weight", "issue 12 item 9: nll_loss/cross_entropy input shapes (C) / (N, C, d1, ...) and class-probability targets"),
     // ---- not in issue 12's list
     ("empty/amax_empty", "not in issue 12: amax over an empty dim does not raise"),
     ("shape_errors/mse_loss_mismatch_broadcast", "documented PyTorch difference: with a target that broadcasts, PyTorch's mse_loss_backward normalizes the target's gradient by the target's numel (PyTorch warns this 'will likely lead to incorrect results'); ndtensor gives the true derivative, half of it here"),
