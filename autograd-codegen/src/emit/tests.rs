@@ -162,3 +162,35 @@ fn size_of_a_dimension_is_captured_from_tokens() {
         "{code}"
     );
 }
+
+#[test]
+fn views_follow_their_base_and_in_place_ops_write_through() {
+    let yaml = "\
+- name: narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)
+  view_inverse: narrow_scatter(&base, &mutated_view, dim, start)
+  self: grad.clone()
+- name: unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]
+  self: stack(grads, dim)
+- name: expand(Tensor(a) self, SymInt[] size) -> Tensor(a)
+  view_inverse: overlapping
+  self: grad.clone()
+- name: mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)
+  self: grad.clone()
+  other: grad.clone()
+";
+    let code = generate_pretty(&config(yaml)).unwrap();
+    // The view replays itself and writes back through the entry's inverse.
+    assert!(
+        code.contains("__ag::make_view(&__o0, self_, __view_fn, __inverse)"),
+        "{code}"
+    );
+    assert!(
+        code.contains("narrow_scatter(&base, &mutated_view, dim, start)"),
+        "{code}"
+    );
+    assert!(code.contains("__ag::ViewInverse::Overlapping"), "{code}");
+    assert!(code.contains("__ag::ViewInverse::MultiOutput"), "{code}");
+    // In-place ops go through the view path first.
+    assert!(code.contains("if self_.is_view()"), "{code}");
+    assert!(code.contains("__ag::inplace_on_view("), "{code}");
+}
