@@ -130,7 +130,7 @@ impl<T: Tensor> autograd_runtime::Node<T> for NotImplementedNode<T> {
 }
 
 /// An in-place op's result keeps `self`'s shape; a broadcast that would grow it is PyTorch's
-/// error ("output with shape [3] doesn't match the broadcast shape [2, 3]"), raised before
+/// error (`output with shape [3] doesn't match the broadcast shape [2, 3]`), raised before
 /// `self` changes.
 pub fn check_inplace_shape<T: Tensor>(self_: &Variable<T>, new: &T) -> Result<(), AutogradError> {
     if self_.with_data(|d| d.shape() == new.shape()) {
