@@ -143,6 +143,14 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
+    fn new(config: &Config, placeholders: bool) -> Self {
+        Settings {
+            helpers: config.helpers.clone(),
+            fallible: config.fallible,
+            placeholders: placeholders.then(|| RefCell::new(Vec::new())),
+        }
+    }
+
     /// A kernel's return type.
     fn kernel_result(&self, ret: TokenStream) -> TokenStream {
         match self.fallible {
@@ -206,12 +214,7 @@ impl Settings {
 
 /// Generate the code, or every error.
 pub fn generate(config: &Config) -> Result<TokenStream, Diagnostics> {
-    let settings = Settings {
-        helpers: config.helpers.clone(),
-        fallible: config.fallible,
-        placeholders: None,
-    };
-    emit(config, &settings)
+    emit(config, &Settings::new(config, false))
 }
 
 /// The whole pipeline: one analysis, one plan, tokens.
@@ -328,11 +331,7 @@ pub fn generate_pretty(config: &Config) -> Result<String, Diagnostics> {
 /// The code with each formula a placeholder `__ag_formula_N`, and `(formula, location)` of
 /// each.
 fn generate_with_placeholders(config: &Config) -> Result<Formulas, Diagnostics> {
-    let settings = Settings {
-        helpers: config.helpers.clone(),
-        fallible: config.fallible,
-        placeholders: Some(RefCell::new(Vec::new())),
-    };
+    let settings = Settings::new(config, true);
     let tokens = emit(config, &settings)?;
     let formulas = settings
         .placeholders

@@ -364,27 +364,29 @@ pub fn unbind_backward<T: Backend>(grads: &[Option<V<T>>], dim: i64, sizes: &[us
     let ax = crate::backend::norm_dim(dim, sizes.len());
     let mut piece = sizes.to_vec();
     piece.remove(ax);
+    stack(&grads_or_zeros(grads, |_| piece.clone()), ax as i64)
+}
+
+/// The gradients of a multi-output op's pieces, each undefined one replaced by zeros of
+/// `shape(i)` (for `unbind`, `split`, `chunk`).
+fn grads_or_zeros<T: Backend>(
+    grads: &[Option<V<T>>],
+    shape: impl Fn(usize) -> Vec<usize>,
+) -> Vec<V<T>> {
     let proto = grads
         .iter()
         .flatten()
         .next()
         .expect("some gradient is defined");
-    let parts: Vec<V<T>> = grads
+    let zeros = |s: &[usize]| {
+        let t = <T as Backend>::new_zeros(&proto.data(), &dims(s), None, None, None, None);
+        Variable::from_data(t)
+    };
+    grads
         .iter()
-        .map(|g| {
-            g.clone().unwrap_or_else(|| {
-                Variable::from_data(<T as Backend>::new_zeros(
-                    &proto.data(),
-                    &dims(&piece),
-                    None,
-                    None,
-                    None,
-                    None,
-                ))
-            })
-        })
-        .collect();
-    stack(&parts, ax as i64)
+        .enumerate()
+        .map(|(i, g)| g.clone().unwrap_or_else(|| zeros(&shape(i))))
+        .collect()
 }
 
 /// Backward of `select.int`: the gradient put back at `index` of `dim`, zeros elsewhere.
@@ -421,30 +423,12 @@ pub fn split_backward<T: Backend>(
 ) -> V<T> {
     let ax = crate::backend::norm_dim(dim, sizes.len());
     let n = sizes[ax] as i64;
-    let proto = grads
-        .iter()
-        .flatten()
-        .next()
-        .expect("some gradient is defined");
-    let parts: Vec<V<T>> = grads
-        .iter()
-        .enumerate()
-        .map(|(i, g)| {
-            g.clone().unwrap_or_else(|| {
-                let mut piece = sizes.to_vec();
-                piece[ax] = (split_size.min(n - i as i64 * split_size)).max(0) as usize;
-                Variable::from_data(<T as Backend>::new_zeros(
-                    &proto.data(),
-                    &dims(&piece),
-                    None,
-                    None,
-                    None,
-                    None,
-                ))
-            })
-        })
-        .collect();
-    cat(&parts, ax as i64)
+    let piece = |i: usize| {
+        let mut p = sizes.to_vec();
+        p[ax] = (split_size.min(n - i as i64 * split_size)).max(0) as usize;
+        p
+    };
+    cat(&grads_or_zeros(grads, piece), ax as i64)
 }
 
 /// Backward of `index_select`.
