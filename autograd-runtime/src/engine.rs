@@ -522,6 +522,8 @@ impl Drop for RetainGuard {
     }
 }
 
+// The engine's loop in one piece (pop the deepest ready vertex, run it, route its
+// gradients): splitting it would spread the vertex state over several functions.
 fn run<'a, T: Tensor>(
     roots: &'a [(Edge<T>, Option<Variable<T>>)],
     captures: Option<&'a [Edge<T>]>,

@@ -17,36 +17,7 @@ pub fn match_infos(
     infos: &mut InfoMap,
     cx: &mut Ctxt,
 ) -> Vec<FunctionAnalysis> {
-    // By `signature(strip_default=True)`, later entries replacing earlier ones in place.
-    let (functional_by_sig, non_functional_by_sig) = {
-        let mut functional: Vec<(&FunctionSchema, InfoSet)> = Vec::new();
-        let mut non_functional: Vec<(&FunctionSchema, InfoSet)> = Vec::new();
-        let mut index: HashMap<(bool, SignatureKey<'_>), usize> = HashMap::default();
-        for (schema, set) in infos.iter() {
-            let is_functional = schema.kind() == SchemaKind::Functional;
-            let list = if is_functional {
-                &mut functional
-            } else {
-                &mut non_functional
-            };
-            match index.get(&(is_functional, schema.signature_key(true, false))) {
-                Some(&i) => list[i].1 = set.clone(),
-                None => {
-                    index.insert(
-                        (is_functional, schema.signature_key(true, false)),
-                        list.len(),
-                    );
-                    list.push((schema, set.clone()));
-                }
-            }
-        }
-        let sigs = |l: Vec<(&FunctionSchema, InfoSet)>| -> Vec<(FunctionSchema, InfoSet)> {
-            l.into_iter()
-                .map(|(s, set)| (s.signature(true), set))
-                .collect()
-        };
-        (sigs(functional), sigs(non_functional))
-    };
+    let (functional_by_sig, non_functional_by_sig) = by_signature(infos);
     // The key of a signature equals the key of the schema it came from.
     let functional_index: HashMap<SignatureKey<'_>, usize> = functional_by_sig
         .iter()
@@ -92,6 +63,39 @@ pub fn match_infos(
         results.push(fa);
     }
     results
+}
+
+/// Infos keyed by a signature, in insertion order.
+type BySignature = Vec<(FunctionSchema, InfoSet)>;
+
+/// The infos by `signature(strip_default=True)`, functional and non-functional apart, later
+/// entries replacing earlier ones in place (a Python dict).
+fn by_signature(infos: &InfoMap) -> (BySignature, BySignature) {
+    let mut functional: Vec<(&FunctionSchema, InfoSet)> = Vec::new();
+    let mut non_functional: Vec<(&FunctionSchema, InfoSet)> = Vec::new();
+    let mut index: HashMap<(bool, SignatureKey<'_>), usize> = HashMap::default();
+    for (schema, set) in infos.iter() {
+        let is_functional = schema.kind() == SchemaKind::Functional;
+        let list = if is_functional {
+            &mut functional
+        } else {
+            &mut non_functional
+        };
+        let key = (is_functional, schema.signature_key(true, false));
+        match index.get(&key) {
+            Some(&i) => list[i].1 = set.clone(),
+            None => {
+                index.insert(key, list.len());
+                list.push((schema, set.clone()));
+            }
+        }
+    }
+    let sigs = |l: Vec<(&FunctionSchema, InfoSet)>| -> BySignature {
+        l.into_iter()
+            .map(|(s, set)| (s.signature(true), set))
+            .collect()
+    };
+    (sigs(functional), sigs(non_functional))
 }
 
 fn find_info(

@@ -270,80 +270,93 @@ pub fn saved_variables(
     if rules.torch_symint_checks {
         check_torch_symint(formula)?;
     }
+    let in_strings =
+        |f: &Formula, name: &str| rules.names_in_strings_are_uses && f.string_mentions(name);
     for &name in names {
         // Every pattern contains `name` as an identifier: without one there is nothing to do.
         if !formula.has_ident(name) {
-            if rules.names_in_strings_are_uses && formula.string_mentions(name) {
-                saved.push(SavedAttribute {
-                    name: name.to_string(),
-                    expr: name.to_string(),
-                    property: None,
-                    var: name.to_string(),
-                    capture: Formula::default(),
-                });
+            if in_strings(formula, name) {
+                saved.push(SavedAttribute::whole(name));
             }
             continue;
         }
-        // Every match has `name` at a fixed offset from its start: try only those starts.
-        let mut anchors = ident_positions(formula, name);
         for rule in &rules.rules {
-            let offset = match rule.pattern {
-                PropertyPattern::Call { .. } => 2,
-                _ => 0,
-            };
-            let mut i = 0;
-            let mut next = 0;
-            while let Some(&pos) = anchors.get(next) {
-                next += 1;
-                if pos < i + offset {
-                    continue;
-                }
-                let start = pos - offset;
-                let Some((end, arg)) = match_rule(formula, start, name, rule) else {
-                    continue;
-                };
-                i = start;
-                if rule.single_var_only && !(var_names.len() == 1 && var_names[0] == name) {
-                    return Err(SavedError(format!(
-                        "`{}` is only supported in the formula of `{name}` alone",
-                        formula.text_of(i..end)
-                    )));
-                }
-                let saved_name = format!("{name}{}{arg}", rule.suffix);
-                let expr = match &rule.expr {
-                    Some(e) => e.replace("{}", name),
-                    None => formula.text_of(i..end).trim().to_string(),
-                };
-                saved.push(SavedAttribute {
-                    name: saved_name.clone(),
-                    expr,
-                    property: Some(rule.kind.clone()),
-                    var: name.to_string(),
-                    capture: Formula {
-                        toks: formula.toks[i..end].to_vec(),
-                    },
-                });
-                let replacement = match &rule.replacement {
-                    Some(r) => r.replace("{}", name),
-                    None => saved_name,
-                };
-                let repl = Formula::parse(&replacement).unwrap_or_default();
-                i += formula.splice(i, end - i, &repl);
-                anchors = ident_positions(formula, name);
-                next = 0;
-            }
+            apply_rule(formula, name, rule, var_names, saved)?;
         }
-        if formula.has_ident(name)
-            || (rules.names_in_strings_are_uses && formula.string_mentions(name))
-        {
-            saved.push(SavedAttribute {
-                name: name.to_string(),
-                expr: name.to_string(),
-                property: None,
-                var: name.to_string(),
-                capture: Formula::default(),
-            });
+        if formula.has_ident(name) || in_strings(formula, name) {
+            saved.push(SavedAttribute::whole(name));
         }
+    }
+    Ok(())
+}
+
+impl SavedAttribute {
+    /// `name` saved whole.
+    fn whole(name: &str) -> Self {
+        SavedAttribute {
+            name: name.to_string(),
+            expr: name.to_string(),
+            property: None,
+            var: name.to_string(),
+            capture: Formula::default(),
+        }
+    }
+}
+
+/// Every match of `rule` for `name`: saved as a property and replaced in the formula.
+fn apply_rule(
+    formula: &mut Formula,
+    name: &str,
+    rule: &PropertyRule,
+    var_names: &[String],
+    saved: &mut Vec<SavedAttribute>,
+) -> Result<(), SavedError> {
+    // Every match has `name` at a fixed offset from its start: try only those starts.
+    let offset = match rule.pattern {
+        PropertyPattern::Call { .. } => 2,
+        _ => 0,
+    };
+    let mut anchors = ident_positions(formula, name);
+    let mut i = 0;
+    let mut next = 0;
+    while let Some(&pos) = anchors.get(next) {
+        next += 1;
+        if pos < i + offset {
+            continue;
+        }
+        let start = pos - offset;
+        let Some((end, arg)) = match_rule(formula, start, name, rule) else {
+            continue;
+        };
+        i = start;
+        if rule.single_var_only && !(var_names.len() == 1 && var_names[0] == name) {
+            return Err(SavedError(format!(
+                "`{}` is only supported in the formula of `{name}` alone",
+                formula.text_of(i..end)
+            )));
+        }
+        let saved_name = format!("{name}{}{arg}", rule.suffix);
+        let expr = match &rule.expr {
+            Some(e) => e.replace("{}", name),
+            None => formula.text_of(i..end).trim().to_string(),
+        };
+        saved.push(SavedAttribute {
+            name: saved_name.clone(),
+            expr,
+            property: Some(rule.kind.clone()),
+            var: name.to_string(),
+            capture: Formula {
+                toks: formula.toks[i..end].to_vec(),
+            },
+        });
+        let replacement = match &rule.replacement {
+            Some(r) => r.replace("{}", name),
+            None => saved_name,
+        };
+        let repl = Formula::parse(&replacement).unwrap_or_default();
+        i += formula.splice(i, end - i, &repl);
+        anchors = ident_positions(formula, name);
+        next = 0;
     }
     Ok(())
 }

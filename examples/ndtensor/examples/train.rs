@@ -64,6 +64,8 @@ fn evaluate(model: &Mlp, x: &Var<E>, y: &Var<E>) -> (f64, f64) {
     (loss, correct / y.shape()[0] as f64)
 }
 
+// The whole program in order (data, model, epochs, report), as a reader follows it: long on
+// purpose.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let iris = linfa_datasets::iris();

@@ -60,6 +60,8 @@ fn avoid(t: &T, kinks: &[f64], gap: f64) -> T {
     NdTensor::from_vec(v, t.shape())
 }
 
+/// Every case, one after the other (long on purpose: a flat list, one entry per operator
+/// variant, reads and diffs better than groups of functions).
 pub fn cases() -> Vec<Case> {
     let r = Rng::new(2024);
     let mut cs = Vec::new();

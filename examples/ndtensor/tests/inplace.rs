@@ -37,6 +37,7 @@ fn ic(
     }
 }
 
+/// One case per in-place operator (long on purpose: a flat table of the operators).
 fn inplace_cases() -> Vec<InplaceCase> {
     let r = Rng::new(77);
     let s = r.shape(2);

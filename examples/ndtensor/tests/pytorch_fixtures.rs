@@ -206,7 +206,7 @@ fn ip(r: Result<Var, AutogradError>) -> R<Vec<Var>> {
 
 /// One step: the op's schema name and its arguments -> the outputs. An `Err` is an error
 /// ndtensor reports (its message is compared with PyTorch's); an op ndtensor lacks gives
-/// `op missing in ndtensor: <op>`.
+/// `op missing in ndtensor: <op>`. Long on purpose: one match arm per op of the YAML, a table.
 fn dispatch(op: &str, a: &Args) -> R<Vec<Var>> {
     let one = |v: Var| Ok(vec![v]);
     let two = |(x, y): (Var, Var)| Ok(vec![x, y]);
@@ -574,10 +574,10 @@ fn replay(fx: &Value) -> R<()> {
     r
 }
 
+/// One fixture: the inputs, the steps (forward), then first- and second-order gradients.
 fn replay_in(fx: &Value, st: &mut State) -> R<()> {
     let expect = &fx["expect"];
     let err = expect.get("error");
-    let err_stage = err.map(|e| e["stage"].as_str().unwrap());
     let mut leaves = Vec::new();
     for i in fx["inputs"].as_array().unwrap() {
         let shape = shape_of(&i["shape"]);
@@ -588,6 +588,25 @@ fn replay_in(fx: &Value, st: &mut State) -> R<()> {
         }
         st.env.insert(i["name"].as_str().unwrap().to_string(), v);
     }
+    if let Some(done) = run_steps(fx, st)? {
+        return done;
+    }
+    drop(st.guard.take());
+    let out = st.env[fx["output"].as_str().unwrap()].clone();
+    close(&out.data(), &expect["value"], "value")?;
+    if leaves.is_empty() || (expect.get("grads").is_none() && err.is_none()) {
+        return Ok(());
+    }
+    let Some(gs) = first_order(fx, &out, &leaves)? else {
+        return Ok(());
+    };
+    second_order(fx, &gs, &leaves)
+}
+
+/// The forward steps. `Some(result)` ends the fixture there (an expected forward error).
+fn run_steps(fx: &Value, st: &mut State) -> R<Option<R<()>>> {
+    let err = fx["expect"].get("error");
+    let err_stage = err.map(|e| e["stage"].as_str().unwrap());
     for (k, step) in fx["steps"].as_array().unwrap().iter().enumerate() {
         let op = step["op"].as_str().unwrap();
         let args = step["args"].as_object().unwrap();
@@ -625,7 +644,7 @@ fn replay_in(fx: &Value, st: &mut State) -> R<()> {
                 return if err_stage == Some("forward")
                     && err.unwrap()["step"].as_u64() == Some(k as u64)
                 {
-                    check_error(&e, err.unwrap(), "forward")
+                    Ok(Some(check_error(&e, err.unwrap(), "forward")))
                 } else {
                     Err(format!("step {k} ({op}) failed: {e}"))
                 };
@@ -654,23 +673,25 @@ fn replay_in(fx: &Value, st: &mut State) -> R<()> {
     if err_stage == Some("forward") {
         return Err("PyTorch raised in the forward, ndtensor did not".into());
     }
-    drop(st.guard.take());
-    let out = st.env[fx["output"].as_str().unwrap()].clone();
-    close(&out.data(), &expect["value"], "value")?;
-    if leaves.is_empty() || (expect.get("grads").is_none() && err.is_none()) {
-        return Ok(());
-    }
-    // First order: grad of sum(out * proj) (or sum(out)), with create_graph.
+    Ok(None)
+}
+
+/// Gradients of `sum(out * proj)` (or `sum(out)`) with `create_graph`, compared; `None` when
+/// the fixture ends with them (an expected backward error).
+fn first_order(fx: &Value, out: &Var, leaves: &[Var]) -> R<Option<Vec<Var>>> {
+    let expect = &fx["expect"];
+    let err = expect.get("error");
+    let err_stage = err.map(|e| e["stage"].as_str().unwrap());
     let gs = guarded(|| {
         let l = match fx.get("proj") {
-            Some(p) => sum(&mul_tensor(&out, &constant(p, &out.shape())), None),
-            None => sum(&out, None),
+            Some(p) => sum(&mul_tensor(out, &constant(p, &out.shape())), None),
+            None => sum(out, None),
         };
-        rt::grad(&[l], &leaves, &[None], true, true, true).map_err(|e| e.to_string())
+        rt::grad(&[l], leaves, &[None], true, true, true).map_err(|e| e.to_string())
     });
     let gs = match gs {
         Err(e) if err_stage == Some("backward") => {
-            return check_error(&e, err.unwrap(), "backward");
+            return check_error(&e, err.unwrap(), "backward").map(|()| None);
         }
         Err(e) => return Err(format!("backward failed: {e}")),
         Ok(_) if err_stage == Some("backward") => {
@@ -680,7 +701,7 @@ fn replay_in(fx: &Value, st: &mut State) -> R<()> {
     };
     let gs: Vec<Var> = gs
         .into_iter()
-        .zip(&leaves)
+        .zip(leaves)
         .map(|(g, x)| g.unwrap_or_else(|| Var::from_data(NdTensor::zeros(&x.shape()))))
         .collect();
     for (i, (g, w)) in gs
@@ -690,7 +711,14 @@ fn replay_in(fx: &Value, st: &mut State) -> R<()> {
     {
         close(&g.data(), w, &format!("grad of input {i}"))?;
     }
-    // Second order: grad of sum_i <g_i, gv_i>.
+    Ok(Some(gs))
+}
+
+/// Second order: the gradient of `sum_i <g_i, gv_i>`, compared.
+fn second_order(fx: &Value, gs: &[Var], leaves: &[Var]) -> R<()> {
+    let expect = &fx["expect"];
+    let err = expect.get("error");
+    let err_stage = err.map(|e| e["stage"].as_str().unwrap());
     let Some(gv) = fx.get("gv") else {
         return Ok(());
     };
@@ -709,7 +737,7 @@ fn replay_in(fx: &Value, st: &mut State) -> R<()> {
         match s {
             None => Ok(vec![None; leaves.len()]),
             Some(s) => {
-                rt::grad(&[s], &leaves, &[None], false, false, true).map_err(|e| e.to_string())
+                rt::grad(&[s], leaves, &[None], false, false, true).map_err(|e| e.to_string())
             }
         }
     });
@@ -723,7 +751,7 @@ fn replay_in(fx: &Value, st: &mut State) -> R<()> {
     };
     for (i, ((g, x), w)) in g2
         .into_iter()
-        .zip(&leaves)
+        .zip(leaves)
         .zip(expect["grad2"].as_array().unwrap())
         .enumerate()
     {
