@@ -1,41 +1,68 @@
 //! The raw operations: `impl Backend for NdTensor<E>` (one method per native function).
 //! No autograd here: the generated layer calls these and records the backward nodes.
+//! Every kernel checks its arguments and returns PyTorch's error ([`Error`]) instead of
+//! panicking.
 
+use crate::error::{Error, check};
 use crate::ops::Backend;
 use crate::tensor::{Element, NdTensor, next_uniform};
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use ndarray::{ArcArray, Array, ArrayView, Axis, Dimension, IxDyn, Slice, Zip};
 
 type Arr<E> = ArcArray<E, IxDyn>;
+type R<T> = Result<T, Error>;
 
-/// A PyTorch dimension (`-1` is the last) as an axis of a rank-`nd` tensor.
-pub(crate) fn norm_dim(d: i64, nd: usize) -> usize {
+/// A PyTorch dimension (`-1` is the last) as an axis of a rank-`nd` tensor (a 0-d tensor
+/// accepts 0 and -1, as in PyTorch).
+pub(crate) fn norm_dim(d: i64, nd: usize) -> R<usize> {
     let n = nd.max(1) as i64;
     let i = if d < 0 { d + n } else { d };
-    assert!(
-        (0..n).contains(&i),
-        "dimension {d} out of range for a tensor of rank {nd}"
-    );
-    i as usize
+    if !(0..n).contains(&i) {
+        return Err(Error::index(format!(
+            "Dimension out of range (expected to be in range of [{}, {}], but got {d})",
+            -n,
+            n - 1
+        )));
+    }
+    Ok(i as usize)
 }
 
 /// Sorted, distinct axes of `dim` (`None` or `[]`: all). A 0-d tensor accepts dims 0 and -1
 /// (PyTorch treats it as having one dimension of size 1 there) and has no axis to reduce.
-pub(crate) fn reduce_axes(dim: Option<&[i64]>, nd: usize) -> Vec<usize> {
+/// A dim listed twice is PyTorch's error.
+pub(crate) fn reduce_axes(dim: Option<&[i64]>, nd: usize) -> R<Vec<usize>> {
     match dim {
-        Some(d) if nd == 0 => {
-            d.iter().for_each(|x| {
-                norm_dim(*x, nd);
-            });
-            Vec::new()
-        }
         Some(d) if !d.is_empty() => {
-            let mut v: Vec<usize> = d.iter().map(|x| norm_dim(*x, nd)).collect();
-            v.sort_unstable();
-            v.dedup();
-            v
+            let v = distinct_dims(d, nd)?;
+            Ok(if nd == 0 { Vec::new() } else { v })
         }
-        _ => (0..nd).collect(),
+        _ => Ok((0..nd).collect()),
+    }
+}
+
+/// The dims of a dim list, normalized and sorted; PyTorch refuses a dim listed twice.
+fn distinct_dims(d: &[i64], nd: usize) -> R<Vec<usize>> {
+    let mut v = Vec::with_capacity(d.len());
+    for x in d {
+        let a = norm_dim(*x, nd)?;
+        if v.contains(&a) {
+            return Err(Error::runtime(format!(
+                "dim {a} appears multiple times in the list of dims"
+            )));
+        }
+        v.push(a);
+    }
+    v.sort_unstable();
+    Ok(v)
+}
+
+/// An element of an index tensor as an index below `n`; `message` words PyTorch's error.
+fn index_below<E: Element>(x: E, n: usize, message: impl FnOnce(i64) -> Error) -> R<usize> {
+    let v = x.as_f64();
+    if v >= 0.0 && v < n as f64 && v.fract() == 0.0 {
+        Ok(v as usize)
+    } else {
+        Err(message(v as i64))
     }
 }
 
@@ -45,8 +72,11 @@ fn diagonal_geometry(
     offset: i64,
     dim1: i64,
     dim2: i64,
-) -> (usize, usize, usize, Vec<usize>) {
-    let (d1, d2) = (norm_dim(dim1, shape.len()), norm_dim(dim2, shape.len()));
+) -> R<(usize, usize, usize, Vec<usize>)> {
+    let (d1, d2) = (norm_dim(dim1, shape.len())?, norm_dim(dim2, shape.len())?);
+    check(d1 != d2, || {
+        format!("diagonal dimensions cannot be identical {dim1}, {dim2}")
+    })?;
     let (n1, n2) = (shape[d1] as i64, shape[d2] as i64);
     let len = if offset >= 0 {
         n1.min(n2 - offset)
@@ -58,7 +88,7 @@ fn diagonal_geometry(
         .filter(|a| *a != d1 && *a != d2)
         .map(|a| shape[a])
         .collect();
-    (d1, d2, len, rest)
+    Ok((d1, d2, len, rest))
 }
 
 /// The input index of element `ix` (the other dims, then the position on the diagonal) of
@@ -80,27 +110,24 @@ fn diagonal_source(ix: &IxDyn, shape: &[usize], d1: usize, d2: usize, offset: i6
     IxDyn(&src)
 }
 
-/// The broadcast shape of two shapes.
-pub(crate) fn broadcast_shape(a: &[usize], b: &[usize]) -> Vec<usize> {
+/// The broadcast shape of two shapes, or PyTorch's error naming the first dim that differs.
+pub(crate) fn broadcast_shape(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
     let n = a.len().max(b.len());
+    let at = |s: &[usize], i: usize| {
+        if i + s.len() >= n {
+            s[i + s.len() - n]
+        } else {
+            1
+        }
+    };
     (0..n)
-        .map(|i| {
-            let x = if i + a.len() >= n {
-                a[i + a.len() - n]
-            } else {
-                1
-            };
-            let y = if i + b.len() >= n {
-                b[i + b.len() - n]
-            } else {
-                1
-            };
-            match (x, y) {
-                (x, y) if x == y => x,
-                (1, y) => y,
-                (x, 1) => x,
-                _ => panic!("shapes {a:?} and {b:?} do not broadcast"),
-            }
+        .map(|i| match (at(a, i), at(b, i)) {
+            (x, y) if x == y => Ok(x),
+            (1, y) => Ok(y),
+            (x, 1) => Ok(x),
+            (x, y) => Err(Error::runtime(format!(
+                "The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i}"
+            ))),
         })
         .collect()
 }
@@ -111,23 +138,35 @@ fn wrap<E: Element>(a: Array<E, IxDyn>) -> NdTensor<E> {
     }
 }
 
-fn map<E: Element>(a: &NdTensor<E>, f: impl Fn(E) -> E) -> NdTensor<E> {
-    wrap(a.data.mapv(f))
+fn map<E: Element>(a: &NdTensor<E>, f: impl Fn(E) -> E) -> R<NdTensor<E>> {
+    Ok(wrap(a.data.mapv(f)))
 }
 
-fn zip<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, f: impl Fn(E, E) -> E) -> NdTensor<E> {
+/// `a` broadcast to `shape`, or PyTorch's error for a value of shape `a` written into a
+/// tensor of shape `shape`.
+fn broadcast_to<'a, E: Element>(a: &'a Arr<E>, shape: &[usize]) -> R<ArrayView<'a, E, IxDyn>> {
+    let full = broadcast_shape(shape, a.shape())?;
+    match a.broadcast(IxDyn(shape)) {
+        Some(v) if full == shape => Ok(v),
+        _ => Err(Error::runtime(format!(
+            "output with shape {shape:?} doesn't match the broadcast shape {full:?}"
+        ))),
+    }
+}
+
+fn zip<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, f: impl Fn(E, E) -> E) -> R<NdTensor<E>> {
     // Same shapes (the common case): no broadcast views, no shape computation.
     if a.data.shape() == b.data.shape() {
-        return wrap(
+        return Ok(wrap(
             Zip::from(&a.data)
                 .and(&b.data)
                 .map_collect(|x, y| f(*x, *y)),
-        );
+        ));
     }
-    let shape = broadcast_shape(a.shape(), b.shape());
-    let av = a.data.broadcast(IxDyn(&shape)).expect("broadcast");
-    let bv = b.data.broadcast(IxDyn(&shape)).expect("broadcast");
-    wrap(Zip::from(&av).and(&bv).map_collect(|x, y| f(*x, *y)))
+    let shape = broadcast_shape(a.shape(), b.shape())?;
+    let av = broadcast_to(&a.data, &shape)?;
+    let bv = broadcast_to(&b.data, &shape)?;
+    Ok(wrap(Zip::from(&av).and(&bv).map_collect(|x, y| f(*x, *y))))
 }
 
 fn mask<E: Element>(c: bool) -> E {
@@ -142,34 +181,74 @@ fn contiguous<E: Element>(a: &Arr<E>) -> Arr<E> {
     }
 }
 
-/// A shape with at most one `-1`, resolved for `numel` elements.
-fn infer_shape(shape: &[i64], numel: usize) -> Vec<usize> {
-    let known: usize = shape
-        .iter()
-        .filter(|d| **d >= 0)
-        .map(|d| *d as usize)
-        .product();
-    shape
-        .iter()
-        .map(|d| {
-            if *d < 0 {
-                assert!(
-                    known > 0 && (numel / known) * known == numel,
-                    "shape {shape:?} is invalid for {numel} elements"
-                );
-                numel / known
-            } else {
-                *d as usize
+/// A shape with at most one `-1`, resolved for `numel` elements (PyTorch's `infer_size`).
+fn infer_shape(shape: &[i64], numel: usize) -> R<Vec<usize>> {
+    let mut inferred = None;
+    let mut known = 1usize;
+    for (i, d) in shape.iter().enumerate() {
+        match *d {
+            -1 if inferred.is_some() => {
+                return Err(Error::runtime("only one dimension can be inferred"));
             }
-        })
-        .collect()
+            -1 => inferred = Some(i),
+            d if d < 0 => {
+                return Err(Error::runtime(format!(
+                    "invalid shape dimension {d} at index {i} of shape {shape:?}"
+                )));
+            }
+            d => known *= d as usize,
+        }
+    }
+    let invalid = || Error::runtime(format!("shape '{shape:?}' is invalid for input of size {numel}"));
+    let mut out: Vec<usize> = shape.iter().map(|d| (*d).max(0) as usize).collect();
+    match inferred {
+        Some(i) if known > 0 && numel % known == 0 => out[i] = numel / known,
+        None if known == numel => {}
+        _ => return Err(invalid()),
+    }
+    Ok(out)
 }
 
-fn reshape_arr<E: Element>(a: &Arr<E>, shape: &[i64]) -> Arr<E> {
-    let s = infer_shape(shape, a.len());
+fn reshape_arr<E: Element>(a: &Arr<E>, shape: &[i64]) -> R<Arr<E>> {
+    let s = infer_shape(shape, a.len())?;
     contiguous(a)
         .into_shape_with_order(IxDyn(&s))
-        .unwrap_or_else(|e| panic!("cannot reshape {:?} to {s:?}: {e}", a.shape()))
+        .map_err(|e| Error::runtime(format!("cannot reshape {:?} to {s:?}: {e}", a.shape())))
+}
+
+/// `view`'s extra condition: PyTorch's `computeStride` must find strides for `shape` over
+/// the input's strides, or the view is refused (a copy would be needed; `reshape` makes it).
+fn view_compatible(old_shape: &[usize], old_strides: &[isize], new_shape: &[usize]) -> bool {
+    if old_shape.is_empty() || old_shape.iter().product::<usize>() == 0 {
+        return true;
+    }
+    // Walk the old dims from the last, grouping dims that are contiguous with each other;
+    // each group must be covered exactly by a run of new dims.
+    let mut view_d = new_shape.len() as isize - 1;
+    let mut chunk_base_stride = *old_strides.last().unwrap_or(&1);
+    let mut tensor_numel: usize = 1;
+    let mut view_numel: usize = 1;
+    for tensor_d in (0..old_shape.len()).rev() {
+        tensor_numel *= old_shape[tensor_d];
+        let boundary = tensor_d == 0
+            || (old_shape[tensor_d - 1] != 1
+                && old_strides[tensor_d - 1] != tensor_numel as isize * chunk_base_stride);
+        if boundary {
+            while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
+                view_numel *= new_shape[view_d as usize];
+                view_d -= 1;
+            }
+            if view_numel != tensor_numel {
+                return false;
+            }
+            if tensor_d > 0 {
+                chunk_base_stride = old_strides[tensor_d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    view_d == -1
 }
 
 fn sum_axes<E: Element>(a: &Arr<E>, axes: &[usize], keepdim: bool) -> Arr<E> {
@@ -226,45 +305,61 @@ fn log_softmax_lane<E: Element>(mut lane: ndarray::ArrayViewMut1<E>) {
     lane.mapv_inplace(|x| x - l);
 }
 
-fn matmul2<E: Element>(a: ArrayView<E, IxDyn>, b: ArrayView<E, IxDyn>) -> Array<E, ndarray::Ix2> {
-    let a2 = a.into_dimensionality::<ndarray::Ix2>().expect("2-D");
-    let b2 = b.into_dimensionality::<ndarray::Ix2>().expect("2-D");
-    assert_eq!(
-        a2.ncols(),
-        b2.nrows(),
-        "matmul: {:?} x {:?}",
-        a2.shape(),
-        b2.shape()
-    );
-    a2.dot(&b2)
+/// The product of two matrices whose shapes the caller has checked.
+fn matmul2<E: Element>(a: ArrayView<E, IxDyn>, b: ArrayView<E, IxDyn>) -> Array<E, IxDyn> {
+    let a2 = a.into_dimensionality::<ndarray::Ix2>();
+    let b2 = b.into_dimensionality::<ndarray::Ix2>();
+    match (a2, b2) {
+        (Ok(a2), Ok(b2)) => a2.dot(&b2).into_dyn(),
+        _ => unreachable!("matmul2 takes matrices"),
+    }
+}
+
+/// `mm`'s checks, in PyTorch's words.
+fn check_mm(a: &[usize], b: &[usize]) -> R<()> {
+    check(a.len() == 2, || {
+        format!("mm: self must be a matrix, got {}-D tensor", a.len())
+    })?;
+    check(b.len() == 2, || {
+        format!("mm: mat2 must be a matrix, got {}-D tensor", b.len())
+    })?;
+    check(a[1] == b[0], || {
+        format!(
+            "mm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            a[0], a[1], b[0], b[1]
+        )
+    })
 }
 
 /// Batched matrix product with broadcast batch dimensions (both inputs at least 2-D).
-fn batched_matmul<E: Element>(a: &Arr<E>, b: &Arr<E>) -> Arr<E> {
+fn batched_matmul<E: Element>(a: &Arr<E>, b: &Arr<E>) -> R<Arr<E>> {
     let (an, bn) = (a.ndim(), b.ndim());
     let (m, k) = (a.shape()[an - 2], a.shape()[an - 1]);
     let (k2, n) = (b.shape()[bn - 2], b.shape()[bn - 1]);
-    assert_eq!(k, k2, "matmul: shapes {:?} and {:?}", a.shape(), b.shape());
-    let batch = broadcast_shape(&a.shape()[..an - 2], &b.shape()[..bn - 2]);
+    let batch = broadcast_shape(&a.shape()[..an - 2], &b.shape()[..bn - 2])?;
+    check(k == k2, || {
+        format!("Expected size for first two dimensions of batch2 tensor to be: [{}, {k}] but got: [{}, {k2}].", batch.iter().product::<usize>(), batch.iter().product::<usize>())
+    })?;
     let mut ash = batch.clone();
     ash.extend([m, k]);
     let mut bsh = batch.clone();
     bsh.extend([k, n]);
-    let av = a.broadcast(IxDyn(&ash)).expect("broadcast");
-    let bv = b.broadcast(IxDyn(&bsh)).expect("broadcast");
+    let av = broadcast_to(a, &ash)?;
+    let bv = broadcast_to(b, &bsh)?;
     let nb: usize = batch.iter().product();
     let mut out_shape = batch.clone();
     out_shape.extend([m, n]);
-    let av = av.to_shape(IxDyn(&[nb, m, k])).expect("reshape");
-    let bv = bv.to_shape(IxDyn(&[nb, k, n])).expect("reshape");
+    let av = av.to_shape(IxDyn(&[nb, m, k])).expect("same numel");
+    let bv = bv.to_shape(IxDyn(&[nb, k, n])).expect("same numel");
     let mut out = Array::<E, _>::zeros(IxDyn(&[nb, m, n]));
     for i in 0..nb {
         let r = matmul2(av.index_axis(Axis(0), i), bv.index_axis(Axis(0), i));
-        out.index_axis_mut(Axis(0), i).assign(&r.into_dyn());
+        out.index_axis_mut(Axis(0), i).assign(&r);
     }
-    out.into_shape_with_order(IxDyn(&out_shape))
-        .expect("reshape")
-        .into_shared()
+    Ok(out
+        .into_shape_with_order(IxDyn(&out_shape))
+        .expect("same numel")
+        .into_shared())
 }
 
 fn scale_for_reduction<E: Element>(loss_sum: E, n: f64, reduction: i64) -> E {
@@ -274,16 +369,18 @@ fn scale_for_reduction<E: Element>(loss_sum: E, n: f64, reduction: i64) -> E {
     }
 }
 
-/// `nll_loss_forward` for `(N, C)` log-probabilities and `(N)` targets.
 /// `nll_loss`'s input as `(M, C)` (classes last, one row per target element): PyTorch accepts
 /// `(C)` with a 0-d target, `(N, C)` with `(N)`, and `(N, C, d1, ...)` with `(N, d1, ...)`.
-fn nll_rows<E: Element>(input: &NdTensor<E>) -> Arr<E> {
+fn nll_rows<E: Element>(input: &NdTensor<E>) -> R<Arr<E>> {
     let nd = input.data.ndim();
+    if nd == 0 {
+        return reshape_arr(&input.data, &[1, 1]);
+    }
     if nd == 1 {
         return reshape_arr(&input.data, &[1, input.shape()[0] as i64]);
     }
     if nd == 2 {
-        return input.data.clone();
+        return Ok(input.data.clone());
     }
     // (N, C, d1, ...) -> (N, d1, ..., C) -> (M, C)
     let mut perm: Vec<usize> = vec![0];
@@ -291,7 +388,7 @@ fn nll_rows<E: Element>(input: &NdTensor<E>) -> Arr<E> {
     perm.push(1);
     let moved = input.data.clone().permuted_axes(IxDyn(&perm));
     let c = input.shape()[1] as i64;
-    let rows = moved.len() as i64 / c.max(1);
+    let rows = if c == 0 { 0 } else { moved.len() as i64 / c };
     reshape_arr(
         &moved.as_standard_layout().to_owned().into_shared(),
         &[rows, c],
@@ -299,7 +396,7 @@ fn nll_rows<E: Element>(input: &NdTensor<E>) -> Arr<E> {
 }
 
 /// The inverse of [`nll_rows`]: `(M, C)` back to the input's layout.
-fn nll_unrows<E: Element>(rows: Arr<E>, shape: &[usize]) -> Arr<E> {
+fn nll_unrows<E: Element>(rows: Arr<E>, shape: &[usize]) -> R<Arr<E>> {
     let nd = shape.len();
     if nd <= 2 {
         let s: Vec<i64> = shape.iter().map(|d| *d as i64).collect();
@@ -308,14 +405,56 @@ fn nll_unrows<E: Element>(rows: Arr<E>, shape: &[usize]) -> Arr<E> {
     let mut moved: Vec<i64> = vec![shape[0] as i64];
     moved.extend(shape[2..].iter().map(|d| *d as i64));
     moved.push(shape[1] as i64);
-    let m = reshape_arr(&rows, &moved);
+    let m = reshape_arr(&rows, &moved)?;
     // (N, d1, ..., C) -> (N, C, d1, ...)
     let mut perm: Vec<usize> = vec![0, nd - 1];
     perm.extend(1..nd - 1);
-    m.permuted_axes(IxDyn(&perm))
+    Ok(m.permuted_axes(IxDyn(&perm))
         .as_standard_layout()
         .to_owned()
-        .into_shared()
+        .into_shared())
+}
+
+/// `nll_loss`'s checks on `(M, C)` rows, a target of `M` classes and a weight, as PyTorch's
+/// `nll_loss_forward_out_cpu_template`.
+fn check_nll<E: Element>(
+    input_shape: &[usize],
+    target: &NdTensor<E>,
+    weight: Option<&NdTensor<E>>,
+    c: usize,
+) -> R<()> {
+    check(target.data.ndim() <= 1, || {
+        "0D or 1D target tensor expected, multi-target not supported".into()
+    })?;
+    let batch = if input_shape.len() == 2 { input_shape[0] } else { 1 };
+    check(target.data.len() == batch, || {
+        format!(
+            "size mismatch (got input: {input_shape:?}, target: {:?})",
+            target.shape()
+        )
+    })?;
+    check_weight(weight, c)
+}
+
+/// A class weight must hold one value per class.
+fn check_weight<E: Element>(weight: Option<&NdTensor<E>>, c: usize) -> R<()> {
+    match weight {
+        Some(w) => check(w.data.len() == c, || {
+            format!(
+                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
+                w.shape()
+            )
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The class of target element `t` below `c` (or `None` for `ignore_index`).
+fn nll_class<E: Element>(t: E, c: usize, ignore_index: i64) -> R<Option<usize>> {
+    if t.as_f64() as i64 == ignore_index {
+        return Ok(None);
+    }
+    index_below(t, c, |v| Error::index(format!("Target {v} is out of bounds."))).map(Some)
 }
 
 fn nll_forward<E: Element>(
@@ -324,23 +463,19 @@ fn nll_forward<E: Element>(
     weight: Option<&NdTensor<E>>,
     reduction: i64,
     ignore_index: i64,
-) -> (NdTensor<E>, NdTensor<E>) {
+) -> R<(NdTensor<E>, NdTensor<E>)> {
     let rows = NdTensor {
-        data: nll_rows(input),
+        data: nll_rows(input)?,
     };
     let (input, target_shape) = (&rows, target.shape().to_vec());
-    let n = input.shape()[0];
     let c = input.shape()[1];
-    assert_eq!(target.data.len(), n, "nll_loss: target must be (N)");
-    let mut losses = Vec::with_capacity(n);
+    let mut losses = Vec::with_capacity(input.shape()[0]);
     let mut total = E::zero();
     for (i, t) in target.data.iter().enumerate() {
-        if t.as_f64() as i64 == ignore_index {
+        let Some(t) = nll_class(*t, c, ignore_index)? else {
             losses.push(E::zero());
             continue;
-        }
-        let t = t.index();
-        assert!(t < c, "nll_loss: target {t} out of range for {c} classes");
+        };
         let w = weight.map_or(E::one(), |w| w.data[[t].as_slice()]);
         losses.push(-w * input.data[[i, t].as_slice()]);
         total += w;
@@ -352,7 +487,7 @@ fn nll_forward<E: Element>(
     };
     // PyTorch's total_weight is 0 without a reduction.
     let total = if reduction == 0 { E::zero() } else { total };
-    (out, NdTensor::scalar(total))
+    Ok((out, NdTensor::scalar(total)))
 }
 
 /// The class dim of `cross_entropy`'s input: 0 for `(C)`, else 1.
@@ -369,25 +504,26 @@ fn cross_entropy_probabilities<E: Element>(
     weight: Option<&NdTensor<E>>,
     reduction: i64,
     label_smoothing: f64,
-) -> NdTensor<E> {
+) -> R<NdTensor<E>> {
     let nd = self_.data.ndim();
     let cd = class_dim(nd);
     let c = self_.shape()[cd];
-    let lsm = <NdTensor<E> as Backend>::log_softmax_int(self_, cd as i64, None);
+    let lsm = <NdTensor<E> as Backend>::log_softmax_int(self_, cd as i64, None)?;
     let (keep, add) = (
         E::of(1.0 - label_smoothing),
         E::of(label_smoothing / c as f64),
     );
-    let mut prod = zip(&lsm, target, |l, t| -l * (t * keep + add));
+    let mut prod = zip(&lsm, target, |l, t| -l * (t * keep + add))?;
     if let Some(w) = weight {
+        check_weight(Some(w), c)?;
         let mut ws = vec![1i64; nd];
         ws[cd] = c as i64;
         let wb = NdTensor {
-            data: reshape_arr(&w.data, &ws),
+            data: reshape_arr(&w.data, &ws)?,
         };
-        prod = zip(&prod, &wb, |p, w| p * w);
+        prod = zip(&prod, &wb, |p, w| p * w)?;
     }
-    match reduction {
+    Ok(match reduction {
         0 => NdTensor {
             data: sum_axes(&prod.data, &[cd], false),
         },
@@ -396,7 +532,7 @@ fn cross_entropy_probabilities<E: Element>(
             (prod.data.len() / c.max(1)) as f64,
             r,
         )),
-    }
+    })
 }
 
 /// `cross_entropy_loss` on `(N, C)` input and `(N)` target.
@@ -407,11 +543,11 @@ fn cross_entropy_2d<E: Element>(
     reduction: i64,
     ignore_index: i64,
     label_smoothing: f64,
-) -> NdTensor<E> {
-    let lsm = <NdTensor<E> as Backend>::log_softmax_int(self_, 1, None);
-    let (nll, total) = nll_forward(&lsm, target, weight, reduction, ignore_index);
+) -> R<NdTensor<E>> {
+    let lsm = <NdTensor<E> as Backend>::log_softmax_int(self_, 1, None)?;
+    let (nll, total) = nll_forward(&lsm, target, weight, reduction, ignore_index)?;
     if label_smoothing <= 0.0 {
-        return nll;
+        return Ok(nll);
     }
     // PyTorch's cross_entropy_loss_label_smoothing.
     let c = self_.shape()[1];
@@ -439,52 +575,54 @@ fn cross_entropy_2d<E: Element>(
 }
 
 impl<E: Element> Backend for NdTensor<E> {
-    fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> Self {
+    type Error = Error;
+
+    fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         let a = E::of(alpha);
         zip(self_, other, |x, y| x + a * y)
     }
-    fn add_scalar(self_: &Self, other: f64, alpha: f64) -> Self {
+    fn add_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
         let c = E::of(other * alpha);
         map(self_, |x| x + c)
     }
-    fn sub_tensor(self_: &Self, other: &Self, alpha: f64) -> Self {
+    fn sub_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         let a = E::of(alpha);
         zip(self_, other, |x, y| x - a * y)
     }
-    fn sub_scalar(self_: &Self, other: f64, alpha: f64) -> Self {
+    fn sub_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
         let c = E::of(other * alpha);
         map(self_, |x| x - c)
     }
-    fn mul_tensor(self_: &Self, other: &Self) -> Self {
+    fn mul_tensor(self_: &Self, other: &Self) -> R<Self> {
         zip(self_, other, |x, y| x * y)
     }
-    fn mul_scalar(self_: &Self, other: f64) -> Self {
+    fn mul_scalar(self_: &Self, other: f64) -> R<Self> {
         let c = E::of(other);
         map(self_, |x| x * c)
     }
-    fn div_tensor(self_: &Self, other: &Self) -> Self {
+    fn div_tensor(self_: &Self, other: &Self) -> R<Self> {
         zip(self_, other, |x, y| x / y)
     }
-    fn div_scalar(self_: &Self, other: f64) -> Self {
+    fn div_scalar(self_: &Self, other: f64) -> R<Self> {
         let c = E::of(other);
         map(self_, |x| x / c)
     }
-    fn neg(self_: &Self) -> Self {
+    fn neg(self_: &Self) -> R<Self> {
         map(self_, |x| -x)
     }
-    fn exp(self_: &Self) -> Self {
+    fn exp(self_: &Self) -> R<Self> {
         map(self_, |x| x.exp())
     }
-    fn log(self_: &Self) -> Self {
+    fn log(self_: &Self) -> R<Self> {
         map(self_, |x| x.ln())
     }
-    fn sqrt(self_: &Self) -> Self {
+    fn sqrt(self_: &Self) -> R<Self> {
         map(self_, |x| x.sqrt())
     }
-    fn rsqrt(self_: &Self) -> Self {
+    fn rsqrt(self_: &Self) -> R<Self> {
         map(self_, |x| x.sqrt().recip())
     }
-    fn pow_tensor_scalar(self_: &Self, exponent: f64) -> Self {
+    fn pow_tensor_scalar(self_: &Self, exponent: f64) -> R<Self> {
         if exponent.fract() == 0.0 && exponent.abs() < 64.0 {
             let e = exponent as i32;
             map(self_, |x| x.powi(e))
@@ -493,13 +631,13 @@ impl<E: Element> Backend for NdTensor<E> {
             map(self_, |x| x.powf(e))
         }
     }
-    fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> Self {
+    fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> R<Self> {
         zip(self_, exponent, |x, y| x.powf(y))
     }
-    fn abs(self_: &Self) -> Self {
+    fn abs(self_: &Self) -> R<Self> {
         map(self_, |x| x.abs())
     }
-    fn sign(self_: &Self) -> Self {
+    fn sign(self_: &Self) -> R<Self> {
         map(self_, |x| {
             if x > E::zero() {
                 E::one()
@@ -510,25 +648,25 @@ impl<E: Element> Backend for NdTensor<E> {
             }
         })
     }
-    fn sin(self_: &Self) -> Self {
+    fn sin(self_: &Self) -> R<Self> {
         map(self_, |x| x.sin())
     }
-    fn cos(self_: &Self) -> Self {
+    fn cos(self_: &Self) -> R<Self> {
         map(self_, |x| x.cos())
     }
-    fn erf(self_: &Self) -> Self {
+    fn erf(self_: &Self) -> R<Self> {
         map(self_, |x| Element::erf(x))
     }
-    fn tanh(self_: &Self) -> Self {
+    fn tanh(self_: &Self) -> R<Self> {
         map(self_, |x| x.tanh())
     }
-    fn tanh_backward(grad_output: &Self, output: &Self) -> Self {
+    fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
         zip(grad_output, output, |g, y| g * (E::one() - y * y))
     }
-    fn sigmoid(self_: &Self) -> Self {
+    fn sigmoid(self_: &Self) -> R<Self> {
         map(self_, |x| (E::one() + (-x).exp()).recip())
     }
-    fn relu(self_: &Self) -> Self {
+    fn relu(self_: &Self) -> R<Self> {
         // NaN stays NaN, as in PyTorch.
         map(self_, |x| {
             if x > E::zero() || x.is_nan() {
@@ -538,11 +676,11 @@ impl<E: Element> Backend for NdTensor<E> {
             }
         })
     }
-    fn leaky_relu(self_: &Self, negative_slope: f64) -> Self {
+    fn leaky_relu(self_: &Self, negative_slope: f64) -> R<Self> {
         let a = E::of(negative_slope);
         map(self_, |x| if x > E::zero() { x } else { a * x })
     }
-    fn threshold_backward(grad_output: &Self, self_: &Self, threshold: f64) -> Self {
+    fn threshold_backward(grad_output: &Self, self_: &Self, threshold: f64) -> R<Self> {
         let t = E::of(threshold);
         // PyTorch: zero where `x <= threshold`; a NaN input passes the gradient.
         zip(
@@ -551,7 +689,7 @@ impl<E: Element> Backend for NdTensor<E> {
             |g, x| if x <= t { E::zero() } else { g },
         )
     }
-    fn gelu(self_: &Self, approximate: &str) -> Self {
+    fn gelu(self_: &Self, approximate: &str) -> R<Self> {
         match approximate {
             "none" => map(self_, |x| {
                 x * E::of(0.5)
@@ -563,10 +701,15 @@ impl<E: Element> Backend for NdTensor<E> {
                     E::of(0.5) * x * (E::one() + (k * (x + E::of(0.044715) * x * x * x)).tanh())
                 })
             }
-            other => panic!("gelu: approximate must be 'none' or 'tanh', got {other:?}"),
+            _ => Err(Error::runtime(
+                "approximate argument must be either none or tanh.",
+            )),
         }
     }
-    fn clamp(self_: &Self, min: Option<f64>, max: Option<f64>) -> Self {
+    fn clamp(self_: &Self, min: Option<f64>, max: Option<f64>) -> R<Self> {
+        check(min.is_some() || max.is_some(), || {
+            "torch.clamp: At least one of 'min' or 'max' must not be None".into()
+        })?;
         let lo = min.map(E::of);
         let hi = max.map(E::of);
         map(self_, |x| {
@@ -574,20 +717,20 @@ impl<E: Element> Backend for NdTensor<E> {
             hi.map_or(x, |h| if x > h { h } else { x })
         })
     }
-    fn where_self(condition: &Self, self_: &Self, other: &Self) -> Self {
-        let s1 = broadcast_shape(condition.shape(), self_.shape());
-        let shape = broadcast_shape(&s1, other.shape());
-        let c = condition.data.broadcast(IxDyn(&shape)).expect("broadcast");
-        let a = self_.data.broadcast(IxDyn(&shape)).expect("broadcast");
-        let b = other.data.broadcast(IxDyn(&shape)).expect("broadcast");
-        wrap(
+    fn where_self(condition: &Self, self_: &Self, other: &Self) -> R<Self> {
+        let s1 = broadcast_shape(condition.shape(), self_.shape())?;
+        let shape = broadcast_shape(&s1, other.shape())?;
+        let c = broadcast_to(&condition.data, &shape)?;
+        let a = broadcast_to(&self_.data, &shape)?;
+        let b = broadcast_to(&other.data, &shape)?;
+        Ok(wrap(
             Zip::from(&c)
                 .and(&a)
                 .and(&b)
                 .map_collect(|c, a, b| if *c != E::zero() { *a } else { *b }),
-        )
+        ))
     }
-    fn maximum(self_: &Self, other: &Self) -> Self {
+    fn maximum(self_: &Self, other: &Self) -> R<Self> {
         zip(self_, other, |x, y| {
             if x.is_nan() || y.is_nan() {
                 E::nan()
@@ -598,66 +741,63 @@ impl<E: Element> Backend for NdTensor<E> {
             }
         })
     }
-    fn eq_tensor(self_: &Self, other: &Self) -> Self {
+    fn eq_tensor(self_: &Self, other: &Self) -> R<Self> {
         zip(self_, other, |x, y| mask(x == y))
     }
-    fn eq_scalar(self_: &Self, other: f64) -> Self {
+    fn eq_scalar(self_: &Self, other: f64) -> R<Self> {
         let c = E::of(other);
         map(self_, |x| mask(x == c))
     }
-    fn ne_scalar(self_: &Self, other: f64) -> Self {
+    fn ne_scalar(self_: &Self, other: f64) -> R<Self> {
         let c = E::of(other);
         map(self_, |x| mask(x != c))
     }
-    fn gt_tensor(self_: &Self, other: &Self) -> Self {
+    fn gt_tensor(self_: &Self, other: &Self) -> R<Self> {
         zip(self_, other, |x, y| mask(x > y))
     }
-    fn gt_scalar(self_: &Self, other: f64) -> Self {
+    fn gt_scalar(self_: &Self, other: f64) -> R<Self> {
         let c = E::of(other);
         map(self_, |x| mask(x > c))
     }
-    fn lt_tensor(self_: &Self, other: &Self) -> Self {
+    fn lt_tensor(self_: &Self, other: &Self) -> R<Self> {
         zip(self_, other, |x, y| mask(x < y))
     }
-    fn lt_scalar(self_: &Self, other: f64) -> Self {
+    fn lt_scalar(self_: &Self, other: f64) -> R<Self> {
         let c = E::of(other);
         map(self_, |x| mask(x < c))
     }
-    fn ge_scalar(self_: &Self, other: f64) -> Self {
+    fn ge_scalar(self_: &Self, other: f64) -> R<Self> {
         let c = E::of(other);
         map(self_, |x| mask(x >= c))
     }
-    fn le_scalar(self_: &Self, other: f64) -> Self {
+    fn le_scalar(self_: &Self, other: f64) -> R<Self> {
         let c = E::of(other);
         map(self_, |x| mask(x <= c))
     }
-    fn argmax(self_: &Self, dim: Option<i64>, keepdim: bool) -> Self {
-        let arg = |lane: ndarray::ArrayView1<E>| {
-            let mut best = 0;
-            for (i, x) in lane.iter().enumerate() {
-                if *x > lane[best] || x.is_nan() {
-                    best = i;
-                }
-            }
-            E::of(best as f64)
-        };
+    fn argmax(self_: &Self, dim: Option<i64>, keepdim: bool) -> R<Self> {
+        let arg = |lane: ndarray::ArrayView1<E>| E::of(best_index(lane) as f64);
         match dim {
             None => {
+                check_nonempty_reduction("argmax", None, self_)?;
                 let flat = contiguous(&self_.data);
                 let flat = flat.view().into_shape_with_order(flat.len()).expect("flat");
                 let r = NdTensor::scalar(arg(flat));
-                if keepdim {
+                Ok(if keepdim {
                     let ones = vec![1; self_.data.ndim()];
                     NdTensor::from_vec(r.to_vec(), &ones)
                 } else {
                     r
-                }
+                })
             }
             Some(d) => {
-                let ax = norm_dim(d, self_.data.ndim());
+                let ax = norm_dim(d, self_.data.ndim())?;
+                check_nonempty_reduction("argmax", Some(ax), self_)?;
+                if self_.data.ndim() == 0 {
+                    return Ok(NdTensor::scalar(E::zero()));
+                }
                 let r = self_.data.map_axis(Axis(ax), arg);
                 let r = if keepdim { r.insert_axis(Axis(ax)) } else { r };
-                wrap(r)
+                Ok(wrap(r))
             }
         }
     }
@@ -668,9 +808,8 @@ impl<E: Element> Backend for NdTensor<E> {
         _layout: Option<Layout>,
         _device: Option<Device>,
         _pin_memory: Option<bool>,
-    ) -> Self {
-        let s: Vec<usize> = size.iter().map(|d| *d as usize).collect();
-        NdTensor::zeros(&s)
+    ) -> R<Self> {
+        Ok(NdTensor::zeros(&new_shape(size)?))
     }
     fn zeros_like(
         self_: &Self,
@@ -679,117 +818,93 @@ impl<E: Element> Backend for NdTensor<E> {
         _device: Option<Device>,
         _pin_memory: Option<bool>,
         _memory_format: Option<MemoryFormat>,
-    ) -> Self {
-        NdTensor::zeros(self_.shape())
+    ) -> R<Self> {
+        Ok(NdTensor::zeros(self_.shape()))
     }
-    fn zero_(self_: &mut Self) {
+    fn zero_(self_: &mut Self) -> R<()> {
         *self_ = NdTensor::zeros(self_.shape());
+        Ok(())
     }
-    fn fill_scalar_(self_: &mut Self, value: f64) {
+    fn fill_scalar_(self_: &mut Self, value: f64) -> R<()> {
         *self_ = wrap(Array::from_elem(IxDyn(self_.shape()), E::of(value)));
+        Ok(())
     }
-    fn mm(self_: &Self, mat2: &Self) -> Self {
-        assert!(
-            self_.data.ndim() == 2 && mat2.data.ndim() == 2,
-            "mm: both inputs must be 2-D"
-        );
-        wrap(matmul2(self_.data.view(), mat2.data.view()).into_dyn())
+    fn mm(self_: &Self, mat2: &Self) -> R<Self> {
+        check_mm(self_.shape(), mat2.shape())?;
+        Ok(wrap(matmul2(self_.data.view(), mat2.data.view())))
     }
-    fn matmul(self_: &Self, other: &Self) -> Self {
-        let (an, bn) = (self_.data.ndim(), other.data.ndim());
-        assert!(
-            an >= 1 && bn >= 1,
-            "matmul: both arguments need at least 1 dimension"
-        );
-        let a = if an == 1 {
-            self_.data.clone().insert_axis(Axis(0))
-        } else {
-            self_.data.clone()
-        };
-        let b = if bn == 1 {
-            other.data.clone().insert_axis(Axis(1))
-        } else {
-            other.data.clone()
-        };
-        let mut r = batched_matmul(&a, &b);
-        if bn == 1 {
-            let last = r.ndim() - 1;
-            r = r.index_axis_move(Axis(last), 0);
-        }
-        if an == 1 {
-            let at = r.ndim() - if bn == 1 { 1 } else { 2 };
-            r = r.index_axis_move(Axis(at), 0);
-        }
-        NdTensor { data: r }
+    fn matmul(self_: &Self, other: &Self) -> R<Self> {
+        matmul_nd(self_, other)
     }
-    fn bmm(self_: &Self, mat2: &Self) -> Self {
-        assert!(
-            self_.data.ndim() == 3 && mat2.data.ndim() == 3,
-            "bmm: both inputs must be 3-D"
-        );
-        assert_eq!(self_.shape()[0], mat2.shape()[0], "bmm: batch sizes differ");
-        NdTensor {
-            data: batched_matmul(&self_.data, &mat2.data),
-        }
+    fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
+        check(self_.data.ndim() == 3, || "batch1 must be a 3D tensor".into())?;
+        check(mat2.data.ndim() == 3, || "batch2 must be a 3D tensor".into())?;
+        let (a, b) = (self_.shape(), mat2.shape());
+        check(b[0] == a[0] && b[1] == a[2], || {
+            format!(
+                "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
+                a[0], a[2], b[0], b[1]
+            )
+        })?;
+        Ok(NdTensor {
+            data: batched_matmul(&self_.data, &mat2.data)?,
+        })
     }
-    fn sum(self_: &Self, _dtype: Option<ScalarType>) -> Self {
-        NdTensor::scalar(self_.data.sum())
+    fn sum(self_: &Self, _dtype: Option<ScalarType>) -> R<Self> {
+        Ok(NdTensor::scalar(self_.data.sum()))
     }
     fn sum_dim_intlist(
         self_: &Self,
         dim: Option<&[i64]>,
         keepdim: bool,
         _dtype: Option<ScalarType>,
-    ) -> Self {
-        let axes = reduce_axes(dim, self_.data.ndim());
-        NdTensor {
+    ) -> R<Self> {
+        let axes = reduce_axes(dim, self_.data.ndim())?;
+        Ok(NdTensor {
             data: sum_axes(&self_.data, &axes, keepdim),
-        }
+        })
     }
-    fn mean(self_: &Self, _dtype: Option<ScalarType>) -> Self {
-        NdTensor::scalar(self_.data.sum() / E::of(self_.data.len() as f64))
+    fn mean(self_: &Self, _dtype: Option<ScalarType>) -> R<Self> {
+        Ok(NdTensor::scalar(
+            self_.data.sum() / E::of(self_.data.len() as f64),
+        ))
     }
     fn mean_dim(
         self_: &Self,
         dim: Option<&[i64]>,
         keepdim: bool,
         _dtype: Option<ScalarType>,
-    ) -> Self {
-        let axes = reduce_axes(dim, self_.data.ndim());
+    ) -> R<Self> {
+        let axes = reduce_axes(dim, self_.data.ndim())?;
         let n: usize = axes.iter().map(|a| self_.shape()[*a]).product();
         let s = sum_axes(&self_.data, &axes, keepdim);
-        NdTensor {
+        Ok(NdTensor {
             data: s.mapv(|x| x / E::of(n as f64)).into_shared(),
-        }
+        })
     }
-    fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> (Self, Self) {
+    fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
         let nd = self_.data.ndim();
-        let ax = norm_dim(dim, nd);
+        let ax = norm_dim(dim, nd)?;
+        check_nonempty_reduction("max", Some(ax), self_)?;
         let src = if nd == 0 {
             self_.data.clone().insert_axis(Axis(0))
         } else {
             self_.data.clone()
         };
-        let best = |lane: ndarray::ArrayView1<E>| {
-            let mut b = 0;
-            for (i, x) in lane.iter().enumerate() {
-                if *x > lane[b] || x.is_nan() {
-                    b = i;
-                }
-            }
-            b
-        };
-        let mut values = src.map_axis(Axis(ax), |l| l[best(l.view())]);
-        let mut indices = src.map_axis(Axis(ax), |l| E::of(best(l) as f64));
+        let mut values = src.map_axis(Axis(ax), |l| l[best_index(l.view())]);
+        let mut indices = src.map_axis(Axis(ax), |l| E::of(best_index(l) as f64));
         if keepdim && nd > 0 {
             values = values.insert_axis(Axis(ax));
             indices = indices.insert_axis(Axis(ax));
         }
-        (wrap(values), wrap(indices))
+        Ok((wrap(values), wrap(indices)))
     }
-    fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> Self {
-        let axes = reduce_axes(Some(dim), self_.data.ndim());
-        NdTensor {
+    fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
+        let axes = reduce_axes(Some(dim), self_.data.ndim())?;
+        for ax in &axes {
+            check_nonempty_reduction("amax", Some(*ax), self_)?;
+        }
+        Ok(NdTensor {
             // NaN propagates, as in PyTorch (`f64::max` would drop it).
             data: fold_axes(&self_.data, &axes, keepdim, E::neg_infinity(), |a, b| {
                 if a.is_nan() || b.is_nan() {
@@ -798,25 +913,25 @@ impl<E: Element> Backend for NdTensor<E> {
                     a.max(b)
                 }
             }),
-        }
+        })
     }
-    fn softmax_int(self_: &Self, dim: i64, _dtype: Option<ScalarType>) -> Self {
-        let ax = norm_dim(dim, self_.data.ndim());
-        NdTensor {
+    fn softmax_int(self_: &Self, dim: i64, _dtype: Option<ScalarType>) -> R<Self> {
+        let ax = norm_dim(dim, self_.data.ndim())?;
+        Ok(NdTensor {
             data: per_lane(&self_.data, ax, |mut l| {
                 log_softmax_lane(l.view_mut());
                 l.mapv_inplace(|x| x.exp());
             }),
-        }
+        })
     }
-    fn log_softmax_int(self_: &Self, dim: i64, _dtype: Option<ScalarType>) -> Self {
-        let ax = norm_dim(dim, self_.data.ndim());
-        NdTensor {
+    fn log_softmax_int(self_: &Self, dim: i64, _dtype: Option<ScalarType>) -> R<Self> {
+        let ax = norm_dim(dim, self_.data.ndim())?;
+        Ok(NdTensor {
             data: per_lane(&self_.data, ax, log_softmax_lane),
-        }
+        })
     }
-    fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> Self {
-        let axes = reduce_axes(Some(dim), self_.data.ndim());
+    fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
+        let axes = reduce_axes(Some(dim), self_.data.ndim())?;
         let m = fold_axes(&self_.data, &axes, true, E::neg_infinity(), |a, b| a.max(b));
         let m = m.mapv(|x| if x.is_infinite() { E::zero() } else { x });
         let e = Zip::from(&self_.data)
@@ -829,115 +944,110 @@ impl<E: Element> Backend for NdTensor<E> {
             .map_collect(|s, m| s.ln() + *m)
             .into_shared();
         let r = if keepdim { r } else { r.remove_axes(&axes) };
-        NdTensor { data: r }
+        Ok(NdTensor { data: r })
     }
-    fn transpose_int(self_: &Self, dim0: i64, dim1: i64) -> Self {
+    fn transpose_int(self_: &Self, dim0: i64, dim1: i64) -> R<Self> {
         let nd = self_.data.ndim();
+        let (a, b) = (norm_dim(dim0, nd)?, norm_dim(dim1, nd)?);
         if nd == 0 {
-            return self_.clone();
+            return Ok(self_.clone());
         }
         let mut r = self_.data.clone();
-        r.swap_axes(norm_dim(dim0, nd), norm_dim(dim1, nd));
-        NdTensor { data: r }
+        r.swap_axes(a, b);
+        Ok(NdTensor { data: r })
     }
-    fn t(self_: &Self) -> Self {
-        assert!(
-            self_.data.ndim() <= 2,
-            "t() expects a tensor with <= 2 dimensions"
-        );
-        NdTensor {
+    fn t(self_: &Self) -> R<Self> {
+        let nd = self_.data.ndim();
+        check(nd <= 2, || {
+            format!("t() expects a tensor with <= 2 dimensions, but self is {nd}D")
+        })?;
+        Ok(NdTensor {
             data: self_.data.clone().reversed_axes(),
-        }
+        })
     }
-    fn permute(self_: &Self, dims: &[i64]) -> Self {
+    fn permute(self_: &Self, dims: &[i64]) -> R<Self> {
         let nd = self_.data.ndim();
-        assert_eq!(
-            dims.len(),
-            nd,
-            "permute: {} dims for a rank-{nd} tensor",
-            dims.len()
-        );
-        let p: Vec<usize> = dims.iter().map(|d| norm_dim(*d, nd)).collect();
-        NdTensor {
-            data: self_.data.clone().permuted_axes(IxDyn(&p)),
-        }
-    }
-    fn reshape(self_: &Self, shape: &[i64]) -> Self {
-        NdTensor {
-            data: reshape_arr(&self_.data, shape),
-        }
-    }
-    fn view(self_: &Self, size: &[i64]) -> Self {
-        NdTensor {
-            data: reshape_arr(&self_.data, size),
-        }
-    }
-    fn expand(self_: &Self, size: &[i64], _implicit: bool) -> Self {
-        let nd = self_.data.ndim();
-        let off = size.len() - nd;
-        let s: Vec<usize> = size
+        check(dims.len() == nd, || {
+            format!(
+                "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {}",
+                dims.len()
+            )
+        })?;
+        let p = dims
             .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                if *d < 0 {
-                    self_.shape()[i - off]
-                } else {
-                    *d as usize
-                }
-            })
-            .collect();
-        let v = self_
-            .data
-            .broadcast(IxDyn(&s))
-            .unwrap_or_else(|| panic!("cannot expand {:?} to {s:?}", self_.shape()));
-        wrap(v.to_owned())
+            .map(|d| norm_dim(*d, nd))
+            .collect::<R<Vec<usize>>>()?;
+        let mut seen = p.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        check(seen.len() == p.len(), || {
+            "permute(): duplicate dims are not allowed.".into()
+        })?;
+        Ok(NdTensor {
+            data: self_.data.clone().permuted_axes(IxDyn(&p)),
+        })
     }
-    fn squeeze(self_: &Self) -> Self {
+    fn reshape(self_: &Self, shape: &[i64]) -> R<Self> {
+        Ok(NdTensor {
+            data: reshape_arr(&self_.data, shape)?,
+        })
+    }
+    fn view(self_: &Self, size: &[i64]) -> R<Self> {
+        let s = infer_shape(size, self_.data.len())?;
+        check(view_compatible(self_.shape(), self_.data.strides(), &s), || {
+            "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.".into()
+        })?;
+        Ok(NdTensor {
+            data: reshape_arr(&self_.data, size)?,
+        })
+    }
+    fn expand(self_: &Self, size: &[i64], _implicit: bool) -> R<Self> {
+        let s = expanded_shape(self_.shape(), size)?;
+        Ok(wrap(broadcast_to(&self_.data, &s)?.to_owned()))
+    }
+    fn squeeze(self_: &Self) -> R<Self> {
         let s: Vec<i64> = self_
             .shape()
             .iter()
             .filter(|d| **d != 1)
             .map(|d| *d as i64)
             .collect();
-        NdTensor {
-            data: reshape_arr(&self_.data, &s),
-        }
+        Ok(NdTensor {
+            data: reshape_arr(&self_.data, &s)?,
+        })
     }
-    fn squeeze_dims(self_: &Self, dim: &[i64]) -> Self {
+    fn squeeze_dims(self_: &Self, dim: &[i64]) -> R<Self> {
         let nd = self_.data.ndim();
         // Only the listed dims (an empty list squeezes nothing, unlike a reduction's).
-        let drop: Vec<usize> = dim.iter().map(|d| norm_dim(*d, nd)).collect();
+        let drop = distinct_dims(dim, nd)?;
         let s: Vec<i64> = (0..nd)
             .filter(|a| !(drop.contains(a) && self_.shape()[*a] == 1))
             .map(|a| self_.shape()[a] as i64)
             .collect();
-        NdTensor {
-            data: reshape_arr(&self_.data, &s),
-        }
+        Ok(NdTensor {
+            data: reshape_arr(&self_.data, &s)?,
+        })
     }
-    fn clone(self_: &Self, _memory_format: Option<MemoryFormat>) -> Self {
-        NdTensor {
+    fn clone(self_: &Self, _memory_format: Option<MemoryFormat>) -> R<Self> {
+        Ok(NdTensor {
             data: self_.data.to_owned().into_shared(),
-        }
+        })
     }
-    fn squeeze_dim(self_: &Self, dim: i64) -> Self {
+    fn squeeze_dim(self_: &Self, dim: i64) -> R<Self> {
         let nd = self_.data.ndim();
-        if nd == 0 {
-            return self_.clone();
+        let ax = norm_dim(dim, nd)?;
+        if nd == 0 || self_.shape()[ax] != 1 {
+            return Ok(self_.clone());
         }
-        let ax = norm_dim(dim, nd);
-        if self_.shape()[ax] != 1 {
-            return self_.clone();
-        }
-        NdTensor {
+        Ok(NdTensor {
             data: self_.data.clone().index_axis_move(Axis(ax), 0),
-        }
+        })
     }
-    fn unsqueeze(self_: &Self, dim: i64) -> Self {
-        let ax = norm_dim(dim, self_.data.ndim() + 1);
-        NdTensor {
+    fn unsqueeze(self_: &Self, dim: i64) -> R<Self> {
+        let ax = norm_dim(dim, self_.data.ndim() + 1)?;
+        Ok(NdTensor {
             data: self_.data.clone().insert_axis(Axis(ax)),
-        }
+        })
     }
     fn slice_tensor(
         self_: &Self,
@@ -945,8 +1055,11 @@ impl<E: Element> Backend for NdTensor<E> {
         start: Option<i64>,
         end: Option<i64>,
         step: i64,
-    ) -> Self {
-        let ax = norm_dim(dim, self_.data.ndim());
+    ) -> R<Self> {
+        check(step > 0, || "slice step must be positive".into())?;
+        let nd = self_.data.ndim();
+        check(nd > 0, || "slice() cannot be applied to a 0-dim tensor.".into())?;
+        let ax = norm_dim(dim, nd)?;
         let n = self_.shape()[ax] as i64;
         let (s, e) = crate::helpers::slice_bounds(n, start, end);
         let mut r = self_.data.clone();
@@ -954,7 +1067,7 @@ impl<E: Element> Backend for NdTensor<E> {
             Axis(ax),
             Slice::new(s as isize, Some(e as isize), step as isize),
         );
-        NdTensor { data: r }
+        Ok(NdTensor { data: r })
     }
     fn slice_backward(
         grad_output: &Self,
@@ -963,45 +1076,73 @@ impl<E: Element> Backend for NdTensor<E> {
         start: i64,
         end: i64,
         step: i64,
-    ) -> Self {
-        let s: Vec<usize> = input_sizes.iter().map(|d| *d as usize).collect();
-        let ax = norm_dim(dim, s.len());
+    ) -> R<Self> {
+        let s = new_shape(input_sizes)?;
+        let ax = norm_dim(dim, s.len())?;
         let mut out = Array::<E, _>::zeros(IxDyn(&s));
-        out.slice_axis_mut(
+        let mut region = out.slice_axis_mut(
             Axis(ax),
             Slice::new(start as isize, Some(end as isize), step as isize),
-        )
-        .assign(&grad_output.data);
-        wrap(out)
+        );
+        let src = broadcast_to(&grad_output.data, region.shape())?;
+        region.assign(&src);
+        Ok(wrap(out))
     }
-    fn cat(tensors: &[Self], dim: i64) -> Self {
-        assert!(!tensors.is_empty(), "cat: no tensors");
-        let ax = norm_dim(dim, tensors[0].data.ndim());
+    fn cat(tensors: &[Self], dim: i64) -> R<Self> {
+        check_cat(tensors, dim)?;
+        let ax = norm_dim(dim, tensors[0].data.ndim())?;
         let views: Vec<_> = tensors.iter().map(|t| t.data.view()).collect();
-        wrap(ndarray::concatenate(Axis(ax), &views).expect("cat: shapes differ"))
+        ndarray::concatenate(Axis(ax), &views)
+            .map(wrap)
+            .map_err(|e| Error::runtime(format!("cat: {e}")))
     }
-    fn stack(tensors: &[Self], dim: i64) -> Self {
-        assert!(!tensors.is_empty(), "stack: no tensors");
-        let ax = norm_dim(dim, tensors[0].data.ndim() + 1);
+    fn stack(tensors: &[Self], dim: i64) -> R<Self> {
+        check(!tensors.is_empty(), || {
+            "stack expects a non-empty TensorList".into()
+        })?;
+        let ax = norm_dim(dim, tensors[0].data.ndim() + 1)?;
+        for (i, t) in tensors.iter().enumerate() {
+            check(t.shape() == tensors[0].shape(), || {
+                format!(
+                    "stack expects each tensor to be equal size, but got {:?} at entry 0 and {:?} at entry {i}",
+                    tensors[0].shape(),
+                    t.shape()
+                )
+            })?;
+        }
         let views: Vec<_> = tensors.iter().map(|t| t.data.view()).collect();
-        wrap(ndarray::stack(Axis(ax), &views).expect("stack: shapes differ"))
+        ndarray::stack(Axis(ax), &views)
+            .map(wrap)
+            .map_err(|e| Error::runtime(format!("stack: {e}")))
     }
-    fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> Self {
-        let ax = norm_dim(dim, self_.data.ndim());
+    fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> R<Self> {
+        let nd = self_.data.ndim();
+        check(nd > 0, || "narrow() cannot be applied to a 0-dim tensor.".into())?;
+        let ax = norm_dim(dim, nd)?;
         let n = self_.shape()[ax] as i64;
+        check(length >= 0, || "narrow(): length must be non-negative.".into())?;
+        if !(-n..=n).contains(&start) {
+            return Err(Error::index(format!(
+                "start out of range (expected to be in range of [{}, {n}], but got {start})",
+                -n
+            )));
+        }
         let s = if start < 0 { start + n } else { start };
+        check(s + length <= n, || {
+            format!("start ({s}) + length ({length}) exceeds dimension size ({n}).")
+        })?;
         Self::slice_tensor(self_, ax as i64, Some(s), Some(s + length), 1)
     }
-    fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> Self {
+    fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
         let shape = self_.shape().to_vec();
-        let (d1, d2, len, rest) = diagonal_geometry(&shape, offset, dim1, dim2);
+        let (d1, d2, len, rest) = diagonal_geometry(&shape, offset, dim1, dim2)?;
         let mut out_shape = rest.clone();
         out_shape.push(len);
         let src = &self_.data;
         let out = Array::from_shape_fn(IxDyn(&out_shape), |ix| {
             src[diagonal_source(&ix, &shape, d1, d2, offset)]
         });
-        wrap(out)
+        Ok(wrap(out))
     }
     fn diagonal_backward(
         grad_output: &Self,
@@ -1009,92 +1150,149 @@ impl<E: Element> Backend for NdTensor<E> {
         offset: i64,
         dim1: i64,
         dim2: i64,
-    ) -> Self {
-        let shape: Vec<usize> = input_sizes.iter().map(|d| *d as usize).collect();
-        let (d1, d2, _, _) = diagonal_geometry(&shape, offset, dim1, dim2);
+    ) -> R<Self> {
+        let shape = new_shape(input_sizes)?;
+        let (d1, d2, len, mut rest) = diagonal_geometry(&shape, offset, dim1, dim2)?;
+        rest.push(len);
+        let g = broadcast_to(&grad_output.data, &rest)?;
         let mut out = Array::<E, _>::zeros(IxDyn(&shape));
-        for (ix, g) in grad_output.data.indexed_iter() {
+        for (ix, g) in g.indexed_iter() {
             out[diagonal_source(&ix, &shape, d1, d2, offset)] = *g;
         }
-        wrap(out)
+        Ok(wrap(out))
     }
-    fn select_int(self_: &Self, dim: i64, index: i64) -> Self {
-        let ax = norm_dim(dim, self_.data.ndim());
+    fn select_int(self_: &Self, dim: i64, index: i64) -> R<Self> {
+        if self_.data.ndim() == 0 {
+            return Err(Error::index("select() cannot be applied to a 0-dim tensor."));
+        }
+        let ax = norm_dim(dim, self_.data.ndim())?;
         let n = self_.shape()[ax] as i64;
         let i = if index < 0 { index + n } else { index };
-        assert!(
-            (0..n).contains(&i),
-            "select(): index {index} out of range for tensor of size {:?} at dimension {dim}",
-            self_.shape()
-        );
-        NdTensor {
-            data: self_.data.clone().index_axis_move(Axis(ax), i as usize),
+        if !(0..n).contains(&i) {
+            return Err(Error::index(format!(
+                "select(): index {index} out of range for tensor of size {:?} at dimension {dim}",
+                self_.shape()
+            )));
         }
+        Ok(NdTensor {
+            data: self_.data.clone().index_axis_move(Axis(ax), i as usize),
+        })
     }
-    fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> Vec<Self> {
-        let ax = norm_dim(dim, self_.data.ndim());
+    fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
+        let nd = self_.data.ndim();
+        check(nd > 0, || "split expects at least a 1-dimensional tensor".into())?;
+        let ax = norm_dim(dim, nd)?;
         let n = self_.shape()[ax] as i64;
+        check(split_size >= 0, || {
+            format!("split expects split_size be non-negative, but got split_size={split_size}")
+        })?;
+        check(split_size > 0 || n == 0, || {
+            format!("split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+        })?;
         let step = split_size.max(1);
         let pieces = if n == 0 { 1 } else { (n + step - 1) / step };
         (0..pieces)
             .map(|i| Self::slice_tensor(self_, ax as i64, Some(i * step), Some((i + 1) * step), 1))
             .collect()
     }
-    fn chunk(self_: &Self, chunks: i64, dim: i64) -> Vec<Self> {
-        let ax = norm_dim(dim, self_.data.ndim());
+    fn chunk(self_: &Self, chunks: i64, dim: i64) -> R<Vec<Self>> {
+        let nd = self_.data.ndim();
+        check(nd > 0, || "chunk expects at least a 1-dimensional tensor".into())?;
+        check(chunks > 0, || {
+            format!("chunk expects `chunks` to be greater than 0, got: {chunks}")
+        })?;
+        let ax = norm_dim(dim, nd)?;
         let n = self_.shape()[ax] as i64;
         Self::split_tensor(self_, crate::helpers::chunk_size(n, chunks), dim)
     }
-    fn unbind_int(self_: &Self, dim: i64) -> Vec<Self> {
-        let ax = norm_dim(dim, self_.data.ndim());
-        (0..self_.shape()[ax])
+    fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
+        if self_.data.ndim() == 0 {
+            return Err(Error::index(
+                "Dimension specified as 0 but tensor has no dimensions",
+            ));
+        }
+        let ax = norm_dim(dim, self_.data.ndim())?;
+        Ok((0..self_.shape()[ax])
             .map(|i| NdTensor {
                 data: self_.data.clone().index_axis_move(Axis(ax), i),
             })
-            .collect()
+            .collect())
     }
-    fn index_select(self_: &Self, dim: i64, index: &Self) -> Self {
-        let ax = norm_dim(dim, self_.data.ndim());
-        let idx: Vec<usize> = index.data.iter().map(|i| i.index()).collect();
-        wrap(self_.data.select(Axis(ax), &idx))
+    fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
+        let ax = norm_dim(dim, self_.data.ndim())?;
+        if index.data.ndim() > 1 {
+            return Err(Error::index("index_select(): Index is supposed to be a vector"));
+        }
+        let n = axis_len(self_, ax);
+        let idx = index
+            .data
+            .iter()
+            .map(|i| index_below(*i, n, |_| Error::index("index out of range in self")))
+            .collect::<R<Vec<usize>>>()?;
+        if self_.data.ndim() == 0 {
+            return Ok(self_.clone());
+        }
+        Ok(wrap(self_.data.select(Axis(ax), &idx)))
     }
-    fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> Self {
-        let ax = norm_dim(dim, self_.data.ndim());
+    fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
+        let ax = norm_dim(dim, self_.data.ndim())?;
+        check_index_add(self_, ax, index, source)?;
         let a = E::of(alpha);
         let mut out = self_.data.to_owned();
         for (i, ix) in index.data.iter().enumerate() {
+            let j = index_below(*ix, axis_len(self_, ax), |_| {
+                Error::index("index out of range in self")
+            })?;
             let src = source.data.index_axis(Axis(ax), i);
-            let mut dst = out.index_axis_mut(Axis(ax), ix.index());
+            let mut dst = out.index_axis_mut(Axis(ax), j);
             dst.zip_mut_with(&src, |d, s| *d += a * *s);
         }
-        wrap(out)
+        Ok(wrap(out))
     }
-    fn gather(self_: &Self, dim: i64, index: &Self, _sparse_grad: bool) -> Self {
-        let ax = norm_dim(dim, self_.data.ndim());
+    fn gather(self_: &Self, dim: i64, index: &Self, _sparse_grad: bool) -> R<Self> {
+        let ax = norm_dim(dim, self_.data.ndim())?;
+        check_gather_shapes(self_, ax, index, None)?;
+        if self_.data.ndim() == 0 {
+            for i in &index.data {
+                index_below(*i, 1, |v| out_of_bounds(v, 0, 1))?;
+            }
+            return Ok(wrap(Array::from_elem(IxDyn(index.shape()), self_.item())));
+        }
+        let n = axis_len(self_, ax);
         let mut out = Array::<E, _>::zeros(IxDyn(index.shape()));
         for (pos, o) in out.indexed_iter_mut() {
             let mut p: Vec<usize> = pos.slice().to_vec();
-            p[ax] = index.data[pos.slice()].index();
+            p[ax] = index_below(index.data[pos.slice()], n, |v| out_of_bounds(v, ax, n))?;
             *o = self_.data[p.as_slice()];
         }
-        wrap(out)
+        Ok(wrap(out))
     }
-    fn scatter_add(self_: &Self, dim: i64, index: &Self, src: &Self) -> Self {
-        let ax = norm_dim(dim, self_.data.ndim());
+    fn scatter_add(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
+        let ax = norm_dim(dim, self_.data.ndim())?;
+        check_gather_shapes(self_, ax, index, Some(src))?;
+        if self_.data.ndim() == 0 {
+            let mut acc = self_.item();
+            for (i, s) in index.data.iter().zip(&src.data) {
+                index_below(*i, 1, |v| out_of_bounds(v, 0, 1))?;
+                acc += *s;
+            }
+            return Ok(NdTensor::scalar(acc));
+        }
+        let n = axis_len(self_, ax);
         let mut out = self_.data.to_owned();
         for (pos, ix) in index.data.indexed_iter() {
             let mut p: Vec<usize> = pos.slice().to_vec();
-            p[ax] = ix.index();
+            p[ax] = index_below(*ix, n, |v| out_of_bounds(v, ax, n))?;
             out[p.as_slice()] += src.data[pos.slice()];
         }
-        wrap(out)
+        Ok(wrap(out))
     }
-    fn mse_loss(self_: &Self, target: &Self, reduction: i64) -> Self {
-        let d = zip(self_, target, |x, y| (x - y) * (x - y));
-        match reduction {
+    fn mse_loss(self_: &Self, target: &Self, reduction: i64) -> R<Self> {
+        let d = zip(self_, target, |x, y| (x - y) * (x - y))?;
+        Ok(match reduction {
             0 => d,
             r => NdTensor::scalar(scale_for_reduction(d.data.sum(), d.data.len() as f64, r)),
-        }
+        })
     }
     fn nll_loss(
         self_: &Self,
@@ -1102,10 +1300,8 @@ impl<E: Element> Backend for NdTensor<E> {
         weight: Option<&Self>,
         reduction: i64,
         ignore_index: i64,
-    ) -> Self {
-        // PyTorch's `aten::nll_loss` takes (C) or (N, C); more dims are `nll_loss2d`/`_nd`.
-        assert!(self_.data.ndim() <= 2, "input tensor should be 1D or 2D");
-        nll_forward(self_, target, weight, reduction, ignore_index).0
+    ) -> R<Self> {
+        Ok(Self::nll_loss_forward(self_, target, weight, reduction, ignore_index)?.0)
     }
     fn nll_loss_forward(
         self_: &Self,
@@ -1113,8 +1309,13 @@ impl<E: Element> Backend for NdTensor<E> {
         weight: Option<&Self>,
         reduction: i64,
         ignore_index: i64,
-    ) -> (Self, Self) {
-        assert!(self_.data.ndim() <= 2, "input tensor should be 1D or 2D");
+    ) -> R<(Self, Self)> {
+        // PyTorch's `aten::nll_loss` takes (C) or (N, C); more dims are `nll_loss2d`/`_nd`.
+        let nd = self_.data.ndim();
+        check((1..=2).contains(&nd), || {
+            "input tensor should be 1D or 2D".into()
+        })?;
+        check_nll(self_.shape(), target, weight, self_.shape()[nd - 1])?;
         nll_forward(self_, target, weight, reduction, ignore_index)
     }
     fn nll_loss_backward(
@@ -1125,27 +1326,43 @@ impl<E: Element> Backend for NdTensor<E> {
         reduction: i64,
         ignore_index: i64,
         total_weight: &Self,
-    ) -> Self {
-        let rows = nll_rows(self_);
+    ) -> R<Self> {
+        let rows = nll_rows(self_)?;
+        let c = rows.shape()[1];
+        check(target.data.len() == rows.shape()[0], || {
+            format!(
+                "size mismatch (got input: {:?}, target: {:?})",
+                self_.shape(),
+                target.shape()
+            )
+        })?;
+        check_weight(weight, c)?;
+        check(reduction != 0 || grad_output.data.len() == rows.shape()[0], || {
+            format!(
+                "Expected a tensor of dimension 1 and tensor.size[0] == {} but got: dimension {} and tensor.size[0] == {}",
+                rows.shape()[0],
+                grad_output.data.ndim(),
+                grad_output.data.len()
+            )
+        })?;
         let mut out = Array::<E, _>::zeros(IxDyn(rows.shape()));
         let tw = total_weight.item();
         let grads: Vec<E> = grad_output.data.iter().copied().collect();
         for (i, t) in target.data.iter().enumerate() {
-            if t.as_f64() as i64 == ignore_index {
+            let Some(t) = nll_class(*t, c, ignore_index)? else {
                 continue;
-            }
-            let t = t.index();
+            };
             let w = weight.map_or(E::one(), |w| w.data[[t].as_slice()]);
             let g = match reduction {
                 0 => grads[i],
-                1 => grad_output.item() / tw,
-                _ => grad_output.item(),
+                1 => grads[0] / tw,
+                _ => grads[0],
             };
             out[[i, t].as_slice()] = -w * g;
         }
-        NdTensor {
-            data: nll_unrows(out.into_shared(), self_.shape()),
-        }
+        Ok(NdTensor {
+            data: nll_unrows(out.into_shared(), self_.shape())?,
+        })
     }
     fn cross_entropy_loss(
         self_: &Self,
@@ -1154,10 +1371,14 @@ impl<E: Element> Backend for NdTensor<E> {
         reduction: i64,
         ignore_index: i64,
         label_smoothing: f64,
-    ) -> Self {
+    ) -> R<Self> {
+        check(self_.data.ndim() >= 1, || {
+            "Expected floating point type for target with class probabilities, got Long".into()
+        })?;
         if target.shape() == self_.shape() {
             return cross_entropy_probabilities(self_, target, weight, reduction, label_smoothing);
         }
+        check_cross_entropy_target(self_.shape(), target.shape())?;
         if self_.data.ndim() == 2 {
             return cross_entropy_2d(
                 self_,
@@ -1170,33 +1391,36 @@ impl<E: Element> Backend for NdTensor<E> {
         }
         // (C) with a 0-d target, (N, C, d1, ...) with (N, d1, ...): one row per target element.
         let rows = NdTensor {
-            data: nll_rows(self_),
+            data: nll_rows(self_)?,
         };
         let m = rows.shape()[0] as i64;
         let t = NdTensor {
-            data: reshape_arr(&target.data, &[m]),
+            data: reshape_arr(&target.data, &[m])?,
         };
-        let out = cross_entropy_2d(&rows, &t, weight, reduction, ignore_index, label_smoothing);
+        let out = cross_entropy_2d(&rows, &t, weight, reduction, ignore_index, label_smoothing)?;
         if reduction != 0 {
-            return out;
+            return Ok(out);
         }
         let ts: Vec<i64> = target.shape().iter().map(|d| *d as i64).collect();
-        NdTensor {
-            data: reshape_arr(&out.data, &ts),
-        }
+        Ok(NdTensor {
+            data: reshape_arr(&out.data, &ts)?,
+        })
     }
-    fn native_dropout(input: &Self, p: f64, train: Option<bool>) -> (Self, Self) {
+    fn native_dropout(input: &Self, p: f64, train: Option<bool>) -> R<(Self, Self)> {
         if !train.unwrap_or(true) {
-            return (input.clone(), NdTensor::ones(input.shape()));
+            return Ok((input.clone(), NdTensor::ones(input.shape())));
         }
+        check((0.0..=1.0).contains(&p), || {
+            format!("bernoulli_ expects p to be in [0, 1], but got p={}", 1.0 - p)
+        })?;
         let scale = crate::helpers::dropout_scale(p, train);
         let m =
             Array::from_shape_simple_fn(IxDyn(input.shape()), || mask::<E>(next_uniform() >= p));
         let mask_t = wrap(m);
-        let out = zip(input, &mask_t, |x, m| x * m * E::of(scale));
-        (out, mask_t)
+        let out = zip(input, &mask_t, |x, m| x * m * E::of(scale))?;
+        Ok((out, mask_t))
     }
-    fn native_dropout_backward(grad_output: &Self, mask: &Self, scale: f64) -> Self {
+    fn native_dropout_backward(grad_output: &Self, mask: &Self, scale: f64) -> R<Self> {
         let s = E::of(scale);
         zip(grad_output, mask, |g, m| g * m * s)
     }
@@ -1207,14 +1431,10 @@ impl<E: Element> Backend for NdTensor<E> {
         bias: Option<&Self>,
         eps: f64,
         _cudnn_enable: bool,
-    ) -> Self {
+    ) -> R<Self> {
+        check_layer_norm(input.shape(), normalized_shape, weight, bias)?;
         let nd = input.data.ndim();
-        let k = normalized_shape.len();
-        assert!(
-            k <= nd,
-            "layer_norm: normalized_shape longer than the input's shape"
-        );
-        let axes: Vec<usize> = (nd - k..nd).collect();
+        let axes: Vec<usize> = (nd - normalized_shape.len()..nd).collect();
         let n: usize = axes.iter().map(|a| input.shape()[*a]).product();
         let mean = sum_axes(&input.data, &axes, true).mapv(|x| x / E::of(n as f64));
         let xc = Zip::from(&input.data)
@@ -1233,7 +1453,7 @@ impl<E: Element> Backend for NdTensor<E> {
         if let Some(b) = bias {
             y = &y + &b.data;
         }
-        wrap(y)
+        Ok(wrap(y))
     }
     fn embedding(
         weight: &Self,
@@ -1241,17 +1461,322 @@ impl<E: Element> Backend for NdTensor<E> {
         _padding_idx: i64,
         _scale_grad_by_freq: bool,
         _sparse: bool,
-    ) -> Self {
-        assert_eq!(weight.data.ndim(), 2, "embedding: weight must be 2-D");
-        let idx: Vec<usize> = indices.data.iter().map(|i| i.index()).collect();
+    ) -> R<Self> {
+        check(weight.data.ndim() == 2, || "'weight' must be 2-D".into())?;
+        let n = weight.shape()[0];
+        let idx = indices
+            .data
+            .iter()
+            .map(|i| index_below(*i, n, |_| Error::index("index out of range in self")))
+            .collect::<R<Vec<usize>>>()?;
         let rows = weight.data.select(Axis(0), &idx);
         let mut s = indices.shape().to_vec();
         s.push(weight.shape()[1]);
-        wrap(
+        Ok(wrap(
             rows.into_shape_with_order(IxDyn(&s))
-                .expect("embedding reshape"),
-        )
+                .expect("same numel"),
+        ))
     }
+}
+
+/// The position of the largest element of a lane (the first of ties; a NaN wins), as
+/// PyTorch's `argmax` / `max.dim`.
+fn best_index<E: Element>(lane: ndarray::ArrayView1<E>) -> usize {
+    let mut best = 0;
+    for (i, x) in lane.iter().enumerate() {
+        if *x > lane[best] || (x.is_nan() && !lane[best].is_nan()) {
+            best = i;
+        }
+    }
+    best
+}
+
+/// A reduction that selects an element needs one to select from.
+fn check_nonempty_reduction<E: Element>(
+    name: &str,
+    axis: Option<usize>,
+    t: &NdTensor<E>,
+) -> R<()> {
+    match axis {
+        None if t.data.is_empty() => Err(Error::index(format!(
+            "{name}(): Expected reduction dim to be specified for input.numel() == 0."
+        ))),
+        Some(ax) if t.data.ndim() > 0 && t.shape()[ax] == 0 => Err(Error::index(format!(
+            "{name}(): Expected reduction dim {ax} to have non-zero size."
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The size of axis `ax` (1 for a 0-d tensor).
+fn axis_len<E: Element>(t: &NdTensor<E>, ax: usize) -> usize {
+    t.shape().get(ax).copied().unwrap_or(1)
+}
+
+/// A shape given as sizes; a negative size is PyTorch's error.
+fn new_shape(size: &[i64]) -> R<Vec<usize>> {
+    size.iter()
+        .map(|d| {
+            usize::try_from(*d).map_err(|_| {
+                Error::runtime(format!(
+                    "Trying to create tensor with negative dimension {d}: {size:?}"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// `expand`'s target shape (`-1` keeps a size), with PyTorch's checks.
+fn expanded_shape(shape: &[usize], size: &[i64]) -> R<Vec<usize>> {
+    let (nd, k) = (shape.len(), size.len());
+    check(k >= nd, || {
+        format!(
+            "expand(torch.DoubleTensor{{{shape:?}}}, size={size:?}): the number of sizes provided ({k}) must be greater or equal to the number of dimensions in the tensor ({nd})"
+        )
+    })?;
+    let off = k - nd;
+    let mut out = Vec::with_capacity(k);
+    for (i, d) in size.iter().enumerate() {
+        let existing = (i >= off).then(|| shape[i - off]);
+        let s = match (*d, existing) {
+            (-1, Some(e)) => e,
+            (d, None) if d < 0 => {
+                return Err(Error::runtime(format!(
+                    "The expanded size of the tensor ({d}) isn't allowed in a leading, non-existing dimension {i}"
+                )));
+            }
+            (d, Some(e)) if e != 1 && d != e as i64 => {
+                return Err(Error::runtime(format!(
+                    "The expanded size of the tensor ({d}) must match the existing size ({e}) at non-singleton dimension {i}.  Target sizes: {size:?}.  Tensor sizes: {shape:?}"
+                )));
+            }
+            (d, _) => new_shape(&[d])?[0],
+        };
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// `matmul` by the inputs' ranks, with the error of the ATen function it dispatches to.
+fn matmul_nd<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>) -> R<NdTensor<E>> {
+    let (an, bn) = (a.data.ndim(), b.data.ndim());
+    check(an >= 1 && bn >= 1, || {
+        format!("both arguments to matmul need to be at least 1D, but they are {an}D and {bn}D")
+    })?;
+    let (ash, bsh) = (a.shape(), b.shape());
+    let k = ash[an - 1];
+    let rows: usize = ash[..an - 1].iter().product();
+    if an == 1 && bn == 1 {
+        check(k == bsh[0], || {
+            format!("inconsistent tensor size, expected tensor [{k}] and src [{}] to have the same number of elements, but got {k} and {} elements respectively", bsh[0], bsh[0])
+        })?;
+    } else if bn == 1 {
+        check(k == bsh[0], || {
+            format!("size mismatch, got input ({rows}), mat ({rows}x{k}), vec ({})", bsh[0])
+        })?;
+    } else if bn == 2 {
+        check(k == bsh[0], || {
+            format!(
+                "mm: mat1 and mat2 shapes cannot be multiplied ({rows}x{k} and {}x{})",
+                bsh[0], bsh[1]
+            )
+        })?;
+    }
+    let lhs = if an == 1 {
+        a.data.clone().insert_axis(Axis(0))
+    } else {
+        a.data.clone()
+    };
+    let rhs = if bn == 1 {
+        b.data.clone().insert_axis(Axis(1))
+    } else {
+        b.data.clone()
+    };
+    let mut r = batched_matmul(&lhs, &rhs)?;
+    if bn == 1 {
+        let last = r.ndim() - 1;
+        r = r.index_axis_move(Axis(last), 0);
+    }
+    if an == 1 {
+        let at = r.ndim() - if bn == 1 { 1 } else { 2 };
+        r = r.index_axis_move(Axis(at), 0);
+    }
+    Ok(NdTensor { data: r })
+}
+
+/// `cat`'s checks, in PyTorch's words.
+fn check_cat<E: Element>(tensors: &[NdTensor<E>], dim: i64) -> R<()> {
+    let first = tensors
+        .first()
+        .ok_or_else(|| Error::runtime("torch.cat(): expected a non-empty list of Tensors"))?;
+    let nd = first.data.ndim();
+    for (i, t) in tensors.iter().enumerate() {
+        check(t.data.ndim() > 0, || {
+            format!("zero-dimensional tensor (at position {i}) cannot be concatenated")
+        })?;
+        check(t.data.ndim() == nd, || {
+            format!(
+                "Tensors must have same number of dimensions: got {nd} and {}",
+                t.data.ndim()
+            )
+        })?;
+    }
+    let ax = norm_dim(dim, nd)?;
+    for (i, t) in tensors.iter().enumerate().skip(1) {
+        for d in (0..nd).filter(|d| *d != ax) {
+            check(t.shape()[d] == first.shape()[d], || {
+                format!(
+                    "Sizes of tensors must match except in dimension {ax}. Expected size {} but got size {} for tensor number {i} in the list.",
+                    first.shape()[d],
+                    t.shape()[d]
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn out_of_bounds(v: i64, ax: usize, n: usize) -> Error {
+    Error::runtime(format!(
+        "index {v} is out of bounds for dimension {ax} with size {n}"
+    ))
+}
+
+/// `index_add`'s checks: a vector of indices, one per slice of `source` along `ax`.
+fn check_index_add<E: Element>(
+    self_: &NdTensor<E>,
+    ax: usize,
+    index: &NdTensor<E>,
+    source: &NdTensor<E>,
+) -> R<()> {
+    if index.data.ndim() > 1 {
+        return Err(Error::index(format!(
+            "index_add_(): Index is supposed to be a vector, but got dim: {} with type: Long and size: {:?}",
+            index.data.ndim(),
+            index.shape()
+        )));
+    }
+    check(source.data.ndim() == self_.data.ndim(), || {
+        "index_add_(): Source and self must have the same number of dimensions".into()
+    })?;
+    let n = axis_len(source, ax);
+    check(index.data.len() == n, || {
+        format!(
+            "index_add_(): Number of indices ({}) should be equal to source.size(dim): ({n}), for dim: {ax}",
+            index.data.len()
+        )
+    })?;
+    for d in (0..self_.data.ndim()).filter(|d| *d != ax) {
+        check(source.shape()[d] == self_.shape()[d], || {
+            format!(
+                "index_add_(): self ({:?}) and source ({:?}) must have the same scalar type",
+                self_.shape(),
+                source.shape()
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// `gather` / `scatter_add`'s shape checks (PyTorch's `gather_shape_check` /
+/// `scatter_shape_check`).
+fn check_gather_shapes<E: Element>(
+    self_: &NdTensor<E>,
+    ax: usize,
+    index: &NdTensor<E>,
+    src: Option<&NdTensor<E>>,
+) -> R<()> {
+    let nd = self_.data.ndim().max(1);
+    let ind = index.data.ndim().max(1);
+    let what = if src.is_some() { "self" } else { "input" };
+    check(ind == nd, || {
+        format!("Index tensor must have the same number of dimensions as {what} tensor")
+    })?;
+    let size = |t: &NdTensor<E>, d: usize| t.shape().get(d).copied().unwrap_or(1);
+    for d in 0..nd {
+        let ok_self = d == ax || size(index, d) <= size(self_, d);
+        let ok_src = src.is_none_or(|s| size(index, d) <= size(s, d));
+        if !(ok_self && ok_src) {
+            return Err(Error::runtime(match src {
+                None => format!(
+                    "Size does not match at dimension {d} expected index {:?} to be no larger than self {:?} apart from dimension {ax}",
+                    index.shape(),
+                    self_.shape()
+                ),
+                Some(s) => format!(
+                    "Expected index {:?} to be no larger than self {:?} apart from dimension {ax} and to be no larger size than src {:?}",
+                    index.shape(),
+                    self_.shape(),
+                    s.shape()
+                ),
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// The class-index target of `cross_entropy` must fit its input, as PyTorch's
+/// `nll_loss_nd` checks.
+fn check_cross_entropy_target(input: &[usize], target: &[usize]) -> R<()> {
+    let multi = || Error::runtime("0D or 1D target tensor expected, multi-target not supported");
+    match input.len() {
+        1 if target.len() > 1 => Err(multi()),
+        1 => check(target.iter().product::<usize>() == 1, || {
+            format!("size mismatch (got input: {input:?}, target: {target:?})")
+        }),
+        nd => {
+            let tb = target.first().copied().unwrap_or(0);
+            check(tb == input[0], || {
+                format!(
+                    "Expected input batch_size ({}) to match target batch_size ({tb}).",
+                    input[0]
+                )
+            })?;
+            if nd == 2 {
+                return if target.len() == 1 { Ok(()) } else { Err(multi()) };
+            }
+            let mut expected = vec![input[0]];
+            expected.extend(&input[2..]);
+            check(expected == target, || {
+                format!("Expected target size {expected:?}, got {target:?}")
+            })
+        }
+    }
+}
+
+/// `layer_norm`'s checks, in PyTorch's words.
+fn check_layer_norm<E: Element>(
+    input: &[usize],
+    normalized_shape: &[i64],
+    weight: Option<&NdTensor<E>>,
+    bias: Option<&NdTensor<E>>,
+) -> R<()> {
+    let k = normalized_shape.len();
+    let fits = k <= input.len()
+        && input[input.len() - k..]
+            .iter()
+            .zip(normalized_shape)
+            .all(|(a, b)| *a as i64 == *b);
+    check(fits, || {
+        let star: Vec<String> = normalized_shape.iter().map(i64::to_string).collect();
+        format!(
+            "Given normalized_shape={normalized_shape:?}, expected input with shape [*, {}], but got input of size{input:?}",
+            star.join(", ")
+        )
+    })?;
+    for (name, t) in [("weight", weight), ("bias", bias)] {
+        if let Some(t) = t {
+            let same = t.shape().len() == k
+                && t.shape().iter().zip(normalized_shape).all(|(a, b)| *a as i64 == *b);
+            check(same, || {
+                format!(
+                    "Expected {name} to be of same shape as normalized_shape, but got {name} of shape {:?} and normalized_shape = {normalized_shape:?}",
+                    t.shape()
+                )
+            })?;
+        }
+    }
+    Ok(())
 }
 
 trait RemoveAxes {

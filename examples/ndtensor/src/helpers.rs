@@ -4,9 +4,12 @@
 //! index tensors are constants: their ops have no derivative entry.
 
 pub use crate::ops::*;
-use autograd::runtime::Variable;
+use autograd::runtime::{AutogradError, Variable};
 
 type V<T> = Variable<T>;
+
+/// What a helper returns: an op's error travels up to `backward`.
+pub type Res<T> = Result<T, AutogradError>;
 
 /// `usize` sizes as the `int[]` the ops take.
 pub fn dims(s: &[usize]) -> Vec<i64> {
@@ -19,9 +22,9 @@ pub fn zeros_of<T: Backend>(g: &V<T>) -> V<T> {
 }
 
 /// `g * alpha`, skipping the multiplication for `alpha == 1`.
-pub fn maybe_multiply<T: Backend>(g: &V<T>, alpha: f64) -> V<T> {
+pub fn maybe_multiply<T: Backend>(g: &V<T>, alpha: f64) -> Res<V<T>> {
     if alpha == 1.0 {
-        g.clone()
+        Ok(g.clone())
     } else {
         mul_scalar(g, alpha)
     }
@@ -29,10 +32,10 @@ pub fn maybe_multiply<T: Backend>(g: &V<T>, alpha: f64) -> V<T> {
 
 /// Sums a broadcast gradient back to `shape` (PyTorch's `at::sum_to`): leading dimensions and
 /// dimensions of size 1 in `shape` are summed.
-pub fn sum_to<T: Backend>(g: &V<T>, shape: &[usize]) -> V<T> {
+pub fn sum_to<T: Backend>(g: &V<T>, shape: &[usize]) -> Res<V<T>> {
     let gs = g.shape();
     if gs == shape {
-        return g.clone();
+        return Ok(g.clone());
     }
     let lead = gs.len() - shape.len();
     let mut red: Vec<i64> = (0..lead as i64).collect();
@@ -44,14 +47,14 @@ pub fn sum_to<T: Backend>(g: &V<T>, shape: &[usize]) -> V<T> {
     let r = if red.is_empty() {
         g.clone()
     } else {
-        sum_dim_intlist(g, Some(&red), true, None)
+        sum_dim_intlist(g, Some(&red), true, None)?
     };
     reshape(&r, &dims(shape))
 }
 
 /// The axes a reduction over `dim` (`None`/`[]`: all) covers.
-fn axes(dim: Option<&[i64]>, nd: usize) -> Vec<usize> {
-    crate::backend::reduce_axes(dim, nd)
+fn axes(dim: Option<&[i64]>, nd: usize) -> Res<Vec<usize>> {
+    crate::backend::reduce_axes(dim, nd).map_err(AutogradError::backend)
 }
 
 /// Re-inserts the reduced dimensions of a `keepdim=False` reduction.
@@ -60,15 +63,15 @@ pub fn restore_reduced_dims<T: Backend>(
     dim: Option<&[i64]>,
     keepdim: bool,
     nd: usize,
-) -> V<T> {
+) -> Res<V<T>> {
     if keepdim || nd == 0 {
-        return g.clone();
+        return Ok(g.clone());
     }
     let mut r = g.clone();
-    for ax in axes(dim, nd) {
-        r = unsqueeze(&r, ax as i64);
+    for ax in axes(dim, nd)? {
+        r = unsqueeze(&r, ax as i64)?;
     }
-    r
+    Ok(r)
 }
 
 /// Backward of `sum.dim_IntList`.
@@ -77,8 +80,8 @@ pub fn sum_backward<T: Backend>(
     sizes: &[usize],
     dim: Option<&[i64]>,
     keepdim: bool,
-) -> V<T> {
-    let r = restore_reduced_dims(g, dim, keepdim, sizes.len());
+) -> Res<V<T>> {
+    let r = restore_reduced_dims(g, dim, keepdim, sizes.len())?;
     expand(&r, &dims(sizes), false)
 }
 
@@ -88,9 +91,9 @@ pub fn mean_backward<T: Backend>(
     sizes: &[usize],
     dim: Option<&[i64]>,
     keepdim: bool,
-) -> V<T> {
-    let n: usize = axes(dim, sizes.len()).iter().map(|a| sizes[*a]).product();
-    div_scalar(&sum_backward(g, sizes, dim, keepdim), n as f64)
+) -> Res<V<T>> {
+    let n: usize = axes(dim, sizes.len())?.iter().map(|a| sizes[*a]).product();
+    div_scalar(&sum_backward(g, sizes, dim, keepdim)?, n as f64)
 }
 
 /// Backward of `max.dim`: the gradient goes to the selected elements.
@@ -100,17 +103,17 @@ pub fn value_selecting_reduction_backward<T: Backend>(
     indices: &V<T>,
     sizes: &[usize],
     keepdim: bool,
-) -> V<T> {
+) -> Res<V<T>> {
     if sizes.is_empty() {
-        return g.clone();
+        return Ok(g.clone());
     }
     let (g, idx) = if keepdim {
         (g.clone(), indices.clone())
     } else {
-        (unsqueeze(g, dim), unsqueeze(indices, dim))
+        (unsqueeze(g, dim)?, unsqueeze(indices, dim)?)
     };
     scatter_add(
-        &new_zeros(&g, &dims(sizes), None, None, None, None),
+        &new_zeros(&g, &dims(sizes), None, None, None, None)?,
         dim,
         &idx,
         &g,
@@ -124,31 +127,31 @@ pub fn amax_backward<T: Backend>(
     result: &V<T>,
     dim: &[i64],
     keepdim: bool,
-) -> V<T> {
+) -> Res<V<T>> {
     let nd = self_.shape().len();
-    let g = restore_reduced_dims(g, Some(dim), keepdim, nd);
-    let r = restore_reduced_dims(&result.detach(), Some(dim), keepdim, nd);
-    let mask = eq_tensor(self_, &r);
-    let red = dims(&axes(Some(dim), nd));
-    let count = sum_dim_intlist(&mask, Some(&red), true, None);
-    mul_tensor(&div_tensor(&g, &count), &mask)
+    let g = restore_reduced_dims(g, Some(dim), keepdim, nd)?;
+    let r = restore_reduced_dims(&result.detach(), Some(dim), keepdim, nd)?;
+    let mask = eq_tensor(self_, &r)?;
+    let red = dims(&axes(Some(dim), nd)?);
+    let count = sum_dim_intlist(&mask, Some(&red), true, None)?;
+    mul_tensor(&div_tensor(&g, &count)?, &mask)
 }
 
 /// Backward of `softmax`.
-pub fn softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> V<T> {
-    let gy = mul_tensor(g, result);
+pub fn softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> Res<V<T>> {
+    let gy = mul_tensor(g, result)?;
     sub_tensor(
         &gy,
-        &mul_tensor(result, &sum_dim_intlist(&gy, Some(&[dim]), true, None)),
+        &mul_tensor(result, &sum_dim_intlist(&gy, Some(&[dim]), true, None)?)?,
         1.0,
     )
 }
 
 /// Backward of `log_softmax`.
-pub fn log_softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> V<T> {
+pub fn log_softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> Res<V<T>> {
     sub_tensor(
         g,
-        &mul_tensor(&exp(result), &sum_dim_intlist(g, Some(&[dim]), true, None)),
+        &mul_tensor(&exp(result)?, &sum_dim_intlist(g, Some(&[dim]), true, None)?)?,
         1.0,
     )
 }
@@ -160,40 +163,40 @@ pub fn logsumexp_backward<T: Backend>(
     result: &V<T>,
     dim: &[i64],
     keepdim: bool,
-) -> V<T> {
+) -> Res<V<T>> {
     let nd = self_.shape().len();
-    let g = restore_reduced_dims(g, Some(dim), keepdim, nd);
-    let r = restore_reduced_dims(result, Some(dim), keepdim, nd);
-    mul_tensor(&g, &exp(&sub_tensor(self_, &r, 1.0)))
+    let g = restore_reduced_dims(g, Some(dim), keepdim, nd)?;
+    let r = restore_reduced_dims(result, Some(dim), keepdim, nd)?;
+    mul_tensor(&g, &exp(&sub_tensor(self_, &r, 1.0)?)?)
 }
 
 /// Backward of `div.Tensor` for the divisor: `-grad * self / other²`.
-pub fn div_tensor_other_backward<T: Backend>(g: &V<T>, self_: &V<T>, other: &V<T>) -> V<T> {
+pub fn div_tensor_other_backward<T: Backend>(g: &V<T>, self_: &V<T>, other: &V<T>) -> Res<V<T>> {
     neg(&mul_tensor(
         g,
-        &div_tensor(&div_tensor(self_, other), other),
-    ))
+        &div_tensor(&div_tensor(self_, other)?, other)?,
+    )?)
 }
 
 /// Backward of `pow.Tensor_Scalar`.
-pub fn pow_backward<T: Backend>(g: &V<T>, self_: &V<T>, exponent: f64) -> V<T> {
+pub fn pow_backward<T: Backend>(g: &V<T>, self_: &V<T>, exponent: f64) -> Res<V<T>> {
     if exponent == 0.0 {
-        zeros_of(g)
+        Ok(zeros_of(g))
     } else {
         mul_tensor(
             g,
-            &mul_scalar(&pow_tensor_scalar(self_, exponent - 1.0), exponent),
+            &mul_scalar(&pow_tensor_scalar(self_, exponent - 1.0)?, exponent)?,
         )
     }
 }
 
 /// Backward of `pow.Tensor_Tensor` for the base.
-pub fn pow_backward_self<T: Backend>(g: &V<T>, self_: &V<T>, exponent: &V<T>) -> V<T> {
+pub fn pow_backward_self<T: Backend>(g: &V<T>, self_: &V<T>, exponent: &V<T>) -> Res<V<T>> {
     let d = mul_tensor(
         exponent,
-        &pow_tensor_tensor(self_, &sub_scalar(exponent, 1.0, 1.0)),
-    );
-    let d = where_self(&eq_scalar(exponent, 0.0), &zeros_of(&d), &d);
+        &pow_tensor_tensor(self_, &sub_scalar(exponent, 1.0, 1.0)?)?,
+    )?;
+    let d = where_self(&eq_scalar(exponent, 0.0)?, &zeros_of(&d), &d)?;
     mul_tensor(g, &d)
 }
 
@@ -204,46 +207,46 @@ pub fn pow_backward_exponent<T: Backend>(
     self_: &V<T>,
     exponent: &V<T>,
     result: &V<T>,
-) -> V<T> {
-    let d = mul_tensor(g, &mul_tensor(result, &log(self_)));
-    let at_zero = mul_tensor(&eq_scalar(self_, 0.0), &ge_scalar(exponent, 0.0));
+) -> Res<V<T>> {
+    let d = mul_tensor(g, &mul_tensor(result, &log(self_)?)?)?;
+    let at_zero = mul_tensor(&eq_scalar(self_, 0.0)?, &ge_scalar(exponent, 0.0)?)?;
     where_self(&at_zero, &zeros_of(&d), &d)
 }
 
 /// Backward of `gelu` (`approximate` is `"none"` or `"tanh"`).
-pub fn gelu_backward<T: Backend>(g: &V<T>, self_: &V<T>, approximate: &str) -> V<T> {
+pub fn gelu_backward<T: Backend>(g: &V<T>, self_: &V<T>, approximate: &str) -> Res<V<T>> {
     let x = self_;
     let d = if approximate == "tanh" {
         let k = (2.0 / std::f64::consts::PI).sqrt();
         let c = 0.044715;
-        let x2 = mul_tensor(x, x);
+        let x2 = mul_tensor(x, x)?;
         let inner = mul_scalar(
-            &mul_tensor(x, &add_scalar(&mul_scalar(&x2, c), 1.0, 1.0)),
+            &mul_tensor(x, &add_scalar(&mul_scalar(&x2, c)?, 1.0, 1.0)?)?,
             k,
-        );
-        let th = tanh(&inner);
-        let dinner = mul_scalar(&add_scalar(&mul_scalar(&x2, 3.0 * c), 1.0, 1.0), k);
-        let left = mul_scalar(&add_scalar(&th, 1.0, 1.0), 0.5);
-        let sech2 = add_scalar(&neg(&mul_tensor(&th, &th)), 1.0, 1.0);
+        )?;
+        let th = tanh(&inner)?;
+        let dinner = mul_scalar(&add_scalar(&mul_scalar(&x2, 3.0 * c)?, 1.0, 1.0)?, k)?;
+        let left = mul_scalar(&add_scalar(&th, 1.0, 1.0)?, 0.5)?;
+        let sech2 = add_scalar(&neg(&mul_tensor(&th, &th)?)?, 1.0, 1.0)?;
         add_tensor(
             &left,
-            &mul_tensor(&mul_scalar(x, 0.5), &mul_tensor(&sech2, &dinner)),
+            &mul_tensor(&mul_scalar(x, 0.5)?, &mul_tensor(&sech2, &dinner)?)?,
             1.0,
-        )
+        )?
     } else {
         let cdf = mul_scalar(
             &add_scalar(
-                &erf(&mul_scalar(x, std::f64::consts::FRAC_1_SQRT_2)),
+                &erf(&mul_scalar(x, std::f64::consts::FRAC_1_SQRT_2)?)?,
                 1.0,
                 1.0,
-            ),
+            )?,
             0.5,
-        );
+        )?;
         let pdf = mul_scalar(
-            &exp(&mul_scalar(&mul_tensor(x, x), -0.5)),
+            &exp(&mul_scalar(&mul_tensor(x, x)?, -0.5)?)?,
             1.0 / (2.0 * std::f64::consts::PI).sqrt(),
-        );
-        add_tensor(&cdf, &mul_tensor(x, &pdf), 1.0)
+        )?;
+        add_tensor(&cdf, &mul_tensor(x, &pdf)?, 1.0)?
     };
     mul_tensor(g, &d)
 }
@@ -254,24 +257,24 @@ pub fn clamp_backward<T: Backend>(
     self_: &V<T>,
     min: Option<f64>,
     max: Option<f64>,
-) -> V<T> {
+) -> Res<V<T>> {
     // PyTorch 2.15: no gradient where the input is exactly at a bound.
     let keep = match (min, max) {
-        (Some(lo), Some(hi)) => mul_tensor(&gt_scalar(self_, lo), &lt_scalar(self_, hi)),
-        (Some(lo), None) => gt_scalar(self_, lo),
-        (None, Some(hi)) => lt_scalar(self_, hi),
-        (None, None) => return g.clone(),
+        (Some(lo), Some(hi)) => mul_tensor(&gt_scalar(self_, lo)?, &lt_scalar(self_, hi)?)?,
+        (Some(lo), None) => gt_scalar(self_, lo)?,
+        (None, Some(hi)) => lt_scalar(self_, hi)?,
+        (None, None) => return Ok(g.clone()),
     };
     where_self(&keep, g, &zeros_of(g))
 }
 
 /// The share of the gradient of `maximum(a, b)` that goes to `a`: 0 where `a < b`, ½ on ties,
 /// else 1.
-pub fn maximum_mask<T: Backend>(a: &V<T>, b: &V<T>) -> V<T> {
+pub fn maximum_mask<T: Backend>(a: &V<T>, b: &V<T>) -> Res<V<T>> {
     // PyTorch: `where(a == b, g / 2, g).masked_fill(a < b, 0)`, so a NaN on either side
     // passes the whole gradient.
     add_scalar(
-        &neg(&add_tensor(&lt_tensor(a, b), &eq_tensor(a, b), 0.5)),
+        &neg(&add_tensor(&lt_tensor(a, b)?, &eq_tensor(a, b)?, 0.5)?)?,
         1.0,
         1.0,
     )
@@ -283,41 +286,45 @@ pub fn matmul_backward<T: Backend>(
     self_: &V<T>,
     other: &V<T>,
     mask: [bool; 2],
-) -> (Option<V<T>>, Option<V<T>>) {
+) -> Res<(Option<V<T>>, Option<V<T>>)> {
     let (sd, od) = (self_.shape().len(), other.shape().len());
     let a = if sd == 1 {
-        unsqueeze(self_, 0)
+        unsqueeze(self_, 0)?
     } else {
         self_.clone()
     };
     let b = if od == 1 {
-        unsqueeze(other, 1)
+        unsqueeze(other, 1)?
     } else {
         other.clone()
     };
     let (ash, bsh) = (a.shape(), b.shape());
-    let mut out = crate::backend::broadcast_shape(&ash[..ash.len() - 2], &bsh[..bsh.len() - 2]);
+    let mut out = crate::backend::broadcast_shape(&ash[..ash.len() - 2], &bsh[..bsh.len() - 2]).map_err(AutogradError::backend)?;
     out.extend([ash[ash.len() - 2], bsh[bsh.len() - 1]]);
-    let g = reshape(g, &dims(&out));
-    let ga = mask[0].then(|| {
-        let r = matmul(&g, &transpose_int(&b, -1, -2));
-        reshape(&sum_to(&r, &ash), &dims(&self_.shape()))
-    });
-    let gb = mask[1].then(|| {
-        let r = matmul(&transpose_int(&a, -1, -2), &g);
-        reshape(&sum_to(&r, &bsh), &dims(&other.shape()))
-    });
-    (ga, gb)
+    let g = reshape(g, &dims(&out))?;
+    let ga = mask[0]
+        .then(|| {
+            let r = matmul(&g, &transpose_int(&b, -1, -2)?)?;
+            reshape(&sum_to(&r, &ash)?, &dims(&self_.shape()))
+        })
+        .transpose()?;
+    let gb = mask[1]
+        .then(|| {
+            let r = matmul(&transpose_int(&a, -1, -2)?, &g)?;
+            reshape(&sum_to(&r, &bsh)?, &dims(&other.shape()))
+        })
+        .transpose()?;
+    Ok((ga, gb))
 }
 
 /// The inverse of a permutation.
-pub fn inverse_permutation(p: &[i64]) -> Vec<i64> {
+pub fn inverse_permutation(p: &[i64]) -> Res<Vec<i64>> {
     let n = p.len();
     let mut inv = vec![0i64; n];
     for (i, d) in p.iter().enumerate() {
-        inv[crate::backend::norm_dim(*d, n)] = i as i64;
+        inv[crate::backend::norm_dim(*d, n).map_err(AutogradError::backend)?] = i as i64;
     }
-    inv
+    Ok(inv)
 }
 
 /// `slice` bounds with PyTorch's defaults, negative values and clamping.
@@ -336,8 +343,8 @@ pub fn slice_backward_wrapper<T: Backend>(
     start: Option<i64>,
     end: Option<i64>,
     step: i64,
-) -> V<T> {
-    let ax = crate::backend::norm_dim(dim, sizes.len());
+) -> Res<V<T>> {
+    let ax = crate::backend::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
     let (s, e) = slice_bounds(sizes[ax] as i64, start, end);
     slice_backward(g, &dims(sizes), ax as i64, s, e, step)
 }
@@ -345,8 +352,8 @@ pub fn slice_backward_wrapper<T: Backend>(
 /// Backward of `cat`: the gradient cut into the inputs' pieces.
 /// Only the inputs' sizes are saved (as PyTorch's `to_args_sizes`), so modifying an input in
 /// place after `cat` is no error.
-pub fn cat_tensors_backward<T: Backend>(g: &V<T>, sizes: &[Vec<i64>], dim: i64) -> Vec<V<T>> {
-    let ax = crate::backend::norm_dim(dim, g.shape().len());
+pub fn cat_tensors_backward<T: Backend>(g: &V<T>, sizes: &[Vec<i64>], dim: i64) -> Res<Vec<V<T>>> {
+    let ax = crate::backend::norm_dim(dim, g.shape().len()).map_err(AutogradError::backend)?;
     let mut at = 0i64;
     sizes
         .iter()
@@ -360,11 +367,11 @@ pub fn cat_tensors_backward<T: Backend>(g: &V<T>, sizes: &[Vec<i64>], dim: i64) 
 }
 
 /// Backward of `unbind`: the gradients stacked back; undefined ones are zeros.
-pub fn unbind_backward<T: Backend>(grads: &[Option<V<T>>], dim: i64, sizes: &[usize]) -> V<T> {
-    let ax = crate::backend::norm_dim(dim, sizes.len());
+pub fn unbind_backward<T: Backend>(grads: &[Option<V<T>>], dim: i64, sizes: &[usize]) -> Res<V<T>> {
+    let ax = crate::backend::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
     let mut piece = sizes.to_vec();
     piece.remove(ax);
-    stack(&grads_or_zeros(grads, |_| piece.clone()), ax as i64)
+    stack(&grads_or_zeros(grads, |_| piece.clone())?, ax as i64)
 }
 
 /// The gradients of a multi-output op's pieces, each undefined one replaced by zeros of
@@ -372,20 +379,20 @@ pub fn unbind_backward<T: Backend>(grads: &[Option<V<T>>], dim: i64, sizes: &[us
 fn grads_or_zeros<T: Backend>(
     grads: &[Option<V<T>>],
     shape: impl Fn(usize) -> Vec<usize>,
-) -> Vec<V<T>> {
-    let proto = grads
-        .iter()
-        .flatten()
-        .next()
-        .expect("some gradient is defined");
-    let zeros = |s: &[usize]| {
-        let t = <T as Backend>::new_zeros(&proto.data(), &dims(s), None, None, None, None);
-        Variable::from_data(t)
+) -> Res<Vec<V<T>>> {
+    // The engine calls a node only when some gradient is defined.
+    let Some(proto) = grads.iter().flatten().next() else {
+        return Ok(Vec::new());
     };
     grads
         .iter()
         .enumerate()
-        .map(|(i, g)| g.clone().unwrap_or_else(|| zeros(&shape(i))))
+        .map(|(i, g)| match g {
+            Some(g) => Ok(g.clone()),
+            None => <T as Backend>::new_zeros(&proto.data(), &dims(&shape(i)), None, None, None, None)
+                .map(Variable::from_data)
+                .map_err(AutogradError::backend),
+        })
         .collect()
 }
 
@@ -395,12 +402,12 @@ pub fn select_backward_wrapper<T: Backend>(
     sizes: &[usize],
     dim: i64,
     index: i64,
-) -> V<T> {
-    let ax = crate::backend::norm_dim(dim, sizes.len());
+) -> Res<V<T>> {
+    let ax = crate::backend::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
     let n = sizes[ax] as i64;
     let i = if index < 0 { index + n } else { index };
     slice_backward_wrapper(
-        &unsqueeze(g, ax as i64),
+        &unsqueeze(g, ax as i64)?,
         sizes,
         ax as i64,
         Some(i),
@@ -420,15 +427,15 @@ pub fn split_backward<T: Backend>(
     sizes: &[usize],
     dim: i64,
     split_size: i64,
-) -> V<T> {
-    let ax = crate::backend::norm_dim(dim, sizes.len());
+) -> Res<V<T>> {
+    let ax = crate::backend::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
     let n = sizes[ax] as i64;
     let piece = |i: usize| {
         let mut p = sizes.to_vec();
         p[ax] = (split_size.min(n - i as i64 * split_size)).max(0) as usize;
         p
     };
-    cat(&grads_or_zeros(grads, piece), ax as i64)
+    cat(&grads_or_zeros(grads, piece)?, ax as i64)
 }
 
 /// Backward of `index_select`.
@@ -437,9 +444,9 @@ pub fn index_select_backward<T: Backend>(
     sizes: &[usize],
     dim: i64,
     index: &V<T>,
-) -> V<T> {
+) -> Res<V<T>> {
     index_add(
-        &new_zeros(g, &dims(sizes), None, None, None, None),
+        &new_zeros(g, &dims(sizes), None, None, None, None)?,
         dim,
         index,
         g,
@@ -448,9 +455,9 @@ pub fn index_select_backward<T: Backend>(
 }
 
 /// Backward of `gather`.
-pub fn gather_backward<T: Backend>(g: &V<T>, sizes: &[usize], dim: i64, index: &V<T>) -> V<T> {
+pub fn gather_backward<T: Backend>(g: &V<T>, sizes: &[usize], dim: i64, index: &V<T>) -> Res<V<T>> {
     scatter_add(
-        &new_zeros(g, &dims(sizes), None, None, None, None),
+        &new_zeros(g, &dims(sizes), None, None, None, None)?,
         dim,
         index,
         g,
@@ -458,13 +465,13 @@ pub fn gather_backward<T: Backend>(g: &V<T>, sizes: &[usize], dim: i64, index: &
 }
 
 /// Backward of `mse_loss` for its first argument `a` (the other's is this with `a`, `b` swapped).
-pub fn mse_loss_backward<T: Backend>(g: &V<T>, a: &V<T>, b: &V<T>, reduction: i64) -> V<T> {
-    let d = mul_scalar(&mul_tensor(&sub_tensor(a, b, 1.0), g), 2.0);
+pub fn mse_loss_backward<T: Backend>(g: &V<T>, a: &V<T>, b: &V<T>, reduction: i64) -> Res<V<T>> {
+    let d = mul_scalar(&mul_tensor(&sub_tensor(a, b, 1.0)?, g)?, 2.0)?;
     let d = if reduction == 1 {
-        let n: usize = crate::backend::broadcast_shape(&a.shape(), &b.shape())
+        let n: usize = crate::backend::broadcast_shape(&a.shape(), &b.shape()).map_err(AutogradError::backend)?
             .iter()
             .product();
-        div_scalar(&d, n as f64)
+        div_scalar(&d, n as f64)?
     } else {
         d
     };
@@ -478,7 +485,7 @@ pub fn nll_total_weight<T: Backend>(
     weight: Option<&V<T>>,
     reduction: i64,
     ignore_index: i64,
-) -> V<T> {
+) -> Res<V<T>> {
     let w = weight.map(|w| w.data());
     let (_, tw) = <T as Backend>::nll_loss_forward(
         &self_.data(),
@@ -486,8 +493,9 @@ pub fn nll_total_weight<T: Backend>(
         w.as_ref(),
         reduction,
         ignore_index,
-    );
-    Variable::from_data(tw)
+    )
+    .map_err(AutogradError::backend)?;
+    Ok(Variable::from_data(tw))
 }
 
 /// Backward of `cross_entropy_loss` = `nll_loss(log_softmax(self, 1))` with label smoothing.
@@ -499,14 +507,14 @@ pub fn cross_entropy_backward<T: Backend>(
     reduction: i64,
     ignore_index: i64,
     label_smoothing: f64,
-) -> V<T> {
+) -> Res<V<T>> {
     let shape = self_.shape();
     let nd = shape.len();
     if target.shape() == shape {
-        let (tw, gb) = probability_terms(g, self_, target, weight, reduction, label_smoothing);
+        let (tw, gb) = probability_terms(g, self_, target, weight, reduction, label_smoothing)?;
         let cd = crate::backend::class_dim(nd) as i64;
-        let s = sum_dim_intlist(&tw, Some(&[cd]), true, None);
-        let d = sub_tensor(&mul_tensor(&softmax_int(self_, cd, None), &s), &tw, 1.0);
+        let s = sum_dim_intlist(&tw, Some(&[cd]), true, None)?;
+        let d = sub_tensor(&mul_tensor(&softmax_int(self_, cd, None)?, &s)?, &tw, 1.0)?;
         return mul_tensor(&d, &gb);
     }
     if nd == 2 {
@@ -528,10 +536,10 @@ pub fn cross_entropy_backward<T: Backend>(
     if nd > 1 {
         perm.push(1);
     }
-    let rows = reshape(&permute(self_, &perm), &[m, c as i64]);
-    let t = reshape(target, &[m]);
+    let rows = reshape(&permute(self_, &perm)?, &[m, c as i64])?;
+    let t = reshape(target, &[m])?;
     let g1 = if reduction == 0 {
-        reshape(g, &[m])
+        reshape(g, &[m])?
     } else {
         g.clone()
     };
@@ -543,9 +551,9 @@ pub fn cross_entropy_backward<T: Backend>(
         reduction,
         ignore_index,
         label_smoothing,
-    );
+    )?;
     let moved: Vec<i64> = perm.iter().map(|a| shape[*a as usize] as i64).collect();
-    permute(&reshape(&gr, &moved), &inverse_permutation(&perm))
+    permute(&reshape(&gr, &moved)?, &inverse_permutation(&perm)?)
 }
 
 /// For class-probability targets: the smoothed target times the class weights, and the
@@ -557,26 +565,26 @@ fn probability_terms<T: Backend>(
     weight: Option<&V<T>>,
     reduction: i64,
     label_smoothing: f64,
-) -> (V<T>, V<T>) {
+) -> Res<(V<T>, V<T>)> {
     let shape = self_.shape();
     let cd = crate::backend::class_dim(shape.len());
     let c = shape[cd];
     let smooth = label_smoothing / c as f64;
-    let t = add_scalar(&mul_scalar(target, 1.0 - label_smoothing), smooth, 1.0);
+    let t = add_scalar(&mul_scalar(target, 1.0 - label_smoothing)?, smooth, 1.0)?;
     let tw = match weight {
         Some(w) => {
             let mut ws = vec![1i64; shape.len()];
             ws[cd] = c as i64;
-            mul_tensor(&t, &reshape(&w.detach(), &ws))
+            mul_tensor(&t, &reshape(&w.detach(), &ws)?)?
         }
         None => t,
     };
     let gb = match reduction {
-        0 => unsqueeze(g, cd as i64),
-        1 => div_scalar(g, (shape.iter().product::<usize>() / c.max(1)) as f64),
+        0 => unsqueeze(g, cd as i64)?,
+        1 => div_scalar(g, (shape.iter().product::<usize>() / c.max(1)) as f64)?,
         _ => g.clone(),
     };
-    (tw, gb)
+    Ok((tw, gb))
 }
 
 /// The gradient of `cross_entropy_loss` for a class-probability target: `-w * (1 - ls) *
@@ -588,16 +596,16 @@ pub fn cross_entropy_target_backward<T: Backend>(
     weight: Option<&V<T>>,
     reduction: i64,
     label_smoothing: f64,
-) -> Option<V<T>> {
+) -> Res<Option<V<T>>> {
     if target.shape() != self_.shape() {
-        return None;
+        return Ok(None);
     }
     let cd = crate::backend::class_dim(self_.shape().len()) as i64;
-    let ones = add_scalar(&zeros_of(target), 1.0, 1.0);
-    let (w, gb) = probability_terms(g, self_, &ones, weight, reduction, 0.0);
-    let lsm = log_softmax_int(self_, cd, None);
-    let d = mul_scalar(&mul_tensor(&lsm, &w), label_smoothing - 1.0);
-    Some(mul_tensor(&d, &gb))
+    let ones = add_scalar(&zeros_of(target), 1.0, 1.0)?;
+    let (w, gb) = probability_terms(g, self_, &ones, weight, reduction, 0.0)?;
+    let lsm = log_softmax_int(self_, cd, None)?;
+    let d = mul_scalar(&mul_tensor(&lsm, &w)?, label_smoothing - 1.0)?;
+    Ok(Some(mul_tensor(&d, &gb)?))
 }
 
 fn cross_entropy_backward_2d<T: Backend>(
@@ -608,35 +616,35 @@ fn cross_entropy_backward_2d<T: Backend>(
     reduction: i64,
     ignore_index: i64,
     label_smoothing: f64,
-) -> V<T> {
-    let lsm = log_softmax_int(self_, 1, None);
-    let tw = nll_total_weight(&lsm, target, weight, reduction, ignore_index);
-    let g_nll = nll_loss_backward(g, &lsm, target, weight, reduction, ignore_index, &tw);
+) -> Res<V<T>> {
+    let lsm = log_softmax_int(self_, 1, None)?;
+    let tw = nll_total_weight(&lsm, target, weight, reduction, ignore_index)?;
+    let g_nll = nll_loss_backward(g, &lsm, target, weight, reduction, ignore_index, &tw)?;
     let g_lsm = if label_smoothing > 0.0 {
         let s = lsm.shape();
         let c = s[1];
         // d(smoothing term)/d lsm[n, c] = -(ls / C) * w[c] * keep[n] * scale[n]
-        let keep = unsqueeze(&ne_scalar(target, ignore_index as f64), 1);
+        let keep = unsqueeze(&ne_scalar(target, ignore_index as f64)?, 1)?;
         let coef = match weight {
-            Some(w) => mul_tensor(&keep, &unsqueeze(&w.detach(), 0)),
-            None => expand(&keep, &dims(&s), false),
+            Some(w) => mul_tensor(&keep, &unsqueeze(&w.detach(), 0)?)?,
+            None => expand(&keep, &dims(&s), false)?,
         };
-        let coef = mul_scalar(&coef, -label_smoothing / c as f64);
+        let coef = mul_scalar(&coef, -label_smoothing / c as f64)?;
         let coef = if reduction == 1 {
-            div_tensor(&coef, &tw)
+            div_tensor(&coef, &tw)?
         } else {
             coef
         };
         let gb = if reduction == 0 {
-            unsqueeze(g, 1)
+            unsqueeze(g, 1)?
         } else {
             g.clone()
         };
         add_tensor(
-            &mul_scalar(&g_nll, 1.0 - label_smoothing),
-            &mul_tensor(&coef, &gb),
+            &mul_scalar(&g_nll, 1.0 - label_smoothing)?,
+            &mul_tensor(&coef, &gb)?,
             1.0,
-        )
+        )?
     } else {
         g_nll
     };
@@ -665,35 +673,37 @@ pub fn layer_norm_backward<T: Backend>(
     bias: Option<&V<T>>,
     eps: f64,
     mask: [bool; 3],
-) -> (Option<V<T>>, Option<V<T>>, Option<V<T>>) {
+) -> Res<(Option<V<T>>, Option<V<T>>, Option<V<T>>)> {
     let nd = input.shape().len();
     let red: Vec<i64> = ((nd - normalized_shape.len()) as i64..nd as i64).collect();
-    let mean = mean_dim(input, Some(&red), true, None);
-    let xc = sub_tensor(input, &mean, 1.0);
-    let var = mean_dim(&mul_tensor(&xc, &xc), Some(&red), true, None);
-    let rstd = rsqrt(&add_scalar(&var, eps, 1.0));
-    let xhat = mul_tensor(&xc, &rstd);
-    let gi = mask[0].then(|| {
+    let mean = mean_dim(input, Some(&red), true, None)?;
+    let xc = sub_tensor(input, &mean, 1.0)?;
+    let var = mean_dim(&mul_tensor(&xc, &xc)?, Some(&red), true, None)?;
+    let rstd = rsqrt(&add_scalar(&var, eps, 1.0)?)?;
+    let xhat = mul_tensor(&xc, &rstd)?;
+    let gi = mask[0]
+        .then(|| {
         let gx = match weight {
-            Some(w) => mul_tensor(g, w),
+            Some(w) => mul_tensor(g, w)?,
             None => g.clone(),
         };
-        let m1 = mean_dim(&gx, Some(&red), true, None);
-        let m2 = mean_dim(&mul_tensor(&gx, &xhat), Some(&red), true, None);
+        let m1 = mean_dim(&gx, Some(&red), true, None)?;
+        let m2 = mean_dim(&mul_tensor(&gx, &xhat)?, Some(&red), true, None)?;
         mul_tensor(
             &rstd,
-            &sub_tensor(&sub_tensor(&gx, &m1, 1.0), &mul_tensor(&xhat, &m2), 1.0),
+            &sub_tensor(&sub_tensor(&gx, &m1, 1.0)?, &mul_tensor(&xhat, &m2)?, 1.0)?,
         )
-    });
+    })
+        .transpose()?;
     let gw = match weight {
-        Some(w) if mask[1] => Some(sum_to(&mul_tensor(g, &xhat), &w.shape())),
+        Some(w) if mask[1] => Some(sum_to(&mul_tensor(g, &xhat)?, &w.shape())?),
         _ => None,
     };
     let gb = match bias {
-        Some(b) if mask[2] => Some(sum_to(g, &b.shape())),
+        Some(b) if mask[2] => Some(sum_to(g, &b.shape())?),
         _ => None,
     };
-    (gi, gw, gb)
+    Ok((gi, gw, gb))
 }
 
 /// Backward of `embedding` (dense): rows of the gradient added into the used weight rows.
@@ -703,27 +713,27 @@ pub fn embedding_backward<T: Backend>(
     num_weights: usize,
     padding_idx: i64,
     scale_grad_by_freq: bool,
-) -> V<T> {
+) -> Res<V<T>> {
     let gs = g.shape();
     let d = gs[gs.len() - 1] as i64;
-    let idx = reshape(indices, &[-1]);
-    let mut g2 = reshape(g, &[-1, d]);
+    let idx = reshape(indices, &[-1])?;
+    let mut g2 = reshape(g, &[-1, d])?;
     if padding_idx >= 0 {
-        g2 = mul_tensor(&g2, &unsqueeze(&ne_scalar(&idx, padding_idx as f64), 1));
+        g2 = mul_tensor(&g2, &unsqueeze(&ne_scalar(&idx, padding_idx as f64)?, 1)?)?;
     }
     if scale_grad_by_freq {
         let ones = Variable::from_data(idx.with_data(|t| t.ones_like()));
         let counts = index_add(
-            &new_zeros(&idx, &[num_weights as i64], None, None, None, None),
+            &new_zeros(&idx, &[num_weights as i64], None, None, None, None)?,
             0,
             &idx,
             &ones,
             1.0,
-        );
-        g2 = div_tensor(&g2, &unsqueeze(&index_select(&counts, 0, &idx), 1));
+        )?;
+        g2 = div_tensor(&g2, &unsqueeze(&index_select(&counts, 0, &idx)?, 1)?)?;
     }
     index_add(
-        &new_zeros(&g2, &[num_weights as i64, d], None, None, None, None),
+        &new_zeros(&g2, &[num_weights as i64, d], None, None, None, None)?,
         0,
         &idx,
         &g2,

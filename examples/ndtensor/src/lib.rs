@@ -20,10 +20,12 @@
 //! ```
 
 pub mod backend;
+mod error;
 pub mod helpers;
 pub mod nn;
 mod tensor;
 
+pub use error::{Error, ErrorKind};
 pub use tensor::{Element, NdTensor, manual_seed};
 
 /// The generated autograd layer (`autograd_ops!` over `derivatives.yaml`).
@@ -31,7 +33,8 @@ pub mod ops {
     autograd::autograd_ops!(
         "derivatives.yaml",
         native = "native_functions.yaml",
-        helpers = crate::helpers
+        helpers = crate::helpers,
+        fallible = true
     );
 }
 

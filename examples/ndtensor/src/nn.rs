@@ -2,7 +2,7 @@
 
 use crate::ops::*;
 use crate::{Element, NdTensor, Var};
-use autograd::runtime::no_grad;
+use autograd::runtime::{AutogradError, no_grad};
 use autograd::types::Generator;
 
 /// `y = x Wᵀ + b` (PyTorch's `nn.Linear`, Kaiming-uniform initialised).
@@ -24,8 +24,8 @@ impl<E: Element> Linear<E> {
     }
 
     /// `x Wᵀ + b` for `x` of shape `(N, in)`.
-    pub fn forward(&self, x: &Var<E>) -> Var<E> {
-        add_tensor(&mm(x, &t(&self.weight)), &self.bias, 1.0)
+    pub fn forward(&self, x: &Var<E>) -> Result<Var<E>, AutogradError> {
+        add_tensor(&mm(x, &t(&self.weight)?)?, &self.bias, 1.0)
     }
 
     /// The parameters.
@@ -36,8 +36,8 @@ impl<E: Element> Linear<E> {
 
 /// Dropout as in PyTorch: `native_dropout(x, p, train).0` (the mask output carries what
 /// backward needs). Seed with [`crate::manual_seed`].
-pub fn dropout<E: Element>(x: &Var<E>, p: f64, train: bool) -> Var<E> {
-    native_dropout(x, p, Some(train)).0
+pub fn dropout<E: Element>(x: &Var<E>, p: f64, train: bool) -> Result<Var<E>, AutogradError> {
+    Ok(native_dropout(x, p, Some(train))?.0)
 }
 
 /// Stochastic gradient descent with momentum; updates parameters in place with the generated
@@ -62,14 +62,14 @@ impl<E: Element> Sgd<E> {
     }
 
     /// One update with the accumulated `.grad`s.
-    pub fn step(&mut self) {
+    pub fn step(&mut self) -> Result<(), AutogradError> {
         let _g = no_grad();
         for (p, v) in self.params.iter().zip(self.velocity.iter_mut()) {
             let Some(g) = p.grad() else { continue };
             let d = match v {
                 Some(v) => {
-                    mul_scalar_(v, self.momentum).expect("in place");
-                    add_tensor_(v, &g, 1.0).expect("in place");
+                    mul_scalar_(v, self.momentum)?;
+                    add_tensor_(v, &g, 1.0)?;
                     v.clone()
                 }
                 None => {
@@ -78,8 +78,9 @@ impl<E: Element> Sgd<E> {
                     d
                 }
             };
-            sub_tensor_(p, &d, self.lr).expect("in place");
+            sub_tensor_(p, &d, self.lr)?;
         }
+        Ok(())
     }
 
     /// Clears the gradients.
@@ -117,7 +118,7 @@ impl<E: Element> Adam<E> {
     }
 
     /// One update with the accumulated `.grad`s.
-    pub fn step(&mut self) {
+    pub fn step(&mut self) -> Result<(), AutogradError> {
         let _g = no_grad();
         self.t += 1;
         let (b1, b2) = self.betas;
@@ -125,14 +126,15 @@ impl<E: Element> Adam<E> {
         let c2 = 1.0 - b2.powi(self.t);
         for ((p, m), v) in self.params.iter().zip(&self.m).zip(&self.v) {
             let Some(g) = p.grad() else { continue };
-            mul_scalar_(m, b1).expect("in place");
-            add_tensor_(m, &g, 1.0 - b1).expect("in place");
-            mul_scalar_(v, b2).expect("in place");
-            add_tensor_(v, &mul_tensor(&g, &g), 1.0 - b2).expect("in place");
-            let denom = add_scalar(&sqrt(&div_scalar(v, c2)), self.eps, 1.0);
-            let step = div_tensor(&div_scalar(m, c1), &denom);
-            sub_tensor_(p, &step, self.lr).expect("in place");
+            mul_scalar_(m, b1)?;
+            add_tensor_(m, &g, 1.0 - b1)?;
+            mul_scalar_(v, b2)?;
+            add_tensor_(v, &mul_tensor(&g, &g)?, 1.0 - b2)?;
+            let denom = add_scalar(&sqrt(&div_scalar(v, c2)?)?, self.eps, 1.0)?;
+            let step = div_tensor(&div_scalar(m, c1)?, &denom)?;
+            sub_tensor_(p, &step, self.lr)?;
         }
+        Ok(())
     }
 
     /// Clears the gradients.
