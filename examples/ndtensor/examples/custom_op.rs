@@ -29,7 +29,7 @@ impl<E: Element> Node<NdTensor<E>> for SoftplusBackward<E> {
             return Ok(variable_list![None]);
         };
         let x = self.x.unpack()?;
-        Ok(variable_list![Some(mul_tensor(g, &sigmoid(&x)))])
+        Ok(variable_list![Some(mul_tensor(g, &sigmoid(&x)?)?)])
     }
     fn release_variables(&mut self) {
         self.x.reset();
@@ -73,7 +73,8 @@ impl<E: Element> Node<NdTensor<E>> for ClipGradBackward {
     ) -> Result<VariableList<NdTensor<E>>, AutogradError> {
         let g = grads[0]
             .as_ref()
-            .map(|g| clamp(g, Some(-self.max), Some(self.max)));
+            .map(|g| clamp(g, Some(-self.max), Some(self.max)))
+            .transpose()?;
         Ok(variable_list![g])
     }
 }
@@ -104,9 +105,9 @@ pub fn run() -> Result<(), AutogradError> {
     let b = Var::new(NdTensor::scalar(0.1), true).named("b");
     let target = Var::from_data(NdTensor::from_vec(vec![1.0, 0.2, 0.7, 0.9], &[4, 1]));
 
-    let h = add_tensor(&mm(&x, &clip_grad(&w, 0.1)), &b, 1.0);
+    let h = add_tensor(&mm(&x, &clip_grad(&w, 0.1))?, &b, 1.0)?;
     let y = softplus(&h);
-    let loss = mse_loss(&y, &target, 1).named("loss");
+    let loss = mse_loss(&y, &target, 1)?.named("loss");
 
     let dot = to_dot(std::slice::from_ref(&loss));
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/graph.dot");

@@ -10,6 +10,7 @@
 use autograd::types::Generator;
 use indicatif::{ProgressBar, ProgressStyle};
 use ndtensor::nn::{Adam, Linear, dropout};
+use autograd::runtime::AutogradError;
 use ndtensor::ops::*;
 use ndtensor::{NdTensor, Var, manual_seed};
 use plotters::prelude::*;
@@ -28,9 +29,9 @@ struct Mlp {
 }
 
 impl Mlp {
-    fn forward(&self, x: &Var<E>, train: bool) -> Var<E> {
-        let h = relu(&self.l1.forward(x));
-        let h = dropout(&h, 0.1, train);
+    fn forward(&self, x: &Var<E>, train: bool) -> Result<Var<E>, AutogradError> {
+        let h = relu(&self.l1.forward(x)?)?;
+        let h = dropout(&h, 0.1, train)?;
         self.l2.forward(&h)
     }
     fn parameters(&self) -> Vec<Var<E>> {
@@ -53,15 +54,15 @@ fn labels(t: &[usize], idx: &[usize]) -> NdTensor<E> {
 }
 
 /// (mean loss, accuracy) of the model on `x`, `y` (evaluation mode, no graph).
-fn evaluate(model: &Mlp, x: &Var<E>, y: &Var<E>) -> (f64, f64) {
+fn evaluate(model: &Mlp, x: &Var<E>, y: &Var<E>) -> Result<(f64, f64), AutogradError> {
     let _g = autograd::runtime::no_grad();
-    let logits = model.forward(x, false);
-    let loss = cross_entropy_loss(&logits, y, None, 1, -100, 0.0)
+    let logits = model.forward(x, false)?;
+    let loss = cross_entropy_loss(&logits, y, None, 1, -100, 0.0)?
         .data()
         .item() as f64;
-    let pred = argmax(&logits, Some(1), false);
-    let correct = sum(&eq_tensor(&pred, y), None).data().item() as f64;
-    (loss, correct / y.shape()[0] as f64)
+    let pred = argmax(&logits, Some(1), false)?;
+    let correct = sum(&eq_tensor(&pred, y)?, None)?.data().item() as f64;
+    Ok((loss, correct / y.shape()[0] as f64))
 }
 
 // The whole program in order (data, model, epochs, report), as a reader follows it: long on
@@ -130,15 +131,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 &chunk.iter().map(|i| *i as f64).collect::<Vec<_>>(),
                 &[chunk.len()],
             ));
-            let xb = index_select(&x_train, 0, &idx);
-            let yb = index_select(&y_train, 0, &idx);
-            let loss = cross_entropy_loss(&model.forward(&xb, true), &yb, None, 1, -100, 0.0);
+            let xb = index_select(&x_train, 0, &idx)?;
+            let yb = index_select(&y_train, 0, &idx)?;
+            let loss = cross_entropy_loss(&model.forward(&xb, true)?, &yb, None, 1, -100, 0.0)?;
             opt.zero_grad();
             loss.backward()?;
-            opt.step();
+            opt.step()?;
         }
-        let (train_loss, train_acc) = evaluate(&model, &x_train, &y_train);
-        let (test_loss, test_acc) = evaluate(&model, &x_test, &y_test);
+        let (train_loss, train_acc) = evaluate(&model, &x_train, &y_train)?;
+        let (test_loss, test_acc) = evaluate(&model, &x_test, &y_test)?;
         history.push((train_loss, test_loss));
         pb.set_message(format!(
             "loss {train_loss:.4}  train acc {:.1}%  test acc {:.1}%",
@@ -162,8 +163,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     pb.finish();
 
-    let (_, train_acc) = evaluate(&model, &x_train, &y_train);
-    let (test_loss, test_acc) = evaluate(&model, &x_test, &y_test);
+    let (_, train_acc) = evaluate(&model, &x_train, &y_train)?;
+    let (test_loss, test_acc) = evaluate(&model, &x_test, &y_test)?;
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/loss_curve.svg");
     plot(&history, path)?;
     println!(

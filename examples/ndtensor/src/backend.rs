@@ -120,16 +120,21 @@ pub(crate) fn broadcast_shape(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
             1
         }
     };
-    (0..n)
-        .map(|i| match (at(a, i), at(b, i)) {
-            (x, y) if x == y => Ok(x),
-            (1, y) => Ok(y),
-            (x, 1) => Ok(x),
-            (x, y) => Err(Error::runtime(format!(
-                "The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i}"
-            ))),
-        })
-        .collect()
+    // From the last dim, as PyTorch's `infer_size`, so the error names the same dim.
+    let mut out = vec![0; n];
+    for i in (0..n).rev() {
+        out[i] = match (at(a, i), at(b, i)) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            (x, y) => {
+                return Err(Error::runtime(format!(
+                    "The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i}"
+                )));
+            }
+        };
+    }
+    Ok(out)
 }
 
 fn wrap<E: Element>(a: Array<E, IxDyn>) -> NdTensor<E> {

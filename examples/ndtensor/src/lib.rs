@@ -11,12 +11,21 @@
 //!   `log_softmax_int`, in-place `add_tensor_`, out= `mul_out`, ...), and the same as methods
 //!   through [`VariableOps`].
 //!
+//! Every op returns a `Result`: a shape or argument error comes back as an `Err` with
+//! PyTorch's message (see [`Error`]), never as a panic.
+//!
 //! ```
 //! use ndtensor::{NdTensor, Var, VariableOps};
+//! # fn main() -> Result<(), autograd::runtime::AutogradError> {
 //! let x = Var::new(NdTensor::<f64>::from_vec(vec![1.0, 2.0, 3.0], &[3]), true);
-//! let y = x.mul_tensor(&x).sum(None); // y = Σ x²
-//! y.backward().unwrap();
+//! let y = x.mul_tensor(&x)?.sum(None)?; // y = Σ x²
+//! y.backward()?;
 //! assert_eq!(x.grad().unwrap().data().to_vec(), vec![2.0, 4.0, 6.0]);
+//!
+//! let err = x.mm(&x).unwrap_err();
+//! assert_eq!(err.to_string(), "mm: self must be a matrix, got 1-D tensor");
+//! # Ok(())
+//! # }
 //! ```
 
 pub mod backend;
