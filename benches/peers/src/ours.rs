@@ -2,6 +2,7 @@
 
 use crate::{Mlp, W1Out, W2Out};
 use autograd::runtime::no_grad;
+use autograd::runtime::AutogradError;
 use ndtensor::ops::*;
 use ndtensor::{NdTensor, Var};
 
@@ -10,18 +11,22 @@ fn t(v: &[f32], shape: &[usize]) -> NdTensor<f32> {
 }
 
 pub fn w1(steps: usize) -> W1Out {
+    try_w1(steps).expect("w1")
+}
+
+fn try_w1(steps: usize) -> Result<W1Out, AutogradError> {
     let x: Var<f32> = Var::new(t(&[0.5], &[1]), true);
     let mut y = x.clone();
     for _ in 0..steps {
-        y = tanh(&add_scalar(&mul_scalar(&y, 0.999), 0.001, 1.0));
+        y = tanh(&add_scalar(&mul_scalar(&y, 0.999)?, 0.001, 1.0)?)?;
     }
     let value = y.data().item();
-    y.backward().expect("backward");
+    y.backward()?;
     drop(y);
-    W1Out {
+    Ok(W1Out {
         value,
         grad: x.grad().expect("grad").data().item(),
-    }
+    })
 }
 
 pub struct W2 {
@@ -44,47 +49,55 @@ impl W2 {
         }
     }
 
-    fn forward(&self) -> Var<f32> {
+    fn forward(&self) -> Result<Var<f32>, AutogradError> {
         let [w1, b1, w2, b2] = &self.params;
-        let h = relu(&add_tensor(&mm(&self.x, w1), b1, 1.0));
-        let out = add_tensor(&mm(&h, w2), b2, 1.0);
-        let d = sub_tensor(&out, &self.target, 1.0);
-        mean(&mul_tensor(&d, &d), None)
+        let h = relu(&add_tensor(&mm(&self.x, w1)?, b1, 1.0)?)?;
+        let out = add_tensor(&mm(&h, w2)?, b2, 1.0)?;
+        let d = sub_tensor(&out, &self.target, 1.0)?;
+        mean(&mul_tensor(&d, &d)?, None)
     }
 
     pub fn step(&mut self, grad: bool) -> W2Out {
+        self.try_step(grad).expect("w2 step")
+    }
+
+    fn try_step(&mut self, grad: bool) -> Result<W2Out, AutogradError> {
         if !grad {
             let _g = no_grad();
-            let loss = self.forward();
-            return W2Out {
+            let loss = self.forward()?;
+            return Ok(W2Out {
                 loss: loss.data().item(),
                 grad_sum: 0.0,
-            };
+            });
         }
-        let loss = self.forward();
-        loss.backward().expect("backward");
+        let loss = self.forward()?;
+        loss.backward()?;
         let mut grad_sum = 0.0f64;
         for p in &self.params {
             let g = p.grad().expect("grad");
             grad_sum += g.data().data.iter().map(|v| *v as f64).sum::<f64>();
             p.zero_grad();
         }
-        W2Out {
+        Ok(W2Out {
             loss: loss.data().item(),
             grad_sum,
-        }
+        })
     }
 }
 
 pub fn w3(init: &[f32], steps: usize) -> f32 {
+    try_w3(init, steps).expect("w3")
+}
+
+fn try_w3(init: &[f32], steps: usize) -> Result<f32, AutogradError> {
     let x: Var<f32> = Var::new(t(init, &[init.len()]), true);
     let mut y = x.clone();
     for _ in 0..steps {
-        y = exp(&add_scalar(&mul_scalar(&y, 0.5), -1.0, 1.0));
+        y = exp(&add_scalar(&mul_scalar(&y, 0.5)?, -1.0, 1.0)?)?;
     }
-    let s = sum(&y, None);
-    s.backward().expect("backward");
+    let s = sum(&y, None)?;
+    s.backward()?;
     drop((s, y));
     let g = x.grad().expect("grad").data();
-    g.data.iter().sum()
+    Ok(g.data.iter().sum())
 }
