@@ -7,10 +7,10 @@
 //! small MLPs reach about 95-100% test accuracy (the textbook figure, e.g. scikit-learn's and
 //! most ML course examples: ~96-97%); this run reaches 96.7% (29 of its 30 held-out flowers).
 
+use autograd::runtime::AutogradError;
 use autograd::types::Generator;
 use indicatif::{ProgressBar, ProgressStyle};
 use ndtensor::nn::{Adam, Linear, dropout};
-use autograd::runtime::AutogradError;
 use ndtensor::ops::*;
 use ndtensor::{NdTensor, Var, manual_seed};
 use plotters::prelude::*;

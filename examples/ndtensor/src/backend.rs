@@ -204,7 +204,11 @@ fn infer_shape(shape: &[i64], numel: usize) -> R<Vec<usize>> {
             d => known *= d as usize,
         }
     }
-    let invalid = || Error::runtime(format!("shape '{shape:?}' is invalid for input of size {numel}"));
+    let invalid = || {
+        Error::runtime(format!(
+            "shape '{shape:?}' is invalid for input of size {numel}"
+        ))
+    };
     let mut out: Vec<usize> = shape.iter().map(|d| (*d).max(0) as usize).collect();
     match inferred {
         Some(i) if known > 0 && numel % known == 0 => out[i] = numel / known,
@@ -343,7 +347,11 @@ fn batched_matmul<E: Element>(a: &Arr<E>, b: &Arr<E>) -> R<Arr<E>> {
     let (k2, n) = (b.shape()[bn - 2], b.shape()[bn - 1]);
     let batch = broadcast_shape(&a.shape()[..an - 2], &b.shape()[..bn - 2])?;
     check(k == k2, || {
-        format!("Expected size for first two dimensions of batch2 tensor to be: [{}, {k}] but got: [{}, {k2}].", batch.iter().product::<usize>(), batch.iter().product::<usize>())
+        format!(
+            "Expected size for first two dimensions of batch2 tensor to be: [{}, {k}] but got: [{}, {k2}].",
+            batch.iter().product::<usize>(),
+            batch.iter().product::<usize>()
+        )
     })?;
     let mut ash = batch.clone();
     ash.extend([m, k]);
@@ -431,7 +439,11 @@ fn check_nll<E: Element>(
     check(target.data.ndim() <= 1, || {
         "0D or 1D target tensor expected, multi-target not supported".into()
     })?;
-    let batch = if input_shape.len() == 2 { input_shape[0] } else { 1 };
+    let batch = if input_shape.len() == 2 {
+        input_shape[0]
+    } else {
+        1
+    };
     check(target.data.len() == batch, || {
         format!(
             "size mismatch (got input: {input_shape:?}, target: {:?})",
@@ -444,7 +456,7 @@ fn check_nll<E: Element>(
 /// A class weight must hold one value per class.
 fn check_weight<E: Element>(weight: Option<&NdTensor<E>>, c: usize) -> R<()> {
     match weight {
-        Some(w) => check(w.data.len() == c, || {
+        Some(w) => check(w.data.ndim() == 1 && w.data.len() == c, || {
             format!(
                 "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
                 w.shape()
@@ -459,7 +471,10 @@ fn nll_class<E: Element>(t: E, c: usize, ignore_index: i64) -> R<Option<usize>> 
     if t.as_f64() as i64 == ignore_index {
         return Ok(None);
     }
-    index_below(t, c, |v| Error::index(format!("Target {v} is out of bounds."))).map(Some)
+    index_below(t, c, |v| {
+        Error::index(format!("Target {v} is out of bounds."))
+    })
+    .map(Some)
 }
 
 fn nll_forward<E: Element>(
@@ -728,12 +743,9 @@ impl<E: Element> Backend for NdTensor<E> {
         let c = broadcast_to(&condition.data, &shape)?;
         let a = broadcast_to(&self_.data, &shape)?;
         let b = broadcast_to(&other.data, &shape)?;
-        Ok(wrap(
-            Zip::from(&c)
-                .and(&a)
-                .and(&b)
-                .map_collect(|c, a, b| if *c != E::zero() { *a } else { *b }),
-        ))
+        Ok(wrap(Zip::from(&c).and(&a).and(&b).map_collect(
+            |c, a, b| if *c != E::zero() { *a } else { *b },
+        )))
     }
     fn maximum(self_: &Self, other: &Self) -> R<Self> {
         zip(self_, other, |x, y| {
@@ -842,8 +854,12 @@ impl<E: Element> Backend for NdTensor<E> {
         matmul_nd(self_, other)
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
-        check(self_.data.ndim() == 3, || "batch1 must be a 3D tensor".into())?;
-        check(mat2.data.ndim() == 3, || "batch2 must be a 3D tensor".into())?;
+        check(self_.data.ndim() == 3, || {
+            "batch1 must be a 3D tensor".into()
+        })?;
+        check(mat2.data.ndim() == 3, || {
+            "batch2 must be a 3D tensor".into()
+        })?;
         let (a, b) = (self_.shape(), mat2.shape());
         check(b[0] == a[0] && b[1] == a[2], || {
             format!(
@@ -999,9 +1015,12 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn view(self_: &Self, size: &[i64]) -> R<Self> {
         let s = infer_shape(size, self_.data.len())?;
-        check(view_compatible(self_.shape(), self_.data.strides(), &s), || {
-            "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.".into()
-        })?;
+        check(
+            view_compatible(self_.shape(), self_.data.strides(), &s),
+            || {
+                "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.".into()
+            },
+        )?;
         Ok(NdTensor {
             data: reshape_arr(&self_.data, size)?,
         })
@@ -1063,7 +1082,9 @@ impl<E: Element> Backend for NdTensor<E> {
     ) -> R<Self> {
         check(step > 0, || "slice step must be positive".into())?;
         let nd = self_.data.ndim();
-        check(nd > 0, || "slice() cannot be applied to a 0-dim tensor.".into())?;
+        check(nd > 0, || {
+            "slice() cannot be applied to a 0-dim tensor.".into()
+        })?;
         let ax = norm_dim(dim, nd)?;
         let n = self_.shape()[ax] as i64;
         let (s, e) = crate::helpers::slice_bounds(n, start, end);
@@ -1083,7 +1104,12 @@ impl<E: Element> Backend for NdTensor<E> {
         step: i64,
     ) -> R<Self> {
         let s = new_shape(input_sizes)?;
+        check(!s.is_empty(), || {
+            "slice() cannot be applied to a 0-dim tensor.".into()
+        })?;
+        check(step > 0, || "slice step must be positive".into())?;
         let ax = norm_dim(dim, s.len())?;
+        let (start, end) = crate::helpers::slice_bounds(s[ax] as i64, Some(start), Some(end));
         let mut out = Array::<E, _>::zeros(IxDyn(&s));
         let mut region = out.slice_axis_mut(
             Axis(ax),
@@ -1122,10 +1148,14 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> R<Self> {
         let nd = self_.data.ndim();
-        check(nd > 0, || "narrow() cannot be applied to a 0-dim tensor.".into())?;
+        check(nd > 0, || {
+            "narrow() cannot be applied to a 0-dim tensor.".into()
+        })?;
         let ax = norm_dim(dim, nd)?;
         let n = self_.shape()[ax] as i64;
-        check(length >= 0, || "narrow(): length must be non-negative.".into())?;
+        check(length >= 0, || {
+            "narrow(): length must be non-negative.".into()
+        })?;
         if !(-n..=n).contains(&start) {
             return Err(Error::index(format!(
                 "start out of range (expected to be in range of [{}, {n}], but got {start})",
@@ -1168,7 +1198,9 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn select_int(self_: &Self, dim: i64, index: i64) -> R<Self> {
         if self_.data.ndim() == 0 {
-            return Err(Error::index("select() cannot be applied to a 0-dim tensor."));
+            return Err(Error::index(
+                "select() cannot be applied to a 0-dim tensor.",
+            ));
         }
         let ax = norm_dim(dim, self_.data.ndim())?;
         let n = self_.shape()[ax] as i64;
@@ -1185,14 +1217,18 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
         let nd = self_.data.ndim();
-        check(nd > 0, || "split expects at least a 1-dimensional tensor".into())?;
+        check(nd > 0, || {
+            "split expects at least a 1-dimensional tensor".into()
+        })?;
         let ax = norm_dim(dim, nd)?;
         let n = self_.shape()[ax] as i64;
         check(split_size >= 0, || {
             format!("split expects split_size be non-negative, but got split_size={split_size}")
         })?;
         check(split_size > 0 || n == 0, || {
-            format!("split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+            format!(
+                "split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
+            )
         })?;
         let step = split_size.max(1);
         let pieces = if n == 0 { 1 } else { (n + step - 1) / step };
@@ -1202,7 +1238,9 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn chunk(self_: &Self, chunks: i64, dim: i64) -> R<Vec<Self>> {
         let nd = self_.data.ndim();
-        check(nd > 0, || "chunk expects at least a 1-dimensional tensor".into())?;
+        check(nd > 0, || {
+            "chunk expects at least a 1-dimensional tensor".into()
+        })?;
         check(chunks > 0, || {
             format!("chunk expects `chunks` to be greater than 0, got: {chunks}")
         })?;
@@ -1226,7 +1264,9 @@ impl<E: Element> Backend for NdTensor<E> {
     fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
         let ax = norm_dim(dim, self_.data.ndim())?;
         if index.data.ndim() > 1 {
-            return Err(Error::index("index_select(): Index is supposed to be a vector"));
+            return Err(Error::index(
+                "index_select(): Index is supposed to be a vector",
+            ));
         }
         let n = axis_len(self_, ax);
         let idx = index
@@ -1263,6 +1303,12 @@ impl<E: Element> Backend for NdTensor<E> {
             }
             return Ok(wrap(Array::from_elem(IxDyn(index.shape()), self_.item())));
         }
+        if index.data.ndim() == 0 {
+            let r = Self::gather(self_, dim, &promote(index), false)?;
+            return Ok(NdTensor::scalar(
+                r.data.iter().copied().next().unwrap_or_default(),
+            ));
+        }
         let n = axis_len(self_, ax);
         let mut out = Array::<E, _>::zeros(IxDyn(index.shape()));
         for (pos, o) in out.indexed_iter_mut() {
@@ -1282,6 +1328,9 @@ impl<E: Element> Backend for NdTensor<E> {
                 acc += *s;
             }
             return Ok(NdTensor::scalar(acc));
+        }
+        if index.data.ndim() == 0 || src.data.ndim() == 0 {
+            return Self::scatter_add(self_, dim, &promote(index), &promote(src));
         }
         let n = axis_len(self_, ax);
         let mut out = self_.data.to_owned();
@@ -1342,12 +1391,28 @@ impl<E: Element> Backend for NdTensor<E> {
             )
         })?;
         check_weight(weight, c)?;
-        check(reduction != 0 || grad_output.data.len() == rows.shape()[0], || {
+        check(
+            reduction != 0 || grad_output.data.len() == rows.shape()[0],
+            || {
+                format!(
+                    "Expected a tensor of dimension 1 and tensor.size[0] == {} but got: dimension {} and tensor.size[0] == {}",
+                    rows.shape()[0],
+                    grad_output.data.ndim(),
+                    grad_output.data.len()
+                )
+            },
+        )?;
+        check(reduction == 0 || grad_output.data.len() == 1, || {
             format!(
-                "Expected a tensor of dimension 1 and tensor.size[0] == {} but got: dimension {} and tensor.size[0] == {}",
-                rows.shape()[0],
-                grad_output.data.ndim(),
-                grad_output.data.len()
+                "Expected a single element grad_output tensor, but got: {:?}",
+                grad_output.shape()
+            )
+        })?;
+        check(total_weight.data.len() == 1, || {
+            format!(
+                "expected total_weight to be a single element tensor, got: {:?} ({} elements)",
+                total_weight.shape(),
+                total_weight.data.len()
             )
         })?;
         let mut out = Array::<E, _>::zeros(IxDyn(rows.shape()));
@@ -1380,6 +1445,10 @@ impl<E: Element> Backend for NdTensor<E> {
         check(self_.data.ndim() >= 1, || {
             "Expected floating point type for target with class probabilities, got Long".into()
         })?;
+        check((0.0..=1.0).contains(&label_smoothing), || {
+            format!("label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        })?;
+        check_weight(weight, self_.shape()[class_dim(self_.data.ndim())])?;
         if target.shape() == self_.shape() {
             return cross_entropy_probabilities(self_, target, weight, reduction, label_smoothing);
         }
@@ -1416,7 +1485,10 @@ impl<E: Element> Backend for NdTensor<E> {
             return Ok((input.clone(), NdTensor::ones(input.shape())));
         }
         check((0.0..=1.0).contains(&p), || {
-            format!("bernoulli_ expects p to be in [0, 1], but got p={}", 1.0 - p)
+            format!(
+                "bernoulli_ expects p to be in [0, 1], but got p={}",
+                1.0 - p
+            )
         })?;
         let scale = crate::helpers::dropout_scale(p, train);
         let m =
@@ -1478,8 +1550,7 @@ impl<E: Element> Backend for NdTensor<E> {
         let mut s = indices.shape().to_vec();
         s.push(weight.shape()[1]);
         Ok(wrap(
-            rows.into_shape_with_order(IxDyn(&s))
-                .expect("same numel"),
+            rows.into_shape_with_order(IxDyn(&s)).expect("same numel"),
         ))
     }
 }
@@ -1497,11 +1568,7 @@ fn best_index<E: Element>(lane: ndarray::ArrayView1<E>) -> usize {
 }
 
 /// A reduction that selects an element needs one to select from.
-fn check_nonempty_reduction<E: Element>(
-    name: &str,
-    axis: Option<usize>,
-    t: &NdTensor<E>,
-) -> R<()> {
+fn check_nonempty_reduction<E: Element>(name: &str, axis: Option<usize>, t: &NdTensor<E>) -> R<()> {
     match axis {
         None if t.data.is_empty() => Err(Error::index(format!(
             "{name}(): Expected reduction dim to be specified for input.numel() == 0."
@@ -1573,11 +1640,17 @@ fn matmul_nd<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>) -> R<NdTensor<E>> {
     let rows: usize = ash[..an - 1].iter().product();
     if an == 1 && bn == 1 {
         check(k == bsh[0], || {
-            format!("inconsistent tensor size, expected tensor [{k}] and src [{}] to have the same number of elements, but got {k} and {} elements respectively", bsh[0], bsh[0])
+            format!(
+                "inconsistent tensor size, expected tensor [{k}] and src [{}] to have the same number of elements, but got {k} and {} elements respectively",
+                bsh[0], bsh[0]
+            )
         })?;
     } else if bn == 1 {
         check(k == bsh[0], || {
-            format!("size mismatch, got input ({rows}), mat ({rows}x{k}), vec ({})", bsh[0])
+            format!(
+                "size mismatch, got input ({rows}), mat ({rows}x{k}), vec ({})",
+                bsh[0]
+            )
         })?;
     } else if bn == 2 {
         check(k == bsh[0], || {
@@ -1641,6 +1714,17 @@ fn check_cat<E: Element>(tensors: &[NdTensor<E>], dim: i64) -> R<()> {
     Ok(())
 }
 
+/// A 0-d tensor as a 1-element 1-d one (PyTorch's `ensure_nonempty_dim`).
+fn promote<E: Element>(t: &NdTensor<E>) -> NdTensor<E> {
+    if t.data.ndim() == 0 {
+        NdTensor {
+            data: t.data.clone().insert_axis(Axis(0)),
+        }
+    } else {
+        t.clone()
+    }
+}
+
 fn out_of_bounds(v: i64, ax: usize, n: usize) -> Error {
     Error::runtime(format!(
         "index {v} is out of bounds for dimension {ax} with size {n}"
@@ -1697,6 +1781,11 @@ fn check_gather_shapes<E: Element>(
     check(ind == nd, || {
         format!("Index tensor must have the same number of dimensions as {what} tensor")
     })?;
+    if let Some(s) = src {
+        check(s.data.ndim().max(1) == ind, || {
+            "Index tensor must have the same number of dimensions as src tensor".into()
+        })?;
+    }
     let size = |t: &NdTensor<E>, d: usize| t.shape().get(d).copied().unwrap_or(1);
     for d in 0..nd {
         let ok_self = d == ax || size(index, d) <= size(self_, d);
@@ -1738,7 +1827,11 @@ fn check_cross_entropy_target(input: &[usize], target: &[usize]) -> R<()> {
                 )
             })?;
             if nd == 2 {
-                return if target.len() == 1 { Ok(()) } else { Err(multi()) };
+                return if target.len() == 1 {
+                    Ok(())
+                } else {
+                    Err(multi())
+                };
             }
             let mut expected = vec![input[0]];
             expected.extend(&input[2..]);
@@ -1772,7 +1865,10 @@ fn check_layer_norm<E: Element>(
     for (name, t) in [("weight", weight), ("bias", bias)] {
         if let Some(t) = t {
             let same = t.shape().len() == k
-                && t.shape().iter().zip(normalized_shape).all(|(a, b)| *a as i64 == *b);
+                && t.shape()
+                    .iter()
+                    .zip(normalized_shape)
+                    .all(|(a, b)| *a as i64 == *b);
             check(same, || {
                 format!(
                     "Expected {name} to be of same shape as normalized_shape, but got {name} of shape {:?} and normalized_shape = {normalized_shape:?}",

@@ -151,7 +151,10 @@ pub fn softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> Res<V<
 pub fn log_softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> Res<V<T>> {
     sub_tensor(
         g,
-        &mul_tensor(&exp(result)?, &sum_dim_intlist(g, Some(&[dim]), true, None)?)?,
+        &mul_tensor(
+            &exp(result)?,
+            &sum_dim_intlist(g, Some(&[dim]), true, None)?,
+        )?,
         1.0,
     )
 }
@@ -299,7 +302,8 @@ pub fn matmul_backward<T: Backend>(
         other.clone()
     };
     let (ash, bsh) = (a.shape(), b.shape());
-    let mut out = crate::backend::broadcast_shape(&ash[..ash.len() - 2], &bsh[..bsh.len() - 2]).map_err(AutogradError::backend)?;
+    let mut out = crate::backend::broadcast_shape(&ash[..ash.len() - 2], &bsh[..bsh.len() - 2])
+        .map_err(AutogradError::backend)?;
     out.extend([ash[ash.len() - 2], bsh[bsh.len() - 1]]);
     let g = reshape(g, &dims(&out))?;
     let ga = mask[0]
@@ -389,9 +393,11 @@ fn grads_or_zeros<T: Backend>(
         .enumerate()
         .map(|(i, g)| match g {
             Some(g) => Ok(g.clone()),
-            None => <T as Backend>::new_zeros(&proto.data(), &dims(&shape(i)), None, None, None, None)
-                .map(Variable::from_data)
-                .map_err(AutogradError::backend),
+            None => {
+                <T as Backend>::new_zeros(&proto.data(), &dims(&shape(i)), None, None, None, None)
+                    .map(Variable::from_data)
+                    .map_err(AutogradError::backend)
+            }
         })
         .collect()
 }
@@ -468,7 +474,8 @@ pub fn gather_backward<T: Backend>(g: &V<T>, sizes: &[usize], dim: i64, index: &
 pub fn mse_loss_backward<T: Backend>(g: &V<T>, a: &V<T>, b: &V<T>, reduction: i64) -> Res<V<T>> {
     let d = mul_scalar(&mul_tensor(&sub_tensor(a, b, 1.0)?, g)?, 2.0)?;
     let d = if reduction == 1 {
-        let n: usize = crate::backend::broadcast_shape(&a.shape(), &b.shape()).map_err(AutogradError::backend)?
+        let n: usize = crate::backend::broadcast_shape(&a.shape(), &b.shape())
+            .map_err(AutogradError::backend)?
             .iter()
             .product();
         div_scalar(&d, n as f64)?
@@ -683,17 +690,17 @@ pub fn layer_norm_backward<T: Backend>(
     let xhat = mul_tensor(&xc, &rstd)?;
     let gi = mask[0]
         .then(|| {
-        let gx = match weight {
-            Some(w) => mul_tensor(g, w)?,
-            None => g.clone(),
-        };
-        let m1 = mean_dim(&gx, Some(&red), true, None)?;
-        let m2 = mean_dim(&mul_tensor(&gx, &xhat)?, Some(&red), true, None)?;
-        mul_tensor(
-            &rstd,
-            &sub_tensor(&sub_tensor(&gx, &m1, 1.0)?, &mul_tensor(&xhat, &m2)?, 1.0)?,
-        )
-    })
+            let gx = match weight {
+                Some(w) => mul_tensor(g, w)?,
+                None => g.clone(),
+            };
+            let m1 = mean_dim(&gx, Some(&red), true, None)?;
+            let m2 = mean_dim(&mul_tensor(&gx, &xhat)?, Some(&red), true, None)?;
+            mul_tensor(
+                &rstd,
+                &sub_tensor(&sub_tensor(&gx, &m1, 1.0)?, &mul_tensor(&xhat, &m2)?, 1.0)?,
+            )
+        })
         .transpose()?;
     let gw = match weight {
         Some(w) if mask[1] => Some(sum_to(&mul_tensor(g, &xhat)?, &w.shape())?),

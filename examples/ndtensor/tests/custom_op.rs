@@ -29,7 +29,10 @@ fn softplus_passes_gradcheck_and_gradgradcheck() {
 fn softplus_matches_the_composition_of_generated_ops() {
     let x: Var = Var::from_data(NdTensor::from_vec(vec![-2.0, -0.3, 0.4, 1.7], &[4]));
     let fused = softplus(&x).data().to_vec();
-    let composed = log(&add_scalar(&exp(&x).unwrap(), 1.0, 1.0).unwrap()).unwrap().data().to_vec();
+    let composed = log(&add_scalar(&exp(&x).unwrap(), 1.0, 1.0).unwrap())
+        .unwrap()
+        .data()
+        .to_vec();
     for (a, b) in fused.iter().zip(composed) {
         assert!((a - b).abs() < 1e-12);
     }

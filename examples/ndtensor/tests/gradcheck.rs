@@ -130,7 +130,9 @@ pub fn cases() -> Vec<Case> {
     cs.push(case("exp", "", vec![r.nc(&s2)], |x| exp(&x[0]).unwrap()));
     cs.push(case("log", "", vec![r.pos(&s2)], |x| log(&x[0]).unwrap()));
     cs.push(case("sqrt", "", vec![r.pos(&s3)], |x| sqrt(&x[0]).unwrap()));
-    cs.push(case("rsqrt", "", vec![r.pos(&s2)], |x| rsqrt(&x[0]).unwrap()));
+    cs.push(case("rsqrt", "", vec![r.pos(&s2)], |x| {
+        rsqrt(&x[0]).unwrap()
+    }));
     cs.push(case("pow.Tensor_Scalar", "x^2.5", vec![r.pos(&s2)], |x| {
         pow_tensor_scalar(&x[0], 2.5).unwrap()
     }));
@@ -146,12 +148,9 @@ pub fn cases() -> Vec<Case> {
         vec![r.pos(&s2), r.t(&[s2[1]])],
         |x| pow_tensor_tensor(&x[0], &x[1]).unwrap(),
     ));
-    cs.push(case(
-        "abs",
-        "away from 0",
-        vec![r.away(&s2)],
-        |x| abs(&x[0]).unwrap(),
-    ));
+    cs.push(case("abs", "away from 0", vec![r.away(&s2)], |x| {
+        abs(&x[0]).unwrap()
+    }));
     cs.push(case("sign", "zero gradient", vec![r.away(&s2)], |x| {
         sign(&x[0]).unwrap()
     }));
@@ -164,7 +163,9 @@ pub fn cases() -> Vec<Case> {
     cs.push(case("tanh_backward", "", vec![r.t(&s2), r.nc(&s2)], |x| {
         tanh_backward(&x[0], &x[1]).unwrap()
     }));
-    cs.push(case("sigmoid", "", vec![r.t(&s3)], |x| sigmoid(&x[0]).unwrap()));
+    cs.push(case("sigmoid", "", vec![r.t(&s3)], |x| {
+        sigmoid(&x[0]).unwrap()
+    }));
     cs.push(case("relu", "away from 0", vec![r.away(&s3)], |x| {
         relu(&x[0]).unwrap()
     }));
@@ -277,7 +278,9 @@ pub fn cases() -> Vec<Case> {
     ));
 
     // ---- reductions
-    cs.push(case("sum", "", vec![r.nc(&s3)], |x| sum(&x[0], None).unwrap()));
+    cs.push(case("sum", "", vec![r.nc(&s3)], |x| {
+        sum(&x[0], None).unwrap()
+    }));
     cs.push(case(
         "sum.dim_IntList",
         "dims [0,-1]",
@@ -290,7 +293,9 @@ pub fn cases() -> Vec<Case> {
     cs.push(case("sum.dim_IntList", "all dims", vec![r.t(&s2)], |x| {
         sum_dim_intlist(&x[0], None, false, None).unwrap()
     }));
-    cs.push(case("mean", "", vec![r.t(&s3)], |x| mean(&x[0], None).unwrap()));
+    cs.push(case("mean", "", vec![r.t(&s3)], |x| {
+        mean(&x[0], None).unwrap()
+    }));
     cs.push(case("mean.dim", "dim 1", vec![r.nc(&s3)], |x| {
         mean_dim(&x[0], Some(&[1]), false, None).unwrap()
     }));
@@ -448,7 +453,8 @@ pub fn cases() -> Vec<Case> {
                 &sum(&u[0], None).unwrap(),
                 &sum(&mul_tensor(&u[2], &u[2]).unwrap(), None).unwrap(),
                 1.0,
-            ).unwrap()
+            )
+            .unwrap()
         },
     ));
     cs.push(case("chunk", "", vec![r.t(&[s2[0], 6])], |x| {
@@ -747,7 +753,8 @@ fn embedding_padding_idx_and_scale_grad_by_freq_follow_pytorch() {
     let g = w.grad().unwrap().data().to_vec();
     assert_eq!(g, vec![0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0]);
     let w = ndtensor::param(NdTensor::<f64>::zeros(&[4, 2]));
-    sum(&embedding(&w, &idx, 0, false, false).unwrap(), None).unwrap()
+    sum(&embedding(&w, &idx, 0, false, false).unwrap(), None)
+        .unwrap()
         .backward()
         .unwrap();
     assert_eq!(

@@ -219,7 +219,10 @@ fn zero_and_fill_cut_the_history_of_what_they_overwrite() {
         } else {
             zero_(&b).unwrap();
         }
-        sum(&add_tensor(&b, &x, 1.0).unwrap(), None).unwrap().backward().unwrap();
+        sum(&add_tensor(&b, &x, 1.0).unwrap(), None)
+            .unwrap()
+            .backward()
+            .unwrap();
         assert_eq!(x.grad().unwrap().data().to_vec(), vec![1.0, 1.0, 1.0]);
     }
 }
@@ -252,7 +255,10 @@ fn inplace_gradients_equal_out_of_place_gradients() {
         let x1 = param(c.x.clone());
         let o1: Vec<Var> = c.others.iter().cloned().map(param).collect();
         let y1 = (c.functional)(&mul_scalar(&x1, 1.0).unwrap(), &o1);
-        sum(&mul_tensor(&y1, &w).unwrap(), None).unwrap().backward().unwrap();
+        sum(&mul_tensor(&y1, &w).unwrap(), None)
+            .unwrap()
+            .backward()
+            .unwrap();
         // In place, on a non-leaf.
         let x2 = param(c.x.clone());
         let o2: Vec<Var> = c.others.iter().cloned().map(param).collect();
@@ -275,7 +281,10 @@ fn inplace_gradients_equal_out_of_place_gradients() {
             c.op
         );
         assert_eq!(t.data().to_vec(), y1.data().to_vec(), "{}: values", c.op);
-        sum(&mul_tensor(&t, &w).unwrap(), None).unwrap().backward().unwrap();
+        sum(&mul_tensor(&t, &w).unwrap(), None)
+            .unwrap()
+            .backward()
+            .unwrap();
         let close = |a: &T, b: &T| {
             a.to_vec()
                 .iter()

@@ -1,6 +1,8 @@
 //! Shared test support: deterministic random tensors, the op table, analysis enumeration.
 #![allow(dead_code)]
 
+pub mod dispatch;
+
 use autograd::types::Generator;
 use autograd_codegen::emit::{Config, analyze_config};
 use ndtensor::NdTensor;
