@@ -15,15 +15,6 @@ pub trait Element: NdFloat + num_traits::Float + Default + 'static {
     fn as_f64(self) -> f64;
     /// The error function.
     fn erf(self) -> Self;
-    /// As an index (elements of index tensors hold integers).
-    fn index(self) -> usize {
-        let x = self.as_f64();
-        assert!(
-            x >= 0.0 && x.fract() == 0.0,
-            "index tensors hold non-negative integers, got {x}"
-        );
-        x as usize
-    }
 }
 
 impl Element for f32 {
