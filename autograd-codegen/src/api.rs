@@ -151,6 +151,7 @@ fn functions_from_entries(entries: &[DerivativeEntry], cx: &mut Ctxt) -> Vec<Nat
                     autogen: Vec::new(),
                     manual_cpp_binding: false,
                     is_abstract: true,
+                    composite_kernel: None,
                 });
             }
         }

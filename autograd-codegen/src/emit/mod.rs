@@ -35,7 +35,7 @@ pub use names::{op_fn_name, rust_name};
 use crate::analysis::{Analysis, AnalysisOptions, PropertyRules};
 use crate::api::{Sources, analyze_into, read_file};
 use crate::diagnostics::{Ctxt, Diagnostic, Diagnostics, Location};
-use crate::model::schema::BaseTy;
+use crate::model::schema::{BaseTy, SchemaKind};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use std::cell::RefCell;
@@ -224,6 +224,7 @@ fn emit(config: &Config, s: &Settings) -> Result<TokenStream, Diagnostics> {
     let a = analyze_into(&src, &rust_analysis_options(), &mut cx);
     let map = type_map(config, &mut cx);
     let p = plan::plan(&a, &map, &mut cx);
+    check_composites(&p, s, &mut cx);
     let nodes = p.nodes.iter().map(|n| node::node(n, s));
     let mut methods = Vec::new();
     let mut wrappers = Vec::new();
@@ -232,7 +233,11 @@ fn emit(config: &Config, s: &Settings) -> Result<TokenStream, Diagnostics> {
         wrappers.push(w);
         methods.extend(m);
     }
-    let backend = p.functions.iter().map(|f| backend::backend_method(f, s));
+    let backend = p
+        .functions
+        .iter()
+        .filter(|f| f.composite.is_none())
+        .map(|f| backend::backend_method(f, s));
     let error_ty = s.fallible.then(|| {
         quote!(
             /// The kernels' error; wrappers return it inside `AutogradError::Backend`.
@@ -268,6 +273,23 @@ fn emit(config: &Config, s: &Settings) -> Result<TokenStream, Diagnostics> {
         impl<T: Backend> VariableOps<T> for __ag::Variable<T> {}
     };
     cx.check(out)
+}
+
+/// A composite function's kernel lives in the helpers module, and only functional
+/// composites are supported (an in-place or out= one would need a kernel to write into).
+fn check_composites(p: &plan::Plan<'_>, s: &Settings, cx: &mut Ctxt) {
+    for f in p.functions.iter().filter(|f| f.composite.is_some()) {
+        let problem = if f.kind != SchemaKind::Functional {
+            "only functional functions can be CompositeImplicitAutograd here (an in-place or \
+             out= one needs a kernel to write into)"
+        } else if s.helpers.is_none() {
+            "a CompositeImplicitAutograd function's kernel is a function of the helpers \
+             module: set `helpers = path::to::module`"
+        } else {
+            continue;
+        };
+        cx.error(&f.nf.loc, Some(&f.nf.schema), problem);
+    }
 }
 
 /// `include_str!` of the input files, so that editing them rebuilds the crate.

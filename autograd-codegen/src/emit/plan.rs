@@ -228,6 +228,9 @@ pub(crate) struct FunctionPlan<'a> {
     pub not_implemented: Vec<DiffInput<'a>>,
     /// A view of `self`.
     pub view: Option<ViewPlan>,
+    /// `dispatch: {CompositeImplicitAutograd: NAME}` without an entry: the wrapper calls the
+    /// helpers' `NAME`, built from differentiable ops (no kernel, no node of its own).
+    pub composite: Option<Ident>,
 }
 
 /// A function returning a view of `self` (its schema's return aliases `self` without `!`).
@@ -615,12 +618,19 @@ impl<'a> Builder<'a, '_> {
                 let g = &self.a.functions[i];
                 (format_ident!("{}", op_fn_name(&g.func.name)), g)
             });
+        let composite = self.composite(fa, nf);
         let not_implemented = match fa.main_info() {
-            None if self.can_carry_history(kind, &returns) => self.tensor_inputs(nf),
+            None if composite.is_none() && self.can_carry_history(kind, &returns) => {
+                self.tensor_inputs(nf)
+            }
             _ => Vec::new(),
         };
-        let view = self.view_plan(fa, nf, &returns);
+        let view = match composite {
+            Some(_) => None,
+            None => self.view_plan(fa, nf, &returns),
+        };
         Some(FunctionPlan {
+            composite,
             view,
             not_implemented,
             nf,
@@ -634,6 +644,22 @@ impl<'a> Builder<'a, '_> {
             functional,
             method,
         })
+    }
+
+    /// The composite kernel a function's `dispatch:` names. PyTorch would let a derivatives
+    /// entry override it; here that is an error, as the entry would silently make the
+    /// composite kernel dead code.
+    fn composite(&mut self, fa: &FunctionAnalysis, nf: &NativeFunction) -> Option<Ident> {
+        let k = nf.composite_kernel.as_ref()?;
+        if fa.main_info().is_some() {
+            let msg = format!(
+                "`dispatch:` makes this function CompositeImplicitAutograd (kernel `{k}`, built \
+                 from differentiable ops), but it also has a derivatives.yaml entry; keep one"
+            );
+            self.cx.error(&nf.loc, Some(&nf.schema), msg);
+            return None;
+        }
+        Some(ident(k))
     }
 
     /// A function without an entry gives its result a `NotImplemented` history: in-place

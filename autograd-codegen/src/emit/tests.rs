@@ -194,3 +194,66 @@ fn views_follow_their_base_and_in_place_ops_write_through() {
     assert!(code.contains("if self_.is_view()"), "{code}");
     assert!(code.contains("__ag::inplace_on_view("), "{code}");
 }
+
+/// A config over inline derivatives and a native file written to the temp dir.
+fn config_with_native(yaml: &str, native: &str, tag: &str) -> Config {
+    let dir = std::env::temp_dir().join(format!("autograd-emit-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("native_functions.yaml");
+    std::fs::write(&path, native).unwrap();
+    let mut c = config(yaml);
+    c.native = Some(path);
+    c
+}
+
+const COMPOSITE_NATIVE: &str = "\
+- func: mul.Scalar(Tensor self, Scalar other) -> Tensor
+- func: twice(Tensor self) -> Tensor
+  dispatch:
+    CompositeImplicitAutograd: twice
+";
+
+#[test]
+fn composite_functions_call_their_helper_and_have_no_kernel() {
+    let mut c = config_with_native(YAML, COMPOSITE_NATIVE, "composite");
+    c.helpers = Some(syn::parse_quote!(crate::h));
+    let code = generate_pretty(&c).unwrap();
+    assert!(!code.contains("fn twice(self_: &Self"), "{code}");
+    let wrapper = code
+        .split("pub fn twice<T: Backend>")
+        .nth(1)
+        .expect("a wrapper for twice");
+    let body = wrapper.split("\n}").next().unwrap();
+    assert!(body.contains("crate::h::twice(self_)"), "{body}");
+    assert!(!body.contains("record"), "no node of its own: {body}");
+    assert!(
+        !code.contains("NotImplementedNode::new(\"twice\")"),
+        "{code}"
+    );
+}
+
+#[test]
+fn composite_functions_need_helpers_and_no_entry() {
+    let c = config_with_native(YAML, COMPOSITE_NATIVE, "no-helpers");
+    let errs = generate(&c).unwrap_err().0;
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].message.contains("set `helpers = "), "{}", errs[0]);
+
+    let with_entry = format!("{YAML}\n- name: twice(Tensor self) -> Tensor\n  self: grad\n");
+    let mut c = config_with_native(&with_entry, COMPOSITE_NATIVE, "with-entry");
+    c.helpers = Some(syn::parse_quote!(crate::h));
+    let errs = generate(&c).unwrap_err().0;
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0]
+            .message
+            .contains("also has a derivatives.yaml entry; keep one"),
+        "{}",
+        errs[0]
+    );
+    assert!(
+        errs[0].to_string().contains("native_functions.yaml:2"),
+        "{}",
+        errs[0]
+    );
+}

@@ -16,10 +16,11 @@ pub(crate) fn wrapper(
     s: &Settings,
 ) -> (TokenStream, Option<TokenStream>) {
     let params: Vec<TokenStream> = p.params.iter().map(wrapper_param).collect();
-    let (ret, body) = match p.kind {
-        SchemaKind::Inplace => inplace_body(p, node, s),
-        SchemaKind::Out | SchemaKind::Scratch => out_body(p, s),
-        _ => functional_body(p, node, s),
+    let (ret, body) = match (&p.composite, p.kind) {
+        (Some(k), _) => composite_body(p, k, s),
+        (None, SchemaKind::Inplace) => inplace_body(p, node, s),
+        (None, SchemaKind::Out | SchemaKind::Scratch) => out_body(p, s),
+        (None, _) => functional_body(p, node, s),
     };
     let body = super::view::view_body(p, &params, &ret, body, s);
     let name = &p.name;
@@ -39,6 +40,19 @@ pub(crate) fn wrapper(
         })
     });
     (wrapper, method)
+}
+
+/// A CompositeImplicitAutograd function: the helpers' kernel, built from differentiable ops,
+/// records their nodes (as PyTorch's decompositions do).
+fn composite_body(
+    p: &FunctionPlan<'_>,
+    kernel: &Ident,
+    s: &Settings,
+) -> (TokenStream, TokenStream) {
+    let ret = s.wrapper_result(tuple(p.returns.iter().map(var_type).collect()));
+    let names = p.params.iter().map(|q| &q.ident);
+    let helpers = &s.helpers;
+    (ret, quote!(#helpers::#kernel(#(#names),*)))
 }
 
 fn wrapper_param(q: &super::plan::Param<'_>) -> TokenStream {

@@ -374,6 +374,7 @@ fn generate_function(f: &NativeFunction, kind: SchemaKind) -> Result<NativeFunct
         autogen: Vec::new(),
         manual_cpp_binding: false,
         is_abstract: f.is_abstract,
+        composite_kernel: None,
     })
 }
 

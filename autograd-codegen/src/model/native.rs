@@ -47,6 +47,9 @@ pub struct NativeFunction {
     pub manual_cpp_binding: bool,
     /// No composite kernel serves it alone: torchgen's `is_abstract`.
     pub is_abstract: bool,
+    /// The kernel an explicit `dispatch: {CompositeImplicitAutograd: NAME}` names: the
+    /// function is implemented by differentiable ops (no backend kernel, no node of its own).
+    pub composite_kernel: Option<String>,
 }
 
 impl NativeFunction {
@@ -268,6 +271,7 @@ fn parse_entry(
     let autogen = r.autogen(cx);
     let manual_cpp_binding = r.bool_of("manual_cpp_binding", cx);
     let dispatch_keys = r.dispatch_keys(structured || structured_delegate.is_some(), cx);
+    let composite_kernel = r.composite_kernel();
     let is_abstract = structured_delegate.is_some() || is_abstract(&dispatch_keys);
     Some(NativeFunction {
         func,
@@ -281,6 +285,7 @@ fn parse_entry(
         autogen,
         manual_cpp_binding,
         is_abstract,
+        composite_kernel,
     })
 }
 
@@ -404,6 +409,18 @@ impl EntryReader<'_> {
                 }
             })
             .collect()
+    }
+
+    /// The kernel named under an explicit `CompositeImplicitAutograd` key of `dispatch:`.
+    fn composite_kernel(&self) -> Option<String> {
+        let m = self.item.get("dispatch")?.as_map()?;
+        m.iter().find_map(|(k, v)| {
+            let explicit = k
+                .as_str()?
+                .split(',')
+                .any(|key| key.trim() == "CompositeImplicitAutograd");
+            explicit.then(|| v.as_str().map(str::to_string)).flatten()
+        })
     }
 
     /// The `dispatch:` keys (split at commas); without `dispatch:`, `CompositeImplicitAutograd`

@@ -1236,18 +1236,6 @@ impl<E: Element> Backend for NdTensor<E> {
             .map(|i| Self::slice_tensor(self_, ax as i64, Some(i * step), Some((i + 1) * step), 1))
             .collect()
     }
-    fn chunk(self_: &Self, chunks: i64, dim: i64) -> R<Vec<Self>> {
-        let nd = self_.data.ndim();
-        check(nd > 0, || {
-            "chunk expects at least a 1-dimensional tensor".into()
-        })?;
-        check(chunks > 0, || {
-            format!("chunk expects `chunks` to be greater than 0, got: {chunks}")
-        })?;
-        let ax = norm_dim(dim, nd)?;
-        let n = self_.shape()[ax] as i64;
-        Self::split_tensor(self_, crate::helpers::chunk_size(n, chunks), dim)
-    }
     fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
         if self_.data.ndim() == 0 {
             return Err(Error::index(

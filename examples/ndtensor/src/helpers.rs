@@ -422,6 +422,27 @@ pub fn select_backward_wrapper<T: Backend>(
     )
 }
 
+/// `chunk`, PyTorch's composite: `split` into pieces of `ceil(n / chunks)` (or `chunks`
+/// empty pieces of an empty dim), so the pieces are outputs of `split`'s node.
+pub fn chunk<T: Backend>(self_: &V<T>, chunks: i64, dim: i64) -> Res<Vec<V<T>>> {
+    let nd = self_.shape().len();
+    let fail = |m: String| AutogradError::backend(crate::Error::runtime(m));
+    if nd == 0 {
+        return Err(fail("chunk expects at least a 1-dimensional tensor".into()));
+    }
+    if chunks <= 0 {
+        return Err(fail(format!(
+            "chunk expects `chunks` to be greater than 0, got: {chunks}"
+        )));
+    }
+    let ax = crate::backend::norm_dim(dim, nd).map_err(AutogradError::backend)?;
+    let n = self_.shape()[ax] as i64;
+    if n == 0 {
+        return (0..chunks).map(|_| narrow(self_, dim, 0, 0)).collect();
+    }
+    split_tensor(self_, chunk_size(n, chunks), dim)
+}
+
 /// The piece size of `chunk(n elements, chunks)`: PyTorch's `ceil(n / chunks)`.
 pub fn chunk_size(n: i64, chunks: i64) -> i64 {
     ((n + chunks - 1) / chunks.max(1)).max(1)

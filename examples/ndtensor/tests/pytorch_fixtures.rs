@@ -6,7 +6,7 @@
 //! `sum_i <g_i, gv_i>`, and PyTorch's error messages are compared.
 //!
 //! `KNOWN_DIFFERENCES` lists the fixtures ndtensor does not match yet, each with its reason
-//! (mostly issue 12's view + in-place items). Every other fixture must pass, and every listed
+//! (only a documented PyTorch difference is left). Every other fixture must pass, and every listed
 //! fixture must still fail: fixing a difference forces removing it from the list.
 
 mod common;
@@ -25,12 +25,7 @@ const ATOL: f64 = 1e-9;
 /// Fixtures ndtensor does not match yet: `(fixture name, reason)`. Each must FAIL.
 #[rustfmt::skip]
 const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
-    // ---- issue 12 item 5
-    ("view_inplace/chunk", "issue 12 item 5: PyTorch's chunk is a composite of split, so its message names Split; ndtensor's chunk has its own node (Chunk)"),
-    ("errors/inplace_multi_output_view_chunk", "issue 12 item 5: PyTorch's chunk is a composite of split, so its message names Split; ndtensor's chunk has its own node (Chunk)"),
-    // ---- issue 12 item 7
-    // ---- issue 12 item 9
-    // ---- not in issue 12's list
+    // ---- a documented PyTorch difference
     ("shape_errors/mse_loss_mismatch_broadcast", "documented PyTorch difference: with a target that broadcasts, PyTorch's mse_loss_backward normalizes the target's gradient by the target's numel (PyTorch warns this 'will likely lead to incorrect results'); ndtensor gives the true derivative, half of it here"),
 ];
 

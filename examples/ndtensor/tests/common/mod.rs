@@ -97,15 +97,17 @@ fn kind(f: &autograd_codegen::model::schema::FunctionSchema) -> &'static str {
     }
 }
 
-/// `(schema name, kind)` of every function with a backward node; kind is "functional",
-/// "inplace" or "out".
+/// `(schema name, kind)` of every differentiable function (a backward node, or composite);
+/// kind is "functional", "inplace" or "out".
 pub fn differentiable_functions() -> Vec<(String, &'static str)> {
     let a = analysis();
     let mut out = Vec::new();
     for r in &a.results {
         let f = &a.functions[r.func].func;
         let has_node = r.main_info().is_some_and(|i| i.op.is_some());
-        if !has_node {
+        // Composite functions are differentiable through the ops their kernel calls.
+        let composite = a.functions[r.func].composite_kernel.is_some();
+        if !has_node && !composite {
             continue;
         }
         out.push((f.name.to_string(), kind(f)));
