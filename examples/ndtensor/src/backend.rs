@@ -211,7 +211,7 @@ fn infer_shape(shape: &[i64], numel: usize) -> R<Vec<usize>> {
     };
     let mut out: Vec<usize> = shape.iter().map(|d| (*d).max(0) as usize).collect();
     match inferred {
-        Some(i) if known > 0 && numel % known == 0 => out[i] = numel / known,
+        Some(i) if known > 0 && numel.is_multiple_of(known) => out[i] = numel / known,
         None if known == numel => {}
         _ => return Err(invalid()),
     }

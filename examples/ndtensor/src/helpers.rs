@@ -11,6 +11,9 @@ type V<T> = Variable<T>;
 /// What a helper returns: an op's error travels up to `backward`.
 pub type Res<T> = Result<T, AutogradError>;
 
+/// The gradients of a two-input backward (`None`: not needed).
+pub type Grads2<T> = (Option<V<T>>, Option<V<T>>);
+
 /// `usize` sizes as the `int[]` the ops take.
 pub fn dims(s: &[usize]) -> Vec<i64> {
     s.iter().map(|d| *d as i64).collect()
@@ -289,7 +292,7 @@ pub fn matmul_backward<T: Backend>(
     self_: &V<T>,
     other: &V<T>,
     mask: [bool; 2],
-) -> Res<(Option<V<T>>, Option<V<T>>)> {
+) -> Res<Grads2<T>> {
     let (sd, od) = (self_.shape().len(), other.shape().len());
     let a = if sd == 1 {
         unsqueeze(self_, 0)?
