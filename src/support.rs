@@ -143,6 +143,21 @@ pub fn check_inplace_shape<T: Tensor>(self_: &Variable<T>, new: &T) -> Result<()
     )))
 }
 
+/// PyTorch's `check_no_requires_grad`: while grad mode is on, an input that the function's
+/// entry gives no formula (and does not mark `non_differentiable`) must not require grad.
+pub fn check_no_requires_grad<'a, T: Tensor + 'a>(
+    inputs: impl IntoIterator<Item = &'a Variable<T>>,
+    name: &str,
+    function: &str,
+) -> Result<(), AutogradError> {
+    if !autograd_runtime::is_grad_enabled() || !inputs.into_iter().any(|v| v.requires_grad()) {
+        return Ok(());
+    }
+    Err(AutogradError::msg(format!(
+        "The function '{function}' is not differentiable with respect to argument '{name}'. This input cannot have requires_grad True."
+    )))
+}
+
 /// Whether a function without a derivatives entry records a [`NotImplementedNode`]: grad
 /// mode is on, an input requires grad, and the result's dtype can carry gradients.
 pub fn should_record_not_implemented<T: Tensor>(needs: &[bool], result: &T) -> bool {
@@ -226,8 +241,8 @@ pub fn should_record_any(needs: &[bool]) -> bool {
 pub mod __prelude {
     pub use super::{
         IntoGrad, IntoGradList, IntoGrads, NotImplemented, NotImplementedNode, check_inplace_shape,
-        save_if, save_opt_if, should_record_any, should_record_not_implemented, size_at,
-        wrap_opt_if,
+        check_no_requires_grad, save_if, save_opt_if, should_record_any,
+        should_record_not_implemented, size_at, wrap_opt_if,
     };
     pub use crate::runtime::__private::{check_out, is_retaining_graph};
     pub use crate::runtime::ops::clone as clone_var;

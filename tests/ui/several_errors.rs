@@ -7,6 +7,8 @@ autograd::autograd_ops!(yaml = r#"
   self: grad
 - name: mul.Tensor(Tensor self, Tensor other) -> Tensor
   self: grad
+  other: grad
+  other: grad
 "#);
 
 fn main() {}

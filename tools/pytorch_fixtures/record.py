@@ -1406,6 +1406,100 @@ def scenarios():
     p.op("softmax.int", self=p.inp([2, 3]), dim=2, dtype=None)
     add(p)
 
+    # ---- item 7, every kernel's checks: each call raises in PyTorch; ndtensor must return the
+    # same message as an Err (the no-panic property test covers the rest of the argument space)
+    def idx(shape, data):
+        return ("idx", shape, data)
+    error_cases = [
+        ("mm_mat2_1d", "mm", dict(self=[2, 3], mat2=[3])),
+        ("mm_3d", "mm", dict(self=[2, 3, 4], mat2=[4, 2])),
+        ("matmul_0d", "matmul", dict(self=[], other=[3])),
+        ("matmul_1d_1d", "matmul", dict(self=[3], other=[4])),
+        ("matmul_1d_2d", "matmul", dict(self=[3], other=[4, 2])),
+        ("matmul_2d_1d", "matmul", dict(self=[2, 3], other=[4])),
+        ("matmul_3d_1d", "matmul", dict(self=[2, 2, 3], other=[4])),
+        ("matmul_3d_2d", "matmul", dict(self=[2, 2, 3], other=[4, 2])),
+        ("matmul_2d_3d", "matmul", dict(self=[2, 3], other=[2, 4, 2])),
+        ("matmul_batch", "matmul", dict(self=[2, 3, 2, 3], other=[4, 3, 2])),
+        ("bmm_batch", "bmm", dict(self=[2, 2, 3], mat2=[3, 3, 2])),
+        ("bmm_inner", "bmm", dict(self=[2, 2, 3], mat2=[2, 4, 2])),
+        ("bmm_mat2_2d", "bmm", dict(self=[2, 2, 3], mat2=[3, 2])),
+        ("reshape_two_inferred", "reshape", dict(self=[6], shape=[-1, -1])),
+        ("reshape_negative", "reshape", dict(self=[6], shape=[-2, 3])),
+        ("reshape_inferred_bad", "reshape", dict(self=[6], shape=[-1, 4])),
+        ("expand_bad", "expand", dict(self=[3], size=[2, 4], implicit=False)),
+        ("expand_fewer_sizes", "expand", dict(self=[2, 3], size=[3], implicit=False)),
+        ("expand_new_minus_one", "expand", dict(self=[3], size=[-1, 3], implicit=False)),
+        ("permute_length", "permute", dict(self=[2, 3], dims=[0])),
+        ("permute_repeat", "permute", dict(self=[2, 3], dims=[0, 0])),
+        ("permute_out_of_range", "permute", dict(self=[2, 3], dims=[0, 2])),
+        ("t_3d", "t", dict(self=[2, 3, 4])),
+        ("select_out_of_range", "select.int", dict(self=[2, 3], dim=1, index=5)),
+        ("select_0d", "select.int", dict(self=[], dim=0, index=0)),
+        ("narrow_past_end", "narrow", dict(self=[4], dim=0, start=3, length=2)),
+        ("narrow_negative_length", "narrow", dict(self=[4], dim=0, start=0, length=-1)),
+        ("narrow_start_out_of_range", "narrow", dict(self=[4], dim=0, start=-5, length=1)),
+        ("slice_step_zero", "slice.Tensor", dict(self=[4], dim=0, start=0, end=4, step=0)),
+        ("cat_0d", "cat", dict(tensors=[[], []], dim=0)),
+        ("cat_rank", "cat", dict(tensors=[[2, 3], [3]], dim=0)),
+        ("stack_mismatch", "stack", dict(tensors=[[2, 3], [3, 2]], dim=0)),
+        ("split_size_zero", "split.Tensor", dict(self=[4], split_size=0, dim=0)),
+        ("split_size_negative", "split.Tensor", dict(self=[4], split_size=-1, dim=0)),
+        ("chunk_zero", "chunk", dict(self=[4], chunks=0, dim=0)),
+        ("unbind_0d", "unbind.int", dict(self=[], dim=0)),
+        ("index_select_out_of_range", "index_select", dict(self=[3], dim=0, index=idx([1], [5]))),
+        ("index_select_matrix_index", "index_select", dict(self=[3], dim=0, index=idx([1, 1], [0]))),
+        ("gather_out_of_range", "gather", dict(self=[3], dim=0, index=idx([1], [5]), sparse_grad=False)),
+        ("gather_rank", "gather", dict(self=[3, 2], dim=0, index=idx([1], [1]), sparse_grad=False)),
+        ("gather_index_too_big", "gather", dict(self=[3, 2], dim=0, index=idx([1, 3], [1, 1, 1]), sparse_grad=False)),
+        ("scatter_add_out_of_range", "scatter_add", dict(self=[3], dim=0, index=idx([1], [5]), src=[1])),
+        ("scatter_add_rank", "scatter_add", dict(self=[3, 2], dim=0, index=idx([1], [1]), src=[1])),
+        ("index_add_out_of_range", "index_add", dict(self=[3], dim=0, index=idx([1], [5]), source=[1], alpha=1.0)),
+        ("index_add_source_size", "index_add", dict(self=[3], dim=0, index=idx([1], [1]), source=[2], alpha=1.0)),
+        ("nll_weight_length", "nll_loss", dict(self=[2, 3], target=idx([2], [0, 1]), weight=[2], reduction=1, ignore_index=-100)),
+        ("nll_target_2d", "nll_loss", dict(self=[2, 3], target=idx([1, 2], [0, 1]), weight=None, reduction=1, ignore_index=-100)),
+        ("nll_negative_target", "nll_loss", dict(self=[2, 3], target=idx([2], [0, -3]), weight=None, reduction=1, ignore_index=-100)),
+        ("cross_entropy_target_out_of_bounds", "cross_entropy_loss", dict(self=[2, 3], target=idx([2], [0, 7]), weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0)),
+        ("cross_entropy_spatial_target", "cross_entropy_loss", dict(self=[2, 3, 4], target=idx([2, 3], [0, 1, 2, 0, 1, 2]), weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0)),
+        ("cross_entropy_smoothing_range", "cross_entropy_loss", dict(self=[2, 3], target=idx([2], [0, 1]), weight=None, reduction=1, ignore_index=-100, label_smoothing=3.0)),
+        ("layer_norm_shape", "layer_norm", dict(input=[2, 3], normalized_shape=[4], weight=None, bias=None, eps=1e-5, cudnn_enable=True)),
+        ("layer_norm_weight", "layer_norm", dict(input=[2, 3], normalized_shape=[3], weight=[2], bias=None, eps=1e-5, cudnn_enable=True)),
+        ("embedding_out_of_range", "embedding", dict(weight=[3, 2], indices=idx([1], [5]), padding_idx=-1, scale_grad_by_freq=False, sparse=False)),
+        ("embedding_1d_weight", "embedding", dict(weight=[3], indices=idx([1], [0]), padding_idx=-1, scale_grad_by_freq=False, sparse=False)),
+        ("where_mismatch", "where.self", dict(condition=("bool", [3]), self=[3], other=[2])),
+        ("pow_mismatch", "pow.Tensor_Tensor", dict(self=[3], exponent=[2])),
+        ("clamp_no_bounds", "clamp", dict(self=[3], min=None, max=None)),
+        ("diagonal_same_dims", "diagonal", dict(self=[3, 3], offset=0, dim1=0, dim2=0)),
+        ("diagonal_1d", "diagonal", dict(self=[3], offset=0, dim1=0, dim2=1)),
+        ("new_zeros_negative", "new_zeros", dict(self=[3], size=[-1])),
+        ("unsqueeze_out_of_range", "unsqueeze", dict(self=[3], dim=3)),
+        ("transpose_out_of_range", "transpose.int", dict(self=[3], dim0=0, dim1=2)),
+        ("squeeze_dims_repeat", "squeeze.dims", dict(self=[1, 3], dim=[0, 0])),
+        ("amax_repeat", "amax", dict(self=[2, 3], dim=[1, 1], keepdim=False)),
+        ("argmax_empty", "argmax", dict(self=[0], dim=None, keepdim=False)),
+        ("max_dim_empty", "max.dim", dict(self=[0, 3], dim=0, keepdim=False)),
+        ("gelu_approximate", "gelu", dict(self=[3], approximate="x")),
+    ]
+    for name, op, spec in error_cases:
+        p = scen(f"shape_errors/{name}", "shape_errors")
+        args = {}
+        for k, v in spec.items():
+            if isinstance(v, tuple) and v[0] == "idx":
+                args[k] = p.inp(v[1], "idx4", data=v[2] * (1 if len(v[2]) == math.prod(v[1]) else math.prod(v[1])))
+            elif isinstance(v, tuple) and v[0] == "bool":
+                args[k] = p.inp(v[1], "bool")
+            elif isinstance(v, list) and k in ("tensors",):
+                args[k] = [p.inp(s) for s in v]
+            elif isinstance(v, list) and k in ("self", "other", "mat2", "src", "source", "weight", "input", "exponent"):
+                args[k] = p.inp(v)
+            else:
+                args[k] = v
+        nout = 2 if op == "max.dim" else None
+        if op in ("split.Tensor", "chunk", "unbind.int"):
+            nout = 1
+        p.op(op, nout=nout, **args)
+        add(p)
+
     # ---- item 9: losses
     for red in (0, 1, 2):
         p = scen(f"losses/nll_total_weight_r{red}", "losses")

@@ -231,6 +231,9 @@ pub(crate) struct FunctionPlan<'a> {
     /// `dispatch: {CompositeImplicitAutograd: NAME}` without an entry: the wrapper calls the
     /// helpers' `NAME`, built from differentiable ops (no kernel, no node of its own).
     pub composite: Option<Ident>,
+    /// Tensor inputs the entry gives no formula and does not mark `non_differentiable`:
+    /// PyTorch's `check_no_requires_grad` refuses them when they require grad.
+    pub no_requires_grad: Vec<DiffInput<'a>>,
 }
 
 /// A function returning a view of `self` (its schema's return aliases `self` without `!`).
@@ -268,7 +271,6 @@ pub(crate) fn plan<'a>(a: &'a Analysis, types: &TypeMap, cx: &mut Ctxt) -> Plan<
     let mut nodes = Vec::new();
     for fa in &a.results {
         let Some(info) = fa.main_info() else { continue };
-        b.check_totality(info);
         if let Some(op) = &info.op
             && !b.node_by_op.contains_key(op)
             && let Some(n) = b.node(info)
@@ -323,32 +325,6 @@ struct Builder<'a, 'c> {
 impl<'a> Builder<'a, '_> {
     fn func(&self, info: &DifferentiabilityInfo) -> &'a NativeFunction {
         &self.a.functions[info.func]
-    }
-
-    /// Every tensor argument needs a formula, `not_implemented(...)` or `non_differentiable`
-    /// (unless no output is differentiable: `output_differentiability: [False]`, as PyTorch
-    /// writes for comparisons).
-    fn check_totality(&mut self, info: &DifferentiabilityInfo) {
-        let f = self.func(info);
-        if info
-            .output_differentiability
-            .as_ref()
-            .is_some_and(|o| o.iter().all(|d| !d))
-        {
-            return;
-        }
-        for arg in f.func.arguments.flat_non_out() {
-            let covered = !arg.ty.is_tensor_like()
-                || info.args_with_derivatives.contains(&arg.name)
-                || info.non_differentiable_arg_names.contains(&arg.name);
-            if !covered {
-                let n = &arg.name;
-                let msg = format!(
-                    "tensor argument `{n}` has no formula: add `{n}: <formula>`, `{n}: not_implemented(\"...\")` or `{n}: non_differentiable`"
-                );
-                self.cx.error(&info.loc, Some(&f.schema), msg);
-            }
-        }
     }
 
     fn node(&mut self, info: &'a DifferentiabilityInfo) -> Option<NodePlan<'a>> {
@@ -629,7 +605,9 @@ impl<'a> Builder<'a, '_> {
             Some(_) => None,
             None => self.view_plan(fa, nf, &returns),
         };
+        let no_requires_grad = self.no_requires_grad(fa, nf, kind, &diff_outputs);
         Some(FunctionPlan {
+            no_requires_grad,
             composite,
             view,
             not_implemented,
@@ -644,6 +622,32 @@ impl<'a> Builder<'a, '_> {
             functional,
             method,
         })
+    }
+
+    /// torchgen's `emit_check_no_requires_grad`, for a function that records a node.
+    fn no_requires_grad(
+        &self,
+        fa: &FunctionAnalysis,
+        nf: &'a NativeFunction,
+        kind: SchemaKind,
+        diff_outputs: &[usize],
+    ) -> Vec<DiffInput<'a>> {
+        let Some(info) = fa.main_info().filter(|i| i.has_derivatives()) else {
+            return Vec::new();
+        };
+        if diff_outputs.is_empty() || !matches!(kind, SchemaKind::Functional | SchemaKind::Inplace)
+        {
+            return Vec::new();
+        }
+        self.tensor_inputs(nf)
+            .into_iter()
+            .filter(|d| {
+                let n = &d.arg.name;
+                !info.args_with_derivatives.contains(n)
+                    && !info.non_differentiable_arg_names.contains(n)
+                    && n != "output"
+            })
+            .collect()
     }
 
     /// The composite kernel a function's `dispatch:` names. PyTorch would let a derivatives

@@ -257,3 +257,30 @@ fn composite_functions_need_helpers_and_no_entry() {
         errs[0]
     );
 }
+
+#[test]
+fn inputs_without_a_formula_are_refused_when_they_require_grad() {
+    let yaml = "\
+- name: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  self: grad
+";
+    let code = generate_pretty(&config(yaml)).unwrap();
+    let wrapper = code.split("pub fn mul_tensor<T: Backend>").nth(1).unwrap();
+    assert!(
+        wrapper.contains("__ag::check_no_requires_grad([other], \"other\", \"mul\")"),
+        "{wrapper}"
+    );
+    // An infallible functional wrapper cannot return the error.
+    assert!(wrapper.contains("panic!"), "{wrapper}");
+    let mut c = config(yaml);
+    c.fallible = true;
+    let code = generate_pretty(&c).unwrap();
+    let wrapper = code.split("pub fn mul_tensor<T: Backend>").nth(1).unwrap();
+    let body = wrapper.split("\n}").next().unwrap();
+    assert!(body.contains("\"mul\")?;"), "{body}");
+    assert!(!body.contains("panic!"), "{body}");
+    // `non_differentiable` inputs are not checked.
+    let marked = format!("{yaml}  other: non_differentiable\n");
+    let code = generate_pretty(&config(&marked)).unwrap();
+    assert!(!code.contains("check_no_requires_grad"), "{code}");
+}

@@ -22,6 +22,8 @@ pub(crate) fn wrapper(
         (None, SchemaKind::Out | SchemaKind::Scratch) => out_body(p, s),
         (None, _) => functional_body(p, node, s),
     };
+    let checks = no_requires_grad(p, s);
+    let body = quote!(#checks #body);
     let body = super::view::view_body(p, &params, &ret, body, s);
     let name = &p.name;
     let doc = format!("Differentiable `{}`.", p.entry);
@@ -40,6 +42,27 @@ pub(crate) fn wrapper(
         })
     });
     (wrapper, method)
+}
+
+/// PyTorch's `check_no_requires_grad` on the inputs without a formula; an infallible
+/// functional wrapper cannot return the error, so it panics with it.
+fn no_requires_grad(p: &FunctionPlan<'_>, s: &Settings) -> TokenStream {
+    let function = p.nf.func.name.name.to_string();
+    let checks = p.no_requires_grad.iter().map(|d| {
+        let (n, name) = (&d.arg.name, super::names::ident(&d.arg.name));
+        let inputs = match d.kind {
+            TensorKind::One => quote!([#name]),
+            TensorKind::Opt => quote!(#name),
+            TensorKind::List => quote!(#name.iter()),
+            TensorKind::OptList => quote!(#name.iter().flatten()),
+        };
+        let check = quote!(__ag::check_no_requires_grad(#inputs, #n, #function));
+        match s.fallible || p.kind == SchemaKind::Inplace {
+            true => quote!(#check?;),
+            false => quote!(if let Err(e) = #check { panic!("{e}") }),
+        }
+    });
+    quote!(#(#checks)*)
 }
 
 /// A CompositeImplicitAutograd function: the helpers' kernel, built from differentiable ops,

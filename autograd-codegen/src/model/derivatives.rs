@@ -103,6 +103,7 @@ fn parse_entry(file: &Arc<str>, item: &Node, cx: &mut Ctxt) -> Option<Derivative
     let mut default_formulas = Vec::new();
     let mut has_dispatch = false;
     let mut view_inverse = None;
+    check_duplicate_keys(file, map, entry, cx);
     for (k, v) in map {
         let Some(key) = k.as_str() else {
             cx.error(&k.location(file), entry, "keys must be strings");
@@ -149,6 +150,26 @@ fn parse_entry(file: &Arc<str>, item: &Node, cx: &mut Ctxt) -> Option<Derivative
 }
 
 /// `dispatch:`: formulas per dispatch key.
+/// A key written twice in one mapping: YAML readers keep one of the two without a word
+/// (PyYAML, so torchgen, the last), so a formula would silently disappear.
+fn check_duplicate_keys(file: &Arc<str>, map: &[(Node, Node)], entry: Option<&str>, cx: &mut Ctxt) {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for (k, _) in map {
+        let Some(key) = k.as_str() else { continue };
+        let loc = k.location(file);
+        match seen.iter().find(|(s, _)| *s == key) {
+            Some((_, first)) => cx.error(
+                &loc,
+                entry,
+                format!(
+                    "key `{key}` appears twice (first at line {first}); YAML would keep only one"
+                ),
+            ),
+            None => seen.push((key, loc.line)),
+        }
+    }
+}
+
 fn parse_dispatch(
     file: &Arc<str>,
     v: &Node,
@@ -177,6 +198,7 @@ fn parse_dispatch(
             );
             continue;
         };
+        check_duplicate_keys(file, formulas, entry, cx);
         let formulas = formulas
             .iter()
             .filter_map(|(fk, fv)| formula_entry(file, fk, fv, entry, cx))

@@ -515,85 +515,6 @@ pub(crate) fn class_dim(nd: usize) -> usize {
     usize::from(nd >= 2)
 }
 
-/// `cross_entropy_loss` with class-probability targets (`target` shaped like the input):
-/// `-sum(w * t * log_softmax(x))` over the class dim, `t` smoothed first; the mean divides
-/// by the number of rows, as PyTorch's `cross_entropy_loss_prob_target`.
-fn cross_entropy_probabilities<E: Element>(
-    self_: &NdTensor<E>,
-    target: &NdTensor<E>,
-    weight: Option<&NdTensor<E>>,
-    reduction: i64,
-    label_smoothing: f64,
-) -> R<NdTensor<E>> {
-    let nd = self_.data.ndim();
-    let cd = class_dim(nd);
-    let c = self_.shape()[cd];
-    let lsm = <NdTensor<E> as Backend>::log_softmax_int(self_, cd as i64, None)?;
-    let (keep, add) = (
-        E::of(1.0 - label_smoothing),
-        E::of(label_smoothing / c as f64),
-    );
-    let mut prod = zip(&lsm, target, |l, t| -l * (t * keep + add))?;
-    if let Some(w) = weight {
-        check_weight(Some(w), c)?;
-        let mut ws = vec![1i64; nd];
-        ws[cd] = c as i64;
-        let wb = NdTensor {
-            data: reshape_arr(&w.data, &ws)?,
-        };
-        prod = zip(&prod, &wb, |p, w| p * w)?;
-    }
-    Ok(match reduction {
-        0 => NdTensor {
-            data: sum_axes(&prod.data, &[cd], false),
-        },
-        r => NdTensor::scalar(scale_for_reduction(
-            prod.data.sum(),
-            (prod.data.len() / c.max(1)) as f64,
-            r,
-        )),
-    })
-}
-
-/// `cross_entropy_loss` on `(N, C)` input and `(N)` target.
-fn cross_entropy_2d<E: Element>(
-    self_: &NdTensor<E>,
-    target: &NdTensor<E>,
-    weight: Option<&NdTensor<E>>,
-    reduction: i64,
-    ignore_index: i64,
-    label_smoothing: f64,
-) -> R<NdTensor<E>> {
-    let lsm = <NdTensor<E> as Backend>::log_softmax_int(self_, 1, None)?;
-    let (nll, total) = nll_forward(&lsm, target, weight, reduction, ignore_index)?;
-    if label_smoothing <= 0.0 {
-        return Ok(nll);
-    }
-    // PyTorch's cross_entropy_loss_label_smoothing.
-    let c = self_.shape()[1];
-    let mut smooth = Vec::with_capacity(self_.shape()[0]);
-    for (i, t) in target.data.iter().enumerate() {
-        if t.as_f64() as i64 == ignore_index {
-            smooth.push(E::zero());
-            continue;
-        }
-        let row = lsm.data.index_axis(Axis(0), i);
-        let s = row.iter().enumerate().fold(E::zero(), |a, (j, x)| {
-            a - *x * weight.map_or(E::one(), |w| w.data[[j].as_slice()])
-        });
-        smooth.push(s);
-    }
-    let smooth_red = match reduction {
-        0 => NdTensor::from_vec(smooth, &[target.shape()[0]]),
-        1 => NdTensor::scalar(smooth.iter().fold(E::zero(), |a, b| a + *b) / total.item()),
-        _ => NdTensor::scalar(smooth.iter().fold(E::zero(), |a, b| a + *b)),
-    };
-    let ls = label_smoothing;
-    zip(&nll, &smooth_red, |a, b| {
-        E::of(1.0 - ls) * a + E::of(ls / c as f64) * b
-    })
-}
-
 impl<E: Element> Backend for NdTensor<E> {
     type Error = Error;
 
@@ -1336,15 +1257,6 @@ impl<E: Element> Backend for NdTensor<E> {
             r => NdTensor::scalar(scale_for_reduction(d.data.sum(), d.data.len() as f64, r)),
         })
     }
-    fn nll_loss(
-        self_: &Self,
-        target: &Self,
-        weight: Option<&Self>,
-        reduction: i64,
-        ignore_index: i64,
-    ) -> R<Self> {
-        Ok(Self::nll_loss_forward(self_, target, weight, reduction, ignore_index)?.0)
-    }
     fn nll_loss_forward(
         self_: &Self,
         target: &Self,
@@ -1420,52 +1332,6 @@ impl<E: Element> Backend for NdTensor<E> {
         }
         Ok(NdTensor {
             data: nll_unrows(out.into_shared(), self_.shape())?,
-        })
-    }
-    fn cross_entropy_loss(
-        self_: &Self,
-        target: &Self,
-        weight: Option<&Self>,
-        reduction: i64,
-        ignore_index: i64,
-        label_smoothing: f64,
-    ) -> R<Self> {
-        check(self_.data.ndim() >= 1, || {
-            "Expected floating point type for target with class probabilities, got Long".into()
-        })?;
-        check((0.0..=1.0).contains(&label_smoothing), || {
-            format!("label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-        })?;
-        check_weight(weight, self_.shape()[class_dim(self_.data.ndim())])?;
-        if target.shape() == self_.shape() {
-            return cross_entropy_probabilities(self_, target, weight, reduction, label_smoothing);
-        }
-        check_cross_entropy_target(self_.shape(), target.shape())?;
-        if self_.data.ndim() == 2 {
-            return cross_entropy_2d(
-                self_,
-                target,
-                weight,
-                reduction,
-                ignore_index,
-                label_smoothing,
-            );
-        }
-        // (C) with a 0-d target, (N, C, d1, ...) with (N, d1, ...): one row per target element.
-        let rows = NdTensor {
-            data: nll_rows(self_)?,
-        };
-        let m = rows.shape()[0] as i64;
-        let t = NdTensor {
-            data: reshape_arr(&target.data, &[m])?,
-        };
-        let out = cross_entropy_2d(&rows, &t, weight, reduction, ignore_index, label_smoothing)?;
-        if reduction != 0 {
-            return Ok(out);
-        }
-        let ts: Vec<i64> = target.shape().iter().map(|d| *d as i64).collect();
-        Ok(NdTensor {
-            data: reshape_arr(&out.data, &ts)?,
         })
     }
     fn native_dropout(input: &Self, p: f64, train: Option<bool>) -> R<(Self, Self)> {
@@ -1795,39 +1661,6 @@ fn check_gather_shapes<E: Element>(
         }
     }
     Ok(())
-}
-
-/// The class-index target of `cross_entropy` must fit its input, as PyTorch's
-/// `nll_loss_nd` checks.
-fn check_cross_entropy_target(input: &[usize], target: &[usize]) -> R<()> {
-    let multi = || Error::runtime("0D or 1D target tensor expected, multi-target not supported");
-    match input.len() {
-        1 if target.len() > 1 => Err(multi()),
-        1 => check(target.iter().product::<usize>() == 1, || {
-            format!("size mismatch (got input: {input:?}, target: {target:?})")
-        }),
-        nd => {
-            let tb = target.first().copied().unwrap_or(0);
-            check(tb == input[0], || {
-                format!(
-                    "Expected input batch_size ({}) to match target batch_size ({tb}).",
-                    input[0]
-                )
-            })?;
-            if nd == 2 {
-                return if target.len() == 1 {
-                    Ok(())
-                } else {
-                    Err(multi())
-                };
-            }
-            let mut expected = vec![input[0]];
-            expected.extend(&input[2..]);
-            check(expected == target, || {
-                format!("Expected target size {expected:?}, got {target:?}")
-            })
-        }
-    }
 }
 
 /// `layer_norm`'s checks, in PyTorch's words.

@@ -509,29 +509,78 @@ pub fn mse_loss_backward<T: Backend>(g: &V<T>, a: &V<T>, b: &V<T>, reduction: i6
     sum_to(&d, &a.shape())
 }
 
-/// The `total_weight` output of `nll_loss_forward` (a constant).
-pub fn nll_total_weight<T: Backend>(
+/// A kernel-style error (PyTorch's `RuntimeError`) as an op's error.
+fn runtime_error(message: String) -> AutogradError {
+    AutogradError::backend(crate::Error::runtime(message))
+}
+
+/// `nll_loss`, PyTorch's composite: the output of `nll_loss_forward`.
+pub fn nll_loss<T: Backend>(
     self_: &V<T>,
     target: &V<T>,
     weight: Option<&V<T>>,
     reduction: i64,
     ignore_index: i64,
 ) -> Res<V<T>> {
-    let w = weight.map(|w| w.data());
-    let (_, tw) = <T as Backend>::nll_loss_forward(
-        &self_.data(),
-        &target.data(),
-        w.as_ref(),
-        reduction,
-        ignore_index,
-    )
-    .map_err(AutogradError::backend)?;
-    Ok(Variable::from_data(tw))
+    Ok(nll_loss_forward(self_, target, weight, reduction, ignore_index)?.0)
 }
 
-/// Backward of `cross_entropy_loss` = `nll_loss(log_softmax(self, 1))` with label smoothing.
-pub fn cross_entropy_backward<T: Backend>(
-    g: &V<T>,
+/// PyTorch's `nll_loss_nd`: `(C)` and `(N, C)` inputs directly, `(N, C, d1, ...)` as one row
+/// of classes per target element.
+pub fn nll_loss_nd<T: Backend>(
+    input: &V<T>,
+    target: &V<T>,
+    weight: Option<&V<T>>,
+    reduction: i64,
+    ignore_index: i64,
+) -> Res<V<T>> {
+    let (s, ts) = (input.shape(), target.shape());
+    if s.is_empty() {
+        return Err(runtime_error(
+            "Expected 1 or more dimensions (got 0)".into(),
+        ));
+    }
+    let tb = ts.first().copied().unwrap_or(0);
+    if s.len() != 1 && s[0] != tb {
+        return Err(runtime_error(format!(
+            "Expected input batch_size ({}) to match target batch_size ({tb}).",
+            s[0]
+        )));
+    }
+    if s.len() <= 2 {
+        return nll_loss(input, target, weight, reduction, ignore_index);
+    }
+    let mut out_size = vec![s[0]];
+    out_size.extend(&s[2..]);
+    if ts.get(1..) != Some(&s[2..]) {
+        return Err(runtime_error(format!(
+            "Expected target size {out_size:?}, got {ts:?}"
+        )));
+    }
+    // (N, C, d1, ...) -> (N, d1, ..., C) -> (M, C)
+    let nd = s.len() as i64;
+    let mut perm: Vec<i64> = vec![0];
+    perm.extend(2..nd);
+    perm.push(1);
+    let m = out_size.iter().product::<usize>() as i64;
+    let rows = reshape(&permute(input, &perm)?, &[m, s[1] as i64])?;
+    let out = nll_loss(
+        &rows,
+        &reshape(target, &[m])?,
+        weight,
+        reduction,
+        ignore_index,
+    )?;
+    match reduction {
+        0 => reshape(&out, &dims(&out_size)),
+        _ => Ok(out),
+    }
+}
+
+/// `cross_entropy_loss`, PyTorch's composite: `log_softmax` then `nll_loss_nd` for class
+/// indices (with label smoothing, PyTorch's smoothing term), or the class-probability loss
+/// when the target has the input's shape.
+pub fn cross_entropy_loss<T: Backend>(
     self_: &V<T>,
     target: &V<T>,
     weight: Option<&V<T>>,
@@ -539,19 +588,27 @@ pub fn cross_entropy_backward<T: Backend>(
     ignore_index: i64,
     label_smoothing: f64,
 ) -> Res<V<T>> {
-    let shape = self_.shape();
-    let nd = shape.len();
-    if target.shape() == shape {
-        let (tw, gb) = probability_terms(g, self_, target, weight, reduction, label_smoothing)?;
-        let cd = crate::backend::class_dim(nd) as i64;
-        let s = sum_dim_intlist(&tw, Some(&[cd]), true, None)?;
-        let d = sub_tensor(&mul_tensor(&softmax_int(self_, cd, None)?, &s)?, &tw, 1.0)?;
-        return mul_tensor(&d, &gb);
+    if self_.shape().is_empty() {
+        // A 0-d input has the 0-d target's shape: PyTorch takes it for probabilities and
+        // refuses the (integer) target.
+        return Err(runtime_error(
+            "Expected floating point type for target with class probabilities, got Long".into(),
+        ));
     }
-    if nd == 2 {
-        return cross_entropy_backward_2d(
-            g,
-            self_,
+    if self_.shape() == target.shape() {
+        if ignore_index >= 0 {
+            return Err(runtime_error(
+                "ignore_index is not supported for floating point target".into(),
+            ));
+        }
+        return cross_entropy_prob_target(self_, target, weight, reduction, label_smoothing);
+    }
+    check_label_smoothing(label_smoothing)?;
+    let cd = crate::backend::class_dim(self_.shape().len()) as i64;
+    let input = log_softmax_int(self_, cd, None)?;
+    if label_smoothing > 0.0 {
+        return cross_entropy_label_smoothing(
+            &input,
             target,
             weight,
             reduction,
@@ -559,127 +616,126 @@ pub fn cross_entropy_backward<T: Backend>(
             label_smoothing,
         );
     }
-    // (C) or (N, C, d1, ...): one row per target element, classes last, as the kernel does.
-    let c = if nd == 1 { shape[0] } else { shape[1] };
-    let m = (shape.iter().product::<usize>() / c.max(1)) as i64;
-    let mut perm: Vec<i64> = vec![0];
-    perm.extend(2..nd as i64);
-    if nd > 1 {
-        perm.push(1);
-    }
-    let rows = reshape(&permute(self_, &perm)?, &[m, c as i64])?;
-    let t = reshape(target, &[m])?;
-    let g1 = if reduction == 0 {
-        reshape(g, &[m])?
-    } else {
-        g.clone()
-    };
-    let gr = cross_entropy_backward_2d(
-        &g1,
-        &rows,
-        &t,
-        weight,
-        reduction,
-        ignore_index,
-        label_smoothing,
-    )?;
-    let moved: Vec<i64> = perm.iter().map(|a| shape[*a as usize] as i64).collect();
-    permute(&reshape(&gr, &moved)?, &inverse_permutation(&perm)?)
+    nll_loss_nd(&input, target, weight, reduction, ignore_index)
 }
 
-/// For class-probability targets: the smoothed target times the class weights, and the
-/// incoming gradient broadcast over the class dim and scaled by the reduction.
-fn probability_terms<T: Backend>(
-    g: &V<T>,
+fn check_label_smoothing(ls: f64) -> Res<()> {
+    if (0.0..=1.0).contains(&ls) {
+        return Ok(());
+    }
+    Err(runtime_error(format!(
+        "label_smoothing must be between 0.0 and 1.0. Got: {ls}"
+    )))
+}
+
+/// A class weight viewed to broadcast along the class dim `cd` of a rank-`nd` input.
+fn class_weight<T: Backend>(w: &V<T>, nd: usize, cd: usize) -> Res<V<T>> {
+    if nd <= 1 {
+        return Ok(w.clone());
+    }
+    let mut s = vec![1i64; nd];
+    s[cd] = w.shape().first().copied().unwrap_or(1) as i64;
+    view(w, &s)
+}
+
+/// PyTorch's `cross_entropy_loss_prob_target`: `-sum(log_softmax(x) * t * w)`, `t` smoothed.
+fn cross_entropy_prob_target<T: Backend>(
     self_: &V<T>,
     target: &V<T>,
     weight: Option<&V<T>>,
     reduction: i64,
     label_smoothing: f64,
-) -> Res<(V<T>, V<T>)> {
-    let shape = self_.shape();
-    let cd = crate::backend::class_dim(shape.len());
-    let c = shape[cd];
-    let smooth = label_smoothing / c as f64;
-    let t = add_scalar(&mul_scalar(target, 1.0 - label_smoothing)?, smooth, 1.0)?;
-    let tw = match weight {
-        Some(w) => {
-            let mut ws = vec![1i64; shape.len()];
-            ws[cd] = c as i64;
-            mul_tensor(&t, &reshape(&w.detach(), &ws)?)?
+) -> Res<V<T>> {
+    let nd = self_.shape().len();
+    let cd = crate::backend::class_dim(nd);
+    let c = self_.shape()[cd];
+    if let Some(w) = weight.filter(|w| w.shape() != [c]) {
+        return Err(runtime_error(format!(
+            "cross_entropy: weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
+            w.shape()
+        )));
+    }
+    let input = log_softmax_int(self_, cd as i64, None)?;
+    check_label_smoothing(label_smoothing)?;
+    let target = match label_smoothing > 0.0 {
+        true => add_scalar(
+            &mul_scalar(target, 1.0 - label_smoothing)?,
+            label_smoothing / c as f64,
+            1.0,
+        )?,
+        false => target.clone(),
+    };
+    let mut prod = mul_tensor(&input, &target)?;
+    if let Some(w) = weight {
+        prod = mul_tensor(&prod, &class_weight(w, nd, cd)?)?;
+    }
+    match reduction {
+        0 => neg(&sum_dim_intlist(&prod, Some(&[cd as i64]), false, None)?),
+        2 => neg(&sum(&prod, None)?),
+        1 if prod.shape().contains(&0) => {
+            let s = neg(&sum(&prod, None)?)?;
+            fill_scalar_(&s, f64::NAN)?;
+            Ok(s)
         }
-        None => t,
-    };
-    let gb = match reduction {
-        0 => unsqueeze(g, cd as i64)?,
-        1 => div_scalar(g, (shape.iter().product::<usize>() / c.max(1)) as f64)?,
-        _ => g.clone(),
-    };
-    Ok((tw, gb))
-}
-
-/// The gradient of `cross_entropy_loss` for a class-probability target: `-w * (1 - ls) *
-/// log_softmax(x)`; `None` for class-index targets (they carry no gradient).
-pub fn cross_entropy_target_backward<T: Backend>(
-    g: &V<T>,
-    self_: &V<T>,
-    target: &V<T>,
-    weight: Option<&V<T>>,
-    reduction: i64,
-    label_smoothing: f64,
-) -> Res<Option<V<T>>> {
-    if target.shape() != self_.shape() {
-        return Ok(None);
+        1 => div_scalar(
+            &neg(&sum(&prod, None)?)?,
+            (input.shape().iter().product::<usize>() / c) as f64,
+        ),
+        r => Err(runtime_error(format!(
+            "Invalid reduction type encountered in cross_entropy: {r}"
+        ))),
     }
-    let cd = crate::backend::class_dim(self_.shape().len()) as i64;
-    let ones = add_scalar(&zeros_of(target), 1.0, 1.0)?;
-    let (w, gb) = probability_terms(g, self_, &ones, weight, reduction, 0.0)?;
-    let lsm = log_softmax_int(self_, cd, None)?;
-    let d = mul_scalar(&mul_tensor(&lsm, &w)?, label_smoothing - 1.0)?;
-    Ok(Some(mul_tensor(&d, &gb)?))
 }
 
-fn cross_entropy_backward_2d<T: Backend>(
-    g: &V<T>,
-    self_: &V<T>,
+/// PyTorch's `cross_entropy_loss_label_smoothing` on the log-probabilities `input`:
+/// `(1 - ls) * nll + ls / C * smooth`, where `smooth` is `-sum(input * w)` over the classes
+/// (0 where the target is ignored), reduced like the loss.
+fn cross_entropy_label_smoothing<T: Backend>(
+    input: &V<T>,
     target: &V<T>,
     weight: Option<&V<T>>,
     reduction: i64,
     ignore_index: i64,
     label_smoothing: f64,
 ) -> Res<V<T>> {
-    let lsm = log_softmax_int(self_, 1, None)?;
-    let tw = nll_total_weight(&lsm, target, weight, reduction, ignore_index)?;
-    let g_nll = nll_loss_backward(g, &lsm, target, weight, reduction, ignore_index, &tw)?;
-    let g_lsm = if label_smoothing > 0.0 {
-        let s = lsm.shape();
-        let c = s[1];
-        // d(smoothing term)/d lsm[n, c] = -(ls / C) * w[c] * keep[n] * scale[n]
-        let keep = unsqueeze(&ne_scalar(target, ignore_index as f64)?, 1)?;
-        let coef = match weight {
-            Some(w) => mul_tensor(&keep, &unsqueeze(&w.detach(), 0)?)?,
-            None => expand(&keep, &dims(&s), false)?,
-        };
-        let coef = mul_scalar(&coef, -label_smoothing / c as f64)?;
-        let coef = if reduction == 1 {
-            div_tensor(&coef, &tw)?
-        } else {
-            coef
-        };
-        let gb = if reduction == 0 {
-            unsqueeze(g, 1)?
-        } else {
-            g.clone()
-        };
-        add_tensor(
-            &mul_scalar(&g_nll, 1.0 - label_smoothing)?,
-            &mul_tensor(&coef, &gb)?,
-            1.0,
-        )?
-    } else {
-        g_nll
+    let nd = input.shape().len();
+    let cd = crate::backend::class_dim(nd);
+    let c = input.shape()[cd];
+    let nll = nll_loss_nd(input, target, weight, reduction, ignore_index)?;
+    let ignored = eq_scalar(target, ignore_index as f64)?;
+    let weighted = match weight {
+        Some(w) => mul_tensor(input, &class_weight(w, nd, cd)?)?,
+        None => input.clone(),
     };
-    log_softmax_backward(&g_lsm, &lsm, 1)
+    let smooth = neg(&sum_dim_intlist(
+        &weighted,
+        Some(&[cd as i64]),
+        false,
+        None,
+    )?)?;
+    let smooth = where_self(&ignored, &zeros_of(&smooth), &smooth)?;
+    let reduced = match reduction {
+        0 => smooth,
+        2 => sum(&smooth, None)?,
+        _ => {
+            // Normalized by the total weight of the targets kept, as `nll_loss` is.
+            let kept = reshape(&add_scalar(&neg(&ignored)?, 1.0, 1.0)?, &[-1])?;
+            let total = match weight {
+                Some(w) => {
+                    let t0 = where_self(&ignored, &zeros_of(target), target)?;
+                    let tw = index_select(w, 0, &reshape(&t0, &[-1])?)?;
+                    sum(&mul_tensor(&tw, &kept)?, None)?
+                }
+                None => sum(&kept, None)?,
+            };
+            div_tensor(&sum(&smooth, None)?, &total)?
+        }
+    };
+    add_tensor(
+        &mul_scalar(&nll, 1.0 - label_smoothing)?,
+        &mul_scalar(&reduced, label_smoothing / c as f64)?,
+        1.0,
+    )
 }
 
 /// The scale `native_dropout` applies to kept elements.
