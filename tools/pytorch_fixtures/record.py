@@ -1421,6 +1421,11 @@ def scenarios():
         ("matmul_3d_2d", "matmul", dict(self=[2, 2, 3], other=[4, 2])),
         ("matmul_2d_3d", "matmul", dict(self=[2, 3], other=[2, 4, 2])),
         ("matmul_batch", "matmul", dict(self=[2, 3, 2, 3], other=[4, 3, 2])),
+        # without grad, PyTorch folds a batch into rows only when that needs no copy
+        ("matmul_2d_3d_no_grad", "matmul", dict(self=("nograd", [2, 3]), other=("nograd", [2, 4, 2]))),
+        ("matmul_1d_3d_no_grad", "matmul", dict(self=("nograd", [3]), other=("nograd", [2, 4, 2]))),
+        ("matmul_3d_2d_no_grad", "matmul", dict(self=("nograd", [2, 2, 3]), other=("nograd", [4, 2]))),
+        ("matmul_3d_1d_no_grad", "matmul", dict(self=("nograd", [2, 2, 3]), other=("nograd", [4]))),
         ("bmm_batch", "bmm", dict(self=[2, 2, 3], mat2=[3, 3, 2])),
         ("bmm_inner", "bmm", dict(self=[2, 2, 3], mat2=[2, 4, 2])),
         ("bmm_mat2_2d", "bmm", dict(self=[2, 2, 3], mat2=[3, 2])),
@@ -1486,6 +1491,8 @@ def scenarios():
         for k, v in spec.items():
             if isinstance(v, tuple) and v[0] == "idx":
                 args[k] = p.inp(v[1], "idx4", data=v[2] * (1 if len(v[2]) == math.prod(v[1]) else math.prod(v[1])))
+            elif isinstance(v, tuple) and v[0] == "nograd":
+                args[k] = p.inp(v[1], rg=False)
             elif isinstance(v, tuple) and v[0] == "bool":
                 args[k] = p.inp(v[1], "bool")
             elif isinstance(v, list) and k in ("tensors",):

@@ -771,9 +771,6 @@ impl<E: Element> Backend for NdTensor<E> {
         check_mm(self_.shape(), mat2.shape())?;
         Ok(wrap(matmul2(self_.data.view(), mat2.data.view())))
     }
-    fn matmul(self_: &Self, other: &Self) -> R<Self> {
-        matmul_nd(self_, other)
-    }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
         check(self_.data.ndim() == 3, || {
             "batch1 must be a 3D tensor".into()
@@ -1481,59 +1478,6 @@ fn expanded_shape(shape: &[usize], size: &[i64]) -> R<Vec<usize>> {
         out.push(s);
     }
     Ok(out)
-}
-
-/// `matmul` by the inputs' ranks, with the error of the ATen function it dispatches to.
-fn matmul_nd<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>) -> R<NdTensor<E>> {
-    let (an, bn) = (a.data.ndim(), b.data.ndim());
-    check(an >= 1 && bn >= 1, || {
-        format!("both arguments to matmul need to be at least 1D, but they are {an}D and {bn}D")
-    })?;
-    let (ash, bsh) = (a.shape(), b.shape());
-    let k = ash[an - 1];
-    let rows: usize = ash[..an - 1].iter().product();
-    if an == 1 && bn == 1 {
-        check(k == bsh[0], || {
-            format!(
-                "inconsistent tensor size, expected tensor [{k}] and src [{}] to have the same number of elements, but got {k} and {} elements respectively",
-                bsh[0], bsh[0]
-            )
-        })?;
-    } else if bn == 1 {
-        check(k == bsh[0], || {
-            format!(
-                "size mismatch, got input ({rows}), mat ({rows}x{k}), vec ({})",
-                bsh[0]
-            )
-        })?;
-    } else if bn == 2 {
-        check(k == bsh[0], || {
-            format!(
-                "mm: mat1 and mat2 shapes cannot be multiplied ({rows}x{k} and {}x{})",
-                bsh[0], bsh[1]
-            )
-        })?;
-    }
-    let lhs = if an == 1 {
-        a.data.clone().insert_axis(Axis(0))
-    } else {
-        a.data.clone()
-    };
-    let rhs = if bn == 1 {
-        b.data.clone().insert_axis(Axis(1))
-    } else {
-        b.data.clone()
-    };
-    let mut r = batched_matmul(&lhs, &rhs)?;
-    if bn == 1 {
-        let last = r.ndim() - 1;
-        r = r.index_axis_move(Axis(last), 0);
-    }
-    if an == 1 {
-        let at = r.ndim() - if bn == 1 { 1 } else { 2 };
-        r = r.index_axis_move(Axis(at), 0);
-    }
-    Ok(NdTensor { data: r })
 }
 
 /// `cat`'s checks, in PyTorch's words.

@@ -286,42 +286,158 @@ pub fn maximum_mask<T: Backend>(a: &V<T>, b: &V<T>) -> Res<V<T>> {
     )
 }
 
-/// Backward of `matmul` for both inputs (1-D inputs and broadcast batch dimensions included).
-pub fn matmul_backward<T: Backend>(
-    g: &V<T>,
-    self_: &V<T>,
-    other: &V<T>,
-    mask: [bool; 2],
-) -> Res<Grads2<T>> {
-    let (sd, od) = (self_.shape().len(), other.shape().len());
-    let a = if sd == 1 {
-        unsqueeze(self_, 0)?
+/// `matmul`, PyTorch's composite (`_matmul_impl`): by the ranks, a dot product, a
+/// matrix-vector or matrix product, a folded matrix product (a batch folded into the rows),
+/// or a batched product of the broadcast inputs; so its errors and nodes are those of the
+/// op PyTorch dispatches to.
+pub fn matmul<T: Backend>(a: &V<T>, b: &V<T>) -> Res<V<T>> {
+    let (sa, sb) = (a.shape(), b.shape());
+    let (da, db) = (sa.len(), sb.len());
+    if da == 0 || db == 0 {
+        return Err(runtime_error(format!(
+            "both arguments to matmul need to be at least 1D, but they are {da}D and {db}D"
+        )));
+    }
+    match (da, db) {
+        (1, 1) => {
+            if sa[0] != sb[0] {
+                let (x, y) = (sa[0], sb[0]);
+                return Err(runtime_error(format!(
+                    "inconsistent tensor size, expected tensor [{x}] and src [{y}] to have the same number of elements, but got {x} and {y} elements respectively"
+                )));
+            }
+            sum(&mul_tensor(a, b)?, None)
+        }
+        (2, 1) => mv(a, b),
+        (1, 2) => squeeze_dim(&mm(&unsqueeze(a, 0)?, b)?, 0),
+        (2, 2) => mm(a, b),
+        _ if should_fold(a, b) => folded_matmul(a, b),
+        _ => batched_matmul(a, b),
+    }
+}
+
+/// A matrix times a vector, with `mv`'s error.
+fn mv<T: Backend>(m: &V<T>, v: &V<T>) -> Res<V<T>> {
+    let (sm, sv) = (m.shape(), v.shape());
+    if sm[1] != sv[0] {
+        return Err(runtime_error(format!(
+            "size mismatch, got input ({}), mat ({}x{}), vec ({})",
+            sm[0], sm[0], sm[1], sv[0]
+        )));
+    }
+    squeeze_dim(&mm(m, &unsqueeze(v, 1)?)?, 1)
+}
+
+/// PyTorch's `should_fold`: fold the larger (>= 3-D) input's batch into its rows when the
+/// other is a vector or a matrix, and either the smaller input requires grad or the fold
+/// needs no copy.
+fn should_fold<T: Backend>(a: &V<T>, b: &V<T>) -> bool {
+    let (da, db) = (a.shape().len(), b.shape().len());
+    let larger = da >= db;
+    let (dim_t1, dim_t2) = if larger { (da, db) } else { (db, da) };
+    if !(dim_t1 >= 3 && dim_t2 <= 2) {
+        return false;
+    }
+    let small_requires_grad = if larger {
+        b.requires_grad()
     } else {
-        self_.clone()
+        a.requires_grad()
     };
-    let b = if od == 1 {
-        unsqueeze(other, 1)?
+    if small_requires_grad {
+        return true;
+    }
+    if da == 2 {
+        return false;
+    }
+    // The stride test of PyTorch's fold, on the layout of a contiguous input (a value
+    // backend has no strides to ask; a non-contiguous input may only change which error
+    // text a shape mismatch gets, never a value).
+    let mut shape = if larger { a.shape() } else { b.shape() };
+    let mut strides: Vec<usize> = vec![1; dim_t1];
+    for i in (0..dim_t1 - 1).rev() {
+        strides[i] = strides[i + 1] * shape[i + 1];
+    }
+    if !larger {
+        // t1 is b.mT: its last two dims swapped.
+        strides.swap(dim_t1 - 1, dim_t1 - 2);
+        shape.swap(dim_t1 - 1, dim_t1 - 2);
+    }
+    shape.contains(&0) || (0..dim_t1 - 2).all(|i| strides[i] == strides[i + 1] * shape[i + 1])
+}
+
+/// The folded product: `(batch * n, k) @ matrix` (or `@ vector`), then the batch restored.
+fn folded_matmul<T: Backend>(a: &V<T>, b: &V<T>) -> Res<V<T>> {
+    let (da, db) = (a.shape().len(), b.shape().len());
+    let transpose = db > da;
+    let t1 = if transpose {
+        transpose_int(b, -1, -2)?
     } else {
-        other.clone()
+        a.clone()
     };
-    let (ash, bsh) = (a.shape(), b.shape());
-    let mut out = crate::backend::broadcast_shape(&ash[..ash.len() - 2], &bsh[..bsh.len() - 2])
-        .map_err(AutogradError::backend)?;
-    out.extend([ash[ash.len() - 2], bsh[bsh.len() - 1]]);
-    let g = reshape(g, &dims(&out))?;
-    let ga = mask[0]
-        .then(|| {
-            let r = matmul(&g, &transpose_int(&b, -1, -2)?)?;
-            reshape(&sum_to(&r, &ash)?, &dims(&self_.shape()))
-        })
-        .transpose()?;
-    let gb = mask[1]
-        .then(|| {
-            let r = matmul(&transpose_int(&a, -1, -2)?, &g)?;
-            reshape(&sum_to(&r, &bsh)?, &dims(&other.shape()))
-        })
-        .transpose()?;
-    Ok((ga, gb))
+    let t2 = match (transpose, da) {
+        (false, _) => b.clone(),
+        (true, 2) => t(a)?,
+        (true, _) => a.clone(),
+    };
+    let s1 = t1.shape();
+    let mut out_shape: Vec<usize> = s1[..s1.len() - 1].to_vec();
+    let folded = out_shape.iter().product::<usize>() as i64;
+    let rows = reshape(&t1, &[folded, s1[s1.len() - 1] as i64])?;
+    if t2.shape().len() == 2 {
+        out_shape.push(t2.shape()[1]);
+        let out = reshape(&mm(&rows, &t2)?, &dims(&out_shape))?;
+        return if transpose {
+            transpose_int(&out, -1, -2)
+        } else {
+            Ok(out)
+        };
+    }
+    reshape(&mv(&rows, &t2)?, &dims(&out_shape))
+}
+
+/// The batched product: both inputs expanded to the broadcast batch and multiplied by `bmm`.
+fn batched_matmul<T: Backend>(a: &V<T>, b: &V<T>) -> Res<V<T>> {
+    let (sa, sb) = (a.shape(), b.shape());
+    let (da, db) = (sa.len(), sb.len());
+    let n = if da > 1 { sa[da - 2] } else { 1 };
+    let m1 = sa[da - 1];
+    let (m2, p) = if db > 1 {
+        (sb[db - 2], sb[db - 1])
+    } else {
+        (sb[0], 1)
+    };
+    let batch_a = &sa[..da.saturating_sub(2)];
+    let batch_b = &sb[..db.saturating_sub(2)];
+    let batch =
+        crate::backend::broadcast_shape(batch_a, batch_b).map_err(AutogradError::backend)?;
+    let bp = batch.iter().product::<usize>() as i64;
+    let expand_to = |extra: [usize; 2]| {
+        let mut s = batch.clone();
+        s.extend(extra);
+        dims(&s)
+    };
+    let a3 = reshape(
+        &expand(a, &expand_to([n, m1]), false)?,
+        &[bp, n as i64, m1 as i64],
+    )?;
+    let b3 = match db {
+        1 => reshape(
+            &expand(&unsqueeze(b, 1)?, &expand_to([m2, 1]), false)?,
+            &[bp, m2 as i64, 1],
+        )?,
+        _ => reshape(
+            &expand(b, &expand_to([m2, p]), false)?,
+            &[bp, m2 as i64, p as i64],
+        )?,
+    };
+    let mut out_shape = batch.clone();
+    if da > 1 {
+        out_shape.push(n);
+    }
+    if db > 1 {
+        out_shape.push(p);
+    }
+    reshape(&bmm(&a3, &b3)?, &dims(&out_shape))
 }
 
 /// The inverse of a permutation.
