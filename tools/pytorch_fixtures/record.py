@@ -1066,6 +1066,10 @@ def scenarios():
     view_write("unsqueeze", lambda p, b: p.op("unsqueeze", self=b, dim=0), d6, (6,))
     view_write("diagonal", lambda p, b: p.op("diagonal", self=b, offset=0, dim1=0, dim2=1), [1.0, 2.0, 3.0, 4.0], (2, 2))
     view_write("expand", lambda p, b: p.op("expand", self=b, size=[2, 4], implicit=False))
+    # expand that broadcasts nothing: no two elements share one, so the write goes through
+    view_write("expand_same_size", lambda p, b: p.op("expand", self=b, size=[4], implicit=False))
+    view_write("expand_leading_one", lambda p, b: p.op("expand", self=b, size=[1, 4], implicit=False))
+    view_write("expand_minus_one", lambda p, b: p.op("expand", self=b, size=[1, -1], implicit=False))
     view_write("unbind", lambda p, b: p.op("unbind.int", nout=2, self=b, dim=0), [1.0, 2.0, 3.0, 4.0], (2, 2))
     view_write("split", lambda p, b: p.op("split.Tensor", nout=2, self=b, split_size=2, dim=0))
     view_write("chunk", lambda p, b: p.op("chunk", nout=2, self=b, chunks=2, dim=0))

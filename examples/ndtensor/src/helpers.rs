@@ -440,6 +440,17 @@ fn batched_matmul<T: Backend>(a: &V<T>, b: &V<T>) -> Res<V<T>> {
     reshape(&bmm(&a3, &b3)?, &dims(&out_shape))
 }
 
+/// `expand`'s `view_inverse`: where nothing was broadcast (every size kept, new leading dims
+/// of size 1) the view is the base reshaped, and PyTorch lets in-place ops write through it;
+/// otherwise several elements of the view are one of the base, and PyTorch refuses.
+pub fn expand_inverse<T: Backend>(base: &V<T>, mutated_view: &V<T>) -> Res<V<T>> {
+    let (b, v) = (base.shape(), mutated_view.shape());
+    if b.iter().product::<usize>() == v.iter().product::<usize>() {
+        return reshape(mutated_view, &dims(&b));
+    }
+    Err(AutogradError::msg(autograd::runtime::view::ERR_OVERLAP))
+}
+
 /// The inverse of a permutation.
 pub fn inverse_permutation(p: &[i64]) -> Res<Vec<i64>> {
     let n = p.len();
