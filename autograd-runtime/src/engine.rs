@@ -27,30 +27,133 @@ use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::Variable;
 
 /// Computes the gradients of `tensors` w.r.t. the graph leaves and
-/// accumulates them into the leaves' `.grad` (and retained non-leaves).
+/// accumulates them into the leaves' `.grad` (and retained non-leaves)
+/// (`torch.autograd.backward`).
 ///
 /// * `grad_tensors`: one gradient per tensor (`None` = implicit ones, only
 ///   for one-element tensors), or an empty slice for all-implicit.
 /// * `retain_graph`: keep saved variables so that the graph can be
 ///   backpropagated again; without it, saved variables are released as the
-///   nodes run and a second backward through them fails.
+///   nodes run and a second backward through them fails. `None` means
+///   `create_graph`, as in PyTorch.
 /// * `create_graph`: run the backward formulas with grad mode on, so the
-///   gradients have a graph of their own (higher-order derivatives). As in
-///   PyTorch you usually want `retain_graph` too.
+///   gradients have a graph of their own (higher-order derivatives).
+///
+/// [`backward_with`] also takes `inputs` (accumulate into those only).
+///
+/// ```
+/// # use autograd_runtime::*;
+/// # #[derive(Clone, Debug)] struct S(f64);
+/// # impl Tensor for S {
+/// #     fn shape(&self) -> &[usize] { &[] }
+/// #     fn dtype(&self) -> &'static str { "f64" }
+/// #     fn ones_like(&self) -> Self { S(1.0) }
+/// #     fn zeros_like(&self) -> Self { S(0.0) }
+/// #     fn add(&self, o: &Self) -> Self { S(self.0 + o.0) }
+/// #     fn has_nan(&self) -> bool { self.0.is_nan() }
+/// # }
+/// let x = Variable::new(S(2.0), true);
+/// let y = ops::add(&x, &x);
+/// backward(&[y], &[], None, false)?;
+/// assert_eq!(x.grad().unwrap().data().0, 2.0);
+/// # Ok::<(), AutogradError>(())
+/// ```
 pub fn backward<T: Tensor>(
     tensors: &[Variable<T>],
     grad_tensors: &[Option<Variable<T>>],
-    retain_graph: bool,
+    retain_graph: Option<bool>,
     create_graph: bool,
 ) -> Result<(), AutogradError> {
+    backward_with(
+        tensors,
+        grad_tensors,
+        BackwardOptions {
+            retain_graph,
+            create_graph,
+            inputs: None,
+        },
+    )
+}
+
+/// Options of [`backward_with`]. `Default` is PyTorch's: `retain_graph = None`
+/// (that is, `create_graph`), `create_graph = false`, no `inputs`.
+pub struct BackwardOptions<'a, T: Tensor> {
+    /// Keep saved variables for another backward; `None` means `create_graph`.
+    pub retain_graph: Option<bool>,
+    /// Record the backward pass (higher-order gradients).
+    pub create_graph: bool,
+    /// Accumulate only into these (leaves, or non-leaves whose gradient is
+    /// then retained) and run only the part of the graph they need. `Some(&[])`
+    /// is an error, as in PyTorch.
+    pub inputs: Option<&'a [Variable<T>]>,
+}
+
+impl<T: Tensor> Default for BackwardOptions<'_, T> {
+    fn default() -> Self {
+        BackwardOptions {
+            retain_graph: None,
+            create_graph: false,
+            inputs: None,
+        }
+    }
+}
+
+impl<T: Tensor> Clone for BackwardOptions<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Tensor> Copy for BackwardOptions<'_, T> {}
+
+/// [`backward`] with all options, `inputs` among them (PyTorch's
+/// `backward(inputs=...)`): only the named inputs get a gradient. A leaf
+/// input accumulates into its `.grad`; a non-leaf input has
+/// [`retain_grad`](Variable::retain_grad) called on it (so its `.grad` is
+/// kept, now and in later passes, as in PyTorch) and its `grad_fn` runs, but
+/// nothing beyond it does. An input the tensors do not depend on gets nothing.
+///
+/// Errors as PyTorch: `` `inputs` argument to `backward()` cannot be empty.``;
+/// an input that does not require grad: `can't retain_grad on Tensor that has
+/// requires_grad=False`.
+pub fn backward_with<T: Tensor>(
+    tensors: &[Variable<T>],
+    grad_tensors: &[Option<Variable<T>>],
+    opts: BackwardOptions<'_, T>,
+) -> Result<(), AutogradError> {
     let roots = make_roots(tensors, grad_tensors)?;
-    run(&roots, None, retain_graph, create_graph)?;
+    let keep_graph = opts.retain_graph.unwrap_or(opts.create_graph);
+    let Some(inputs) = opts.inputs else {
+        run(&roots, Targets::All, keep_graph, opts.create_graph)?;
+        return Ok(());
+    };
+    if inputs.is_empty() {
+        return Err(AutogradError::EmptyInputs {
+            function: "backward",
+        });
+    }
+    let mut edges = Vec::with_capacity(inputs.len());
+    for v in inputs {
+        // PyTorch calls retain_grad() on every input first (a no-op on leaves).
+        v.retain_grad()?;
+        edges.push(
+            v.gradient_edge()
+                .ok_or(AutogradError::InputDoesNotRequireGrad)?,
+        );
+    }
+    run(
+        &roots,
+        Targets::Accumulate(&edges),
+        keep_graph,
+        opts.create_graph,
+    )?;
     Ok(())
 }
 
 /// Computes and returns the gradients of `outputs` w.r.t. `inputs` without
 /// touching any `.grad` (`torch.autograd.grad`). Only the part of the graph
-/// between the outputs and the inputs runs.
+/// between the outputs and the inputs runs. `retain_graph: None` means
+/// `create_graph`, as in PyTorch.
 ///
 /// With `allow_unused`, an input not reached from the outputs gets `None`;
 /// without it that is an error. See [`grad_with`] for `materialize_grads`.
@@ -58,7 +161,7 @@ pub fn grad<T: Tensor>(
     outputs: &[Variable<T>],
     inputs: &[Variable<T>],
     grad_outputs: &[Option<Variable<T>>],
-    retain_graph: bool,
+    retain_graph: Option<bool>,
     create_graph: bool,
     allow_unused: bool,
 ) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
@@ -78,8 +181,8 @@ pub fn grad<T: Tensor>(
 /// Options of [`grad_with`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GradOptions {
-    /// Keep saved variables for another backward.
-    pub retain_graph: bool,
+    /// Keep saved variables for another backward; `None` means `create_graph`.
+    pub retain_graph: Option<bool>,
     /// Record the backward pass (higher-order gradients).
     pub create_graph: bool,
     /// Unreachable inputs give `None` instead of an error.
@@ -96,6 +199,9 @@ pub fn grad_with<T: Tensor>(
     grad_outputs: &[Option<Variable<T>>],
     opts: GradOptions,
 ) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
+    if inputs.is_empty() {
+        return Err(AutogradError::EmptyInputs { function: "grad" });
+    }
     let roots = make_roots(outputs, grad_outputs)?;
     let mut captures = Vec::with_capacity(inputs.len());
     for v in inputs {
@@ -106,8 +212,8 @@ pub fn grad_with<T: Tensor>(
     }
     let mut res = run(
         &roots,
-        Some(&captures),
-        opts.retain_graph,
+        Targets::Capture(&captures),
+        opts.retain_graph.unwrap_or(opts.create_graph),
         opts.create_graph,
     )?;
     for (r, v) in res.iter_mut().zip(inputs) {
@@ -120,6 +226,18 @@ pub fn grad_with<T: Tensor>(
         }
     }
     Ok(res)
+}
+
+/// What a pass computes gradients for.
+#[derive(Clone, Copy)]
+enum Targets<'a, T: Tensor> {
+    /// `backward()`: every leaf reached.
+    All,
+    /// `grad()`: these edges' gradients are returned; nothing is accumulated.
+    Capture(&'a [Edge<T>]),
+    /// `backward(inputs=...)`: only these edges' vertices run (a leaf
+    /// accumulates, a node runs its hooks, retained gradient and itself).
+    Accumulate(&'a [Edge<T>]),
 }
 
 /// Root edges with their seed gradients.
@@ -254,6 +372,8 @@ struct VState<'a, T: Tensor> {
     deps: u32,
     exec: bool,
     capture: bool,
+    /// A `backward(inputs=...)` target: runs even if nothing below it must.
+    needed: bool,
     buffer: VariableList<T>,
 }
 
@@ -413,6 +533,7 @@ impl<'a, T: Tensor> Task<'a, T> {
             deps: 0,
             exec: true,
             capture: false,
+            needed: false,
             buffer: VariableList::new(),
         });
         (n, true)
@@ -526,7 +647,7 @@ impl Drop for RetainGuard {
 // gradients): splitting it would spread the vertex state over several functions.
 fn run<'a, T: Tensor>(
     roots: &'a [(Edge<T>, Option<Variable<T>>)],
-    captures: Option<&'a [Edge<T>]>,
+    targets: Targets<'a, T>,
     keep_graph: bool,
     create_graph: bool,
 ) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
@@ -537,20 +658,34 @@ fn run<'a, T: Tensor>(
     // them and run in decreasing (depth, sequence number) order: every
     // consumer of a vertex outranks it, so all its gradients are in when it
     // runs. grad() counts dependencies (and marks what must run), as PyTorch.
-    task.lazy = captures.is_none();
-    // grad(): dependencies of every reachable vertex, and which vertices
-    // must run to reach the inputs.
+    task.lazy = matches!(targets, Targets::All);
+    // grad() and backward(inputs): dependencies of every reachable vertex,
+    // and which vertices must run to reach the inputs (PyTorch's
+    // `compute_dependencies` and `init_to_execute`).
     let mut slots: Vec<(u32, usize, usize)> = Vec::new();
-    let n_captures = captures.map_or(0, <[_]>::len);
-    if let Some(caps) = captures {
-        task.count_dependencies(roots);
-        for (pos, edge) in caps.iter().enumerate() {
-            if let Some(i) = task.lookup(edge) {
-                slots.push((i, edge.input_nr(), pos));
-                task.states[i as usize].capture = true;
+    let mut n_captures = 0;
+    match targets {
+        Targets::All => {}
+        Targets::Capture(caps) => {
+            n_captures = caps.len();
+            task.count_dependencies(roots);
+            for (pos, edge) in caps.iter().enumerate() {
+                if let Some(i) = task.lookup(edge) {
+                    slots.push((i, edge.input_nr(), pos));
+                    task.states[i as usize].capture = true;
+                }
             }
+            mark_needed(&mut task);
         }
-        mark_needed(&mut task);
+        Targets::Accumulate(inputs) => {
+            task.count_dependencies(roots);
+            for edge in inputs {
+                if let Some(i) = task.lookup(edge) {
+                    task.states[i as usize].needed = true;
+                }
+            }
+            mark_needed(&mut task);
+        }
     }
     // 3. Execute.
     for (edge, g) in roots {
@@ -621,7 +756,8 @@ fn run<'a, T: Tensor>(
     Ok(captured)
 }
 
-/// exec = some child must receive a gradient (it runs or captures).
+/// exec = a target of `backward(inputs)`, or some child must receive a
+/// gradient (it runs or captures).
 fn mark_needed<'a, T: Tensor>(task: &mut Task<'a, T>) {
     let n = task.states.len();
     let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
@@ -649,7 +785,8 @@ fn mark_needed<'a, T: Tensor>(task: &mut Task<'a, T>) {
     }
     let mut should = vec![false; n];
     for &i in order.iter().rev() {
-        let exec = children[i as usize].iter().any(|&j| should[j as usize]);
+        let st = &task.states[i as usize];
+        let exec = st.needed || children[i as usize].iter().any(|&j| should[j as usize]);
         let st = &mut task.states[i as usize];
         st.exec = exec;
         should[i as usize] = exec || st.capture;

@@ -96,6 +96,11 @@ pub enum AutogradError {
     },
     /// `grad()` input that does not require grad.
     InputDoesNotRequireGrad,
+    /// `backward(inputs=[])` or `grad(outputs, [])`.
+    EmptyInputs {
+        /// `"backward"` or `"grad"`.
+        function: &'static str,
+    },
     /// `grad()` input unreachable from the outputs while `allow_unused` is false.
     UnusedInput,
     /// `set_requires_grad` on a non-leaf.
@@ -277,6 +282,9 @@ impl fmt::Display for AutogradError {
             ),
             InputDoesNotRequireGrad => {
                 f.write_str("One of the differentiated Tensors does not require grad")
+            }
+            EmptyInputs { function } => {
+                write!(f, "`inputs` argument to `{function}()` cannot be empty.")
             }
             UnusedInput => f.write_str(
                 "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.",

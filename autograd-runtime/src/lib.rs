@@ -183,7 +183,7 @@ pub mod view;
 
 pub use arena::live_chunks;
 pub use dot::to_dot;
-pub use engine::{GradOptions, backward, grad, grad_with};
+pub use engine::{BackwardOptions, GradOptions, backward, backward_with, grad, grad_with};
 pub use error::{AutogradError, BackendError};
 pub use list::OptList;
 pub use mode::{

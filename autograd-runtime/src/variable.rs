@@ -618,16 +618,18 @@ impl<T: Tensor> Variable<T> {
         }
     }
 
-    /// `backward()` on a scalar: `crate::backward(&[self], &[], false, false)`.
+    /// `backward()` on a scalar: `crate::backward(&[self], &[], None, false)`.
     pub fn backward(&self) -> Result<(), AutogradError> {
-        crate::engine::backward(std::slice::from_ref(self), &[], false, false)
+        crate::engine::backward(std::slice::from_ref(self), &[], None, false)
     }
 
-    /// `backward(gradient, retain_graph, create_graph)`.
+    /// `backward(gradient, retain_graph, create_graph)`; `retain_graph: None`
+    /// means `create_graph`, as in PyTorch. For `inputs`, see
+    /// [`backward_with`](crate::backward_with).
     pub fn backward_with(
         &self,
         gradient: Option<&Variable<T>>,
-        retain_graph: bool,
+        retain_graph: Option<bool>,
         create_graph: bool,
     ) -> Result<(), AutogradError> {
         crate::engine::backward(

@@ -33,7 +33,7 @@ fn tensor_hook_on_non_leaf_changes_what_flows_on() {
     })
     .unwrap();
     let y = mul_scalar(&h, 3.0);
-    y.backward_with(None, true, false).unwrap();
+    y.backward_with(None, Some(true), false).unwrap();
     assert_eq!(*observed.lock().unwrap(), Some(vec![-3.0]));
     assert_close(&grad_vals(&x), &[-6.0]);
     assert!(h.remove_hook(id));
@@ -61,7 +61,7 @@ fn node_pre_and_post_hooks() {
         ));
         grad_inputs[0] = Some(constant(&[100.0], &[1]));
     });
-    y.backward_with(None, true, false).unwrap();
+    y.backward_with(None, Some(true), false).unwrap();
     assert_eq!(*log.lock().unwrap(), vec![(vec![2.0], vec![6.0])]);
     assert_close(&grad_vals(&x), &[100.0]);
     assert!(f.remove_hook(post));
@@ -78,7 +78,7 @@ fn retain_grad_on_non_leaf_and_root() {
     assert!(h.retains_grad());
     let y = sum(&mul_scalar(&h, 2.0));
     y.retain_grad().unwrap();
-    y.backward_with(None, true, false).unwrap();
+    y.backward_with(None, Some(true), false).unwrap();
     assert_close(&grad_vals(&h), &[2.0, 2.0]);
     assert_close(&grad_vals(&y), &[1.0]);
     y.backward().unwrap();
@@ -149,8 +149,8 @@ fn backward_runs_formulas_without_grad_unless_create_graph() {
     y.grad_fn()
         .unwrap()
         .register_prehook(move |_| m.lock().unwrap().push(is_grad_enabled()));
-    y.backward_with(None, true, false).unwrap();
-    y.backward_with(None, true, true).unwrap();
+    y.backward_with(None, Some(true), false).unwrap();
+    y.backward_with(None, Some(true), true).unwrap();
     assert_eq!(*mode.lock().unwrap(), vec![false, true]);
     assert!(is_grad_enabled());
 }

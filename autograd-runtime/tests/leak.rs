@@ -66,12 +66,12 @@ fn graphs_that_are_never_backpropagated_are_freed_too() {
     // retain_graph + create_graph graphs as well.
     for _ in 0..1_000 {
         let y = pow(&x, 3.0);
-        let g = grad(&[y], &[x.clone()], &[], true, true, false).unwrap();
+        let g = grad(&[y], &[x.clone()], &[], Some(true), true, false).unwrap();
         let g2 = grad(
             &[g[0].clone().unwrap()],
             &[x.clone()],
             &[],
-            true,
+            Some(true),
             true,
             false,
         )
