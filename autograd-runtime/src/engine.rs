@@ -19,8 +19,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::error::AutogradError;
+use crate::hooks;
 use crate::mode::{is_anomaly_enabled, set_grad_enabled};
-use crate::node::{DynCell, Edge, VariableList, lock};
+use crate::node::{DynCell, Edge, HooksSnapshot, VariableList, lock};
 use crate::ops;
 use crate::reuse;
 use crate::tensor::{Tensor, TensorMeta};
@@ -706,8 +707,14 @@ fn run<'a, T: Tensor>(
         }
         match vertex {
             Vertex::Node(cell) => {
-                if cell.has_hooks.load(Ordering::Acquire) {
-                    run_tensor_hooks(cell, &mut buf, create_graph);
+                let hooks = if cell.has_hooks.load(Ordering::Acquire) {
+                    cell.hooks_snapshot()
+                } else {
+                    None
+                };
+                if let Some(h) = &hooks {
+                    run_tensor_hooks(h, &mut buf, create_graph)
+                        .map_err(|e| anomaly_wrap(cell, e))?;
                 }
                 if capture {
                     for &(j, nr, pos) in &slots {
@@ -719,7 +726,7 @@ fn run<'a, T: Tensor>(
                 if !exec {
                     continue;
                 }
-                let outputs = call_node(cell, buf, keep_graph)?;
+                let outputs = call_node(cell, hooks.as_ref(), buf, keep_graph)?;
                 for (edge, g) in cell.edges.iter().zip(outputs) {
                     if let Some(edge) = edge {
                         task.deliver(edge, g);
@@ -728,17 +735,11 @@ fn run<'a, T: Tensor>(
             }
             Vertex::Leaf(var) => {
                 let mut g = buf.take(0);
-                if let Some(mut cur) = g.take() {
-                    let mut hooks = var.take_leaf_hooks();
-                    if !hooks.is_empty() {
-                        for (_, h) in hooks.iter_mut() {
-                            if let Some(new) = h(&cur) {
-                                cur = new;
-                            }
-                        }
-                        var.restore_leaf_hooks(hooks);
-                    }
-                    g = Some(cur);
+                if let Some(cur) = g.take() {
+                    // A snapshot: the hooks run with no lock held and stay
+                    // registered whatever they do (remove themselves, panic).
+                    let hooks = var.leaf_hooks();
+                    g = Some(hooks::run_tensor_hooks(&hooks, cur)?);
                 }
                 if capture {
                     for &(j, _, pos) in &slots {
@@ -803,14 +804,18 @@ fn retain_into<T: Tensor>(var: &Variable<T>, g: &Variable<T>, create_graph: bool
     var.set_grad(Some(new));
 }
 
-fn run_tensor_hooks<T: Tensor>(cell: &DynCell<T>, buf: &mut VariableList<T>, create_graph: bool) {
-    let mut guard = cell.hooks();
-    let Some(h) = guard.as_mut() else { return };
-    for (_, nr, f) in h.tensor_pre.iter_mut() {
-        if let Some(Some(g)) = buf.get(*nr)
-            && let Some(new) = f(g)
+/// A node's tensor hooks (on the gradients of its outputs), then the
+/// retained gradients, as PyTorch's `call_tensor_pre_hooks`.
+fn run_tensor_hooks<T: Tensor>(
+    h: &HooksSnapshot<T>,
+    buf: &mut VariableList<T>,
+    create_graph: bool,
+) -> Result<(), AutogradError> {
+    for (nr, hook) in &h.tensor_pre {
+        if let Some(slot) = buf.get_mut(*nr)
+            && let Some(g) = slot.take()
         {
-            buf[*nr] = Some(new);
+            *slot = Some(hooks::run_tensor_hooks(std::slice::from_ref(hook), g)?);
         }
     }
     for (nr, weak) in &h.retain {
@@ -818,6 +823,7 @@ fn run_tensor_hooks<T: Tensor>(cell: &DynCell<T>, buf: &mut VariableList<T>, cre
             retain_into(&Variable(inner), g, create_graph);
         }
     }
+    Ok(())
 }
 
 fn node_name<T: Tensor>(cell: &DynCell<T>) -> String {
@@ -845,19 +851,15 @@ fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, mut e: AutogradError) -> AutogradE
 
 fn call_node<T: Tensor>(
     cell: &DynCell<T>,
+    hooks: Option<&HooksSnapshot<T>>,
     mut grads: VariableList<T>,
     keep_graph: bool,
 ) -> Result<VariableList<T>, AutogradError> {
     let mut post_inputs = None;
-    if cell.has_hooks.load(Ordering::Acquire) {
-        let mut guard = cell.hooks();
-        if let Some(h) = guard.as_mut() {
-            for (_, f) in h.pre.iter_mut() {
-                f(&mut grads);
-            }
-            if !h.post.is_empty() {
-                post_inputs = Some(grads.clone());
-            }
+    if let Some(h) = hooks {
+        hooks::run_pre_hooks(&h.pre, &mut grads).map_err(|e| anomaly_wrap(cell, e))?;
+        if !h.post.is_empty() {
+            post_inputs = Some(grads.clone());
         }
     }
     let result = {
@@ -883,13 +885,8 @@ fn call_node<T: Tensor>(
             }
         }
     }
-    if let Some(inputs) = post_inputs {
-        let mut guard = cell.hooks();
-        if let Some(h) = guard.as_mut() {
-            for (_, f) in h.post.iter_mut() {
-                f(&mut outputs, &inputs);
-            }
-        }
+    if let (Some(h), Some(inputs)) = (hooks, post_inputs) {
+        hooks::run_post_hooks(&h.post, &mut outputs, &inputs).map_err(|e| anomaly_wrap(cell, e))?;
     }
     Ok(outputs)
 }

@@ -168,6 +168,7 @@ mod counter_slot;
 mod dot;
 mod engine;
 mod error;
+mod hooks;
 pub mod list;
 mod mode;
 mod node;

@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::counter_slot::CounterSlot;
 use crate::error::AutogradError;
+use crate::hooks::{Hook, TensorHookFn};
 use crate::mode::is_grad_enabled;
-use crate::node::{Edge, HookId, NODE_COUNTERS, NodeRef, TensorHook, WeakNode, lock, next_hook_id};
+use crate::node::{Edge, HookId, NODE_COUNTERS, NodeRef, WeakNode, lock, next_hook_id};
 use crate::tensor::{Tensor, TensorMeta};
 
 /// A tensor with autograd metadata (PyTorch's `Variable`/`at::Tensor` with
@@ -60,7 +61,7 @@ pub(crate) struct VarInner<T: Tensor> {
     mutable: Mutex<Option<Box<Mutable<T>>>>,
 }
 
-pub(crate) type LeafHooks<T> = Vec<(HookId, TensorHook<T>)>;
+pub(crate) type LeafHooks<T> = Vec<Hook<TensorHookFn<T>>>;
 
 /// The rarely written part of a variable, allocated on first write.
 pub(crate) struct Mutable<T: Tensor> {
@@ -538,24 +539,56 @@ impl<T: Tensor> Variable<T> {
 
     /// Registers a hook on this variable's gradient: it sees the gradient
     /// before it is used (accumulated into a leaf, or given to `grad_fn`) and
-    /// may return a replacement. Runs once per backward with the summed
-    /// gradient.
-    pub fn register_hook(
-        &self,
-        f: impl FnMut(&Variable<T>) -> Option<Variable<T>> + Send + 'static,
-    ) -> Result<HookId, AutogradError> {
+    /// may return a replacement (`Ok(Some(g))`) of the same shape and dtype.
+    /// Runs once per backward with the summed gradient.
+    ///
+    /// As in PyTorch:
+    /// * an error the hook returns ends the backward pass and reaches its
+    ///   caller (wrap foreign errors with [`AutogradError::hook`]); so does a
+    ///   replacement of another shape (`hook 'name' has changed the size of
+    ///   value`) or dtype (`hook 'name' has changed the type of value (was X
+    ///   got Y)`), where `name` is the function's name for a `fn` item and
+    ///   `enclosing_fn::{{closure}}` for a closure; nothing is accumulated then;
+    /// * hooks run with no runtime lock held, on a snapshot of the list taken
+    ///   when the gradient is ready: a hook may remove itself or others (from
+    ///   the next backward on; this pass runs the snapshot) or register new
+    ///   ones (which run from the next backward on);
+    /// * a hook that panics stays registered (as every other hook does).
+    ///
+    /// ```
+    /// # use autograd_runtime::*;
+    /// # #[derive(Clone, Debug)] struct S(f64);
+    /// # impl Tensor for S {
+    /// #     fn shape(&self) -> &[usize] { &[] }
+    /// #     fn dtype(&self) -> &'static str { "f64" }
+    /// #     fn ones_like(&self) -> Self { S(1.0) }
+    /// #     fn zeros_like(&self) -> Self { S(0.0) }
+    /// #     fn add(&self, o: &Self) -> Self { S(self.0 + o.0) }
+    /// #     fn has_nan(&self) -> bool { self.0.is_nan() }
+    /// # }
+    /// let x = Variable::new(S(1.0), true);
+    /// x.register_hook(|g| Ok(Some(ops::add(g, g))))?; // doubles the gradient
+    /// ops::add(&x, &x).backward()?;
+    /// assert_eq!(x.grad().unwrap().data().0, 4.0);
+    /// # Ok::<(), AutogradError>(())
+    /// ```
+    pub fn register_hook<F>(&self, f: F) -> Result<HookId, AutogradError>
+    where
+        F: Fn(&Variable<T>) -> Result<Option<Variable<T>>, AutogradError> + Send + Sync + 'static,
+    {
         if !self.requires_grad() {
             return Err(AutogradError::HookOnNoGrad);
         }
+        let hook = Hook::new::<F>(next_hook_id(), Arc::new(f) as Arc<TensorHookFn<T>>);
+        let id = hook.id;
         let mut g = self.mutable();
         match self.with_history_locked(&g) {
             Some((node, nr)) => {
                 drop(g);
-                Ok(node.register_tensor_prehook(nr as usize, Box::new(f)))
+                Ok(node.register_tensor_prehook(nr as usize, hook))
             }
             None => {
-                let id = next_hook_id();
-                Self::mutable_mut(&mut g).hooks.push((id, Box::new(f)));
+                Self::mutable_mut(&mut g).hooks.push(hook);
                 Ok(id)
             }
         }
@@ -566,7 +599,7 @@ impl<T: Tensor> Variable<T> {
         let mut g = self.mutable();
         if let Some(m) = g.as_mut() {
             let n = m.hooks.len();
-            m.hooks.retain(|(i, _)| *i != id);
+            m.hooks.retain(|h| h.id != id);
             if m.hooks.len() != n {
                 return true;
             }
@@ -645,19 +678,12 @@ impl<T: Tensor> Variable<T> {
         crate::dot::to_dot(std::slice::from_ref(self))
     }
 
-    /// Takes the leaf hooks out (the engine runs them without the lock held).
-    pub(crate) fn take_leaf_hooks(&self) -> LeafHooks<T> {
-        match self.mutable().as_mut() {
-            Some(m) => std::mem::take(&mut m.hooks),
+    /// A snapshot of the leaf hooks (the engine calls them without the lock held).
+    pub(crate) fn leaf_hooks(&self) -> LeafHooks<T> {
+        match self.mutable().as_ref() {
+            Some(m) => m.hooks.clone(),
             None => Vec::new(),
         }
-    }
-
-    pub(crate) fn restore_leaf_hooks(&self, mut hooks: LeafHooks<T>) {
-        let mut g = self.mutable();
-        let m = Self::mutable_mut(&mut g);
-        hooks.append(&mut m.hooks);
-        m.hooks = hooks;
     }
 
     pub(crate) fn inner_ptr(&self) -> usize {

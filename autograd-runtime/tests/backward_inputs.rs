@@ -123,22 +123,28 @@ fn backward_inputs_runs_only_the_part_of_the_graph_they_need() {
     };
     let e = exp(&w);
     let f = log("exp-pre");
-    e.grad_fn().unwrap().register_prehook(move |_| f());
+    e.grad_fn().unwrap().register_prehook(move |_| {
+        f();
+        Ok(())
+    });
     let f = log("e-tensor-hook");
     e.register_hook(move |_| {
         f();
-        None
+        Ok(None)
     })
     .unwrap();
     let f = log("w-hook");
     w.register_hook(move |_| {
         f();
-        None
+        Ok(None)
     })
     .unwrap();
     let m = mul(&x, &w);
     let f = log("mul-pre");
-    m.grad_fn().unwrap().register_prehook(move |_| f());
+    m.grad_fn().unwrap().register_prehook(move |_| {
+        f();
+        Ok(())
+    });
     let y = add(&m, &e);
     let only_x = [x.clone()];
     let opts = BackwardOptions {

@@ -44,6 +44,7 @@ fn diamond_graph_sums_gradients_and_runs_each_node_once() {
     let c2 = calls.clone();
     a.grad_fn().unwrap().register_prehook(move |_| {
         c2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
     });
     let b = mul_scalar(&a, 2.0);
     let c = mul_scalar(&a, 3.0);
@@ -273,6 +274,7 @@ fn multi_output_node_and_undefined_gradients() {
     let s2 = seen.clone();
     r.grad_fn().unwrap().register_prehook(move |g| {
         s2.lock().unwrap().extend(g.iter().map(Option::is_some));
+        Ok(())
     });
     sum(&mul_scalar(&r, 3.0)).backward().unwrap();
     assert_eq!(*seen.lock().unwrap(), vec![false, true]);
