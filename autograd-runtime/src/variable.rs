@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use crate::counter_slot::CounterSlot;
 use crate::error::AutogradError;
@@ -30,21 +30,21 @@ use crate::tensor::{Tensor, TensorMeta};
 ///   output needs no extra allocation); other variables keep it inline until
 ///   it is shared.
 ///
-/// Reads of the data and the history take no lock: both are stored
-/// immutably at creation. An in-place op ([`set_data`](Self::set_data),
-/// [`rebase_history`](Self::rebase_history)) stores the new value beside the
-/// original one and sets a flag; from then on reads go through a mutex. The
-/// original raw tensor stays alive with the variable (so that lock-free
-/// readers never see it freed): one extra tensor per variable that was ever
-/// replaced, not one per in-place op.
+/// The data is behind a read-write lock: reads take it shared, and an
+/// in-place replacement ([`set_data`](Self::set_data)) swaps the raw tensor
+/// and frees the old one (an optimizer updating a parameter keeps one copy of
+/// it, as PyTorch does). The history is read without a lock: it is stored
+/// immutably at creation; [`rebase_history`](Self::rebase_history) stores
+/// the new one beside it and sets a flag, and from then on history reads go
+/// through a mutex.
 pub struct Variable<T: Tensor>(pub(crate) Arc<VarInner<T>>);
 
 const REQUIRES_GRAD: u8 = 1;
-/// Data or history was replaced: read them from `mutable`.
+/// History was replaced: read it from `mutable`.
 const REPLACED: u8 = 2;
 const RETAINS_GRAD: u8 = 4;
 /// A view of another variable ([`crate::view`]): data and history are brought up to date
-/// from the base before they are read.
+/// from the base before they are read (the history then lives in `mutable`).
 const IS_VIEW: u8 = 8;
 
 pub(crate) struct VarInner<T: Tensor> {
@@ -52,7 +52,9 @@ pub(crate) struct VarInner<T: Tensor> {
     version: AtomicU32,
     /// Claimed by the running graph task (see the engine).
     pub(crate) task_slot: AtomicU64,
-    data: T,
+    /// The current raw tensor. A lock rather than a value read without one: a
+    /// replaced tensor must be freed, and a reader may be using it.
+    data: RwLock<T>,
     grad_fn: Option<NodeRef<T>>,
     output_nr: u32,
     /// Set when the version counter is shared with other variables and is
@@ -65,7 +67,6 @@ pub(crate) type LeafHooks<T> = Vec<Hook<TensorHookFn<T>>>;
 
 /// The rarely written part of a variable, allocated on first write.
 pub(crate) struct Mutable<T: Tensor> {
-    data: Option<T>,
     history: Option<(Option<NodeRef<T>>, u32)>,
     pub(crate) grad: Option<Variable<T>>,
     name: Option<String>,
@@ -76,7 +77,6 @@ pub(crate) struct Mutable<T: Tensor> {
 impl<T: Tensor> Default for Mutable<T> {
     fn default() -> Self {
         Mutable {
-            data: None,
             history: None,
             grad: None,
             name: None,
@@ -115,7 +115,7 @@ impl<T: Tensor> VarInner<T> {
             flags: AtomicU8::new(if requires_grad { REQUIRES_GRAD } else { 0 }),
             version: AtomicU32::new(0),
             task_slot: AtomicU64::new(0),
-            data,
+            data: RwLock::new(data),
             grad_fn,
             output_nr,
             shared_version: CounterSlot::empty(),
@@ -160,7 +160,7 @@ impl<T: Tensor> Variable<T> {
         Variable(Arc::new(inner))
     }
 
-    /// Data or history live in the mutable part (replaced, or a view brought up to date
+    /// The history lives in the mutable part (replaced, or a view brought up to date
     /// first).
     #[inline]
     fn replaced(&self) -> bool {
@@ -201,10 +201,11 @@ impl<T: Tensor> Variable<T> {
             return;
         };
         let (data, history, requires_grad) = fresh;
+        // Not under the mutable lock: a reader holding the data lock may be
+        // about to take it.
+        self.set_data(data);
         let mut g = self.mutable();
-        let m = Self::mutable_mut(&mut g);
-        m.data = Some(data);
-        m.history = Some(history);
+        Self::mutable_mut(&mut g).history = Some(history);
         if requires_grad {
             self.0.flags.fetch_or(REQUIRES_GRAD, Ordering::Release);
         }
@@ -236,18 +237,11 @@ impl<T: Tensor> Variable<T> {
     /// Runs `f` on the raw tensor without cloning it.
     #[inline]
     pub fn with_data<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-        if !self.replaced() {
-            return f(&self.0.data);
+        if self.0.flags.load(Ordering::Acquire) & IS_VIEW != 0 {
+            self.sync_view();
         }
-        let g = self.mutable();
-        f(self.data_in(&g))
-    }
-
-    /// The current data, given the locked mutable state.
-    fn data_in<'g>(&'g self, g: &'g MutGuard<'_, T>) -> &'g T {
-        g.as_ref()
-            .and_then(|m| m.data.as_ref())
-            .unwrap_or(&self.0.data)
+        let data = self.0.data.read().unwrap_or_else(PoisonError::into_inner);
+        f(&data)
     }
 
     /// The current history, given the locked mutable state.
@@ -261,10 +255,12 @@ impl<T: Tensor> Variable<T> {
     /// Replaces the raw tensor without touching history or version (PyTorch's
     /// `x.data = ...`). In-place ops use [`record_inplace`](crate::record_inplace)
     /// or this plus [`bump_version`](Self::bump_version).
+    /// The old raw tensor is dropped (after the lock is released).
     pub fn set_data(&self, data: T) {
-        let mut g = self.mutable();
-        Self::mutable_mut(&mut g).data = Some(data);
-        self.0.flags.fetch_or(REPLACED, Ordering::Release);
+        let mut slot = self.0.data.write().unwrap_or_else(PoisonError::into_inner);
+        let old = std::mem::replace(&mut *slot, data);
+        drop(slot);
+        drop(old);
     }
 
     /// Shape of the raw tensor.
