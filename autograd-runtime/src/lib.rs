@@ -178,6 +178,7 @@ pub mod ops;
 #[allow(unsafe_code)]
 mod reuse;
 mod saved;
+mod saved_hooks;
 mod tensor;
 mod variable;
 pub mod view;
@@ -196,6 +197,7 @@ pub use node::{
     record_vec, should_record,
 };
 pub use saved::SavedVariable;
+pub use saved_hooks::{SavedTensorsHooksGuard, saved_tensors_hooks};
 pub use tensor::{Tensor, TensorMeta};
 pub use variable::Variable;
 
