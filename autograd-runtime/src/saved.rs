@@ -321,6 +321,15 @@ impl<T: Tensor> SavedVariable<T> {
         Pk: Fn(&Variable<T>) -> Result<P, AutogradError> + Send + Sync + 'static,
         Un: Fn(&P) -> Result<Variable<T>, AutogradError> + Send + Sync + 'static,
     {
+        self.register_shared_hooks(Arc::new(SavedHooks::new(pack, unpack)))
+    }
+
+    /// [`register_hooks`](Self::register_hooks) with a pair that may be shared by several
+    /// saved variables (a list of saved tensors).
+    pub(crate) fn register_shared_hooks(
+        &mut self,
+        hooks: Arc<SavedHooks<T>>,
+    ) -> Result<(), AutogradError> {
         let (var, is_output) = match &self.state {
             State::Hooked(_) => return Err(AutogradError::msg(ERR_HOOKS_SET)),
             State::Empty => return Err(AutogradError::msg(ERR_HOOKS_ON_NONE)),
@@ -334,7 +343,7 @@ impl<T: Tensor> SavedVariable<T> {
                 ..
             } => (rebuild_output(data, grad_fn, *output_nr, counter), true),
         };
-        *self = Self::hooked(&var, is_output, Arc::new(SavedHooks::new(pack, unpack)));
+        *self = Self::hooked(&var, is_output, hooks);
         Ok(())
     }
 }
