@@ -230,7 +230,6 @@ pub fn grad_with<T: Tensor>(
 }
 
 /// What a pass computes gradients for.
-#[derive(Clone, Copy)]
 enum Targets<'a, T: Tensor> {
     /// `backward()`: every leaf reached.
     All,
@@ -240,6 +239,14 @@ enum Targets<'a, T: Tensor> {
     /// accumulates, a node runs its hooks, retained gradient and itself).
     Accumulate(&'a [Edge<T>]),
 }
+
+impl<T: Tensor> Clone for Targets<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Tensor> Copy for Targets<'_, T> {}
 
 /// Root edges with their seed gradients.
 type Roots<T> = Vec<(Edge<T>, Option<Variable<T>>)>;
@@ -617,6 +624,37 @@ impl<'a, T: Tensor> Task<'a, T> {
         self.stack = stack;
     }
 
+    /// `grad()` and `backward(inputs)`: counts the dependencies of every
+    /// reachable vertex and marks which must run to reach the targets
+    /// (PyTorch's `compute_dependencies` and `init_to_execute`). Returns
+    /// `(vertex, input slot, position in the captures)` for `grad()`.
+    fn init_to_execute(
+        &mut self,
+        roots: &'a [(Edge<T>, Option<Variable<T>>)],
+        targets: Targets<'a, T>,
+    ) -> Vec<(u32, usize, usize)> {
+        let mut slots = Vec::new();
+        let (edges, capture) = match targets {
+            Targets::All => return slots,
+            Targets::Capture(caps) => (caps, true),
+            Targets::Accumulate(inputs) => (inputs, false),
+        };
+        self.count_dependencies(roots);
+        for (pos, edge) in edges.iter().enumerate() {
+            if let Some(i) = self.lookup(edge) {
+                let st = &mut self.states[i as usize];
+                if capture {
+                    slots.push((i, edge.input_nr(), pos));
+                    st.capture = true;
+                } else {
+                    st.needed = true;
+                }
+            }
+        }
+        mark_needed(self);
+        slots
+    }
+
     /// The ready vertex with the highest priority.
     fn pop_ready(&mut self) -> Option<u32> {
         self.next
@@ -660,34 +698,11 @@ fn run<'a, T: Tensor>(
     // consumer of a vertex outranks it, so all its gradients are in when it
     // runs. grad() counts dependencies (and marks what must run), as PyTorch.
     task.lazy = matches!(targets, Targets::All);
-    // grad() and backward(inputs): dependencies of every reachable vertex,
-    // and which vertices must run to reach the inputs (PyTorch's
-    // `compute_dependencies` and `init_to_execute`).
-    let mut slots: Vec<(u32, usize, usize)> = Vec::new();
-    let mut n_captures = 0;
-    match targets {
-        Targets::All => {}
-        Targets::Capture(caps) => {
-            n_captures = caps.len();
-            task.count_dependencies(roots);
-            for (pos, edge) in caps.iter().enumerate() {
-                if let Some(i) = task.lookup(edge) {
-                    slots.push((i, edge.input_nr(), pos));
-                    task.states[i as usize].capture = true;
-                }
-            }
-            mark_needed(&mut task);
-        }
-        Targets::Accumulate(inputs) => {
-            task.count_dependencies(roots);
-            for edge in inputs {
-                if let Some(i) = task.lookup(edge) {
-                    task.states[i as usize].needed = true;
-                }
-            }
-            mark_needed(&mut task);
-        }
-    }
+    let slots = task.init_to_execute(roots, targets);
+    let n_captures = match targets {
+        Targets::Capture(caps) => caps.len(),
+        _ => 0,
+    };
     // 3. Execute.
     for (edge, g) in roots {
         task.deliver(edge, g.clone());
