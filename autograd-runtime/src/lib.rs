@@ -17,6 +17,9 @@
 //!   run on the calling thread; `create_graph` gives higher-order gradients.
 //! * Modes: [`no_grad`], [`enable_grad`], [`set_grad_enabled`] (thread-local),
 //!   [`detect_anomaly`] (anomaly mode, also thread-local).
+//! * Hooks: [`Variable::register_hook`], [`NodeRef::register_prehook`],
+//!   [`NodeRef::register_hook`] (fallible, run with no runtime lock held), and
+//!   saved-tensor hooks ([`saved_tensors_hooks`], [`SavedVariable::register_hooks`]).
 //! * [`to_dot`]: Graphviz export of the recorded graph.
 //!
 //! # What generated code looks like

@@ -186,21 +186,25 @@ fn a_non_leaf_hook_that_registers_a_hook_does_not_deadlock() {
         let y = mul_scalar(&x, 3.0);
         let calls = log();
         let (c, y2) = (calls.clone(), y.clone());
-        y.register_hook(move |_| {
-            c.lock().unwrap().push("r");
-            let c2 = c.clone();
-            y2.register_hook(move |_| {
-                c2.lock().unwrap().push("new");
+        let r = y
+            .register_hook(move |_| {
+                c.lock().unwrap().push("r");
+                let c2 = c.clone();
+                y2.register_hook(move |_| {
+                    c2.lock().unwrap().push("new");
+                    Ok(None)
+                })?;
                 Ok(None)
-            })?;
-            Ok(None)
-        })
-        .unwrap();
+            })
+            .unwrap();
         let z = mul(&y, &y);
         z.backward_with(None, Some(true), false).unwrap();
         assert_eq!(*calls.lock().unwrap(), ["r"]);
         z.backward().unwrap();
         assert_eq!(*calls.lock().unwrap(), ["r", "r", "new"]);
+        // `r` holds `y`, which holds the node that holds `r`: a cycle (Python's collector
+        // would free it), broken by removing the hook.
+        assert!(y.remove_hook(r));
     });
 }
 
