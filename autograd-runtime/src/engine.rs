@@ -122,17 +122,18 @@ pub fn backward_with<T: Tensor>(
     grad_tensors: &[Option<Variable<T>>],
     opts: BackwardOptions<'_, T>,
 ) -> Result<(), AutogradError> {
+    // Checked first, as PyTorch's Python `backward` does.
+    if opts.inputs.is_some_and(<[_]>::is_empty) {
+        return Err(AutogradError::EmptyInputs {
+            function: "backward",
+        });
+    }
     let roots = make_roots(tensors, grad_tensors)?;
     let keep_graph = opts.retain_graph.unwrap_or(opts.create_graph);
     let Some(inputs) = opts.inputs else {
         run(&roots, Targets::All, keep_graph, opts.create_graph)?;
         return Ok(());
     };
-    if inputs.is_empty() {
-        return Err(AutogradError::EmptyInputs {
-            function: "backward",
-        });
-    }
     let mut edges = Vec::with_capacity(inputs.len());
     for v in inputs {
         // PyTorch calls retain_grad() on every input first (a no-op on leaves).
@@ -696,7 +697,8 @@ fn run<'a, T: Tensor>(
     // backward(): no dependency pass. Vertices are found as gradients reach
     // them and run in decreasing (depth, sequence number) order: every
     // consumer of a vertex outranks it, so all its gradients are in when it
-    // runs. grad() counts dependencies (and marks what must run), as PyTorch.
+    // runs. grad() and backward(inputs) count dependencies (and mark what
+    // must run), as PyTorch.
     task.lazy = matches!(targets, Targets::All);
     let slots = task.init_to_execute(roots, targets);
     let n_captures = match targets {
