@@ -128,8 +128,8 @@
 //! Per recorded op: the node is bump-allocated in a per-thread arena chunk
 //! (edges and output metadata inline for up to two inputs/one output), one
 //! `Arc` per output variable; no allocation for gradient lists of up to two
-//! entries ([`VariableList`]). Reading a variable's data or history takes no
-//! lock. Backward runs on the calling thread with a dependency count per
+//! entries ([`VariableList`]). Reading a variable's history takes no lock,
+//! its data an uncontended shared lock (so that replaced data is freed). Backward runs on the calling thread with a dependency count per
 //! vertex. Figures and the trade-offs: `docs/runtime.md`.
 //!
 //! # Debugging leaks
