@@ -275,8 +275,10 @@ fn mismatch<T: Tensor>(
 }
 
 impl<T: Tensor> SavedVariable<T> {
-    /// Saves `var` through saved-tensor hooks: `pack` runs now (under no_grad) on a
-    /// detached alias of it, as PyTorch's `set_hooks_and_pack_data`.
+    /// Saves `var` through saved-tensor hooks: `pack` runs now (under no_grad), as in
+    /// PyTorch's `set_hooks_and_pack_data`, on `var` itself, or on a detached alias of it
+    /// when it is the saving node's output (so that a pack hook that keeps what it is given
+    /// makes no node → output → node cycle).
     fn hooked(var: &Variable<T>, is_output: bool, hooks: Arc<SavedHooks<T>>) -> Self {
         let origin = match var.with_history(|f, nr| f.map(|f| (f.clone(), nr))) {
             Some((f, output_nr)) if is_output => Origin::Output {
@@ -287,14 +289,17 @@ impl<T: Tensor> SavedVariable<T> {
             None if var.requires_grad() => Origin::Leaf(var.clone()),
             None => Origin::Constant,
         };
-        let alias = var.detach();
-        let before = alias.version();
+        let given = match origin {
+            Origin::Output { .. } => var.detach(),
+            _ => var.clone(),
+        };
+        let before = given.version();
         let packed = {
             let _g = no_grad();
-            (hooks.pack)(&alias)
+            (hooks.pack)(&given)
         };
         let packed = match packed {
-            Ok(_) if alias.version() != before => Err(AutogradError::msg(ERR_PACK_INPLACE)),
+            Ok(_) if given.version() != before => Err(AutogradError::msg(ERR_PACK_INPLACE)),
             p => p,
         };
         SavedVariable {

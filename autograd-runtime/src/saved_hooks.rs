@@ -91,9 +91,9 @@ impl Drop for SavedTensorsHooksGuard {
 /// thread until the guard drops (PyTorch's `torch.autograd.graph.saved_tensors_hooks`
 /// context manager; nested calls: the innermost pair wins).
 ///
-/// * `pack` runs when an op saves a tensor (under no_grad), on a detached alias of it (same
-///   data and version counter, no history); the node keeps what it returns instead of the
-///   tensor. `unpack` runs each time backward unpacks it, and must return a tensor of the
+/// * `pack` runs when an op saves a tensor (under no_grad), on the tensor itself (an
+///   input) or on a detached alias of it (same data and version counter, no history: the
+///   saving op's output); the node keeps what it returns instead of the tensor. `unpack` runs each time backward unpacks it, and must return a tensor of the
 ///   saved shape and dtype (`Output of saved tensor unpack_hook expected to have shape [3]
 ///   but got [2]`); the runtime gives the result the saved tensor's place in the graph.
 /// * As in PyTorch, a saved tensor with hooks is not version-checked (the hooks decide what

@@ -264,3 +264,27 @@ fn hooks_registered_on_one_saved_variable() {
         "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved variables after calling backward."
     );
 }
+
+#[test]
+fn pack_receives_inputs_themselves_and_outputs_detached() {
+    // PyTorch: a = x*2; y = a*x under hooks -> pack gets x itself (requires_grad True,
+    // grad_fn None) and a itself (grad_fn MulBackward0). For an op's own output (exp's
+    // result) PyTorch passes the output with its grad_fn; here a detached alias of it.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let x = leaf(&[1.5], &[1]);
+    let a = mul_scalar(&x, 2.0);
+    let s = seen.clone();
+    let _hooks = saved_tensors_hooks(
+        move |v: &V| {
+            s.lock().unwrap().push(v.clone());
+            Ok(v.data())
+        },
+        |t: &TT| Ok(Variable::from_data(t.clone())),
+    );
+    let _y = mul(&a, &x);
+    let e = exp(&x);
+    let seen = seen.lock().unwrap();
+    assert!(seen[0].ptr_eq(&a) && seen[1].ptr_eq(&x));
+    assert!(!seen[2].ptr_eq(&e) && seen[2].grad_fn().is_none() && !seen[2].requires_grad());
+    assert_eq!(vals(&seen[2]), vals(&e));
+}
