@@ -173,7 +173,7 @@ pub fn gradgradcheck<T: ElementAccess>(
             let v_t = Variable::from_data(y.data().with_f64_vec(&v));
             let opts = GradOptions {
                 create_graph: true,
-                retain_graph: true,
+                retain_graph: Some(true),
                 allow_unused: true,
                 materialize_grads: true,
             };

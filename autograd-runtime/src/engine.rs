@@ -19,38 +19,143 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::error::AutogradError;
+use crate::hooks;
 use crate::mode::{is_anomaly_enabled, set_grad_enabled};
-use crate::node::{DynCell, Edge, VariableList, lock};
+use crate::node::{DynCell, Edge, HooksSnapshot, VariableList, lock};
 use crate::ops;
 use crate::reuse;
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::Variable;
 
 /// Computes the gradients of `tensors` w.r.t. the graph leaves and
-/// accumulates them into the leaves' `.grad` (and retained non-leaves).
+/// accumulates them into the leaves' `.grad` (and retained non-leaves)
+/// (`torch.autograd.backward`).
 ///
 /// * `grad_tensors`: one gradient per tensor (`None` = implicit ones, only
 ///   for one-element tensors), or an empty slice for all-implicit.
 /// * `retain_graph`: keep saved variables so that the graph can be
 ///   backpropagated again; without it, saved variables are released as the
-///   nodes run and a second backward through them fails.
+///   nodes run and a second backward through them fails. `None` means
+///   `create_graph`, as in PyTorch.
 /// * `create_graph`: run the backward formulas with grad mode on, so the
-///   gradients have a graph of their own (higher-order derivatives). As in
-///   PyTorch you usually want `retain_graph` too.
+///   gradients have a graph of their own (higher-order derivatives).
+///
+/// [`backward_with`] also takes `inputs` (accumulate into those only).
+///
+/// ```
+/// # use autograd_runtime::*;
+/// # #[derive(Clone, Debug)] struct S(f64);
+/// # impl Tensor for S {
+/// #     fn shape(&self) -> &[usize] { &[] }
+/// #     fn dtype(&self) -> &'static str { "f64" }
+/// #     fn ones_like(&self) -> Self { S(1.0) }
+/// #     fn zeros_like(&self) -> Self { S(0.0) }
+/// #     fn add(&self, o: &Self) -> Self { S(self.0 + o.0) }
+/// #     fn has_nan(&self) -> bool { self.0.is_nan() }
+/// # }
+/// let x = Variable::new(S(2.0), true);
+/// let y = ops::add(&x, &x);
+/// backward(&[y], &[], None, false)?;
+/// assert_eq!(x.grad().unwrap().data().0, 2.0);
+/// # Ok::<(), AutogradError>(())
+/// ```
 pub fn backward<T: Tensor>(
     tensors: &[Variable<T>],
     grad_tensors: &[Option<Variable<T>>],
-    retain_graph: bool,
+    retain_graph: Option<bool>,
     create_graph: bool,
 ) -> Result<(), AutogradError> {
+    backward_with(
+        tensors,
+        grad_tensors,
+        BackwardOptions {
+            retain_graph,
+            create_graph,
+            inputs: None,
+        },
+    )
+}
+
+/// Options of [`backward_with`]. `Default` is PyTorch's: `retain_graph = None`
+/// (that is, `create_graph`), `create_graph = false`, no `inputs`.
+pub struct BackwardOptions<'a, T: Tensor> {
+    /// Keep saved variables for another backward; `None` means `create_graph`.
+    pub retain_graph: Option<bool>,
+    /// Record the backward pass (higher-order gradients).
+    pub create_graph: bool,
+    /// Accumulate only into these (leaves, or non-leaves whose gradient is
+    /// then retained) and run only the part of the graph they need. `Some(&[])`
+    /// is an error, as in PyTorch.
+    pub inputs: Option<&'a [Variable<T>]>,
+}
+
+impl<T: Tensor> Default for BackwardOptions<'_, T> {
+    fn default() -> Self {
+        BackwardOptions {
+            retain_graph: None,
+            create_graph: false,
+            inputs: None,
+        }
+    }
+}
+
+impl<T: Tensor> Clone for BackwardOptions<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Tensor> Copy for BackwardOptions<'_, T> {}
+
+/// [`backward`] with all options, `inputs` among them (PyTorch's
+/// `backward(inputs=...)`): only the named inputs get a gradient. A leaf
+/// input accumulates into its `.grad`; a non-leaf input has
+/// [`retain_grad`](Variable::retain_grad) called on it (so its `.grad` is
+/// kept, now and in later passes, as in PyTorch) and its `grad_fn` runs, but
+/// nothing beyond it does. An input the tensors do not depend on gets nothing.
+///
+/// Errors as PyTorch: `` `inputs` argument to `backward()` cannot be empty.``;
+/// an input that does not require grad: `can't retain_grad on Tensor that has
+/// requires_grad=False`.
+pub fn backward_with<T: Tensor>(
+    tensors: &[Variable<T>],
+    grad_tensors: &[Option<Variable<T>>],
+    opts: BackwardOptions<'_, T>,
+) -> Result<(), AutogradError> {
+    // Checked first, as PyTorch's Python `backward` does.
+    if opts.inputs.is_some_and(<[_]>::is_empty) {
+        return Err(AutogradError::EmptyInputs {
+            function: "backward",
+        });
+    }
     let roots = make_roots(tensors, grad_tensors)?;
-    run(&roots, None, retain_graph, create_graph)?;
+    let keep_graph = opts.retain_graph.unwrap_or(opts.create_graph);
+    let Some(inputs) = opts.inputs else {
+        run(&roots, Targets::All, keep_graph, opts.create_graph)?;
+        return Ok(());
+    };
+    let mut edges = Vec::with_capacity(inputs.len());
+    for v in inputs {
+        // PyTorch calls retain_grad() on every input first (a no-op on leaves).
+        v.retain_grad()?;
+        edges.push(
+            v.gradient_edge()
+                .ok_or(AutogradError::InputDoesNotRequireGrad)?,
+        );
+    }
+    run(
+        &roots,
+        Targets::Accumulate(&edges),
+        keep_graph,
+        opts.create_graph,
+    )?;
     Ok(())
 }
 
 /// Computes and returns the gradients of `outputs` w.r.t. `inputs` without
 /// touching any `.grad` (`torch.autograd.grad`). Only the part of the graph
-/// between the outputs and the inputs runs.
+/// between the outputs and the inputs runs. `retain_graph: None` means
+/// `create_graph`, as in PyTorch.
 ///
 /// With `allow_unused`, an input not reached from the outputs gets `None`;
 /// without it that is an error. See [`grad_with`] for `materialize_grads`.
@@ -58,7 +163,7 @@ pub fn grad<T: Tensor>(
     outputs: &[Variable<T>],
     inputs: &[Variable<T>],
     grad_outputs: &[Option<Variable<T>>],
-    retain_graph: bool,
+    retain_graph: Option<bool>,
     create_graph: bool,
     allow_unused: bool,
 ) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
@@ -78,8 +183,8 @@ pub fn grad<T: Tensor>(
 /// Options of [`grad_with`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GradOptions {
-    /// Keep saved variables for another backward.
-    pub retain_graph: bool,
+    /// Keep saved variables for another backward; `None` means `create_graph`.
+    pub retain_graph: Option<bool>,
     /// Record the backward pass (higher-order gradients).
     pub create_graph: bool,
     /// Unreachable inputs give `None` instead of an error.
@@ -96,6 +201,9 @@ pub fn grad_with<T: Tensor>(
     grad_outputs: &[Option<Variable<T>>],
     opts: GradOptions,
 ) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
+    if inputs.is_empty() {
+        return Err(AutogradError::EmptyInputs { function: "grad" });
+    }
     let roots = make_roots(outputs, grad_outputs)?;
     let mut captures = Vec::with_capacity(inputs.len());
     for v in inputs {
@@ -106,8 +214,8 @@ pub fn grad_with<T: Tensor>(
     }
     let mut res = run(
         &roots,
-        Some(&captures),
-        opts.retain_graph,
+        Targets::Capture(&captures),
+        opts.retain_graph.unwrap_or(opts.create_graph),
         opts.create_graph,
     )?;
     for (r, v) in res.iter_mut().zip(inputs) {
@@ -121,6 +229,25 @@ pub fn grad_with<T: Tensor>(
     }
     Ok(res)
 }
+
+/// What a pass computes gradients for.
+enum Targets<'a, T: Tensor> {
+    /// `backward()`: every leaf reached.
+    All,
+    /// `grad()`: these edges' gradients are returned; nothing is accumulated.
+    Capture(&'a [Edge<T>]),
+    /// `backward(inputs=...)`: only these edges' vertices run (a leaf
+    /// accumulates, a node runs its hooks, retained gradient and itself).
+    Accumulate(&'a [Edge<T>]),
+}
+
+impl<T: Tensor> Clone for Targets<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Tensor> Copy for Targets<'_, T> {}
 
 /// Root edges with their seed gradients.
 type Roots<T> = Vec<(Edge<T>, Option<Variable<T>>)>;
@@ -254,6 +381,8 @@ struct VState<'a, T: Tensor> {
     deps: u32,
     exec: bool,
     capture: bool,
+    /// A `backward(inputs=...)` target: runs even if nothing below it must.
+    needed: bool,
     buffer: VariableList<T>,
 }
 
@@ -413,6 +542,7 @@ impl<'a, T: Tensor> Task<'a, T> {
             deps: 0,
             exec: true,
             capture: false,
+            needed: false,
             buffer: VariableList::new(),
         });
         (n, true)
@@ -495,6 +625,37 @@ impl<'a, T: Tensor> Task<'a, T> {
         self.stack = stack;
     }
 
+    /// `grad()` and `backward(inputs)`: counts the dependencies of every
+    /// reachable vertex and marks which must run to reach the targets
+    /// (PyTorch's `compute_dependencies` and `init_to_execute`). Returns
+    /// `(vertex, input slot, position in the captures)` for `grad()`.
+    fn init_to_execute(
+        &mut self,
+        roots: &'a [(Edge<T>, Option<Variable<T>>)],
+        targets: Targets<'a, T>,
+    ) -> Vec<(u32, usize, usize)> {
+        let mut slots = Vec::new();
+        let (edges, capture) = match targets {
+            Targets::All => return slots,
+            Targets::Capture(caps) => (caps, true),
+            Targets::Accumulate(inputs) => (inputs, false),
+        };
+        self.count_dependencies(roots);
+        for (pos, edge) in edges.iter().enumerate() {
+            if let Some(i) = self.lookup(edge) {
+                let st = &mut self.states[i as usize];
+                if capture {
+                    slots.push((i, edge.input_nr(), pos));
+                    st.capture = true;
+                } else {
+                    st.needed = true;
+                }
+            }
+        }
+        mark_needed(self);
+        slots
+    }
+
     /// The ready vertex with the highest priority.
     fn pop_ready(&mut self) -> Option<u32> {
         self.next
@@ -526,7 +687,7 @@ impl Drop for RetainGuard {
 // gradients): splitting it would spread the vertex state over several functions.
 fn run<'a, T: Tensor>(
     roots: &'a [(Edge<T>, Option<Variable<T>>)],
-    captures: Option<&'a [Edge<T>]>,
+    targets: Targets<'a, T>,
     keep_graph: bool,
     create_graph: bool,
 ) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
@@ -536,22 +697,14 @@ fn run<'a, T: Tensor>(
     // backward(): no dependency pass. Vertices are found as gradients reach
     // them and run in decreasing (depth, sequence number) order: every
     // consumer of a vertex outranks it, so all its gradients are in when it
-    // runs. grad() counts dependencies (and marks what must run), as PyTorch.
-    task.lazy = captures.is_none();
-    // grad(): dependencies of every reachable vertex, and which vertices
-    // must run to reach the inputs.
-    let mut slots: Vec<(u32, usize, usize)> = Vec::new();
-    let n_captures = captures.map_or(0, <[_]>::len);
-    if let Some(caps) = captures {
-        task.count_dependencies(roots);
-        for (pos, edge) in caps.iter().enumerate() {
-            if let Some(i) = task.lookup(edge) {
-                slots.push((i, edge.input_nr(), pos));
-                task.states[i as usize].capture = true;
-            }
-        }
-        mark_needed(&mut task);
-    }
+    // runs. grad() and backward(inputs) count dependencies (and mark what
+    // must run), as PyTorch.
+    task.lazy = matches!(targets, Targets::All);
+    let slots = task.init_to_execute(roots, targets);
+    let n_captures = match targets {
+        Targets::Capture(caps) => caps.len(),
+        _ => 0,
+    };
     // 3. Execute.
     for (edge, g) in roots {
         task.deliver(edge, g.clone());
@@ -571,8 +724,14 @@ fn run<'a, T: Tensor>(
         }
         match vertex {
             Vertex::Node(cell) => {
-                if cell.has_hooks.load(Ordering::Acquire) {
-                    run_tensor_hooks(cell, &mut buf, create_graph);
+                let hooks = if cell.has_hooks.load(Ordering::Acquire) {
+                    cell.hooks_snapshot()
+                } else {
+                    None
+                };
+                if let Some(h) = &hooks {
+                    run_tensor_hooks(h, &mut buf, create_graph)
+                        .map_err(|e| anomaly_wrap(cell, e))?;
                 }
                 if capture {
                     for &(j, nr, pos) in &slots {
@@ -584,7 +743,7 @@ fn run<'a, T: Tensor>(
                 if !exec {
                     continue;
                 }
-                let outputs = call_node(cell, buf, keep_graph)?;
+                let outputs = call_node(cell, hooks.as_ref(), buf, keep_graph)?;
                 for (edge, g) in cell.edges.iter().zip(outputs) {
                     if let Some(edge) = edge {
                         task.deliver(edge, g);
@@ -593,17 +752,11 @@ fn run<'a, T: Tensor>(
             }
             Vertex::Leaf(var) => {
                 let mut g = buf.take(0);
-                if let Some(mut cur) = g.take() {
-                    let mut hooks = var.take_leaf_hooks();
-                    if !hooks.is_empty() {
-                        for (_, h) in hooks.iter_mut() {
-                            if let Some(new) = h(&cur) {
-                                cur = new;
-                            }
-                        }
-                        var.restore_leaf_hooks(hooks);
-                    }
-                    g = Some(cur);
+                if let Some(cur) = g.take() {
+                    // A snapshot: the hooks run with no lock held and stay
+                    // registered whatever they do (remove themselves, panic).
+                    let hooks = var.leaf_hooks();
+                    g = Some(hooks::run_tensor_hooks(&hooks, cur)?);
                 }
                 if capture {
                     for &(j, _, pos) in &slots {
@@ -621,7 +774,8 @@ fn run<'a, T: Tensor>(
     Ok(captured)
 }
 
-/// exec = some child must receive a gradient (it runs or captures).
+/// exec = a target of `backward(inputs)`, or some child must receive a
+/// gradient (it runs or captures).
 fn mark_needed<'a, T: Tensor>(task: &mut Task<'a, T>) {
     let n = task.states.len();
     let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
@@ -649,7 +803,8 @@ fn mark_needed<'a, T: Tensor>(task: &mut Task<'a, T>) {
     }
     let mut should = vec![false; n];
     for &i in order.iter().rev() {
-        let exec = children[i as usize].iter().any(|&j| should[j as usize]);
+        let st = &task.states[i as usize];
+        let exec = st.needed || children[i as usize].iter().any(|&j| should[j as usize]);
         let st = &mut task.states[i as usize];
         st.exec = exec;
         should[i as usize] = exec || st.capture;
@@ -666,14 +821,18 @@ fn retain_into<T: Tensor>(var: &Variable<T>, g: &Variable<T>, create_graph: bool
     var.set_grad(Some(new));
 }
 
-fn run_tensor_hooks<T: Tensor>(cell: &DynCell<T>, buf: &mut VariableList<T>, create_graph: bool) {
-    let mut guard = cell.hooks();
-    let Some(h) = guard.as_mut() else { return };
-    for (_, nr, f) in h.tensor_pre.iter_mut() {
-        if let Some(Some(g)) = buf.get(*nr)
-            && let Some(new) = f(g)
+/// A node's tensor hooks (on the gradients of its outputs), then the
+/// retained gradients, as PyTorch's `call_tensor_pre_hooks`.
+fn run_tensor_hooks<T: Tensor>(
+    h: &HooksSnapshot<T>,
+    buf: &mut VariableList<T>,
+    create_graph: bool,
+) -> Result<(), AutogradError> {
+    for (nr, hook) in &h.tensor_pre {
+        if let Some(slot) = buf.get_mut(*nr)
+            && let Some(g) = slot.take()
         {
-            buf[*nr] = Some(new);
+            *slot = Some(hooks::run_tensor_hooks(std::slice::from_ref(hook), g)?);
         }
     }
     for (nr, weak) in &h.retain {
@@ -681,6 +840,7 @@ fn run_tensor_hooks<T: Tensor>(cell: &DynCell<T>, buf: &mut VariableList<T>, cre
             retain_into(&Variable(inner), g, create_graph);
         }
     }
+    Ok(())
 }
 
 fn node_name<T: Tensor>(cell: &DynCell<T>) -> String {
@@ -708,19 +868,15 @@ fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, mut e: AutogradError) -> AutogradE
 
 fn call_node<T: Tensor>(
     cell: &DynCell<T>,
+    hooks: Option<&HooksSnapshot<T>>,
     mut grads: VariableList<T>,
     keep_graph: bool,
 ) -> Result<VariableList<T>, AutogradError> {
     let mut post_inputs = None;
-    if cell.has_hooks.load(Ordering::Acquire) {
-        let mut guard = cell.hooks();
-        if let Some(h) = guard.as_mut() {
-            for (_, f) in h.pre.iter_mut() {
-                f(&mut grads);
-            }
-            if !h.post.is_empty() {
-                post_inputs = Some(grads.clone());
-            }
+    if let Some(h) = hooks {
+        hooks::run_pre_hooks(&h.pre, &mut grads).map_err(|e| anomaly_wrap(cell, e))?;
+        if !h.post.is_empty() {
+            post_inputs = Some(grads.clone());
         }
     }
     let result = {
@@ -746,13 +902,8 @@ fn call_node<T: Tensor>(
             }
         }
     }
-    if let Some(inputs) = post_inputs {
-        let mut guard = cell.hooks();
-        if let Some(h) = guard.as_mut() {
-            for (_, f) in h.post.iter_mut() {
-                f(&mut outputs, &inputs);
-            }
-        }
+    if let (Some(h), Some(inputs)) = (hooks, post_inputs) {
+        hooks::run_post_hooks(&h.post, &mut outputs, &inputs).map_err(|e| anomaly_wrap(cell, e))?;
     }
     Ok(outputs)
 }

@@ -96,6 +96,11 @@ pub enum AutogradError {
     },
     /// `grad()` input that does not require grad.
     InputDoesNotRequireGrad,
+    /// `backward(inputs=[])` or `grad(outputs, [])`.
+    EmptyInputs {
+        /// `"backward"` or `"grad"`.
+        function: &'static str,
+    },
     /// `grad()` input unreachable from the outputs while `allow_unused` is false.
     UnusedInput,
     /// `set_requires_grad` on a non-leaf.
@@ -121,13 +126,41 @@ pub enum AutogradError {
         /// The underlying error.
         source: Box<AutogradError>,
     },
+    /// A hook returned a gradient of another dtype than the one it was given.
+    HookChangedType {
+        /// The hook's name (see [`Variable::register_hook`](crate::Variable::register_hook)).
+        hook: String,
+        /// Type name of the gradient it was given.
+        was: String,
+        /// Type name of the gradient it returned.
+        got: String,
+    },
+    /// A hook returned a gradient of another shape than the one it was given.
+    HookChangedSize {
+        /// The hook's name.
+        hook: String,
+    },
+    /// A node hook changed the number of gradients in its list.
+    HookWrongCount {
+        /// The hook's name.
+        hook: String,
+        /// Length after the hook.
+        got: usize,
+        /// Length before it.
+        expected: usize,
+    },
+    /// A node hook put a gradient where there was none.
+    HookReplacedNone,
+    /// The error a hook raised (made with [`AutogradError::hook`], shown as it is; an
+    /// [`AutogradError`] a hook returns reaches the caller unchanged).
+    Hook(BackendError),
     /// Any other error (for custom nodes).
     Other(String),
     /// A kernel of a fallible backend failed; its message is shown as it is.
     Backend(BackendError),
 }
 
-/// The error of a fallible backend's kernel, kept whole: [`BackendError::downcast_ref`] gives
+/// An error from outside the runtime (a fallible backend's kernel, or a hook), kept whole: [`BackendError::downcast_ref`] gives
 /// the backend's own error type back.
 #[derive(Clone)]
 pub struct BackendError(std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>);
@@ -161,6 +194,12 @@ impl AutogradError {
     /// A backend kernel's error (generated wrappers of fallible backends call this).
     pub fn backend<E: std::error::Error + Send + Sync + 'static>(e: E) -> Self {
         AutogradError::Backend(BackendError(std::sync::Arc::new(e)))
+    }
+
+    /// The error of a hook, for the caller of backward to see (PyTorch lets the exception
+    /// a hook raises propagate); [`BackendError::downcast_ref`] gives `e` back.
+    pub fn hook<E: std::error::Error + Send + Sync + 'static>(e: E) -> Self {
+        AutogradError::Hook(BackendError(std::sync::Arc::new(e)))
     }
 
     /// PyTorch's `not_implemented(name)`: `the derivative for 'name' is not implemented.`
@@ -278,6 +317,9 @@ impl fmt::Display for AutogradError {
             InputDoesNotRequireGrad => {
                 f.write_str("One of the differentiated Tensors does not require grad")
             }
+            EmptyInputs { function } => {
+                write!(f, "`inputs` argument to `{function}()` cannot be empty.")
+            }
             UnusedInput => f.write_str(
                 "One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.",
             ),
@@ -306,6 +348,21 @@ impl fmt::Display for AutogradError {
                     ),
                 }
             }
+            HookChangedType { hook, was, got } => write!(
+                f,
+                "hook '{hook}' has changed the type of value (was {was} got {got})"
+            ),
+            HookChangedSize { hook } => write!(f, "hook '{hook}' has changed the size of value"),
+            HookWrongCount {
+                hook,
+                got,
+                expected,
+            } => write!(
+                f,
+                "hook '{hook}' has returned an incorrect number of values (got {got}, but expected {expected})"
+            ),
+            HookReplacedNone => f.write_str("can't replace a None gradient with a non-None value"),
+            Hook(e) => fmt::Display::fmt(&*e.0, f),
             Other(m) => f.write_str(m),
             Backend(e) => fmt::Display::fmt(&*e.0, f),
         }
@@ -316,7 +373,7 @@ impl std::error::Error for AutogradError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             AutogradError::Anomaly { source, .. } => Some(source.as_ref()),
-            AutogradError::Backend(e) => Some(&*e.0),
+            AutogradError::Backend(e) | AutogradError::Hook(e) => Some(&*e.0),
             _ => None,
         }
     }

@@ -17,6 +17,9 @@
 //!   run on the calling thread; `create_graph` gives higher-order gradients.
 //! * Modes: [`no_grad`], [`enable_grad`], [`set_grad_enabled`] (thread-local),
 //!   [`detect_anomaly`] (anomaly mode, also thread-local).
+//! * Hooks: [`Variable::register_hook`], [`NodeRef::register_prehook`],
+//!   [`NodeRef::register_hook`] (fallible, run with no runtime lock held), and
+//!   saved-tensor hooks ([`saved_tensors_hooks`], [`SavedVariable::register_hooks`]).
 //! * [`to_dot`]: Graphviz export of the recorded graph.
 //!
 //! # What generated code looks like
@@ -125,8 +128,8 @@
 //! Per recorded op: the node is bump-allocated in a per-thread arena chunk
 //! (edges and output metadata inline for up to two inputs/one output), one
 //! `Arc` per output variable; no allocation for gradient lists of up to two
-//! entries ([`VariableList`]). Reading a variable's data or history takes no
-//! lock. Backward runs on the calling thread with a dependency count per
+//! entries ([`VariableList`]). Reading a variable's history takes no lock,
+//! its data an uncontended shared lock (so that replaced data is freed). Backward runs on the calling thread with a dependency count per
 //! vertex. Figures and the trade-offs: `docs/runtime.md`.
 //!
 //! # Debugging leaks
@@ -168,6 +171,7 @@ mod counter_slot;
 mod dot;
 mod engine;
 mod error;
+mod hooks;
 pub mod list;
 mod mode;
 mod node;
@@ -177,13 +181,14 @@ pub mod ops;
 #[allow(unsafe_code)]
 mod reuse;
 mod saved;
+mod saved_hooks;
 mod tensor;
 mod variable;
 pub mod view;
 
 pub use arena::live_chunks;
 pub use dot::to_dot;
-pub use engine::{GradOptions, backward, grad, grad_with};
+pub use engine::{BackwardOptions, GradOptions, backward, backward_with, grad, grad_with};
 pub use error::{AutogradError, BackendError};
 pub use list::OptList;
 pub use mode::{
@@ -195,6 +200,7 @@ pub use node::{
     record_vec, should_record,
 };
 pub use saved::SavedVariable;
+pub use saved_hooks::{SavedTensorsHooksGuard, saved_tensors_hooks};
 pub use tensor::{Tensor, TensorMeta};
 pub use variable::Variable;
 

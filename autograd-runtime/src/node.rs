@@ -7,12 +7,14 @@ use std::backtrace::Backtrace;
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::error::AutogradError;
+use crate::hooks::{Hook, PostHookFn, PreHookFn, TensorHookFn};
 use crate::list::OptList;
 use crate::mode::is_anomaly_enabled;
 use crate::saved::SavedVariable;
+use crate::saved_hooks::SavedHooks;
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::{VarInner, Variable};
 
@@ -58,15 +60,10 @@ pub trait Node<T: Tensor>: Send + 'static {
     fn release_variables(&mut self) {}
     /// Calls `f(name, saved)` for every saved variable (for graph export).
     fn visit_saved(&self, _f: &mut dyn FnMut(&str, &SavedVariable<T>)) {}
+    /// [`visit_saved`](Self::visit_saved) with mutable access (for
+    /// [`NodeRef::register_saved_hooks`]); generated nodes implement both.
+    fn visit_saved_mut(&mut self, _f: &mut dyn FnMut(&str, &mut SavedVariable<T>)) {}
 }
-
-/// A tensor hook: sees a gradient, may return a replacement.
-pub(crate) type TensorHook<T> = Box<dyn FnMut(&Variable<T>) -> Option<Variable<T>> + Send>;
-/// A node pre-hook: may modify the gradients before `apply`.
-pub(crate) type PreHook<T> = Box<dyn FnMut(&mut VariableList<T>) + Send>;
-/// A node post-hook: `(grad_inputs, grad_outputs)`; may modify the gradients
-/// returned by `apply` (the first argument).
-pub(crate) type PostHook<T> = Box<dyn FnMut(&mut VariableList<T>, &VariableList<T>) + Send>;
 
 /// Identifies a registered hook, for removal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -79,10 +76,18 @@ pub(crate) fn next_hook_id() -> HookId {
 }
 
 pub(crate) struct NodeHooks<T: Tensor> {
-    pub(crate) tensor_pre: Vec<(HookId, usize, TensorHook<T>)>,
+    pub(crate) tensor_pre: Vec<(usize, Hook<TensorHookFn<T>>)>,
     pub(crate) retain: Vec<(usize, Weak<VarInner<T>>)>,
-    pub(crate) pre: Vec<(HookId, PreHook<T>)>,
-    pub(crate) post: Vec<(HookId, PostHook<T>)>,
+    pub(crate) pre: Vec<Hook<PreHookFn<T>>>,
+    pub(crate) post: Vec<Hook<PostHookFn<T>>>,
+}
+
+/// A copy of a node's hooks, taken so that they run with no lock held.
+pub(crate) struct HooksSnapshot<T: Tensor> {
+    pub(crate) tensor_pre: Vec<(usize, Hook<TensorHookFn<T>>)>,
+    pub(crate) retain: Vec<(usize, Weak<VarInner<T>>)>,
+    pub(crate) pre: Vec<Hook<PreHookFn<T>>>,
+    pub(crate) post: Vec<Hook<PostHookFn<T>>>,
 }
 
 impl<T: Tensor> Default for NodeHooks<T> {
@@ -147,6 +152,18 @@ impl<T: Tensor, N: ?Sized> Drop for NodeCell<T, N> {
 impl<T: Tensor, N: ?Sized> NodeCell<T, N> {
     pub(crate) fn hooks(&self) -> MutexGuard<'_, Option<Box<NodeHooks<T>>>> {
         lock(&self.hooks)
+    }
+
+    /// A copy of the hooks (the closures are shared), to call them unlocked.
+    pub(crate) fn hooks_snapshot(&self) -> Option<HooksSnapshot<T>> {
+        let g = self.hooks();
+        let h = g.as_ref()?;
+        Some(HooksSnapshot {
+            tensor_pre: h.tensor_pre.clone(),
+            retain: h.retain.clone(),
+            pre: h.pre.clone(),
+            post: h.post.clone(),
+        })
     }
 
     pub(crate) fn add_hooks(&self, f: impl FnOnce(&mut NodeHooks<T>)) {
@@ -224,28 +241,46 @@ impl<T: Tensor> NodeRef<T> {
         self.cell().seq
     }
 
-    /// Registers a pre-hook, called with the incoming gradients before `apply`.
-    pub fn register_prehook(&self, f: impl FnMut(&mut VariableList<T>) + Send + 'static) -> HookId {
+    /// Registers a pre-hook, called with the incoming gradients before `apply`;
+    /// it may edit them (not their number, nor a gradient's shape or dtype, nor
+    /// put one where there was `None`: PyTorch's errors, `hook 'name' has
+    /// changed the size of value` ...). An error it returns ends the backward
+    /// pass and reaches its caller. Hooks run with no runtime lock held (they
+    /// may register or remove hooks; see [`Variable::register_hook`]).
+    pub fn register_prehook<F>(&self, f: F) -> HookId
+    where
+        F: Fn(&mut VariableList<T>) -> Result<(), AutogradError> + Send + Sync + 'static,
+    {
         let id = next_hook_id();
-        self.cell().add_hooks(|h| h.pre.push((id, Box::new(f))));
+        let hook = Hook::new::<F>(id, Arc::new(f) as Arc<PreHookFn<T>>);
+        self.cell().add_hooks(|h| h.pre.push(hook));
         id
     }
 
     /// Registers a post-hook, called with `(grad_inputs, grad_outputs)` after
-    /// `apply`; it may modify `grad_inputs`.
-    pub fn register_hook(
-        &self,
-        f: impl FnMut(&mut VariableList<T>, &VariableList<T>) + Send + 'static,
-    ) -> HookId {
+    /// `apply`; it may modify `grad_inputs` under the rules of
+    /// [`register_prehook`](Self::register_prehook).
+    pub fn register_hook<F>(&self, f: F) -> HookId
+    where
+        F: Fn(&mut VariableList<T>, &VariableList<T>) -> Result<(), AutogradError>
+            + Send
+            + Sync
+            + 'static,
+    {
         let id = next_hook_id();
-        self.cell().add_hooks(|h| h.post.push((id, Box::new(f))));
+        let hook = Hook::new::<F>(id, Arc::new(f) as Arc<PostHookFn<T>>);
+        self.cell().add_hooks(|h| h.post.push(hook));
         id
     }
 
-    pub(crate) fn register_tensor_prehook(&self, output_nr: usize, f: TensorHook<T>) -> HookId {
-        let id = next_hook_id();
+    pub(crate) fn register_tensor_prehook(
+        &self,
+        output_nr: usize,
+        hook: Hook<TensorHookFn<T>>,
+    ) -> HookId {
+        let id = hook.id;
         self.cell()
-            .add_hooks(|h| h.tensor_pre.push((id, output_nr, f)));
+            .add_hooks(|h| h.tensor_pre.push((output_nr, hook)));
         id
     }
 
@@ -255,9 +290,9 @@ impl<T: Tensor> NodeRef<T> {
         let mut g = self.cell().hooks();
         let Some(h) = g.as_mut() else { return false };
         let before = h.pre.len() + h.post.len() + h.tensor_pre.len();
-        h.pre.retain(|(i, _)| *i != id);
-        h.post.retain(|(i, _)| *i != id);
-        h.tensor_pre.retain(|(i, _, _)| *i != id);
+        h.pre.retain(|k| k.id != id);
+        h.post.retain(|k| k.id != id);
+        h.tensor_pre.retain(|(_, k)| k.id != id);
         before != h.pre.len() + h.post.len() + h.tensor_pre.len()
     }
 
@@ -282,6 +317,57 @@ impl<T: Tensor> NodeRef<T> {
             }
         });
         out
+    }
+
+    /// Registers saved-tensor hooks on the saved variable `name` of this node (PyTorch's
+    /// `grad_fn._raw_saved_<name>.register_hooks(pack, unpack)`; see
+    /// [`SavedVariable::register_hooks`] for the rules and errors). The node must implement
+    /// [`Node::visit_saved_mut`] (generated nodes do). A list of saved tensors gets the
+    /// hooks on each of its elements. `pack` runs with the node unlocked.
+    ///
+    /// An unknown name is PyTorch's `AttributeError` text: `'ExpBackward0' object has no
+    /// attribute '_raw_saved_foo'`.
+    pub fn register_saved_hooks<P, Pk, Un>(
+        &self,
+        name: &str,
+        pack: Pk,
+        unpack: Un,
+    ) -> Result<(), AutogradError>
+    where
+        P: Send + Sync + 'static,
+        Pk: Fn(&Variable<T>) -> Result<P, AutogradError> + Send + Sync + 'static,
+        Un: Fn(&P) -> Result<Variable<T>, AutogradError> + Send + Sync + 'static,
+    {
+        // Take the saved variables out, so that the pack hook runs unlocked.
+        let mut taken = Vec::new();
+        self.with_node(|n| {
+            n.visit_saved_mut(&mut |k, sv| {
+                if k == name {
+                    taken.push(std::mem::take(sv));
+                }
+            })
+        });
+        if taken.is_empty() {
+            return Err(AutogradError::msg(format!(
+                "'{}' object has no attribute '_raw_saved_{name}'",
+                self.name()
+            )));
+        }
+        let hooks = Arc::new(SavedHooks::new(pack, unpack));
+        let result: Result<(), AutogradError> = taken
+            .iter_mut()
+            .try_for_each(|sv| sv.register_shared_hooks(hooks.clone()));
+        let mut back = taken.into_iter();
+        self.with_node(|n| {
+            n.visit_saved_mut(&mut |k, sv| {
+                if k == name
+                    && let Some(v) = back.next()
+                {
+                    *sv = v;
+                }
+            })
+        });
+        result
     }
 
     /// Runs `f` on the locked node (type-erased).

@@ -1,11 +1,13 @@
 //! [`SavedVariable`]: a variable saved for backward, with its version.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::error::AutogradError;
-use crate::mode::is_anomaly_enabled;
-use crate::node::WeakNode;
-use crate::tensor::Tensor;
+use crate::mode::{is_anomaly_enabled, is_grad_enabled, no_grad};
+use crate::node::{Node, NodeRef, VariableList, WeakNode, record};
+use crate::saved_hooks::{Packed, SavedHooks, default_hooks};
+use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::{SharedCounter, Variable};
 
 /// A snapshot of a variable at a certain version, saved by a node for its
@@ -23,6 +25,10 @@ use crate::variable::{SharedCounter, Variable};
 ///   variable with the node as `grad_fn` sharing that counter, as PyTorch
 ///   does (with or without grad mode).
 /// * Saving anything else (inputs, leaves) keeps the variable itself.
+/// * With saved-tensor hooks in scope ([`saved_tensors_hooks`](crate::saved_tensors_hooks))
+///   or registered on it ([`register_hooks`](Self::register_hooks)), it keeps what the pack
+///   hook returned instead, and unpacking calls the unpack hook (no version check, as in
+///   PyTorch).
 pub struct SavedVariable<T: Tensor> {
     state: State<T>,
 }
@@ -44,7 +50,37 @@ enum State<T: Tensor> {
         /// replaced by an in-place op).
         counter: Option<SharedCounter<T>>,
     },
+    /// Packed by saved-tensor hooks.
+    Hooked(Box<Hooked<T>>),
 }
+
+/// A tensor packed by saved-tensor hooks, and what is needed to give the unpacked tensor
+/// the saved one's place in the graph.
+struct Hooked<T: Tensor> {
+    hooks: Arc<SavedHooks<T>>,
+    /// The pack hook's result, or its error (returned at unpack).
+    packed: Result<Packed, AutogradError>,
+    meta: TensorMeta,
+    origin: Origin<T>,
+}
+
+/// Where the saved tensor's gradient goes.
+enum Origin<T: Tensor> {
+    /// An output of the node that saved it (held weakly: no cycle).
+    Output {
+        grad_fn: WeakNode<T>,
+        output_nr: u32,
+    },
+    /// An output of another node.
+    NonLeaf { grad_fn: NodeRef<T>, output_nr: u32 },
+    /// A leaf that requires grad (kept, as PyTorch's saved grad accumulator keeps it).
+    Leaf(Variable<T>),
+    /// Nothing: no history, no gradient.
+    Constant,
+}
+
+/// PyTorch's message when a pack hook modifies its input in place.
+const ERR_PACK_INPLACE: &str = "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook cannot be modified by in-place operations as this can lead to unexpected side-effects. Please open an issue if you need to perform in-place operations on the input to a pack hook.";
 
 impl<T: Tensor> Default for SavedVariable<T> {
     fn default() -> Self {
@@ -62,6 +98,7 @@ impl<T: Tensor> fmt::Debug for SavedVariable<T> {
             State::Var { version, .. } | State::Output { version, .. } => {
                 write!(f, "SavedVariable({:?}, version {version})", self.shape())
             }
+            State::Hooked(_) => write!(f, "SavedVariable({:?}, packed)", self.shape()),
         }
     }
 }
@@ -70,6 +107,9 @@ impl<T: Tensor> SavedVariable<T> {
     /// Saves `var` at its current version. `is_output` must be true when `var`
     /// is an output of the node that saves it (breaks the reference cycle).
     pub fn new(var: &Variable<T>, is_output: bool) -> Self {
+        if let Some(hooks) = default_hooks::<T>() {
+            return Self::hooked(var, is_output, hooks);
+        }
         let version = var.version();
         if is_output
             && let Some((node, output_nr)) = var.with_history(|f, nr| f.map(|f| (f.clone(), nr)))
@@ -120,6 +160,7 @@ impl<T: Tensor> SavedVariable<T> {
         match &self.state {
             State::Var { var, .. } => Some(var.shape()),
             State::Output { data, .. } => Some(data.shape().to_vec()),
+            State::Hooked(h) => Some(h.meta.shape().to_vec()),
             _ => None,
         }
     }
@@ -161,23 +202,9 @@ impl<T: Tensor> SavedVariable<T> {
                         .map(|f| (*output_nr as usize, f.try_name().unwrap_or_default()));
                     return Err(mismatch(data, output_of, current, *version));
                 }
-                Ok(Some(match (grad_fn.upgrade(), counter) {
-                    (Some(node), None) => Variable::with_grad_fn(data.clone(), node, *output_nr),
-                    (node, counter) => {
-                        let counter = counter
-                            .clone()
-                            .unwrap_or_else(|| SharedCounter::Node(grad_fn.clone(), *output_nr));
-                        let requires_grad = node.is_some();
-                        Variable::reconstructed(
-                            data.clone(),
-                            node,
-                            *output_nr,
-                            requires_grad,
-                            counter,
-                        )
-                    }
-                }))
+                Ok(Some(rebuild_output(data, grad_fn, *output_nr, counter)))
             }
+            State::Hooked(h) => h.unpack().map(Some),
         }
     }
 
@@ -194,6 +221,26 @@ impl<T: Tensor> SavedVariable<T> {
                 counter,
             } if output_version(grad_fn, *output_nr, counter) == *version => Ok(data.clone()),
             _ => self.unpack().map(|v| v.data()),
+        }
+    }
+}
+
+/// A saved output as a variable again: its data, with the node (if alive) as `grad_fn`,
+/// sharing its version counter.
+fn rebuild_output<T: Tensor>(
+    data: &T,
+    grad_fn: &WeakNode<T>,
+    output_nr: u32,
+    counter: &Option<SharedCounter<T>>,
+) -> Variable<T> {
+    match (grad_fn.upgrade(), counter) {
+        (Some(node), None) => Variable::with_grad_fn(data.clone(), node, output_nr),
+        (node, counter) => {
+            let counter = counter
+                .clone()
+                .unwrap_or_else(|| SharedCounter::Node(grad_fn.clone(), output_nr));
+            let requires_grad = node.is_some();
+            Variable::reconstructed(data.clone(), node, output_nr, requires_grad, counter)
         }
     }
 }
@@ -224,5 +271,154 @@ fn mismatch<T: Tensor>(
         current,
         expected,
         anomaly: is_anomaly_enabled(),
+    }
+}
+
+impl<T: Tensor> SavedVariable<T> {
+    /// Saves `var` through saved-tensor hooks: `pack` runs now (under no_grad), as in
+    /// PyTorch's `set_hooks_and_pack_data`, on `var` itself, or on a detached alias of it
+    /// when it is the saving node's output (so that a pack hook that keeps what it is given
+    /// makes no node → output → node cycle).
+    fn hooked(var: &Variable<T>, is_output: bool, hooks: Arc<SavedHooks<T>>) -> Self {
+        let origin = match var.with_history(|f, nr| f.map(|f| (f.clone(), nr))) {
+            Some((f, output_nr)) if is_output => Origin::Output {
+                grad_fn: f.downgrade(),
+                output_nr,
+            },
+            Some((grad_fn, output_nr)) => Origin::NonLeaf { grad_fn, output_nr },
+            None if var.requires_grad() => Origin::Leaf(var.clone()),
+            None => Origin::Constant,
+        };
+        let given = match origin {
+            Origin::Output { .. } => var.detach(),
+            _ => var.clone(),
+        };
+        let before = given.version();
+        let packed = {
+            let _g = no_grad();
+            (hooks.pack)(&given)
+        };
+        let packed = match packed {
+            Ok(_) if given.version() != before => Err(AutogradError::msg(ERR_PACK_INPLACE)),
+            p => p,
+        };
+        SavedVariable {
+            state: State::Hooked(Box::new(Hooked {
+                hooks,
+                packed,
+                meta: var.with_data(TensorMeta::of),
+                origin,
+            })),
+        }
+    }
+
+    /// Registers saved-tensor hooks on this saved variable only (PyTorch's
+    /// `grad_fn._raw_saved_self.register_hooks(pack, unpack)`): `pack` runs now, and
+    /// backward unpacks through `unpack`. See [`saved_tensors_hooks`](crate::saved_tensors_hooks)
+    /// for the rules. Reach a node's saved variables through its typed
+    /// [`NodeHandle`](crate::NodeHandle) (`handle.with(|n| n.result.register_hooks(..))`).
+    ///
+    /// Errors, with PyTorch's wording: hooks already set (by this call or a scoped default),
+    /// nothing saved (`None`), or released by a backward pass.
+    pub fn register_hooks<P, Pk, Un>(&mut self, pack: Pk, unpack: Un) -> Result<(), AutogradError>
+    where
+        P: Send + Sync + 'static,
+        Pk: Fn(&Variable<T>) -> Result<P, AutogradError> + Send + Sync + 'static,
+        Un: Fn(&P) -> Result<Variable<T>, AutogradError> + Send + Sync + 'static,
+    {
+        self.register_shared_hooks(Arc::new(SavedHooks::new(pack, unpack)))
+    }
+
+    /// [`register_hooks`](Self::register_hooks) with a pair that may be shared by several
+    /// saved variables (a list of saved tensors).
+    pub(crate) fn register_shared_hooks(
+        &mut self,
+        hooks: Arc<SavedHooks<T>>,
+    ) -> Result<(), AutogradError> {
+        let (var, is_output) = match &self.state {
+            State::Hooked(_) => return Err(AutogradError::msg(ERR_HOOKS_SET)),
+            State::Empty => return Err(AutogradError::msg(ERR_HOOKS_ON_NONE)),
+            State::Released => return Err(AutogradError::msg(ERR_HOOKS_FREED)),
+            State::Var { var, .. } => (var.clone(), false),
+            State::Output {
+                data,
+                grad_fn,
+                output_nr,
+                counter,
+                ..
+            } => (rebuild_output(data, grad_fn, *output_nr, counter), true),
+        };
+        *self = Self::hooked(&var, is_output, hooks);
+        Ok(())
+    }
+}
+
+const ERR_HOOKS_SET: &str = "Calling register_hooks on a saved tensor whose hooks have already been set. Hint: only one pair of hooks is allowed at a time.";
+const ERR_HOOKS_ON_NONE: &str =
+    "Calling register_hooks on a saved tensor with value None is forbidden";
+const ERR_HOOKS_FREED: &str = "Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if you need to access saved variables after calling backward.";
+
+impl<T: Tensor> Hooked<T> {
+    /// Calls the unpack hook, checks its result against what was saved and gives it the
+    /// saved tensor's place in the graph (PyTorch's `SavedVariable::unpack` with hooks).
+    fn unpack(&self) -> Result<Variable<T>, AutogradError> {
+        let packed = self.packed.as_ref().map_err(Clone::clone)?;
+        let v = (self.hooks.unpack)(packed.as_ref())?;
+        let got = v.with_data(TensorMeta::of);
+        for (what, e, g) in [
+            (
+                "shape",
+                format!("{:?}", self.meta.shape()),
+                format!("{:?}", got.shape()),
+            ),
+            (
+                "dtype",
+                self.meta.dtype().to_string(),
+                got.dtype().to_string(),
+            ),
+        ] {
+            if e != g {
+                return Err(AutogradError::msg(format!(
+                    "Output of saved tensor unpack_hook expected to have {what} {e} but got {g}"
+                )));
+            }
+        }
+        Ok(match &self.origin {
+            Origin::Output { grad_fn, output_nr } => match grad_fn.upgrade() {
+                Some(node) => Variable::reconstructed(
+                    v.data(),
+                    Some(node),
+                    *output_nr,
+                    true,
+                    v.shared_counter(),
+                ),
+                None => v,
+            },
+            Origin::NonLeaf { grad_fn, output_nr } => Variable::reconstructed(
+                v.data(),
+                Some(grad_fn.clone()),
+                *output_nr,
+                true,
+                v.shared_counter(),
+            ),
+            Origin::Leaf(leaf) if is_grad_enabled() => {
+                let ([out], _) = record(AliasBackward0, &[Some(leaf)], [v.data()]);
+                out
+            }
+            Origin::Leaf(_) | Origin::Constant => v,
+        })
+    }
+}
+
+/// The node that connects an unpacked leaf to the leaf when backward records a graph
+/// (`create_graph`): the identity, as PyTorch's `alias`.
+struct AliasBackward0;
+
+impl<T: Tensor> Node<T> for AliasBackward0 {
+    fn name(&self) -> &str {
+        "AliasBackward0"
+    }
+    fn apply(&mut self, grads: VariableList<T>) -> Result<VariableList<T>, AutogradError> {
+        Ok(grads)
     }
 }

@@ -2,12 +2,13 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use crate::counter_slot::CounterSlot;
 use crate::error::AutogradError;
+use crate::hooks::{Hook, TensorHookFn};
 use crate::mode::is_grad_enabled;
-use crate::node::{Edge, HookId, NODE_COUNTERS, NodeRef, TensorHook, WeakNode, lock, next_hook_id};
+use crate::node::{Edge, HookId, NODE_COUNTERS, NodeRef, WeakNode, lock, next_hook_id};
 use crate::tensor::{Tensor, TensorMeta};
 
 /// A tensor with autograd metadata (PyTorch's `Variable`/`at::Tensor` with
@@ -29,21 +30,21 @@ use crate::tensor::{Tensor, TensorMeta};
 ///   output needs no extra allocation); other variables keep it inline until
 ///   it is shared.
 ///
-/// Reads of the data and the history take no lock: both are stored
-/// immutably at creation. An in-place op ([`set_data`](Self::set_data),
-/// [`rebase_history`](Self::rebase_history)) stores the new value beside the
-/// original one and sets a flag; from then on reads go through a mutex. The
-/// original raw tensor stays alive with the variable (so that lock-free
-/// readers never see it freed): one extra tensor per variable that was ever
-/// replaced, not one per in-place op.
+/// The data is behind a read-write lock: reads take it shared, and an
+/// in-place replacement ([`set_data`](Self::set_data)) swaps the raw tensor
+/// and frees the old one (an optimizer updating a parameter keeps one copy of
+/// it, as PyTorch does). The history is read without a lock: it is stored
+/// immutably at creation; [`rebase_history`](Self::rebase_history) stores
+/// the new one beside it and sets a flag, and from then on history reads go
+/// through a mutex.
 pub struct Variable<T: Tensor>(pub(crate) Arc<VarInner<T>>);
 
 const REQUIRES_GRAD: u8 = 1;
-/// Data or history was replaced: read them from `mutable`.
+/// History was replaced: read it from `mutable`.
 const REPLACED: u8 = 2;
 const RETAINS_GRAD: u8 = 4;
 /// A view of another variable ([`crate::view`]): data and history are brought up to date
-/// from the base before they are read.
+/// from the base before they are read (the history then lives in `mutable`).
 const IS_VIEW: u8 = 8;
 
 pub(crate) struct VarInner<T: Tensor> {
@@ -51,7 +52,9 @@ pub(crate) struct VarInner<T: Tensor> {
     version: AtomicU32,
     /// Claimed by the running graph task (see the engine).
     pub(crate) task_slot: AtomicU64,
-    data: T,
+    /// The current raw tensor. A lock rather than a value read without one: a
+    /// replaced tensor must be freed, and a reader may be using it.
+    data: RwLock<T>,
     grad_fn: Option<NodeRef<T>>,
     output_nr: u32,
     /// Set when the version counter is shared with other variables and is
@@ -60,11 +63,10 @@ pub(crate) struct VarInner<T: Tensor> {
     mutable: Mutex<Option<Box<Mutable<T>>>>,
 }
 
-pub(crate) type LeafHooks<T> = Vec<(HookId, TensorHook<T>)>;
+pub(crate) type LeafHooks<T> = Vec<Hook<TensorHookFn<T>>>;
 
 /// The rarely written part of a variable, allocated on first write.
 pub(crate) struct Mutable<T: Tensor> {
-    data: Option<T>,
     history: Option<(Option<NodeRef<T>>, u32)>,
     pub(crate) grad: Option<Variable<T>>,
     name: Option<String>,
@@ -75,7 +77,6 @@ pub(crate) struct Mutable<T: Tensor> {
 impl<T: Tensor> Default for Mutable<T> {
     fn default() -> Self {
         Mutable {
-            data: None,
             history: None,
             grad: None,
             name: None,
@@ -114,7 +115,7 @@ impl<T: Tensor> VarInner<T> {
             flags: AtomicU8::new(if requires_grad { REQUIRES_GRAD } else { 0 }),
             version: AtomicU32::new(0),
             task_slot: AtomicU64::new(0),
-            data,
+            data: RwLock::new(data),
             grad_fn,
             output_nr,
             shared_version: CounterSlot::empty(),
@@ -159,7 +160,7 @@ impl<T: Tensor> Variable<T> {
         Variable(Arc::new(inner))
     }
 
-    /// Data or history live in the mutable part (replaced, or a view brought up to date
+    /// The history lives in the mutable part (replaced, or a view brought up to date
     /// first).
     #[inline]
     fn replaced(&self) -> bool {
@@ -200,10 +201,11 @@ impl<T: Tensor> Variable<T> {
             return;
         };
         let (data, history, requires_grad) = fresh;
+        // Not under the mutable lock: a reader holding the data lock may be
+        // about to take it.
+        self.set_data(data);
         let mut g = self.mutable();
-        let m = Self::mutable_mut(&mut g);
-        m.data = Some(data);
-        m.history = Some(history);
+        Self::mutable_mut(&mut g).history = Some(history);
         if requires_grad {
             self.0.flags.fetch_or(REQUIRES_GRAD, Ordering::Release);
         }
@@ -235,18 +237,11 @@ impl<T: Tensor> Variable<T> {
     /// Runs `f` on the raw tensor without cloning it.
     #[inline]
     pub fn with_data<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-        if !self.replaced() {
-            return f(&self.0.data);
+        if self.0.flags.load(Ordering::Acquire) & IS_VIEW != 0 {
+            self.sync_view();
         }
-        let g = self.mutable();
-        f(self.data_in(&g))
-    }
-
-    /// The current data, given the locked mutable state.
-    fn data_in<'g>(&'g self, g: &'g MutGuard<'_, T>) -> &'g T {
-        g.as_ref()
-            .and_then(|m| m.data.as_ref())
-            .unwrap_or(&self.0.data)
+        let data = self.0.data.read().unwrap_or_else(PoisonError::into_inner);
+        f(&data)
     }
 
     /// The current history, given the locked mutable state.
@@ -260,10 +255,12 @@ impl<T: Tensor> Variable<T> {
     /// Replaces the raw tensor without touching history or version (PyTorch's
     /// `x.data = ...`). In-place ops use [`record_inplace`](crate::record_inplace)
     /// or this plus [`bump_version`](Self::bump_version).
+    /// The old raw tensor is dropped (after the lock is released).
     pub fn set_data(&self, data: T) {
-        let mut g = self.mutable();
-        Self::mutable_mut(&mut g).data = Some(data);
-        self.0.flags.fetch_or(REPLACED, Ordering::Release);
+        let mut slot = self.0.data.write().unwrap_or_else(PoisonError::into_inner);
+        let old = std::mem::replace(&mut *slot, data);
+        drop(slot);
+        drop(old);
     }
 
     /// Shape of the raw tensor.
@@ -538,24 +535,56 @@ impl<T: Tensor> Variable<T> {
 
     /// Registers a hook on this variable's gradient: it sees the gradient
     /// before it is used (accumulated into a leaf, or given to `grad_fn`) and
-    /// may return a replacement. Runs once per backward with the summed
-    /// gradient.
-    pub fn register_hook(
-        &self,
-        f: impl FnMut(&Variable<T>) -> Option<Variable<T>> + Send + 'static,
-    ) -> Result<HookId, AutogradError> {
+    /// may return a replacement (`Ok(Some(g))`) of the same shape and dtype.
+    /// Runs once per backward with the summed gradient.
+    ///
+    /// As in PyTorch:
+    /// * an error the hook returns ends the backward pass and reaches its
+    ///   caller (wrap foreign errors with [`AutogradError::hook`]); so does a
+    ///   replacement of another shape (`hook 'name' has changed the size of
+    ///   value`) or dtype (`hook 'name' has changed the type of value (was X
+    ///   got Y)`), where `name` is the function's name for a `fn` item and
+    ///   `enclosing_fn::{{closure}}` for a closure; nothing is accumulated then;
+    /// * hooks run with no runtime lock held, on a snapshot of the list taken
+    ///   when the gradient is ready: a hook may remove itself or others (from
+    ///   the next backward on; this pass runs the snapshot) or register new
+    ///   ones (which run from the next backward on);
+    /// * a hook that panics stays registered (as every other hook does).
+    ///
+    /// ```
+    /// # use autograd_runtime::*;
+    /// # #[derive(Clone, Debug)] struct S(f64);
+    /// # impl Tensor for S {
+    /// #     fn shape(&self) -> &[usize] { &[] }
+    /// #     fn dtype(&self) -> &'static str { "f64" }
+    /// #     fn ones_like(&self) -> Self { S(1.0) }
+    /// #     fn zeros_like(&self) -> Self { S(0.0) }
+    /// #     fn add(&self, o: &Self) -> Self { S(self.0 + o.0) }
+    /// #     fn has_nan(&self) -> bool { self.0.is_nan() }
+    /// # }
+    /// let x = Variable::new(S(1.0), true);
+    /// x.register_hook(|g| Ok(Some(ops::add(g, g))))?; // doubles the gradient
+    /// ops::add(&x, &x).backward()?;
+    /// assert_eq!(x.grad().unwrap().data().0, 4.0);
+    /// # Ok::<(), AutogradError>(())
+    /// ```
+    pub fn register_hook<F>(&self, f: F) -> Result<HookId, AutogradError>
+    where
+        F: Fn(&Variable<T>) -> Result<Option<Variable<T>>, AutogradError> + Send + Sync + 'static,
+    {
         if !self.requires_grad() {
             return Err(AutogradError::HookOnNoGrad);
         }
+        let hook = Hook::new::<F>(next_hook_id(), Arc::new(f) as Arc<TensorHookFn<T>>);
+        let id = hook.id;
         let mut g = self.mutable();
         match self.with_history_locked(&g) {
             Some((node, nr)) => {
                 drop(g);
-                Ok(node.register_tensor_prehook(nr as usize, Box::new(f)))
+                Ok(node.register_tensor_prehook(nr as usize, hook))
             }
             None => {
-                let id = next_hook_id();
-                Self::mutable_mut(&mut g).hooks.push((id, Box::new(f)));
+                Self::mutable_mut(&mut g).hooks.push(hook);
                 Ok(id)
             }
         }
@@ -566,7 +595,7 @@ impl<T: Tensor> Variable<T> {
         let mut g = self.mutable();
         if let Some(m) = g.as_mut() {
             let n = m.hooks.len();
-            m.hooks.retain(|(i, _)| *i != id);
+            m.hooks.retain(|h| h.id != id);
             if m.hooks.len() != n {
                 return true;
             }
@@ -618,16 +647,18 @@ impl<T: Tensor> Variable<T> {
         }
     }
 
-    /// `backward()` on a scalar: `crate::backward(&[self], &[], false, false)`.
+    /// `backward()` on a scalar: `crate::backward(&[self], &[], None, false)`.
     pub fn backward(&self) -> Result<(), AutogradError> {
-        crate::engine::backward(std::slice::from_ref(self), &[], false, false)
+        crate::engine::backward(std::slice::from_ref(self), &[], None, false)
     }
 
-    /// `backward(gradient, retain_graph, create_graph)`.
+    /// `backward(gradient, retain_graph, create_graph)`; `retain_graph: None`
+    /// means `create_graph`, as in PyTorch. For `inputs`, see
+    /// [`backward_with`](crate::backward_with).
     pub fn backward_with(
         &self,
         gradient: Option<&Variable<T>>,
-        retain_graph: bool,
+        retain_graph: Option<bool>,
         create_graph: bool,
     ) -> Result<(), AutogradError> {
         crate::engine::backward(
@@ -643,19 +674,12 @@ impl<T: Tensor> Variable<T> {
         crate::dot::to_dot(std::slice::from_ref(self))
     }
 
-    /// Takes the leaf hooks out (the engine runs them without the lock held).
-    pub(crate) fn take_leaf_hooks(&self) -> LeafHooks<T> {
-        match self.mutable().as_mut() {
-            Some(m) => std::mem::take(&mut m.hooks),
+    /// A snapshot of the leaf hooks (the engine calls them without the lock held).
+    pub(crate) fn leaf_hooks(&self) -> LeafHooks<T> {
+        match self.mutable().as_ref() {
+            Some(m) => m.hooks.clone(),
             None => Vec::new(),
         }
-    }
-
-    pub(crate) fn restore_leaf_hooks(&self, mut hooks: LeafHooks<T>) {
-        let mut g = self.mutable();
-        let m = Self::mutable_mut(&mut g);
-        hooks.append(&mut m.hooks);
-        m.hooks = hooks;
     }
 
     pub(crate) fn inner_ptr(&self) -> usize {

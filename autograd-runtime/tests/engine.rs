@@ -44,6 +44,7 @@ fn diamond_graph_sums_gradients_and_runs_each_node_once() {
     let c2 = calls.clone();
     a.grad_fn().unwrap().register_prehook(move |_| {
         c2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
     });
     let b = mul_scalar(&a, 2.0);
     let c = mul_scalar(&a, 3.0);
@@ -82,8 +83,8 @@ fn second_backward_fails_without_retain_graph() {
 fn retain_graph_allows_second_backward() {
     let x = leaf(&[1.0, 2.0], &[2]);
     let y = sum(&exp(&x));
-    y.backward_with(None, true, false).unwrap();
-    y.backward_with(None, true, false).unwrap();
+    y.backward_with(None, Some(true), false).unwrap();
+    y.backward_with(None, Some(true), false).unwrap();
     let e: Vec<f64> = [1.0f64, 2.0].iter().map(|v| 2.0 * v.exp()).collect();
     assert_close(&grad_vals(&x), &e);
     // The last backward without retain_graph frees; the next one fails.
@@ -105,11 +106,11 @@ fn grad_returns_gradients_without_touching_dot_grad() {
     let x = leaf(&[1.0, 2.0], &[2]);
     let w = leaf(&[3.0, 4.0], &[2]);
     let y = sum(&mul(&x, &w));
-    let g = grad(&[y.clone()], &[x.clone()], &[], true, false, false).unwrap();
+    let g = grad(&[y.clone()], &[x.clone()], &[], Some(true), false, false).unwrap();
     assert_close(&vals(g[0].as_ref().unwrap()), &[3.0, 4.0]);
     assert!(x.grad().is_none() && w.grad().is_none());
     // Both inputs, same input twice.
-    let g = grad(&[y], &[w.clone(), x.clone(), w], &[], false, false, false).unwrap();
+    let g = grad(&[y], &[w.clone(), x.clone(), w], &[], None, false, false).unwrap();
     assert_close(&vals(g[0].as_ref().unwrap()), &[1.0, 2.0]);
     assert_close(&vals(g[1].as_ref().unwrap()), &[3.0, 4.0]);
     assert_close(&vals(g[2].as_ref().unwrap()), &[1.0, 2.0]);
@@ -125,7 +126,7 @@ fn grad_allow_unused() {
         &[y.clone()],
         &[x.clone(), unused.clone()],
         &[],
-        true,
+        Some(true),
         false,
         false,
     )
@@ -138,7 +139,7 @@ fn grad_allow_unused() {
         &[y.clone()],
         &[x.clone(), unused.clone()],
         &[],
-        true,
+        Some(true),
         false,
         true,
     )
@@ -146,7 +147,7 @@ fn grad_allow_unused() {
     assert_close(&vals(g[0].as_ref().unwrap()), &[2.0]);
     assert!(g[1].is_none());
     let opts = GradOptions {
-        retain_graph: true,
+        retain_graph: Some(true),
         materialize_grads: true,
         ..Default::default()
     };
@@ -154,7 +155,7 @@ fn grad_allow_unused() {
     assert_close(&vals(g[0].as_ref().unwrap()), &[0.0, 0.0]);
     let c = constant(&[1.0], &[1]);
     assert_eq!(
-        grad(&[y], &[c], &[], true, false, true)
+        grad(&[y], &[c], &[], Some(true), false, true)
             .unwrap_err()
             .to_string(),
         "One of the differentiated Tensors does not require grad"
@@ -166,7 +167,7 @@ fn grad_with_respect_to_non_leaf_runs_only_needed_part() {
     let x = leaf(&[2.0], &[1]);
     let h = exp(&x);
     let y = sum(&mul_scalar(&h, 3.0));
-    let g = grad(&[y], &[h.clone()], &[], false, false, false).unwrap();
+    let g = grad(&[y], &[h.clone()], &[], None, false, false).unwrap();
     assert_close(&vals(g[0].as_ref().unwrap()), &[3.0]);
     // ExpBackward0 did not run: its saved output was not released and x has no grad.
     assert!(x.grad().is_none());
@@ -179,20 +180,20 @@ fn grad_with_respect_to_non_leaf_runs_only_needed_part() {
 fn third_derivative_of_x_cubed_through_create_graph() {
     let x = scalar(2.0);
     let y = pow(&x, 3.0);
-    let g1 = grad(&[y], &[x.clone()], &[], true, true, false).unwrap()[0]
+    let g1 = grad(&[y], &[x.clone()], &[], Some(true), true, false).unwrap()[0]
         .clone()
         .unwrap();
     assert_close(&vals(&g1), &[12.0]); // 3x^2
     assert!(g1.requires_grad(), "create_graph records the backward pass");
-    let g2 = grad(&[g1], &[x.clone()], &[], true, true, false).unwrap()[0]
+    let g2 = grad(&[g1], &[x.clone()], &[], Some(true), true, false).unwrap()[0]
         .clone()
         .unwrap();
     assert_close(&vals(&g2), &[12.0]); // 6x
-    let g3 = grad(&[g2], &[x.clone()], &[], true, true, false).unwrap()[0]
+    let g3 = grad(&[g2], &[x.clone()], &[], Some(true), true, false).unwrap()[0]
         .clone()
         .unwrap();
     assert_close(&vals(&g3), &[6.0]); // 6
-    let g4 = grad(&[g3], &[x], &[], true, true, true).unwrap();
+    let g4 = grad(&[g3], &[x], &[], Some(true), true, true).unwrap();
     // d/dx 6 through `mul_scalar(pow(x, 0), 0)`-style formulas: zero.
     assert!(g4[0].as_ref().is_none_or(|g| vals(g) == vec![0.0]));
 }
@@ -202,7 +203,7 @@ fn create_graph_through_summed_gradients_and_leaf_accumulation() {
     // y = x*x + x*x*x  => dy/dx = 2x + 3x^2 ; d2y/dx2 = 2 + 6x
     let x = scalar(1.5);
     let y = add(&mul(&x, &x), &mul(&mul(&x, &x), &x));
-    y.backward_with(None, true, true).unwrap();
+    y.backward_with(None, Some(true), true).unwrap();
     let g = x.grad().unwrap();
     assert_close(&vals(&g), &[2.0 * 1.5 + 3.0 * 1.5 * 1.5]);
     assert!(g.requires_grad());
@@ -225,26 +226,26 @@ fn backward_argument_errors() {
         "element 0 of tensors does not require grad and does not have a grad_fn"
     );
     assert_eq!(
-        backward(&[sum(&y), c], &[], false, false)
+        backward(&[sum(&y), c], &[], None, false)
             .unwrap_err()
             .to_string(),
         "element 1 of tensors does not require grad and does not have a grad_fn"
     );
     let wrong = constant(&[1.0, 1.0, 1.0], &[3]);
     assert_eq!(
-        y.backward_with(Some(&wrong), false, false)
+        y.backward_with(Some(&wrong), None, false)
             .unwrap_err()
             .to_string(),
         "Mismatch in shape: grad_output[0] has a shape of [3] and output[0] has a shape of [2]."
     );
     assert_eq!(
-        backward(&[y.clone()], &[None, None], false, false)
+        backward(&[y.clone()], &[None, None], None, false)
             .unwrap_err()
             .to_string(),
         "got 1 tensors and 2 gradients"
     );
     let go = constant(&[1.0, 10.0], &[2]);
-    y.backward_with(Some(&go), false, false).unwrap();
+    y.backward_with(Some(&go), None, false).unwrap();
     assert_close(&grad_vals(&x), &[2.0, 20.0]);
 }
 
@@ -253,7 +254,7 @@ fn multiple_roots_and_backward_on_a_leaf() {
     let x = leaf(&[1.0], &[1]);
     let a = mul_scalar(&x, 2.0);
     let b = mul_scalar(&x, 5.0);
-    backward(&[a, b], &[], false, false).unwrap();
+    backward(&[a, b], &[], None, false).unwrap();
     assert_close(&grad_vals(&x), &[7.0]);
     let z = scalar(4.0);
     z.backward().unwrap();
@@ -273,6 +274,7 @@ fn multi_output_node_and_undefined_gradients() {
     let s2 = seen.clone();
     r.grad_fn().unwrap().register_prehook(move |g| {
         s2.lock().unwrap().extend(g.iter().map(Option::is_some));
+        Ok(())
     });
     sum(&mul_scalar(&r, 3.0)).backward().unwrap();
     assert_eq!(*seen.lock().unwrap(), vec![false, true]);
@@ -456,8 +458,8 @@ fn formulas_see_whether_the_graph_is_retained() {
     let x = leaf(&[1.0], &[]);
     let ([y], _) = record(Probe(seen.clone()), &[Some(&x)], [tensor(&[1.0], &[])]);
     assert!(!is_retaining_graph());
-    y.backward_with(None, true, false).unwrap();
-    y.backward_with(None, false, false).unwrap();
+    y.backward_with(None, Some(true), false).unwrap();
+    y.backward_with(None, None, false).unwrap();
     assert_eq!(*seen.lock().unwrap(), vec![true, false]);
     assert!(!is_retaining_graph());
 }

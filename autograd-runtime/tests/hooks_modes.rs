@@ -10,7 +10,7 @@ fn tensor_hook_on_leaf_sees_summed_grad_and_can_replace_it() {
     let s = seen.clone();
     x.register_hook(move |g| {
         s.lock().unwrap().push(vals(g));
-        Some(mul_scalar(g, 10.0))
+        Ok(Some(mul_scalar(g, 10.0)))
     })
     .unwrap();
     // x is used twice: the hook runs once with the sum.
@@ -24,16 +24,16 @@ fn tensor_hook_on_leaf_sees_summed_grad_and_can_replace_it() {
 fn tensor_hook_on_non_leaf_changes_what_flows_on() {
     let x = leaf(&[1.0], &[1]);
     let h = mul_scalar(&x, 2.0);
-    let id = h.register_hook(|g| Some(mul_scalar(g, -1.0))).unwrap();
+    let id = h.register_hook(|g| Ok(Some(mul_scalar(g, -1.0)))).unwrap();
     let observed = Arc::new(Mutex::new(None));
     let o = observed.clone();
     h.register_hook(move |g| {
         *o.lock().unwrap() = Some(vals(g));
-        None
+        Ok(None)
     })
     .unwrap();
     let y = mul_scalar(&h, 3.0);
-    y.backward_with(None, true, false).unwrap();
+    y.backward_with(None, Some(true), false).unwrap();
     assert_eq!(*observed.lock().unwrap(), Some(vec![-3.0]));
     assert_close(&grad_vals(&x), &[-6.0]);
     assert!(h.remove_hook(id));
@@ -51,6 +51,7 @@ fn node_pre_and_post_hooks() {
     f.register_prehook(|grads| {
         let g = grads[0].take().unwrap();
         grads[0] = Some(add_scalar(&g, 1.0)); // 1 -> 2
+        Ok(())
     });
     let log = Arc::new(Mutex::new(Vec::new()));
     let l = log.clone();
@@ -60,8 +61,9 @@ fn node_pre_and_post_hooks() {
             vals(grad_inputs[0].as_ref().unwrap()),
         ));
         grad_inputs[0] = Some(constant(&[100.0], &[1]));
+        Ok(())
     });
-    y.backward_with(None, true, false).unwrap();
+    y.backward_with(None, Some(true), false).unwrap();
     assert_eq!(*log.lock().unwrap(), vec![(vec![2.0], vec![6.0])]);
     assert_close(&grad_vals(&x), &[100.0]);
     assert!(f.remove_hook(post));
@@ -78,7 +80,7 @@ fn retain_grad_on_non_leaf_and_root() {
     assert!(h.retains_grad());
     let y = sum(&mul_scalar(&h, 2.0));
     y.retain_grad().unwrap();
-    y.backward_with(None, true, false).unwrap();
+    y.backward_with(None, Some(true), false).unwrap();
     assert_close(&grad_vals(&h), &[2.0, 2.0]);
     assert_close(&grad_vals(&y), &[1.0]);
     y.backward().unwrap();
@@ -93,7 +95,7 @@ fn retain_grad_on_non_leaf_and_root() {
     );
     assert_eq!(
         constant(&[1.0], &[1])
-            .register_hook(|_| None)
+            .register_hook(|_| Ok(None))
             .unwrap_err()
             .to_string(),
         "cannot register a hook on a tensor that doesn't require gradient"
@@ -146,11 +148,12 @@ fn backward_runs_formulas_without_grad_unless_create_graph() {
     let x = leaf(&[1.0], &[1]);
     let y = mul_scalar(&x, 2.0);
     let m = mode.clone();
-    y.grad_fn()
-        .unwrap()
-        .register_prehook(move |_| m.lock().unwrap().push(is_grad_enabled()));
-    y.backward_with(None, true, false).unwrap();
-    y.backward_with(None, true, true).unwrap();
+    y.grad_fn().unwrap().register_prehook(move |_| {
+        m.lock().unwrap().push(is_grad_enabled());
+        Ok(())
+    });
+    y.backward_with(None, Some(true), false).unwrap();
+    y.backward_with(None, Some(true), true).unwrap();
     assert_eq!(*mode.lock().unwrap(), vec![false, true]);
     assert!(is_grad_enabled());
 }

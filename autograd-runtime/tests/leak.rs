@@ -66,12 +66,12 @@ fn graphs_that_are_never_backpropagated_are_freed_too() {
     // retain_graph + create_graph graphs as well.
     for _ in 0..1_000 {
         let y = pow(&x, 3.0);
-        let g = grad(&[y], &[x.clone()], &[], true, true, false).unwrap();
+        let g = grad(&[y], &[x.clone()], &[], Some(true), true, false).unwrap();
         let g2 = grad(
             &[g[0].clone().unwrap()],
             &[x.clone()],
             &[],
-            true,
+            Some(true),
             true,
             false,
         )
@@ -79,4 +79,45 @@ fn graphs_that_are_never_backpropagated_are_freed_too() {
         assert_close(&vals(g2[0].as_ref().unwrap()), &[6.0]);
     }
     assert_eq!(live_nodes(), start);
+}
+
+/// Issue 15: a variable whose data is replaced in place used to keep its original raw
+/// tensor alive beside the current one (lock-free reads of an immutable field), so an
+/// optimizer updating parameters in place kept a second copy of each. PyTorch frees the
+/// old storage once nothing else refers to it; so does the runtime now. Observed through
+/// the storage's `Arc`: a weak reference to the original dies with the last copy.
+#[test]
+fn replaced_data_is_freed() {
+    // An optimizer step, in place without recording (as the leak loop above does).
+    let w = leaf(&[0.3, -0.2], &[2]);
+    let original = std::sync::Arc::downgrade(&w.data().data);
+    let mut previous = original.clone();
+    for _ in 0..3 {
+        sum(&mul(&w, &w)).backward().unwrap();
+        {
+            let _g = no_grad();
+            let g = w.grad().unwrap();
+            w.set_data(w.data().zip(&g.data(), |a, b| a - 0.1 * b));
+            w.bump_version();
+        }
+        w.zero_grad();
+        assert!(previous.upgrade().is_none(), "the replaced tensor is alive");
+        previous = std::sync::Arc::downgrade(&w.data().data);
+    }
+    assert!(original.upgrade().is_none());
+    assert_close(&vals(&w), &[0.3 * 0.8f64.powi(3), -0.2 * 0.8f64.powi(3)]);
+
+    // A recorded in-place op whose node saves nothing: the old data goes at once.
+    let a = mul_scalar(&leaf(&[1.0, 2.0], &[2]), 1.0);
+    let before = std::sync::Arc::downgrade(&a.data().data);
+    add_scalar_(&a, 1.0).unwrap();
+    assert!(before.upgrade().is_none());
+    // One whose node saves the original (mul_): alive while the graph is, then freed.
+    let b = mul_scalar(&leaf(&[1.0, 2.0], &[2]), 1.0);
+    let before = std::sync::Arc::downgrade(&b.data().data);
+    mul_(&b, &constant(&[3.0, 3.0], &[2])).unwrap();
+    assert!(before.upgrade().is_some());
+    sum(&b).backward().unwrap();
+    assert!(before.upgrade().is_none());
+    assert_close(&vals(&b), &[3.0, 6.0]);
 }

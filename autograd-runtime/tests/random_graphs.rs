@@ -123,7 +123,7 @@ proptest! {
             drop(vals);
         }
         let backward = move |loss: V, twice: bool| {
-            loss.backward_with(None, twice, false).unwrap();
+            loss.backward_with(None, Some(twice), false).unwrap();
             if twice {
                 loss.backward().unwrap();
             }

@@ -28,6 +28,13 @@ pub(crate) fn node(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
             false => quote!(f(#label, &self.#id);),
         })
     });
+    let visits_mut = n.fields.iter().filter_map(|f| {
+        let (id, label) = (&f.ident, &f.name);
+        Some(match f.saved_variables()? {
+            true => quote!(for s in self.#id.iter_mut() { f(#label, s); }),
+            false => quote!(f(#label, &mut self.#id);),
+        })
+    });
     let doc = format!(
         "Backward of `{}` (generated from derivatives.yaml).",
         n.entry
@@ -67,6 +74,11 @@ pub(crate) fn node(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
             #[allow(unused_variables)]
             fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {
                 #(#visits)*
+            }
+
+            #[allow(unused_variables)]
+            fn visit_saved_mut(&mut self, f: &mut dyn FnMut(&str, &mut __ag::SavedVariable<T>)) {
+                #(#visits_mut)*
             }
         }
     }

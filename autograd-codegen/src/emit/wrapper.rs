@@ -389,9 +389,11 @@ fn capture(var: &Ident, prop: &Property, cond: &TokenStream) -> TokenStream {
     }
 }
 
-/// Saved outputs, filled in once the outputs exist.
+/// Saved outputs, filled in once the outputs exist. Each is saved before the node is
+/// locked: saving may run a user's saved-tensor pack hook, and no user code runs under a
+/// runtime lock.
 fn save_outputs(n: &NodePlan<'_>, outs: &[TokenStream]) -> TokenStream {
-    let saves: Vec<TokenStream> = n
+    let (lets, saves): (Vec<TokenStream>, Vec<TokenStream>) = n
         .fields
         .iter()
         .filter_map(|f| {
@@ -399,17 +401,19 @@ fn save_outputs(n: &NodePlan<'_>, outs: &[TokenStream]) -> TokenStream {
                 return None;
             };
             let id = &f.ident;
+            let tmp = quote::format_ident!("__saved_{}", id);
             let o = outs.get(index).cloned().unwrap_or_else(|| quote!(__o0));
-            Some(match list {
-                true => quote!(__n.#id = #o.iter().map(|v| __ag::SavedVariable::new(v, true)).collect();),
-                false => quote!(__n.#id = __ag::SavedVariable::new(&#o, true);),
-            })
+            let value = match list {
+                true => quote!(#o.iter().map(|v| __ag::SavedVariable::new(v, true)).collect()),
+                false => quote!(__ag::SavedVariable::new(&#o, true)),
+            };
+            Some((quote!(let #tmp = #value;), quote!(__n.#id = #tmp;)))
         })
-        .collect();
+        .unzip();
     if saves.is_empty() {
         quote!()
     } else {
-        quote!(__handle.with(|__n| { #(#saves)* });)
+        quote!(#(#lets)* __handle.with(|__n| { #(#saves)* });)
     }
 }
 

@@ -63,6 +63,11 @@ impl<T: Backend> __ag::Node<T> for MulBackward0<T> {
         f("self", &self.self_);
         f("other", &self.other);
     }
+    #[allow(unused_variables)]
+    fn visit_saved_mut(&mut self, f: &mut dyn FnMut(&str, &mut __ag::SavedVariable<T>)) {
+        f("self", &mut self.self_);
+        f("other", &mut self.other);
+    }
 }
 ///Backward of `exp(Tensor self) -> Tensor` (generated from derivatives.yaml).
 #[allow(non_camel_case_types, clippy::all)]
@@ -102,6 +107,10 @@ impl<T: Backend> __ag::Node<T> for ExpBackward0<T> {
     fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {
         f("result", &self.result);
     }
+    #[allow(unused_variables)]
+    fn visit_saved_mut(&mut self, f: &mut dyn FnMut(&str, &mut __ag::SavedVariable<T>)) {
+        f("result", &mut self.result);
+    }
 }
 ///Backward of `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (generated from derivatives.yaml).
 #[allow(non_camel_case_types, clippy::all)]
@@ -137,6 +146,8 @@ impl<T: Backend> __ag::Node<T> for SumBackward0<T> {
     fn release_variables(&mut self) {}
     #[allow(unused_variables)]
     fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {}
+    #[allow(unused_variables)]
+    fn visit_saved_mut(&mut self, f: &mut dyn FnMut(&str, &mut __ag::SavedVariable<T>)) {}
 }
 ///Backward of `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` (generated from derivatives.yaml).
 #[allow(non_camel_case_types, clippy::all)]
@@ -172,6 +183,8 @@ impl<T: Backend> __ag::Node<T> for ExpandBackward0<T> {
     fn release_variables(&mut self) {}
     #[allow(unused_variables)]
     fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {}
+    #[allow(unused_variables)]
+    fn visit_saved_mut(&mut self, f: &mut dyn FnMut(&str, &mut __ag::SavedVariable<T>)) {}
 }
 ///Backward of `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (generated from derivatives.yaml).
 #[allow(non_camel_case_types, clippy::all)]
@@ -207,6 +220,8 @@ impl<T: Backend> __ag::Node<T> for MaxBackward0<T> {
     fn release_variables(&mut self) {}
     #[allow(unused_variables)]
     fn visit_saved(&self, f: &mut dyn FnMut(&str, &__ag::SavedVariable<T>)) {}
+    #[allow(unused_variables)]
+    fn visit_saved_mut(&mut self, f: &mut dyn FnMut(&str, &mut __ag::SavedVariable<T>)) {}
 }
 ///Differentiable `mul.Tensor(Tensor self, Tensor other) -> Tensor`.
 #[allow(clippy::all, unused_mut, non_snake_case)]
@@ -246,9 +261,10 @@ pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
         __marker: __ag::PhantomData,
     };
     let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+    let __saved_result = __ag::SavedVariable::new(&__o0, true);
     __handle
         .with(|__n| {
-            __n.result = __ag::SavedVariable::new(&__o0, true);
+            __n.result = __saved_result;
         });
     __o0
 }

@@ -240,7 +240,7 @@ fn first_order(fx: &Value, out: &Var, leaves: &[Var]) -> R<Option<Vec<Var>>> {
             None => sum(out, None),
         }
         .map_err(es)?;
-        rt::grad(&[l], leaves, &[None], true, true, true).map_err(|e| e.to_string())
+        rt::grad(&[l], leaves, &[None], Some(true), true, true).map_err(|e| e.to_string())
     });
     let gs = match gs {
         Err(e) if err_stage == Some("backward") => {
@@ -290,7 +290,7 @@ fn second_order(fx: &Value, gs: &[Var], leaves: &[Var]) -> R<()> {
         match s {
             None => Ok(vec![None; leaves.len()]),
             Some(s) => {
-                rt::grad(&[s], leaves, &[None], false, false, true).map_err(|e| e.to_string())
+                rt::grad(&[s], leaves, &[None], None, false, true).map_err(|e| e.to_string())
             }
         }
     });

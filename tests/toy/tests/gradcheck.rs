@@ -130,7 +130,7 @@ fn third_derivative_through_generated_nodes() {
     let y = exp(&mul_scalar(&x, 2.0));
     let opts = |cg| autograd::runtime::GradOptions {
         create_graph: cg,
-        retain_graph: true,
+        retain_graph: Some(true),
         ..Default::default()
     };
     let g1 = autograd::runtime::grad_with(&[y], std::slice::from_ref(&x), &[], opts(true)).unwrap()

@@ -1,0 +1,146 @@
+//! Saved-tensor hooks (PyTorch's `torch.autograd.graph.saved_tensors_hooks` and
+//! `grad_fn._raw_saved_*.register_hooks`): a pack hook runs when a tensor is saved for
+//! backward and its result is kept instead of the tensor; the unpack hook turns it back into
+//! a tensor when backward needs it. Typical uses: keep saved activations compressed (a lower
+//! precision, a sparse form) or off the device (on disk), and restore them at backward.
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::error::AutogradError;
+use crate::tensor::Tensor;
+use crate::variable::Variable;
+
+/// What a pack hook returned, type-erased.
+pub(crate) type Packed = Box<dyn Any + Send + Sync>;
+type PackFn<T> = dyn Fn(&Variable<T>) -> Result<Packed, AutogradError> + Send + Sync;
+type UnpackFn<T> =
+    dyn Fn(&(dyn Any + Send + Sync)) -> Result<Variable<T>, AutogradError> + Send + Sync;
+
+/// A pack/unpack pair.
+pub(crate) struct SavedHooks<T: Tensor> {
+    pub(crate) pack: Box<PackFn<T>>,
+    pub(crate) unpack: Box<UnpackFn<T>>,
+}
+
+impl<T: Tensor> SavedHooks<T> {
+    /// Erases the packed type `P` of a typed pair.
+    pub(crate) fn new<P, Pk, Un>(pack: Pk, unpack: Un) -> Self
+    where
+        P: Send + Sync + 'static,
+        Pk: Fn(&Variable<T>) -> Result<P, AutogradError> + Send + Sync + 'static,
+        Un: Fn(&P) -> Result<Variable<T>, AutogradError> + Send + Sync + 'static,
+    {
+        SavedHooks {
+            pack: Box::new(move |v| pack(v).map(|p| Box::new(p) as Packed)),
+            unpack: Box::new(move |p| match p.downcast_ref::<P>() {
+                Some(p) => unpack(p),
+                None => Err(AutogradError::msg(
+                    "saved tensor hooks: the packed value has another type than the unpack hook takes",
+                )),
+            }),
+        }
+    }
+}
+
+thread_local! {
+    /// The scoped default hooks of this thread, innermost last: `Arc<SavedHooks<T>>` for
+    /// whatever `T` each was made for.
+    static DEFAULT_HOOKS: RefCell<Vec<Arc<dyn Any + Send + Sync>>> = const { RefCell::new(Vec::new()) };
+    /// `DEFAULT_HOOKS.len()`, read on every save without borrowing the stack.
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The innermost default hooks for tensors of type `T`, if any are in scope on this thread.
+#[inline]
+pub(crate) fn default_hooks<T: Tensor>() -> Option<Arc<SavedHooks<T>>> {
+    if DEPTH.with(Cell::get) == 0 {
+        return None;
+    }
+    DEFAULT_HOOKS.with(|s| {
+        s.borrow()
+            .iter()
+            .rev()
+            .find_map(|h| h.clone().downcast::<SavedHooks<T>>().ok())
+    })
+}
+
+/// Restores the previous default saved-tensor hooks when dropped (see
+/// [`saved_tensors_hooks`]). Not `Send`: the hooks are the current thread's.
+#[must_use = "the hooks are in effect until the guard is dropped"]
+pub struct SavedTensorsHooksGuard {
+    hooks: Arc<dyn Any + Send + Sync>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for SavedTensorsHooksGuard {
+    fn drop(&mut self) {
+        let _ = DEFAULT_HOOKS.try_with(|s| {
+            let mut s = s.borrow_mut();
+            if let Some(i) = s.iter().rposition(|h| Arc::ptr_eq(h, &self.hooks)) {
+                s.remove(i);
+            }
+            let _ = DEPTH.try_with(|d| d.set(s.len()));
+        });
+    }
+}
+
+/// Sets `pack`/`unpack` as the hooks of every tensor of type `T` saved for backward on this
+/// thread until the guard drops (PyTorch's `torch.autograd.graph.saved_tensors_hooks`
+/// context manager; nested calls: the innermost pair wins).
+///
+/// * `pack` runs when an op saves a tensor (under no_grad), on the tensor itself (an
+///   input) or on a detached alias of it (same data and version counter, no history: the
+///   saving op's output); the node keeps what it returns instead of the tensor. `unpack` runs each time backward unpacks it, and must return a tensor of the
+///   saved shape and dtype (`Output of saved tensor unpack_hook expected to have shape [3]
+///   but got [2]`); the runtime gives the result the saved tensor's place in the graph.
+/// * As in PyTorch, a saved tensor with hooks is not version-checked (the hooks decide what
+///   backward sees); a pack hook must not modify its input in place (PyTorch's error, `A saved
+///   tensor pack hook is modifying its input in place. ...`).
+/// * An error from `pack` (or that check) is returned when backward unpacks the tensor
+///   ([`SavedVariable::new`](crate::SavedVariable::new) cannot fail); PyTorch raises it
+///   during the forward op.
+///
+/// ```
+/// # use autograd_runtime::*;
+/// # #[derive(Clone, Debug)] struct S(f64);
+/// # impl Tensor for S {
+/// #     fn shape(&self) -> &[usize] { &[] }
+/// #     fn dtype(&self) -> &'static str { "f64" }
+/// #     fn ones_like(&self) -> Self { S(1.0) }
+/// #     fn zeros_like(&self) -> Self { S(0.0) }
+/// #     fn add(&self, o: &Self) -> Self { S(self.0 + o.0) }
+/// #     fn has_nan(&self) -> bool { self.0.is_nan() }
+/// # }
+/// // Keep saved tensors as f32, restore them as f64 at backward.
+/// let x = Variable::new(S(1.5), true);
+/// let saved = {
+///     let _hooks = saved_tensors_hooks(
+///         |v: &Variable<S>| Ok(v.data().0 as f32),
+///         |p: &f32| Ok(Variable::from_data(S(*p as f64))),
+///     );
+///     SavedVariable::new(&x, false) // what an op saves: here an f32
+/// };
+/// assert_eq!(saved.unpack()?.data().0, 1.5);
+/// # Ok::<(), AutogradError>(())
+/// ```
+pub fn saved_tensors_hooks<T, P, Pk, Un>(pack: Pk, unpack: Un) -> SavedTensorsHooksGuard
+where
+    T: Tensor,
+    P: Send + Sync + 'static,
+    Pk: Fn(&Variable<T>) -> Result<P, AutogradError> + Send + Sync + 'static,
+    Un: Fn(&P) -> Result<Variable<T>, AutogradError> + Send + Sync + 'static,
+{
+    let hooks: Arc<dyn Any + Send + Sync> = Arc::new(SavedHooks::new(pack, unpack));
+    DEFAULT_HOOKS.with(|s| {
+        let mut s = s.borrow_mut();
+        s.push(hooks.clone());
+        DEPTH.with(|d| d.set(s.len()));
+    });
+    SavedTensorsHooksGuard {
+        hooks,
+        _not_send: PhantomData,
+    }
+}
