@@ -168,6 +168,7 @@ mod counter_slot;
 mod dot;
 mod engine;
 mod error;
+pub mod forward;
 pub mod list;
 mod mode;
 mod node;
@@ -185,6 +186,9 @@ pub use arena::live_chunks;
 pub use dot::to_dot;
 pub use engine::{GradOptions, backward, grad, grad_with};
 pub use error::{AutogradError, BackendError};
+pub use forward::{
+    DualLevel, Level, UnpackedDual, dual_level, is_forward_ad_enabled, make_dual, unpack_dual,
+};
 pub use list::OptList;
 pub use mode::{
     AnomalyModeGuard, GradModeGuard, detect_anomaly, enable_grad, is_anomaly_enabled,

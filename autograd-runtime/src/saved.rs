@@ -43,6 +43,9 @@ enum State<T: Tensor> {
         /// output (the output shares another variable's, or had its history
         /// replaced by an in-place op).
         counter: Option<SharedCounter<T>>,
+        /// Its tangents when it was saved under forward AD (forward-over-reverse: the
+        /// backward formula that unpacks it sees them).
+        fw: Option<Box<crate::forward::Tangents<T>>>,
     },
 }
 
@@ -81,6 +84,7 @@ impl<T: Tensor> SavedVariable<T> {
                     counter: var.saved_output_counter(&node, output_nr),
                     output_nr,
                     version,
+                    fw: crate::forward::snapshot(var),
                 },
             };
         }
@@ -150,6 +154,7 @@ impl<T: Tensor> SavedVariable<T> {
                 output_nr,
                 version,
                 counter,
+                fw,
             } => {
                 let current = output_version(grad_fn, *output_nr, counter);
                 if current != *version {
@@ -161,7 +166,7 @@ impl<T: Tensor> SavedVariable<T> {
                         .map(|f| (*output_nr as usize, f.try_name().unwrap_or_default()));
                     return Err(mismatch(data, output_of, current, *version));
                 }
-                Ok(Some(match (grad_fn.upgrade(), counter) {
+                let v = match (grad_fn.upgrade(), counter) {
                     (Some(node), None) => Variable::with_grad_fn(data.clone(), node, *output_nr),
                     (node, counter) => {
                         let counter = counter
@@ -176,7 +181,11 @@ impl<T: Tensor> SavedVariable<T> {
                             counter,
                         )
                     }
-                }))
+                };
+                if let Some(fw) = fw {
+                    crate::forward::restore(&v, fw);
+                }
+                Ok(Some(v))
             }
         }
     }
@@ -192,6 +201,7 @@ impl<T: Tensor> SavedVariable<T> {
                 output_nr,
                 version,
                 counter,
+                ..
             } if output_version(grad_fn, *output_nr, counter) == *version => Ok(data.clone()),
             _ => self.unpack().map(|v| v.data()),
         }

@@ -70,6 +70,8 @@ pub(crate) struct Mutable<T: Tensor> {
     name: Option<String>,
     hooks: LeafHooks<T>,
     pub(crate) view: Option<Box<crate::view::ViewMeta<T>>>,
+    /// Tangents per dual level ([`crate::forward`]).
+    fw: crate::forward::Tangents<T>,
 }
 
 impl<T: Tensor> Default for Mutable<T> {
@@ -81,6 +83,7 @@ impl<T: Tensor> Default for Mutable<T> {
             name: None,
             hooks: Vec::new(),
             view: None,
+            fw: Vec::new(),
         }
     }
 }
@@ -210,11 +213,56 @@ impl<T: Tensor> Variable<T> {
     }
 
     /// Takes `new`'s data, and its history when it has one (an in-place change written
-    /// into a base through one of its views).
+    /// into a base through one of its views); under forward AD its tangents too.
     pub(crate) fn replace_with(&self, new: &Variable<T>) {
         self.set_data(new.data());
         if let Some((node, nr)) = new.with_history(|n, nr| n.cloned().map(|n| (n, nr))) {
             self.rebase_history_at(node, nr);
+        }
+        if crate::forward::is_forward_ad_enabled() {
+            self.take_tangents_of(new);
+        }
+    }
+
+    /// The tangent stored on this variable itself at `level` (not derived from a base).
+    pub(crate) fn own_tangent(
+        &self,
+        level: crate::forward::Level,
+    ) -> Option<crate::forward::Tangent<T>> {
+        let g = self.mutable();
+        let m = g.as_ref()?;
+        m.fw.iter()
+            .find(|(l, _)| *l == level)
+            .map(|(_, t)| t.clone())
+    }
+
+    /// Stores this variable's own tangent at `level` (dropping those of exited levels).
+    pub(crate) fn set_own_tangent(
+        &self,
+        level: crate::forward::Level,
+        t: crate::forward::Tangent<T>,
+    ) {
+        let mut g = self.mutable();
+        let fw = &mut Self::mutable_mut(&mut g).fw;
+        fw.retain(|(l, _)| *l != level && crate::forward::is_live(*l));
+        fw.push((level, t));
+    }
+
+    /// Replaces this variable's tangents at every visible level by `new`'s.
+    pub(crate) fn take_tangents_of(&self, new: &Variable<T>) {
+        for level in crate::forward::visible_levels() {
+            match new.fw_grad_at(level) {
+                Ok(Some(t)) => self.set_own_tangent(level, crate::forward::Tangent::Value(t)),
+                Ok(None) => self.clear_own_tangent(level),
+                Err(e) => self.set_own_tangent(level, crate::forward::Tangent::Error(e)),
+            }
+        }
+    }
+
+    /// Forgets this variable's own tangent at `level`.
+    pub(crate) fn clear_own_tangent(&self, level: crate::forward::Level) {
+        if let Some(m) = self.mutable().as_mut() {
+            m.fw.retain(|(l, _)| *l != level);
         }
     }
 

@@ -195,8 +195,22 @@ pub(crate) fn refreshed<T: Tensor>(view: &Variable<T>) -> Option<Fresh<T>> {
             m.synced = now;
         }
     }
+    if crate::forward::is_forward_ad_enabled() {
+        // The base's tangent is the view's from now on (PyTorch: a view's tangent is the view
+        // of its base's).
+        for level in crate::forward::visible_levels() {
+            if !matches!(base.fw_grad_at(level), Ok(None)) {
+                view.clear_own_tangent(level);
+            }
+        }
+    }
     let history = (fresh.grad_fn(), fresh.output_nr() as u32);
     Some((fresh.data(), history, fresh.requires_grad()))
+}
+
+/// A view's base and the function computing the view from it (`None` for a non-view).
+pub(crate) fn base_and_fn<T: Tensor>(v: &Variable<T>) -> Option<(Variable<T>, ViewFn<T>)> {
+    parent(v).map(|p| (p.base, p.view_fn))
 }
 
 /// PyTorch's `check_inplace` for a view: `requires_grad` is whether the in-place op records
