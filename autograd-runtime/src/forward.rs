@@ -284,6 +284,16 @@ impl<T: Tensor> Variable<T> {
         if !is_visible(level) {
             return Ok(None);
         }
+        self.tangent_at(level)
+    }
+
+    /// The tangent at a live `level`, even while it is hidden (a formula reading the tangents
+    /// of the level it computes).
+    pub(crate) fn tangent_at(&self, level: Level) -> Result<Option<Variable<T>>, AutogradError> {
+        if self.is_view() {
+            // A view whose base changed takes the base's tangent (see `view::refreshed`).
+            self.with_data(|_| ());
+        }
         match self.own_tangent(level) {
             Some(Tangent::Value(t)) => return Ok(Some(t)),
             Some(Tangent::Error(e)) => return Err(e),
@@ -292,7 +302,7 @@ impl<T: Tensor> Variable<T> {
         let Some((base, view_fn)) = crate::view::base_and_fn(self) else {
             return Ok(None);
         };
-        match base.fw_grad_at(level)? {
+        match base.tangent_at(level)? {
             Some(bt) => {
                 let _h = Hidden::new(level);
                 view_fn(&bt).map(Some)
@@ -368,11 +378,9 @@ pub fn propagate_deferred<T: Tensor, O: SetTangent<T>>(
     let _ = propagate(out, inputs, formula);
 }
 
-/// Generated code: an op without a forward formula (`op` as PyTorch names it); with an
-/// input that has a tangent at a visible level, PyTorch's error, also stored as the tangent
-/// of `out`.
-pub fn forbid<T: Tensor, O: SetTangent<T>>(
-    out: &O,
+/// Generated code: an op without a forward formula (`op` as PyTorch names it) fails with
+/// PyTorch's error when one of `inputs` has a tangent at a visible level.
+pub fn forbid<T: Tensor>(
     inputs: &[&Variable<T>],
     op: &str,
     out_fn: bool,
@@ -380,11 +388,21 @@ pub fn forbid<T: Tensor, O: SetTangent<T>>(
     if !inputs.iter().any(|i| i.has_fw_grad()) {
         return Ok(());
     }
-    let err = AutogradError::msg(not_supported(op, out_fn));
+    Err(AutogradError::msg(not_supported(op, out_fn)))
+}
+
+/// Generated code: stores `err` as the tangent of `out` at every visible level (what an
+/// infallible wrapper does with an error it cannot return).
+pub fn poison<T: Tensor, O: SetTangent<T>>(out: &O, err: &AutogradError) {
     for level in visible_levels() {
         out.set_tangent(level, Err(err.clone()));
     }
-    Err(err)
+}
+
+/// Generated code, in-place ops: a differentiable copy of `self` with its tangents, taken
+/// before the op when a dual level is live (the formula's `self_p` / `self_t`).
+pub fn original<T: Tensor>(v: &Variable<T>) -> Option<Variable<T>> {
+    is_forward_ad_enabled().then(|| crate::ops::clone(v))
 }
 
 /// PyTorch's message for an op without a forward formula.
@@ -403,7 +421,12 @@ pub fn tangent_or_zeros<T: Tensor>(
     v: &Variable<T>,
     level: Level,
 ) -> Result<Variable<T>, AutogradError> {
-    Ok(match v.fw_grad_at(level)? {
+    let t = if is_live(level) {
+        v.tangent_at(level)?
+    } else {
+        None
+    };
+    Ok(match t {
         Some(t) => t,
         None => Variable::from_data(v.with_data(T::zeros_like)),
     })

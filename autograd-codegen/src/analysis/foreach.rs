@@ -282,6 +282,7 @@ fn forward_derivative(
         required_inputs_primal: primal,
         required_inputs_fw_grad: fw_grad,
         is_reusing_outplace_formula: fw.is_reusing_outplace_formula,
+        expansion: fw.expansion,
         loc: fw.loc.clone(),
     })
 }

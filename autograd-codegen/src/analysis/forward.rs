@@ -2,7 +2,7 @@
 //! `auto_linear`) and adapted to in-place variants.
 
 use super::cpp::{cpp_arguments, return_names};
-use super::{Derivative, DifferentiabilityInfo, ForwardDerivative};
+use super::{Derivative, DifferentiabilityInfo, ForwardDerivative, ForwardExpansion};
 use crate::diagnostics::{Ctxt, Location};
 use crate::formula::{Formula, FormulaError};
 use crate::model::derivatives::FormulaEntry;
@@ -47,6 +47,7 @@ pub(super) fn create_forward_derivative(
         required_inputs_primal: Vec::new(),
         required_inputs_fw_grad: Vec::new(),
         is_reusing_outplace_formula: false,
+        expansion: None,
         loc: fe.loc.clone(),
     };
     Ok((fw, tokens))
@@ -147,11 +148,18 @@ pub(super) fn postprocess_forward(
         let loc = fw.loc.clone();
         let mut required_tangent = required.find(&tokens, "_t", &loc)?;
         let expanded = match fw.formula.trim() {
-            "auto_element_wise" => Some(auto_element_wise(cx, n == 1 && single_var, &loc)?),
-            "auto_linear" => Some(auto_linear(cx, n == 1 && single_var, &loc)?),
+            "auto_element_wise" => Some((
+                auto_element_wise(cx, n == 1 && single_var, &loc)?,
+                ForwardExpansion::ElementWise,
+            )),
+            "auto_linear" => Some((
+                auto_linear(cx, n == 1 && single_var, &loc)?,
+                ForwardExpansion::Linear,
+            )),
             _ => None,
         };
-        if let Some((text, tangent)) = expanded {
+        if let Some(((text, tangent), kind)) = expanded {
+            fw.expansion = Some(kind);
             tokens = Formula::parse(&text).unwrap_or_default();
             fw.formula = text;
             required_tangent = tangent;
@@ -318,6 +326,7 @@ pub(super) fn forward_for_function(
         required_inputs_primal: primal,
         required_inputs_fw_grad: fw.required_inputs_fw_grad.clone(),
         is_reusing_outplace_formula: !exact,
+        expansion: fw.expansion,
         loc: fw.loc.clone(),
     }]
 }

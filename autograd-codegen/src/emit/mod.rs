@@ -22,6 +22,7 @@ pub mod types;
 
 mod args;
 mod backend;
+mod forward;
 pub mod names;
 mod node;
 mod plan;
