@@ -54,6 +54,9 @@ pub(crate) struct ForwardFormula<'a> {
     pub result: bool,
     /// Other outputs it reads by name (`indices`), with their return index.
     pub named: Vec<(Ident, usize)>,
+    /// The formula on one line, and where it is written (for the generated file).
+    pub line: String,
+    pub location: String,
 }
 
 /// The forward plan of a function: `inputs` are its differentiable inputs (those with a
@@ -150,6 +153,10 @@ fn formula<'a>(
     if checked.is_empty() {
         checked = pick(&|_| true);
     }
+    let location = format!(
+        "{}: `{}`: forward formula for `{}`",
+        fw.loc, nf.schema, fw.var_names[0]
+    );
     let expr = if linear {
         linear_call(nf, inputs)
     } else {
@@ -168,6 +175,11 @@ fn formula<'a>(
         primals: pick(&|i| uses(i, "_p")),
         result: tokens.has_ident("result"),
         named: Vec::new(),
+        line: match linear {
+            true => expr.to_string(),
+            false => super::tokens::formula_line(&tokens, rename),
+        },
+        location,
         tangents,
         expr,
     })
@@ -244,7 +256,7 @@ pub(crate) fn original_self(p: &FunctionPlan<'_>) -> TokenStream {
 }
 
 /// The function `__fw` (defined inside the wrapper): sets the outputs' tangents.
-pub(crate) fn function(p: &FunctionPlan<'_>, params: &[TokenStream]) -> TokenStream {
+pub(crate) fn function(p: &FunctionPlan<'_>, params: &[TokenStream], s: &Settings) -> TokenStream {
     let inplace = p.kind == SchemaKind::Inplace;
     let outs = tensor_outputs(p);
     let out_params = outs.iter().map(|(_, o, ty)| quote!(#o: #ty));
@@ -254,7 +266,7 @@ pub(crate) fn function(p: &FunctionPlan<'_>, params: &[TokenStream]) -> TokenStr
         ForwardPlan::Nothing => return quote!(),
         ForwardPlan::Forbid { op, out_fn, inputs } => forbid(inputs, op, *out_fn, &outs, inplace),
         ForwardPlan::Formulas(fs) => {
-            let each = fs.iter().map(|f| propagate(f, &outs, inplace));
+            let each = fs.iter().map(|f| propagate(f, &outs, inplace, s));
             quote!(#(#each)* __ag::Ok(()))
         }
     };
@@ -318,6 +330,7 @@ fn propagate(
     f: &ForwardFormula<'_>,
     outs: &[(usize, Ident, TokenStream)],
     inplace: bool,
+    s: &Settings,
 ) -> TokenStream {
     let orig = quote!(__orig);
     let list = input_list(&f.checked, inplace.then_some(&orig));
@@ -368,7 +381,7 @@ fn propagate(
         let o = format_ident!("__o{}", i);
         quote!(let #n = #o.clone();)
     });
-    let expr = &f.expr;
+    let expr = s.placeholder(&f.expr, &f.line, &f.location);
     let self_orig = inplace.then(|| {
         quote!(let __orig = match __fw_orig { __ag::Some(o) => o, __ag::None => return __ag::Ok(()) };)
     });
@@ -379,8 +392,8 @@ fn propagate(
             #(#primals)*
             #result
             #(#named)*
-            let __t = { #expr };
-            __ag::IntoTangent::into_tangent(__t)
+            let __r = #expr;
+            __ag::IntoTangent::into_tangent(__r)
         })?;
     }
 }

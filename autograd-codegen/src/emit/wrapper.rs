@@ -21,7 +21,7 @@ pub(crate) fn wrapper(
         SchemaKind::Out | SchemaKind::Scratch => out_body(p, s),
         _ => functional_body(p, node, s),
     };
-    let fw = super::forward::function(p, &params);
+    let fw = super::forward::function(p, &params, s);
     let body = quote!(#fw #body);
     let body = super::view::view_body(p, &params, &ret, body, s);
     let name = &p.name;

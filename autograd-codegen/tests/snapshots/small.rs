@@ -129,7 +129,7 @@ impl<T: Backend> __ag::Node<T> for SumBackward0<T> {
         let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
         if self.__needs[0usize] {
             let self_sizes = &self.self_sizes[..];
-            let __r = { expand(&grad, &self_sizes.iter().map(|d| *d as i64).collect::<Vec<_>>(), false) }; // tests/fixtures/small.yaml:10: `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`: formula for `self`
+            let __r = { expand(&grad, &self_sizes.iter().map(|d| *d as i64).collect::<Vec<_>>(), false) }; // tests/fixtures/small.yaml:11: `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
@@ -164,7 +164,7 @@ impl<T: Backend> __ag::Node<T> for ExpandBackward0<T> {
             return Ok(__out);
         }
         if self.__needs[0usize] {
-            let __r = { not_implemented("expand backward") }; // tests/fixtures/small.yaml:14: `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`: formula for `self`
+            let __r = { not_implemented("expand backward") }; // tests/fixtures/small.yaml:15: `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
@@ -199,7 +199,7 @@ impl<T: Backend> __ag::Node<T> for MaxBackward0<T> {
             return Ok(__out);
         }
         if self.__needs[0usize] {
-            let __r = { not_implemented("max.dim backward") }; // tests/fixtures/small.yaml:18: `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`: formula for `self`
+            let __r = { not_implemented("max.dim backward") }; // tests/fixtures/small.yaml:19: `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
@@ -214,12 +214,40 @@ pub fn mul_tensor<T: Backend>(
     self_: &__ag::Variable<T>,
     other: &__ag::Variable<T>,
 ) -> __ag::Variable<T> {
+    #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
+    fn __fw<T: Backend>(
+        self_: &__ag::Variable<T>,
+        other: &__ag::Variable<T>,
+        __o0: &__ag::Variable<T>,
+    ) -> __ag::Result<(), __ag::AutogradError> {
+        use __ag::Conj as _;
+        if let __ag::Err(__e) = __ag::fw_forbid(
+            &{
+                let mut __v: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
+                __v.push(self_);
+                __v.push(other);
+                __v
+            },
+            "mul",
+            false,
+        ) {
+            __ag::fw_poison(__o0, &__e);
+            return __ag::Err(__e);
+        }
+        __ag::Ok(())
+    }
     let __d_self_ = self_.data();
     let __r0 = other
         .with_data(|__d_other| <T as Backend>::mul_tensor(&__d_self_, &__d_other));
     let __needs = [self_.requires_grad(), other.requires_grad()];
     if !__ag::should_record_any(&__needs) {
-        return __ag::Variable::from_data(__r0);
+        return {
+            let __o0 = __ag::Variable::from_data(__r0);
+            if __ag::is_forward_ad_enabled() {
+                let _ = __fw::<T>(self_, other, &__o0);
+            }
+            __o0
+        };
     }
     let __edges = [__ag::Some(self_), __ag::Some(other)];
     let __node = MulBackward0::<T> {
@@ -229,15 +257,46 @@ pub fn mul_tensor<T: Backend>(
         __marker: __ag::PhantomData,
     };
     let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+    if __ag::is_forward_ad_enabled() {
+        let _ = __fw::<T>(self_, other, &__o0);
+    }
     __o0
 }
 ///Differentiable `exp(Tensor self) -> Tensor`.
 #[allow(clippy::all, unused_mut, non_snake_case)]
 pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
+    #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
+    fn __fw<T: Backend>(
+        self_: &__ag::Variable<T>,
+        __o0: &__ag::Variable<T>,
+    ) -> __ag::Result<(), __ag::AutogradError> {
+        use __ag::Conj as _;
+        __ag::fw_propagate(
+            __o0,
+            &{
+                let mut __v: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
+                __v.push(self_);
+                __v
+            },
+            |__lvl| {
+                let self_t = __ag::tangent_or_zeros(self_, __lvl)?;
+                let result = __o0.clone();
+                let __r = { mul_tensor(&self_t, &result) }; // tests/fixtures/small.yaml:8: `exp(Tensor self) -> Tensor`: forward formula for `result`
+                __ag::IntoTangent::into_tangent(__r)
+            },
+        )?;
+        __ag::Ok(())
+    }
     let __r0 = self_.with_data(|__d_self_| <T as Backend>::exp(&__d_self_));
     let __needs = [self_.requires_grad()];
     if !__ag::should_record_any(&__needs) {
-        return __ag::Variable::from_data(__r0);
+        return {
+            let __o0 = __ag::Variable::from_data(__r0);
+            if __ag::is_forward_ad_enabled() {
+                let _ = __fw::<T>(self_, &__o0);
+            }
+            __o0
+        };
     }
     let __edges = [__ag::Some(self_)];
     let __node = ExpBackward0::<T> {
@@ -246,6 +305,9 @@ pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
         __marker: __ag::PhantomData,
     };
     let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+    if __ag::is_forward_ad_enabled() {
+        let _ = __fw::<T>(self_, &__o0);
+    }
     __handle
         .with(|__n| {
             __n.result = __ag::SavedVariable::new(&__o0, true);
@@ -258,10 +320,37 @@ pub fn sum<T: Backend>(
     self_: &__ag::Variable<T>,
     dtype: __ag::Option<__ag::types::ScalarType>,
 ) -> __ag::Variable<T> {
+    #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
+    fn __fw<T: Backend>(
+        self_: &__ag::Variable<T>,
+        dtype: __ag::Option<__ag::types::ScalarType>,
+        __o0: &__ag::Variable<T>,
+    ) -> __ag::Result<(), __ag::AutogradError> {
+        use __ag::Conj as _;
+        if let __ag::Err(__e) = __ag::fw_forbid(
+            &{
+                let mut __v: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
+                __v.push(self_);
+                __v
+            },
+            "sum",
+            false,
+        ) {
+            __ag::fw_poison(__o0, &__e);
+            return __ag::Err(__e);
+        }
+        __ag::Ok(())
+    }
     let __r0 = self_.with_data(|__d_self_| <T as Backend>::sum(&__d_self_, dtype));
     let __needs = [self_.requires_grad()];
     if !__ag::should_record_any(&__needs) {
-        return __ag::Variable::from_data(__r0);
+        return {
+            let __o0 = __ag::Variable::from_data(__r0);
+            if __ag::is_forward_ad_enabled() {
+                let _ = __fw::<T>(self_, dtype, &__o0);
+            }
+            __o0
+        };
     }
     let __edges = [__ag::Some(self_)];
     let __node = SumBackward0::<T> {
@@ -274,6 +363,9 @@ pub fn sum<T: Backend>(
         __marker: __ag::PhantomData,
     };
     let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+    if __ag::is_forward_ad_enabled() {
+        let _ = __fw::<T>(self_, dtype, &__o0);
+    }
     __o0
 }
 ///Differentiable `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`.
@@ -289,11 +381,45 @@ pub fn expand<T: Backend>(
         size: &[i64],
         implicit: bool,
     ) -> __ag::Variable<T> {
+        #[allow(
+            clippy::all,
+            unused_variables,
+            unused_mut,
+            unused_imports,
+            non_snake_case
+        )]
+        fn __fw<T: Backend>(
+            self_: &__ag::Variable<T>,
+            size: &[i64],
+            implicit: bool,
+            __o0: &__ag::Variable<T>,
+        ) -> __ag::Result<(), __ag::AutogradError> {
+            use __ag::Conj as _;
+            if let __ag::Err(__e) = __ag::fw_forbid(
+                &{
+                    let mut __v: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
+                    __v.push(self_);
+                    __v
+                },
+                "expand",
+                false,
+            ) {
+                __ag::fw_poison(__o0, &__e);
+                return __ag::Err(__e);
+            }
+            __ag::Ok(())
+        }
         let __r0 = self_
             .with_data(|__d_self_| <T as Backend>::expand(&__d_self_, size, implicit));
         let __needs = [self_.requires_grad()];
         if !__ag::should_record_any(&__needs) {
-            return __ag::Variable::from_data(__r0);
+            return {
+                let __o0 = __ag::Variable::from_data(__r0);
+                if __ag::is_forward_ad_enabled() {
+                    let _ = __fw::<T>(self_, size, implicit, &__o0);
+                }
+                __o0
+            };
         }
         let __edges = [__ag::Some(self_)];
         let __node = ExpandBackward0::<T> {
@@ -301,6 +427,9 @@ pub fn expand<T: Backend>(
             __marker: __ag::PhantomData,
         };
         let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+        if __ag::is_forward_ad_enabled() {
+            let _ = __fw::<T>(self_, size, implicit, &__o0);
+        }
         __o0
     }
     let __o0 = __inner::<T>(self_, size, implicit);
@@ -328,11 +457,42 @@ pub fn max_dim<T: Backend>(
     dim: i64,
     keepdim: bool,
 ) -> (__ag::Variable<T>, __ag::Variable<T>) {
+    #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
+    fn __fw<T: Backend>(
+        self_: &__ag::Variable<T>,
+        dim: i64,
+        keepdim: bool,
+        __o0: &__ag::Variable<T>,
+        __o1: &__ag::Variable<T>,
+    ) -> __ag::Result<(), __ag::AutogradError> {
+        use __ag::Conj as _;
+        if let __ag::Err(__e) = __ag::fw_forbid(
+            &{
+                let mut __v: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
+                __v.push(self_);
+                __v
+            },
+            "max",
+            false,
+        ) {
+            __ag::fw_poison(__o0, &__e);
+            __ag::fw_poison(__o1, &__e);
+            return __ag::Err(__e);
+        }
+        __ag::Ok(())
+    }
     let (__r0, __r1) = self_
         .with_data(|__d_self_| <T as Backend>::max_dim(&__d_self_, dim, keepdim));
     let __needs = [self_.requires_grad()];
     if !__ag::should_record_any(&__needs) {
-        return (__ag::Variable::from_data(__r0), __ag::Variable::from_data(__r1));
+        return {
+            let __o0 = __ag::Variable::from_data(__r0);
+            let __o1 = __ag::Variable::from_data(__r1);
+            if __ag::is_forward_ad_enabled() {
+                let _ = __fw::<T>(self_, dim, keepdim, &__o0, &__o1);
+            }
+            (__o0, __o1)
+        };
     }
     let __edges = [__ag::Some(self_)];
     let __node = MaxBackward0::<T> {
@@ -341,6 +501,9 @@ pub fn max_dim<T: Backend>(
     };
     let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
     let __o1 = __ag::Variable::from_data(__r1);
+    if __ag::is_forward_ad_enabled() {
+        let _ = __fw::<T>(self_, dim, keepdim, &__o0, &__o1);
+    }
     (__o0, __o1)
 }
 /// The differentiable operations as methods on `Variable` (generated).
