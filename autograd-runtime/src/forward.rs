@@ -25,6 +25,7 @@ use crate::variable::Variable;
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 /// PyTorch's message for [`make_dual`] outside of a dual level.
 pub const ERR_NO_LEVEL: &str = "Trying to create a dual Tensor for forward AD but no level exists, make sure to enter_dual_level() first.";
@@ -43,6 +44,49 @@ thread_local! {
     /// The live levels of this thread, innermost last, with whether each is hidden.
     static LEVELS: RefCell<Vec<(Level, bool)>> = const { RefCell::new(Vec::new()) };
     static ANY_LEVEL: Cell<bool> = const { Cell::new(false) };
+    /// What holds tangents of each live level: cleared when the level exits (PyTorch's
+    /// `ForwardADLevel::grads_`), which also breaks the reference cycles a tangent's graph
+    /// can make with the variable it belongs to.
+    static HOLDERS: RefCell<Vec<(Level, Weak<dyn HoldsTangents>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Something that holds tangents (a variable, a saved output's snapshot).
+pub(crate) trait HoldsTangents: Send + Sync {
+    /// Forgets the tangents of `level`.
+    fn clear_level(&self, level: Level);
+}
+
+/// Registers `holder` as holding a tangent of `level`.
+pub(crate) fn register(level: Level, holder: Weak<dyn HoldsTangents>) {
+    HOLDERS.with(|h| h.borrow_mut().push((level, holder)));
+}
+
+/// Clears the tangents of an exited level (outside of any borrow: dropping them runs
+/// arbitrary drops).
+fn clear_exited(level: Level) {
+    let holders: Vec<Weak<dyn HoldsTangents>> = HOLDERS.with(|h| {
+        let mut h = h.borrow_mut();
+        let (gone, kept): (Vec<_>, Vec<_>) = h.drain(..).partition(|(l, _)| *l == level);
+        *h = kept;
+        gone.into_iter().map(|(_, w)| w).collect()
+    });
+    for w in holders {
+        if let Some(x) = w.upgrade() {
+            x.clear_level(level);
+        }
+    }
+}
+
+impl<T: Tensor> HoldsTangents for Mutex<Tangents<T>> {
+    fn clear_level(&self, level: Level) {
+        let taken: Tangents<T> = {
+            let mut g = self.lock().unwrap_or_else(|e| e.into_inner());
+            let (gone, kept) = g.drain(..).partition(|(l, _)| *l == level);
+            *g = kept;
+            gone
+        };
+        drop(taken);
+    }
 }
 
 /// Whether some dual level is live on this thread: the one check generated wrappers make
@@ -71,7 +115,9 @@ pub fn exit_dual_level(level: Level) -> Result<(), AutogradError> {
         l.pop();
         ANY_LEVEL.with(|a| a.set(!l.is_empty()));
         Ok(())
-    })
+    })?;
+    clear_exited(level);
+    Ok(())
 }
 
 /// The innermost visible level (what [`make_dual`] and [`unpack_dual`] use), if any.
@@ -119,6 +165,7 @@ impl Drop for DualLevel {
                 l.retain(|x| x.0 != self.level);
                 ANY_LEVEL.with(|a| a.set(!l.is_empty()));
             });
+            clear_exited(self.level);
         }
     }
 }
@@ -477,8 +524,11 @@ impl<T: Tensor> SetTangent<T> for Vec<Variable<T>> {
     }
 }
 
+/// A saved output's tangents.
+pub(crate) type Snapshot<T> = Arc<Mutex<Tangents<T>>>;
+
 /// The tangents of `v` at the visible levels, for a saved output (`None` without any).
-pub(crate) fn snapshot<T: Tensor>(v: &Variable<T>) -> Option<Box<Tangents<T>>> {
+pub(crate) fn snapshot<T: Tensor>(v: &Variable<T>) -> Option<Snapshot<T>> {
     if !is_forward_ad_enabled() {
         return None;
     }
@@ -490,12 +540,22 @@ pub(crate) fn snapshot<T: Tensor>(v: &Variable<T>) -> Option<Box<Tangents<T>>> {
             Err(e) => Some((l, Tangent::Error(e))),
         })
         .collect();
-    (!ts.is_empty()).then(|| Box::new(ts))
+    if ts.is_empty() {
+        return None;
+    }
+    let levels: Vec<Level> = ts.iter().map(|(l, _)| *l).collect();
+    let cell: Snapshot<T> = Arc::new(Mutex::new(ts));
+    for l in levels {
+        let w: Weak<dyn HoldsTangents> = Arc::downgrade(&cell) as Weak<Mutex<Tangents<T>>>;
+        register(l, w);
+    }
+    Some(cell)
 }
 
 /// Gives a rebuilt saved output the tangents it had when saved (those of live levels).
-pub(crate) fn restore<T: Tensor>(v: &Variable<T>, ts: &Tangents<T>) {
-    for (l, t) in ts {
+pub(crate) fn restore<T: Tensor>(v: &Variable<T>, ts: &Snapshot<T>) {
+    let ts: Tangents<T> = ts.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for (l, t) in &ts {
         if is_live(*l) {
             v.set_own_tangent(*l, t.clone());
         }

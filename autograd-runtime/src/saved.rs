@@ -45,7 +45,7 @@ enum State<T: Tensor> {
         counter: Option<SharedCounter<T>>,
         /// Its tangents when it was saved under forward AD (forward-over-reverse: the
         /// backward formula that unpacks it sees them).
-        fw: Option<Box<crate::forward::Tangents<T>>>,
+        fw: Option<crate::forward::Snapshot<T>>,
     },
 }
 

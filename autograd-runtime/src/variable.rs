@@ -111,6 +111,23 @@ impl<T: Tensor> fmt::Debug for Variable<T> {
     }
 }
 
+impl<T: Tensor> crate::forward::HoldsTangents for VarInner<T> {
+    fn clear_level(&self, level: crate::forward::Level) {
+        let gone: crate::forward::Tangents<T> = {
+            let mut g = lock(&self.mutable);
+            match g.as_mut() {
+                Some(m) => {
+                    let (gone, kept) = m.fw.drain(..).partition(|(l, _)| *l == level);
+                    m.fw = kept;
+                    gone
+                }
+                None => Vec::new(),
+            }
+        };
+        drop(gone);
+    }
+}
+
 impl<T: Tensor> VarInner<T> {
     fn new(data: T, grad_fn: Option<NodeRef<T>>, output_nr: u32, requires_grad: bool) -> Self {
         VarInner {
@@ -242,10 +259,24 @@ impl<T: Tensor> Variable<T> {
         level: crate::forward::Level,
         t: crate::forward::Tangent<T>,
     ) {
-        let mut g = self.mutable();
-        let fw = &mut Self::mutable_mut(&mut g).fw;
-        fw.retain(|(l, _)| *l != level && crate::forward::is_live(*l));
-        fw.push((level, t));
+        let (old, had) = {
+            let mut g = self.mutable();
+            let fw = &mut Self::mutable_mut(&mut g).fw;
+            let had = fw.iter().any(|(l, _)| *l == level);
+            let (old, kept): (Vec<_>, Vec<_>) = fw
+                .drain(..)
+                .partition(|(l, _)| *l == level || !crate::forward::is_live(*l));
+            *fw = kept;
+            fw.push((level, t));
+            (old, had)
+        };
+        if !had {
+            let w: std::sync::Weak<dyn crate::forward::HoldsTangents> =
+                Arc::downgrade(&self.0) as std::sync::Weak<VarInner<T>>;
+            crate::forward::register(level, w);
+        }
+        // The old tangents drop here, outside of the lock.
+        drop(old);
     }
 
     /// Replaces this variable's tangents at every visible level by `new`'s.
@@ -261,9 +292,7 @@ impl<T: Tensor> Variable<T> {
 
     /// Forgets this variable's own tangent at `level`.
     pub(crate) fn clear_own_tangent(&self, level: crate::forward::Level) {
-        if let Some(m) = self.mutable().as_mut() {
-            m.fw.retain(|(l, _)| *l != level);
-        }
+        crate::forward::HoldsTangents::clear_level(&*self.0, level);
     }
 
     pub(crate) fn mutable(&self) -> MutGuard<'_, T> {

@@ -106,3 +106,18 @@ fn jvp_and_vjp_are_adjoint_and_errors_come_back() {
     let err = hvp(f, &xs, &ts).unwrap_err().to_string();
     assert!(err.contains("single-element"), "{err}");
 }
+
+#[test]
+fn forward_mode_frees_its_graphs() {
+    use autograd::runtime::live_nodes;
+    let s = |p: &[Variable<Toy>]| sum(&f(p));
+    let xs = [c(&[0.3, -0.2, 0.5]), c(&[1.0, 0.1, -0.4])];
+    let ts = [c(&[1.0, 2.0, 3.0]), c(&[-1.0, 0.5, 0.0])];
+    let before = live_nodes();
+    for _ in 0..20 {
+        hvp(s, &xs, &ts).unwrap();
+        jvp(f, &xs, &ts).unwrap();
+        hessian(s, &xs).unwrap();
+    }
+    assert_eq!(live_nodes(), before);
+}
