@@ -18,6 +18,9 @@
 //! * Modes: [`no_grad`], [`enable_grad`], [`set_grad_enabled`] (thread-local),
 //!   [`detect_anomaly`] (anomaly mode, also thread-local).
 //! * [`to_dot`]: Graphviz export of the recorded graph.
+//! * [`forward`]: forward-mode AD: dual levels ([`dual_level`]), [`make_dual`],
+//!   [`unpack_dual`], tangents that follow views and in-place ops, and what generated
+//!   wrappers call to compute their outputs' tangents.
 //!
 //! # What generated code looks like
 //!
