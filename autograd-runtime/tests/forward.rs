@@ -86,7 +86,7 @@ fn a_dual_is_a_differentiable_alias_of_its_primal() {
     let y = mul(&d, &d);
     let g = grad(
         &[ops::add(&y, &y)],
-        &[p.clone()],
+        std::slice::from_ref(&p),
         &[Some(constant(&[1.0, 1.0], &[2]))],
         false,
         false,
