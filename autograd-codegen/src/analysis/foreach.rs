@@ -278,6 +278,7 @@ fn forward_derivative(
     primal.sort();
     Some(ForwardDerivative {
         var_names,
+        tokens: crate::formula::Formula::parse(&formula).unwrap_or_default(),
         formula,
         required_inputs_primal: primal,
         required_inputs_fw_grad: fw_grad,

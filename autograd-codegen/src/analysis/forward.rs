@@ -44,6 +44,7 @@ pub(super) fn create_forward_derivative(
     let fw = ForwardDerivative {
         var_names: names.clone(),
         formula: fe.formula.clone(),
+        tokens: tokens.clone(),
         required_inputs_primal: Vec::new(),
         required_inputs_fw_grad: Vec::new(),
         is_reusing_outplace_formula: false,
@@ -166,6 +167,7 @@ pub(super) fn postprocess_forward(
         }
         fw.required_inputs_primal = required.find(&tokens, "_p", &loc)?;
         fw.required_inputs_fw_grad = required_tangent;
+        fw.tokens = tokens;
         out.push(fw);
     }
     Ok(out)
@@ -322,6 +324,7 @@ pub(super) fn forward_for_function(
     }
     vec![ForwardDerivative {
         var_names: vec!["self".into()],
+        tokens: Formula::parse(&formula).unwrap_or_default(),
         formula,
         required_inputs_primal: primal,
         required_inputs_fw_grad: fw.required_inputs_fw_grad.clone(),

@@ -61,6 +61,8 @@ pub struct ForwardDerivative {
     pub var_names: Vec<String>,
     /// The formula (after `auto_linear` / `auto_element_wise` expansion).
     pub formula: String,
+    /// Its tokens (what code generation emits from).
+    pub tokens: Formula,
     /// Inputs whose primal value it reads (`x_p`), sorted.
     pub required_inputs_primal: Vec<String>,
     /// Inputs whose tangent it reads (`x_t`), sorted.

@@ -18,7 +18,6 @@ use super::tokens::formula_tokens;
 use super::types::RustTy;
 use crate::analysis::cpp::{cpp_name, return_names};
 use crate::analysis::{ForwardDerivative, ForwardExpansion, FunctionAnalysis};
-use crate::formula::Formula;
 use crate::model::native::NativeFunction;
 use crate::model::schema::SchemaKind;
 use proc_macro2::{Ident, TokenStream};
@@ -97,7 +96,7 @@ pub(crate) fn plan_forward<'a>(
             .ok_or_else(|| format!("forward formula for `{}`: no such output", fw.var_names[0]))?;
         let mut ff = formula(fw, nf, &inputs, output, rename)?;
         if kind == SchemaKind::Functional {
-            let tokens = Formula::parse(&fw.formula).map_err(|e| e.to_string())?;
+            let tokens = &fw.tokens;
             ff.named = names
                 .iter()
                 .enumerate()
@@ -130,7 +129,7 @@ fn formula<'a>(
     output: usize,
     rename: &dyn Fn(&str) -> Option<String>,
 ) -> Result<ForwardFormula<'a>, String> {
-    let tokens = Formula::parse(&fw.formula).map_err(|e| e.to_string())?;
+    let tokens = &fw.tokens;
     let pick = |pred: &dyn Fn(&DiffInput<'a>) -> bool| -> Vec<DiffInput<'a>> {
         inputs
             .iter()
