@@ -159,7 +159,7 @@ fn formula<'a>(
     let expr = if linear {
         linear_call(nf, inputs)
     } else {
-        let ts = formula_tokens(&tokens, rename)?;
+        let ts = formula_tokens(tokens, rename)?;
         syn::parse2::<syn::Expr>(quote!({ #ts })).map_err(|e| {
             format!(
                 "the forward formula for `{}` is not a Rust expression: {e} ({})",
@@ -176,7 +176,7 @@ fn formula<'a>(
         named: Vec::new(),
         line: match linear {
             true => expr.to_string(),
-            false => super::tokens::formula_line(&tokens, rename),
+            false => super::tokens::formula_line(tokens, rename),
         },
         location,
         tangents,
