@@ -263,6 +263,12 @@ pub fn make_dual<T: Tensor>(
     make_dual_at(primal, tangent, level)
 }
 
+/// A differentiable copy of `v` without tangents at any level.
+fn without_tangents<T: Tensor>(v: &Variable<T>) -> Variable<T> {
+    let _hidden: Vec<Hidden> = visible_levels().into_iter().map(Hidden::new).collect();
+    crate::ops::clone(v)
+}
+
 /// [`make_dual`] at a given live level.
 pub fn make_dual_at<T: Tensor>(
     primal: &Variable<T>,
@@ -287,7 +293,10 @@ pub fn make_dual_at<T: Tensor>(
         crate::ops::clone(primal)
     };
     let view_fn: crate::view::ViewFn<T> = std::sync::Arc::new(|b| Ok(crate::ops::clone(b)));
-    let inverse: crate::view::ScatterFn<T> = std::sync::Arc::new(|_, new| Ok(new.clone()));
+    // Writes reach the primal's data and history, not its tangents: the dual keeps them
+    // (PyTorch: after `dual.mul_(3)` the primal still has no tangent).
+    let inverse: crate::view::ScatterFn<T> =
+        std::sync::Arc::new(|_, new| Ok(without_tangents(new)));
     crate::view::make_view(
         &dual,
         primal,

@@ -279,12 +279,12 @@ impl<T: Tensor> Variable<T> {
         drop(old);
     }
 
-    /// Replaces this variable's tangents at every visible level by `new`'s.
+    /// Takes `new`'s tangents at every visible level where it has one.
     pub(crate) fn take_tangents_of(&self, new: &Variable<T>) {
         for level in crate::forward::visible_levels() {
             match new.fw_grad_at(level) {
                 Ok(Some(t)) => self.set_own_tangent(level, crate::forward::Tangent::Value(t)),
-                Ok(None) => self.clear_own_tangent(level),
+                Ok(None) => {}
                 Err(e) => self.set_own_tangent(level, crate::forward::Tangent::Error(e)),
             }
         }
