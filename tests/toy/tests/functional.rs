@@ -121,3 +121,56 @@ fn forward_mode_frees_its_graphs() {
     }
     assert_eq!(live_nodes(), before);
 }
+
+/// Values recorded with PyTorch 2.15 (float64, `torch.func.jvp`, `jvp(grad(g))`, `hessian`)
+/// for the same functions and points.
+#[test]
+fn matches_pytorch_2_15() {
+    let close = |a: &[f64], b: &[f64]| {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() < 1e-12, "{a:?} vs {b:?}");
+        }
+    };
+    let xs = [c(&[0.3, -0.2, 0.5]), c(&[1.0, 0.1, -0.4])];
+    let ts = [c(&[1.0, 2.0, 3.0]), c(&[-1.0, 0.5, 0.0])];
+    let (out, t) = jvp(f, &xs, &ts).unwrap();
+    close(
+        &out.data().data,
+        &[0.9910023963806397, 0.7165917575750391, 0.7570349821936008],
+    );
+    close(
+        &t.data().data,
+        &[0.024181708640136284, 1.0754354976343046, 1.2669045694859156],
+    );
+    let g = |p: &[Variable<Toy>]| {
+        mul_tensor(
+            &sum(&pow_tensor_scalar(&p[0], 3.0)),
+            &sum(&exp(&neg(&p[0]))),
+        )
+    };
+    let (_, hv) = hvp(g, &xs[..1], &ts[..1]).unwrap();
+    close(
+        &hv[0].data().data,
+        &[1.3349042407369751, -9.784697436639586, 17.95434958407471],
+    );
+    let h = hessian(|p: &[Variable<Toy>]| sum(&f(p)), &xs).unwrap();
+    let dxdy: Vec<f64> = (0..3)
+        .flat_map(|r| (3..6).map(move |c| (r, c)))
+        .map(|(r, c)| h.at(r, c))
+        .collect();
+    close(
+        &dxdy,
+        &[
+            -0.10521106568391389,
+            0.0,
+            0.0,
+            0.0,
+            -0.11580072779042391,
+            0.0,
+            0.0,
+            0.0,
+            -0.3503467021766896,
+        ],
+    );
+}
