@@ -395,33 +395,33 @@ pub fn propagate<T: Tensor, O: SetTangent<T>>(
     mut formula: impl FnMut(Level) -> Result<O, AutogradError>,
 ) -> Result<(), AutogradError> {
     for level in visible_levels() {
-        let mut any = false;
-        for i in inputs {
-            match i.fw_grad_at(level) {
-                Ok(Some(_)) => any = true,
-                Ok(None) => {}
-                Err(e) => {
-                    out.set_tangent(level, Err(e));
-                    any = false;
-                    break;
-                }
-            }
-        }
-        if any {
-            let t = {
-                let _h = Hidden::new(level);
-                formula(level)
-            };
-            match t {
-                Ok(t) => out.set_tangent(level, Ok(t)),
-                Err(e) => {
+        match any_tangent(inputs, level) {
+            Ok(false) => {}
+            // An input's tangent is an error: the output's is the same error.
+            Err(e) => out.set_tangent(level, Err(e)),
+            Ok(true) => {
+                let t = {
+                    let _h = Hidden::new(level);
+                    formula(level)
+                };
+                if let Err(e) = &t {
                     out.set_tangent(level, Err(e.clone()));
-                    return Err(e);
+                    return Err(e.clone());
                 }
+                out.set_tangent(level, t);
             }
         }
     }
     Ok(())
+}
+
+/// Whether one of `inputs` has a tangent at `level`; the first error stored as a tangent.
+fn any_tangent<T: Tensor>(inputs: &[&Variable<T>], level: Level) -> Result<bool, AutogradError> {
+    let mut any = false;
+    for i in inputs {
+        any |= i.fw_grad_at(level)?.is_some();
+    }
+    Ok(any)
 }
 
 /// Generated code, for infallible wrappers: [`propagate`], whose error is kept as the
