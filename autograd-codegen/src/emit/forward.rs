@@ -232,11 +232,15 @@ pub(crate) fn call(p: &FunctionPlan<'_>, s: &Settings) -> TokenStream {
     if matches!(p.forward, ForwardPlan::Nothing) {
         return quote!();
     }
-    let names = p.params.iter().map(|q| &q.ident);
-    let outs = tensor_outputs(p).into_iter().map(|(_, o, _)| quote!(&#o));
-    let orig = (p.kind == SchemaKind::Inplace && matches!(p.forward, ForwardPlan::Formulas(_)))
-        .then(|| quote!(__fw_orig.as_ref(),));
-    let call = quote!(__fw::<T>(#(#names,)* #orig #(#outs),*));
+    let call = match &p.forward {
+        ForwardPlan::Forbid { op, out_fn, inputs } => forbid(p, inputs, op, *out_fn),
+        _ => {
+            let names = p.params.iter().map(|q| &q.ident);
+            let outs = tensor_outputs(p).into_iter().map(|(_, o, _)| quote!(&#o));
+            let orig = (p.kind == SchemaKind::Inplace).then(|| quote!(__fw_orig.as_ref(),));
+            quote!(__fw::<T>(#(#names,)* #orig #(#outs),*))
+        }
+    };
     let call = match s.fallible || !matches!(p.kind, SchemaKind::Functional) {
         true => quote!(#call?;),
         false => quote!(let _ = #call;),
@@ -259,16 +263,12 @@ pub(crate) fn function(p: &FunctionPlan<'_>, params: &[TokenStream], s: &Setting
     let inplace = p.kind == SchemaKind::Inplace;
     let outs = tensor_outputs(p);
     let out_params = outs.iter().map(|(_, o, ty)| quote!(#o: #ty));
-    let orig = (inplace && matches!(p.forward, ForwardPlan::Formulas(_)))
-        .then(|| quote!(__fw_orig: __ag::Option<&__ag::Variable<T>>,));
-    let body = match &p.forward {
-        ForwardPlan::Nothing => return quote!(),
-        ForwardPlan::Forbid { op, out_fn, inputs } => forbid(inputs, op, *out_fn, &outs, inplace),
-        ForwardPlan::Formulas(fs) => {
-            let each = fs.iter().map(|f| propagate(f, &outs, inplace, s));
-            quote!(#(#each)* __ag::Ok(()))
-        }
+    let orig = inplace.then(|| quote!(__fw_orig: __ag::Option<&__ag::Variable<T>>,));
+    let ForwardPlan::Formulas(fs) = &p.forward else {
+        return quote!();
     };
+    let each = fs.iter().map(|f| propagate(f, &outs, inplace, s));
+    let body = quote!(#(#each)* __ag::Ok(()));
     quote! {
         #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
         fn __fw<T: Backend>(#(#params,)* #orig #(#out_params),*) -> __ag::Result<(), __ag::AutogradError> {
@@ -278,33 +278,33 @@ pub(crate) fn function(p: &FunctionPlan<'_>, params: &[TokenStream], s: &Setting
     }
 }
 
-fn forbid(
-    inputs: &[DiffInput<'_>],
-    op: &str,
-    out_fn: bool,
-    outs: &[(usize, Ident, TokenStream)],
-    inplace: bool,
-) -> TokenStream {
+/// An op without a forward formula: PyTorch's error when an input has a tangent (kept as
+/// the outputs' tangent too, for infallible wrappers that cannot return it).
+fn forbid(p: &FunctionPlan<'_>, inputs: &[DiffInput<'_>], op: &str, out_fn: bool) -> TokenStream {
     let list = input_list(inputs, None);
-    let mut poison: Vec<TokenStream> = outs
+    let mut poison: Vec<TokenStream> = tensor_outputs(p)
         .iter()
-        .map(|(_, o, _)| quote!(__ag::fw_poison(#o, &__e);))
+        .map(|(_, o, _)| quote!(__ag::fw_poison(&#o, &__e);))
         .collect();
-    if inplace {
+    if p.kind == SchemaKind::Inplace {
         poison.push(quote!(__ag::fw_poison(self_, &__e);));
     }
-    quote! {
-        if let __ag::Err(__e) = __ag::fw_forbid(&#list, #op, #out_fn) {
-            #(#poison)*
-            return __ag::Err(__e);
-        }
-        __ag::Ok(())
-    }
+    quote!(__ag::fw_forbid(&#list, #op, #out_fn).map_err(|__e| { #(#poison)* __e }))
 }
 
 /// The inputs whose tangents are looked at, flattened (`self_` read as `__fw_orig` when
 /// given).
 fn input_list(inputs: &[DiffInput<'_>], orig: Option<&TokenStream>) -> TokenStream {
+    if inputs.iter().all(|i| i.kind == TensorKind::One) {
+        let each = inputs.iter().map(|i| match (i.arg.name.as_str(), orig) {
+            ("self", Some(o)) => o.clone(),
+            (n, _) => {
+                let n = super::names::ident(n);
+                quote!(#n)
+            }
+        });
+        return quote!([#(#each),*]);
+    }
     let pushes = inputs.iter().map(|i| {
         let n = super::names::ident(&i.arg.name);
         match i.kind {

@@ -214,28 +214,6 @@ pub fn mul_tensor<T: Backend>(
     self_: &__ag::Variable<T>,
     other: &__ag::Variable<T>,
 ) -> __ag::Variable<T> {
-    #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
-    fn __fw<T: Backend>(
-        self_: &__ag::Variable<T>,
-        other: &__ag::Variable<T>,
-        __o0: &__ag::Variable<T>,
-    ) -> __ag::Result<(), __ag::AutogradError> {
-        use __ag::Conj as _;
-        if let __ag::Err(__e) = __ag::fw_forbid(
-            &{
-                let mut __v: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
-                __v.push(self_);
-                __v.push(other);
-                __v
-            },
-            "mul",
-            false,
-        ) {
-            __ag::fw_poison(__o0, &__e);
-            return __ag::Err(__e);
-        }
-        __ag::Ok(())
-    }
     let __d_self_ = self_.data();
     let __r0 = other
         .with_data(|__d_other| <T as Backend>::mul_tensor(&__d_self_, &__d_other));
@@ -244,7 +222,11 @@ pub fn mul_tensor<T: Backend>(
         return {
             let __o0 = __ag::Variable::from_data(__r0);
             if __ag::is_forward_ad_enabled() {
-                let _ = __fw::<T>(self_, other, &__o0);
+                let _ = __ag::fw_forbid(&[self_, other], "mul", false)
+                    .map_err(|__e| {
+                        __ag::fw_poison(&__o0, &__e);
+                        __e
+                    });
             }
             __o0
         };
@@ -258,7 +240,11 @@ pub fn mul_tensor<T: Backend>(
     };
     let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
     if __ag::is_forward_ad_enabled() {
-        let _ = __fw::<T>(self_, other, &__o0);
+        let _ = __ag::fw_forbid(&[self_, other], "mul", false)
+            .map_err(|__e| {
+                __ag::fw_poison(&__o0, &__e);
+                __e
+            });
     }
     __o0
 }
@@ -273,11 +259,7 @@ pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
         use __ag::Conj as _;
         __ag::fw_propagate(
             __o0,
-            &{
-                let mut __v: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
-                __v.push(self_);
-                __v
-            },
+            &[self_],
             |__lvl| {
                 let self_t = __ag::tangent_or_zeros(self_, __lvl)?;
                 let result = __o0.clone();
@@ -320,34 +302,17 @@ pub fn sum<T: Backend>(
     self_: &__ag::Variable<T>,
     dtype: __ag::Option<__ag::types::ScalarType>,
 ) -> __ag::Variable<T> {
-    #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
-    fn __fw<T: Backend>(
-        self_: &__ag::Variable<T>,
-        dtype: __ag::Option<__ag::types::ScalarType>,
-        __o0: &__ag::Variable<T>,
-    ) -> __ag::Result<(), __ag::AutogradError> {
-        use __ag::Conj as _;
-        if let __ag::Err(__e) = __ag::fw_forbid(
-            &{
-                let mut __v: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
-                __v.push(self_);
-                __v
-            },
-            "sum",
-            false,
-        ) {
-            __ag::fw_poison(__o0, &__e);
-            return __ag::Err(__e);
-        }
-        __ag::Ok(())
-    }
     let __r0 = self_.with_data(|__d_self_| <T as Backend>::sum(&__d_self_, dtype));
     let __needs = [self_.requires_grad()];
     if !__ag::should_record_any(&__needs) {
         return {
             let __o0 = __ag::Variable::from_data(__r0);
             if __ag::is_forward_ad_enabled() {
-                let _ = __fw::<T>(self_, dtype, &__o0);
+                let _ = __ag::fw_forbid(&[self_], "sum", false)
+                    .map_err(|__e| {
+                        __ag::fw_poison(&__o0, &__e);
+                        __e
+                    });
             }
             __o0
         };
@@ -364,7 +329,11 @@ pub fn sum<T: Backend>(
     };
     let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
     if __ag::is_forward_ad_enabled() {
-        let _ = __fw::<T>(self_, dtype, &__o0);
+        let _ = __ag::fw_forbid(&[self_], "sum", false)
+            .map_err(|__e| {
+                __ag::fw_poison(&__o0, &__e);
+                __e
+            });
     }
     __o0
 }
@@ -381,34 +350,6 @@ pub fn expand<T: Backend>(
         size: &[i64],
         implicit: bool,
     ) -> __ag::Variable<T> {
-        #[allow(
-            clippy::all,
-            unused_variables,
-            unused_mut,
-            unused_imports,
-            non_snake_case
-        )]
-        fn __fw<T: Backend>(
-            self_: &__ag::Variable<T>,
-            size: &[i64],
-            implicit: bool,
-            __o0: &__ag::Variable<T>,
-        ) -> __ag::Result<(), __ag::AutogradError> {
-            use __ag::Conj as _;
-            if let __ag::Err(__e) = __ag::fw_forbid(
-                &{
-                    let mut __v: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
-                    __v.push(self_);
-                    __v
-                },
-                "expand",
-                false,
-            ) {
-                __ag::fw_poison(__o0, &__e);
-                return __ag::Err(__e);
-            }
-            __ag::Ok(())
-        }
         let __r0 = self_
             .with_data(|__d_self_| <T as Backend>::expand(&__d_self_, size, implicit));
         let __needs = [self_.requires_grad()];
@@ -416,7 +357,11 @@ pub fn expand<T: Backend>(
             return {
                 let __o0 = __ag::Variable::from_data(__r0);
                 if __ag::is_forward_ad_enabled() {
-                    let _ = __fw::<T>(self_, size, implicit, &__o0);
+                    let _ = __ag::fw_forbid(&[self_], "expand", false)
+                        .map_err(|__e| {
+                            __ag::fw_poison(&__o0, &__e);
+                            __e
+                        });
                 }
                 __o0
             };
@@ -428,7 +373,11 @@ pub fn expand<T: Backend>(
         };
         let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
         if __ag::is_forward_ad_enabled() {
-            let _ = __fw::<T>(self_, size, implicit, &__o0);
+            let _ = __ag::fw_forbid(&[self_], "expand", false)
+                .map_err(|__e| {
+                    __ag::fw_poison(&__o0, &__e);
+                    __e
+                });
         }
         __o0
     }
@@ -457,30 +406,6 @@ pub fn max_dim<T: Backend>(
     dim: i64,
     keepdim: bool,
 ) -> (__ag::Variable<T>, __ag::Variable<T>) {
-    #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
-    fn __fw<T: Backend>(
-        self_: &__ag::Variable<T>,
-        dim: i64,
-        keepdim: bool,
-        __o0: &__ag::Variable<T>,
-        __o1: &__ag::Variable<T>,
-    ) -> __ag::Result<(), __ag::AutogradError> {
-        use __ag::Conj as _;
-        if let __ag::Err(__e) = __ag::fw_forbid(
-            &{
-                let mut __v: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
-                __v.push(self_);
-                __v
-            },
-            "max",
-            false,
-        ) {
-            __ag::fw_poison(__o0, &__e);
-            __ag::fw_poison(__o1, &__e);
-            return __ag::Err(__e);
-        }
-        __ag::Ok(())
-    }
     let (__r0, __r1) = self_
         .with_data(|__d_self_| <T as Backend>::max_dim(&__d_self_, dim, keepdim));
     let __needs = [self_.requires_grad()];
@@ -489,7 +414,12 @@ pub fn max_dim<T: Backend>(
             let __o0 = __ag::Variable::from_data(__r0);
             let __o1 = __ag::Variable::from_data(__r1);
             if __ag::is_forward_ad_enabled() {
-                let _ = __fw::<T>(self_, dim, keepdim, &__o0, &__o1);
+                let _ = __ag::fw_forbid(&[self_], "max", false)
+                    .map_err(|__e| {
+                        __ag::fw_poison(&__o0, &__e);
+                        __ag::fw_poison(&__o1, &__e);
+                        __e
+                    });
             }
             (__o0, __o1)
         };
@@ -502,7 +432,12 @@ pub fn max_dim<T: Backend>(
     let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
     let __o1 = __ag::Variable::from_data(__r1);
     if __ag::is_forward_ad_enabled() {
-        let _ = __fw::<T>(self_, dim, keepdim, &__o0, &__o1);
+        let _ = __ag::fw_forbid(&[self_], "max", false)
+            .map_err(|__e| {
+                __ag::fw_poison(&__o0, &__e);
+                __ag::fw_poison(&__o1, &__e);
+                __e
+            });
     }
     (__o0, __o1)
 }
