@@ -52,12 +52,33 @@ pub enum GradcheckError {
     Autograd(AutogradError),
     /// Gradients disagree.
     Mismatch(Mismatch),
+    /// Forward mode disagrees: the Jacobian-vector product with finite differences (output
+    /// `element`), or with reverse mode (`u.(Jv)` against `(J^T u).v`, `element` 0).
+    Forward {
+        /// `"jvp vs finite differences"` or `"jvp vs vjp"`.
+        what: &'static str,
+        /// Output element.
+        element: usize,
+        /// The forward formulas' value.
+        analytic: f64,
+        /// What it is checked against.
+        expected: f64,
+    },
 }
 
 impl std::fmt::Display for GradcheckError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             GradcheckError::Autograd(e) => write!(f, "backward failed: {e}"),
+            GradcheckError::Forward {
+                what,
+                element,
+                analytic,
+                expected,
+            } => write!(
+                f,
+                "{what} mismatch at output element {element}: forward {analytic} vs {expected}"
+            ),
             GradcheckError::Mismatch(m) => write!(
                 f,
                 "gradient mismatch for input {} element {}: analytic {} vs numeric {}",
@@ -181,6 +202,113 @@ pub fn gradgradcheck<T: ElementAccess>(
             gs[i].clone().expect("materialized")
         };
         gradcheck(g, inputs, tol)?;
+    }
+    Ok(())
+}
+
+/// Check the forward-mode derivatives (the generated forward formulas) of `f` at `inputs`:
+/// the Jacobian-vector product `Jv` for fixed random tangents `v` (one per input) against
+/// central finite differences along `v`, and against reverse mode: `u.(Jv) == (J^T u).v` for
+/// a fixed random `u` (PyTorch's `check_forward_ad` and its vjp/jvp consistency check).
+/// A function without a forward formula fails with PyTorch's "Trying to use forward AD
+/// with ..." error.
+pub fn check_forward<T: ElementAccess>(
+    f: impl Fn(&[Variable<T>]) -> Variable<T>,
+    inputs: &[T],
+    tol: Tolerances,
+) -> Result<(), GradcheckError> {
+    let tangents: Vec<T> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, x)| x.with_f64_vec(&projection(x.to_f64_vec().len(), 10 + i as u64)))
+        .collect();
+    let vars: Vec<Variable<T>> = inputs
+        .iter()
+        .map(|t| Variable::new(t.clone(), true))
+        .collect();
+    let (y, jvp) = {
+        let _level = crate::runtime::dual_level();
+        let duals = vars
+            .iter()
+            .zip(&tangents)
+            .map(|(x, t)| crate::runtime::make_dual(x, &Variable::from_data(t.clone())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let y = f(&duals);
+        let u = crate::runtime::unpack_dual(&y)?;
+        let n = y.with_data(|d| d.to_f64_vec().len());
+        let jvp = u
+            .tangent
+            .map(|t| t.data().to_f64_vec())
+            .unwrap_or_else(|| vec![0.0; n]);
+        (y, jvp)
+    };
+    // Central differences along the tangents.
+    let at = |sign: f64| -> Vec<f64> {
+        let xs: Vec<Variable<T>> = inputs
+            .iter()
+            .zip(&tangents)
+            .map(|(x, t)| {
+                let p: Vec<f64> = x
+                    .to_f64_vec()
+                    .iter()
+                    .zip(t.to_f64_vec())
+                    .map(|(a, b)| a + sign * tol.eps * b)
+                    .collect();
+                Variable::from_data(x.with_f64_vec(&p))
+            })
+            .collect();
+        f(&xs).data().to_f64_vec()
+    };
+    let (plus, minus) = (at(1.0), at(-1.0));
+    for (k, a) in jvp.iter().enumerate() {
+        let numeric = (plus[k] - minus[k]) / (2.0 * tol.eps);
+        if (a - numeric).abs() > tol.atol + tol.rtol * numeric.abs() {
+            return Err(GradcheckError::Forward {
+                what: "jvp vs finite differences",
+                element: k,
+                analytic: *a,
+                expected: numeric,
+            });
+        }
+    }
+    check_jvp_vjp(&y, &vars, &tangents, &jvp, tol)
+}
+
+/// `u.(Jv)` against `(J^T u).v`.
+fn check_jvp_vjp<T: ElementAccess>(
+    y: &Variable<T>,
+    vars: &[Variable<T>],
+    tangents: &[T],
+    jvp: &[f64],
+    tol: Tolerances,
+) -> Result<(), GradcheckError> {
+    let u = projection(jvp.len(), 3);
+    let forward = dot(&u, jvp);
+    let opts = GradOptions {
+        materialize_grads: true,
+        allow_unused: true,
+        ..Default::default()
+    };
+    let reverse = if y.requires_grad() {
+        let u_t = Variable::from_data(y.data().with_f64_vec(&u));
+        let g = grad_with(std::slice::from_ref(y), vars, &[Some(u_t)], opts)?;
+        g.iter()
+            .zip(tangents)
+            .map(|(g, t)| {
+                g.as_ref()
+                    .map_or(0.0, |g| dot(&g.data().to_f64_vec(), &t.to_f64_vec()))
+            })
+            .sum()
+    } else {
+        0.0
+    };
+    if (forward - reverse).abs() > tol.atol + tol.rtol * reverse.abs() {
+        return Err(GradcheckError::Forward {
+            what: "jvp vs vjp",
+            element: 0,
+            analytic: forward,
+            expected: reverse,
+        });
     }
     Ok(())
 }

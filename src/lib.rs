@@ -6,11 +6,14 @@
 //! operator, and differentiable wrappers on [`runtime::Variable`].
 //!
 //! This facade re-exports the runtime ([`runtime`]), the macro, the schema value types
-//! ([`types`]) and what generated code calls ([`support`]).
+//! ([`types`]) and what generated code calls ([`support`]); [`functional`] has `torch.func`'s
+//! transforms (`jvp`, `vjp`, `hvp`, `jacobian`, `hessian`) on the generated forward and
+//! backward formulas.
 
 pub use autograd_macros::autograd_ops;
 pub use autograd_runtime as runtime;
 
+pub mod functional;
 pub mod gradcheck;
 pub mod support;
 pub mod types;

@@ -234,17 +234,66 @@ pub fn should_record_any(needs: &[bool]) -> bool {
     autograd_runtime::is_grad_enabled() && needs.iter().any(|b| *b)
 }
 
+/// A forward formula's value as the output's tangent: a variable (or a list for a `Tensor[]`
+/// output), or a `Result` of one.
+pub trait IntoTangent<O> {
+    /// The tangent.
+    fn into_tangent(self) -> Result<O, AutogradError>;
+}
+
+impl<T: Tensor> IntoTangent<Variable<T>> for Variable<T> {
+    fn into_tangent(self) -> Result<Variable<T>, AutogradError> {
+        Ok(self)
+    }
+}
+
+impl<T: Tensor> IntoTangent<Variable<T>> for &Variable<T> {
+    fn into_tangent(self) -> Result<Variable<T>, AutogradError> {
+        Ok(self.clone())
+    }
+}
+
+impl<T: Tensor> IntoTangent<Vec<Variable<T>>> for Vec<Variable<T>> {
+    fn into_tangent(self) -> Result<Vec<Variable<T>>, AutogradError> {
+        Ok(self)
+    }
+}
+
+impl<O, X: IntoTangent<O>> IntoTangent<O> for Result<X, AutogradError> {
+    fn into_tangent(self) -> Result<O, AutogradError> {
+        self?.into_tangent()
+    }
+}
+
+/// `x.conj()` in the formulas torchgen's `auto_element_wise` writes: the identity, for the
+/// real tensors this crate's backends have.
+pub trait Conj {
+    /// The complex conjugate (the value itself for real tensors).
+    fn conj(&self) -> Self;
+}
+
+impl<T: Tensor> Conj for Variable<T> {
+    fn conj(&self) -> Self {
+        self.clone()
+    }
+}
+
 /// The names generated code uses, under one short alias (`use ::autograd::support::__prelude
 /// as __ag;` at the top of the expansion): fewer tokens per generated item, so the macro
 /// expands faster, and generated code reads better.
 #[doc(hidden)]
 pub mod __prelude {
     pub use super::{
-        IntoGrad, IntoGradList, IntoGrads, NotImplemented, NotImplementedNode, check_inplace_shape,
-        check_no_requires_grad, save_if, save_opt_if, should_record_any,
+        Conj, IntoGrad, IntoGradList, IntoGrads, IntoTangent, NotImplemented, NotImplementedNode,
+        check_inplace_shape, check_no_requires_grad, save_if, save_opt_if, should_record_any,
         should_record_not_implemented, size_at, wrap_opt_if,
     };
     pub use crate::runtime::__private::{check_out, is_retaining_graph};
+    pub use crate::runtime::forward::{
+        forbid as fw_forbid, original as fw_original, poison as fw_poison,
+        propagate as fw_propagate, tangent_or_zeros, tangents_or_zeros,
+    };
+    pub use crate::runtime::is_forward_ad_enabled;
     pub use crate::runtime::ops::clone as clone_var;
     pub use crate::runtime::view::{ViewFn, ViewInverse, inplace_on_view, make_view};
     pub use crate::runtime::{
@@ -257,7 +306,7 @@ pub mod __prelude {
     pub use std::format;
     pub use std::marker::PhantomData;
     pub use std::option::Option::{self, None, Some};
-    pub use std::result::Result::{self, Ok};
+    pub use std::result::Result::{self, Err, Ok};
     pub use std::string::String;
     pub use std::sync::Arc;
     pub use std::vec::Vec;

@@ -21,6 +21,9 @@
 //!   [`NodeRef::register_hook`] (fallible, run with no runtime lock held), and
 //!   saved-tensor hooks ([`saved_tensors_hooks`], [`SavedVariable::register_hooks`]).
 //! * [`to_dot`]: Graphviz export of the recorded graph.
+//! * [`forward`]: forward-mode AD: dual levels ([`dual_level`]), [`make_dual`],
+//!   [`unpack_dual`], tangents that follow views and in-place ops, and what generated
+//!   wrappers call to compute their outputs' tangents.
 //!
 //! # What generated code looks like
 //!
@@ -171,6 +174,7 @@ mod counter_slot;
 mod dot;
 mod engine;
 mod error;
+pub mod forward;
 mod hooks;
 pub mod list;
 mod mode;
@@ -190,6 +194,9 @@ pub use arena::live_chunks;
 pub use dot::to_dot;
 pub use engine::{BackwardOptions, GradOptions, backward, backward_with, grad, grad_with};
 pub use error::{AutogradError, BackendError};
+pub use forward::{
+    DualLevel, Level, UnpackedDual, dual_level, is_forward_ad_enabled, make_dual, unpack_dual,
+};
 pub use list::OptList;
 pub use mode::{
     AnomalyModeGuard, GradModeGuard, detect_anomaly, enable_grad, is_anomaly_enabled,

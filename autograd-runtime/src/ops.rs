@@ -27,10 +27,17 @@ impl<T: Tensor> Node<T> for AddBackward0 {
 pub fn add<T: Tensor>(a: &Variable<T>, b: &Variable<T>) -> Variable<T> {
     let x = a.data();
     let raw = b.with_data(|y| x.add(y));
-    if !should_record(&[a, b]) {
-        return Variable::from_data(raw);
+    let out = if should_record(&[a, b]) {
+        record(AddBackward0, &[Some(a), Some(b)], [raw]).0[0].clone()
+    } else {
+        Variable::from_data(raw)
+    };
+    if crate::forward::is_forward_ad_enabled() {
+        crate::forward::propagate_deferred(&out, &[a, b], |level| {
+            let ta = crate::forward::tangent_or_zeros(a, level)?;
+            Ok(add(&ta, &crate::forward::tangent_or_zeros(b, level)?))
+        });
     }
-    let ([out], _) = record(AddBackward0, &[Some(a), Some(b)], [raw]);
     out
 }
 
@@ -54,9 +61,15 @@ impl<T: Tensor> Node<T> for CloneBackward0 {
 /// to `self`'s earlier history.
 pub fn clone<T: Tensor>(a: &Variable<T>) -> Variable<T> {
     let raw = a.data();
-    if !should_record(&[a]) {
-        return Variable::from_data(raw);
+    let out = if should_record(&[a]) {
+        record(CloneBackward0, &[Some(a)], [raw]).0[0].clone()
+    } else {
+        Variable::from_data(raw)
+    };
+    if crate::forward::is_forward_ad_enabled() {
+        crate::forward::propagate_deferred(&out, &[a], |level| {
+            crate::forward::tangent_or_zeros(a, level)
+        });
     }
-    let ([out], _) = record(CloneBackward0, &[Some(a)], [raw]);
     out
 }

@@ -49,6 +49,9 @@ enum State<T: Tensor> {
         /// output (the output shares another variable's, or had its history
         /// replaced by an in-place op).
         counter: Option<SharedCounter<T>>,
+        /// Its tangents when it was saved under forward AD (forward-over-reverse: the
+        /// backward formula that unpacks it sees them).
+        fw: Option<crate::forward::Snapshot<T>>,
     },
     /// Packed by saved-tensor hooks.
     Hooked(Box<Hooked<T>>),
@@ -121,6 +124,7 @@ impl<T: Tensor> SavedVariable<T> {
                     counter: var.saved_output_counter(&node, output_nr),
                     output_nr,
                     version,
+                    fw: crate::forward::snapshot(var),
                 },
             };
         }
@@ -191,6 +195,7 @@ impl<T: Tensor> SavedVariable<T> {
                 output_nr,
                 version,
                 counter,
+                fw,
             } => {
                 let current = output_version(grad_fn, *output_nr, counter);
                 if current != *version {
@@ -202,7 +207,11 @@ impl<T: Tensor> SavedVariable<T> {
                         .map(|f| (*output_nr as usize, f.try_name().unwrap_or_default()));
                     return Err(mismatch(data, output_of, current, *version));
                 }
-                Ok(Some(rebuild_output(data, grad_fn, *output_nr, counter)))
+                let v = rebuild_output(data, grad_fn, *output_nr, counter);
+                if let Some(fw) = fw {
+                    crate::forward::restore(&v, fw);
+                }
+                Ok(Some(v))
             }
             State::Hooked(h) => h.unpack().map(Some),
         }
@@ -219,6 +228,7 @@ impl<T: Tensor> SavedVariable<T> {
                 output_nr,
                 version,
                 counter,
+                ..
             } if output_version(grad_fn, *output_nr, counter) == *version => Ok(data.clone()),
             _ => self.unpack().map(|v| v.data()),
         }

@@ -72,6 +72,8 @@ pub(crate) struct Mutable<T: Tensor> {
     name: Option<String>,
     hooks: LeafHooks<T>,
     pub(crate) view: Option<Box<crate::view::ViewMeta<T>>>,
+    /// Tangents per dual level ([`crate::forward`]).
+    fw: crate::forward::Tangents<T>,
 }
 
 impl<T: Tensor> Default for Mutable<T> {
@@ -82,6 +84,7 @@ impl<T: Tensor> Default for Mutable<T> {
             name: None,
             hooks: Vec::new(),
             view: None,
+            fw: Vec::new(),
         }
     }
 }
@@ -106,6 +109,23 @@ impl<T: Tensor> fmt::Debug for Variable<T> {
             d.field("grad_fn", &g).field("output_nr", &self.output_nr());
         }
         d.finish()
+    }
+}
+
+impl<T: Tensor> crate::forward::HoldsTangents for VarInner<T> {
+    fn clear_level(&self, level: crate::forward::Level) {
+        let gone: crate::forward::Tangents<T> = {
+            let mut g = lock(&self.mutable);
+            match g.as_mut() {
+                Some(m) => {
+                    let (gone, kept) = m.fw.drain(..).partition(|(l, _)| *l == level);
+                    m.fw = kept;
+                    gone
+                }
+                None => Vec::new(),
+            }
+        };
+        drop(gone);
     }
 }
 
@@ -212,12 +232,69 @@ impl<T: Tensor> Variable<T> {
     }
 
     /// Takes `new`'s data, and its history when it has one (an in-place change written
-    /// into a base through one of its views).
+    /// into a base through one of its views); under forward AD its tangents too.
     pub(crate) fn replace_with(&self, new: &Variable<T>) {
         self.set_data(new.data());
         if let Some((node, nr)) = new.with_history(|n, nr| n.cloned().map(|n| (n, nr))) {
             self.rebase_history_at(node, nr);
         }
+        if crate::forward::is_forward_ad_enabled() {
+            self.take_tangents_of(new);
+        }
+    }
+
+    /// The tangent stored on this variable itself at `level` (not derived from a base).
+    pub(crate) fn own_tangent(
+        &self,
+        level: crate::forward::Level,
+    ) -> Option<crate::forward::Tangent<T>> {
+        let g = self.mutable();
+        let m = g.as_ref()?;
+        m.fw.iter()
+            .find(|(l, _)| *l == level)
+            .map(|(_, t)| t.clone())
+    }
+
+    /// Stores this variable's own tangent at `level` (dropping those of exited levels).
+    pub(crate) fn set_own_tangent(
+        &self,
+        level: crate::forward::Level,
+        t: crate::forward::Tangent<T>,
+    ) {
+        let (old, had) = {
+            let mut g = self.mutable();
+            let fw = &mut Self::mutable_mut(&mut g).fw;
+            let had = fw.iter().any(|(l, _)| *l == level);
+            let (old, kept): (Vec<_>, Vec<_>) = fw
+                .drain(..)
+                .partition(|(l, _)| *l == level || !crate::forward::is_live(*l));
+            *fw = kept;
+            fw.push((level, t));
+            (old, had)
+        };
+        if !had {
+            let w: std::sync::Weak<dyn crate::forward::HoldsTangents> =
+                Arc::downgrade(&self.0) as std::sync::Weak<VarInner<T>>;
+            crate::forward::register(level, w);
+        }
+        // The old tangents drop here, outside of the lock.
+        drop(old);
+    }
+
+    /// Takes `new`'s tangents at every visible level where it has one.
+    pub(crate) fn take_tangents_of(&self, new: &Variable<T>) {
+        for level in crate::forward::visible_levels() {
+            match new.fw_grad_at(level) {
+                Ok(Some(t)) => self.set_own_tangent(level, crate::forward::Tangent::Value(t)),
+                Ok(None) => {}
+                Err(e) => self.set_own_tangent(level, crate::forward::Tangent::Error(e)),
+            }
+        }
+    }
+
+    /// Forgets this variable's own tangent at `level`.
+    pub(crate) fn clear_own_tangent(&self, level: crate::forward::Level) {
+        crate::forward::HoldsTangents::clear_level(&*self.0, level);
     }
 
     pub(crate) fn mutable(&self) -> MutGuard<'_, T> {

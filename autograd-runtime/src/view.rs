@@ -195,8 +195,39 @@ pub(crate) fn refreshed<T: Tensor>(view: &Variable<T>) -> Option<Fresh<T>> {
             m.synced = now;
         }
     }
+    if crate::forward::is_forward_ad_enabled() {
+        // The base's tangent is the view's from now on (PyTorch: a view's tangent is the view
+        // of its base's).
+        for level in crate::forward::visible_levels() {
+            if !matches!(base.fw_grad_at(level), Ok(None)) {
+                view.clear_own_tangent(level);
+            }
+        }
+    }
     let history = (fresh.grad_fn(), fresh.output_nr() as u32);
     Some((fresh.data(), history, fresh.requires_grad()))
+}
+
+/// The view's tangent after an in-place op on it: the view of the base's when the base has
+/// one (the write reached it), else the op's result's own (a dual made by `make_dual`, whose
+/// primal never takes its tangent).
+fn tangent_after_inplace<T: Tensor>(view: &Variable<T>, base: &Variable<T>, copy: &Variable<T>) {
+    for level in crate::forward::visible_levels() {
+        if !matches!(base.fw_grad_at(level), Ok(None)) {
+            view.clear_own_tangent(level);
+            continue;
+        }
+        match copy.fw_grad_at(level) {
+            Ok(Some(t)) => view.set_own_tangent(level, crate::forward::Tangent::Value(t)),
+            Ok(None) => {}
+            Err(e) => view.set_own_tangent(level, crate::forward::Tangent::Error(e)),
+        }
+    }
+}
+
+/// A view's base and the function computing the view from it (`None` for a non-view).
+pub(crate) fn base_and_fn<T: Tensor>(v: &Variable<T>) -> Option<(Variable<T>, ViewFn<T>)> {
+    parent(v).map(|p| (p.base, p.view_fn))
 }
 
 /// PyTorch's `check_inplace` for a view: `requires_grad` is whether the in-place op records
@@ -255,5 +286,8 @@ pub fn inplace_on_view<T: Tensor>(
     let new_base = scatter(&base, &copy)?;
     base.replace_with(&new_base);
     base.bump_version();
+    if crate::forward::is_forward_ad_enabled() {
+        tangent_after_inplace(view, &base, &copy);
+    }
     Ok(view.clone())
 }

@@ -278,10 +278,12 @@ fn forward_derivative(
     primal.sort();
     Some(ForwardDerivative {
         var_names,
+        tokens: crate::formula::Formula::parse(&formula).unwrap_or_default(),
         formula,
         required_inputs_primal: primal,
         required_inputs_fw_grad: fw_grad,
         is_reusing_outplace_formula: fw.is_reusing_outplace_formula,
+        expansion: fw.expansion,
         loc: fw.loc.clone(),
     })
 }

@@ -2,7 +2,7 @@
 //! `auto_linear`) and adapted to in-place variants.
 
 use super::cpp::{cpp_arguments, return_names};
-use super::{Derivative, DifferentiabilityInfo, ForwardDerivative};
+use super::{Derivative, DifferentiabilityInfo, ForwardDerivative, ForwardExpansion};
 use crate::diagnostics::{Ctxt, Location};
 use crate::formula::{Formula, FormulaError};
 use crate::model::derivatives::FormulaEntry;
@@ -44,9 +44,11 @@ pub(super) fn create_forward_derivative(
     let fw = ForwardDerivative {
         var_names: names.clone(),
         formula: fe.formula.clone(),
+        tokens: tokens.clone(),
         required_inputs_primal: Vec::new(),
         required_inputs_fw_grad: Vec::new(),
         is_reusing_outplace_formula: false,
+        expansion: None,
         loc: fe.loc.clone(),
     };
     Ok((fw, tokens))
@@ -147,17 +149,25 @@ pub(super) fn postprocess_forward(
         let loc = fw.loc.clone();
         let mut required_tangent = required.find(&tokens, "_t", &loc)?;
         let expanded = match fw.formula.trim() {
-            "auto_element_wise" => Some(auto_element_wise(cx, n == 1 && single_var, &loc)?),
-            "auto_linear" => Some(auto_linear(cx, n == 1 && single_var, &loc)?),
+            "auto_element_wise" => Some((
+                auto_element_wise(cx, n == 1 && single_var, &loc)?,
+                ForwardExpansion::ElementWise,
+            )),
+            "auto_linear" => Some((
+                auto_linear(cx, n == 1 && single_var, &loc)?,
+                ForwardExpansion::Linear,
+            )),
             _ => None,
         };
-        if let Some((text, tangent)) = expanded {
+        if let Some(((text, tangent), kind)) = expanded {
+            fw.expansion = Some(kind);
             tokens = Formula::parse(&text).unwrap_or_default();
             fw.formula = text;
             required_tangent = tangent;
         }
         fw.required_inputs_primal = required.find(&tokens, "_p", &loc)?;
         fw.required_inputs_fw_grad = required_tangent;
+        fw.tokens = tokens;
         out.push(fw);
     }
     Ok(out)
@@ -314,10 +324,12 @@ pub(super) fn forward_for_function(
     }
     vec![ForwardDerivative {
         var_names: vec!["self".into()],
+        tokens: Formula::parse(&formula).unwrap_or_default(),
         formula,
         required_inputs_primal: primal,
         required_inputs_fw_grad: fw.required_inputs_fw_grad.clone(),
         is_reusing_outplace_formula: !exact,
+        expansion: fw.expansion,
         loc: fw.loc.clone(),
     }]
 }

@@ -61,14 +61,27 @@ pub struct ForwardDerivative {
     pub var_names: Vec<String>,
     /// The formula (after `auto_linear` / `auto_element_wise` expansion).
     pub formula: String,
+    /// Its tokens (what code generation emits from).
+    pub tokens: Formula,
     /// Inputs whose primal value it reads (`x_p`), sorted.
     pub required_inputs_primal: Vec<String>,
     /// Inputs whose tangent it reads (`x_t`), sorted.
     pub required_inputs_fw_grad: Vec<String>,
     /// An in-place function reusing its functional variant's formula.
     pub is_reusing_outplace_formula: bool,
+    /// The formula was `auto_element_wise` or `auto_linear` (expanded in `formula`).
+    pub expansion: Option<ForwardExpansion>,
     /// Where it is written.
     pub loc: Location,
+}
+
+/// The forward formulas torchgen expands from a keyword.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForwardExpansion {
+    /// `auto_element_wise`: the backward formula applied to the tangent.
+    ElementWise,
+    /// `auto_linear`: the function itself applied to the tangents.
+    Linear,
 }
 
 /// Everything derivatives.yaml says about one function, for one dispatch key.

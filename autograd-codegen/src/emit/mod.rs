@@ -22,6 +22,7 @@ pub mod types;
 
 mod args;
 mod backend;
+mod forward;
 pub mod names;
 mod node;
 mod plan;
@@ -201,13 +202,18 @@ impl Settings {
 
     /// A formula as an expression.
     fn formula_expr(&self, f: &plan::FormulaPlan) -> TokenStream {
+        self.placeholder(&f.expr, &f.line, &f.location)
+    }
+
+    /// `expr` as a block, or (for the generated file) a placeholder that becomes the formula
+    /// on one line (`line`) with its location; the caller binds it with `let __r = ...;`.
+    fn placeholder(&self, expr: &TokenStream, line: &str, location: &str) -> TokenStream {
         let Some(cell) = &self.placeholders else {
-            let e = &f.expr;
-            return quote!({ #e });
+            return quote!({ #expr });
         };
         let mut v = cell.borrow_mut();
         let id = format_ident!("__ag_formula_{}", v.len());
-        v.push((f.line.clone(), f.location.clone()));
+        v.push((line.to_string(), location.to_string()));
         quote!(#id)
     }
 }

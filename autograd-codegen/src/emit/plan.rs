@@ -234,6 +234,8 @@ pub(crate) struct FunctionPlan<'a> {
     /// Tensor inputs the entry gives no formula and does not mark `non_differentiable`:
     /// PyTorch's `check_no_requires_grad` refuses them when they require grad.
     pub no_requires_grad: Vec<DiffInput<'a>>,
+    /// What it does under forward-mode AD.
+    pub forward: super::forward::ForwardPlan<'a>,
 }
 
 /// A function returning a view of `self` (its schema's return aliases `self` without `!`).
@@ -606,10 +608,12 @@ impl<'a> Builder<'a, '_> {
             None => self.view_plan(fa, nf, &returns),
         };
         let no_requires_grad = self.no_requires_grad(fa, nf, kind, &diff_outputs);
+        let forward = self.forward_plan(fa, nf, &diff_outputs);
         Some(FunctionPlan {
             no_requires_grad,
             composite,
             view,
+            forward,
             not_implemented,
             nf,
             name: format_ident!("{}", name),
@@ -743,6 +747,50 @@ impl<'a> Builder<'a, '_> {
                 let msg = format!("`view_inverse` is not a Rust expression: {e}");
                 self.cx.error(&nf.loc, Some(&nf.schema), msg);
                 None
+            }
+        }
+    }
+
+    /// The forward plan (errors reported here).
+    fn forward_plan(
+        &mut self,
+        fa: &'a FunctionAnalysis,
+        nf: &'a NativeFunction,
+        diff_outputs: &[usize],
+    ) -> super::forward::ForwardPlan<'a> {
+        let inputs = match fa.main_info() {
+            _ if matches!(nf.func.kind(), SchemaKind::Out | SchemaKind::Scratch) => {
+                let mut v = self.tensor_inputs(nf);
+                v.extend(nf.func.arguments.out.iter().filter_map(|arg| {
+                    let ty = rust_ty(&arg.ty, self.types).ok()?;
+                    Some(DiffInput {
+                        arg,
+                        kind: TensorKind::of(&ty)?,
+                    })
+                }));
+                v
+            }
+            Some(info) => self
+                .tensor_inputs(nf)
+                .into_iter()
+                .filter(|i| info.args_with_derivatives.contains(&i.arg.name))
+                .collect(),
+            None => self.tensor_inputs(nf),
+        };
+        // Arguments named like Rust keywords (`self` -> `self_`), nothing else.
+        let args: BTreeSet<String> = nf
+            .func
+            .arguments
+            .flat_all()
+            .map(|a| a.name.clone())
+            .filter(|n| rust_name(n) != *n)
+            .collect();
+        let rename = |n: &str| args.contains(n).then(|| rust_name(n));
+        match super::forward::plan_forward(fa, nf, inputs, diff_outputs, &rename) {
+            Ok(p) => p,
+            Err(msg) => {
+                self.cx.error(&nf.loc, Some(&nf.schema), msg);
+                super::forward::ForwardPlan::Nothing
             }
         }
     }

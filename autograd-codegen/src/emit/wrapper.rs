@@ -23,7 +23,8 @@ pub(crate) fn wrapper(
         (None, _) => functional_body(p, node, s),
     };
     let checks = no_requires_grad(p, s);
-    let body = quote!(#checks #body);
+    let fw = super::forward::function(p, &params, s);
+    let body = quote!(#fw #checks #body);
     let body = super::view::view_body(p, &params, &ret, body, s);
     let name = &p.name;
     let doc = format!("Differentiable `{}`.", p.entry);
@@ -186,21 +187,29 @@ fn functional_body(
         [r] => quote!(let #r = #call;),
         _ => quote!(let (#(#raw),*) = #call;),
     };
-    let plain_all = p
+    let plain_all: Vec<TokenStream> = p
         .returns
         .iter()
         .zip(&raw)
         .map(|(t, r)| plain(t, r))
         .collect();
-    let no_record = s.ok(tuple(plain_all));
+    let outs: Vec<Ident> = (0..raw.len()).map(|i| format_ident!("__o{}", i)).collect();
+    let fw = super::forward::call(p, s);
+    let no_record = {
+        let ok = s.ok(tuple(outs.iter().map(|o| quote!(#o)).collect()));
+        let binds = outs
+            .iter()
+            .zip(plain_all)
+            .map(|(o, v)| quote!(let #o = #v;));
+        quote!({ #(#binds)* #fw #ok })
+    };
     let Some(n) = node else {
-        let ni = not_implemented_functional(p, &raw, s);
+        let ni = not_implemented_functional(p, &raw, s, &fw);
         return (ret, quote! { #(#lets)* #bind_raw #ni #no_record });
     };
     let needs = needs(&n.inputs);
     let (offsets, edges) = edges(&n.inputs);
     let init = node_init(n, false);
-    let outs: Vec<Ident> = (0..raw.len()).map(|i| format_ident!("__o{}", i)).collect();
     let record = record_outputs(p, &raw, &outs);
     let save = save_outputs(n, &outs.iter().map(|o| quote!(#o)).collect::<Vec<_>>());
     let result = s.ok(tuple(outs.iter().map(|o| quote!(#o)).collect()));
@@ -215,6 +224,7 @@ fn functional_body(
         let __edges = #edges;
         let __node = #init;
         #record
+        #fw
         #save
         #result
     };
@@ -224,7 +234,12 @@ fn functional_body(
 /// A function without a derivatives entry: when an input requires grad and the result can
 /// carry gradients, the outputs get a `NotImplemented` history (backward through them fails,
 /// as in PyTorch).
-fn not_implemented_functional(p: &FunctionPlan<'_>, raw: &[Ident], s: &Settings) -> TokenStream {
+fn not_implemented_functional(
+    p: &FunctionPlan<'_>,
+    raw: &[Ident],
+    s: &Settings,
+    fw: &TokenStream,
+) -> TokenStream {
     if p.not_implemented.is_empty() {
         return quote!();
     }
@@ -256,6 +271,7 @@ fn not_implemented_functional(p: &FunctionPlan<'_>, raw: &[Ident], s: &Settings)
             #offsets
             let __edges = #edges;
             #record
+            #fw
             return #result;
         }
     }
@@ -427,17 +443,21 @@ fn inplace_body(
     let (name, args, lets) = (&p.name, &pr.args, &pr.lets);
     let kernel = s.kernel_call(quote!(<T as Backend>::#name(#(#args),*)));
     let call = quote!(#kernel; __ag::check_inplace_shape(self_, &__d_self_)?);
+    let fw = super::forward::call(p, s);
     let plain = quote! {
         self_.check_inplace()?;
         #(#lets)*
         #call;
         self_.set_data(__d_self_);
         self_.bump_version();
+        #fw
         Ok(self_.clone())
     };
     let on_view = super::view::inplace_on_view(p);
+    let orig = super::forward::original_self(p);
+    let on_view = quote!(#on_view #orig);
     let Some(n) = node else {
-        let body = not_implemented_inplace(p, plain, &lets[..], &call);
+        let body = not_implemented_inplace(p, plain, &lets[..], &call, &fw);
         return (ret, quote!(#on_view #body));
     };
     let needs = needs(&n.inputs);
@@ -457,6 +477,7 @@ fn inplace_body(
             #call;
             let __edges = #edges;
             let __handle = __ag::record_inplace(__node, &__edges, self_, __ag::Some(__d_self_))?;
+            #fw
             #save
             Ok(self_.clone())
         }
@@ -471,6 +492,7 @@ fn not_implemented_inplace(
     plain: TokenStream,
     lets: &[TokenStream],
     call: &TokenStream,
+    fw: &TokenStream,
 ) -> TokenStream {
     if p.not_implemented.is_empty() {
         return plain;
@@ -489,6 +511,7 @@ fn not_implemented_inplace(
             #offsets
             let __edges = #edges;
             __ag::record_inplace(__ag::NotImplementedNode::new(#op), &__edges, self_, __ag::Some(__d_self_))?;
+            #fw
             Ok(self_.clone())
         }
     }
@@ -517,12 +540,14 @@ fn out_body(p: &FunctionPlan<'_>, s: &Settings) -> (TokenStream, TokenStream) {
     let pr = prep(p, false);
     let (name, args, lets) = (&p.name, &pr.args, &pr.lets);
     let call = s.kernel_call(quote!(<T as Backend>::#name(#(#args),*)));
+    let fw = super::forward::call(p, s);
     let body = quote! {
         {
             let mut __args: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
             #(#tensors)*
             __ag::check_out(#opname, &__args)?;
         }
+        #fw
         #(#lets)*
         #call;
         #( #outs.set_data(#ds); #outs.bump_version(); )*

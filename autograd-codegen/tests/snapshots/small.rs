@@ -138,7 +138,7 @@ impl<T: Backend> __ag::Node<T> for SumBackward0<T> {
         let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
         if self.__needs[0usize] {
             let self_sizes = &self.self_sizes[..];
-            let __r = { expand(&grad, &self_sizes.iter().map(|d| *d as i64).collect::<Vec<_>>(), false) }; // tests/fixtures/small.yaml:10: `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`: formula for `self`
+            let __r = { expand(&grad, &self_sizes.iter().map(|d| *d as i64).collect::<Vec<_>>(), false) }; // tests/fixtures/small.yaml:11: `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
@@ -175,7 +175,7 @@ impl<T: Backend> __ag::Node<T> for ExpandBackward0<T> {
             return Ok(__out);
         }
         if self.__needs[0usize] {
-            let __r = { not_implemented("expand backward") }; // tests/fixtures/small.yaml:14: `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`: formula for `self`
+            let __r = { not_implemented("expand backward") }; // tests/fixtures/small.yaml:15: `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
@@ -212,7 +212,7 @@ impl<T: Backend> __ag::Node<T> for MaxBackward0<T> {
             return Ok(__out);
         }
         if self.__needs[0usize] {
-            let __r = { not_implemented("max.dim backward") }; // tests/fixtures/small.yaml:18: `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`: formula for `self`
+            let __r = { not_implemented("max.dim backward") }; // tests/fixtures/small.yaml:19: `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         Ok(__out)
@@ -234,7 +234,17 @@ pub fn mul_tensor<T: Backend>(
         .with_data(|__d_other| <T as Backend>::mul_tensor(&__d_self_, &__d_other));
     let __needs = [self_.requires_grad(), other.requires_grad()];
     if !__ag::should_record_any(&__needs) {
-        return __ag::Variable::from_data(__r0);
+        return {
+            let __o0 = __ag::Variable::from_data(__r0);
+            if __ag::is_forward_ad_enabled() {
+                let _ = __ag::fw_forbid(&[self_, other], "mul", false)
+                    .map_err(|__e| {
+                        __ag::fw_poison(&__o0, &__e);
+                        __e
+                    });
+            }
+            __o0
+        };
     }
     let __edges = [__ag::Some(self_), __ag::Some(other)];
     let __node = MulBackward0::<T> {
@@ -244,15 +254,46 @@ pub fn mul_tensor<T: Backend>(
         __marker: __ag::PhantomData,
     };
     let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+    if __ag::is_forward_ad_enabled() {
+        let _ = __ag::fw_forbid(&[self_, other], "mul", false)
+            .map_err(|__e| {
+                __ag::fw_poison(&__o0, &__e);
+                __e
+            });
+    }
     __o0
 }
 ///Differentiable `exp(Tensor self) -> Tensor`.
 #[allow(clippy::all, unused_mut, non_snake_case)]
 pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
+    #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
+    fn __fw<T: Backend>(
+        self_: &__ag::Variable<T>,
+        __o0: &__ag::Variable<T>,
+    ) -> __ag::Result<(), __ag::AutogradError> {
+        use __ag::Conj as _;
+        __ag::fw_propagate(
+            __o0,
+            &[self_],
+            |__lvl| {
+                let self_t = __ag::tangent_or_zeros(self_, __lvl)?;
+                let result = __o0.clone();
+                let __r = { mul_tensor(&self_t, &result) }; // tests/fixtures/small.yaml:8: `exp(Tensor self) -> Tensor`: forward formula for `result`
+                __ag::IntoTangent::into_tangent(__r)
+            },
+        )?;
+        __ag::Ok(())
+    }
     let __r0 = self_.with_data(|__d_self_| <T as Backend>::exp(&__d_self_));
     let __needs = [self_.requires_grad()];
     if !__ag::should_record_any(&__needs) {
-        return __ag::Variable::from_data(__r0);
+        return {
+            let __o0 = __ag::Variable::from_data(__r0);
+            if __ag::is_forward_ad_enabled() {
+                let _ = __fw::<T>(self_, &__o0);
+            }
+            __o0
+        };
     }
     let __edges = [__ag::Some(self_)];
     let __node = ExpBackward0::<T> {
@@ -261,6 +302,9 @@ pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
         __marker: __ag::PhantomData,
     };
     let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+    if __ag::is_forward_ad_enabled() {
+        let _ = __fw::<T>(self_, &__o0);
+    }
     let __saved_result = __ag::SavedVariable::new(&__o0, true);
     __handle
         .with(|__n| {
@@ -277,7 +321,17 @@ pub fn sum<T: Backend>(
     let __r0 = self_.with_data(|__d_self_| <T as Backend>::sum(&__d_self_, dtype));
     let __needs = [self_.requires_grad()];
     if !__ag::should_record_any(&__needs) {
-        return __ag::Variable::from_data(__r0);
+        return {
+            let __o0 = __ag::Variable::from_data(__r0);
+            if __ag::is_forward_ad_enabled() {
+                let _ = __ag::fw_forbid(&[self_], "sum", false)
+                    .map_err(|__e| {
+                        __ag::fw_poison(&__o0, &__e);
+                        __e
+                    });
+            }
+            __o0
+        };
     }
     let __edges = [__ag::Some(self_)];
     let __node = SumBackward0::<T> {
@@ -290,6 +344,13 @@ pub fn sum<T: Backend>(
         __marker: __ag::PhantomData,
     };
     let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+    if __ag::is_forward_ad_enabled() {
+        let _ = __ag::fw_forbid(&[self_], "sum", false)
+            .map_err(|__e| {
+                __ag::fw_poison(&__o0, &__e);
+                __e
+            });
+    }
     __o0
 }
 ///Differentiable `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)`.
@@ -309,7 +370,17 @@ pub fn expand<T: Backend>(
             .with_data(|__d_self_| <T as Backend>::expand(&__d_self_, size, implicit));
         let __needs = [self_.requires_grad()];
         if !__ag::should_record_any(&__needs) {
-            return __ag::Variable::from_data(__r0);
+            return {
+                let __o0 = __ag::Variable::from_data(__r0);
+                if __ag::is_forward_ad_enabled() {
+                    let _ = __ag::fw_forbid(&[self_], "expand", false)
+                        .map_err(|__e| {
+                            __ag::fw_poison(&__o0, &__e);
+                            __e
+                        });
+                }
+                __o0
+            };
         }
         let __edges = [__ag::Some(self_)];
         let __node = ExpandBackward0::<T> {
@@ -317,6 +388,13 @@ pub fn expand<T: Backend>(
             __marker: __ag::PhantomData,
         };
         let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+        if __ag::is_forward_ad_enabled() {
+            let _ = __ag::fw_forbid(&[self_], "expand", false)
+                .map_err(|__e| {
+                    __ag::fw_poison(&__o0, &__e);
+                    __e
+                });
+        }
         __o0
     }
     let __o0 = __inner::<T>(self_, size, implicit);
@@ -348,7 +426,19 @@ pub fn max_dim<T: Backend>(
         .with_data(|__d_self_| <T as Backend>::max_dim(&__d_self_, dim, keepdim));
     let __needs = [self_.requires_grad()];
     if !__ag::should_record_any(&__needs) {
-        return (__ag::Variable::from_data(__r0), __ag::Variable::from_data(__r1));
+        return {
+            let __o0 = __ag::Variable::from_data(__r0);
+            let __o1 = __ag::Variable::from_data(__r1);
+            if __ag::is_forward_ad_enabled() {
+                let _ = __ag::fw_forbid(&[self_], "max", false)
+                    .map_err(|__e| {
+                        __ag::fw_poison(&__o0, &__e);
+                        __ag::fw_poison(&__o1, &__e);
+                        __e
+                    });
+            }
+            (__o0, __o1)
+        };
     }
     let __edges = [__ag::Some(self_)];
     let __node = MaxBackward0::<T> {
@@ -357,6 +447,14 @@ pub fn max_dim<T: Backend>(
     };
     let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
     let __o1 = __ag::Variable::from_data(__r1);
+    if __ag::is_forward_ad_enabled() {
+        let _ = __ag::fw_forbid(&[self_], "max", false)
+            .map_err(|__e| {
+                __ag::fw_poison(&__o0, &__e);
+                __ag::fw_poison(&__o1, &__e);
+                __e
+            });
+    }
     (__o0, __o1)
 }
 /// The differentiable operations as methods on `Variable` (generated).

@@ -110,3 +110,46 @@ fn backward_runs_the_fallible_formulas() {
     z.backward().unwrap();
     assert_eq!(*x.grad().unwrap().data().data, vec![12.0]);
 }
+
+#[test]
+fn every_forward_formula_passes_check_forward() {
+    use autograd::gradcheck::check_forward;
+    for (name, f, inputs) in cases() {
+        let g = |x: &[Variable<Vector>]| f(x).expect("forward succeeds");
+        if name == "log" {
+            continue; // no forward formula: see below
+        }
+        check_forward(g, &inputs, Tolerances::default())
+            .unwrap_or_else(|e| panic!("{name} (forward): {e}"));
+    }
+}
+
+#[test]
+fn a_function_without_a_forward_formula_returns_pytorchs_error() {
+    use autograd::runtime::{dual_level, make_dual};
+    let _l = dual_level();
+    let x = make_dual(
+        &Variable::from_data(v(&[1.0, 2.0])),
+        &Variable::from_data(v(&[1.0, 1.0])),
+    )
+    .unwrap();
+    let err = log(&x).unwrap_err().to_string();
+    assert!(
+        err.starts_with(
+            "Trying to use forward AD with log that does not support it because it has not been implemented yet."
+        ),
+        "{err}"
+    );
+    let err = mul_out(&x, &x, &Variable::from_data(v(&[0.0, 0.0])))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "Trying to use forward AD with mul_out that does not support it because it is an out= function"
+    );
+    // In place: the functional formula with `self` before the op.
+    let t = neg(&x).unwrap();
+    mul_tensor_(&t, &Variable::from_data(v(&[3.0, 3.0]))).unwrap();
+    let tt = autograd::runtime::unpack_dual(&t).unwrap().tangent.unwrap();
+    assert_eq!(*tt.data().data, vec![-3.0, -3.0]);
+}

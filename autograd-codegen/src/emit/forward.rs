@@ -1,0 +1,398 @@
+//! Forward-mode AD in the wrappers (torchgen's `emit_fw_derivatives`): the plan of each
+//! function's forward formulas, and the `__fw` function every wrapper calls on its outputs
+//! when a dual level is live.
+//!
+//! * A formula (`result: ...`, or `auto_element_wise` / `auto_linear` as torchgen expands
+//!   them) runs at each level where an input it reads the tangent of has one, with `x_t` (the
+//!   tangent, zeros when undefined), `x_p` (the primal) and `result` bound; its value becomes
+//!   the output's tangent ([`autograd_runtime::forward::propagate`]).
+//! * In-place functions run their functional formula with `self_p` / `self_t` the value and
+//!   tangent `self` had before the op and `result` the value after it; the tangent of `self`
+//!   is replaced.
+//! * Functions without a formula, and out= functions, fail under forward AD with PyTorch's
+//!   "Trying to use forward AD with `op` that does not support it" error.
+
+use super::Settings;
+use super::plan::{DiffInput, FunctionPlan, TensorKind};
+use super::tokens::formula_tokens;
+use super::types::RustTy;
+use crate::analysis::cpp::{cpp_name, return_names};
+use crate::analysis::{ForwardDerivative, ForwardExpansion, FunctionAnalysis};
+use crate::model::native::NativeFunction;
+use crate::model::schema::SchemaKind;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+/// What a wrapper does for forward-mode AD.
+pub(crate) enum ForwardPlan<'a> {
+    /// Nothing: no input can give a differentiable output a tangent.
+    Nothing,
+    /// Fails when one of `inputs` has a tangent (PyTorch's `op` name; an out= function).
+    Forbid {
+        op: String,
+        out_fn: bool,
+        inputs: Vec<DiffInput<'a>>,
+    },
+    /// Computes tangents with these formulas.
+    Formulas(Vec<ForwardFormula<'a>>),
+}
+
+/// One output's forward formula, ready to emit.
+pub(crate) struct ForwardFormula<'a> {
+    /// The return it gives a tangent to.
+    pub output: usize,
+    /// The formula's tokens (an `auto_linear` call of the wrapper itself).
+    pub expr: TokenStream,
+    /// Inputs whose tangents trigger it (all the differentiable ones when none is named).
+    pub checked: Vec<DiffInput<'a>>,
+    /// Inputs bound as `x_t`.
+    pub tangents: Vec<DiffInput<'a>>,
+    /// Inputs bound as `x_p`.
+    pub primals: Vec<DiffInput<'a>>,
+    /// The formula reads `result`.
+    pub result: bool,
+    /// Other outputs it reads by name (`indices`), with their return index.
+    pub named: Vec<(Ident, usize)>,
+    /// The formula on one line, and where it is written (for the generated file).
+    pub line: String,
+    pub location: String,
+}
+
+/// The forward plan of a function: `inputs` are its differentiable inputs (those with a
+/// backward formula, or every tensor input of a function without an entry), `diff_outputs`
+/// its differentiable returns. `Err` is a message for the entry.
+pub(crate) fn plan_forward<'a>(
+    fa: &FunctionAnalysis,
+    nf: &'a NativeFunction,
+    inputs: Vec<DiffInput<'a>>,
+    diff_outputs: &[usize],
+    rename: &dyn Fn(&str) -> Option<String>,
+) -> Result<ForwardPlan<'a>, String> {
+    let f = &nf.func;
+    let kind = f.kind();
+    let forbid = |inputs| ForwardPlan::Forbid {
+        op: cpp_name(f),
+        out_fn: matches!(kind, SchemaKind::Out | SchemaKind::Scratch),
+        inputs,
+    };
+    if matches!(kind, SchemaKind::Out | SchemaKind::Scratch) {
+        return Ok(forbid(inputs));
+    }
+    if inputs.is_empty() || diff_outputs.is_empty() {
+        return Ok(ForwardPlan::Nothing);
+    }
+    let fws = match fa.main_info() {
+        Some(info) => &info.forward_derivatives,
+        None => return Ok(forbid(inputs)),
+    };
+    // Joint formulas (`values, indices: ...`) are not emitted: their function fails instead.
+    if fws.is_empty() || fws.iter().any(|d| d.var_names.len() != 1) {
+        return Ok(forbid(inputs));
+    }
+    let names = return_names(f);
+    let mut out = Vec::new();
+    for fw in fws {
+        let output = output_index(&fw.var_names[0], &names, kind)
+            .ok_or_else(|| format!("forward formula for `{}`: no such output", fw.var_names[0]))?;
+        let mut ff = formula(fw, nf, &inputs, output, rename)?;
+        if kind == SchemaKind::Functional {
+            let tokens = &fw.tokens;
+            ff.named = names
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| *n != "result" && tokens.has_ident(n))
+                .filter(|(_, n)| !f.arguments.flat_all().any(|a| &a.name == *n))
+                .map(|(i, n)| (super::names::ident(n), i))
+                .collect();
+        }
+        out.push(ff);
+    }
+    Ok(ForwardPlan::Formulas(out))
+}
+
+/// The return a formula's name means (`result`, `resultN`, a return's name; `self` or
+/// `result` for an in-place function).
+fn output_index(name: &str, names: &[String], kind: SchemaKind) -> Option<usize> {
+    if kind == SchemaKind::Inplace || name == "result" {
+        return Some(0);
+    }
+    if let Some(i) = names.iter().position(|n| n == name) {
+        return Some(i);
+    }
+    name.strip_prefix("result")?.parse().ok()
+}
+
+fn formula<'a>(
+    fw: &ForwardDerivative,
+    nf: &'a NativeFunction,
+    inputs: &[DiffInput<'a>],
+    output: usize,
+    rename: &dyn Fn(&str) -> Option<String>,
+) -> Result<ForwardFormula<'a>, String> {
+    let tokens = &fw.tokens;
+    let pick = |pred: &dyn Fn(&DiffInput<'a>) -> bool| -> Vec<DiffInput<'a>> {
+        inputs
+            .iter()
+            .filter(|i| pred(i))
+            .map(|i| DiffInput {
+                arg: i.arg,
+                kind: i.kind,
+            })
+            .collect()
+    };
+    let uses =
+        |i: &DiffInput<'_>, postfix: &str| tokens.has_ident(&format!("{}{postfix}", i.arg.name));
+    let linear = fw.expansion == Some(ForwardExpansion::Linear);
+    let tangents = pick(&|i| linear || uses(i, "_t"));
+    let mut checked = pick(&|i| {
+        fw.required_inputs_fw_grad.contains(&i.arg.name)
+            || (i.kind.is_list() && (uses(i, "_t") || tokens.has_ident(&i.arg.name)))
+            || (linear && tangents.iter().any(|t| t.arg.name == i.arg.name))
+    });
+    if checked.is_empty() {
+        checked = pick(&|_| true);
+    }
+    let location = format!(
+        "{}: `{}`: forward formula for `{}`",
+        fw.loc, nf.schema, fw.var_names[0]
+    );
+    let expr = if linear {
+        linear_call(nf, inputs)
+    } else {
+        let ts = formula_tokens(tokens, rename)?;
+        syn::parse2::<syn::Expr>(quote!({ #ts })).map_err(|e| {
+            format!(
+                "the forward formula for `{}` is not a Rust expression: {e} ({})",
+                fw.var_names[0], ts
+            )
+        })?;
+        ts
+    };
+    Ok(ForwardFormula {
+        output,
+        checked,
+        primals: pick(&|i| uses(i, "_p")),
+        result: tokens.has_ident("result"),
+        named: Vec::new(),
+        line: match linear {
+            true => expr.to_string(),
+            false => super::tokens::formula_line(tokens, rename),
+        },
+        location,
+        tangents,
+        expr,
+    })
+}
+
+/// `auto_linear`: the wrapper itself on the tangents of the differentiable inputs.
+fn linear_call(nf: &NativeFunction, inputs: &[DiffInput<'_>]) -> TokenStream {
+    // An in-place function's tangent is its functional variant's on the tangents.
+    let mut op = nf.func.name.clone();
+    op.name.inplace = false;
+    let name = format_ident!("{}", super::names::op_fn_name(&op));
+    let args = nf.func.arguments.flat_all().map(|a| {
+        let n = super::names::ident(&a.name);
+        match inputs.iter().find(|i| i.arg.name == a.name).map(|i| i.kind) {
+            Some(TensorKind::One | TensorKind::List) => {
+                let t = format_ident!("{}_t", a.name);
+                quote!(&#t)
+            }
+            Some(TensorKind::Opt) | Some(TensorKind::OptList) => {
+                let t = format_ident!("{}_t", a.name);
+                quote!(#t.as_ref())
+            }
+            None => quote!(#n),
+        }
+    });
+    quote!(#name::<T>(#(#args),*))
+}
+
+/// The tensor outputs `__fw` receives: `(index, ident, type)`.
+fn tensor_outputs(p: &FunctionPlan<'_>) -> Vec<(usize, Ident, TokenStream)> {
+    if p.kind != SchemaKind::Functional {
+        return Vec::new();
+    }
+    p.returns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let ty = match t {
+                RustTy::Tensor => quote!(&__ag::Variable<T>),
+                RustTy::TensorList => quote!(&__ag::Vec<__ag::Variable<T>>),
+                _ => return None,
+            };
+            Some((i, format_ident!("__o{}", i), ty))
+        })
+        .collect()
+}
+
+/// The statement a wrapper runs once its outputs (`__o0`, ...) exist; for an in-place
+/// function, once `self_` was modified (with `__fw_orig`, see [`original_self`]).
+pub(crate) fn call(p: &FunctionPlan<'_>, s: &Settings) -> TokenStream {
+    if matches!(p.forward, ForwardPlan::Nothing) {
+        return quote!();
+    }
+    let call = match &p.forward {
+        ForwardPlan::Forbid { op, out_fn, inputs } => forbid(p, inputs, op, *out_fn),
+        _ => {
+            let names = p.params.iter().map(|q| &q.ident);
+            let outs = tensor_outputs(p).into_iter().map(|(_, o, _)| quote!(&#o));
+            let orig = (p.kind == SchemaKind::Inplace).then(|| quote!(__fw_orig.as_ref(),));
+            quote!(__fw::<T>(#(#names,)* #orig #(#outs),*))
+        }
+    };
+    let call = match s.fallible || !matches!(p.kind, SchemaKind::Functional) {
+        true => quote!(#call?;),
+        false => quote!(let _ = #call;),
+    };
+    quote!(if __ag::is_forward_ad_enabled() { #call })
+}
+
+/// For an in-place function with formulas: `self` before the op, with its tangents.
+pub(crate) fn original_self(p: &FunctionPlan<'_>) -> TokenStream {
+    match &p.forward {
+        ForwardPlan::Formulas(_) if p.kind == SchemaKind::Inplace => {
+            quote!(let __fw_orig = __ag::fw_original(self_);)
+        }
+        _ => quote!(),
+    }
+}
+
+/// The function `__fw` (defined inside the wrapper): sets the outputs' tangents.
+pub(crate) fn function(p: &FunctionPlan<'_>, params: &[TokenStream], s: &Settings) -> TokenStream {
+    let inplace = p.kind == SchemaKind::Inplace;
+    let outs = tensor_outputs(p);
+    let out_params = outs.iter().map(|(_, o, ty)| quote!(#o: #ty));
+    let orig = inplace.then(|| quote!(__fw_orig: __ag::Option<&__ag::Variable<T>>,));
+    let ForwardPlan::Formulas(fs) = &p.forward else {
+        return quote!();
+    };
+    let each = fs.iter().map(|f| propagate(f, &outs, inplace, s));
+    let body = quote!(#(#each)* __ag::Ok(()));
+    quote! {
+        #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
+        fn __fw<T: Backend>(#(#params,)* #orig #(#out_params),*) -> __ag::Result<(), __ag::AutogradError> {
+            use __ag::Conj as _;
+            #body
+        }
+    }
+}
+
+/// An op without a forward formula: PyTorch's error when an input has a tangent (kept as
+/// the outputs' tangent too, for infallible wrappers that cannot return it).
+fn forbid(p: &FunctionPlan<'_>, inputs: &[DiffInput<'_>], op: &str, out_fn: bool) -> TokenStream {
+    let list = input_list(inputs, None);
+    let mut poison: Vec<TokenStream> = tensor_outputs(p)
+        .iter()
+        .map(|(_, o, _)| quote!(__ag::fw_poison(&#o, &__e);))
+        .collect();
+    if p.kind == SchemaKind::Inplace {
+        poison.push(quote!(__ag::fw_poison(self_, &__e);));
+    }
+    quote!(__ag::fw_forbid(&#list, #op, #out_fn).map_err(|__e| { #(#poison)* __e }))
+}
+
+/// The inputs whose tangents are looked at, flattened (`self_` read as `__fw_orig` when
+/// given).
+fn input_list(inputs: &[DiffInput<'_>], orig: Option<&TokenStream>) -> TokenStream {
+    if inputs.iter().all(|i| i.kind == TensorKind::One) {
+        let each = inputs.iter().map(|i| match (i.arg.name.as_str(), orig) {
+            ("self", Some(o)) => o.clone(),
+            (n, _) => {
+                let n = super::names::ident(n);
+                quote!(#n)
+            }
+        });
+        return quote!([#(#each),*]);
+    }
+    let pushes = inputs.iter().map(|i| {
+        let n = super::names::ident(&i.arg.name);
+        match i.kind {
+            TensorKind::One if i.arg.name == "self" && orig.is_some() => {
+                let o = orig.into_iter();
+                quote!(__v.push(#(#o)*);)
+            }
+            TensorKind::One => quote!(__v.push(#n);),
+            TensorKind::Opt => quote!(__v.extend(#n);),
+            TensorKind::List => quote!(__v.extend(#n.iter());),
+            TensorKind::OptList => quote!(__v.extend(#n.iter().flatten());),
+        }
+    });
+    quote!({
+        let mut __v: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
+        #(#pushes)*
+        __v
+    })
+}
+
+fn propagate(
+    f: &ForwardFormula<'_>,
+    outs: &[(usize, Ident, TokenStream)],
+    inplace: bool,
+    s: &Settings,
+) -> TokenStream {
+    let orig = quote!(__orig);
+    let list = input_list(&f.checked, inplace.then_some(&orig));
+    let source = |i: &DiffInput<'_>| -> TokenStream {
+        match inplace && i.arg.name == "self" {
+            true => quote!(__orig),
+            false => {
+                let n = super::names::ident(&i.arg.name);
+                quote!(#n)
+            }
+        }
+    };
+    let tangents = f.tangents.iter().map(|i| {
+        let (src, t) = (source(i), format_ident!("{}_t", i.arg.name));
+        match i.kind {
+            TensorKind::One => quote!(let #t = __ag::tangent_or_zeros(#src, __lvl)?;),
+            TensorKind::Opt => {
+                quote!(let #t = #src.map(|v| __ag::tangent_or_zeros(v, __lvl)).transpose()?;)
+            }
+            TensorKind::List => quote!(let #t = __ag::tangents_or_zeros(#src, __lvl)?;),
+            TensorKind::OptList => quote!(let #t: __ag::Vec<__ag::Option<__ag::Variable<T>>> = #src
+                .iter()
+                .map(|v| v.as_ref().map(|v| __ag::tangent_or_zeros(v, __lvl)).transpose())
+                .collect::<__ag::Result<_, _>>()?;),
+        }
+    });
+    let primals = f.primals.iter().map(|i| {
+        let (src, pn) = (source(i), format_ident!("{}_p", i.arg.name));
+        match i.kind {
+            TensorKind::One => quote!(let #pn = #src.clone();),
+            TensorKind::Opt => quote!(let #pn = #src.cloned();),
+            TensorKind::List | TensorKind::OptList => quote!(let #pn = #src.to_vec();),
+        }
+    });
+    let out = match inplace {
+        true => quote!(self_),
+        false => {
+            let o = outs
+                .iter()
+                .find(|(i, _, _)| *i == f.output)
+                .map(|(_, o, _)| o.clone())
+                .unwrap_or_else(|| format_ident!("__o0"));
+            quote!(#o)
+        }
+    };
+    let result = f.result.then(|| quote!(let result = #out.clone();));
+    let named = f.named.iter().map(|(n, i)| {
+        let o = format_ident!("__o{}", i);
+        quote!(let #n = #o.clone();)
+    });
+    let expr = s.placeholder(&f.expr, &f.line, &f.location);
+    let self_orig = inplace.then(|| {
+        quote!(let __orig = match __fw_orig { __ag::Some(o) => o, __ag::None => return __ag::Ok(()) };)
+    });
+    quote! {
+        #self_orig
+        __ag::fw_propagate(#out, &#list, |__lvl| {
+            #(#tangents)*
+            #(#primals)*
+            #result
+            #(#named)*
+            let __r = #expr;
+            __ag::IntoTangent::into_tangent(__r)
+        })?;
+    }
+}

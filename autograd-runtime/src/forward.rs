@@ -1,0 +1,572 @@
+//! Forward-mode AD: dual levels and the tangents variables carry at each of them (PyTorch's
+//! `torch.autograd.forward_ad`, `forward_grad.h`).
+//!
+//! * [`dual_level`] enters a level until its guard drops (levels nest: a level entered inside
+//!   another is a new, independent one, as functorch's nested `jvp`s); [`make_dual`] gives a
+//!   variable a tangent at the innermost level, [`unpack_dual`] reads it back.
+//! * Generated wrappers compute their outputs' tangents from the entry's forward formula
+//!   ([`propagate`]) at every level where an input has one. While a level's formula runs the
+//!   level is *hidden* (its tangents are invisible), so the formula's own ops propagate the
+//!   tangents of the other levels only: nested levels never confuse their perturbations.
+//! * A view's tangent is the view of its base's tangent unless it was given one of its own;
+//!   in-place ops replace the tangent of the variable they modify (through a view: of the
+//!   base, see [`crate::view`]).
+//! * A function without a forward formula used under forward AD fails with PyTorch's
+//!   "Trying to use forward AD with `op` that does not support it" error. Wrappers that cannot
+//!   return an error (infallible backends) store it as the output's tangent: reading it
+//!   ([`unpack_dual`], [`Variable::fw_grad`]) returns it, and ops on it pass it on.
+//!
+//! Levels are per thread, like grad mode. Programs that never enter a level pay one
+//! thread-local read per op ([`is_forward_ad_enabled`]).
+
+use crate::error::AutogradError;
+use crate::tensor::Tensor;
+use crate::variable::Variable;
+use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+/// PyTorch's message for [`make_dual`] outside of a dual level.
+pub const ERR_NO_LEVEL: &str = "Trying to create a dual Tensor for forward AD but no level exists, make sure to enter_dual_level() first.";
+
+/// PyTorch's message for exiting a level that is not the innermost one.
+pub const ERR_EXIT_ORDER: &str = "Trying to exit a forward AD level that was not the last one that was created. This is not supported.";
+
+/// A dual level's identifier, unique in the process (a tangent of a level that was exited is
+/// never seen again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Level(u64);
+
+static NEXT_LEVEL: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The live levels of this thread, innermost last, with whether each is hidden.
+    static LEVELS: RefCell<Vec<(Level, bool)>> = const { RefCell::new(Vec::new()) };
+    static ANY_LEVEL: Cell<bool> = const { Cell::new(false) };
+    /// What holds tangents of each live level: cleared when the level exits (PyTorch's
+    /// `ForwardADLevel::grads_`), which also breaks the reference cycles a tangent's graph
+    /// can make with the variable it belongs to.
+    static HOLDERS: RefCell<Vec<(Level, Weak<dyn HoldsTangents>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Something that holds tangents (a variable, a saved output's snapshot).
+pub(crate) trait HoldsTangents: Send + Sync {
+    /// Forgets the tangents of `level`.
+    fn clear_level(&self, level: Level);
+}
+
+/// Registers `holder` as holding a tangent of `level`.
+pub(crate) fn register(level: Level, holder: Weak<dyn HoldsTangents>) {
+    HOLDERS.with(|h| h.borrow_mut().push((level, holder)));
+}
+
+/// Clears the tangents of an exited level (outside of any borrow: dropping them runs
+/// arbitrary drops).
+fn clear_exited(level: Level) {
+    let holders: Vec<Weak<dyn HoldsTangents>> = HOLDERS.with(|h| {
+        let mut h = h.borrow_mut();
+        let (gone, kept): (Vec<_>, Vec<_>) = h.drain(..).partition(|(l, _)| *l == level);
+        *h = kept;
+        gone.into_iter().map(|(_, w)| w).collect()
+    });
+    for w in holders {
+        if let Some(x) = w.upgrade() {
+            x.clear_level(level);
+        }
+    }
+}
+
+impl<T: Tensor> HoldsTangents for Mutex<Tangents<T>> {
+    fn clear_level(&self, level: Level) {
+        let taken: Tangents<T> = {
+            let mut g = self.lock().unwrap_or_else(|e| e.into_inner());
+            let (gone, kept) = g.drain(..).partition(|(l, _)| *l == level);
+            *g = kept;
+            gone
+        };
+        drop(taken);
+    }
+}
+
+/// Whether some dual level is live on this thread: the one check generated wrappers make
+/// before anything else forward-mode.
+#[inline]
+pub fn is_forward_ad_enabled() -> bool {
+    ANY_LEVEL.with(Cell::get)
+}
+
+/// Enters a new dual level (PyTorch's `enter_dual_level`); prefer [`dual_level`].
+pub fn enter_dual_level() -> Level {
+    let level = Level(NEXT_LEVEL.fetch_add(1, Ordering::Relaxed));
+    LEVELS.with(|l| l.borrow_mut().push((level, false)));
+    ANY_LEVEL.with(|a| a.set(true));
+    level
+}
+
+/// Exits `level`, which must be the innermost live one (PyTorch's `exit_dual_level`). The
+/// tangents of that level are gone from then on.
+pub fn exit_dual_level(level: Level) -> Result<(), AutogradError> {
+    LEVELS.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.last().map(|x| x.0) != Some(level) {
+            return Err(AutogradError::msg(ERR_EXIT_ORDER));
+        }
+        l.pop();
+        ANY_LEVEL.with(|a| a.set(!l.is_empty()));
+        Ok(())
+    })?;
+    clear_exited(level);
+    Ok(())
+}
+
+/// The innermost visible level (what [`make_dual`] and [`unpack_dual`] use), if any.
+pub fn current_level() -> Option<Level> {
+    LEVELS.with(|l| l.borrow().iter().rev().find(|x| !x.1).map(|x| x.0))
+}
+
+/// Whether `level` is live and visible on this thread.
+pub(crate) fn is_visible(level: Level) -> bool {
+    LEVELS.with(|l| l.borrow().iter().any(|x| x.0 == level && !x.1))
+}
+
+/// Whether `level` is live on this thread (hidden or not).
+pub(crate) fn is_live(level: Level) -> bool {
+    LEVELS.with(|l| l.borrow().iter().any(|x| x.0 == level))
+}
+
+/// The live, visible levels, outermost first.
+pub fn visible_levels() -> Vec<Level> {
+    LEVELS.with(|l| l.borrow().iter().filter(|x| !x.1).map(|x| x.0).collect())
+}
+
+/// A live dual level; exits it when dropped (`with torch.autograd.forward_ad.dual_level()`).
+/// Not `Send`: levels belong to the thread that entered them.
+#[must_use = "the level is exited when the guard is dropped"]
+pub struct DualLevel {
+    level: Level,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl DualLevel {
+    /// This level.
+    pub fn level(&self) -> Level {
+        self.level
+    }
+}
+
+impl Drop for DualLevel {
+    fn drop(&mut self) {
+        // Guards drop innermost first; one dropped out of order (moved out of its scope)
+        // still removes its own level.
+        if exit_dual_level(self.level).is_err() {
+            LEVELS.with(|l| {
+                let mut l = l.borrow_mut();
+                l.retain(|x| x.0 != self.level);
+                ANY_LEVEL.with(|a| a.set(!l.is_empty()));
+            });
+            clear_exited(self.level);
+        }
+    }
+}
+
+/// Enters a dual level until the guard drops.
+///
+/// ```
+/// use autograd_runtime::{Variable, dual_level, forward::{make_dual, unpack_dual}};
+/// # use autograd_runtime::Tensor;
+/// # #[derive(Clone, Debug, PartialEq)] struct S(f64);
+/// # impl Tensor for S {
+/// #     fn shape(&self) -> &[usize] { &[] }
+/// #     fn dtype(&self) -> &'static str { "f64" }
+/// #     fn ones_like(&self) -> Self { S(1.0) }
+/// #     fn zeros_like(&self) -> Self { S(0.0) }
+/// #     fn add(&self, o: &Self) -> Self { S(self.0 + o.0) }
+/// #     fn has_nan(&self) -> bool { self.0.is_nan() }
+/// # }
+/// let x = Variable::from_data(S(2.0));
+/// let dual = {
+///     let _level = dual_level();
+///     let dual = make_dual(&x, &Variable::from_data(S(1.0)))?;
+///     assert_eq!(unpack_dual(&dual)?.tangent.unwrap().data(), S(1.0));
+///     dual
+/// };
+/// // After the level, the tangent is gone.
+/// assert!(unpack_dual(&dual)?.tangent.is_none());
+/// # Ok::<(), autograd_runtime::AutogradError>(())
+/// ```
+pub fn dual_level() -> DualLevel {
+    DualLevel {
+        level: enter_dual_level(),
+        _not_send: PhantomData,
+    }
+}
+
+/// Hides `level` until the guard drops: its tangents are invisible to the ops that run
+/// meanwhile (a forward formula computing that level's tangent).
+pub(crate) struct Hidden(Level);
+
+impl Hidden {
+    pub(crate) fn new(level: Level) -> Self {
+        LEVELS.with(|l| set_hidden(&mut l.borrow_mut(), level, true));
+        Hidden(level)
+    }
+}
+
+fn set_hidden(l: &mut [(Level, bool)], level: Level, hidden: bool) {
+    if let Some(x) = l.iter_mut().find(|x| x.0 == level) {
+        x.1 = hidden;
+    }
+}
+
+impl Drop for Hidden {
+    fn drop(&mut self) {
+        LEVELS.with(|l| set_hidden(&mut l.borrow_mut(), self.0, false));
+    }
+}
+
+/// A variable's tangent at one level: a value, or the error an op without a forward formula
+/// left there (returned when it is read).
+#[derive(Clone)]
+pub(crate) enum Tangent<T: Tensor> {
+    Value(Variable<T>),
+    Error(AutogradError),
+}
+
+/// The tangents of one variable, one per level (few: a short list).
+pub(crate) type Tangents<T> = Vec<(Level, Tangent<T>)>;
+
+/// A dual variable taken apart ([`unpack_dual`]).
+#[derive(Debug, Clone)]
+pub struct UnpackedDual<T: Tensor> {
+    /// The primal value: a view of the variable without its tangent at that level.
+    pub primal: Variable<T>,
+    /// The tangent, `None` when it has none at that level.
+    pub tangent: Option<Variable<T>>,
+}
+
+/// PyTorch's message for a tangent whose size differs from its primal's.
+fn size_mismatch(primal: &[usize], tangent: &[usize]) -> AutogradError {
+    AutogradError::msg(format!(
+        "Trying to set a forward gradient that has a different size than that of the original Tensor, this is not supported. Tensor is of size {primal:?} while the given forward gradient is of size {tangent:?}."
+    ))
+}
+
+/// A new variable aliasing `primal` (same data and version counter; gradients flow back to
+/// `primal`; in-place changes of either are seen by both) with `tangent` at the innermost
+/// level (PyTorch's `forward_ad.make_dual`).
+pub fn make_dual<T: Tensor>(
+    primal: &Variable<T>,
+    tangent: &Variable<T>,
+) -> Result<Variable<T>, AutogradError> {
+    let level = current_level().ok_or_else(|| AutogradError::msg(ERR_NO_LEVEL))?;
+    make_dual_at(primal, tangent, level)
+}
+
+/// A differentiable copy of `v` without tangents at any level.
+fn without_tangents<T: Tensor>(v: &Variable<T>) -> Variable<T> {
+    let _hidden: Vec<Hidden> = visible_levels().into_iter().map(Hidden::new).collect();
+    crate::ops::clone(v)
+}
+
+/// [`make_dual`] at a given live level.
+pub fn make_dual_at<T: Tensor>(
+    primal: &Variable<T>,
+    tangent: &Variable<T>,
+    level: Level,
+) -> Result<Variable<T>, AutogradError> {
+    if !is_visible(level) {
+        return Err(AutogradError::msg(ERR_NO_LEVEL));
+    }
+    let (p, t) = (primal.shape(), tangent.shape());
+    if p != t {
+        return Err(size_mismatch(&p, &t));
+    }
+    if primal.own_tangent(level).is_some() {
+        return Err(AutogradError::msg(format!(
+            "Making a dual Tensor based on a Tensor that already has a forward gradient at the same level {} is not supported.",
+            level.0
+        )));
+    }
+    let dual = {
+        let _h = Hidden::new(level);
+        crate::ops::clone(primal)
+    };
+    let view_fn: crate::view::ViewFn<T> = std::sync::Arc::new(|b| Ok(crate::ops::clone(b)));
+    // Writes reach the primal's data and history, not its tangents: the dual keeps them
+    // (PyTorch: after `dual.mul_(3)` the primal still has no tangent).
+    let inverse: crate::view::ScatterFn<T> =
+        std::sync::Arc::new(|_, new| Ok(without_tangents(new)));
+    crate::view::make_view(
+        &dual,
+        primal,
+        view_fn,
+        crate::view::ViewInverse::Scatter(inverse),
+    );
+    dual.set_own_tangent(level, Tangent::Value(tangent.clone()));
+    Ok(dual)
+}
+
+/// The primal and the tangent of `v` at the innermost level (PyTorch's
+/// `forward_ad.unpack_dual`); outside of any level the tangent is `None`. Fails with the error
+/// an op without a forward formula stored as the tangent.
+pub fn unpack_dual<T: Tensor>(v: &Variable<T>) -> Result<UnpackedDual<T>, AutogradError> {
+    match current_level() {
+        Some(level) => unpack_dual_at(v, level),
+        None => Ok(UnpackedDual {
+            primal: v.clone(),
+            tangent: None,
+        }),
+    }
+}
+
+/// [`unpack_dual`] at a given level.
+pub fn unpack_dual_at<T: Tensor>(
+    v: &Variable<T>,
+    level: Level,
+) -> Result<UnpackedDual<T>, AutogradError> {
+    let tangent = v.fw_grad_at(level)?;
+    let primal = {
+        let _h = Hidden::new(level);
+        crate::ops::clone(v)
+    };
+    Ok(UnpackedDual { primal, tangent })
+}
+
+impl<T: Tensor> Variable<T> {
+    /// The tangent at `level` (own, or the view of the base's for a view), or the error an op
+    /// without a forward formula stored there. `None` for a level that is not live.
+    pub fn fw_grad_at(&self, level: Level) -> Result<Option<Variable<T>>, AutogradError> {
+        if !is_visible(level) {
+            return Ok(None);
+        }
+        self.tangent_at(level)
+    }
+
+    /// The tangent at a live `level`, even while it is hidden (a formula reading the tangents
+    /// of the level it computes).
+    pub(crate) fn tangent_at(&self, level: Level) -> Result<Option<Variable<T>>, AutogradError> {
+        if self.is_view() {
+            // A view whose base changed takes the base's tangent (see `view::refreshed`).
+            self.with_data(|_| ());
+        }
+        match self.own_tangent(level) {
+            Some(Tangent::Value(t)) => return Ok(Some(t)),
+            Some(Tangent::Error(e)) => return Err(e),
+            None => {}
+        }
+        let Some((base, view_fn)) = crate::view::base_and_fn(self) else {
+            return Ok(None);
+        };
+        match base.tangent_at(level)? {
+            Some(bt) => {
+                let _h = Hidden::new(level);
+                view_fn(&bt).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The tangent at the innermost level ([`fw_grad_at`](Self::fw_grad_at)).
+    pub fn fw_grad(&self) -> Result<Option<Variable<T>>, AutogradError> {
+        match current_level() {
+            Some(l) => self.fw_grad_at(l),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether some visible level gives this variable a tangent (or an error).
+    pub fn has_fw_grad(&self) -> bool {
+        if !is_forward_ad_enabled() {
+            return false;
+        }
+        visible_levels()
+            .into_iter()
+            .any(|l| !matches!(self.fw_grad_at(l), Ok(None)))
+    }
+}
+
+/// Generated code: after an op, computes the tangent of `out` at every visible level where
+/// one of `inputs` has a tangent, with `formula(level)` (run with that level hidden). An
+/// input whose tangent is an error passes it on. `Err` when a formula fails.
+pub fn propagate<T: Tensor, O: SetTangent<T>>(
+    out: &O,
+    inputs: &[&Variable<T>],
+    mut formula: impl FnMut(Level) -> Result<O, AutogradError>,
+) -> Result<(), AutogradError> {
+    for level in visible_levels() {
+        match any_tangent(inputs, level) {
+            Ok(false) => {}
+            // An input's tangent is an error: the output's is the same error.
+            Err(e) => out.set_tangent(level, Err(e)),
+            Ok(true) => {
+                let t = {
+                    let _h = Hidden::new(level);
+                    formula(level)
+                };
+                if let Err(e) = &t {
+                    out.set_tangent(level, Err(e.clone()));
+                    return Err(e.clone());
+                }
+                out.set_tangent(level, t);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether one of `inputs` has a tangent at `level`; the first error stored as a tangent.
+fn any_tangent<T: Tensor>(inputs: &[&Variable<T>], level: Level) -> Result<bool, AutogradError> {
+    let mut any = false;
+    for i in inputs {
+        any |= i.fw_grad_at(level)?.is_some();
+    }
+    Ok(any)
+}
+
+/// Generated code, for infallible wrappers: [`propagate`], whose error is kept as the
+/// outputs' tangent (already done by [`propagate`]) instead of returned.
+pub fn propagate_deferred<T: Tensor, O: SetTangent<T>>(
+    out: &O,
+    inputs: &[&Variable<T>],
+    formula: impl FnMut(Level) -> Result<O, AutogradError>,
+) {
+    let _ = propagate(out, inputs, formula);
+}
+
+/// Generated code: an op without a forward formula (`op` as PyTorch names it) fails with
+/// PyTorch's error when one of `inputs` has a tangent at a visible level.
+pub fn forbid<T: Tensor>(
+    inputs: &[&Variable<T>],
+    op: &str,
+    out_fn: bool,
+) -> Result<(), AutogradError> {
+    if !inputs.iter().any(|i| i.has_fw_grad()) {
+        return Ok(());
+    }
+    Err(AutogradError::msg(not_supported(op, out_fn)))
+}
+
+/// Generated code: stores `err` as the tangent of `out` at every visible level (what an
+/// infallible wrapper does with an error it cannot return).
+pub fn poison<T: Tensor, O: SetTangent<T>>(out: &O, err: &AutogradError) {
+    for level in visible_levels() {
+        out.set_tangent(level, Err(err.clone()));
+    }
+}
+
+/// Generated code, in-place ops: a differentiable copy of `self` with its tangents, taken
+/// before the op when a dual level is live (the formula's `self_p` / `self_t`).
+pub fn original<T: Tensor>(v: &Variable<T>) -> Option<Variable<T>> {
+    is_forward_ad_enabled().then(|| crate::ops::clone(v))
+}
+
+/// PyTorch's message for an op without a forward formula.
+pub fn not_supported(op: &str, out_fn: bool) -> String {
+    let why = if out_fn {
+        "because it is an out= function".to_string()
+    } else {
+        "because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation.".to_string()
+    };
+    format!("Trying to use forward AD with {op} that does not support it {why}")
+}
+
+/// The tangent of `v` at `level` for a formula: zeros shaped like `v` when it has none
+/// (torchgen's `x_t`).
+pub fn tangent_or_zeros<T: Tensor>(
+    v: &Variable<T>,
+    level: Level,
+) -> Result<Variable<T>, AutogradError> {
+    let t = if is_live(level) {
+        v.tangent_at(level)?
+    } else {
+        None
+    };
+    Ok(match t {
+        Some(t) => t,
+        None => Variable::from_data(v.with_data(T::zeros_like)),
+    })
+}
+
+/// [`tangent_or_zeros`] of each element of a list.
+pub fn tangents_or_zeros<T: Tensor>(
+    vs: &[Variable<T>],
+    level: Level,
+) -> Result<Vec<Variable<T>>, AutogradError> {
+    vs.iter().map(|v| tangent_or_zeros(v, level)).collect()
+}
+
+/// Where a formula's tangent goes: one output, or a list of them (`Tensor[]` results).
+pub trait SetTangent<T: Tensor> {
+    /// Stores `t` (or the error) as the tangent at `level`.
+    fn set_tangent(&self, level: Level, t: Result<Self, AutogradError>)
+    where
+        Self: Sized;
+}
+
+impl<T: Tensor> SetTangent<T> for Variable<T> {
+    fn set_tangent(&self, level: Level, t: Result<Self, AutogradError>) {
+        self.set_own_tangent(
+            level,
+            match t {
+                Ok(t) => Tangent::Value(t),
+                Err(e) => Tangent::Error(e),
+            },
+        );
+    }
+}
+
+impl<T: Tensor> SetTangent<T> for Vec<Variable<T>> {
+    fn set_tangent(&self, level: Level, t: Result<Self, AutogradError>) {
+        match t {
+            Ok(ts) => {
+                for (o, t) in self.iter().zip(ts) {
+                    o.set_own_tangent(level, Tangent::Value(t));
+                }
+            }
+            Err(e) => {
+                for o in self {
+                    o.set_own_tangent(level, Tangent::Error(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// A saved output's tangents.
+pub(crate) type Snapshot<T> = Arc<Mutex<Tangents<T>>>;
+
+/// The tangents of `v` at the visible levels, for a saved output (`None` without any).
+pub(crate) fn snapshot<T: Tensor>(v: &Variable<T>) -> Option<Snapshot<T>> {
+    if !is_forward_ad_enabled() {
+        return None;
+    }
+    let ts: Tangents<T> = visible_levels()
+        .into_iter()
+        .filter_map(|l| match v.fw_grad_at(l) {
+            Ok(Some(t)) => Some((l, Tangent::Value(t))),
+            Ok(None) => None,
+            Err(e) => Some((l, Tangent::Error(e))),
+        })
+        .collect();
+    if ts.is_empty() {
+        return None;
+    }
+    let levels: Vec<Level> = ts.iter().map(|(l, _)| *l).collect();
+    let cell: Snapshot<T> = Arc::new(Mutex::new(ts));
+    for l in levels {
+        let w: Weak<dyn HoldsTangents> = Arc::downgrade(&cell) as Weak<Mutex<Tangents<T>>>;
+        register(l, w);
+    }
+    Some(cell)
+}
+
+/// Gives a rebuilt saved output the tangents it had when saved (those of live levels).
+pub(crate) fn restore<T: Tensor>(v: &Variable<T>, ts: &Snapshot<T>) {
+    let ts: Tangents<T> = ts.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for (l, t) in &ts {
+        if is_live(*l) {
+            v.set_own_tangent(*l, t.clone());
+        }
+    }
+}
