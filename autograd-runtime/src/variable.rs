@@ -191,18 +191,26 @@ impl<T: Tensor> Variable<T> {
         flags & (REPLACED | IS_VIEW) != 0
     }
 
-    /// Whether this variable is a view of another ([`crate::view::make_view`]).
+    /// Whether this variable is a view of another ([`crate::view::make_view`]), or a
+    /// `detach()`ed alias of one (it shares its origin's values the same way; PyTorch's
+    /// `_is_view()` is false for those, and [`base`](Self::base) is `None`).
     pub fn is_view(&self) -> bool {
         self.0.flags.load(Ordering::Acquire) & IS_VIEW != 0
     }
 
     /// The variable this one is a view of (PyTorch's `._base`): the root of a chain of views.
+    /// A `detach()`ed variable shares its origin's values but is no view (`None`), as in
+    /// PyTorch.
     pub fn base(&self) -> Option<Variable<T>> {
         if !self.is_view() {
             return None;
         }
         let g = self.mutable();
-        g.as_ref()?.view.as_ref().map(|v| v.base.clone())
+        g.as_ref()?
+            .view
+            .as_ref()
+            .filter(|v| !v.is_data_alias())
+            .map(|v| v.base.clone())
     }
 
     /// Marks this variable a view with `meta` (its data and history are current now).
@@ -224,6 +232,9 @@ impl<T: Tensor> Variable<T> {
         // Not under the mutable lock: a reader holding the data lock may be
         // about to take it.
         self.set_data(data);
+        let Some(history) = history else {
+            return;
+        };
         let mut g = self.mutable();
         Self::mutable_mut(&mut g).history = Some(history);
         if requires_grad {
@@ -547,8 +558,14 @@ impl<T: Tensor> Variable<T> {
 
     /// A new variable with the same data and version counter but no history
     /// and `requires_grad == false` (PyTorch's `detach()`).
+    ///
+    /// As in PyTorch the result shares this variable's values: an in-place op on either is
+    /// seen by the other (and bumps the shared version counter), while neither's history
+    /// changes through the other.
     pub fn detach(&self) -> Variable<T> {
-        Variable::reconstructed(self.data(), None, 0, false, self.shared_counter())
+        let alias = Variable::from_data(self.data());
+        crate::view::make_data_alias(&alias, self);
+        alias
     }
 
     /// An alias of this variable with other raw data (e.g. a reshaped view)

@@ -42,6 +42,10 @@ pub enum ViewInverse<T: Tensor> {
     /// Not at all: several elements of the view are one element of the base (`expand`);
     /// PyTorch refuses in-place ops on such tensors.
     Overlapping,
+    /// The values only: the variable shares the base's data but not its history (PyTorch's
+    /// `detach()`, whose result shares storage without being a view for autograd). Writes
+    /// through it change the base's values, never its `grad_fn`; no check applies.
+    DataAlias,
     /// Not at all: one of several views returned by one op (`unbind`, `split`, `chunk`),
     /// named as PyTorch names it (`Output 0 of Unbind`).
     MultiOutput {
@@ -57,6 +61,7 @@ impl<T: Tensor> Clone for ViewInverse<T> {
         match self {
             ViewInverse::Scatter(f) => ViewInverse::Scatter(f.clone()),
             ViewInverse::Overlapping => ViewInverse::Overlapping,
+            ViewInverse::DataAlias => ViewInverse::DataAlias,
             ViewInverse::MultiOutput { op, index } => ViewInverse::MultiOutput {
                 op: op.clone(),
                 index: *index,
@@ -74,6 +79,13 @@ pub(crate) struct ViewMeta<T: Tensor> {
     no_grad: bool,
     /// The base's version when data and history were last computed.
     synced: u32,
+}
+
+impl<T: Tensor> ViewMeta<T> {
+    /// A detached alias (`detach()`), not a view for autograd.
+    pub(crate) fn is_data_alias(&self) -> bool {
+        matches!(self.inverse, ViewInverse::DataAlias)
+    }
 }
 
 /// PyTorch's message for an in-place op on a view made in no_grad mode.
@@ -97,8 +109,9 @@ pub fn make_view<T: Tensor>(
     inverse: ViewInverse<T>,
 ) {
     let (root, view_fn, inverse, no_grad) = match parent(base) {
-        None => (base.clone(), view_fn, inverse, false),
-        Some(p) => compose(p, view_fn, inverse),
+        // A detached alias is a tensor of its own for autograd: views of it are its views.
+        Some(p) if !matches!(p.inverse, ViewInverse::DataAlias) => compose(p, view_fn, inverse),
+        _ => (base.clone(), view_fn, inverse, false),
     };
     let shared = view.share_version_counter(&root);
     debug_assert!(
@@ -111,6 +124,20 @@ pub fn make_view<T: Tensor>(
         view_fn,
         inverse,
         no_grad: no_grad || !is_grad_enabled(),
+    });
+}
+
+/// Makes `alias` (fresh, holding `base`'s data) share `base`'s values and version counter
+/// but not its history: PyTorch's `detach()`. In-place changes of either are seen by both.
+pub(crate) fn make_data_alias<T: Tensor>(alias: &Variable<T>, base: &Variable<T>) {
+    let shared = alias.share_version_counter(base);
+    debug_assert!(shared.is_ok(), "make_data_alias on a shared variable");
+    alias.set_view(ViewMeta {
+        synced: base.version(),
+        base: base.clone(),
+        view_fn: Arc::new(|b: &Variable<T>| Ok(Variable::from_data(b.data()))),
+        inverse: ViewInverse::DataAlias,
+        no_grad: false,
     });
 }
 
@@ -170,31 +197,32 @@ fn compose<T: Tensor>(
 
 /// A stale view's new `(data, history, requires_grad)`, computed from its base; `None` when
 /// it is current (or the replay fails: the old values stay, and the op that reads them
-/// reports the problem).
-pub(crate) type Fresh<T> = (T, (Option<NodeRef<T>>, u32), bool);
+/// reports the problem). A detached alias gets the base's data and keeps its own history
+/// (`None`).
+pub(crate) type Fresh<T> = (T, Option<(Option<NodeRef<T>>, u32)>, bool);
 
 pub(crate) fn refreshed<T: Tensor>(view: &Variable<T>) -> Option<Fresh<T>> {
     let Parent {
         base,
         view_fn,
         synced,
+        inverse,
         ..
     } = parent(view)?;
     let now = base.version();
     if now == synced {
         return None;
     }
+    if matches!(inverse, ViewInverse::DataAlias) {
+        set_synced(view, now);
+        return Some((base.data(), None, false));
+    }
     let fresh = {
         // The view's history follows its base's whatever the mode now.
         let _g = base.requires_grad().then(enable_grad);
         view_fn(&base).ok()?
     };
-    {
-        let mut g = view.mutable();
-        if let Some(m) = g.as_mut().and_then(|m| m.view.as_mut()) {
-            m.synced = now;
-        }
-    }
+    set_synced(view, now);
     if crate::forward::is_forward_ad_enabled() {
         // The base's tangent is the view's from now on (PyTorch: a view's tangent is the view
         // of its base's).
@@ -205,7 +233,15 @@ pub(crate) fn refreshed<T: Tensor>(view: &Variable<T>) -> Option<Fresh<T>> {
         }
     }
     let history = (fresh.grad_fn(), fresh.output_nr() as u32);
-    Some((fresh.data(), history, fresh.requires_grad()))
+    Some((fresh.data(), Some(history), fresh.requires_grad()))
+}
+
+/// Records that `view` is current with its base's version `now`.
+fn set_synced<T: Tensor>(view: &Variable<T>, now: u32) {
+    let mut g = view.mutable();
+    if let Some(m) = g.as_mut().and_then(|m| m.view.as_mut()) {
+        m.synced = now;
+    }
 }
 
 /// The view's tangent after an in-place op on it: the view of the base's when the base has
@@ -226,8 +262,12 @@ fn tangent_after_inplace<T: Tensor>(view: &Variable<T>, base: &Variable<T>, copy
 }
 
 /// A view's base and the function computing the view from it (`None` for a non-view).
+/// A detached alias has none: it shares values, not tangents (PyTorch's `detach()` drops
+/// the forward gradient too).
 pub(crate) fn base_and_fn<T: Tensor>(v: &Variable<T>) -> Option<(Variable<T>, ViewFn<T>)> {
-    parent(v).map(|p| (p.base, p.view_fn))
+    parent(v)
+        .filter(|p| !matches!(p.inverse, ViewInverse::DataAlias))
+        .map(|p| (p.base, p.view_fn))
 }
 
 /// PyTorch's `check_inplace` for a view: `requires_grad` is whether the in-place op records
@@ -245,6 +285,9 @@ pub fn check_inplace_view<T: Tensor>(
     else {
         return Ok(());
     };
+    if matches!(inverse, ViewInverse::DataAlias) {
+        return Ok(());
+    }
     if matches!(inverse, ViewInverse::Overlapping) {
         return Err(AutogradError::msg(ERR_OVERLAP));
     }
@@ -277,6 +320,9 @@ pub fn inplace_on_view<T: Tensor>(
     let Some(Parent { base, inverse, .. }) = parent(view) else {
         return Err(AutogradError::msg("inplace_on_view: not a view"));
     };
+    if matches!(inverse, ViewInverse::DataAlias) {
+        return inplace_on_alias(view, &base, op);
+    }
     let ViewInverse::Scatter(scatter) = inverse else {
         // Refused by the check whenever it matters; without grad the write is still lost.
         return Err(AutogradError::msg(ERR_OVERLAP));
@@ -285,9 +331,59 @@ pub fn inplace_on_view<T: Tensor>(
     op(&copy)?;
     let new_base = scatter(&base, &copy)?;
     base.replace_with(&new_base);
-    base.bump_version();
+    // The base may be a detached alias: its values are also its origin's.
+    let bumped = match parent(&base) {
+        Some(p) if matches!(p.inverse, ViewInverse::DataAlias) => {
+            write_values(&p.base, new_base.data())?
+        }
+        _ => false,
+    };
+    if !bumped {
+        base.bump_version();
+    }
     if crate::forward::is_forward_ad_enabled() {
         tangent_after_inplace(view, &base, &copy);
     }
     Ok(view.clone())
+}
+
+/// An in-place op on a detached alias: the alias takes the result (its own history), the
+/// values reach what it aliases (a view's through that view's inverse, recording nothing),
+/// and the shared version counter moves once.
+fn inplace_on_alias<T: Tensor>(
+    alias: &Variable<T>,
+    base: &Variable<T>,
+    op: impl FnOnce(&Variable<T>) -> Result<(), AutogradError>,
+) -> Result<Variable<T>, AutogradError> {
+    let copy = crate::ops::clone(alias);
+    op(&copy)?;
+    alias.replace_with(&copy);
+    if !write_values(base, copy.data())? {
+        base.bump_version();
+    }
+    set_synced(alias, base.version());
+    Ok(alias.clone())
+}
+
+/// Writes `data` as the new values of `v` without touching its history; whether the version
+/// counter moved already (a view's write-through bumps it).
+fn write_values<T: Tensor>(v: &Variable<T>, data: T) -> Result<bool, AutogradError> {
+    match parent(v) {
+        Some(p) if matches!(p.inverse, ViewInverse::DataAlias) => {
+            v.set_data(data.clone());
+            write_values(&p.base, data)
+        }
+        Some(_) => {
+            let _g = crate::mode::no_grad();
+            inplace_on_view(v, false, |c| {
+                c.set_data(data);
+                Ok(())
+            })?;
+            Ok(true)
+        }
+        None => {
+            v.set_data(data);
+            Ok(false)
+        }
+    }
 }
