@@ -210,7 +210,7 @@ impl<T: Tensor> Variable<T> {
             .view
             .as_ref()
             .filter(|v| !v.is_data_alias())
-            .map(|v| v.base.clone())
+            .and_then(|v| v.base.get())
     }
 
     /// Marks this variable a view with `meta` (its data and history are current now).

@@ -70,9 +70,26 @@ impl<T: Tensor> Clone for ViewInverse<T> {
     }
 }
 
+/// A view's base: held strongly by a view (its replay needs it), weakly by a detached alias
+/// (PyTorch's `detach()` result keeps the storage, not the origin and its graph, alive).
+pub(crate) enum BaseRef<T: Tensor> {
+    Strong(Variable<T>),
+    Weak(std::sync::Weak<crate::variable::VarInner<T>>),
+}
+
+impl<T: Tensor> BaseRef<T> {
+    /// The base, while it lives.
+    pub(crate) fn get(&self) -> Option<Variable<T>> {
+        match self {
+            BaseRef::Strong(v) => Some(v.clone()),
+            BaseRef::Weak(w) => w.upgrade().map(Variable),
+        }
+    }
+}
+
 /// What a view keeps (in its variable's rarely written part).
 pub(crate) struct ViewMeta<T: Tensor> {
-    pub(crate) base: Variable<T>,
+    pub(crate) base: BaseRef<T>,
     view_fn: ViewFn<T>,
     inverse: ViewInverse<T>,
     /// Made in no_grad mode (PyTorch's `CreationMeta::NO_GRAD_MODE`).
@@ -120,7 +137,7 @@ pub fn make_view<T: Tensor>(
     );
     view.set_view(ViewMeta {
         synced: root.version(),
-        base: root,
+        base: BaseRef::Strong(root),
         view_fn,
         inverse,
         no_grad: no_grad || !is_grad_enabled(),
@@ -134,7 +151,7 @@ pub(crate) fn make_data_alias<T: Tensor>(alias: &Variable<T>, base: &Variable<T>
     debug_assert!(shared.is_ok(), "make_data_alias on a shared variable");
     alias.set_view(ViewMeta {
         synced: base.version(),
-        base: base.clone(),
+        base: BaseRef::Weak(std::sync::Arc::downgrade(&base.0)),
         view_fn: Arc::new(|b: &Variable<T>| Ok(Variable::from_data(b.data()))),
         inverse: ViewInverse::DataAlias,
         no_grad: false,
@@ -158,7 +175,8 @@ fn parent<T: Tensor>(v: &Variable<T>) -> Option<Parent<T>> {
     let g = v.mutable();
     let m = g.as_ref()?.view.as_ref()?;
     Some(Parent {
-        base: m.base.clone(),
+        // A detached alias whose origin is gone is a tensor of its own.
+        base: m.base.get()?,
         view_fn: m.view_fn.clone(),
         inverse: m.inverse.clone(),
         no_grad: m.no_grad,
@@ -318,10 +336,11 @@ pub fn inplace_on_view<T: Tensor>(
 ) -> Result<Variable<T>, AutogradError> {
     check_inplace_view(view, requires_grad)?;
     let Some(Parent { base, inverse, .. }) = parent(view) else {
-        return Err(AutogradError::msg("inplace_on_view: not a view"));
+        // A detached alias whose origin is gone: a tensor of its own.
+        return inplace_on_alias(view, None, op);
     };
     if matches!(inverse, ViewInverse::DataAlias) {
-        return inplace_on_alias(view, &base, op);
+        return inplace_on_alias(view, Some(&base), op);
     }
     let ViewInverse::Scatter(scatter) = inverse else {
         // Refused by the check whenever it matters; without grad the write is still lost.
@@ -352,16 +371,20 @@ pub fn inplace_on_view<T: Tensor>(
 /// and the shared version counter moves once.
 fn inplace_on_alias<T: Tensor>(
     alias: &Variable<T>,
-    base: &Variable<T>,
+    base: Option<&Variable<T>>,
     op: impl FnOnce(&Variable<T>) -> Result<(), AutogradError>,
 ) -> Result<Variable<T>, AutogradError> {
     let copy = crate::ops::clone(alias);
     op(&copy)?;
     alias.replace_with(&copy);
-    if !write_values(base, copy.data())? {
-        base.bump_version();
+    let bumped = match base {
+        Some(b) => write_values(b, copy.data())?,
+        None => false,
+    };
+    if !bumped {
+        alias.bump_version();
     }
-    set_synced(alias, base.version());
+    set_synced(alias, alias.version());
     Ok(alias.clone())
 }
 

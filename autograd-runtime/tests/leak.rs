@@ -121,3 +121,19 @@ fn replaced_data_is_freed() {
     assert!(before.upgrade().is_none());
     assert_close(&vals(&b), &[3.0, 6.0]);
 }
+
+#[test]
+fn a_detached_alias_does_not_keep_the_graph_alive() {
+    // PyTorch: `d = y.detach()` keeps y's storage, not y's graph.
+    let start = live_nodes();
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let y = exp(&exp(&x));
+    let d = y.detach();
+    assert!(live_nodes() > start);
+    drop(y);
+    assert_eq!(live_nodes(), start, "the detached alias kept the graph");
+    // The alias stands alone now: its values stay, and in-place ops still work on it.
+    assert_close(&vals(&d), &[1f64.exp().exp(), 2f64.exp().exp()]);
+    add_scalar_(&d, 1.0).unwrap();
+    assert_close(&vals(&d), &[1f64.exp().exp() + 1.0, 2f64.exp().exp() + 1.0]);
+}
