@@ -269,6 +269,17 @@ pub(crate) fn function(p: &FunctionPlan<'_>, params: &[TokenStream], s: &Setting
     };
     let each = fs.iter().map(|f| propagate(f, &outs, inplace, s));
     let body = quote!(#(#each)* __ag::Ok(()));
+    // Forward formulas call the helpers module like backward formulas do.
+    // Forward formulas see the helpers module as backward formulas do. A block's glob import
+    // shadows the function's parameters (the helper `dims` over `dims: &[i64]`), so the
+    // parameters are read outside the block and bound again inside it.
+    let body = match &s.helpers {
+        Some(h) => {
+            let names: Vec<&Ident> = p.params.iter().map(|q| &q.ident).collect();
+            quote!(let __args = (#(#names,)*); { use #h::*; let (#(#names,)*) = __args; #body })
+        }
+        None => body,
+    };
     quote! {
         #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
         fn __fw<T: Backend>(#(#params,)* #orig #(#out_params),*) -> __ag::Result<(), __ag::AutogradError> {
