@@ -1057,7 +1057,9 @@ pub fn layer_norm_jvp<T: Backend>(
 ) -> Res<V<T>> {
     let nd = input_p.shape().len();
     let red: Vec<i64> = ((nd - normalized_shape.len()) as i64..nd as i64).collect();
-    let numel: usize = input_p.shape()[nd - normalized_shape.len()..].iter().product();
+    let numel: usize = input_p.shape()[nd - normalized_shape.len()..]
+        .iter()
+        .product();
     let mean_p = mean_dim(input_p, Some(&red), true, None)?;
     let xc = sub_tensor(input_p, &mean_p, 1.0)?;
     let var = mean_dim(&mul_tensor(&xc, &xc)?, Some(&red), true, None)?;
