@@ -243,7 +243,9 @@ fn summary(a: &Analysis, out: &mut dyn Write) -> std::io::Result<()> {
         if let Some(info) = r.main_info() {
             k.1 += 1;
             let needs = !a.functions[r.func].func.is_out_fn()
-                && r.differentiable_outputs.as_ref().is_ok_and(|o| !o.is_empty());
+                && r.differentiable_outputs
+                    .as_ref()
+                    .is_ok_and(|o| !o.is_empty());
             k.2 += usize::from(needs);
             k.3 += usize::from(needs && !info.forward_derivatives.is_empty());
             if let Some(op) = &info.op {
