@@ -357,7 +357,7 @@ pub(crate) fn function(p: &FunctionPlan<'_>, params: &[TokenStream], s: &Setting
         None => body,
     };
     quote! {
-        #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
+        #[allow(clippy::all, unused_variables, unused_mut, unused_imports, unused_parens, non_snake_case)]
         fn __fw<T: Backend>(#(#params,)* #orig #(#out_params),*) -> __ag::Result<(), __ag::AutogradError> {
             use __ag::Conj as _;
             #body
