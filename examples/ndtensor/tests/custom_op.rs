@@ -77,7 +77,9 @@ fn custom_ops_have_forward_mode_rules() {
         &[2, 3],
     ));
     let loss = |p: &[Var]| sum(&mul_tensor(&softplus(&p[0]), &p[0]).unwrap(), None);
-    let (_, hv) = autograd::functional::hvp(loss, &[x.clone()], &[dir.clone()]).unwrap();
+    let (_, hv) =
+        autograd::functional::hvp(loss, std::slice::from_ref(&x), std::slice::from_ref(&dir))
+            .unwrap();
     // d²/dx² (x softplus(x)) = 2 s(x) + x s(x) (1 - s(x)), s the sigmoid, elementwise.
     let want: Vec<f64> = input()
         .to_vec()
