@@ -229,9 +229,11 @@ fn size(bytes: u64) -> String {
 
 /// The summary: counts of functions, of those with derivative information, of backward nodes
 /// and of errors (functions whose differentiable outputs cannot be computed: `{"error": ...}`
-/// in the JSON), then functions and differentiable ones per schema kind.
+/// in the JSON), then per schema kind: functions, differentiable ones, and how many of those
+/// with a differentiable output have a forward formula (their own or, for in-place variants,
+/// their functional entry's; out= functions never support forward AD).
 fn summary(a: &Analysis, out: &mut dyn Write) -> std::io::Result<()> {
-    let mut kinds: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut kinds: BTreeMap<&str, (usize, usize, usize, usize)> = BTreeMap::new();
     let mut ops = BTreeSet::new();
     for r in &a.results {
         let k = kinds
@@ -240,6 +242,12 @@ fn summary(a: &Analysis, out: &mut dyn Write) -> std::io::Result<()> {
         k.0 += 1;
         if let Some(info) = r.main_info() {
             k.1 += 1;
+            let needs = !a.functions[r.func].func.is_out_fn()
+                && r.differentiable_outputs
+                    .as_ref()
+                    .is_ok_and(|o| !o.is_empty());
+            k.2 += usize::from(needs);
+            k.3 += usize::from(needs && !info.forward_derivatives.is_empty());
             if let Some(op) = &info.op {
                 ops.insert(op.clone());
             }
@@ -262,8 +270,12 @@ fn summary(a: &Analysis, out: &mut dyn Write) -> std::io::Result<()> {
         ops.len(),
         errors.len()
     )?;
-    for (kind, (n, d)) in kinds {
-        writeln!(out, "  {kind:<10} {n:>5} functions, {d:>5} differentiable")?;
+    for (kind, (n, d, o, f)) in kinds {
+        write!(out, "  {kind:<10} {n:>5} functions, {d:>5} differentiable")?;
+        match o {
+            0 => writeln!(out)?,
+            _ => writeln!(out, ", forward formulas for {f} of {o}")?,
+        }
     }
     for (schema, e) in errors.iter().take(5) {
         writeln!(out, "  error: `{schema}`: {e}")?;

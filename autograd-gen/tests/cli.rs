@@ -208,8 +208,8 @@ fn demo_inputs() {
         stdout(&o),
         "\
 19 native functions, 17 with derivative information, 10 backward nodes, 0 errors
-  functional    11 functions,    10 differentiable
-  inplace        4 functions,     4 differentiable
+  functional    11 functions,    10 differentiable, forward formulas for 10 of 10
+  inplace        4 functions,     4 differentiable, forward formulas for 4 of 4
   out            4 functions,     3 differentiable
 (the whole analysis as JSON: add `-o FILE`; its format: docs/analysis-json.md)
 "

@@ -16,6 +16,14 @@ its arguments by schema argument name), an output, and the answers PyTorch (floa
 
 Unused inputs get zero gradients (``None`` is materialised as zeros on both sides).
 
+Forward mode: a fixture with ``"mode": "jvp"`` runs its steps inside
+``torch.autograd.forward_ad.dual_level()`` with every input that requires grad made dual
+(``make_dual(x, t)``, the tangents ``t`` in ``"tangents"``, one per such input) and records the
+output's primal (``value``) and tangent (``tangent``; ``None`` is materialised as zeros). With
+``"mode": "hvp"`` (a scalar output) it also takes ``torch.autograd.grad(output, inputs,
+create_graph=True)`` and records the gradients' tangents (``hvp``): forward-over-reverse
+Hessian-vector products.
+
 The same program is interpreted here (``torch.ops.aten.<name>.<overload>(**args)``) and by one
 dispatcher in ``examples/ndtensor/tests/pytorch_fixtures.rs`` (a match on the op name), so the
 format is checked by both interpreters.
@@ -40,6 +48,7 @@ import re
 import sys
 
 import torch
+import torch.autograd.forward_ad as fwAD
 
 torch.set_default_dtype(torch.float64)
 A = torch.ops.aten
@@ -112,6 +121,7 @@ class Program:
         self.output = None
         self.reduce = reduce
         self.note = None
+        self.mode = "grad"
 
     def fresh(self, prefix="t"):
         self.n += 1
@@ -220,8 +230,8 @@ def err(stage, e, step=None):
     return d
 
 
-def record(p):
-    rng = random.Random(hash_name(p.name))
+def make_env(p):
+    """The program's inputs as tensors: the environment and the leaves that require grad."""
     env = {}
     leaves = []
     for i in p.inputs:
@@ -235,6 +245,14 @@ def record(p):
         env[i["name"]] = t
         if i["requires_grad"]:
             leaves.append(t)
+    return env, leaves
+
+
+def record(p):
+    if p.mode != "grad":
+        return record_forward(p)
+    rng = random.Random(hash_name(p.name))
+    env, leaves = make_env(p)
     fx = {"name": p.name, "category": p.category, "inputs": p.inputs, "steps": p.steps,
           "output": p.output.name, "reduce": p.reduce}
     if p.note:
@@ -278,6 +296,39 @@ def record(p):
         expect["error"] = err("grad2", e)
         return fx
     expect["grad2"] = [enc_tensor(torch.zeros_like(x) if g is None else g) for g, x in zip(g2, leaves)]
+    return fx
+
+
+def record_forward(p):
+    """A forward-mode fixture (``mode`` ``jvp`` or ``hvp``, see the module's docstring)."""
+    rng = random.Random(hash_name(p.name) ^ 0x7F4A7C15)
+    env, leaves = make_env(p)
+    duals = [i for i in p.inputs if i["requires_grad"] or i.get("dual")]
+    tangents = [[round(rng.uniform(-1, 1), 6) for _ in range(len(i["data"]))] for i in duals]
+    fx = {"name": p.name, "category": p.category, "mode": p.mode, "inputs": p.inputs, "steps": p.steps,
+          "output": p.output.name, "tangents": tangents}
+    if p.note:
+        fx["note"] = p.note
+    with fwAD.dual_level():
+        for i, t in zip(duals, tangents):
+            env[i["name"]] = fwAD.make_dual(env[i["name"]], torch.tensor(t).reshape(i["shape"]))
+        e = run_steps(p, env)
+        if e is not None:
+            fx["expect"] = {"error": e}
+            return fx
+        out = env[p.output.name]
+        primal, tangent = fwAD.unpack_dual(out)
+        expect = {"value": enc_tensor(primal)}
+        fx["expect"] = expect
+        if p.mode == "jvp":
+            expect["tangent"] = enc_tensor(torch.zeros_like(primal) if tangent is None else tangent)
+            return fx
+        gs = torch.autograd.grad(out, leaves, create_graph=True, allow_unused=True)
+        hv = []
+        for g, x in zip(gs, leaves):
+            t = None if g is None else fwAD.unpack_dual(g).tangent
+            hv.append(enc_tensor(torch.zeros_like(x) if t is None else t))
+        expect["hvp"] = hv
     return fx
 
 
@@ -1023,6 +1074,102 @@ def random_programs(per_op=5):
     return progs
 
 
+def jvp_programs(per_op=2):
+    """Forward mode: programs drawn from the same generators as the random ones, ``per_op``
+    of each operator, replayed with dual inputs."""
+    progs = []
+    for op in native_names():
+        for k in range(per_op):
+            name = f"jvp/{op}/{k}"
+            r = random.Random(hash_name(name))
+            p = Program(name, "jvp", r)
+            p.mode = "jvp"
+            y = GEN[op](p, r)
+            if not op.endswith("out"):
+                compose(p, r, y)
+            progs.append(p)
+    return progs
+
+
+def jvp_scenarios():
+    """Forward mode: out= functions with a dual input (PyTorch's error; the input does not
+    require grad, ``"dual": true``), and in-place ops on views of duals."""
+    progs = []
+    r = random.Random(hash_name("jvp_scenarios"))
+    for op, nin in [("mul.out", 2), ("exp.out", 1), ("cat.out", 0)]:
+        p = Program(f"jvp_scenarios/{op}_of_a_dual", "jvp_scenarios", r)
+        p.mode = "jvp"
+        x = p.inp([3], rg=False)
+        p.inputs[-1]["dual"] = True
+        o = p.inp([3] if nin else [6], rg=False)
+        if op == "mul.out":
+            p.op(op, self=x, other=x, out=o)
+        elif op == "exp.out":
+            p.op(op, self=x, out=o)
+        else:
+            p.op(op, tensors=[x, x], dim=0, out=o)
+        progs.append(p)
+    # In place on a row of a copy of a dual, with a dual operand: the base's tangent changes.
+    p = Program("jvp_scenarios/inplace_on_a_view", "jvp_scenarios", r)
+    p.mode = "jvp"
+    x = p.inp([3, 4])
+    y = p.op("mul.Scalar", self=x, other=1.0)
+    row = p.op("select.int", self=p.op("t", self=y), dim=0, index=2)
+    p.op("mul_.Tensor", self=row, other=p.inp([3]))
+    p.op("exp_", self=row)
+    p.out(y)
+    progs.append(p)
+    # A view of a base that is then modified in place follows the base's tangent.
+    p = Program("jvp_scenarios/view_after_base_changes", "jvp_scenarios", r)
+    p.mode = "jvp"
+    x = p.inp([2, 3])
+    y = p.op("mul.Scalar", self=x, other=2.0)
+    v = p.op("slice.Tensor", self=y, dim=1, start=1, end=None, step=1)
+    p.op("sin_", self=y)
+    p.out(v)
+    progs.append(p)
+    return progs
+
+
+def hvp_programs():
+    """Forward-over-reverse Hessian-vector products of scalar losses."""
+    progs = []
+    r = random.Random(hash_name("hvp"))
+    # A two-layer MLP's cross-entropy, w.r.t. every parameter.
+    p = Program("hvp/mlp_cross_entropy", "hvp", r)
+    p.mode = "hvp"
+    x = p.inp([5, 4], rg=False)
+    w1, b1 = p.inp([4, 6]), p.inp([6])
+    w2, b2 = p.inp([6, 3]), p.inp([3])
+    tgt = p.inp([5], "idx3")
+    h = p.op("tanh", self=p.op("add.Tensor", self=p.op("mm", self=x, mat2=w1), other=b1, alpha=1.0))
+    z = p.op("add.Tensor", self=p.op("mm", self=h, mat2=w2), other=b2, alpha=1.0)
+    p.op("cross_entropy_loss", self=z, target=tgt, weight=None, reduction=1, ignore_index=-100,
+         label_smoothing=0.1)
+    progs.append(p)
+    # layer_norm, softmax and logsumexp.
+    p = Program("hvp/layer_norm_softmax", "hvp", r)
+    p.mode = "hvp"
+    x = p.inp([3, 5], "wide")
+    w = p.inp([5], "pos")
+    y = p.op("layer_norm", input=x, normalized_shape=[5], weight=w, bias=None, eps=1e-5, cudnn_enable=True)
+    s = p.op("softmax.int", self=p.op("mul.Scalar", self=y, other=2.0), dim=1, dtype=None)
+    l = p.op("logsumexp", self=p.op("mul.Tensor", self=s, other=y), dim=[1], keepdim=False)
+    p.op("sum", self=l, dtype=None)
+    progs.append(p)
+    # Pointwise chain with a broadcast and a squared error (PyTorch 2.15's mse_loss fails
+    # here: "ZeroTensors are immutable", the constant target's zero tangent).
+    p = Program("hvp/pow_sigmoid_squared_error", "hvp", r)
+    p.mode = "hvp"
+    x = p.inp([4, 3], "pos")
+    b = p.inp([3])
+    y = p.op("sigmoid", self=p.op("mul.Tensor", self=p.op("pow.Tensor_Scalar", self=x, exponent=1.5), other=b))
+    d = p.op("sub.Tensor", self=y, other=p.inp([4, 3], rg=False), alpha=1.0)
+    p.op("mean", self=p.op("mul.Tensor", self=d, other=d), dtype=None)
+    progs.append(p)
+    return progs
+
+
 # ----------------------------------------------------------------------------- scenarios
 
 def scen(name, category, reduce="proj", note=None):
@@ -1665,7 +1812,7 @@ def scenarios():
 
 
 def main():
-    progs = random_programs() + scenarios()
+    progs = random_programs() + scenarios() + jvp_programs() + jvp_scenarios() + hvp_programs()
     names = set()
     by_cat = {}
     for p in progs:

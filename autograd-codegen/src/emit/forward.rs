@@ -18,6 +18,7 @@ use super::tokens::formula_tokens;
 use super::types::RustTy;
 use crate::analysis::cpp::{cpp_name, return_names};
 use crate::analysis::{ForwardDerivative, ForwardExpansion, FunctionAnalysis};
+use crate::formula::{Formula, Tok, TokKind};
 use crate::model::native::NativeFunction;
 use crate::model::schema::SchemaKind;
 use proc_macro2::{Ident, TokenStream};
@@ -156,6 +157,14 @@ fn formula<'a>(
         "{}: `{}`: forward formula for `{}`",
         fw.loc, nf.schema, fw.var_names[0]
     );
+    let tensors: Vec<&str> = nf
+        .func
+        .arguments
+        .flat_all()
+        .filter(|a| a.ty.is_tensor_like())
+        .map(|a| a.name.as_str())
+        .collect();
+    let tokens = &properties(tokens, &tensors);
     let expr = if linear {
         linear_call(nf, inputs)
     } else {
@@ -182,6 +191,73 @@ fn formula<'a>(
         tangents,
         expr,
     })
+}
+
+/// The properties backward formulas read from saved fields, read from the variables in a
+/// forward formula with the types backward formulas see: `x.sizes()` / `x.sym_sizes()` a
+/// `&[i64]`, `x.shape()` a `&[usize]`, `x.size(d)` / `x.numel()` / `x.dim()` an `i64` (so a
+/// backward formula that `auto_element_wise` reuses compiles as it is). The receiver is a
+/// primal or tangent (`x_p`, `x_t`), `result` / `resultN`, or a tensor argument.
+pub(crate) fn properties(f: &Formula, tensors: &[&str]) -> Formula {
+    let is_var = |t: &Tok| {
+        t.kind == TokKind::Ident
+            && (t.text.ends_with("_p")
+                || t.text.ends_with("_t")
+                || t.text.starts_with("result")
+                || tensors.contains(&t.text.as_str()))
+    };
+    let mut out = f.clone();
+    let mut i = 0;
+    while i + 3 < out.toks.len() {
+        let t = &out.toks;
+        let after_path = i > 0 && (t[i - 1].is_punct(".") || t[i - 1].is_punct(":"));
+        if after_path || !is_var(&t[i]) || !t[i + 1].is_punct(".") || !t[i + 3].is_punct("(") {
+            i += 1;
+            continue;
+        }
+        let Some(close) = matching_close(t, i + 3) else {
+            break;
+        };
+        let (v, arg) = (&t[i].text, out.text_of(i + 4..close));
+        let text = match (t[i + 2].text.as_str(), arg.trim().is_empty()) {
+            ("sizes" | "sym_sizes", true) => {
+                format!("(&{v}.shape().iter().map(|&d| d as i64).collect::<__ag::Vec<i64>>()[..])")
+            }
+            ("shape", true) => format!("(&{v}.shape()[..])"),
+            ("numel" | "sym_numel", true) => {
+                format!("({v}.shape().iter().product::<usize>() as i64)")
+            }
+            ("dim", true) => format!("({v}.shape().len() as i64)"),
+            ("size" | "sym_size", false) => {
+                format!("(__ag::size_at(&{v}.shape(), ({arg}) as i64) as i64)")
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let repl = Formula::parse(&text).unwrap_or_default();
+        i += out.splice(i, close + 1 - i, &repl);
+    }
+    out
+}
+
+/// The index of the bracket closing the one at `open`.
+fn matching_close(t: &[Tok], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (k, tok) in t.iter().enumerate().skip(open) {
+        match tok.kind {
+            TokKind::Open => depth += 1,
+            TokKind::Close => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `auto_linear`: the wrapper itself on the tangents of the differentiable inputs.
@@ -269,8 +345,19 @@ pub(crate) fn function(p: &FunctionPlan<'_>, params: &[TokenStream], s: &Setting
     };
     let each = fs.iter().map(|f| propagate(f, &outs, inplace, s));
     let body = quote!(#(#each)* __ag::Ok(()));
+    // Forward formulas call the helpers module like backward formulas do.
+    // Forward formulas see the helpers module as backward formulas do. A block's glob import
+    // shadows the function's parameters (the helper `dims` over `dims: &[i64]`), so the
+    // parameters are read outside the block and bound again inside it.
+    let body = match &s.helpers {
+        Some(h) => {
+            let names: Vec<&Ident> = p.params.iter().map(|q| &q.ident).collect();
+            quote!(let __args = (#(#names,)*); { use #h::*; let (#(#names,)*) = __args; #body })
+        }
+        None => body,
+    };
     quote! {
-        #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
+        #[allow(clippy::all, unused_variables, unused_mut, unused_imports, unused_parens, non_snake_case)]
         fn __fw<T: Backend>(#(#params,)* #orig #(#out_params),*) -> __ag::Result<(), __ag::AutogradError> {
             use __ag::Conj as _;
             #body
@@ -394,5 +481,37 @@ fn propagate(
             let __r = #expr;
             __ag::IntoTangent::into_tangent(__r)
         })?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewrite(src: &str) -> String {
+        properties(&Formula::parse(src).unwrap(), &["target"]).render()
+    }
+
+    #[test]
+    fn properties_are_read_from_the_variables_with_the_backward_types() {
+        assert_eq!(
+            rewrite("expand(&self_t, self_p.sizes())"),
+            "expand(&self_t, (&self_p.shape().iter().map(|&d| d as i64).collect::<__ag::Vec<i64>>()[..]))"
+        );
+        assert_eq!(rewrite("f(result.shape())"), "f((&result.shape()[..]))");
+        assert_eq!(
+            rewrite("g(target.size(-1), other_t.numel(), result1.dim())"),
+            "g((__ag::size_at(&target.shape(), (-1) as i64) as i64), (other_t.shape().iter().product::<usize>() as i64), (result1.shape().len() as i64))"
+        );
+        // Not a tensor variable, a path, or not a property: unchanged.
+        for src in [
+            "dims.len()",
+            "a.b_p.sizes()",
+            "x_p.sum()",
+            "n.size(0)",
+            "x_p.sizes(1)",
+        ] {
+            assert_eq!(rewrite(src), src);
+        }
     }
 }

@@ -266,7 +266,14 @@ pub fn mul_tensor<T: Backend>(
 ///Differentiable `exp(Tensor self) -> Tensor`.
 #[allow(clippy::all, unused_mut, non_snake_case)]
 pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
-    #[allow(clippy::all, unused_variables, unused_mut, unused_imports, non_snake_case)]
+    #[allow(
+        clippy::all,
+        unused_variables,
+        unused_mut,
+        unused_imports,
+        unused_parens,
+        non_snake_case
+    )]
     fn __fw<T: Backend>(
         self_: &__ag::Variable<T>,
         __o0: &__ag::Variable<T>,

@@ -1,12 +1,15 @@
 //! A user-defined operator with a hand-written backward node (PyTorch's
-//! `torch.autograd.Function`), used in the same graph as the generated operators, and the
-//! Graphviz DOT export of a small graph.
+//! `torch.autograd.Function`), used in the same graph as the generated operators, with its
+//! forward-mode rule too (`Function.jvp`: `runtime::forward::propagate`, as generated wrappers
+//! do; `record` alone gives a custom op's output no tangent), and the Graphviz DOT export of a
+//! small graph.
 //!
 //! Run: `cargo run -p ndtensor --example custom_op` (writes `examples/ndtensor/graph.dot`;
 //! render it with `dot -Tsvg graph.dot > graph.svg`).
 
 use autograd::runtime::{
-    AutogradError, Node, SavedVariable, VariableList, record, should_record, to_dot, variable_list,
+    AutogradError, Node, SavedVariable, VariableList, forward, record, should_record, to_dot,
+    variable_list,
 };
 use ndtensor::ops::*;
 use ndtensor::{Element, NdTensor, Var};
@@ -48,13 +51,22 @@ pub fn softplus<E: Element>(x: &Var<E>) -> Var<E> {
                 .into_shared(),
         )
     });
-    if !should_record(&[x]) {
-        return Var::from_data(raw);
-    }
-    let node = SoftplusBackward {
-        x: SavedVariable::new(x, false),
+    let out = if should_record(&[x]) {
+        let node = SoftplusBackward {
+            x: SavedVariable::new(x, false),
+        };
+        let ([out], _handle) = record(node, &[Some(x)], [raw]);
+        out
+    } else {
+        Var::from_data(raw)
     };
-    let ([out], _handle) = record(node, &[Some(x)], [raw]);
+    // The jvp: `x_t * sigmoid(x)`, with generated ops (so nested levels and forward over
+    // reverse work). An error becomes the output's tangent (this function cannot return it).
+    if forward::is_forward_ad_enabled() {
+        forward::propagate_deferred(&out, &[x], |level| {
+            mul_tensor(&forward::tangent_or_zeros(x, level)?, &sigmoid(x)?)
+        });
+    }
     out
 }
 
@@ -82,10 +94,15 @@ impl<E: Element> Node<NdTensor<E>> for ClipGradBackward {
 /// The identity in the forward pass; clips the gradient flowing back through it.
 pub fn clip_grad<E: Element>(x: &Var<E>, max: f64) -> Var<E> {
     let raw = x.data();
-    if !should_record(&[x]) {
-        return Var::from_data(raw);
+    let out = if should_record(&[x]) {
+        record(ClipGradBackward { max }, &[Some(x)], [raw]).0[0].clone()
+    } else {
+        Var::from_data(raw)
+    };
+    // The jvp of the identity: the tangent itself.
+    if forward::is_forward_ad_enabled() {
+        forward::propagate_deferred(&out, &[x], |level| forward::tangent_or_zeros(x, level));
     }
-    let ([out], _) = record(ClipGradBackward { max }, &[Some(x)], [raw]);
     out
 }
 

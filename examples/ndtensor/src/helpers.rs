@@ -954,3 +954,136 @@ pub fn embedding_backward<T: Backend>(
         1.0,
     )
 }
+
+// ---- forward-mode (JVP) helpers: PyTorch's FunctionsManual functions that forward formulas
+// call. Built from the generated ops like the backward helpers, so tangents of tangents
+// (nested dual levels) and forward-over-reverse work through them.
+
+/// The tangent of `max.dim`'s values: the tangent's elements at the selected indices
+/// (PyTorch's `gather_with_keepdimed_indices`).
+pub fn gather_with_keepdimed_indices<T: Backend>(
+    self_t: &V<T>,
+    dim: i64,
+    indices: &V<T>,
+    keepdim: bool,
+) -> Res<V<T>> {
+    if self_t.shape().is_empty() {
+        return Ok(self_t.clone());
+    }
+    let idx = if keepdim {
+        indices.clone()
+    } else {
+        unsqueeze(indices, dim)?
+    };
+    let out = gather(self_t, dim, &idx, false)?;
+    if keepdim {
+        Ok(out)
+    } else {
+        squeeze_dim(&out, dim)
+    }
+}
+
+/// The tangent of `amax` (PyTorch's `amaxamin_jvp`): the mean of the tangent over the tied
+/// maxima.
+pub fn amaxamin_jvp<T: Backend>(
+    self_p: &V<T>,
+    self_t: &V<T>,
+    result: &V<T>,
+    dim: &[i64],
+    keepdim: bool,
+) -> Res<V<T>> {
+    let nd = self_p.shape().len();
+    let r = restore_reduced_dims(result, Some(dim), keepdim, nd)?;
+    let mask = eq_tensor(self_p, &r)?;
+    let num = sum_dim_intlist(&mul_tensor(self_t, &mask)?, Some(dim), keepdim, None)?;
+    div_tensor(&num, &sum_dim_intlist(&mask, Some(dim), keepdim, None)?)
+}
+
+/// The tangent of `logsumexp` (PyTorch's `logsumexp_jvp`): the softmax-weighted sum of the
+/// tangent, computed with the exp-normalize trick.
+pub fn logsumexp_jvp<T: Backend>(
+    self_p: &V<T>,
+    self_t: &V<T>,
+    dim: &[i64],
+    keepdim: bool,
+) -> Res<V<T>> {
+    let shifted = if self_p.shape().iter().product::<usize>() > 0 {
+        sub_tensor(self_p, &amax(self_p, dim, true)?, 1.0)?
+    } else {
+        self_p.clone()
+    };
+    let e = exp(&shifted)?;
+    let sumexp_p = sum_dim_intlist(&e, Some(dim), keepdim, None)?;
+    let sumexp_t = sum_dim_intlist(&mul_tensor(&e, self_t)?, Some(dim), keepdim, None)?;
+    div_tensor(&sumexp_t, &sumexp_p)
+}
+
+/// PyTorch's `apply_loss_reduction`: 0 none, 1 mean, 2 sum.
+pub fn apply_loss_reduction<T: Backend>(unreduced: &V<T>, reduction: i64) -> Res<V<T>> {
+    match reduction {
+        1 => mean(unreduced, None),
+        2 => sum(unreduced, None),
+        _ => Ok(unreduced.clone()),
+    }
+}
+
+/// The tangent of `native_dropout`'s output: the tangent scaled and masked like the input
+/// (in training), the tangent itself in evaluation mode.
+pub fn native_dropout_jvp<T: Backend>(
+    input_t: &V<T>,
+    mask: &V<T>,
+    p: f64,
+    train: Option<bool>,
+) -> Res<V<T>> {
+    if !train.unwrap_or(true) {
+        return Ok(input_t.clone());
+    }
+    let scale = if p == 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
+    mul_tensor(&mul_scalar(input_t, scale)?, mask)
+}
+
+/// The tangent of `layer_norm` (PyTorch's `layer_norm_jvp` followed by `_affine_jvp`). The
+/// statistics PyTorch saves from `native_layer_norm` (`mean`, `rstd`) are recomputed here
+/// from the primal with differentiable ops.
+#[allow(clippy::too_many_arguments)]
+pub fn layer_norm_jvp<T: Backend>(
+    input_p: &V<T>,
+    input_t: &V<T>,
+    weight_p: Option<&V<T>>,
+    weight_t: Option<&V<T>>,
+    bias_t: Option<&V<T>>,
+    normalized_shape: &[i64],
+    eps: f64,
+) -> Res<V<T>> {
+    let nd = input_p.shape().len();
+    let red: Vec<i64> = ((nd - normalized_shape.len()) as i64..nd as i64).collect();
+    let numel: usize = input_p.shape()[nd - normalized_shape.len()..]
+        .iter()
+        .product();
+    let mean_p = mean_dim(input_p, Some(&red), true, None)?;
+    let xc = sub_tensor(input_p, &mean_p, 1.0)?;
+    let var = mean_dim(&mul_tensor(&xc, &xc)?, Some(&red), true, None)?;
+    let invstd_p = rsqrt(&add_scalar(&var, eps, 1.0)?)?;
+    let tc = sub_tensor(input_t, &mean_dim(input_t, Some(&red), true, None)?, 1.0)?;
+    let dot = sum_dim_intlist(&mul_tensor(&tc, &xc)?, Some(&red), true, None)?;
+    let invstd_t = div_scalar(
+        &mul_tensor(&neg(&pow_tensor_scalar(&invstd_p, 3.0)?)?, &dot)?,
+        numel as f64,
+    )?;
+    let mut result_t = add_tensor(
+        &mul_tensor(&tc, &invstd_p)?,
+        &mul_tensor(&xc, &invstd_t)?,
+        1.0,
+    )?;
+    if let Some(w) = weight_p {
+        let result_p = mul_tensor(&xc, &invstd_p)?;
+        result_t = mul_tensor(&result_t, w)?;
+        if let Some(wt) = weight_t {
+            result_t = add_tensor(&result_t, &mul_tensor(&result_p, wt)?, 1.0)?;
+        }
+    }
+    match bias_t {
+        Some(b) => add_tensor(&result_t, b, 1.0),
+        None => Ok(result_t),
+    }
+}

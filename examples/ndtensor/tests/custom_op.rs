@@ -4,7 +4,7 @@
 #[allow(dead_code)]
 mod custom_op;
 
-use autograd::gradcheck::{Tolerances, gradcheck, gradgradcheck};
+use autograd::gradcheck::{Tolerances, check_forward, gradcheck, gradgradcheck};
 use custom_op::{clip_grad, softplus};
 use ndtensor::ops::*;
 use ndtensor::{NdTensor, Var};
@@ -62,5 +62,35 @@ fn the_example_runs_and_exports_dot() {
         "loss",
     ] {
         assert!(dot.contains(name), "{name} missing from\n{dot}");
+    }
+}
+
+#[test]
+fn custom_ops_have_forward_mode_rules() {
+    // clip_grad clips gradients on purpose: with a large bound its vjp is the true one.
+    let f = |x: &[Var]| mul_tensor(&softplus(&x[0]), &clip_grad(&x[0], 1e9)).unwrap();
+    check_forward(f, &[input()], Tolerances::default()).unwrap();
+    // Forward over reverse through the hand-written backward node.
+    let x = Var::from_data(input());
+    let dir = Var::from_data(NdTensor::from_vec(
+        vec![1.0, -0.5, 0.3, 0.2, -1.0, 0.7],
+        &[2, 3],
+    ));
+    let loss = |p: &[Var]| sum(&mul_tensor(&softplus(&p[0]), &p[0]).unwrap(), None);
+    let (_, hv) =
+        autograd::functional::hvp(loss, std::slice::from_ref(&x), std::slice::from_ref(&dir))
+            .unwrap();
+    // d²/dx² (x softplus(x)) = 2 s(x) + x s(x) (1 - s(x)), s the sigmoid, elementwise.
+    let want: Vec<f64> = input()
+        .to_vec()
+        .iter()
+        .zip(dir.data().to_vec())
+        .map(|(x, v)| {
+            let s = 1.0 / (1.0 + (-x).exp());
+            v * (2.0 * s + x * s * (1.0 - s))
+        })
+        .collect();
+    for (a, b) in hv[0].data().to_vec().iter().zip(&want) {
+        assert!((a - b).abs() < 1e-12, "{a} vs {b}");
     }
 }

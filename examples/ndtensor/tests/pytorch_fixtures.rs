@@ -5,6 +5,11 @@
 //! gradients of `sum(output * proj)` (or `sum(output)`), the second-order gradients of
 //! `sum_i <g_i, gv_i>`, and PyTorch's error messages are compared.
 //!
+//! Forward-mode fixtures (`"mode": "jvp"` / `"hvp"`) run the same steps inside a dual level with
+//! the inputs that require grad made dual along the recorded tangents, and compare the output's
+//! tangent (`jvp`) or the tangents of its gradients, forward-over-reverse Hessian-vector
+//! products (`hvp`).
+//!
 //! `KNOWN_DIFFERENCES` lists the fixtures ndtensor does not match yet, each with its reason
 //! (only a documented PyTorch difference is left). Every other fixture must pass, and every listed
 //! fixture must still fail: fixing a difference forces removing it from the list.
@@ -27,6 +32,9 @@ const ATOL: f64 = 1e-9;
 const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     // ---- a documented PyTorch difference
     ("shape_errors/mse_loss_mismatch_broadcast", "documented PyTorch difference: with a target that broadcasts, PyTorch's mse_loss_backward normalizes the target's gradient by the target's numel (PyTorch warns this 'will likely lead to incorrect results'); ndtensor gives the true derivative, half of it here"),
+    // ---- a forward formula PyTorch does not have
+    ("jvp/native_dropout_backward/0", "PyTorch 2.15 has no forward formula for native_dropout_backward and raises; ndtensor's (auto_linear: the op is linear in grad_output) gives the tangent"),
+    ("jvp/native_dropout_backward/1", "as jvp/native_dropout_backward/0"),
 ];
 
 /// Functions of ndtensor's YAML that no fixture exercises: `(schema name, reason)`.
@@ -125,6 +133,9 @@ fn replay(fx: &Value) -> R<()> {
 
 /// One fixture: the inputs, the steps (forward), then first- and second-order gradients.
 fn replay_in(fx: &Value, st: &mut State) -> R<()> {
+    if fx.get("mode").is_some() {
+        return replay_forward(fx, st);
+    }
     let expect = &fx["expect"];
     let err = expect.get("error");
     let mut leaves = Vec::new();
@@ -150,6 +161,61 @@ fn replay_in(fx: &Value, st: &mut State) -> R<()> {
         return Ok(());
     };
     second_order(fx, &gs, &leaves)
+}
+
+/// A forward-mode fixture: dual inputs, the steps, then the output's tangent (`jvp`) or the
+/// tangents of its gradients (`hvp`, forward over reverse).
+fn replay_forward(fx: &Value, st: &mut State) -> R<()> {
+    let _level = rt::dual_level();
+    let tangents = fx["tangents"].as_array().ok_or("no tangents")?;
+    let (mut leaves, mut duals) = (Vec::new(), 0);
+    for i in fx["inputs"].as_array().unwrap() {
+        let shape = shape_of(&i["shape"]);
+        let mut v = Var::new(
+            tensor(&i["data"], &shape),
+            i["requires_grad"].as_bool().unwrap(),
+        );
+        if v.requires_grad() {
+            leaves.push(v.clone());
+        }
+        // Inputs that require grad are dual, and those marked `"dual": true`.
+        if v.requires_grad() || i.get("dual") == Some(&Value::Bool(true)) {
+            let t = constant(&tangents[duals], &shape);
+            duals += 1;
+            v = rt::make_dual(&v, &t).map_err(|e| e.to_string())?;
+        }
+        st.env.insert(i["name"].as_str().unwrap().to_string(), v);
+    }
+    if let Some(done) = run_steps(fx, st)? {
+        return done;
+    }
+    drop(st.guard.take());
+    let expect = &fx["expect"];
+    let out = st.env[fx["output"].as_str().unwrap()].clone();
+    let u = rt::unpack_dual(&out).map_err(|e| e.to_string())?;
+    close(&u.primal.data(), &expect["value"], "value")?;
+    let tangent_of = |v: &Var| -> R<NdTensor<f64>> {
+        let t = rt::unpack_dual(v).map_err(|e| e.to_string())?.tangent;
+        Ok(t.map_or_else(|| NdTensor::zeros(&v.shape()), |t| t.data()))
+    };
+    if fx["mode"] == "jvp" {
+        return close(&tangent_of(&out)?, &expect["tangent"], "tangent");
+    }
+    let gs =
+        rt::grad(&[out], &leaves, &[None], Some(true), true, true).map_err(|e| e.to_string())?;
+    for (i, ((g, x), w)) in gs
+        .iter()
+        .zip(&leaves)
+        .zip(expect["hvp"].as_array().unwrap())
+        .enumerate()
+    {
+        let hv = match g {
+            Some(g) => tangent_of(g)?,
+            None => NdTensor::zeros(&x.shape()),
+        };
+        close(&hv, w, &format!("hvp of input {i}"))?;
+    }
+    Ok(())
 }
 
 /// The forward steps. `Some(result)` ends the fixture there (an expected forward error).
@@ -405,4 +471,23 @@ fn every_function_of_the_yaml_has_a_fixture_or_an_exclusion() {
             }
         }
     }
+}
+
+#[test]
+fn every_function_of_the_yaml_has_a_jvp_fixture_and_there_are_hvp_fixtures() {
+    let all = fixtures();
+    let jvp_ops: BTreeSet<String> = all
+        .iter()
+        .filter(|fx| fx["category"] == "jvp" && fx["mode"] == "jvp")
+        .flat_map(|fx| fx["steps"].as_array().unwrap().iter())
+        .map(|s| s["op"].as_str().unwrap().to_string())
+        .collect();
+    let missing: Vec<String> = common::all_functions()
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| !jvp_ops.contains(n))
+        .collect();
+    assert!(missing.is_empty(), "no jvp fixture: {missing:?}");
+    let hvp = all.iter().filter(|fx| fx["mode"] == "hvp").count();
+    assert!(hvp >= 2, "{hvp} hvp fixtures");
 }

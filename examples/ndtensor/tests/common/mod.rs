@@ -1,7 +1,9 @@
 //! Shared test support: deterministic random tensors, the op table, analysis enumeration.
 #![allow(dead_code)]
 
+pub mod cases;
 pub mod dispatch;
+pub mod inplace_cases;
 
 use autograd::types::Generator;
 use autograd_codegen::emit::{Config, analyze_config};
