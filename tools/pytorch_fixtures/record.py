@@ -1049,7 +1049,7 @@ def compose(p, r, y):
 
 def native_names():
     names = []
-    with open(os.path.join(ND, "native_functions.yaml")) as f:
+    with open(os.path.join(ROOT, "opset", "native_functions.yaml")) as f:
         for line in f:
             m = re.match(r"- func: ([A-Za-z0-9_.]+)\(", line)
             if m:

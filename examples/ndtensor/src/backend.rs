@@ -3,58 +3,15 @@
 //! Every kernel checks its arguments and returns PyTorch's error ([`Error`]) instead of
 //! panicking.
 
-use crate::error::{Error, check};
-use crate::ops::Backend;
 use crate::tensor::{Element, NdTensor, next_uniform};
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
+use autograd_opset::Backend;
+use autograd_opset::error::{Error, check};
+use autograd_opset::shape::{broadcast_shape, distinct_dims, norm_dim, reduce_axes};
 use ndarray::{ArcArray, Array, ArrayView, Axis, Dimension, IxDyn, Slice, Zip};
 
 type Arr<E> = ArcArray<E, IxDyn>;
 type R<T> = Result<T, Error>;
-
-/// A PyTorch dimension (`-1` is the last) as an axis of a rank-`nd` tensor (a 0-d tensor
-/// accepts 0 and -1, as in PyTorch).
-pub(crate) fn norm_dim(d: i64, nd: usize) -> R<usize> {
-    let n = nd.max(1) as i64;
-    let i = if d < 0 { d + n } else { d };
-    if !(0..n).contains(&i) {
-        return Err(Error::index(format!(
-            "Dimension out of range (expected to be in range of [{}, {}], but got {d})",
-            -n,
-            n - 1
-        )));
-    }
-    Ok(i as usize)
-}
-
-/// Sorted, distinct axes of `dim` (`None` or `[]`: all). A 0-d tensor accepts dims 0 and -1
-/// (PyTorch treats it as having one dimension of size 1 there) and has no axis to reduce.
-/// A dim listed twice is PyTorch's error.
-pub(crate) fn reduce_axes(dim: Option<&[i64]>, nd: usize) -> R<Vec<usize>> {
-    match dim {
-        Some(d) if !d.is_empty() => {
-            let v = distinct_dims(d, nd)?;
-            Ok(if nd == 0 { Vec::new() } else { v })
-        }
-        _ => Ok((0..nd).collect()),
-    }
-}
-
-/// The dims of a dim list, normalized and sorted; PyTorch refuses a dim listed twice.
-fn distinct_dims(d: &[i64], nd: usize) -> R<Vec<usize>> {
-    let mut v = Vec::with_capacity(d.len());
-    for x in d {
-        let a = norm_dim(*x, nd)?;
-        if v.contains(&a) {
-            return Err(Error::runtime(format!(
-                "dim {a} appears multiple times in the list of dims"
-            )));
-        }
-        v.push(a);
-    }
-    v.sort_unstable();
-    Ok(v)
-}
 
 /// An element of an index tensor as an index below `n`; `message` words PyTorch's error.
 fn index_below<E: Element>(x: E, n: usize, message: impl FnOnce(i64) -> Error) -> R<usize> {
@@ -108,33 +65,6 @@ fn diagonal_source(ix: &IxDyn, shape: &[usize], d1: usize, d2: usize, offset: i6
         }
     }
     IxDyn(&src)
-}
-
-/// The broadcast shape of two shapes, or PyTorch's error naming the first dim that differs.
-pub(crate) fn broadcast_shape(a: &[usize], b: &[usize]) -> R<Vec<usize>> {
-    let n = a.len().max(b.len());
-    let at = |s: &[usize], i: usize| {
-        if i + s.len() >= n {
-            s[i + s.len() - n]
-        } else {
-            1
-        }
-    };
-    // From the last dim, as PyTorch's `infer_size`, so the error names the same dim.
-    let mut out = vec![0; n];
-    for i in (0..n).rev() {
-        out[i] = match (at(a, i), at(b, i)) {
-            (x, y) if x == y => x,
-            (1, y) => y,
-            (x, 1) => x,
-            (x, y) => {
-                return Err(Error::runtime(format!(
-                    "The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i}"
-                )));
-            }
-        };
-    }
-    Ok(out)
 }
 
 fn wrap<E: Element>(a: Array<E, IxDyn>) -> NdTensor<E> {
@@ -508,11 +438,6 @@ fn nll_forward<E: Element>(
     // PyTorch's total_weight is 0 without a reduction.
     let total = if reduction == 0 { E::zero() } else { total };
     Ok((out, NdTensor::scalar(total)))
-}
-
-/// The class dim of `cross_entropy`'s input: 0 for `(C)`, else 1.
-pub(crate) fn class_dim(nd: usize) -> usize {
-    usize::from(nd >= 2)
 }
 
 impl<E: Element> Backend for NdTensor<E> {
@@ -1005,7 +930,7 @@ impl<E: Element> Backend for NdTensor<E> {
         })?;
         let ax = norm_dim(dim, nd)?;
         let n = self_.shape()[ax] as i64;
-        let (s, e) = crate::helpers::slice_bounds(n, start, end);
+        let (s, e) = autograd_opset::helpers::slice_bounds(n, start, end);
         let mut r = self_.data.clone();
         r.slice_axis_inplace(
             Axis(ax),
@@ -1027,7 +952,8 @@ impl<E: Element> Backend for NdTensor<E> {
         })?;
         check(step > 0, || "slice step must be positive".into())?;
         let ax = norm_dim(dim, s.len())?;
-        let (start, end) = crate::helpers::slice_bounds(s[ax] as i64, Some(start), Some(end));
+        let (start, end) =
+            autograd_opset::helpers::slice_bounds(s[ax] as i64, Some(start), Some(end));
         let mut out = Array::<E, _>::zeros(IxDyn(&s));
         let mut region = out.slice_axis_mut(
             Axis(ax),
@@ -1341,7 +1267,7 @@ impl<E: Element> Backend for NdTensor<E> {
                 1.0 - p
             )
         })?;
-        let scale = crate::helpers::dropout_scale(p, train);
+        let scale = autograd_opset::helpers::dropout_scale(p, train);
         let m =
             Array::from_shape_simple_fn(IxDyn(input.shape()), || mask::<E>(next_uniform() >= p));
         let mask_t = wrap(m);

@@ -1,11 +1,13 @@
 //! # ndtensor
 //!
-//! A small tensor library on [`ndarray`] whose whole autograd layer is generated from one
-//! YAML file. `derivatives.yaml` (PyTorch's format, Rust formulas) and `native_functions.yaml`
-//! (PyTorch's schemas) go through `autograd::autograd_ops!`, which generates
+//! A small tensor library on [`ndarray`] whose whole autograd layer comes from the op set
+//! [`autograd_opset`]: its `derivatives.yaml` (PyTorch's format, Rust formulas) and
+//! `native_functions.yaml` (PyTorch's schemas) go through `autograd::autograd_ops!`, which
+//! generates
 //!
 //! * the `Backend` trait, implemented for the raw tensor [`NdTensor<E>`] in `src/backend.rs`
-//!   (`E` = `f32` or `f64`; any rank; broadcasting; strided views);
+//!   (`E` = `f32` or `f64`; any rank; broadcasting; strided views) — ndtensor's only
+//!   autograd-related code is these kernels;
 //! * one backward node per differentiable operator;
 //! * differentiable functions over [`Var<E>`] with PyTorch's names (`mul_tensor`, `sum_dim_intlist`,
 //!   `log_softmax_int`, in-place `add_tensor_`, out= `mul_out`, ...), and the same as methods
@@ -29,23 +31,11 @@
 //! ```
 
 pub mod backend;
-mod error;
-pub mod helpers;
 pub mod nn;
 mod tensor;
 
-pub use error::{Error, ErrorKind};
+pub use autograd_opset::{Error, ErrorKind, helpers, ops};
 pub use tensor::{Element, NdTensor, manual_seed};
-
-/// The generated autograd layer (`autograd_ops!` over `derivatives.yaml`).
-pub mod ops {
-    autograd::autograd_ops!(
-        "derivatives.yaml",
-        native = "native_functions.yaml",
-        helpers = crate::helpers,
-        fallible = true
-    );
-}
 
 pub use ops::{Backend, VariableOps};
 

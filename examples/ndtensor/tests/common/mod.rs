@@ -78,9 +78,10 @@ pub fn v(x: &[f64], shape: &[usize]) -> T {
     NdTensor::from_vec(x.to_vec(), shape)
 }
 
-/// The analysis of ndtensor's YAML files (what `autograd_ops!` generates from).
+/// The analysis of the op set's YAML files (what `autograd_ops!` generates ndtensor's layer
+/// from).
 pub fn analysis() -> autograd_codegen::analysis::Analysis {
-    let dir = env!("CARGO_MANIFEST_DIR");
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../opset");
     let mut c = Config::new("derivatives.yaml");
     c.native = Some("native_functions.yaml".into());
     c.base_dir = dir.into();

@@ -1,4 +1,4 @@
-//! What ndtensor's kernels report: PyTorch's exception kind and PyTorch's message.
+//! What kernels and composites report: PyTorch's exception kind and PyTorch's message.
 
 use std::fmt;
 
@@ -11,23 +11,18 @@ pub enum ErrorKind {
     Index,
 }
 
-/// An error of an ndtensor kernel, worded as PyTorch words it.
+/// An error of a kernel or a composite, worded as PyTorch words it.
 ///
-/// The generated differentiable ops return it inside
-/// [`AutogradError::Backend`](autograd::runtime::AutogradError::Backend); its `Display` is
+/// A backend returns it from its kernels (its `Backend::Error`, or converted); the generated
+/// differentiable ops return it inside
+/// [`AutogradError::Backend`](autograd::runtime::AutogradError::Backend), and its `Display` is
 /// PyTorch's message alone, so `err.to_string()` reads as PyTorch's `str(e)`.
 ///
 /// ```
-/// use ndtensor::{NdTensor, Var, VariableOps};
-/// let a = Var::from_data(NdTensor::<f64>::zeros(&[2, 3]));
-/// let b = Var::from_data(NdTensor::<f64>::zeros(&[2]));
-/// let err = a.add_tensor(&b, 1.0).unwrap_err();
-/// assert_eq!(
-///     err.to_string(),
-///     "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1"
-/// );
-/// let autograd::runtime::AutogradError::Backend(e) = err else { unreachable!() };
-/// assert_eq!(e.downcast_ref::<ndtensor::Error>().unwrap().kind(), ndtensor::ErrorKind::Runtime);
+/// use autograd_opset::{Error, ErrorKind};
+/// let e = Error::index("Dimension out of range (expected to be in range of [-1, 0], but got 1)");
+/// assert_eq!(e.kind(), ErrorKind::Index);
+/// assert!(e.to_string().starts_with("Dimension out of range"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
@@ -72,7 +67,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// `Err(Error::runtime(..))` unless `cond`.
-pub(crate) fn check(cond: bool, message: impl FnOnce() -> String) -> Result<(), Error> {
+pub fn check(cond: bool, message: impl FnOnce() -> String) -> Result<(), Error> {
     if cond {
         Ok(())
     } else {

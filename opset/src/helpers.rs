@@ -57,7 +57,7 @@ pub fn sum_to<T: Backend>(g: &V<T>, shape: &[usize]) -> Res<V<T>> {
 
 /// The axes a reduction over `dim` (`None`/`[]`: all) covers.
 fn axes(dim: Option<&[i64]>, nd: usize) -> Res<Vec<usize>> {
-    crate::backend::reduce_axes(dim, nd).map_err(AutogradError::backend)
+    crate::shape::reduce_axes(dim, nd).map_err(AutogradError::backend)
 }
 
 /// Re-inserts the reduced dimensions of a `keepdim=False` reduction.
@@ -408,8 +408,7 @@ fn batched_matmul<T: Backend>(a: &V<T>, b: &V<T>) -> Res<V<T>> {
     };
     let batch_a = &sa[..da.saturating_sub(2)];
     let batch_b = &sb[..db.saturating_sub(2)];
-    let batch =
-        crate::backend::broadcast_shape(batch_a, batch_b).map_err(AutogradError::backend)?;
+    let batch = crate::shape::broadcast_shape(batch_a, batch_b).map_err(AutogradError::backend)?;
     let bp = batch.iter().product::<usize>() as i64;
     let expand_to = |extra: [usize; 2]| {
         let mut s = batch.clone();
@@ -456,7 +455,7 @@ pub fn inverse_permutation(p: &[i64]) -> Res<Vec<i64>> {
     let n = p.len();
     let mut inv = vec![0i64; n];
     for (i, d) in p.iter().enumerate() {
-        inv[crate::backend::norm_dim(*d, n).map_err(AutogradError::backend)?] = i as i64;
+        inv[crate::shape::norm_dim(*d, n).map_err(AutogradError::backend)?] = i as i64;
     }
     Ok(inv)
 }
@@ -478,7 +477,7 @@ pub fn slice_backward_wrapper<T: Backend>(
     end: Option<i64>,
     step: i64,
 ) -> Res<V<T>> {
-    let ax = crate::backend::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
+    let ax = crate::shape::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
     let (s, e) = slice_bounds(sizes[ax] as i64, start, end);
     slice_backward(g, &dims(sizes), ax as i64, s, e, step)
 }
@@ -487,7 +486,7 @@ pub fn slice_backward_wrapper<T: Backend>(
 /// Only the inputs' sizes are saved (as PyTorch's `to_args_sizes`), so modifying an input in
 /// place after `cat` is no error.
 pub fn cat_tensors_backward<T: Backend>(g: &V<T>, sizes: &[Vec<i64>], dim: i64) -> Res<Vec<V<T>>> {
-    let ax = crate::backend::norm_dim(dim, g.shape().len()).map_err(AutogradError::backend)?;
+    let ax = crate::shape::norm_dim(dim, g.shape().len()).map_err(AutogradError::backend)?;
     let mut at = 0i64;
     sizes
         .iter()
@@ -502,7 +501,7 @@ pub fn cat_tensors_backward<T: Backend>(g: &V<T>, sizes: &[Vec<i64>], dim: i64) 
 
 /// Backward of `unbind`: the gradients stacked back; undefined ones are zeros.
 pub fn unbind_backward<T: Backend>(grads: &[Option<V<T>>], dim: i64, sizes: &[usize]) -> Res<V<T>> {
-    let ax = crate::backend::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
+    let ax = crate::shape::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
     let mut piece = sizes.to_vec();
     piece.remove(ax);
     stack(&grads_or_zeros(grads, |_| piece.clone())?, ax as i64)
@@ -539,7 +538,7 @@ pub fn select_backward_wrapper<T: Backend>(
     dim: i64,
     index: i64,
 ) -> Res<V<T>> {
-    let ax = crate::backend::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
+    let ax = crate::shape::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
     let n = sizes[ax] as i64;
     let i = if index < 0 { index + n } else { index };
     slice_backward_wrapper(
@@ -565,7 +564,7 @@ pub fn chunk<T: Backend>(self_: &V<T>, chunks: i64, dim: i64) -> Res<Vec<V<T>>> 
             "chunk expects `chunks` to be greater than 0, got: {chunks}"
         )));
     }
-    let ax = crate::backend::norm_dim(dim, nd).map_err(AutogradError::backend)?;
+    let ax = crate::shape::norm_dim(dim, nd).map_err(AutogradError::backend)?;
     let n = self_.shape()[ax] as i64;
     if n == 0 {
         return (0..chunks).map(|_| narrow(self_, dim, 0, 0)).collect();
@@ -585,7 +584,7 @@ pub fn split_backward<T: Backend>(
     dim: i64,
     split_size: i64,
 ) -> Res<V<T>> {
-    let ax = crate::backend::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
+    let ax = crate::shape::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
     let n = sizes[ax] as i64;
     let piece = |i: usize| {
         let mut p = sizes.to_vec();
@@ -625,7 +624,7 @@ pub fn gather_backward<T: Backend>(g: &V<T>, sizes: &[usize], dim: i64, index: &
 pub fn mse_loss_backward<T: Backend>(g: &V<T>, a: &V<T>, b: &V<T>, reduction: i64) -> Res<V<T>> {
     let d = mul_scalar(&mul_tensor(&sub_tensor(a, b, 1.0)?, g)?, 2.0)?;
     let d = if reduction == 1 {
-        let n: usize = crate::backend::broadcast_shape(&a.shape(), &b.shape())
+        let n: usize = crate::shape::broadcast_shape(&a.shape(), &b.shape())
             .map_err(AutogradError::backend)?
             .iter()
             .product();
@@ -731,7 +730,7 @@ pub fn cross_entropy_loss<T: Backend>(
         return cross_entropy_prob_target(self_, target, weight, reduction, label_smoothing);
     }
     check_label_smoothing(label_smoothing)?;
-    let cd = crate::backend::class_dim(self_.shape().len()) as i64;
+    let cd = crate::shape::class_dim(self_.shape().len()) as i64;
     let input = log_softmax_int(self_, cd, None)?;
     if label_smoothing > 0.0 {
         return cross_entropy_label_smoothing(
@@ -774,7 +773,7 @@ fn cross_entropy_prob_target<T: Backend>(
     label_smoothing: f64,
 ) -> Res<V<T>> {
     let nd = self_.shape().len();
-    let cd = crate::backend::class_dim(nd);
+    let cd = crate::shape::class_dim(nd);
     let c = self_.shape()[cd];
     if let Some(w) = weight.filter(|w| w.shape() != [c]) {
         return Err(runtime_error(format!(
@@ -826,7 +825,7 @@ fn cross_entropy_label_smoothing<T: Backend>(
     label_smoothing: f64,
 ) -> Res<V<T>> {
     let nd = input.shape().len();
-    let cd = crate::backend::class_dim(nd);
+    let cd = crate::shape::class_dim(nd);
     let c = input.shape()[cd];
     let nll = nll_loss_nd(input, target, weight, reduction, ignore_index)?;
     let ignored = eq_scalar(target, ignore_index as f64)?;

@@ -1,0 +1,37 @@
+//! # autograd-opset
+//!
+//! PyTorch's operators as a reusable differentiable op set: the schemas
+//! (`native_functions.yaml`), the backward and forward formulas (`derivatives.yaml`, PyTorch's
+//! format with Rust formulas), the longer formula helpers and PyTorch's composites
+//! ([`helpers`]), and the shape rules both kernels and composites check ([`shape`]), with
+//! errors in PyTorch's words ([`Error`]). `autograd::autograd_ops!` turns them into
+//!
+//! * the [`Backend`] trait: one kernel per function, which a tensor library implements for
+//!   its raw tensor type (ndtensor does, on ndarray);
+//! * a backward node per differentiable function, forward-mode formulas, view tracking and
+//!   in-place/out= variants;
+//! * the differentiable functions ([`ops`]) and methods ([`VariableOps`]) over
+//!   `Variable<T>` for any `T: Backend`.
+//!
+//! Kernels return `Result<_, Self::Error>` (`fallible = true`): a kernel reports a shape or
+//! argument mistake with PyTorch's message, which the differentiable op returns inside
+//! `AutogradError::Backend`.
+
+pub mod error;
+pub mod helpers;
+pub mod shape;
+
+pub use error::{Error, ErrorKind};
+
+/// The generated autograd layer (`autograd_ops!` over `derivatives.yaml` and
+/// `native_functions.yaml`).
+pub mod ops {
+    autograd::autograd_ops!(
+        "derivatives.yaml",
+        native = "native_functions.yaml",
+        helpers = crate::helpers,
+        fallible = true
+    );
+}
+
+pub use ops::{Backend, VariableOps};
