@@ -724,7 +724,7 @@ fn run<'a, T: Tensor>(
         }
         match vertex {
             Vertex::Node(cell) => {
-                let hooks = if cell.has_hooks.load(Ordering::Acquire) {
+                let hooks = if cell.has_hooks() {
                     cell.hooks_snapshot()
                 } else {
                     None
@@ -861,7 +861,7 @@ fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, mut e: AutogradError) -> AutogradE
     }
     AutogradError::Anomaly {
         node: node_name(cell),
-        forward_trace: cell.anomaly.as_ref().map(|a| a.0.to_string()),
+        forward_trace: cell.anomaly().map(|a| a.0.to_string()),
         source: Box::new(e),
     }
 }
