@@ -369,7 +369,7 @@ impl<'a, T: Tensor> Vertex<'a, T> {
     /// equals... they have depth 0, below every node).
     fn priority(&self) -> (u64, u64) {
         match self {
-            Vertex::Node(c) => (c.topo, c.seq),
+            Vertex::Node(c) => (u64::from(c.topo), c.seq),
             Vertex::Leaf(_) => (0, u64::MAX),
         }
     }

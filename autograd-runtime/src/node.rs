@@ -115,8 +115,9 @@ pub(crate) struct NodeCell<T: Tensor, N: ?Sized> {
     pub(crate) meta: OptList<TensorMeta, 1>,
     pub(crate) seq: u64,
     /// 1 + the largest `topo` of the nodes the edges lead to (0 for none):
-    /// every consumer of a node has a larger one, on any thread.
-    pub(crate) topo: u64,
+    /// every consumer of a node has a larger one, on any thread. 32 bits: a
+    /// chain of 2^32 nodes would not fit in memory (a record is over 100 bytes).
+    pub(crate) topo: u32,
     /// Claimed by the running graph task: `task id << 32 | vertex index`.
     pub(crate) task_slot: AtomicU64,
     /// Hooks and the anomaly trace, allocated on first use (most nodes have
