@@ -84,6 +84,7 @@ struct LastRef<T: Tensor>(NonNull<DynBox<T>>);
 
 impl<T: Tensor> Drop for LastRef<T> {
     fn drop(&mut self) {
+        arena::prefetch_below(self.0.as_ptr().cast::<u8>());
         // SAFETY: a `LastRef` is made only by `NodeRef::drop` when the strong
         // count reached zero (after an acquire fence), so this is the only
         // access to the cell, which was initialised in `NodeHandle::new` and
