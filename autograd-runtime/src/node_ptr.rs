@@ -67,7 +67,11 @@ unsafe fn release_weak<T: Tensor>(p: NonNull<DynBox<T>>) {
     // SAFETY: the caller's weak count keeps the header alive until the
     // `fetch_sub` below; `b` is not used after it unless it was the last.
     let b = unsafe { p.as_ref() };
-    if b.weak.fetch_sub(1, Ordering::Release) == 1 {
+    // The last count (the usual case: no saved output or shared counter
+    // refers to the node) needs no read-modify-write: no other count exists
+    // to be released concurrently, and none can be created (that needs a
+    // count).
+    if b.weak.load(Ordering::Acquire) == 1 || b.weak.fetch_sub(1, Ordering::Release) == 1 {
         // Every other user's accesses happen before the chunk is released.
         fence(Ordering::Acquire);
         let chunk = b.chunk;
