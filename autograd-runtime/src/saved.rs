@@ -310,7 +310,7 @@ fn mismatch<T: Tensor>(
 
 impl<T: Tensor> SavedVariable<T> {
     /// Saves `var` through saved-tensor hooks: `pack` runs now (under no_grad), as in
-    /// PyTorch's `set_hooks_and_pack_data`, on `var` itself, or on a detached alias of it
+    /// PyTorch's `set_hooks_and_pack_data`, on `var` itself, or on a history-less alias of it
     /// when it is the saving node's output (so that a pack hook that keeps what it is given
     /// makes no node → output → node cycle).
     fn hooked(var: &Variable<T>, is_output: bool, hooks: Arc<SavedHooks<T>>) -> Self {
@@ -323,8 +323,14 @@ impl<T: Tensor> SavedVariable<T> {
             None if var.requires_grad() => Origin::Leaf(var.clone()),
             None => Origin::Constant,
         };
+        // An op's own output goes to `pack` as a history-less alias sharing its data and
+        // version counter, but not a `detach()`: that keeps its origin alive (to share
+        // replaced values), so a hook keeping what it is given (an identity pack hook, or
+        // one that records its inputs) would make node -> packed -> output -> node, a
+        // cycle that is never freed (Miri's leak check found it). Writes through the
+        // alias are refused anyway: `pack` must not modify its input in place.
         let given = match origin {
-            Origin::Output { .. } => var.detach(),
+            Origin::Output { .. } => var.alias(var.data()),
             _ => var.clone(),
         };
         let before = given.version();
