@@ -1,5 +1,6 @@
 //! [`CounterSlot`]: a set-once box read with one atomic load, which holds a
-//! variable's shared version counter.
+//! variable's shared version counter and a node's rarely present extras
+//! (hooks, anomaly trace).
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -27,6 +28,16 @@ impl<X: Send + Sync> CounterSlot<X> {
         // replaces or mutates it, and frees it only when dropped, which
         // cannot happen while `self` is borrowed.
         unsafe { self.0.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// The value, stored first with `f()` if the slot is empty (when two
+    /// threads race, one value is kept and the other dropped).
+    pub(crate) fn get_or_init(&self, f: impl FnOnce() -> X) -> &X {
+        if let Some(x) = self.get() {
+            return x;
+        }
+        let _ = self.set(f());
+        self.get().expect("the slot was just set")
     }
 
     /// Stores `x` if the slot is empty; gives it back otherwise.

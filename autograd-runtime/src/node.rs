@@ -9,6 +9,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use crate::counter_slot::CounterSlot;
 use crate::error::AutogradError;
 use crate::hooks::{Hook, PostHookFn, PreHookFn, TensorHookFn};
 use crate::list::OptList;
@@ -114,14 +115,25 @@ pub(crate) struct NodeCell<T: Tensor, N: ?Sized> {
     pub(crate) meta: OptList<TensorMeta, 1>,
     pub(crate) seq: u64,
     /// 1 + the largest `topo` of the nodes the edges lead to (0 for none):
-    /// every consumer of a node has a larger one, on any thread.
-    pub(crate) topo: u64,
+    /// every consumer of a node has a larger one, on any thread. 32 bits: a
+    /// chain of 2^32 nodes would not fit in memory (a record is over 100 bytes).
+    pub(crate) topo: u32,
     /// Claimed by the running graph task: `task id << 32 | vertex index`.
     pub(crate) task_slot: AtomicU64,
-    pub(crate) has_hooks: AtomicBool,
-    pub(crate) hooks: Mutex<Option<Box<NodeHooks<T>>>>,
-    pub(crate) anomaly: Option<Box<AnomalyTrace>>,
+    /// Hooks and the anomaly trace, allocated on first use (most nodes have
+    /// neither): one pointer in the record instead of a mutex, a flag and a
+    /// box.
+    pub(crate) extras: CounterSlot<NodeExtras<T>>,
     pub(crate) node: Mutex<N>,
+}
+
+/// The rarely present part of a node ([`NodeCell::extras`]).
+pub(crate) struct NodeExtras<T: Tensor> {
+    /// Set once a hook was registered (the engine then takes a snapshot).
+    has_hooks: AtomicBool,
+    hooks: Mutex<NodeHooks<T>>,
+    /// The backtrace of the forward call (anomaly mode); set at creation.
+    anomaly: Option<AnomalyTrace>,
 }
 
 pub(crate) type DynCell<T> = NodeCell<T, dyn Node<T>>;
@@ -150,14 +162,27 @@ impl<T: Tensor, N: ?Sized> Drop for NodeCell<T, N> {
 }
 
 impl<T: Tensor, N: ?Sized> NodeCell<T, N> {
-    pub(crate) fn hooks(&self) -> MutexGuard<'_, Option<Box<NodeHooks<T>>>> {
-        lock(&self.hooks)
+    /// The hooks, locked; `None` if none was ever registered.
+    pub(crate) fn hooks(&self) -> Option<MutexGuard<'_, NodeHooks<T>>> {
+        self.extras.get().map(|e| lock(&e.hooks))
+    }
+
+    /// Whether a hook was ever registered on this node.
+    #[inline]
+    pub(crate) fn has_hooks(&self) -> bool {
+        self.extras
+            .get()
+            .is_some_and(|e| e.has_hooks.load(Ordering::Acquire))
+    }
+
+    /// The forward backtrace recorded in anomaly mode.
+    pub(crate) fn anomaly(&self) -> Option<&AnomalyTrace> {
+        self.extras.get().and_then(|e| e.anomaly.as_ref())
     }
 
     /// A copy of the hooks (the closures are shared), to call them unlocked.
     pub(crate) fn hooks_snapshot(&self) -> Option<HooksSnapshot<T>> {
-        let g = self.hooks();
-        let h = g.as_ref()?;
+        let h = self.hooks()?;
         Some(HooksSnapshot {
             tensor_pre: h.tensor_pre.clone(),
             retain: h.retain.clone(),
@@ -167,9 +192,13 @@ impl<T: Tensor, N: ?Sized> NodeCell<T, N> {
     }
 
     pub(crate) fn add_hooks(&self, f: impl FnOnce(&mut NodeHooks<T>)) {
-        let mut h = self.hooks();
-        f(h.get_or_insert_with(Default::default));
-        self.has_hooks.store(true, Ordering::Release);
+        let e = self.extras.get_or_init(|| NodeExtras {
+            has_hooks: AtomicBool::new(false),
+            hooks: Mutex::new(NodeHooks::default()),
+            anomaly: None,
+        });
+        f(&mut lock(&e.hooks));
+        e.has_hooks.store(true, Ordering::Release);
     }
 }
 
@@ -287,8 +316,9 @@ impl<T: Tensor> NodeRef<T> {
     /// Removes a hook registered on this node (pre, post or tensor hook);
     /// returns whether it was found.
     pub fn remove_hook(&self, id: HookId) -> bool {
-        let mut g = self.cell().hooks();
-        let Some(h) = g.as_mut() else { return false };
+        let Some(mut h) = self.cell().hooks() else {
+            return false;
+        };
         let before = h.pre.len() + h.post.len() + h.tensor_pre.len();
         h.pre.retain(|k| k.id != id);
         h.post.retain(|k| k.id != id);
@@ -304,7 +334,7 @@ impl<T: Tensor> NodeRef<T> {
     /// Backtrace of the forward call that created this node, if it was
     /// recorded with anomaly mode on.
     pub fn forward_trace(&self) -> Option<String> {
-        self.cell().anomaly.as_ref().map(|a| a.0.to_string())
+        self.cell().anomaly().map(|a| a.0.to_string())
     }
 
     /// `(name, shape)` of every saved variable (`None` shape once released). Slots that were
@@ -472,11 +502,14 @@ fn new_cell<T: Tensor, N: Node<T>>(
         }
     }
     let topo = depth + 1;
-    let anomaly = if is_anomaly_enabled() {
-        Some(Box::new(AnomalyTrace(Backtrace::force_capture())))
-    } else {
-        None
-    };
+    let extras = CounterSlot::empty();
+    if is_anomaly_enabled() {
+        let _ = extras.set(NodeExtras {
+            has_hooks: AtomicBool::new(false),
+            hooks: Mutex::new(NodeHooks::default()),
+            anomaly: Some(AnomalyTrace(Backtrace::force_capture())),
+        });
+    }
     let seq = SEQUENCE_NR.with(|s| {
         let n = s.get();
         s.set(n + 1);
@@ -489,9 +522,7 @@ fn new_cell<T: Tensor, N: Node<T>>(
         seq,
         topo,
         task_slot: AtomicU64::new(0),
-        has_hooks: AtomicBool::new(false),
-        hooks: Mutex::new(None),
-        anomaly,
+        extras,
         node: Mutex::new(node),
     };
     NodeHandle::new(cell, refs)

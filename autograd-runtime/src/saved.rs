@@ -45,16 +45,37 @@ enum State<T: Tensor> {
         grad_fn: WeakNode<T>,
         output_nr: u32,
         version: u32,
-        /// The version counter when it is not the node's own slot for this
-        /// output (the output shares another variable's, or had its history
-        /// replaced by an in-place op).
-        counter: Option<SharedCounter<T>>,
-        /// Its tangents when it was saved under forward AD (forward-over-reverse: the
-        /// backward formula that unpacks it sees them).
-        fw: Option<crate::forward::Snapshot<T>>,
+        /// What most saved outputs do not have, boxed to keep the node that
+        /// saves them small (`None`: neither).
+        rare: Option<Box<OutputRare<T>>>,
     },
     /// Packed by saved-tensor hooks.
     Hooked(Box<Hooked<T>>),
+}
+
+/// The rarely present part of a saved output.
+struct OutputRare<T: Tensor> {
+    /// The version counter when it is not the node's own slot for this
+    /// output (the output shares another variable's, or had its history
+    /// replaced by an in-place op).
+    counter: Option<SharedCounter<T>>,
+    /// Its tangents when it was saved under forward AD (forward-over-reverse: the
+    /// backward formula that unpacks it sees them).
+    fw: Option<crate::forward::Snapshot<T>>,
+}
+
+impl<T: Tensor> OutputRare<T> {
+    fn boxed(
+        counter: Option<SharedCounter<T>>,
+        fw: Option<crate::forward::Snapshot<T>>,
+    ) -> Option<Box<Self>> {
+        (counter.is_some() || fw.is_some()).then(|| Box::new(OutputRare { counter, fw }))
+    }
+}
+
+/// The counter of a saved output that is not its node's slot.
+fn rare_counter<T: Tensor>(rare: &Option<Box<OutputRare<T>>>) -> Option<&SharedCounter<T>> {
+    rare.as_ref().and_then(|r| r.counter.as_ref())
 }
 
 /// A tensor packed by saved-tensor hooks, and what is needed to give the unpacked tensor
@@ -121,10 +142,12 @@ impl<T: Tensor> SavedVariable<T> {
                 state: State::Output {
                     data: var.data(),
                     grad_fn: node.downgrade(),
-                    counter: var.saved_output_counter(&node, output_nr),
+                    rare: OutputRare::boxed(
+                        var.saved_output_counter(&node, output_nr),
+                        crate::forward::snapshot(var),
+                    ),
                     output_nr,
                     version,
-                    fw: crate::forward::snapshot(var),
                 },
             };
         }
@@ -194,9 +217,9 @@ impl<T: Tensor> SavedVariable<T> {
                 grad_fn,
                 output_nr,
                 version,
-                counter,
-                fw,
+                rare,
             } => {
+                let counter = rare_counter(rare);
                 let current = output_version(grad_fn, *output_nr, counter);
                 if current != *version {
                     // The node that saved its output is usually the one
@@ -208,7 +231,7 @@ impl<T: Tensor> SavedVariable<T> {
                     return Err(mismatch(data, output_of, current, *version));
                 }
                 let v = rebuild_output(data, grad_fn, *output_nr, counter);
-                if let Some(fw) = fw {
+                if let Some(fw) = rare.as_ref().and_then(|r| r.fw.as_ref()) {
                     crate::forward::restore(&v, fw);
                 }
                 Ok(Some(v))
@@ -227,9 +250,10 @@ impl<T: Tensor> SavedVariable<T> {
                 grad_fn,
                 output_nr,
                 version,
-                counter,
-                ..
-            } if output_version(grad_fn, *output_nr, counter) == *version => Ok(data.clone()),
+                rare,
+            } if output_version(grad_fn, *output_nr, rare_counter(rare)) == *version => {
+                Ok(data.clone())
+            }
             _ => self.unpack().map(|v| v.data()),
         }
     }
@@ -241,13 +265,13 @@ fn rebuild_output<T: Tensor>(
     data: &T,
     grad_fn: &WeakNode<T>,
     output_nr: u32,
-    counter: &Option<SharedCounter<T>>,
+    counter: Option<&SharedCounter<T>>,
 ) -> Variable<T> {
     match (grad_fn.upgrade(), counter) {
         (Some(node), None) => Variable::with_grad_fn(data.clone(), node, output_nr),
         (node, counter) => {
             let counter = counter
-                .clone()
+                .cloned()
                 .unwrap_or_else(|| SharedCounter::Node(grad_fn.clone(), output_nr));
             let requires_grad = node.is_some();
             Variable::reconstructed(data.clone(), node, output_nr, requires_grad, counter)
@@ -260,7 +284,7 @@ fn rebuild_output<T: Tensor>(
 fn output_version<T: Tensor>(
     grad_fn: &WeakNode<T>,
     output_nr: u32,
-    counter: &Option<SharedCounter<T>>,
+    counter: Option<&SharedCounter<T>>,
 ) -> u32 {
     match counter {
         None => grad_fn.version_slot(output_nr),
@@ -286,7 +310,7 @@ fn mismatch<T: Tensor>(
 
 impl<T: Tensor> SavedVariable<T> {
     /// Saves `var` through saved-tensor hooks: `pack` runs now (under no_grad), as in
-    /// PyTorch's `set_hooks_and_pack_data`, on `var` itself, or on a detached alias of it
+    /// PyTorch's `set_hooks_and_pack_data`, on `var` itself, or on a history-less alias of it
     /// when it is the saving node's output (so that a pack hook that keeps what it is given
     /// makes no node → output → node cycle).
     fn hooked(var: &Variable<T>, is_output: bool, hooks: Arc<SavedHooks<T>>) -> Self {
@@ -299,8 +323,14 @@ impl<T: Tensor> SavedVariable<T> {
             None if var.requires_grad() => Origin::Leaf(var.clone()),
             None => Origin::Constant,
         };
+        // An op's own output goes to `pack` as a history-less alias sharing its data and
+        // version counter, but not a `detach()`: that keeps its origin alive (to share
+        // replaced values), so a hook keeping what it is given (an identity pack hook, or
+        // one that records its inputs) would make node -> packed -> output -> node, a
+        // cycle that is never freed (Miri's leak check found it). Writes through the
+        // alias are refused anyway: `pack` must not modify its input in place.
         let given = match origin {
-            Origin::Output { .. } => var.detach(),
+            Origin::Output { .. } => var.alias(var.data()),
             _ => var.clone(),
         };
         let before = given.version();
@@ -354,9 +384,12 @@ impl<T: Tensor> SavedVariable<T> {
                 data,
                 grad_fn,
                 output_nr,
-                counter,
+                rare,
                 ..
-            } => (rebuild_output(data, grad_fn, *output_nr, counter), true),
+            } => (
+                rebuild_output(data, grad_fn, *output_nr, rare_counter(rare)),
+                true,
+            ),
         };
         *self = Self::hooked(&var, is_output, hooks);
         Ok(())

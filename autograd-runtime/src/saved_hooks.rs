@@ -92,7 +92,7 @@ impl Drop for SavedTensorsHooksGuard {
 /// context manager; nested calls: the innermost pair wins).
 ///
 /// * `pack` runs when an op saves a tensor (under no_grad), on the tensor itself (an
-///   input) or on a detached alias of it (same data and version counter, no history: the
+///   input) or on a history-less alias of it (same data and version counter, no link to it: the
 ///   saving op's output); the node keeps what it returns instead of the tensor. `unpack` runs each time backward unpacks it, and must return a tensor of the
 ///   saved shape and dtype (`Output of saved tensor unpack_hook expected to have shape [3]
 ///   but got [2]`); the runtime gives the result the saved tensor's place in the graph.

@@ -731,7 +731,7 @@ impl<T: Tensor> Variable<T> {
         if self.retains_grad() {
             let me = Arc::as_ptr(&self.0);
             if let Some(old) = old
-                && let Some(h) = old.cell().hooks().as_mut()
+                && let Some(mut h) = old.cell().hooks()
             {
                 h.retain.retain(|(_, w)| w.as_ptr() != me);
             }

@@ -288,3 +288,25 @@ fn pack_receives_inputs_themselves_and_outputs_detached() {
     assert!(!seen[2].ptr_eq(&e) && seen[2].grad_fn().is_none() && !seen[2].requires_grad());
     assert_eq!(vals(&seen[2]), vals(&e));
 }
+
+#[test]
+fn a_pack_hook_keeping_what_it_is_given_makes_no_cycle() {
+    // An identity pack hook (PyTorch's documented example) on an op that saves its own
+    // output: the node keeps what pack returned; had that been a `detach()` of the output
+    // (which keeps its origin, and so the node, alive), the graph would never be freed.
+    // Without a backward pass (which would release the saved tensor and break a cycle).
+    let start = live_nodes();
+    {
+        let x = leaf(&[0.5], &[1]);
+        let _hooks = saved_tensors_hooks(|v: &V| Ok(v.clone()), |p: &V| Ok(p.clone()));
+        let e = exp(&x);
+        assert!(live_nodes() > start);
+        drop(e);
+    }
+    assert_eq!(live_nodes(), start);
+    // And the gradient through it is right: d/dx exp(x) = exp(0.5).
+    let x = leaf(&[0.5], &[1]);
+    let _hooks = saved_tensors_hooks(|v: &V| Ok(v.clone()), |p: &V| Ok(p.clone()));
+    exp(&x).backward().unwrap();
+    assert!((vals(&x.grad().unwrap())[0] - 0.5f64.exp()).abs() < 1e-12);
+}
