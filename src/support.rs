@@ -288,7 +288,10 @@ pub mod __prelude {
         check_inplace_shape, check_no_requires_grad, save_if, save_opt_if, should_record_any,
         should_record_not_implemented, size_at, wrap_opt_if,
     };
-    pub use crate::runtime::__private::{check_out, is_retaining_graph};
+    pub use crate::runtime::__private::{
+        check_out, is_retaining_graph, record_generated as record,
+        record_inplace_generated as record_inplace, record_vec_generated as record_vec,
+    };
     pub use crate::runtime::forward::{
         forbid as fw_forbid, original as fw_original, poison as fw_poison,
         propagate as fw_propagate, tangent_or_zeros, tangents_or_zeros,
@@ -298,7 +301,6 @@ pub mod __prelude {
     pub use crate::runtime::view::{ViewFn, ViewInverse, inplace_on_view, make_view};
     pub use crate::runtime::{
         AutogradError, Node, SavedVariable, Tensor, Variable, VariableList, is_grad_enabled,
-        record, record_inplace, record_vec,
     };
     pub use crate::types;
     pub use std::borrow::Borrow;

@@ -375,9 +375,29 @@ mod tests {
             }
             if let Some(fast) = fast::parse(&text, 0) {
                 let slow = parse_saphyr(&Arc::from("x"), &text, 0);
-                proptest::prop_assert_eq!(Ok(Some(fast)), slow, "{:?}", text);
+                // saphyr refuses ` -` inside a plain scalar of a flow sequence (`[Tru -, x]`),
+                // which YAML allows and PyYAML (torchgen's reader) and the fast reader accept:
+                // see `flow_plain_scalar_with_a_dash_reads_as_pyyaml_does`.
+                let saphyr_stricter = matches!(&slow, Err(d) if d.message.contains("plain scalar cannot start with '-'"));
+                if !saphyr_stricter {
+                    proptest::prop_assert_eq!(Ok(Some(fast)), slow, "{:?}", text);
+                }
             }
         }
+    }
+
+    #[test]
+    fn flow_plain_scalar_with_a_dash_reads_as_pyyaml_does() {
+        // PyYAML: yaml.safe_load("a: [Tru -, 'x']") == {'a': ['Tru -', 'x']}
+        let n = fast::parse("a: [Tru -, 'x']\n", 0).expect("the fast reader answers");
+        let Value::Map(m) = &n.value else {
+            panic!("{n:?}")
+        };
+        let Value::Seq(items) = &m[0].1.value else {
+            panic!("{n:?}")
+        };
+        assert_eq!(items[0].as_str(), Some("Tru -"));
+        assert_eq!(items[1].as_str(), Some("x"));
     }
 
     #[test]

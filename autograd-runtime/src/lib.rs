@@ -203,8 +203,8 @@ pub use mode::{
     is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled,
 };
 pub use node::{
-    Edge, HookId, Node, NodeHandle, NodeRef, VariableList, live_nodes, record, record_inplace,
-    record_vec, should_record,
+    ERR_NO_JVP, Edge, HookId, Node, NodeHandle, NodeRef, VariableList, live_nodes, record,
+    record_inplace, record_vec, should_record,
 };
 pub use saved::SavedVariable;
 pub use saved_hooks::{SavedTensorsHooksGuard, saved_tensors_hooks};
@@ -216,5 +216,7 @@ pub use variable::Variable;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::engine::is_retaining_graph;
-    pub use crate::node::check_out;
+    pub use crate::node::{
+        check_out, record_generated, record_inplace_generated, record_vec_generated,
+    };
 }

@@ -541,7 +541,23 @@ fn new_cell<T: Tensor, N: Node<T>>(
 /// Allocations: the node goes into the thread's arena chunk (edges and output
 /// metadata inline for up to two inputs and one output); one `Arc` per output
 /// variable.
+///
+/// Under forward-mode AD, a node recorded here has no forward rule: when an input has a
+/// tangent, the outputs' tangent is PyTorch's error for a custom `Function` without `jvp`
+/// (never a silent zero). Give a custom op a rule with
+/// [`forward::propagate`](crate::forward::propagate) after recording.
 pub fn record<T: Tensor, N: Node<T>, const K: usize>(
+    node: N,
+    inputs: &[Option<&Variable<T>>],
+    outputs: [T; K],
+) -> ([Variable<T>; K], NodeHandle<T, N>) {
+    let (outs, handle) = record_generated(node, inputs, outputs);
+    no_forward_rule(inputs, &outs);
+    (outs, handle)
+}
+
+/// [`record`] for generated code and the runtime's own ops, which set tangents themselves.
+pub fn record_generated<T: Tensor, N: Node<T>, const K: usize>(
     node: N,
     inputs: &[Option<&Variable<T>>],
     outputs: [T; K],
@@ -560,6 +576,17 @@ pub fn record<T: Tensor, N: Node<T>, const K: usize>(
 
 /// [`record`] for a number of outputs known only at run time.
 pub fn record_vec<T: Tensor, N: Node<T>>(
+    node: N,
+    inputs: &[Option<&Variable<T>>],
+    outputs: Vec<T>,
+) -> (Vec<Variable<T>>, NodeHandle<T, N>) {
+    let (outs, handle) = record_vec_generated(node, inputs, outputs);
+    no_forward_rule(inputs, &outs);
+    (outs, handle)
+}
+
+/// [`record_vec`] for generated code, which sets tangents itself.
+pub fn record_vec_generated<T: Tensor, N: Node<T>>(
     node: N,
     inputs: &[Option<&Variable<T>>],
     outputs: Vec<T>,
@@ -586,6 +613,44 @@ pub fn record_vec<T: Tensor, N: Node<T>>(
 /// still call [`Variable::check_inplace`], replace the data and
 /// [`bump_version`](Variable::bump_version).
 pub fn record_inplace<T: Tensor, N: Node<T>>(
+    node: N,
+    inputs: &[Option<&Variable<T>>],
+    self_: &Variable<T>,
+    new_data: Option<T>,
+) -> Result<NodeHandle<T, N>, AutogradError> {
+    let handle = record_inplace_generated(node, inputs, self_, new_data)?;
+    no_forward_rule(inputs, std::slice::from_ref(self_));
+    Ok(handle)
+}
+
+/// PyTorch's error for a custom `Function` without `jvp`, raised when it is used under
+/// forward-mode AD.
+pub const ERR_NO_JVP: &str = "You must implement the jvp function for custom autograd.Function to use it with forward mode AD.";
+
+/// Outputs of a node without a forward rule get [`ERR_NO_JVP`] as their tangent at every
+/// visible level where an input has one.
+fn no_forward_rule<T: Tensor>(inputs: &[Option<&Variable<T>>], outputs: &[Variable<T>]) {
+    if !crate::forward::is_forward_ad_enabled() {
+        return;
+    }
+    for level in crate::forward::visible_levels() {
+        let tangent = inputs
+            .iter()
+            .flatten()
+            .any(|i| !matches!(i.fw_grad_at(level), Ok(None)));
+        if tangent {
+            for o in outputs {
+                o.set_own_tangent(
+                    level,
+                    crate::forward::Tangent::Error(AutogradError::msg(ERR_NO_JVP)),
+                );
+            }
+        }
+    }
+}
+
+/// [`record_inplace`] for generated code, which sets tangents itself.
+pub fn record_inplace_generated<T: Tensor, N: Node<T>>(
     node: N,
     inputs: &[Option<&Variable<T>>],
     self_: &Variable<T>,

@@ -1,7 +1,7 @@
 //! Built-in differentiable ops the engine itself needs.
 
 use crate::error::AutogradError;
-use crate::node::{Node, VariableList, record, should_record};
+use crate::node::{Node, VariableList, should_record};
 use crate::tensor::Tensor;
 use crate::variable::Variable;
 
@@ -28,7 +28,7 @@ pub fn add<T: Tensor>(a: &Variable<T>, b: &Variable<T>) -> Variable<T> {
     let x = a.data();
     let raw = b.with_data(|y| x.add(y));
     let out = if should_record(&[a, b]) {
-        record(AddBackward0, &[Some(a), Some(b)], [raw]).0[0].clone()
+        crate::node::record_generated(AddBackward0, &[Some(a), Some(b)], [raw]).0[0].clone()
     } else {
         Variable::from_data(raw)
     };
@@ -62,7 +62,7 @@ impl<T: Tensor> Node<T> for CloneBackward0 {
 pub fn clone<T: Tensor>(a: &Variable<T>) -> Variable<T> {
     let raw = a.data();
     let out = if should_record(&[a]) {
-        record(CloneBackward0, &[Some(a)], [raw]).0[0].clone()
+        crate::node::record_generated(CloneBackward0, &[Some(a)], [raw]).0[0].clone()
     } else {
         Variable::from_data(raw)
     };

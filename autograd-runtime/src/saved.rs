@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::error::AutogradError;
 use crate::mode::{is_anomaly_enabled, is_grad_enabled, no_grad};
-use crate::node::{Node, NodeRef, VariableList, WeakNode, record};
+use crate::node::{Node, NodeRef, VariableList, WeakNode};
 use crate::saved_hooks::{Packed, SavedHooks, default_hooks};
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::{SharedCounter, Variable};
@@ -445,7 +445,8 @@ impl<T: Tensor> Hooked<T> {
                 v.shared_counter(),
             ),
             Origin::Leaf(leaf) if is_grad_enabled() => {
-                let ([out], _) = record(AliasBackward0, &[Some(leaf)], [v.data()]);
+                let ([out], _) =
+                    crate::node::record_generated(AliasBackward0, &[Some(leaf)], [v.data()]);
                 out
             }
             Origin::Leaf(_) | Origin::Constant => v,

@@ -105,3 +105,19 @@ fn a_dual_is_a_differentiable_alias_of_its_primal() {
         "{err}"
     );
 }
+
+#[test]
+fn a_custom_node_without_a_forward_rule_gives_pytorchs_error_not_a_zero() {
+    // PyTorch: a custom autograd.Function without jvp under forward AD raises
+    // "You must implement the jvp function for custom autograd.Function to use it with forward
+    // mode AD." The hand-written `exp` of these tests records through `record`.
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let _level = dual_level();
+    let dual = make_dual(&x, &constant(&[1.0, 0.0], &[2])).unwrap();
+    let y = exp(&dual);
+    let err = unpack_dual(&y).unwrap_err();
+    assert_eq!(err.to_string(), autograd_runtime::ERR_NO_JVP);
+    // Without a tangent on its inputs, nothing changes.
+    let z = exp(&x);
+    assert!(unpack_dual(&z).unwrap().tangent.is_none());
+}
