@@ -5,83 +5,8 @@ use autograd::runtime::{AutogradError, Variable};
 use autograd_toy::Toy;
 use autograd_toy::ops::*;
 
-fn v(x: &[f64]) -> Toy {
-    Toy::vec(x.to_vec())
-}
-
-type F = fn(&[Variable<Toy>]) -> Variable<Toy>;
-
-/// (name, function of the inputs, inputs, has second derivatives)
-fn cases() -> Vec<(&'static str, F, Vec<Toy>)> {
-    let a = v(&[0.3, -1.2, 0.7]);
-    let b = v(&[1.1, 0.4, -0.5]);
-    let s = Toy::scalar(0.8);
-    vec![
-        (
-            "add.Tensor",
-            |x| add_tensor(&x[0], &x[1], 2.0),
-            vec![a.clone(), b.clone()],
-        ),
-        (
-            "add.Tensor broadcast",
-            |x| add_tensor(&x[0], &x[1], 0.5),
-            vec![a.clone(), s.clone()],
-        ),
-        (
-            "add.Scalar",
-            |x| add_scalar(&x[0], 3.0, 2.0),
-            vec![a.clone()],
-        ),
-        (
-            "mul.Tensor",
-            |x| mul_tensor(&x[0], &x[1]),
-            vec![a.clone(), b.clone()],
-        ),
-        (
-            "mul.Tensor broadcast",
-            |x| mul_tensor(&x[1], &x[0]),
-            vec![a.clone(), s.clone()],
-        ),
-        ("mul.Scalar", |x| mul_scalar(&x[0], -1.5), vec![a.clone()]),
-        ("neg", |x| neg(&x[0]), vec![a.clone()]),
-        ("exp", |x| exp(&x[0]), vec![a.clone()]),
-        ("tanh", |x| tanh(&x[0]), vec![a.clone()]),
-        (
-            "pow.Tensor_Scalar",
-            |x| pow_tensor_scalar(&x[0], 3.0),
-            vec![a.clone()],
-        ),
-        ("sum", |x| sum(&x[0]), vec![a.clone()]),
-        ("expand", |x| expand(&x[0], &[4]), vec![s.clone()]),
-        ("sum_to_size", |x| sum_to_size(&x[0], &[]), vec![a.clone()]),
-        ("max.dim", |x| max_dim(&x[0], 0, false).0, vec![a.clone()]),
-        (
-            "cat",
-            |x| cat(&[x[0].clone(), x[1].clone()], 0),
-            vec![a.clone(), b.clone()],
-        ),
-        (
-            "stack",
-            |x| stack(&[x[0].clone(), x[1].clone()], 0),
-            vec![s.clone(), Toy::scalar(-0.2)],
-        ),
-        (
-            "unbind.int",
-            |x| unbind_int(&x[0], 0)[1].clone(),
-            vec![a.clone()],
-        ),
-        (
-            "where.self",
-            |x| where_self(&Variable::from_data(v(&[1.0, 0.0, 1.0])), &x[0], &x[1]),
-            vec![a.clone(), b.clone()],
-        ),
-        (
-            "composite",
-            |x| tanh(&mul_tensor(&exp(&x[0]), &add_scalar(&x[1], 1.0, 1.0))),
-            vec![a.clone(), b.clone()],
-        ),
-    ]
-}
+mod common;
+use common::{cases, v};
 
 #[test]
 fn every_op_passes_gradcheck() {
