@@ -17,6 +17,8 @@
 //! argument mistake with PyTorch's message, which the differentiable op returns inside
 //! `AutogradError::Backend`.
 
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod error;
 pub mod helpers;
 pub mod shape;

@@ -51,3 +51,19 @@ pub fn param<E: Element>(t: NdTensor<E>) -> Var<E> {
 pub fn constant<E: Element>(t: NdTensor<E>) -> Var<E> {
     Var::from_data(t)
 }
+
+/// The op set's conformance kit runs on ndtensor (`cargo test -p ndtensor`).
+#[cfg(feature = "conformance")]
+impl<E: Element> autograd_opset::conformance::ConformanceTensor for NdTensor<E> {
+    fn from_f64(values: &[f64], shape: &[usize]) -> Self {
+        NdTensor::from_f64(values, shape)
+    }
+    /// The same values in column-major layout (a strided, non-contiguous array).
+    fn noncontiguous(&self) -> Self {
+        let tr = self.data.t().as_standard_layout().into_owned();
+        NdTensor::new(tr.into_shared().reversed_axes())
+    }
+    fn seed(seed: u64) {
+        manual_seed(seed)
+    }
+}

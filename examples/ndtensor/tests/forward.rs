@@ -287,7 +287,7 @@ fn hvp_double_backward(f: &dyn Fn(&[Var]) -> Var, x: &T, dir: &T) -> Vec<f64> {
 fn forward_over_reverse_hvp_equals_double_backward() {
     let r = Rng::new(99);
     let target = Var::from_data(v(&[0.0, 2.0, 1.0, 1.0], &[4]));
-    let w2 = r.t(&[3, 3]);
+    let w2: T = r.t::<T>(&[3, 3]);
     type G = Box<dyn Fn(&[Var]) -> Var>;
     let fs: Vec<(&str, T, G)> = vec![
         ("log_softmax . nll_loss", r.t(&[4, 3]), {

@@ -1,37 +1,30 @@
-//! Every differentiable operator of ndtensor's derivatives.yaml against central finite
+//! Every differentiable operator of the op set's derivatives.yaml against central finite
 //! differences (first and second order), on random shapes with broadcasting and
 //! non-contiguous inputs. The list of operators comes from the analysis of the YAML files,
-//! so an operator added without a case here fails `every_operator_has_a_case`.
+//! so an operator added without a case fails `the_op_sets_conformance_kit_passes`.
 
 mod common;
 
-use autograd::gradcheck::{Tolerances, gradcheck, gradgradcheck};
-use common::cases::*;
+use autograd::gradcheck::{Tolerances, gradcheck};
 use common::*;
 use ndtensor::ops::*;
 use ndtensor::{NdTensor, Var};
-use std::collections::BTreeSet;
 
+/// The op set's conformance kit on ndtensor: every differentiable function of the op set's
+/// analysis has a case, and every case passes gradcheck, gradgradcheck and the forward-mode
+/// check (what a new backend runs, `autograd_opset::conformance`).
 #[test]
-fn every_operator_has_a_case() {
-    let covered: BTreeSet<&str> = cases().iter().map(|c| c.op).collect();
-    let missing: Vec<String> = differentiable_functions()
-        .into_iter()
-        .filter(|(op, kind)| *kind == "functional" && !covered.contains(op.as_str()))
-        .map(|(op, _)| op)
-        .collect();
+fn the_op_sets_conformance_kit_passes() {
+    use autograd_opset::conformance::{check_every_case, missing_cases};
+    let missing = missing_cases::<T>();
+    assert!(missing.is_empty(), "{missing:?}");
+    let failures = check_every_case::<T>();
     assert!(
-        missing.is_empty(),
-        "operators with a backward node but no gradcheck case: {missing:?}"
+        failures.is_empty(),
+        "{} checks failed:\n{}",
+        failures.len(),
+        failures.join("\n")
     );
-    // And no case names an operator that is not in the YAML.
-    let ops: BTreeSet<String> = differentiable_functions()
-        .into_iter()
-        .map(|(o, _)| o)
-        .collect();
-    for op in covered {
-        assert!(ops.contains(op), "case for unknown operator {op}");
-    }
 }
 
 #[test]
@@ -41,46 +34,6 @@ fn at_least_45_operators() {
         .filter(|(_, k)| *k == "functional")
         .count();
     assert!(n >= 45, "{n} differentiable operators");
-}
-
-#[test]
-fn every_operator_passes_gradcheck() {
-    let mut failures = Vec::new();
-    let all = cases();
-    for cs in &all {
-        if let Err(e) = gradcheck(|x| (cs.f)(x), &cs.inputs, Tolerances::default()) {
-            failures.push(format!("{} ({}): {e}", cs.op, cs.label));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases failed:\n{}",
-        failures.len(),
-        all.len(),
-        failures.join("\n")
-    );
-}
-
-#[test]
-fn every_operator_passes_gradgradcheck() {
-    let tol = Tolerances {
-        eps: 1e-5,
-        atol: 1e-4,
-        rtol: 1e-3,
-    };
-    let mut failures = Vec::new();
-    let all = cases();
-    for cs in all.iter().filter(|c| c.no_gradgrad.is_none()) {
-        if let Err(e) = gradgradcheck(|x| (cs.f)(x), &cs.inputs, tol) {
-            failures.push(format!("{} ({}): {e}", cs.op, cs.label));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} cases failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
 }
 
 #[test]

@@ -110,7 +110,7 @@ fn inplace_gradients_equal_out_of_place_gradients() {
 
 #[test]
 fn inplace_on_a_leaf_that_requires_grad_is_refused() {
-    let x = param(Rng::new(1).t(&[3]));
+    let x = param(Rng::new(1).t::<T>(&[3]));
     let err = relu_(&x).unwrap_err().to_string();
     assert!(err.contains("leaf Variable that requires grad"), "{err}");
 }
@@ -118,7 +118,7 @@ fn inplace_on_a_leaf_that_requires_grad_is_refused() {
 #[test]
 fn inplace_on_a_saved_tensor_fails_backward() {
     // tanh saves its result; changing it in place makes backward fail, as in PyTorch.
-    let x = param(Rng::new(2).t(&[3]));
+    let x = param(Rng::new(2).t::<T>(&[3]));
     let y = tanh(&x).unwrap();
     mul_scalar_(&y, 2.0).unwrap();
     let err = sum(&y, None).unwrap().backward().unwrap_err().to_string();

@@ -1,0 +1,647 @@
+//! The gradcheck cases of every differentiable operator (shared by `gradcheck.rs`, which
+//! checks reverse mode, and `forward.rs`, which checks forward mode on the same inputs).
+
+use super::*;
+use crate::ops::*;
+use autograd::runtime::Variable;
+
+/// A case's function of its inputs.
+pub type F<B> = Box<dyn Fn(&[Variable<B>]) -> Variable<B>>;
+
+/// One check: an operator (its schema name in the YAML), a description, inputs that all
+/// require grad, the function of them, and whether second derivatives are checked.
+pub struct Case<B: ConformanceTensor> {
+    pub op: &'static str,
+    pub label: String,
+    pub inputs: Vec<B>,
+    pub f: F<B>,
+    /// `Some(reason)` skips gradgradcheck.
+    pub no_gradgrad: Option<&'static str>,
+}
+
+pub fn case<B: ConformanceTensor>(
+    op: &'static str,
+    label: &str,
+    inputs: Vec<B>,
+    f: impl Fn(&[Variable<B>]) -> Variable<B> + 'static,
+) -> Case<B> {
+    Case {
+        op,
+        label: label.to_string(),
+        inputs,
+        f: Box::new(f),
+        no_gradgrad: None,
+    }
+}
+
+pub fn c<B: ConformanceTensor>(t: &B) -> Variable<B> {
+    Variable::from_data(t.clone())
+}
+
+/// Values of `t` moved at least `gap` away from each of `kinks`.
+pub fn avoid<B: ConformanceTensor>(t: &B, kinks: &[f64], gap: f64) -> B {
+    let v: Vec<f64> = t
+        .to_f64_vec()
+        .into_iter()
+        .map(|mut x| {
+            for k in kinks {
+                if (x - k).abs() < gap {
+                    x = if x >= *k { k + gap } else { k - gap };
+                }
+            }
+            x
+        })
+        .collect();
+    from_vec::<B>(v, t.shape())
+}
+
+/// Every case, one after the other (long on purpose: a flat list, one entry per operator
+/// variant, reads and diffs better than groups of functions).
+pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
+    let r = Rng::new(2024);
+    let mut cs = Vec::new();
+    let s2 = r.shape(2);
+    let s3 = r.shape(3);
+    let (m, k, n) = (r.size(), r.size(), r.size());
+
+    // ---- pointwise arithmetic, with broadcasting and non-contiguous inputs
+    cs.push(case(
+        "add.Tensor",
+        "same shape, alpha=2",
+        vec![r.t(&s2), r.t(&s2)],
+        |x| add_tensor(&x[0], &x[1], 2.0).unwrap(),
+    ));
+    cs.push(case(
+        "add.Tensor",
+        "broadcast (a,b,c)+(b,1), non-contiguous",
+        vec![r.nc(&s3), r.t(&[s3[1], 1])],
+        |x| add_tensor(&x[0], &x[1], -0.5).unwrap(),
+    ));
+    cs.push(case(
+        "add.Tensor",
+        "broadcast with a 0-d tensor",
+        vec![r.t(&[]), r.t(&s2)],
+        |x| add_tensor(&x[0], &x[1], 1.0).unwrap(),
+    ));
+    cs.push(case("add.Scalar", "", vec![r.nc(&s2)], |x| {
+        add_scalar(&x[0], 3.0, 0.5).unwrap()
+    }));
+    cs.push(case(
+        "sub.Tensor",
+        "broadcast (1,c)",
+        vec![r.t(&s2), r.t(&[1, s2[1]])],
+        |x| sub_tensor(&x[0], &x[1], 0.7).unwrap(),
+    ));
+    cs.push(case("sub.Scalar", "", vec![r.t(&s3)], |x| {
+        sub_scalar(&x[0], 1.5, 2.0).unwrap()
+    }));
+    cs.push(case(
+        "mul.Tensor",
+        "non-contiguous",
+        vec![r.nc(&s2), r.nc(&s2)],
+        |x| mul_tensor(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case(
+        "mul.Tensor",
+        "broadcast (a,1,c)*(b,1)",
+        vec![r.t(&[s3[0], 1, s3[2]]), r.t(&[s3[1], 1])],
+        |x| mul_tensor(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case("mul.Scalar", "", vec![r.t(&s2)], |x| {
+        mul_scalar(&x[0], -1.5).unwrap()
+    }));
+    cs.push(case(
+        "div.Tensor",
+        "broadcast",
+        vec![r.t(&s3), r.pos(&[s3[2]])],
+        |x| div_tensor(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case("div.Scalar", "", vec![r.t(&s2)], |x| {
+        div_scalar(&x[0], 4.0).unwrap()
+    }));
+    cs.push(case("neg", "", vec![r.nc(&s2)], |x| neg(&x[0]).unwrap()));
+
+    // ---- pointwise math
+    cs.push(case("exp", "", vec![r.nc(&s2)], |x| exp(&x[0]).unwrap()));
+    cs.push(case("log", "", vec![r.pos(&s2)], |x| log(&x[0]).unwrap()));
+    cs.push(case("sqrt", "", vec![r.pos(&s3)], |x| sqrt(&x[0]).unwrap()));
+    cs.push(case("rsqrt", "", vec![r.pos(&s2)], |x| {
+        rsqrt(&x[0]).unwrap()
+    }));
+    cs.push(case("pow.Tensor_Scalar", "x^2.5", vec![r.pos(&s2)], |x| {
+        pow_tensor_scalar(&x[0], 2.5).unwrap()
+    }));
+    cs.push(case(
+        "pow.Tensor_Scalar",
+        "x^3, negative x",
+        vec![r.t(&s2)],
+        |x| pow_tensor_scalar(&x[0], 3.0).unwrap(),
+    ));
+    cs.push(case(
+        "pow.Tensor_Tensor",
+        "broadcast exponent",
+        vec![r.pos(&s2), r.t(&[s2[1]])],
+        |x| pow_tensor_tensor(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case("abs", "away from 0", vec![r.away(&s2)], |x| {
+        abs(&x[0]).unwrap()
+    }));
+    cs.push(case("sign", "zero gradient", vec![r.away(&s2)], |x| {
+        sign(&x[0]).unwrap()
+    }));
+    cs.push(case("sin", "", vec![r.nc(&s2)], |x| sin(&x[0]).unwrap()));
+    cs.push(case("cos", "", vec![r.t(&s2)], |x| cos(&x[0]).unwrap()));
+    cs.push(case("erf", "", vec![r.t(&s2)], |x| erf(&x[0]).unwrap()));
+
+    // ---- activations
+    cs.push(case("tanh", "", vec![r.nc(&s2)], |x| tanh(&x[0]).unwrap()));
+    cs.push(case("tanh_backward", "", vec![r.t(&s2), r.nc(&s2)], |x| {
+        tanh_backward(&x[0], &x[1]).unwrap()
+    }));
+    cs.push(case("sigmoid", "", vec![r.t(&s3)], |x| {
+        sigmoid(&x[0]).unwrap()
+    }));
+    cs.push(case("relu", "away from 0", vec![r.away(&s3)], |x| {
+        relu(&x[0]).unwrap()
+    }));
+    cs.push(case("leaky_relu", "away from 0", vec![r.away(&s2)], |x| {
+        leaky_relu(&x[0], 0.1).unwrap()
+    }));
+    cs.push(case(
+        "threshold_backward",
+        "",
+        vec![r.t(&s2), r.away(&s2)],
+        |x| threshold_backward(&x[0], &x[1], 0.0).unwrap(),
+    ));
+    cs.push(case(
+        "gelu",
+        "approximate='none'",
+        vec![r.u(&s2, -2.0, 2.0)],
+        |x| gelu(&x[0], "none").unwrap(),
+    ));
+    cs.push(case(
+        "gelu",
+        "approximate='tanh'",
+        vec![r.u(&s2, -2.0, 2.0)],
+        |x| gelu(&x[0], "tanh").unwrap(),
+    ));
+    cs.push(case(
+        "clamp",
+        "min and max",
+        vec![avoid(&r.u(&s2, -2.0, 2.0), &[-0.5, 0.8], 0.05)],
+        |x| clamp(&x[0], Some(-0.5), Some(0.8)).unwrap(),
+    ));
+    cs.push(case(
+        "clamp",
+        "min only",
+        vec![avoid(&r.t(&s2), &[0.1], 0.05)],
+        |x| clamp(&x[0], Some(0.1), None).unwrap(),
+    ));
+    {
+        let cond = ge_scalar(&c(&r.t(&[s3[1], s3[2]])), 0.0).unwrap().data();
+        cs.push(case(
+            "where.self",
+            "broadcast condition and other",
+            vec![r.t(&s3), r.t(&[s3[2]])],
+            move |x| where_self(&c(&cond), &x[0], &x[1]).unwrap(),
+        ));
+    }
+    {
+        let a: B = r.t(&s2);
+        let off: B = r.away(&[s2[1]]);
+        let b = from_vec::<B>(
+            a.to_f64_vec()
+                .iter()
+                .enumerate()
+                .map(|(i, x)| x + off.to_f64_vec()[i % s2[1]])
+                .collect(),
+            &s2,
+        );
+        cs.push(case("maximum", "no ties", vec![a, b], |x| {
+            maximum(&x[0], &x[1]).unwrap()
+        }));
+        cs.push(case(
+            "maximum",
+            "broadcast",
+            vec![avoid(&r.t(&s2), &[0.3], 0.05), scalar::<B>(0.3)],
+            |x| maximum(&x[0], &x[1]).unwrap(),
+        ));
+    }
+
+    // ---- linear algebra
+    cs.push(case(
+        "mm",
+        "non-contiguous",
+        vec![r.nc(&[m, k]), r.nc(&[k, n])],
+        |x| mm(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case(
+        "matmul",
+        "2-D x 2-D",
+        vec![r.t(&[m, k]), r.t(&[k, n])],
+        |x| matmul(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case(
+        "matmul",
+        "1-D x 1-D",
+        vec![r.t(&[k]), r.t(&[k])],
+        |x| matmul(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case(
+        "matmul",
+        "1-D x 2-D",
+        vec![r.t(&[k]), r.t(&[k, n])],
+        |x| matmul(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case(
+        "matmul",
+        "3-D x 1-D",
+        vec![r.t(&[2, m, k]), r.t(&[k])],
+        |x| matmul(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case(
+        "matmul",
+        "batched broadcast (2,1,m,k) x (3,k,n)",
+        vec![r.t(&[2, 1, m, k]), r.nc(&[3, k, n])],
+        |x| matmul(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case(
+        "bmm",
+        "",
+        vec![r.t(&[2, m, k]), r.nc(&[2, k, n])],
+        |x| bmm(&x[0], &x[1]).unwrap(),
+    ));
+
+    // ---- reductions
+    cs.push(case("sum", "", vec![r.nc(&s3)], |x| {
+        sum(&x[0], None).unwrap()
+    }));
+    cs.push(case(
+        "sum.dim_IntList",
+        "dims [0,-1]",
+        vec![r.t(&s3)],
+        |x| sum_dim_intlist(&x[0], Some(&[0, -1]), false, None).unwrap(),
+    ));
+    cs.push(case("sum.dim_IntList", "keepdim", vec![r.nc(&s3)], |x| {
+        sum_dim_intlist(&x[0], Some(&[1]), true, None).unwrap()
+    }));
+    cs.push(case("sum.dim_IntList", "all dims", vec![r.t(&s2)], |x| {
+        sum_dim_intlist(&x[0], None, false, None).unwrap()
+    }));
+    cs.push(case("mean", "", vec![r.t(&s3)], |x| {
+        mean(&x[0], None).unwrap()
+    }));
+    cs.push(case("mean.dim", "dim 1", vec![r.nc(&s3)], |x| {
+        mean_dim(&x[0], Some(&[1]), false, None).unwrap()
+    }));
+    cs.push(case(
+        "mean.dim",
+        "keepdim, dims [0,2]",
+        vec![r.t(&s3)],
+        |x| mean_dim(&x[0], Some(&[0, 2]), true, None).unwrap(),
+    ));
+    cs.push(case("max.dim", "", vec![r.t(&s3)], |x| {
+        max_dim(&x[0], 1, false).unwrap().0
+    }));
+    cs.push(case(
+        "max.dim",
+        "keepdim, non-contiguous",
+        vec![r.nc(&s2)],
+        |x| max_dim(&x[0], -1, true).unwrap().0,
+    ));
+    cs.push(case("amax", "dims [0,2]", vec![r.t(&s3)], |x| {
+        amax(&x[0], &[0, 2], false).unwrap()
+    }));
+    cs.push(case("amax", "keepdim", vec![r.nc(&s2)], |x| {
+        amax(&x[0], &[1], true).unwrap()
+    }));
+    cs.push(case("softmax.int", "", vec![r.nc(&s3)], |x| {
+        softmax_int(&x[0], 1, None).unwrap()
+    }));
+    cs.push(case("log_softmax.int", "", vec![r.t(&s2)], |x| {
+        log_softmax_int(&x[0], -1, None).unwrap()
+    }));
+    cs.push(case("logsumexp", "", vec![r.t(&s3)], |x| {
+        logsumexp(&x[0], &[2], false).unwrap()
+    }));
+    cs.push(case(
+        "logsumexp",
+        "keepdim, two dims",
+        vec![r.nc(&s3)],
+        |x| logsumexp(&x[0], &[0, 1], true).unwrap(),
+    ));
+
+    // ---- shapes and views
+    cs.push(case("transpose.int", "", vec![r.t(&s3)], |x| {
+        transpose_int(&x[0], 0, 2).unwrap()
+    }));
+    cs.push(case("t", "", vec![r.t(&s2)], |x| {
+        mul_tensor(&t(&x[0]).unwrap(), &t(&x[0]).unwrap()).unwrap()
+    }));
+    cs.push(case("permute", "", vec![r.t(&s3)], |x| {
+        permute(&x[0], &[2, 0, 1]).unwrap()
+    }));
+    {
+        let s = s3.clone();
+        cs.push(case(
+            "reshape",
+            "non-contiguous input",
+            vec![r.nc(&s3)],
+            move |x| reshape(&x[0], &[s[0] as i64, -1]).unwrap(),
+        ));
+    }
+    {
+        let s = s3.clone();
+        cs.push(case("view", "", vec![r.t(&s3)], move |x| {
+            view(&x[0], &[(s[0] * s[1]) as i64, s[2] as i64]).unwrap()
+        }));
+    }
+    {
+        let s = s3.clone();
+        cs.push(case(
+            "expand",
+            "(b,1) -> (a,b,c)",
+            vec![r.t(&[s3[1], 1])],
+            move |x| expand(&x[0], &dims_of(&s), false).unwrap(),
+        ));
+        cs.push(case("expand", "0-d", vec![r.t(&[])], move |x| {
+            expand(&x[0], &[3, 2], false).unwrap()
+        }));
+    }
+    cs.push(case("squeeze", "", vec![r.t(&[s2[0], 1, s2[1], 1])], |x| {
+        squeeze(&x[0]).unwrap()
+    }));
+    cs.push(case(
+        "squeeze.dim",
+        "",
+        vec![r.t(&[s2[0], 1, s2[1]])],
+        |x| squeeze_dim(&x[0], 1).unwrap(),
+    ));
+    cs.push(case("unsqueeze", "", vec![r.t(&s2)], |x| {
+        unsqueeze(&x[0], -1).unwrap()
+    }));
+    cs.push(case(
+        "slice.Tensor",
+        "step 2",
+        vec![r.t(&[5, s2[1]])],
+        |x| slice_tensor(&x[0], 0, Some(1), None, 2).unwrap(),
+    ));
+    cs.push(case(
+        "slice.Tensor",
+        "negative start, non-contiguous",
+        vec![r.nc(&[s2[0], 5])],
+        |x| slice_tensor(&x[0], 1, Some(-3), Some(4), 1).unwrap(),
+    ));
+    cs.push(case("slice_backward", "", vec![r.t(&[2, s2[1]])], |x| {
+        slice_backward(&x[0], &[5, x[0].shape()[1] as i64], 0, 1, 5, 2).unwrap()
+    }));
+    cs.push(case(
+        "cat",
+        "three inputs, dim 1",
+        vec![r.t(&[2, 1]), r.nc(&[2, 3]), r.t(&[2, 2])],
+        |x| cat(&[x[0].clone(), x[1].clone(), x[2].clone()], 1).unwrap(),
+    ));
+    cs.push(case("stack", "dim -1", vec![r.t(&s2), r.nc(&s2)], |x| {
+        stack(&[x[0].clone(), x[1].clone()], -1).unwrap()
+    }));
+    cs.push(case("squeeze.dims", "", vec![r.t(&[2, 1, 3, 1])], |x| {
+        squeeze_dims(&x[0], &[1, -1]).unwrap()
+    }));
+    cs.push(case("clone", "", vec![r.nc(&[2, 3])], |x| {
+        let y = clone(&x[0], None).unwrap();
+        mul_tensor(&y, &y).unwrap()
+    }));
+    cs.push(case(
+        "narrow",
+        "negative start, non-contiguous",
+        vec![r.nc(&[s2[0], 5])],
+        |x| narrow(&x[0], 1, -3, 2).unwrap(),
+    ));
+    cs.push(case(
+        "diagonal",
+        "offset, non-contiguous",
+        vec![r.nc(&[3, 4])],
+        |x| diagonal(&x[0], 1, 0, 1).unwrap(),
+    ));
+    cs.push(case(
+        "diagonal",
+        "3-d, negative offset",
+        vec![r.t(&[2, 3, 3])],
+        |x| diagonal(&x[0], -1, 1, 2).unwrap(),
+    ));
+    cs.push(case("diagonal_backward", "", vec![r.t(&[3])], |x| {
+        diagonal_backward(&x[0], &[3, 4], 1, 0, 1).unwrap()
+    }));
+    cs.push(case(
+        "select.int",
+        "negative index",
+        vec![r.t(&[4, s2[1]])],
+        |x| select_int(&x[0], 0, -2).unwrap(),
+    ));
+    cs.push(case(
+        "split.Tensor",
+        "uneven pieces, some unused",
+        vec![r.t(&[5, s2[1]])],
+        |x| {
+            let u = split_tensor(&x[0], 2, 0).unwrap();
+            add_tensor(
+                &sum(&u[0], None).unwrap(),
+                &sum(&mul_tensor(&u[2], &u[2]).unwrap(), None).unwrap(),
+                1.0,
+            )
+            .unwrap()
+        },
+    ));
+    cs.push(case("chunk", "", vec![r.t(&[s2[0], 6])], |x| {
+        let u = chunk(&x[0], 3, -1).unwrap();
+        mul_tensor(&u[1], &u[2]).unwrap()
+    }));
+    cs.push(case(
+        "unbind.int",
+        "some outputs unused",
+        vec![r.t(&[3, s2[1]])],
+        |x| {
+            let u = unbind_int(&x[0], 0).unwrap();
+            add_tensor(&u[0], &mul_tensor(&u[2], &u[2]).unwrap(), 1.0).unwrap()
+        },
+    ));
+
+    // ---- indexing
+    {
+        let idx = v(&[2.0, 0.0, 2.0, 1.0], &[4]);
+        cs.push(case(
+            "index_select",
+            "repeated indices",
+            vec![r.t(&[3, s2[1]])],
+            move |x| index_select(&x[0], 0, &c(&idx)).unwrap(),
+        ));
+        let idx = v(&[1.0, 1.0, 0.0], &[3]);
+        cs.push(case(
+            "index_add",
+            "",
+            vec![r.t(&[s2[0], 2]), r.t(&[s2[0], 3])],
+            move |x| index_add(&x[0], 1, &c(&idx), &x[1], 0.5).unwrap(),
+        ));
+        let gi = r.index(&[s2[0], 5], s2[1]);
+        cs.push(case("gather", "", vec![r.nc(&s2)], move |x| {
+            gather(&x[0], 1, &c(&gi), false).unwrap()
+        }));
+        let si = r.index(&[4, s2[1]], s2[0]);
+        cs.push(case(
+            "scatter_add",
+            "",
+            vec![r.t(&s2), r.t(&[4, s2[1]])],
+            move |x| scatter_add(&x[0], 0, &c(&si), &x[1]).unwrap(),
+        ));
+    }
+
+    // ---- losses
+    for red in [0, 1, 2] {
+        cs.push(case(
+            "mse_loss",
+            ["reduction none", "reduction mean", "reduction sum"][red as usize],
+            vec![r.t(&s2), r.nc(&s2)],
+            move |x| mse_loss(&x[0], &x[1], red).unwrap(),
+        ));
+    }
+    {
+        let (nb, nc) = (5, 3);
+        let target: B = v(&[0.0, 2.0, 1.0, 2.0, 1.0], &[nb]);
+        let ignored: B = v(&[0.0, -100.0, 1.0, 2.0, 2.0], &[nb]);
+        let weight: B = v(&[0.5, 2.0, 1.0], &[nc]);
+        for red in [0, 1, 2] {
+            let (tg, w) = (target.clone(), weight.clone());
+            cs.push(case(
+                "nll_loss",
+                &format!("weight, reduction {red}"),
+                vec![r.t(&[nb, nc])],
+                move |x| nll_loss(&x[0], &c(&tg), Some(&c(&w)), red, -100).unwrap(),
+            ));
+        }
+        let tg = ignored.clone();
+        cs.push(case(
+            "nll_loss",
+            "ignore_index",
+            vec![r.t(&[nb, nc])],
+            move |x| nll_loss(&x[0], &c(&tg), None, 1, -100).unwrap(),
+        ));
+        let tg = target.clone();
+        cs.push(case(
+            "nll_loss_forward",
+            "",
+            vec![r.t(&[nb, nc])],
+            move |x| nll_loss_forward(&x[0], &c(&tg), None, 1, -100).unwrap().0,
+        ));
+        let (tg, w) = (target.clone(), weight.clone());
+        cs.push(case(
+            "nll_loss_backward",
+            "reduction none",
+            vec![r.t(&[nb]), r.t(&[nb, nc])],
+            move |x| {
+                let tw = Variable::from_data(scalar::<B>(1.0));
+                nll_loss_backward(&x[0], &x[1], &c(&tg), Some(&c(&w)), 0, -100, &tw).unwrap()
+            },
+        ));
+        let tg = target.clone();
+        cs.push(case(
+            "nll_loss_backward",
+            "reduction mean",
+            vec![r.t(&[]), r.t(&[nb, nc])],
+            move |x| {
+                let tw = Variable::from_data(scalar::<B>(5.0));
+                nll_loss_backward(&x[0], &x[1], &c(&tg), None, 1, -100, &tw).unwrap()
+            },
+        ));
+        for red in [0, 1, 2] {
+            let tg = target.clone();
+            cs.push(case(
+                "cross_entropy_loss",
+                &format!("reduction {red}"),
+                vec![r.nc(&[nb, nc])],
+                move |x| cross_entropy_loss(&x[0], &c(&tg), None, red, -100, 0.0).unwrap(),
+            ));
+        }
+        let (tg, w) = (ignored.clone(), weight.clone());
+        cs.push(case(
+            "cross_entropy_loss",
+            "weight, ignore_index, label smoothing",
+            vec![r.t(&[nb, nc])],
+            move |x| cross_entropy_loss(&x[0], &c(&tg), Some(&c(&w)), 1, -100, 0.1).unwrap(),
+        ));
+        let w = weight.clone();
+        cs.push(case(
+            "cross_entropy_loss",
+            "class probabilities (input and target differentiable), weight, smoothing",
+            vec![r.t(&[nb, nc]), r.t(&[nb, nc])],
+            move |x| {
+                let probs = softmax_int(&x[1], 1, None).unwrap();
+                cross_entropy_loss(&x[0], &probs, Some(&c(&w)), 1, -100, 0.1).unwrap()
+            },
+        ));
+        cs.push(case(
+            "cross_entropy_loss",
+            "(N, C, d) input, reduction none",
+            vec![r.t(&[nb, nc, 2])],
+            |x| {
+                let t = from_vec::<B>(vec![0.0; x[0].shape()[0] * 2], &[x[0].shape()[0], 2]);
+                cross_entropy_loss(&x[0], &c(&t), None, 0, -100, 0.1).unwrap()
+            },
+        ));
+        let tg = target.clone();
+        cs.push(case(
+            "cross_entropy_loss",
+            "label smoothing, reduction none",
+            vec![r.t(&[nb, nc])],
+            move |x| cross_entropy_loss(&x[0], &c(&tg), None, 0, -100, 0.2).unwrap(),
+        ));
+    }
+
+    // ---- nn
+    cs.push(case(
+        "native_dropout",
+        "seeded, p=0.4",
+        vec![r.t(&s3)],
+        |x| {
+            B::seed(7);
+            native_dropout(&x[0], 0.4, Some(true)).unwrap().0
+        },
+    ));
+    cs.push(case("native_dropout", "eval mode", vec![r.t(&s2)], |x| {
+        native_dropout(&x[0], 0.4, Some(false)).unwrap().0
+    }));
+    {
+        let mask = r.index(&s2, 2);
+        cs.push(case(
+            "native_dropout_backward",
+            "",
+            vec![r.t(&s2)],
+            move |x| native_dropout_backward(&x[0], &c(&mask), 2.0).unwrap(),
+        ));
+    }
+    cs.push(case(
+        "layer_norm",
+        "weight and bias",
+        vec![r.t(&[2, 3, 4]), r.pos(&[4]), r.t(&[4])],
+        |x| layer_norm(&x[0], &[4], Some(&x[1]), Some(&x[2]), 1e-5, true).unwrap(),
+    ));
+    cs.push(case(
+        "layer_norm",
+        "two normalized dims, no affine, non-contiguous",
+        vec![r.nc(&[3, 2, 4])],
+        |x| layer_norm(&x[0], &[2, 4], None, None, 1e-5, true).unwrap(),
+    ));
+    {
+        let idx = v(&[1.0, 4.0, 1.0, 0.0, 2.0, 1.0], &[2, 3]);
+        cs.push(case(
+            "embedding",
+            "repeated indices",
+            vec![r.t(&[5, 3])],
+            move |x| embedding(&x[0], &c(&idx), -1, false, false).unwrap(),
+        ));
+    }
+    cs
+}
+
+pub fn dims_of(s: &[usize]) -> Vec<i64> {
+    s.iter().map(|d| *d as i64).collect()
+}

@@ -1,0 +1,225 @@
+//! The conformance kit (feature `conformance`): the checks every backend of the op set must
+//! pass, generic over the backend. A backend implements [`ConformanceTensor`] (a
+//! constructor from `f64` values, and optionally a strided layout and a seed) and runs:
+//!
+//! * [`cases::cases`]: one or more gradcheck cases per differentiable function (random
+//!   shapes, broadcasting, non-contiguous inputs, each op's options), which
+//!   [`check_every_case`] runs through gradcheck, gradgradcheck and the forward-mode check;
+//! * [`inplace_cases::inplace_cases`]: one case per in-place operator;
+//! * [`missing_cases`]: the functions of the op set's analysis without a case, so that a new
+//!   operator cannot escape.
+//!
+//! ```ignore
+//! #[test]
+//! fn conformance() {
+//!     use autograd_opset::conformance::*;
+//!     assert!(missing_cases::<MyTensor>().is_empty());
+//!     let failures = check_every_case::<MyTensor>();
+//!     assert!(failures.is_empty(), "{}", failures.join("\n"));
+//! }
+//! ```
+
+pub mod cases;
+pub mod inplace_cases;
+
+use crate::Backend;
+use autograd::gradcheck::{ElementAccess, Tolerances, check_forward, gradcheck, gradgradcheck};
+use autograd::types::Generator;
+use autograd_codegen::emit::{Config, analyze_config};
+use std::collections::BTreeSet;
+
+/// What the kit needs of a backend's tensor beyond the op set's kernels.
+pub trait ConformanceTensor: Backend + ElementAccess {
+    /// A tensor of these row-major values and shape (indices and masks hold integers and
+    /// 0/1 as values).
+    fn from_f64(values: &[f64], shape: &[usize]) -> Self;
+    /// The same values in another (strided, non-contiguous) layout, where the backend has
+    /// layouts; the identity otherwise.
+    fn noncontiguous(&self) -> Self {
+        self.clone()
+    }
+    /// Seeds the backend's random ops (dropout) so that repeated evaluations agree.
+    fn seed(_seed: u64) {}
+}
+
+/// A tensor of `v` shaped `shape`.
+pub fn from_vec<B: ConformanceTensor>(v: Vec<f64>, shape: &[usize]) -> B {
+    B::from_f64(&v, shape)
+}
+
+/// A 0-d tensor.
+pub fn scalar<B: ConformanceTensor>(x: f64) -> B {
+    B::from_f64(&[x], &[])
+}
+
+/// Deterministic random tensors and shapes.
+pub struct Rng(pub Generator);
+
+impl Rng {
+    /// A generator with this seed.
+    pub fn new(seed: u64) -> Self {
+        Rng(Generator::new(seed))
+    }
+    /// A size in `2..=4`.
+    pub fn size(&self) -> usize {
+        2 + (self.0.next_u64() % 3) as usize
+    }
+    /// A random shape of rank `n`.
+    pub fn shape(&self, n: usize) -> Vec<usize> {
+        (0..n).map(|_| self.size()).collect()
+    }
+    /// Uniform in `[-1, 1)`.
+    pub fn t<B: ConformanceTensor>(&self, shape: &[usize]) -> B {
+        self.u(shape, -1.0, 1.0)
+    }
+    /// Uniform in `[lo, hi)`.
+    pub fn u<B: ConformanceTensor>(&self, shape: &[usize], lo: f64, hi: f64) -> B {
+        let n: usize = shape.iter().product();
+        let v: Vec<f64> = (0..n).map(|_| lo + (hi - lo) * self.0.next_f64()).collect();
+        B::from_f64(&v, shape)
+    }
+    /// Positive values in `[0.5, 1.5)`.
+    pub fn pos<B: ConformanceTensor>(&self, shape: &[usize]) -> B {
+        self.u(shape, 0.5, 1.5)
+    }
+    /// Values at least 0.2 away from 0 (for ops with a kink at 0).
+    pub fn away<B: ConformanceTensor>(&self, shape: &[usize]) -> B {
+        let t: B = self.u(shape, 0.2, 1.0);
+        let v: Vec<f64> = t
+            .to_f64_vec()
+            .into_iter()
+            .map(|x| if self.0.next_f64() < 0.5 { -x } else { x })
+            .collect();
+        B::from_f64(&v, shape)
+    }
+    /// Uniform values in the backend's non-contiguous layout.
+    pub fn nc<B: ConformanceTensor>(&self, shape: &[usize]) -> B {
+        self.t::<B>(shape).noncontiguous()
+    }
+    /// Integer values in `0..n` (index tensors).
+    pub fn index<B: ConformanceTensor>(&self, shape: &[usize], n: usize) -> B {
+        let len: usize = shape.iter().product();
+        let v: Vec<f64> = (0..len)
+            .map(|_| (self.0.next_u64() % n as u64) as f64)
+            .collect();
+        B::from_f64(&v, shape)
+    }
+}
+
+/// A tensor of these values.
+pub fn v<B: ConformanceTensor>(x: &[f64], shape: &[usize]) -> B {
+    B::from_f64(x, shape)
+}
+
+/// The analysis of the op set's YAML files (what `autograd_ops!` generates from).
+pub fn analysis() -> autograd_codegen::analysis::Analysis {
+    let mut c = Config::new("derivatives.yaml");
+    c.native = Some("native_functions.yaml".into());
+    c.base_dir = env!("CARGO_MANIFEST_DIR").into();
+    analyze_config(&c).expect("the op set's YAML files analyse")
+}
+
+/// `"inplace"`, `"out"` or `"functional"` (mutable and scratch variants count
+/// as functional and out).
+fn kind(f: &autograd_codegen::model::schema::FunctionSchema) -> &'static str {
+    if f.name.name.inplace {
+        "inplace"
+    } else if f.is_out_fn() {
+        "out"
+    } else {
+        "functional"
+    }
+}
+
+/// `(schema name, kind)` of every differentiable function (a backward node, or composite);
+/// kind is "functional", "inplace" or "out".
+pub fn differentiable_functions() -> Vec<(String, &'static str)> {
+    let a = analysis();
+    let mut out = Vec::new();
+    for r in &a.results {
+        let f = &a.functions[r.func].func;
+        let has_node = r.main_info().is_some_and(|i| i.op.is_some());
+        // Composite functions are differentiable through the ops their kernel calls.
+        let composite = a.functions[r.func].composite_kernel.is_some();
+        if has_node || composite {
+            out.push((f.name.to_string(), kind(f)));
+        }
+    }
+    out
+}
+
+/// `(schema name, kind)` of every function of the native file (kinds as above).
+pub fn all_functions() -> Vec<(String, &'static str)> {
+    let a = analysis();
+    a.functions
+        .iter()
+        .map(|f| (f.func.name.to_string(), kind(&f.func)))
+        .collect()
+}
+
+/// Differentiable functional operators without a case, and cases naming no operator.
+pub fn missing_cases<B: ConformanceTensor>() -> Vec<String> {
+    let covered: BTreeSet<&str> = cases::cases::<B>().iter().map(|c| c.op).collect();
+    let diff = differentiable_functions();
+    let mut out: Vec<String> = diff
+        .iter()
+        .filter(|(op, kind)| *kind == "functional" && !covered.contains(op.as_str()))
+        .map(|(op, _)| format!("no case for {op}"))
+        .collect();
+    let ops: BTreeSet<&str> = diff.iter().map(|(o, _)| o.as_str()).collect();
+    out.extend(
+        covered
+            .iter()
+            .filter(|op| !ops.contains(*op))
+            .map(|op| format!("case for unknown operator {op}")),
+    );
+    out
+}
+
+/// Every case through gradcheck, gradgradcheck (unless the case opts out) and the
+/// forward-mode check (jvp against finite differences and against reverse mode): one line
+/// per failure, naming the operator and the case. A check that panics fails with its
+/// message; the others still run.
+pub fn check_every_case<B: ConformanceTensor>() -> Vec<String> {
+    let second = Tolerances {
+        eps: 1e-5,
+        atol: 1e-4,
+        rtol: 1e-3,
+    };
+    let mut failures = Vec::new();
+    for cs in cases::cases::<B>() {
+        let f = |x: &[autograd::runtime::Variable<B>]| (cs.f)(x);
+        let name = format!("{} ({})", cs.op, cs.label);
+        let mut run = |what: &str, check: &dyn Fn() -> Result<(), String>| {
+            if let Err(e) = guarded(check) {
+                failures.push(format!("{name}: {what}: {e}"));
+            }
+        };
+        run("gradcheck", &|| {
+            gradcheck(f, &cs.inputs, Tolerances::default()).map_err(|e| e.to_string())
+        });
+        if cs.no_gradgrad.is_none() {
+            run("gradgradcheck", &|| {
+                gradgradcheck(f, &cs.inputs, second).map_err(|e| e.to_string())
+            });
+        }
+        run("forward", &|| {
+            check_forward(f, &cs.inputs, Tolerances::default()).map_err(|e| e.to_string())
+        });
+    }
+    failures
+}
+
+/// `check()`, a panic turned into its message.
+fn guarded(check: &dyn Fn() -> Result<(), String>) -> Result<(), String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(check)) {
+        Ok(r) => r,
+        Err(p) => Err(match p.downcast_ref::<&str>() {
+            Some(s) => format!("panicked: {s}"),
+            None => format!(
+                "panicked: {}",
+                p.downcast_ref::<String>().cloned().unwrap_or_default()
+            ),
+        }),
+    }
+}
