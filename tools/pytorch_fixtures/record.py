@@ -54,7 +54,7 @@ torch.set_default_dtype(torch.float64)
 A = torch.ops.aten
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ND = os.path.join(ROOT, "examples", "ndtensor")
-OUT_DIR = os.path.join(ND, "tests", "fixtures")
+OUT_DIR = os.path.join(ROOT, "opset", "fixtures")
 
 # Errors whose PyTorch message names PyTorch-internal details (tensor type names such as
 # `torch.DoubleTensor`, backward node names): the fixture stores the whole message and the

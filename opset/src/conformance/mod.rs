@@ -20,6 +20,8 @@
 //! ```
 
 pub mod cases;
+pub mod dispatch;
+pub mod fixtures;
 pub mod inplace_cases;
 
 use crate::Backend;

@@ -1,0 +1,446 @@
+//! The op dispatcher shared by the PyTorch fixture replay and the no-panic property test:
+//! an ATen schema name and JSON arguments (by schema argument name) -> ndtensor's call.
+
+use super::ConformanceTensor;
+use crate::ops::*;
+use autograd::runtime::AutogradError;
+use autograd::runtime::Variable;
+use serde_json::{Map, Value};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+pub fn num(v: &Value) -> f64 {
+    match v {
+        Value::Number(n) => n.as_f64().unwrap(),
+        Value::Bool(b) => f64::from(u8::from(*b)),
+        Value::String(s) if s == "inf" => f64::INFINITY,
+        Value::String(s) if s == "-inf" => f64::NEG_INFINITY,
+        Value::String(s) if s == "nan" => f64::NAN,
+        v => panic!("not a number: {v}"),
+    }
+}
+
+// ------------------------------------------------------------------------------- dispatcher
+
+/// The arguments of one step, by schema argument name.
+pub struct Args<'a, B: ConformanceTensor> {
+    pub a: &'a Map<String, Value>,
+    pub env: &'a HashMap<String, Variable<B>>,
+}
+
+pub type R<T> = Result<T, String>;
+
+impl<B: ConformanceTensor> Args<'_, B> {
+    pub fn get(&self, k: &str) -> R<&Value> {
+        self.a.get(k).ok_or_else(|| format!("argument {k} missing"))
+    }
+    pub fn t(&self, k: &str) -> R<Variable<B>> {
+        let v = self.get(k)?;
+        let name = v["t"]
+            .as_str()
+            .ok_or_else(|| format!("{k}: not a tensor"))?;
+        self.env
+            .get(name)
+            .cloned()
+            .ok_or_else(|| format!("unknown tensor {name}"))
+    }
+    pub fn ot(&self, k: &str) -> R<Option<Variable<B>>> {
+        match self.a.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.t(k).map(Some),
+        }
+    }
+    pub fn tl(&self, k: &str) -> R<Vec<Variable<B>>> {
+        let v = self.get(k)?;
+        v["tl"]
+            .as_array()
+            .ok_or_else(|| format!("{k}: not a tensor list"))?
+            .iter()
+            .map(|n| {
+                let n = n.as_str().unwrap();
+                self.env
+                    .get(n)
+                    .cloned()
+                    .ok_or_else(|| format!("unknown tensor {n}"))
+            })
+            .collect()
+    }
+    pub fn f(&self, k: &str) -> R<f64> {
+        Ok(num(self.get(k)?))
+    }
+    pub fn of(&self, k: &str) -> R<Option<f64>> {
+        match self.a.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => Ok(Some(num(v))),
+        }
+    }
+    pub fn i(&self, k: &str) -> R<i64> {
+        self.get(k)?
+            .as_i64()
+            .ok_or_else(|| format!("{k}: not an int"))
+    }
+    pub fn oi(&self, k: &str) -> R<Option<i64>> {
+        match self.a.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.i(k).map(Some),
+        }
+    }
+    pub fn b(&self, k: &str) -> R<bool> {
+        self.get(k)?
+            .as_bool()
+            .ok_or_else(|| format!("{k}: not a bool"))
+    }
+    pub fn ob(&self, k: &str) -> R<Option<bool>> {
+        match self.a.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.b(k).map(Some),
+        }
+    }
+    pub fn ints(&self, k: &str) -> R<Vec<i64>> {
+        self.get(k)?
+            .as_array()
+            .ok_or_else(|| format!("{k}: not an int list"))?
+            .iter()
+            .map(|x| x.as_i64().ok_or_else(|| format!("{k}: not an int")))
+            .collect()
+    }
+    pub fn oints(&self, k: &str) -> R<Option<Vec<i64>>> {
+        match self.a.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.ints(k).map(Some),
+        }
+    }
+    pub fn s(&self, k: &str) -> R<String> {
+        Ok(self
+            .get(k)?
+            .as_str()
+            .ok_or_else(|| format!("{k}: not a string"))?
+            .to_string())
+    }
+}
+
+/// An error as its message (what the fixtures compare).
+pub fn es(e: AutogradError) -> String {
+    e.to_string()
+}
+
+pub fn ip<B: ConformanceTensor>(r: Result<Variable<B>, AutogradError>) -> R<Vec<Variable<B>>> {
+    r.map(|v| vec![v]).map_err(|e| e.to_string())
+}
+
+/// One step: the op's schema name and its arguments -> the outputs. An `Err` is an error
+/// ndtensor reports (its message is compared with PyTorch's); an op ndtensor lacks gives
+/// `op missing in ndtensor: <op>`. Long on purpose: one match arm per op of the YAML, a table.
+pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B>>> {
+    let one = ip::<B>;
+    let two = |r: Result<(Variable<B>, Variable<B>), AutogradError>| {
+        r.map(|(x, y)| vec![x, y]).map_err(|e| e.to_string())
+    };
+    match op {
+        "add.Tensor" => one(add_tensor(&a.t("self")?, &a.t("other")?, a.f("alpha")?)),
+        "add_.Tensor" => ip(add_tensor_(&a.t("self")?, &a.t("other")?, a.f("alpha")?)),
+        "add.out" => ip(add_out(
+            &a.t("self")?,
+            &a.t("other")?,
+            a.f("alpha")?,
+            &a.t("out")?,
+        )),
+        "add.Scalar" => one(add_scalar(&a.t("self")?, a.f("other")?, a.f("alpha")?)),
+        "add_.Scalar" => ip(add_scalar_(&a.t("self")?, a.f("other")?, a.f("alpha")?)),
+        "sub.Tensor" => one(sub_tensor(&a.t("self")?, &a.t("other")?, a.f("alpha")?)),
+        "sub_.Tensor" => ip(sub_tensor_(&a.t("self")?, &a.t("other")?, a.f("alpha")?)),
+        "sub.out" => ip(sub_out(
+            &a.t("self")?,
+            &a.t("other")?,
+            a.f("alpha")?,
+            &a.t("out")?,
+        )),
+        "sub.Scalar" => one(sub_scalar(&a.t("self")?, a.f("other")?, a.f("alpha")?)),
+        "sub_.Scalar" => ip(sub_scalar_(&a.t("self")?, a.f("other")?, a.f("alpha")?)),
+        "abs_" => ip(abs_(&a.t("self")?)),
+        "pow_.Scalar" => ip(pow_scalar_(&a.t("self")?, a.f("exponent")?)),
+        "leaky_relu_" => ip(leaky_relu_(&a.t("self")?, a.f("negative_slope")?)),
+        "mul.Tensor" => one(mul_tensor(&a.t("self")?, &a.t("other")?)),
+        "mul_.Tensor" => ip(mul_tensor_(&a.t("self")?, &a.t("other")?)),
+        "mul.out" => ip(mul_out(&a.t("self")?, &a.t("other")?, &a.t("out")?)),
+        "mul.Scalar" => one(mul_scalar(&a.t("self")?, a.f("other")?)),
+        "mul_.Scalar" => ip(mul_scalar_(&a.t("self")?, a.f("other")?)),
+        "div.Tensor" => one(div_tensor(&a.t("self")?, &a.t("other")?)),
+        "div_.Tensor" => ip(div_tensor_(&a.t("self")?, &a.t("other")?)),
+        "div.out" => ip(div_out(&a.t("self")?, &a.t("other")?, &a.t("out")?)),
+        "div.Scalar" => one(div_scalar(&a.t("self")?, a.f("other")?)),
+        "div_.Scalar" => ip(div_scalar_(&a.t("self")?, a.f("other")?)),
+        "neg" => one(neg(&a.t("self")?)),
+        "neg_" => ip(neg_(&a.t("self")?)),
+        "neg.out" => ip(neg_out(&a.t("self")?, &a.t("out")?)),
+        "exp" => one(exp(&a.t("self")?)),
+        "exp_" => ip(exp_(&a.t("self")?)),
+        "exp.out" => ip(exp_out(&a.t("self")?, &a.t("out")?)),
+        "log" => one(log(&a.t("self")?)),
+        "log_" => ip(log_(&a.t("self")?)),
+        "sqrt" => one(sqrt(&a.t("self")?)),
+        "sqrt_" => ip(sqrt_(&a.t("self")?)),
+        "rsqrt" => one(rsqrt(&a.t("self")?)),
+        "pow.Tensor_Scalar" => one(pow_tensor_scalar(&a.t("self")?, a.f("exponent")?)),
+        "pow.Tensor_Tensor" => one(pow_tensor_tensor(&a.t("self")?, &a.t("exponent")?)),
+        "abs" => one(abs(&a.t("self")?)),
+        "sign" => one(sign(&a.t("self")?)),
+        "sin" => one(sin(&a.t("self")?)),
+        "sin_" => ip(sin_(&a.t("self")?)),
+        "cos" => one(cos(&a.t("self")?)),
+        "erf" => one(erf(&a.t("self")?)),
+        "tanh" => one(tanh(&a.t("self")?)),
+        "tanh_" => ip(tanh_(&a.t("self")?)),
+        "tanh.out" => ip(tanh_out(&a.t("self")?, &a.t("out")?)),
+        "tanh_backward" => one(tanh_backward(&a.t("grad_output")?, &a.t("output")?)),
+        "sigmoid" => one(sigmoid(&a.t("self")?)),
+        "sigmoid_" => ip(sigmoid_(&a.t("self")?)),
+        "relu" => one(relu(&a.t("self")?)),
+        "relu_" => ip(relu_(&a.t("self")?)),
+        "leaky_relu" => one(leaky_relu(&a.t("self")?, a.f("negative_slope")?)),
+        "threshold_backward" => one(threshold_backward(
+            &a.t("grad_output")?,
+            &a.t("self")?,
+            a.f("threshold")?,
+        )),
+        "gelu" => one(gelu(&a.t("self")?, &a.s("approximate")?)),
+        "gelu_" => ip(gelu_(&a.t("self")?, &a.s("approximate")?)),
+        "clamp" => one(clamp(&a.t("self")?, a.of("min")?, a.of("max")?)),
+        "clamp_" => ip(clamp_(&a.t("self")?, a.of("min")?, a.of("max")?)),
+        "clamp.out" => ip(clamp_out(
+            &a.t("self")?,
+            a.of("min")?,
+            a.of("max")?,
+            &a.t("out")?,
+        )),
+        "where.self" => one(where_self(
+            &a.t("condition")?,
+            &a.t("self")?,
+            &a.t("other")?,
+        )),
+        "maximum" => one(maximum(&a.t("self")?, &a.t("other")?)),
+        "eq.Tensor" => one(eq_tensor(&a.t("self")?, &a.t("other")?)),
+        "eq.Scalar" => one(eq_scalar(&a.t("self")?, a.f("other")?)),
+        "ne.Scalar" => one(ne_scalar(&a.t("self")?, a.f("other")?)),
+        "gt.Tensor" => one(gt_tensor(&a.t("self")?, &a.t("other")?)),
+        "gt.Scalar" => one(gt_scalar(&a.t("self")?, a.f("other")?)),
+        "lt.Tensor" => one(lt_tensor(&a.t("self")?, &a.t("other")?)),
+        "lt.Scalar" => one(lt_scalar(&a.t("self")?, a.f("other")?)),
+        "ge.Scalar" => one(ge_scalar(&a.t("self")?, a.f("other")?)),
+        "le.Scalar" => one(le_scalar(&a.t("self")?, a.f("other")?)),
+        "argmax" => one(argmax(&a.t("self")?, a.oi("dim")?, a.b("keepdim")?)),
+        "new_zeros" => one(new_zeros(
+            &a.t("self")?,
+            &a.ints("size")?,
+            None,
+            None,
+            None,
+            None,
+        )),
+        "zeros_like" => one(zeros_like(&a.t("self")?, None, None, None, None, None)),
+        "zero_" => ip(zero_(&a.t("self")?)),
+        "fill_.Scalar" => ip(fill_scalar_(&a.t("self")?, a.f("value")?)),
+        "mm" => one(mm(&a.t("self")?, &a.t("mat2")?)),
+        "mm.out" => ip(mm_out(&a.t("self")?, &a.t("mat2")?, &a.t("out")?)),
+        "matmul" => one(matmul(&a.t("self")?, &a.t("other")?)),
+        "bmm" => one(bmm(&a.t("self")?, &a.t("mat2")?)),
+        "sum" => one(sum(&a.t("self")?, None)),
+        "sum.dim_IntList" => one(sum_dim_intlist(
+            &a.t("self")?,
+            a.oints("dim")?.as_deref(),
+            a.b("keepdim")?,
+            None,
+        )),
+        "sum.IntList_out" => ip(sum_intlist_out(
+            &a.t("self")?,
+            a.oints("dim")?.as_deref(),
+            a.b("keepdim")?,
+            None,
+            &a.t("out")?,
+        )),
+        "mean" => one(mean(&a.t("self")?, None)),
+        "mean.dim" => one(mean_dim(
+            &a.t("self")?,
+            a.oints("dim")?.as_deref(),
+            a.b("keepdim")?,
+            None,
+        )),
+        "max.dim" => two(max_dim(&a.t("self")?, a.i("dim")?, a.b("keepdim")?)),
+        "amax" => one(amax(&a.t("self")?, &a.ints("dim")?, a.b("keepdim")?)),
+        "softmax.int" => one(softmax_int(&a.t("self")?, a.i("dim")?, None)),
+        "log_softmax.int" => one(log_softmax_int(&a.t("self")?, a.i("dim")?, None)),
+        "logsumexp" => one(logsumexp(&a.t("self")?, &a.ints("dim")?, a.b("keepdim")?)),
+        "transpose.int" => one(transpose_int(&a.t("self")?, a.i("dim0")?, a.i("dim1")?)),
+        "t" => one(t(&a.t("self")?)),
+        "permute" => one(permute(&a.t("self")?, &a.ints("dims")?)),
+        "reshape" => one(reshape(&a.t("self")?, &a.ints("shape")?)),
+        "view" => one(view(&a.t("self")?, &a.ints("size")?)),
+        "expand" => one(expand(&a.t("self")?, &a.ints("size")?, a.b("implicit")?)),
+        "squeeze" => one(squeeze(&a.t("self")?)),
+        "squeeze.dim" => one(squeeze_dim(&a.t("self")?, a.i("dim")?)),
+        "unsqueeze" => one(unsqueeze(&a.t("self")?, a.i("dim")?)),
+        "slice.Tensor" => one(slice_tensor(
+            &a.t("self")?,
+            a.i("dim")?,
+            a.oi("start")?,
+            a.oi("end")?,
+            a.i("step")?,
+        )),
+        "slice_backward" => one(slice_backward(
+            &a.t("grad_output")?,
+            &a.ints("input_sizes")?,
+            a.i("dim")?,
+            a.i("start")?,
+            a.i("end")?,
+            a.i("step")?,
+        )),
+        "cat" => one(cat(&a.tl("tensors")?, a.i("dim")?)),
+        "cat.out" => ip(cat_out(&a.tl("tensors")?, a.i("dim")?, &a.t("out")?)),
+        "stack" => one(stack(&a.tl("tensors")?, a.i("dim")?)),
+        "unbind.int" => unbind_int(&a.t("self")?, a.i("dim")?).map_err(es),
+        "squeeze.dims" => one(squeeze_dims(&a.t("self")?, &a.ints("dim")?)),
+        "clone" => one(clone(&a.t("self")?, None)),
+        "diagonal" => one(diagonal(
+            &a.t("self")?,
+            a.i("offset")?,
+            a.i("dim1")?,
+            a.i("dim2")?,
+        )),
+        "diagonal_backward" => one(diagonal_backward(
+            &a.t("grad_output")?,
+            &a.ints("input_sizes")?,
+            a.i("offset")?,
+            a.i("dim1")?,
+            a.i("dim2")?,
+        )),
+        "narrow" => one(narrow(
+            &a.t("self")?,
+            a.i("dim")?,
+            a.i("start")?,
+            a.i("length")?,
+        )),
+        "select.int" => one(select_int(&a.t("self")?, a.i("dim")?, a.i("index")?)),
+        "split.Tensor" => split_tensor(&a.t("self")?, a.i("split_size")?, a.i("dim")?).map_err(es),
+        "chunk" => chunk(&a.t("self")?, a.i("chunks")?, a.i("dim")?).map_err(es),
+        "index_select" => one(index_select(&a.t("self")?, a.i("dim")?, &a.t("index")?)),
+        "index_add" => one(index_add(
+            &a.t("self")?,
+            a.i("dim")?,
+            &a.t("index")?,
+            &a.t("source")?,
+            a.f("alpha")?,
+        )),
+        "gather" => one(gather(
+            &a.t("self")?,
+            a.i("dim")?,
+            &a.t("index")?,
+            a.b("sparse_grad")?,
+        )),
+        "scatter_add" => one(scatter_add(
+            &a.t("self")?,
+            a.i("dim")?,
+            &a.t("index")?,
+            &a.t("src")?,
+        )),
+        "mse_loss" => one(mse_loss(&a.t("self")?, &a.t("target")?, a.i("reduction")?)),
+        "nll_loss" => one(nll_loss(
+            &a.t("self")?,
+            &a.t("target")?,
+            a.ot("weight")?.as_ref(),
+            a.i("reduction")?,
+            a.i("ignore_index")?,
+        )),
+        "nll_loss_forward" => two(nll_loss_forward(
+            &a.t("self")?,
+            &a.t("target")?,
+            a.ot("weight")?.as_ref(),
+            a.i("reduction")?,
+            a.i("ignore_index")?,
+        )),
+        "nll_loss_backward" => one(nll_loss_backward(
+            &a.t("grad_output")?,
+            &a.t("self")?,
+            &a.t("target")?,
+            a.ot("weight")?.as_ref(),
+            a.i("reduction")?,
+            a.i("ignore_index")?,
+            &a.t("total_weight")?,
+        )),
+        "cross_entropy_loss" => one(cross_entropy_loss(
+            &a.t("self")?,
+            &a.t("target")?,
+            a.ot("weight")?.as_ref(),
+            a.i("reduction")?,
+            a.i("ignore_index")?,
+            a.f("label_smoothing")?,
+        )),
+        "native_dropout" => two(native_dropout(&a.t("input")?, a.f("p")?, a.ob("train")?)),
+        "native_dropout_backward" => one(native_dropout_backward(
+            &a.t("grad_output")?,
+            &a.t("mask")?,
+            a.f("scale")?,
+        )),
+        "layer_norm" => one(layer_norm(
+            &a.t("input")?,
+            &a.ints("normalized_shape")?,
+            a.ot("weight")?.as_ref(),
+            a.ot("bias")?.as_ref(),
+            a.f("eps")?,
+            a.b("cudnn_enable")?,
+        )),
+        "embedding" => one(embedding(
+            &a.t("weight")?,
+            &a.t("indices")?,
+            a.i("padding_idx")?,
+            a.b("scale_grad_by_freq")?,
+            a.b("sparse")?,
+        )),
+        // Pseudo-ops of the program format.
+        "detach" => Ok(vec![a.t("self")?.detach()]),
+        _ => Err(format!("op missing in ndtensor: {op}")),
+    }
+}
+
+pub fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else {
+        "panic".to_string()
+    }
+}
+
+thread_local! {
+    /// Set while a replay runs on this thread: its panics are expected and not printed.
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Installs (once) a panic hook that stays silent on a thread replaying fixtures and defers to
+/// the previous hook everywhere else (other tests of this binary run in parallel).
+pub fn quiet_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(Cell::get) {
+                prev(info)
+            }
+        }));
+    });
+}
+
+/// Runs `f`, turning a panic into an `Err` with its message marked as a panic: a panic
+/// never matches PyTorch's error (a crash in a user's loop is not an error it can handle),
+/// even with PyTorch's text.
+pub fn guarded<T>(f: impl FnOnce() -> R<T>) -> R<T> {
+    quiet_panics();
+    let was = QUIET.with(|q| q.replace(true));
+    let r = catch_unwind(AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(was));
+    match r {
+        Ok(r) => r,
+        Err(p) => Err(format!("(a panic) {}", panic_message(p))),
+    }
+}

@@ -1,0 +1,408 @@
+//! PyTorch's own answers, replayed on any backend: every fixture of `opset/fixtures/*.json`
+//! (recorded in float64 by `tools/pytorch_fixtures/record.py`, which needs PyTorch) is a
+//! small program of ATen operators. [`dispatch`](super::dispatch::dispatch) maps each step
+//! (the op's schema name and its arguments by schema name) to the op set's generated
+//! function; the values, the gradients of `sum(output * proj)` (or `sum(output)`), the
+//! second-order gradients, tangents (jvp) and Hessian-vector products, and PyTorch's error
+//! messages are compared (rtol 1e-6).
+
+use super::ConformanceTensor;
+use super::dispatch::{Args, R, dispatch, es, guarded, num};
+use crate::ops::*;
+use autograd::runtime::{self as rt, GradModeGuard, Variable};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+
+/// Pseudo-ops of the program format (not ATen operators).
+pub const SPECIAL: &[&str] = &["detach", "set_grad_enabled", "requires_grad_"];
+
+const RTOL: f64 = 1e-6;
+const ATOL: f64 = 1e-9;
+
+// ------------------------------------------------------------------------------- fixtures
+
+/// Every recorded fixture, in file order.
+pub fn fixtures() -> Vec<Value> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .expect("opset/fixtures")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{f:?}: {e}"));
+        out.extend(v["fixtures"].as_array().expect("fixtures").iter().cloned());
+    }
+    out
+}
+
+fn shape_of(v: &Value) -> Vec<usize> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_u64().unwrap() as usize)
+        .collect()
+}
+
+fn tensor<B: ConformanceTensor>(data: &Value, shape: &[usize]) -> B {
+    let d: Vec<f64> = data.as_array().unwrap().iter().map(num).collect();
+    B::from_f64(&d, shape)
+}
+
+// ------------------------------------------------------------------------------- replay
+
+fn close<B: ConformanceTensor>(got: &B, want: &Value, what: &str) -> R<()> {
+    let shape = shape_of(&want["shape"]);
+    if got.shape() != shape.as_slice() {
+        return Err(format!(
+            "{what}: shape {:?}, PyTorch {:?}",
+            got.shape(),
+            shape
+        ));
+    }
+    let w: Vec<f64> = want["data"].as_array().unwrap().iter().map(num).collect();
+    for (i, (g, e)) in got.to_f64_vec().iter().zip(&w).enumerate() {
+        let ok = (g.is_nan() && e.is_nan()) || g == e || (g - e).abs() <= ATOL + RTOL * e.abs();
+        if !ok {
+            return Err(format!("{what}[{i}]: {g}, PyTorch {e}"));
+        }
+    }
+    Ok(())
+}
+
+fn check_error(got: &str, want: &Value, stage: &str) -> R<()> {
+    let msg = want["message"].as_str().unwrap();
+    let ok = match want.get("prefix").and_then(Value::as_str) {
+        Some(p) => got.starts_with(p),
+        None => got == msg,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{stage} error: ndtensor says {got:?}, PyTorch {msg:?}"
+        ))
+    }
+}
+
+struct State<B: ConformanceTensor> {
+    env: HashMap<String, Variable<B>>,
+    guard: Option<GradModeGuard>,
+}
+
+fn constant<B: ConformanceTensor>(data: &Value, shape: &[usize]) -> Variable<B> {
+    Variable::from_data(tensor(data, shape))
+}
+
+/// Replays one fixture: `Ok` when ndtensor gives PyTorch's answer.
+/// Replays one fixture: `Err` with what differs from PyTorch.
+pub fn replay<B: ConformanceTensor>(fx: &Value) -> R<()> {
+    let mut st = State::<B> {
+        env: HashMap::new(),
+        guard: None,
+    };
+    let r = replay_in(fx, &mut st);
+    drop(st.guard.take());
+    r
+}
+
+/// One fixture: the inputs, the steps (forward), then first- and second-order gradients.
+fn replay_in<B: ConformanceTensor>(fx: &Value, st: &mut State<B>) -> R<()> {
+    if fx.get("mode").is_some() {
+        return replay_forward(fx, st);
+    }
+    let expect = &fx["expect"];
+    let err = expect.get("error");
+    let mut leaves = Vec::new();
+    for i in fx["inputs"].as_array().unwrap() {
+        let shape = shape_of(&i["shape"]);
+        let rg = i["requires_grad"].as_bool().unwrap();
+        let v = Variable::new(tensor(&i["data"], &shape), rg);
+        if rg {
+            leaves.push(v.clone());
+        }
+        st.env.insert(i["name"].as_str().unwrap().to_string(), v);
+    }
+    if let Some(done) = run_steps(fx, st)? {
+        return done;
+    }
+    drop(st.guard.take());
+    let out = st.env[fx["output"].as_str().unwrap()].clone();
+    close(&out.data(), &expect["value"], "value")?;
+    if leaves.is_empty() || (expect.get("grads").is_none() && err.is_none()) {
+        return Ok(());
+    }
+    let Some(gs) = first_order(fx, &out, &leaves)? else {
+        return Ok(());
+    };
+    second_order(fx, &gs, &leaves)
+}
+
+/// A forward-mode fixture: dual inputs, the steps, then the output's tangent (`jvp`) or the
+/// tangents of its gradients (`hvp`, forward over reverse).
+fn replay_forward<B: ConformanceTensor>(fx: &Value, st: &mut State<B>) -> R<()> {
+    let _level = rt::dual_level();
+    let tangents = fx["tangents"].as_array().ok_or("no tangents")?;
+    let (mut leaves, mut duals) = (Vec::new(), 0);
+    for i in fx["inputs"].as_array().unwrap() {
+        let shape = shape_of(&i["shape"]);
+        let mut v = Variable::new(
+            tensor(&i["data"], &shape),
+            i["requires_grad"].as_bool().unwrap(),
+        );
+        if v.requires_grad() {
+            leaves.push(v.clone());
+        }
+        // Inputs that require grad are dual, and those marked `"dual": true`.
+        if v.requires_grad() || i.get("dual") == Some(&Value::Bool(true)) {
+            let t = constant(&tangents[duals], &shape);
+            duals += 1;
+            v = rt::make_dual(&v, &t).map_err(|e| e.to_string())?;
+        }
+        st.env.insert(i["name"].as_str().unwrap().to_string(), v);
+    }
+    if let Some(done) = run_steps(fx, st)? {
+        return done;
+    }
+    drop(st.guard.take());
+    let expect = &fx["expect"];
+    let out = st.env[fx["output"].as_str().unwrap()].clone();
+    let u = rt::unpack_dual(&out).map_err(|e| e.to_string())?;
+    close(&u.primal.data(), &expect["value"], "value")?;
+    let tangent_of = |v: &Variable<B>| -> R<B> {
+        let t = rt::unpack_dual(v).map_err(|e| e.to_string())?.tangent;
+        Ok(t.map_or_else(|| zeros::<B>(&v.shape()), |t| t.data()))
+    };
+    if fx["mode"] == "jvp" {
+        return close(&tangent_of(&out)?, &expect["tangent"], "tangent");
+    }
+    let gs =
+        rt::grad(&[out], &leaves, &[None], Some(true), true, true).map_err(|e| e.to_string())?;
+    for (i, ((g, x), w)) in gs
+        .iter()
+        .zip(&leaves)
+        .zip(expect["hvp"].as_array().unwrap())
+        .enumerate()
+    {
+        let hv = match g {
+            Some(g) => tangent_of(g)?,
+            None => zeros::<B>(&x.shape()),
+        };
+        close(&hv, w, &format!("hvp of input {i}"))?;
+    }
+    Ok(())
+}
+
+/// The forward steps. `Some(result)` ends the fixture there (an expected forward error).
+fn run_steps<B: ConformanceTensor>(fx: &Value, st: &mut State<B>) -> R<Option<R<()>>> {
+    let err = fx["expect"].get("error");
+    let err_stage = err.map(|e| e["stage"].as_str().unwrap());
+    for (k, step) in fx["steps"].as_array().unwrap().iter().enumerate() {
+        let op = step["op"].as_str().unwrap();
+        let args = step["args"].as_object().unwrap();
+        let res = match op {
+            "set_grad_enabled" => {
+                let on = args["enabled"].as_bool().unwrap();
+                st.guard = None;
+                if !on {
+                    st.guard = Some(rt::set_grad_enabled(false));
+                }
+                continue;
+            }
+            "requires_grad_" => {
+                let a = Args {
+                    a: args,
+                    env: &st.env,
+                };
+                let v = a.t("self")?;
+                guarded(|| {
+                    v.set_requires_grad(a.ob("requires_grad")?.unwrap_or(true))
+                        .map_err(|e| e.to_string())?;
+                    Ok(vec![v.clone()])
+                })
+            }
+            _ => {
+                let a = Args {
+                    a: args,
+                    env: &st.env,
+                };
+                guarded(|| dispatch(op, &a))
+            }
+        };
+        match res {
+            Err(e) => {
+                return if err_stage == Some("forward")
+                    && err.unwrap()["step"].as_u64() == Some(k as u64)
+                {
+                    Ok(Some(check_error(&e, err.unwrap(), "forward")))
+                } else {
+                    Err(format!("step {k} ({op}) failed: {e}"))
+                };
+            }
+            Ok(outs) => match &step.get("out") {
+                Some(Value::String(n)) => {
+                    let v = outs.into_iter().next().ok_or("no output")?;
+                    st.env.insert(n.clone(), v);
+                }
+                Some(Value::Array(ns)) => {
+                    if ns.len() != outs.len() {
+                        return Err(format!(
+                            "step {k} ({op}): {} outputs, PyTorch {}",
+                            outs.len(),
+                            ns.len()
+                        ));
+                    }
+                    for (n, v) in ns.iter().zip(outs) {
+                        st.env.insert(n.as_str().unwrap().to_string(), v);
+                    }
+                }
+                _ => {}
+            },
+        }
+    }
+    if err_stage == Some("forward") {
+        return Err("PyTorch raised in the forward, ndtensor did not".into());
+    }
+    Ok(None)
+}
+
+/// Gradients of `sum(out * proj)` (or `sum(out)`) with `create_graph`, compared; `None` when
+/// the fixture ends with them (an expected backward error).
+fn first_order<B: ConformanceTensor>(
+    fx: &Value,
+    out: &Variable<B>,
+    leaves: &[Variable<B>],
+) -> R<Option<Vec<Variable<B>>>> {
+    let expect = &fx["expect"];
+    let err = expect.get("error");
+    let err_stage = err.map(|e| e["stage"].as_str().unwrap());
+    let gs = guarded(|| {
+        let l = match fx.get("proj") {
+            Some(p) => sum(
+                &mul_tensor(out, &constant(p, &out.shape())).map_err(es)?,
+                None,
+            ),
+            None => sum(out, None),
+        }
+        .map_err(es)?;
+        rt::grad(&[l], leaves, &[None], Some(true), true, true).map_err(|e| e.to_string())
+    });
+    let gs = match gs {
+        Err(e) if err_stage == Some("backward") => {
+            return check_error(&e, err.unwrap(), "backward").map(|()| None);
+        }
+        Err(e) => return Err(format!("backward failed: {e}")),
+        Ok(_) if err_stage == Some("backward") => {
+            return Err("PyTorch raised in the backward, ndtensor did not".into());
+        }
+        Ok(g) => g,
+    };
+    let gs: Vec<Variable<B>> = gs
+        .into_iter()
+        .zip(leaves)
+        .map(|(g, x)| g.unwrap_or_else(|| Variable::from_data(zeros::<B>(&x.shape()))))
+        .collect();
+    for (i, (g, w)) in gs
+        .iter()
+        .zip(expect["grads"].as_array().unwrap())
+        .enumerate()
+    {
+        close(&g.data(), w, &format!("grad of input {i}"))?;
+    }
+    Ok(Some(gs))
+}
+
+/// Second order: the gradient of `sum_i <g_i, gv_i>`, compared.
+fn second_order<B: ConformanceTensor>(
+    fx: &Value,
+    gs: &[Variable<B>],
+    leaves: &[Variable<B>],
+) -> R<()> {
+    let expect = &fx["expect"];
+    let err = expect.get("error");
+    let err_stage = err.map(|e| e["stage"].as_str().unwrap());
+    let Some(gv) = fx.get("gv") else {
+        return Ok(());
+    };
+    let g2 = guarded(|| {
+        let mut s: Option<Variable<B>> = None;
+        for (g, v) in gs.iter().zip(gv.as_array().unwrap()) {
+            if !g.requires_grad() {
+                continue;
+            }
+            let term = sum(&mul_tensor(g, &constant(v, &g.shape())).map_err(es)?, None);
+            s = Some(match s {
+                None => term.map_err(es)?,
+                Some(acc) => add_tensor(&acc, &term.map_err(es)?, 1.0).map_err(es)?,
+            });
+        }
+        match s {
+            None => Ok(vec![None; leaves.len()]),
+            Some(s) => {
+                rt::grad(&[s], leaves, &[None], None, false, true).map_err(|e| e.to_string())
+            }
+        }
+    });
+    let g2 = match g2 {
+        Err(e) if err_stage == Some("grad2") => return check_error(&e, err.unwrap(), "grad2"),
+        Err(e) => return Err(format!("second-order backward failed: {e}")),
+        Ok(_) if err_stage == Some("grad2") => {
+            return Err("PyTorch raised in the double backward, ndtensor did not".into());
+        }
+        Ok(g) => g,
+    };
+    for (i, ((g, x), w)) in g2
+        .into_iter()
+        .zip(leaves)
+        .zip(expect["grad2"].as_array().unwrap())
+        .enumerate()
+    {
+        let g = g
+            .map(|g| g.data())
+            .unwrap_or_else(|| zeros::<B>(&x.shape()));
+        close(&g, w, &format!("second-order grad of input {i}"))?;
+    }
+    Ok(())
+}
+
+/// Zeros of a shape.
+fn zeros<B: ConformanceTensor>(shape: &[usize]) -> B {
+    B::from_f64(&vec![0.0; shape.iter().product()], shape)
+}
+
+/// What a replay of every fixture found, against a list of known differences
+/// `(fixture name, reason)`.
+pub struct Replay {
+    /// Fixtures that match.
+    pub passed: usize,
+    /// Known differences that still differ.
+    pub known_failing: usize,
+    /// `name: what differs`, for fixtures that are not known differences.
+    pub failures: Vec<String>,
+    /// `name (reason)`, for known differences that now match.
+    pub fixed: Vec<String>,
+}
+
+/// Replays every fixture on `B`.
+pub fn replay_all<B: ConformanceTensor>(known: &[(&str, &str)]) -> Replay {
+    let known: BTreeMap<&str, &str> = known.iter().copied().collect();
+    let mut r = Replay {
+        passed: 0,
+        known_failing: 0,
+        failures: Vec::new(),
+        fixed: Vec::new(),
+    };
+    for fx in &fixtures() {
+        let name = fx["name"].as_str().unwrap_or_default();
+        match (guarded(|| replay::<B>(fx)), known.get(name)) {
+            (Ok(()), None) => r.passed += 1,
+            (Err(e), None) => r.failures.push(format!("{name}: {e}")),
+            (Err(_), Some(_)) => r.known_failing += 1,
+            (Ok(()), Some(why)) => r.fixed.push(format!("{name} ({why})")),
+        }
+    }
+    r
+}
