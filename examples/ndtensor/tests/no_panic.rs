@@ -7,195 +7,23 @@
 
 mod common;
 
-use autograd::runtime::AutogradError;
-use autograd::types::Generator;
-use autograd_codegen::model::schema::{Argument, BaseTy, Type};
-use common::dispatch::{Args, dispatch, guarded};
-use ndtensor::ops::*;
-use ndtensor::{NdTensor, Var};
-use serde_json::{Map, Value, json};
-use std::collections::HashMap;
+use autograd_opset::conformance::no_panic::random_calls;
+use common::T;
 
 /// Random calls per function.
 const ROUNDS: usize = 250;
 
-struct Gen {
-    g: Generator,
-    env: HashMap<String, Var>,
-}
-
-impl Gen {
-    fn below(&self, n: u64) -> u64 {
-        self.g.next_u64() % n
-    }
-    fn chance(&self, p: f64) -> bool {
-        self.g.next_f64() < p
-    }
-    fn pick<T: Copy>(&self, xs: &[T]) -> T {
-        xs[self.below(xs.len() as u64) as usize]
-    }
-
-    /// A shape of rank 0..=3 with sizes 0..=3 (mostly 1..=3).
-    fn shape(&self) -> Vec<usize> {
-        let rank = self.below(4) as usize;
-        (0..rank)
-            .map(|_| {
-                if self.chance(0.1) {
-                    0
-                } else {
-                    1 + self.below(3) as usize
-                }
-            })
-            .collect()
-    }
-
-    /// A tensor in the environment; index-like ones hold small integers (some out of range).
-    fn tensor(&mut self, index_like: bool) -> Value {
-        let shape = self.shape();
-        let n: usize = shape.iter().product();
-        let data: Vec<f64> = (0..n)
-            .map(|_| {
-                if index_like {
-                    self.below(6) as f64 - 1.0
-                } else {
-                    self.g.next_f64() * 4.0 - 2.0
-                }
-            })
-            .collect();
-        let mut t = NdTensor::from_vec(data, &shape);
-        if shape.len() >= 2 && self.chance(0.3) {
-            t = NdTensor::new(t.data.reversed_axes()); // non-contiguous
-        }
-        let requires_grad = !index_like && self.chance(0.7);
-        let leaf = Var::new(t, requires_grad);
-        // Most inputs are non-leaf (in-place on a leaf that requires grad is an error).
-        let v = if requires_grad && self.chance(0.7) {
-            mul_scalar(&leaf, 1.0).expect("mul by a scalar")
-        } else {
-            leaf
-        };
-        let name = format!("x{}", self.env.len());
-        self.env.insert(name.clone(), v);
-        json!({ "t": name })
-    }
-
-    fn scalar(&self) -> Value {
-        let x = self.pick(&[-1.5, 0.0, 0.5, 1.0, 2.0, 3.0, 1e3, -0.25]);
-        if self.chance(0.05) {
-            json!(self.pick(&["nan", "inf", "-inf"]))
-        } else {
-            json!(x)
-        }
-    }
-
-    fn int(&self) -> i64 {
-        self.below(8) as i64 - 3
-    }
-
-    fn value(&mut self, name: &str, ty: &Type) -> Value {
-        match ty {
-            Type::Optional(inner) => {
-                if self.chance(0.3) {
-                    Value::Null
-                } else {
-                    self.value(name, inner)
-                }
-            }
-            Type::List { elem, .. } => match &**elem {
-                Type::Base(BaseTy::Tensor) => {
-                    let n = self.below(4);
-                    let names: Vec<Value> =
-                        (0..n).map(|_| self.tensor(false)["t"].clone()).collect();
-                    json!({ "tl": names })
-                }
-                Type::Base(BaseTy::Bool) => json!(
-                    (0..self.below(4))
-                        .map(|_| self.chance(0.5))
-                        .collect::<Vec<_>>()
-                ),
-                _ => json!((0..self.below(4)).map(|_| self.int()).collect::<Vec<_>>()),
-            },
-            Type::Base(b) => self.base(name, *b),
-            Type::CustomClass(_) => Value::Null,
-        }
-    }
-
-    fn base(&mut self, name: &str, b: BaseTy) -> Value {
-        let index_like = matches!(name, "index" | "target" | "indices" | "condition" | "mask");
-        match b {
-            BaseTy::Tensor => self.tensor(index_like),
-            BaseTy::Int | BaseTy::SymInt => json!(self.int()),
-            BaseTy::Float | BaseTy::Scalar => self.scalar(),
-            BaseTy::Bool => json!(self.chance(0.5)),
-            BaseTy::Str => json!(self.pick(&["none", "tanh", "mean", "bogus"])),
-            _ => Value::Null,
-        }
-    }
-}
-
-fn all_arguments(f: &autograd_codegen::model::schema::FunctionSchema) -> Vec<&Argument> {
-    let a = &f.arguments;
-    a.flat_non_out().chain(a.out.iter()).collect()
-}
-
-/// Backward through every output that carries a gradient (errors are fine, panics are not).
-fn backward_through(outs: &[Var]) -> Result<(), AutogradError> {
-    for o in outs.iter().filter(|o| o.requires_grad()) {
-        sum(o, None)?.backward()?;
-    }
-    Ok(())
-}
-
 #[test]
 fn no_public_op_panics_on_random_arguments() {
-    let analysis = common::analysis();
-    let mut panics = Vec::new();
-    let mut calls = (0usize, 0usize); // (Ok, Err)
-    for (fi, f) in analysis.functions.iter().enumerate() {
-        let schema = &f.func;
-        let op = schema.name.to_string();
-        for round in 0..ROUNDS {
-            let mut rng = Gen {
-                g: Generator::new((fi * 1000 + round) as u64),
-                env: HashMap::new(),
-            };
-            let mut args = Map::new();
-            for a in all_arguments(schema) {
-                let v = rng.value(&a.name, &a.ty);
-                args.insert(a.name.clone(), v);
-            }
-            let env = std::mem::take(&mut rng.env);
-            let r = guarded(|| {
-                let outs = dispatch(
-                    &op,
-                    &Args {
-                        a: &args,
-                        env: &env,
-                    },
-                )?;
-                backward_through(&outs).map_err(|e| e.to_string())
-            });
-            match r {
-                Err(e) if e.starts_with("(a panic)") => {
-                    panics.push(format!("{op} with {}: {e}", Value::Object(args.clone())));
-                }
-                Err(e) if e.starts_with("op missing") => panic!("{e}"),
-                Err(_) => calls.1 += 1,
-                Ok(()) => calls.0 += 1,
-            }
-        }
-    }
-    println!(
-        "no-panic property test: {} calls Ok, {} Err",
-        calls.0, calls.1
-    );
+    let r = random_calls::<T>(ROUNDS);
+    println!("no-panic property test: {} calls Ok, {} Err", r.ok, r.err);
     assert!(
-        panics.is_empty(),
+        r.panics.is_empty(),
         "{} of {} random calls panicked:\n{}",
-        panics.len(),
-        calls.0 + calls.1 + panics.len(),
-        panics.join("\n")
+        r.panics.len(),
+        r.ok + r.err + r.panics.len(),
+        r.panics.join("\n")
     );
     // Both outcomes occur: the arguments reach the kernels' checks and their normal paths.
-    assert!(calls.0 > 0 && calls.1 > 0);
+    assert!(r.ok > 0 && r.err > 0);
 }

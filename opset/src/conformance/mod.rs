@@ -7,7 +7,11 @@
 //!   [`check_every_case`] runs through gradcheck, gradgradcheck and the forward-mode check;
 //! * [`inplace_cases::inplace_cases`]: one case per in-place operator;
 //! * [`missing_cases`]: the functions of the op set's analysis without a case, so that a new
-//!   operator cannot escape.
+//!   operator cannot escape;
+//! * [`fixtures::replay_all`]: the PyTorch-recorded programs of `opset/fixtures` (values,
+//!   gradients, second derivatives, jvps, HVPs and error texts), fixture by fixture;
+//! * [`no_panic::random_calls`]: every function with random arguments, then backward: `Ok`
+//!   or `Err`, never a panic.
 //!
 //! ```ignore
 //! #[test]
@@ -23,6 +27,7 @@ pub mod cases;
 pub mod dispatch;
 pub mod fixtures;
 pub mod inplace_cases;
+pub mod no_panic;
 
 use crate::Backend;
 use autograd::gradcheck::{ElementAccess, Tolerances, check_forward, gradcheck, gradgradcheck};
