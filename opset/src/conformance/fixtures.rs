@@ -1,6 +1,6 @@
 //! PyTorch's own answers, replayed on any backend: every fixture of `opset/fixtures/*.json`
 //! (recorded in float64 by `tools/pytorch_fixtures/record.py`, which needs PyTorch) is a
-//! small program of ATen operators. [`dispatch`](super::dispatch::dispatch) maps each step
+//! small program of ATen operators. [`dispatch`] maps each step
 //! (the op's schema name and its arguments by schema name) to the op set's generated
 //! function; the values, the gradients of `sum(output * proj)` (or `sum(output)`), the
 //! second-order gradients, tangents (jvp) and Hessian-vector products, and PyTorch's error
