@@ -1,0 +1,1522 @@
+//! The raw operations: `impl Backend for CandleTensor` (one method per native function).
+//! No autograd here: the generated layer calls these and records the backward nodes.
+//! Every kernel checks its arguments first (PyTorch's checks and messages, as ndtensor's
+//! kernels) and then calls candle; a candle error becomes a `RuntimeError` with candle's
+//! message.
+//!
+//! candle's own ops do the work, except where candle has no such op or its semantics differ
+//! from PyTorch's; those kernels compute on the host values (`to_vec`, then
+//! `Tensor::from_vec`): `pow.Tensor_Tensor` (candle's `pow` is `exp(y ln x)`, NaN for a
+//! negative base), `argmax` and `max.dim` (PyTorch's first-of-ties and NaN rules),
+//! `diagonal` and `diagonal_backward`, `nll_loss_forward` / `nll_loss_backward`, and
+//! `native_dropout`'s mask (drawn from the thread's generator). Index tensors are validated
+//! on the host (PyTorch's out-of-bounds errors) and converted to candle's `U32`.
+
+use crate::tensor::{CandleTensor, next_uniform};
+use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
+use autograd_opset::Backend;
+use autograd_opset::error::{Error, check};
+use autograd_opset::shape::{broadcast_shape, distinct_dims, norm_dim, reduce_axes};
+use candle_core::{DType, Tensor};
+
+type R<T> = Result<T, Error>;
+
+/// A candle error as a `RuntimeError` with candle's message.
+trait Ce<T> {
+    fn ce(self) -> R<T>;
+}
+
+impl<T> Ce<T> for candle_core::Result<T> {
+    fn ce(self) -> R<T> {
+        self.map_err(|e| Error::runtime(format!("candle: {e}")))
+    }
+}
+
+fn w(t: Tensor) -> CandleTensor {
+    CandleTensor { t }
+}
+
+fn cpu() -> candle_core::Device {
+    candle_core::Device::Cpu
+}
+
+/// A 0-d tensor of `x` in `like`'s dtype.
+fn sc(x: f64, like: &Tensor) -> R<Tensor> {
+    Tensor::new(x, &cpu()).ce()?.to_dtype(like.dtype()).ce()
+}
+
+/// Host values in row-major order.
+fn host(t: &Tensor) -> R<Vec<f64>> {
+    t.flatten_all()
+        .ce()?
+        .to_dtype(DType::F64)
+        .ce()?
+        .to_vec1::<f64>()
+        .ce()
+}
+
+/// A tensor of host values (`F64`).
+fn from_host(v: Vec<f64>, shape: &[usize]) -> R<Tensor> {
+    Tensor::from_vec(v, shape, &cpu()).ce()
+}
+
+/// A 0/1 (`U8`) mask as a float tensor of `like`'s dtype.
+fn as_float(mask: Tensor, like: &Tensor) -> R<CandleTensor> {
+    Ok(w(mask.to_dtype(like.dtype()).ce()?))
+}
+
+/// `a` broadcast to `shape`, or PyTorch's error for a value of shape `a` written into a
+/// tensor of shape `shape`.
+fn broadcast_to(a: &Tensor, shape: &[usize]) -> R<Tensor> {
+    let full = broadcast_shape(shape, a.dims())?;
+    if full != shape {
+        return Err(Error::runtime(format!(
+            "output with shape {shape:?} doesn't match the broadcast shape {full:?}"
+        )));
+    }
+    if a.dims() == shape {
+        return Ok(a.clone());
+    }
+    a.broadcast_as(shape).ce()
+}
+
+/// Both operands broadcast to their common shape (PyTorch's error if they do not fit).
+fn both(a: &Tensor, b: &Tensor) -> R<(Tensor, Tensor)> {
+    if a.dims() == b.dims() {
+        return Ok((a.clone(), b.clone()));
+    }
+    let s = broadcast_shape(a.dims(), b.dims())?;
+    Ok((a.broadcast_as(s.as_slice()).ce()?, b.broadcast_as(s).ce()?))
+}
+
+/// Elementwise on the host values of two broadcast operands.
+fn host_zip(a: &Tensor, b: &Tensor, f: impl Fn(f64, f64) -> f64) -> R<CandleTensor> {
+    let (a, b) = both(a, b)?;
+    let shape = a.dims().to_vec();
+    let v = host(&a)?
+        .into_iter()
+        .zip(host(&b)?)
+        .map(|(x, y)| f(x, y))
+        .collect();
+    Ok(w(from_host(v, &shape)?.to_dtype(a.dtype()).ce()?))
+}
+
+/// A shape with at most one `-1`, resolved for `numel` elements (PyTorch's `infer_size`).
+fn infer_shape(shape: &[i64], numel: usize) -> R<Vec<usize>> {
+    let mut inferred = None;
+    let mut known = 1usize;
+    for (i, d) in shape.iter().enumerate() {
+        match *d {
+            -1 if inferred.is_some() => {
+                return Err(Error::runtime("only one dimension can be inferred"));
+            }
+            -1 => inferred = Some(i),
+            d if d < 0 => {
+                return Err(Error::runtime(format!(
+                    "invalid shape dimension {d} at index {i} of shape {shape:?}"
+                )));
+            }
+            d => known = known.saturating_mul(d as usize),
+        }
+    }
+    let invalid = || {
+        Error::runtime(format!(
+            "shape '{shape:?}' is invalid for input of size {numel}"
+        ))
+    };
+    let mut out: Vec<usize> = shape.iter().map(|d| (*d).max(0) as usize).collect();
+    match inferred {
+        Some(i) if known > 0 && numel.is_multiple_of(known) => out[i] = numel / known,
+        None if known == numel => {}
+        _ => return Err(invalid()),
+    }
+    Ok(out)
+}
+
+fn reshape_to(a: &Tensor, s: &[usize]) -> R<Tensor> {
+    if a.dims() == s {
+        return Ok(a.clone());
+    }
+    a.reshape(s).ce()
+}
+
+fn reshape_t(a: &Tensor, shape: &[i64]) -> R<Tensor> {
+    let s = infer_shape(shape, a.elem_count())?;
+    reshape_to(a, &s)
+}
+
+/// `view`'s extra condition (PyTorch's `computeStride`), as ndtensor's.
+fn view_compatible(old_shape: &[usize], old_strides: &[isize], new_shape: &[usize]) -> bool {
+    if old_shape.is_empty() || old_shape.iter().product::<usize>() == 0 {
+        return true;
+    }
+    let mut view_d = new_shape.len() as isize - 1;
+    let mut chunk_base_stride = *old_strides.last().unwrap_or(&1);
+    let mut tensor_numel: usize = 1;
+    let mut view_numel: usize = 1;
+    for tensor_d in (0..old_shape.len()).rev() {
+        tensor_numel *= old_shape[tensor_d];
+        let boundary = tensor_d == 0
+            || (old_shape[tensor_d - 1] != 1
+                && old_strides[tensor_d - 1] != tensor_numel as isize * chunk_base_stride);
+        if boundary {
+            while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
+                view_numel *= new_shape[view_d as usize];
+                view_d -= 1;
+            }
+            if view_numel != tensor_numel {
+                return false;
+            }
+            if tensor_d > 0 {
+                chunk_base_stride = old_strides[tensor_d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    view_d == -1
+}
+
+/// Sum over `axes` (sorted), keeping them as size-1 dims when `keepdim`.
+fn sum_axes(a: &Tensor, axes: &[usize], keepdim: bool) -> R<Tensor> {
+    if axes.is_empty() {
+        return Ok(a.clone());
+    }
+    if keepdim {
+        a.sum_keepdim(axes.to_vec()).ce()
+    } else {
+        a.sum(axes.to_vec()).ce()
+    }
+}
+
+/// `t` without its (size-1) dims `axes`.
+fn drop_axes(t: &Tensor, axes: &[usize]) -> R<Tensor> {
+    let s: Vec<usize> = (0..t.rank())
+        .filter(|a| !axes.contains(a))
+        .map(|a| t.dims()[a])
+        .collect();
+    reshape_to(t, &s)
+}
+
+/// The product of the sizes of `axes`.
+fn count(a: &Tensor, axes: &[usize]) -> usize {
+    axes.iter().map(|x| a.dims()[*x]).product()
+}
+
+/// `mm`'s checks, in PyTorch's words.
+fn check_mm(a: &[usize], b: &[usize]) -> R<()> {
+    check(a.len() == 2, || {
+        format!("mm: self must be a matrix, got {}-D tensor", a.len())
+    })?;
+    check(b.len() == 2, || {
+        format!("mm: mat2 must be a matrix, got {}-D tensor", b.len())
+    })?;
+    check(a[1] == b[0], || {
+        format!(
+            "mm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
+            a[0], a[1], b[0], b[1]
+        )
+    })
+}
+
+/// A matrix product on contiguous operands (candle's gemm), with empty operands handled.
+fn matmul(a: &Tensor, b: &Tensor) -> R<Tensor> {
+    let (an, bn) = (a.rank(), b.rank());
+    let k = a.dims()[an - 1];
+    if a.elem_count() == 0 || b.elem_count() == 0 || k == 0 {
+        let mut s = a.dims()[..an - 1].to_vec();
+        s.push(b.dims()[bn - 1]);
+        return Tensor::zeros(s, a.dtype(), &cpu()).ce();
+    }
+    a.contiguous().ce()?.matmul(&b.contiguous().ce()?).ce()
+}
+
+/// A 0-d tensor as a 1-element 1-d one (PyTorch's `ensure_nonempty_dim`).
+fn promote(t: &Tensor) -> R<Tensor> {
+    if t.rank() == 0 {
+        t.reshape(1).ce()
+    } else {
+        Ok(t.clone())
+    }
+}
+
+/// The size of axis `ax` (1 for a 0-d tensor).
+fn axis_len(t: &Tensor, ax: usize) -> usize {
+    t.dims().get(ax).copied().unwrap_or(1)
+}
+
+/// An element of an index tensor as an index below `n`; `message` words PyTorch's error.
+fn index_below(v: f64, n: usize, message: impl FnOnce(i64) -> Error) -> R<u32> {
+    if v >= 0.0 && v < n as f64 && v.fract() == 0.0 {
+        Ok(v as u32)
+    } else {
+        Err(message(v as i64))
+    }
+}
+
+/// The values of an index tensor, each below `n`, as candle's `U32` indices (same shape).
+fn indices(index: &Tensor, n: usize, message: impl Fn(i64) -> Error) -> R<(Tensor, Vec<u32>)> {
+    let v = host(index)?
+        .into_iter()
+        .map(|x| index_below(x, n, &message))
+        .collect::<R<Vec<u32>>>()?;
+    let t = Tensor::from_vec(v.clone(), index.dims(), &cpu()).ce()?;
+    Ok((t, v))
+}
+
+fn out_of_bounds(v: i64, ax: usize, n: usize) -> Error {
+    Error::runtime(format!(
+        "index {v} is out of bounds for dimension {ax} with size {n}"
+    ))
+}
+
+fn in_self(_: i64) -> Error {
+    Error::index("index out of range in self")
+}
+
+/// A shape given as sizes; a negative size is PyTorch's error.
+fn new_shape(size: &[i64]) -> R<Vec<usize>> {
+    size.iter()
+        .map(|d| {
+            usize::try_from(*d).map_err(|_| {
+                Error::runtime(format!(
+                    "Trying to create tensor with negative dimension {d}: {size:?}"
+                ))
+            })
+        })
+        .collect()
+}
+
+/// `expand`'s target shape (`-1` keeps a size), with PyTorch's checks.
+fn expanded_shape(shape: &[usize], size: &[i64]) -> R<Vec<usize>> {
+    let (nd, k) = (shape.len(), size.len());
+    check(k >= nd, || {
+        format!(
+            "expand(torch.DoubleTensor{{{shape:?}}}, size={size:?}): the number of sizes provided ({k}) must be greater or equal to the number of dimensions in the tensor ({nd})"
+        )
+    })?;
+    let off = k - nd;
+    let mut out = Vec::with_capacity(k);
+    for (i, d) in size.iter().enumerate() {
+        let existing = (i >= off).then(|| shape[i - off]);
+        let s = match (*d, existing) {
+            (-1, Some(e)) => e,
+            (d, None) if d < 0 => {
+                return Err(Error::runtime(format!(
+                    "The expanded size of the tensor ({d}) isn't allowed in a leading, non-existing dimension {i}"
+                )));
+            }
+            (d, Some(e)) if e != 1 && d != e as i64 => {
+                return Err(Error::runtime(format!(
+                    "The expanded size of the tensor ({d}) must match the existing size ({e}) at non-singleton dimension {i}.  Target sizes: {size:?}.  Tensor sizes: {shape:?}"
+                )));
+            }
+            (d, _) => new_shape(&[d])?[0],
+        };
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// `cat`'s checks, in PyTorch's words.
+fn check_cat(tensors: &[CandleTensor], dim: i64) -> R<()> {
+    let first = tensors
+        .first()
+        .ok_or_else(|| Error::runtime("torch.cat(): expected a non-empty list of Tensors"))?;
+    let nd = first.t.rank();
+    for (i, t) in tensors.iter().enumerate() {
+        check(t.t.rank() > 0, || {
+            format!("zero-dimensional tensor (at position {i}) cannot be concatenated")
+        })?;
+        check(t.t.rank() == nd, || {
+            format!(
+                "Tensors must have same number of dimensions: got {nd} and {}",
+                t.t.rank()
+            )
+        })?;
+    }
+    let ax = norm_dim(dim, nd)?;
+    for (i, t) in tensors.iter().enumerate().skip(1) {
+        for d in (0..nd).filter(|d| *d != ax) {
+            check(t.shape()[d] == first.shape()[d], || {
+                format!(
+                    "Sizes of tensors must match except in dimension {ax}. Expected size {} but got size {} for tensor number {i} in the list.",
+                    first.shape()[d],
+                    t.shape()[d]
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// `index_add`'s checks: a vector of indices, one per slice of `source` along `ax`.
+fn check_index_add(self_: &Tensor, ax: usize, index: &Tensor, source: &Tensor) -> R<()> {
+    if index.rank() > 1 {
+        return Err(Error::index(format!(
+            "index_add_(): Index is supposed to be a vector, but got dim: {} with type: Long and size: {:?}",
+            index.rank(),
+            index.dims()
+        )));
+    }
+    check(source.rank() == self_.rank(), || {
+        "index_add_(): Source and self must have the same number of dimensions".into()
+    })?;
+    let n = axis_len(source, ax);
+    check(index.elem_count() == n, || {
+        format!(
+            "index_add_(): Number of indices ({}) should be equal to source.size(dim): ({n}), for dim: {ax}",
+            index.elem_count()
+        )
+    })?;
+    for d in (0..self_.rank()).filter(|d| *d != ax) {
+        check(source.dims()[d] == self_.dims()[d], || {
+            format!(
+                "index_add_(): self ({:?}) and source ({:?}) must have the same scalar type",
+                self_.dims(),
+                source.dims()
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// `gather` / `scatter_add`'s shape checks (PyTorch's `gather_shape_check` /
+/// `scatter_shape_check`).
+fn check_gather_shapes(self_: &Tensor, ax: usize, index: &Tensor, src: Option<&Tensor>) -> R<()> {
+    let nd = self_.rank().max(1);
+    let ind = index.rank().max(1);
+    let what = if src.is_some() { "self" } else { "input" };
+    check(ind == nd, || {
+        format!("Index tensor must have the same number of dimensions as {what} tensor")
+    })?;
+    if let Some(s) = src {
+        check(s.rank().max(1) == ind, || {
+            "Index tensor must have the same number of dimensions as src tensor".into()
+        })?;
+    }
+    let size = |t: &Tensor, d: usize| t.dims().get(d).copied().unwrap_or(1);
+    for d in 0..nd {
+        let ok_self = d == ax || size(index, d) <= size(self_, d);
+        let ok_src = src.is_none_or(|s| size(index, d) <= size(s, d));
+        if !(ok_self && ok_src) {
+            return Err(Error::runtime(match src {
+                None => format!(
+                    "Size does not match at dimension {d} expected index {:?} to be no larger than self {:?} apart from dimension {ax}",
+                    index.dims(),
+                    self_.dims()
+                ),
+                Some(s) => format!(
+                    "Expected index {:?} to be no larger than self {:?} apart from dimension {ax} and to be no larger size than src {:?}",
+                    index.dims(),
+                    self_.dims(),
+                    s.dims()
+                ),
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// `layer_norm`'s checks, in PyTorch's words.
+fn check_layer_norm(
+    input: &[usize],
+    normalized_shape: &[i64],
+    weight: Option<&CandleTensor>,
+    bias: Option<&CandleTensor>,
+) -> R<()> {
+    let k = normalized_shape.len();
+    let fits = k <= input.len()
+        && input[input.len() - k..]
+            .iter()
+            .zip(normalized_shape)
+            .all(|(a, b)| *a as i64 == *b);
+    check(fits, || {
+        let star: Vec<String> = normalized_shape.iter().map(i64::to_string).collect();
+        format!(
+            "Given normalized_shape={normalized_shape:?}, expected input with shape [*, {}], but got input of size{input:?}",
+            star.join(", ")
+        )
+    })?;
+    for (name, t) in [("weight", weight), ("bias", bias)] {
+        if let Some(t) = t {
+            let same = t.shape().len() == k
+                && t.shape()
+                    .iter()
+                    .zip(normalized_shape)
+                    .all(|(a, b)| *a as i64 == *b);
+            check(same, || {
+                format!(
+                    "Expected {name} to be of same shape as normalized_shape, but got {name} of shape {:?} and normalized_shape = {normalized_shape:?}",
+                    t.shape()
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// A reduction that selects an element needs one to select from.
+fn check_nonempty_reduction(name: &str, axis: Option<usize>, t: &Tensor) -> R<()> {
+    match axis {
+        None if t.elem_count() == 0 => Err(Error::index(format!(
+            "{name}(): Expected reduction dim to be specified for input.numel() == 0."
+        ))),
+        Some(ax) if t.rank() > 0 && t.dims()[ax] == 0 => Err(Error::index(format!(
+            "{name}(): Expected reduction dim {ax} to have non-zero size."
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The host lanes along `ax` (moved last): the values, the lane length and the shape of
+/// the other dims (in order).
+fn lanes(t: &Tensor, ax: usize) -> R<(Vec<f64>, usize, Vec<usize>)> {
+    let t = promote(t)?;
+    let n = t.rank();
+    let mut perm: Vec<usize> = (0..n).filter(|d| *d != ax).collect();
+    perm.push(ax);
+    let moved = t.permute(perm).ce()?;
+    let rest: Vec<usize> = (0..n).filter(|d| *d != ax).map(|d| t.dims()[d]).collect();
+    Ok((host(&moved)?, t.dims()[ax], rest))
+}
+
+/// The position of the largest element of a lane (the first of ties; a NaN wins), as
+/// PyTorch's `argmax` / `max.dim`.
+fn best_index(lane: &[f64]) -> usize {
+    let mut best = 0;
+    for (i, x) in lane.iter().enumerate() {
+        if *x > lane[best] || (x.is_nan() && !lane[best].is_nan()) {
+            best = i;
+        }
+    }
+    best
+}
+
+/// `diagonal`'s axes, the diagonal's length and the other dims' sizes.
+fn diagonal_geometry(
+    shape: &[usize],
+    offset: i64,
+    dim1: i64,
+    dim2: i64,
+) -> R<(usize, usize, usize, Vec<usize>)> {
+    let (d1, d2) = (norm_dim(dim1, shape.len())?, norm_dim(dim2, shape.len())?);
+    check(d1 != d2, || {
+        format!("diagonal dimensions cannot be identical {dim1}, {dim2}")
+    })?;
+    let (n1, n2) = (shape[d1] as i64, shape[d2] as i64);
+    let len = if offset >= 0 {
+        n1.min(n2 - offset)
+    } else {
+        (n1 + offset).min(n2)
+    }
+    .max(0) as usize;
+    let rest = (0..shape.len())
+        .filter(|a| *a != d1 && *a != d2)
+        .map(|a| shape[a])
+        .collect();
+    Ok((d1, d2, len, rest))
+}
+
+/// Row-major strides of a shape.
+fn strides_of(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+/// For each element of `diagonal(offset, d1, d2)` (row-major), the flat index of its source.
+fn diagonal_sources(
+    shape: &[usize],
+    d1: usize,
+    d2: usize,
+    offset: i64,
+    out: &[usize],
+) -> Vec<usize> {
+    let st = strides_of(shape);
+    let numel: usize = out.iter().product();
+    let mut res = Vec::with_capacity(numel);
+    let ost = strides_of(out);
+    for flat in 0..numel {
+        let ix: Vec<usize> = (0..out.len()).map(|i| (flat / ost[i]) % out[i]).collect();
+        let k = ix[ix.len() - 1] as i64;
+        let mut rest = 0;
+        let mut src = 0;
+        for (a, s) in st.iter().enumerate() {
+            let i = if a == d1 {
+                (k - offset.min(0)) as usize
+            } else if a == d2 {
+                (k + offset.max(0)) as usize
+            } else {
+                rest += 1;
+                ix[rest - 1]
+            };
+            src += i * s;
+        }
+        res.push(src);
+    }
+    res
+}
+
+/// `nll_loss`'s checks, as PyTorch's `nll_loss_forward_out_cpu_template`.
+fn check_nll(
+    input_shape: &[usize],
+    target: &Tensor,
+    weight: Option<&CandleTensor>,
+    c: usize,
+) -> R<()> {
+    check(target.rank() <= 1, || {
+        "0D or 1D target tensor expected, multi-target not supported".into()
+    })?;
+    let batch = if input_shape.len() == 2 {
+        input_shape[0]
+    } else {
+        1
+    };
+    check(target.elem_count() == batch, || {
+        format!(
+            "size mismatch (got input: {input_shape:?}, target: {:?})",
+            target.dims()
+        )
+    })?;
+    check_weight(weight, c)
+}
+
+/// A class weight must hold one value per class.
+fn check_weight(weight: Option<&CandleTensor>, c: usize) -> R<()> {
+    match weight {
+        Some(w) => check(w.t.rank() == 1 && w.numel() == c, || {
+            format!(
+                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
+                w.shape()
+            )
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The class of target element `t` below `c` (or `None` for `ignore_index`).
+fn nll_class(t: f64, c: usize, ignore_index: i64) -> R<Option<usize>> {
+    if t as i64 == ignore_index {
+        return Ok(None);
+    }
+    index_below(t, c, |v| {
+        Error::index(format!("Target {v} is out of bounds."))
+    })
+    .map(|x| Some(x as usize))
+}
+
+impl Backend for CandleTensor {
+    type Error = Error;
+
+    fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
+        let (a, b) = both(&self_.t, &other.t)?;
+        let b = if alpha == 1.0 {
+            b
+        } else {
+            b.broadcast_mul(&sc(alpha, &b)?).ce()?
+        };
+        Ok(w((a + b).ce()?))
+    }
+    fn add_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
+        let t = &self_.t;
+        Ok(w(t.broadcast_add(&sc(other * alpha, t)?).ce()?))
+    }
+    fn sub_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
+        let (a, b) = both(&self_.t, &other.t)?;
+        let b = if alpha == 1.0 {
+            b
+        } else {
+            b.broadcast_mul(&sc(alpha, &b)?).ce()?
+        };
+        Ok(w((a - b).ce()?))
+    }
+    fn sub_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
+        let t = &self_.t;
+        Ok(w(t.broadcast_sub(&sc(other * alpha, t)?).ce()?))
+    }
+    fn mul_tensor(self_: &Self, other: &Self) -> R<Self> {
+        let (a, b) = both(&self_.t, &other.t)?;
+        Ok(w((a * b).ce()?))
+    }
+    fn mul_scalar(self_: &Self, other: f64) -> R<Self> {
+        let t = &self_.t;
+        Ok(w(t.broadcast_mul(&sc(other, t)?).ce()?))
+    }
+    fn div_tensor(self_: &Self, other: &Self) -> R<Self> {
+        let (a, b) = both(&self_.t, &other.t)?;
+        Ok(w((a / b).ce()?))
+    }
+    fn div_scalar(self_: &Self, other: f64) -> R<Self> {
+        let t = &self_.t;
+        Ok(w(t.broadcast_div(&sc(other, t)?).ce()?))
+    }
+    fn neg(self_: &Self) -> R<Self> {
+        Ok(w(self_.t.neg().ce()?))
+    }
+    fn exp(self_: &Self) -> R<Self> {
+        Ok(w(self_.t.exp().ce()?))
+    }
+    fn log(self_: &Self) -> R<Self> {
+        Ok(w(self_.t.log().ce()?))
+    }
+    fn sqrt(self_: &Self) -> R<Self> {
+        Ok(w(self_.t.sqrt().ce()?))
+    }
+    fn rsqrt(self_: &Self) -> R<Self> {
+        Ok(w(self_.t.sqrt().ce()?.recip().ce()?))
+    }
+    fn pow_tensor_scalar(self_: &Self, exponent: f64) -> R<Self> {
+        Ok(w(self_.t.powf(exponent).ce()?))
+    }
+    fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> R<Self> {
+        // candle's `pow` is exp(y ln x): NaN for a negative base. On the host.
+        host_zip(&self_.t, &exponent.t, f64::powf)
+    }
+    fn abs(self_: &Self) -> R<Self> {
+        Ok(w(self_.t.abs().ce()?))
+    }
+    fn sign(self_: &Self) -> R<Self> {
+        // (x > 0) - (x < 0): PyTorch's sign(0) is 0.
+        let t = &self_.t;
+        let z = sc(0.0, t)?;
+        let p = t.broadcast_gt(&z).ce()?.to_dtype(t.dtype()).ce()?;
+        let n = t.broadcast_lt(&z).ce()?.to_dtype(t.dtype()).ce()?;
+        Ok(w((p - n).ce()?))
+    }
+    fn sin(self_: &Self) -> R<Self> {
+        Ok(w(self_.t.sin().ce()?))
+    }
+    fn cos(self_: &Self) -> R<Self> {
+        Ok(w(self_.t.cos().ce()?))
+    }
+    fn erf(self_: &Self) -> R<Self> {
+        Ok(w(self_.t.erf().ce()?))
+    }
+    fn tanh(self_: &Self) -> R<Self> {
+        Ok(w(self_.t.tanh().ce()?))
+    }
+    fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
+        let (g, y) = both(&grad_output.t, &output.t)?;
+        let one_minus = y.sqr().ce()?.neg().ce()?.affine(1.0, 1.0).ce()?;
+        Ok(w((g * one_minus).ce()?))
+    }
+    fn sigmoid(self_: &Self) -> R<Self> {
+        let t = &self_.t;
+        Ok(w(t
+            .neg()
+            .ce()?
+            .exp()
+            .ce()?
+            .affine(1.0, 1.0)
+            .ce()?
+            .recip()
+            .ce()?))
+    }
+    fn relu(self_: &Self) -> R<Self> {
+        // where(x <= 0, 0, x): NaN stays NaN, as in PyTorch.
+        let t = &self_.t;
+        let z = t.zeros_like().ce()?;
+        let le = t.broadcast_le(&sc(0.0, t)?).ce()?;
+        Ok(w(le.where_cond(&z, t).ce()?))
+    }
+    fn leaky_relu(self_: &Self, negative_slope: f64) -> R<Self> {
+        let t = &self_.t;
+        let gt = t.broadcast_gt(&sc(0.0, t)?).ce()?;
+        let scaled = t.broadcast_mul(&sc(negative_slope, t)?).ce()?;
+        Ok(w(gt.where_cond(t, &scaled).ce()?))
+    }
+    fn threshold_backward(grad_output: &Self, self_: &Self, threshold: f64) -> R<Self> {
+        // Zero where `x <= threshold`; a NaN input passes the gradient.
+        let (g, x) = both(&grad_output.t, &self_.t)?;
+        let le = x.broadcast_le(&sc(threshold, &x)?).ce()?;
+        let z = g.zeros_like().ce()?;
+        Ok(w(le.where_cond(&z, &g).ce()?))
+    }
+    fn gelu(self_: &Self, approximate: &str) -> R<Self> {
+        match approximate {
+            "none" => Ok(w(self_.t.gelu_erf().ce()?)),
+            "tanh" => Ok(w(self_.t.gelu().ce()?)),
+            _ => Err(Error::runtime(
+                "approximate argument must be either none or tanh.",
+            )),
+        }
+    }
+    fn clamp(self_: &Self, min: Option<f64>, max: Option<f64>) -> R<Self> {
+        check(min.is_some() || max.is_some(), || {
+            "torch.clamp: At least one of 'min' or 'max' must not be None".into()
+        })?;
+        // where-based, so that NaN stays NaN.
+        let mut t = self_.t.clone();
+        if let Some(lo) = min {
+            let l = sc(lo, &t)?;
+            let below = t.broadcast_lt(&l).ce()?;
+            t = below.where_cond(&l.broadcast_as(t.dims()).ce()?, &t).ce()?;
+        }
+        if let Some(hi) = max {
+            let h = sc(hi, &t)?;
+            let above = t.broadcast_gt(&h).ce()?;
+            t = above.where_cond(&h.broadcast_as(t.dims()).ce()?, &t).ce()?;
+        }
+        Ok(w(t))
+    }
+    fn where_self(condition: &Self, self_: &Self, other: &Self) -> R<Self> {
+        let s1 = broadcast_shape(condition.shape(), self_.shape())?;
+        let shape = broadcast_shape(&s1, other.shape())?;
+        let c = broadcast_to(&condition.t, &shape)?;
+        let a = broadcast_to(&self_.t, &shape)?;
+        let b = broadcast_to(&other.t, &shape)?;
+        let mask = c.ne(0.0).ce()?;
+        Ok(w(mask.where_cond(&a, &b).ce()?))
+    }
+    fn maximum(self_: &Self, other: &Self) -> R<Self> {
+        // NaN propagates, as in PyTorch.
+        let (a, b) = both(&self_.t, &other.t)?;
+        let m = a.gt(&b).ce()?.where_cond(&a, &b).ce()?;
+        let m = b.ne(&b).ce()?.where_cond(&b, &m).ce()?;
+        Ok(w(a.ne(&a).ce()?.where_cond(&a, &m).ce()?))
+    }
+    fn eq_tensor(self_: &Self, other: &Self) -> R<Self> {
+        let (a, b) = both(&self_.t, &other.t)?;
+        as_float(a.eq(&b).ce()?, &a)
+    }
+    fn eq_scalar(self_: &Self, other: f64) -> R<Self> {
+        let t = &self_.t;
+        as_float(t.broadcast_eq(&sc(other, t)?).ce()?, t)
+    }
+    fn ne_scalar(self_: &Self, other: f64) -> R<Self> {
+        let t = &self_.t;
+        as_float(t.broadcast_ne(&sc(other, t)?).ce()?, t)
+    }
+    fn gt_tensor(self_: &Self, other: &Self) -> R<Self> {
+        let (a, b) = both(&self_.t, &other.t)?;
+        as_float(a.gt(&b).ce()?, &a)
+    }
+    fn gt_scalar(self_: &Self, other: f64) -> R<Self> {
+        let t = &self_.t;
+        as_float(t.broadcast_gt(&sc(other, t)?).ce()?, t)
+    }
+    fn lt_tensor(self_: &Self, other: &Self) -> R<Self> {
+        let (a, b) = both(&self_.t, &other.t)?;
+        as_float(a.lt(&b).ce()?, &a)
+    }
+    fn lt_scalar(self_: &Self, other: f64) -> R<Self> {
+        let t = &self_.t;
+        as_float(t.broadcast_lt(&sc(other, t)?).ce()?, t)
+    }
+    fn ge_scalar(self_: &Self, other: f64) -> R<Self> {
+        let t = &self_.t;
+        as_float(t.broadcast_ge(&sc(other, t)?).ce()?, t)
+    }
+    fn le_scalar(self_: &Self, other: f64) -> R<Self> {
+        let t = &self_.t;
+        as_float(t.broadcast_le(&sc(other, t)?).ce()?, t)
+    }
+    fn argmax(self_: &Self, dim: Option<i64>, keepdim: bool) -> R<Self> {
+        // On the host: PyTorch's first-of-ties and NaN rules.
+        let t = &self_.t;
+        match dim {
+            None => {
+                check_nonempty_reduction("argmax", None, t)?;
+                let i = best_index(&host(t)?) as f64;
+                let shape = if keepdim { vec![1; t.rank()] } else { vec![] };
+                Ok(w(from_host(vec![i], &shape)?))
+            }
+            Some(d) => {
+                let ax = norm_dim(d, t.rank())?;
+                check_nonempty_reduction("argmax", Some(ax), t)?;
+                if t.rank() == 0 {
+                    return Ok(CandleTensor::scalar(0.0));
+                }
+                let (v, n, mut rest) = lanes(t, ax)?;
+                let r: Vec<f64> = v.chunks(n).map(|l| best_index(l) as f64).collect();
+                if keepdim {
+                    rest.insert(ax, 1);
+                }
+                Ok(w(from_host(r, &rest)?))
+            }
+        }
+    }
+    fn new_zeros(
+        self_: &Self,
+        size: &[i64],
+        _dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+    ) -> R<Self> {
+        let s = new_shape(size)?;
+        Ok(w(Tensor::zeros(s, self_.t.dtype(), &cpu()).ce()?))
+    }
+    fn zeros_like(
+        self_: &Self,
+        _dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+        _memory_format: Option<MemoryFormat>,
+    ) -> R<Self> {
+        Ok(w(self_.t.zeros_like().ce()?))
+    }
+    fn zero_(self_: &mut Self) -> R<()> {
+        self_.t = self_.t.zeros_like().ce()?;
+        Ok(())
+    }
+    fn fill_scalar_(self_: &mut Self, value: f64) -> R<()> {
+        let v = sc(value, &self_.t)?;
+        self_.t = v.broadcast_as(self_.t.dims()).ce()?.contiguous().ce()?;
+        Ok(())
+    }
+    fn mm(self_: &Self, mat2: &Self) -> R<Self> {
+        check_mm(self_.shape(), mat2.shape())?;
+        Ok(w(matmul(&self_.t, &mat2.t)?))
+    }
+    fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
+        check(self_.t.rank() == 3, || "batch1 must be a 3D tensor".into())?;
+        check(mat2.t.rank() == 3, || "batch2 must be a 3D tensor".into())?;
+        let (a, b) = (self_.shape(), mat2.shape());
+        check(b[0] == a[0] && b[1] == a[2], || {
+            format!(
+                "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
+                a[0], a[2], b[0], b[1]
+            )
+        })?;
+        Ok(w(matmul(&self_.t, &mat2.t)?))
+    }
+    fn sum(self_: &Self, _dtype: Option<ScalarType>) -> R<Self> {
+        Ok(w(self_.t.sum_all().ce()?))
+    }
+    fn sum_dim_intlist(
+        self_: &Self,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        _dtype: Option<ScalarType>,
+    ) -> R<Self> {
+        let axes = reduce_axes(dim, self_.t.rank())?;
+        Ok(w(sum_axes(&self_.t, &axes, keepdim)?))
+    }
+    fn mean(self_: &Self, _dtype: Option<ScalarType>) -> R<Self> {
+        let t = &self_.t;
+        let s = t.sum_all().ce()?;
+        Ok(w(s.broadcast_div(&sc(t.elem_count() as f64, t)?).ce()?))
+    }
+    fn mean_dim(
+        self_: &Self,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        _dtype: Option<ScalarType>,
+    ) -> R<Self> {
+        let t = &self_.t;
+        let axes = reduce_axes(dim, t.rank())?;
+        let n = count(t, &axes);
+        let s = sum_axes(t, &axes, keepdim)?;
+        Ok(w(s.broadcast_div(&sc(n as f64, t)?).ce()?))
+    }
+    fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
+        // On the host: PyTorch's first-of-ties and NaN rules for the indices.
+        let t = &self_.t;
+        let nd = t.rank();
+        let ax = norm_dim(dim, nd)?;
+        check_nonempty_reduction("max", Some(ax), t)?;
+        let (v, n, mut rest) = lanes(t, ax)?;
+        let mut values = Vec::with_capacity(v.len() / n.max(1));
+        let mut idx = Vec::with_capacity(values.capacity());
+        for l in v.chunks(n) {
+            let b = best_index(l);
+            values.push(l[b]);
+            idx.push(b as f64);
+        }
+        if keepdim && nd > 0 {
+            rest.insert(ax, 1);
+        }
+        let values = from_host(values, &rest)?.to_dtype(t.dtype()).ce()?;
+        Ok((w(values), w(from_host(idx, &rest)?)))
+    }
+    fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
+        let t = &self_.t;
+        let axes = reduce_axes(Some(dim), t.rank())?;
+        for ax in &axes {
+            check_nonempty_reduction("amax", Some(*ax), t)?;
+        }
+        if axes.is_empty() {
+            return Ok(self_.clone());
+        }
+        let mut m = t.clone();
+        for ax in &axes {
+            m = m.max_keepdim(*ax).ce()?;
+        }
+        // NaN propagates, as in PyTorch.
+        let nans = t.ne(t).ce()?.to_dtype(t.dtype()).ce()?;
+        let nans = nans.sum_keepdim(axes.clone()).ce()?;
+        let has = nans.broadcast_gt(&sc(0.0, t)?).ce()?;
+        let nan = sc(f64::NAN, t)?.broadcast_as(m.dims()).ce()?;
+        let mut m = has.where_cond(&nan, &m).ce()?;
+        if !keepdim {
+            m = drop_axes(&m, &axes)?;
+        }
+        Ok(w(m))
+    }
+    fn softmax_int(self_: &Self, dim: i64, _dtype: Option<ScalarType>) -> R<Self> {
+        let l = Self::log_softmax_int(self_, dim, None)?;
+        Ok(w(l.t.exp().ce()?))
+    }
+    fn log_softmax_int(self_: &Self, dim: i64, _dtype: Option<ScalarType>) -> R<Self> {
+        let ax = norm_dim(dim, self_.t.rank())?;
+        let t = promote(&self_.t)?;
+        let m = t.max_keepdim(ax).ce()?;
+        let xm = t.broadcast_sub(&m).ce()?;
+        let lse = xm.exp().ce()?.sum_keepdim(ax).ce()?.log().ce()?;
+        let r = xm.broadcast_sub(&lse).ce()?;
+        Ok(w(reshape_to(&r, self_.shape())?))
+    }
+    fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
+        let t = &self_.t;
+        let axes = reduce_axes(Some(dim), t.rank())?;
+        if axes.is_empty() {
+            return Ok(self_.clone());
+        }
+        let mut m = t.clone();
+        for ax in &axes {
+            m = m.max_keepdim(*ax).ce()?;
+        }
+        // An infinite max is replaced by 0 (PyTorch's rule: no inf - inf).
+        let inf = m.abs().ce()?.broadcast_eq(&sc(f64::INFINITY, t)?).ce()?;
+        let m = inf.where_cond(&m.zeros_like().ce()?, &m).ce()?;
+        let e = t.broadcast_sub(&m).ce()?.exp().ce()?;
+        let s = e.sum_keepdim(axes.clone()).ce()?;
+        let r = (s.log().ce()? + m).ce()?;
+        Ok(w(if keepdim { r } else { drop_axes(&r, &axes)? }))
+    }
+    fn transpose_int(self_: &Self, dim0: i64, dim1: i64) -> R<Self> {
+        let nd = self_.t.rank();
+        let (a, b) = (norm_dim(dim0, nd)?, norm_dim(dim1, nd)?);
+        if nd == 0 || a == b {
+            return Ok(self_.clone());
+        }
+        Ok(w(self_.t.transpose(a, b).ce()?))
+    }
+    fn t(self_: &Self) -> R<Self> {
+        let nd = self_.t.rank();
+        check(nd <= 2, || {
+            format!("t() expects a tensor with <= 2 dimensions, but self is {nd}D")
+        })?;
+        if nd < 2 {
+            return Ok(self_.clone());
+        }
+        Ok(w(self_.t.t().ce()?))
+    }
+    fn permute(self_: &Self, dims: &[i64]) -> R<Self> {
+        let nd = self_.t.rank();
+        check(dims.len() == nd, || {
+            format!(
+                "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {}",
+                dims.len()
+            )
+        })?;
+        let p = dims
+            .iter()
+            .map(|d| norm_dim(*d, nd))
+            .collect::<R<Vec<usize>>>()?;
+        let mut seen = p.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        check(seen.len() == p.len(), || {
+            "permute(): duplicate dims are not allowed.".into()
+        })?;
+        if nd == 0 {
+            return Ok(self_.clone());
+        }
+        Ok(w(self_.t.permute(p).ce()?))
+    }
+    fn reshape(self_: &Self, shape: &[i64]) -> R<Self> {
+        Ok(w(reshape_t(&self_.t, shape)?))
+    }
+    fn view(self_: &Self, size: &[i64]) -> R<Self> {
+        let t = &self_.t;
+        let s = infer_shape(size, t.elem_count())?;
+        let strides: Vec<isize> = t.stride().iter().map(|x| *x as isize).collect();
+        check(view_compatible(t.dims(), &strides, &s), || {
+            "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.".into()
+        })?;
+        Ok(w(reshape_to(t, &s)?))
+    }
+    fn expand(self_: &Self, size: &[i64], _implicit: bool) -> R<Self> {
+        let s = expanded_shape(self_.shape(), size)?;
+        // Materialized, as ndtensor's (a later `view` sees a contiguous tensor).
+        Ok(w(broadcast_to(&self_.t, &s)?.contiguous().ce()?))
+    }
+    fn squeeze(self_: &Self) -> R<Self> {
+        let s: Vec<usize> = self_.shape().iter().copied().filter(|d| *d != 1).collect();
+        Ok(w(reshape_to(&self_.t, &s)?))
+    }
+    fn squeeze_dims(self_: &Self, dim: &[i64]) -> R<Self> {
+        let nd = self_.t.rank();
+        let drop = distinct_dims(dim, nd)?;
+        let s: Vec<usize> = (0..nd)
+            .filter(|a| !(drop.contains(a) && self_.shape()[*a] == 1))
+            .map(|a| self_.shape()[a])
+            .collect();
+        Ok(w(reshape_to(&self_.t, &s)?))
+    }
+    fn clone(self_: &Self, _memory_format: Option<MemoryFormat>) -> R<Self> {
+        // candle's tensors are immutable: sharing the storage is a copy.
+        Ok(self_.clone())
+    }
+    fn squeeze_dim(self_: &Self, dim: i64) -> R<Self> {
+        let nd = self_.t.rank();
+        let ax = norm_dim(dim, nd)?;
+        if nd == 0 || self_.shape()[ax] != 1 {
+            return Ok(self_.clone());
+        }
+        Ok(w(self_.t.squeeze(ax).ce()?))
+    }
+    fn unsqueeze(self_: &Self, dim: i64) -> R<Self> {
+        let ax = norm_dim(dim, self_.t.rank() + 1)?;
+        Ok(w(self_.t.unsqueeze(ax).ce()?))
+    }
+    fn slice_tensor(
+        self_: &Self,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> R<Self> {
+        check(step > 0, || "slice step must be positive".into())?;
+        let nd = self_.t.rank();
+        check(nd > 0, || {
+            "slice() cannot be applied to a 0-dim tensor.".into()
+        })?;
+        let ax = norm_dim(dim, nd)?;
+        let n = self_.shape()[ax] as i64;
+        let (s, e) = autograd_opset::helpers::slice_bounds(n, start, end);
+        let (s, e) = (s as usize, (e.max(s)) as usize);
+        let narrowed = self_.t.narrow(ax, s, e - s).ce()?;
+        if step == 1 {
+            return Ok(w(narrowed));
+        }
+        let idx: Vec<u32> = (0..(e - s) as u32).step_by(step as usize).collect();
+        let idx = Tensor::from_vec(idx.clone(), idx.len(), &cpu()).ce()?;
+        Ok(w(narrowed.index_select(&idx, ax).ce()?))
+    }
+    fn slice_backward(
+        grad_output: &Self,
+        input_sizes: &[i64],
+        dim: i64,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> R<Self> {
+        let s = new_shape(input_sizes)?;
+        check(!s.is_empty(), || {
+            "slice() cannot be applied to a 0-dim tensor.".into()
+        })?;
+        check(step > 0, || "slice step must be positive".into())?;
+        let ax = norm_dim(dim, s.len())?;
+        let (start, end) =
+            autograd_opset::helpers::slice_bounds(s[ax] as i64, Some(start), Some(end));
+        let idx: Vec<u32> = (start..end.max(start))
+            .step_by(step as usize)
+            .map(|i| i as u32)
+            .collect();
+        let mut region = s.clone();
+        region[ax] = idx.len();
+        let g = broadcast_to(&grad_output.t, &region)?.contiguous().ce()?;
+        let zeros = Tensor::zeros(s, grad_output.t.dtype(), &cpu()).ce()?;
+        if idx.is_empty() || g.elem_count() == 0 {
+            return Ok(w(zeros));
+        }
+        let idx = Tensor::from_vec(idx.clone(), idx.len(), &cpu()).ce()?;
+        Ok(w(zeros.index_add(&idx, &g, ax).ce()?))
+    }
+    fn cat(tensors: &[Self], dim: i64) -> R<Self> {
+        check_cat(tensors, dim)?;
+        let ax = norm_dim(dim, tensors[0].t.rank())?;
+        let ts: Vec<&Tensor> = tensors.iter().map(|t| &t.t).collect();
+        Ok(w(Tensor::cat(&ts, ax).ce()?))
+    }
+    fn stack(tensors: &[Self], dim: i64) -> R<Self> {
+        check(!tensors.is_empty(), || {
+            "stack expects a non-empty TensorList".into()
+        })?;
+        let ax = norm_dim(dim, tensors[0].t.rank() + 1)?;
+        for (i, t) in tensors.iter().enumerate() {
+            check(t.shape() == tensors[0].shape(), || {
+                format!(
+                    "stack expects each tensor to be equal size, but got {:?} at entry 0 and {:?} at entry {i}",
+                    tensors[0].shape(),
+                    t.shape()
+                )
+            })?;
+        }
+        let ts: Vec<&Tensor> = tensors.iter().map(|t| &t.t).collect();
+        Ok(w(Tensor::stack(&ts, ax).ce()?))
+    }
+    fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> R<Self> {
+        let nd = self_.t.rank();
+        check(nd > 0, || {
+            "narrow() cannot be applied to a 0-dim tensor.".into()
+        })?;
+        let ax = norm_dim(dim, nd)?;
+        let n = self_.shape()[ax] as i64;
+        check(length >= 0, || {
+            "narrow(): length must be non-negative.".into()
+        })?;
+        if !(-n..=n).contains(&start) {
+            return Err(Error::index(format!(
+                "start out of range (expected to be in range of [{}, {n}], but got {start})",
+                -n
+            )));
+        }
+        let s = if start < 0 { start + n } else { start };
+        check(s + length <= n, || {
+            format!("start ({s}) + length ({length}) exceeds dimension size ({n}).")
+        })?;
+        Ok(w(self_.t.narrow(ax, s as usize, length as usize).ce()?))
+    }
+    fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
+        // On the host (candle has no diagonal with offset and dims).
+        let shape = self_.shape().to_vec();
+        let (d1, d2, len, mut rest) = diagonal_geometry(&shape, offset, dim1, dim2)?;
+        rest.push(len);
+        let src = host(&self_.t)?;
+        let v = diagonal_sources(&shape, d1, d2, offset, &rest)
+            .into_iter()
+            .map(|i| src[i])
+            .collect();
+        Ok(w(from_host(v, &rest)?.to_dtype(self_.t.dtype()).ce()?))
+    }
+    fn diagonal_backward(
+        grad_output: &Self,
+        input_sizes: &[i64],
+        offset: i64,
+        dim1: i64,
+        dim2: i64,
+    ) -> R<Self> {
+        // On the host, as `diagonal`.
+        let shape = new_shape(input_sizes)?;
+        let (d1, d2, len, mut rest) = diagonal_geometry(&shape, offset, dim1, dim2)?;
+        rest.push(len);
+        let g = host(&broadcast_to(&grad_output.t, &rest)?)?;
+        let mut out = vec![0.0; shape.iter().product()];
+        for (i, src) in diagonal_sources(&shape, d1, d2, offset, &rest)
+            .into_iter()
+            .enumerate()
+        {
+            out[src] = g[i];
+        }
+        Ok(w(from_host(out, &shape)?
+            .to_dtype(grad_output.t.dtype())
+            .ce()?))
+    }
+    fn select_int(self_: &Self, dim: i64, index: i64) -> R<Self> {
+        if self_.t.rank() == 0 {
+            return Err(Error::index(
+                "select() cannot be applied to a 0-dim tensor.",
+            ));
+        }
+        let ax = norm_dim(dim, self_.t.rank())?;
+        let n = self_.shape()[ax] as i64;
+        let i = if index < 0 { index + n } else { index };
+        if !(0..n).contains(&i) {
+            return Err(Error::index(format!(
+                "select(): index {index} out of range for tensor of size {:?} at dimension {dim}",
+                self_.shape()
+            )));
+        }
+        Ok(w(self_
+            .t
+            .narrow(ax, i as usize, 1)
+            .ce()?
+            .squeeze(ax)
+            .ce()?))
+    }
+    fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
+        let nd = self_.t.rank();
+        check(nd > 0, || {
+            "split expects at least a 1-dimensional tensor".into()
+        })?;
+        let ax = norm_dim(dim, nd)?;
+        let n = self_.shape()[ax] as i64;
+        check(split_size >= 0, || {
+            format!("split expects split_size be non-negative, but got split_size={split_size}")
+        })?;
+        check(split_size > 0 || n == 0, || {
+            format!(
+                "split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
+            )
+        })?;
+        let step = split_size.max(1);
+        let pieces = if n == 0 { 1 } else { (n + step - 1) / step };
+        (0..pieces)
+            .map(|i| Self::slice_tensor(self_, ax as i64, Some(i * step), Some((i + 1) * step), 1))
+            .collect()
+    }
+    fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
+        if self_.t.rank() == 0 {
+            return Err(Error::index(
+                "Dimension specified as 0 but tensor has no dimensions",
+            ));
+        }
+        let ax = norm_dim(dim, self_.t.rank())?;
+        (0..self_.shape()[ax])
+            .map(|i| Ok(w(self_.t.narrow(ax, i, 1).ce()?.squeeze(ax).ce()?)))
+            .collect()
+    }
+    fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
+        let ax = norm_dim(dim, self_.t.rank())?;
+        if index.t.rank() > 1 {
+            return Err(Error::index(
+                "index_select(): Index is supposed to be a vector",
+            ));
+        }
+        let n = axis_len(&self_.t, ax);
+        let (idx, _) = indices(&promote(&index.t)?, n, in_self)?;
+        if self_.t.rank() == 0 {
+            return Ok(self_.clone());
+        }
+        Ok(w(self_.t.contiguous().ce()?.index_select(&idx, ax).ce()?))
+    }
+    fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
+        let ax = norm_dim(dim, self_.t.rank())?;
+        check_index_add(&self_.t, ax, &index.t, &source.t)?;
+        let (idx, _) = indices(&promote(&index.t)?, axis_len(&self_.t, ax), in_self)?;
+        let (s, src) = (promote(&self_.t)?, promote(&source.t)?);
+        let src = src.broadcast_mul(&sc(alpha, &src)?).ce()?;
+        if idx.elem_count() == 0 {
+            return Ok(self_.clone());
+        }
+        let r = s
+            .contiguous()
+            .ce()?
+            .index_add(&idx, &src.contiguous().ce()?, ax)
+            .ce()?;
+        Ok(w(reshape_to(&r, self_.shape())?))
+    }
+    fn gather(self_: &Self, dim: i64, index: &Self, _sparse_grad: bool) -> R<Self> {
+        let ax = norm_dim(dim, self_.t.rank())?;
+        check_gather_shapes(&self_.t, ax, &index.t, None)?;
+        let n = axis_len(&self_.t, ax);
+        let (idx, _) = indices(&promote(&index.t)?, n, |v| out_of_bounds(v, ax, n))?;
+        if idx.elem_count() == 0 {
+            return Ok(w(
+                Tensor::zeros(index.shape(), self_.t.dtype(), &cpu()).ce()?
+            ));
+        }
+        let s = promote(&self_.t)?.contiguous().ce()?;
+        let r = s.gather(&idx.contiguous().ce()?, ax).ce()?;
+        Ok(w(reshape_to(&r, index.shape())?))
+    }
+    fn scatter_add(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
+        let ax = norm_dim(dim, self_.t.rank())?;
+        check_gather_shapes(&self_.t, ax, &index.t, Some(&src.t))?;
+        let n = axis_len(&self_.t, ax);
+        let (s, ix, sr) = (promote(&self_.t)?, promote(&index.t)?, promote(&src.t)?);
+        let (_, iv) = indices(&ix, n, |v| out_of_bounds(v, ax, n))?;
+        if iv.is_empty() {
+            return Ok(self_.clone());
+        }
+        // candle wants index and src of one shape, and self's size on the other dims: src is
+        // cut to the index's shape, and both are padded with zeros (adding 0 at index 0).
+        let mut sr = sr;
+        for (d, size) in ix.dims().iter().enumerate() {
+            sr = sr.narrow(d, 0, *size).ce()?;
+        }
+        let mut ixf = from_host(iv.iter().map(|x| *x as f64).collect(), ix.dims())?;
+        for d in (0..s.rank()).filter(|d| *d != ax) {
+            let pad = s.dims()[d] - ix.dims()[d];
+            if pad > 0 {
+                sr = sr.pad_with_zeros(d, 0, pad).ce()?;
+                ixf = ixf.pad_with_zeros(d, 0, pad).ce()?;
+            }
+        }
+        let ixu = ixf.to_dtype(DType::U32).ce()?;
+        let r = s
+            .contiguous()
+            .ce()?
+            .scatter_add(&ixu, &sr.contiguous().ce()?, ax)
+            .ce()?;
+        Ok(w(reshape_to(&r, self_.shape())?))
+    }
+    fn mse_loss(self_: &Self, target: &Self, reduction: i64) -> R<Self> {
+        let (a, b) = both(&self_.t, &target.t)?;
+        let d = (a - b).ce()?.sqr().ce()?;
+        Ok(w(match reduction {
+            0 => d,
+            1 => d.mean_all().ce()?,
+            _ => d.sum_all().ce()?,
+        }))
+    }
+    fn nll_loss_forward(
+        self_: &Self,
+        target: &Self,
+        weight: Option<&Self>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> R<(Self, Self)> {
+        // On the host (candle has no nll_loss).
+        let nd = self_.t.rank();
+        check((1..=2).contains(&nd), || {
+            "input tensor should be 1D or 2D".into()
+        })?;
+        let c = self_.shape()[nd - 1];
+        check_nll(self_.shape(), &target.t, weight, c)?;
+        let x = host(&self_.t)?;
+        let wv = weight.map(|w| host(&w.t)).transpose()?;
+        let mut losses = Vec::new();
+        let mut total = 0.0;
+        for (i, t) in host(&target.t)?.into_iter().enumerate() {
+            let Some(t) = nll_class(t, c, ignore_index)? else {
+                losses.push(0.0);
+                continue;
+            };
+            let wt = wv.as_ref().map_or(1.0, |w| w[t]);
+            losses.push(-wt * x[i * c + t]);
+            total += wt;
+        }
+        let s: f64 = losses.iter().sum();
+        let out = match reduction {
+            0 => from_host(losses, target.shape())?,
+            1 => from_host(vec![s / total], &[])?,
+            _ => from_host(vec![s], &[])?,
+        };
+        let total = if reduction == 0 { 0.0 } else { total };
+        Ok((w(out), CandleTensor::scalar(total)))
+    }
+    fn nll_loss_backward(
+        grad_output: &Self,
+        self_: &Self,
+        target: &Self,
+        weight: Option<&Self>,
+        reduction: i64,
+        ignore_index: i64,
+        total_weight: &Self,
+    ) -> R<Self> {
+        // On the host, as the forward.
+        let nd = self_.t.rank();
+        let c = if nd == 0 { 1 } else { self_.shape()[nd - 1] };
+        let rows = self_.numel().checked_div(c).unwrap_or(0);
+        check(nd <= 2 && target.numel() == rows, || {
+            format!(
+                "size mismatch (got input: {:?}, target: {:?})",
+                self_.shape(),
+                target.shape()
+            )
+        })?;
+        check_weight(weight, c)?;
+        check(reduction != 0 || grad_output.numel() == rows, || {
+            format!(
+                "Expected a tensor of dimension 1 and tensor.size[0] == {rows} but got: dimension {} and tensor.size[0] == {}",
+                grad_output.t.rank(),
+                grad_output.numel()
+            )
+        })?;
+        check(reduction == 0 || grad_output.numel() == 1, || {
+            format!(
+                "Expected a single element grad_output tensor, but got: {:?}",
+                grad_output.shape()
+            )
+        })?;
+        check(total_weight.numel() == 1, || {
+            format!(
+                "expected total_weight to be a single element tensor, got: {:?} ({} elements)",
+                total_weight.shape(),
+                total_weight.numel()
+            )
+        })?;
+        let tw = total_weight.item();
+        let grads = host(&grad_output.t)?;
+        let wv = weight.map(|w| host(&w.t)).transpose()?;
+        let mut out = vec![0.0; rows * c];
+        for (i, t) in host(&target.t)?.into_iter().enumerate() {
+            let Some(t) = nll_class(t, c, ignore_index)? else {
+                continue;
+            };
+            let wt = wv.as_ref().map_or(1.0, |w| w[t]);
+            let g = match reduction {
+                0 => grads[i],
+                1 => grads[0] / tw,
+                _ => grads[0],
+            };
+            out[i * c + t] = -wt * g;
+        }
+        Ok(w(from_host(out, self_.shape())?))
+    }
+    fn native_dropout(input: &Self, p: f64, train: Option<bool>) -> R<(Self, Self)> {
+        if !train.unwrap_or(true) {
+            return Ok((input.clone(), w(input.t.ones_like().ce()?)));
+        }
+        check((0.0..=1.0).contains(&p), || {
+            format!(
+                "bernoulli_ expects p to be in [0, 1], but got p={}",
+                1.0 - p
+            )
+        })?;
+        let scale = autograd_opset::helpers::dropout_scale(p, train);
+        // The mask from this thread's generator (reproducible under `manual_seed`).
+        let m: Vec<f64> = (0..input.numel())
+            .map(|_| f64::from(u8::from(next_uniform() >= p)))
+            .collect();
+        let mask = from_host(m, input.shape())?
+            .to_dtype(input.t.dtype())
+            .ce()?;
+        let out = (&input.t * &mask)
+            .ce()?
+            .broadcast_mul(&sc(scale, &input.t)?)
+            .ce()?;
+        Ok((w(out), w(mask)))
+    }
+    fn native_dropout_backward(grad_output: &Self, mask: &Self, scale: f64) -> R<Self> {
+        let (g, m) = both(&grad_output.t, &mask.t)?;
+        let r = (g * m).ce()?;
+        Ok(w(r.broadcast_mul(&sc(scale, &r)?).ce()?))
+    }
+    fn layer_norm(
+        input: &Self,
+        normalized_shape: &[i64],
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        eps: f64,
+        _cudnn_enable: bool,
+    ) -> R<Self> {
+        check_layer_norm(input.shape(), normalized_shape, weight, bias)?;
+        let x = &input.t;
+        let nd = x.rank();
+        let axes: Vec<usize> = (nd - normalized_shape.len()..nd).collect();
+        let n = sc(count(x, &axes) as f64, x)?;
+        let mean = sum_axes(x, &axes, true)?.broadcast_div(&n).ce()?;
+        let xc = x.broadcast_sub(&mean).ce()?;
+        let var = sum_axes(&xc.sqr().ce()?, &axes, true)?
+            .broadcast_div(&n)
+            .ce()?;
+        let sd = var.broadcast_add(&sc(eps, x)?).ce()?.sqrt().ce()?;
+        let mut y = xc.broadcast_div(&sd).ce()?;
+        if let Some(wt) = weight {
+            y = y.broadcast_mul(&wt.t).ce()?;
+        }
+        if let Some(b) = bias {
+            y = y.broadcast_add(&b.t).ce()?;
+        }
+        Ok(w(y))
+    }
+    fn embedding(
+        weight: &Self,
+        indices_: &Self,
+        _padding_idx: i64,
+        _scale_grad_by_freq: bool,
+        _sparse: bool,
+    ) -> R<Self> {
+        check(weight.t.rank() == 2, || "'weight' must be 2-D".into())?;
+        let n = weight.shape()[0];
+        let flat = indices_.t.flatten_all().ce()?;
+        let (idx, _) = indices(&flat, n, in_self)?;
+        let mut s = indices_.shape().to_vec();
+        s.push(weight.shape()[1]);
+        if idx.elem_count() == 0 {
+            return Ok(w(Tensor::zeros(s, weight.t.dtype(), &cpu()).ce()?));
+        }
+        let rows = weight.t.contiguous().ce()?.index_select(&idx, 0).ce()?;
+        Ok(w(reshape_to(&rows, &s)?))
+    }
+}

@@ -1,0 +1,50 @@
+//! # candletensor
+//!
+//! The op set's second backend: [`CandleTensor`] wraps `candle_core::Tensor` (CPU by default;
+//! the `cuda` and `metal` features forward to candle's), and implements the op set's
+//! `Backend` trait with candle's own ops where candle has them (see `src/backend.rs`, which
+//! says where a kernel computes on the host values instead). Everything autograd — backward
+//! nodes, forward mode, views, in-place variants, PyTorch's composites — comes from
+//! [`autograd_opset`], generated once for any backend.
+//!
+//! ```
+//! use candletensor::{CandleTensor, Var, VariableOps};
+//! # fn main() -> Result<(), autograd::runtime::AutogradError> {
+//! let x = Var::new(CandleTensor::from_vec(vec![1.0, 2.0, 3.0], &[3]), true);
+//! let y = x.mul_tensor(&x)?.sum(None)?; // y = Σ x²
+//! y.backward()?;
+//! assert_eq!(x.grad().unwrap().data().to_vec(), vec![2.0, 4.0, 6.0]);
+//! let err = x.mm(&x).unwrap_err();
+//! assert_eq!(err.to_string(), "mm: self must be a matrix, got 1-D tensor");
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod backend;
+mod tensor;
+
+pub use autograd_opset::{Error, ErrorKind, helpers, ops};
+pub use ops::{Backend, VariableOps};
+pub use tensor::{CandleTensor, manual_seed};
+
+/// A differentiable tensor: the runtime's `Variable` over [`CandleTensor`].
+pub type Var = autograd::runtime::Variable<CandleTensor>;
+
+/// The op set's conformance kit runs on candletensor (`cargo test -p candletensor`).
+#[cfg(feature = "conformance")]
+impl autograd_opset::conformance::ConformanceTensor for CandleTensor {
+    fn from_f64(values: &[f64], shape: &[usize]) -> Self {
+        CandleTensor::from_vec(values.to_vec(), shape)
+    }
+    /// The same values in column-major layout (a strided, non-contiguous candle tensor).
+    fn noncontiguous(&self) -> Self {
+        if self.t.rank() > 1 {
+            tensor::reversed_layout(self)
+        } else {
+            self.clone()
+        }
+    }
+    fn seed(seed: u64) {
+        manual_seed(seed)
+    }
+}

@@ -1,0 +1,170 @@
+//! The raw tensor: a `candle_core::Tensor` (CPU, `F64` for the tests; `F32` works too).
+
+use autograd::gradcheck::ElementAccess;
+use candle_core::{DType, Device, Tensor};
+use std::cell::RefCell;
+use std::fmt;
+
+/// A raw tensor: candle's `Tensor` (cheaply cloneable, possibly strided). Index tensors
+/// (targets, `gather` indices, `max.dim` indices) hold integers as floating-point elements,
+/// as in ndtensor; the kernels convert them to candle's `U32` indices.
+#[derive(Clone)]
+pub struct CandleTensor {
+    /// candle's tensor.
+    pub t: Tensor,
+}
+
+impl CandleTensor {
+    /// Wraps a candle tensor.
+    pub fn new(t: Tensor) -> Self {
+        CandleTensor { t }
+    }
+
+    /// Row-major `f64` values with a shape, on the CPU.
+    ///
+    /// ```
+    /// let t = candletensor::CandleTensor::from_vec(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    /// assert_eq!(t.shape(), &[2, 2]);
+    /// ```
+    pub fn from_vec(v: Vec<f64>, shape: &[usize]) -> Self {
+        CandleTensor {
+            t: Tensor::from_vec(v, shape, &Device::Cpu).expect("values do not fit the shape"),
+        }
+    }
+
+    /// A 0-dimensional tensor.
+    pub fn scalar(x: f64) -> Self {
+        CandleTensor::from_vec(vec![x], &[])
+    }
+
+    /// Zeros (`F64`).
+    pub fn zeros(shape: &[usize]) -> Self {
+        CandleTensor {
+            t: Tensor::zeros(shape, DType::F64, &Device::Cpu).expect("zeros"),
+        }
+    }
+
+    /// Ones (`F64`).
+    pub fn ones(shape: &[usize]) -> Self {
+        CandleTensor {
+            t: Tensor::ones(shape, DType::F64, &Device::Cpu).expect("ones"),
+        }
+    }
+
+    /// The dimensions.
+    pub fn shape(&self) -> &[usize] {
+        self.t.dims()
+    }
+
+    /// The elements in row-major (logical) order, as `f64`.
+    pub fn to_vec(&self) -> Vec<f64> {
+        self.t
+            .flatten_all()
+            .and_then(|f| f.to_dtype(DType::F64))
+            .and_then(|f| f.to_vec1::<f64>())
+            .expect("a CPU tensor of floats")
+    }
+
+    /// The number of elements.
+    pub fn numel(&self) -> usize {
+        self.t.elem_count()
+    }
+
+    /// The only element of a one-element tensor.
+    pub fn item(&self) -> f64 {
+        let v = self.to_vec();
+        assert_eq!(v.len(), 1, "item() of a tensor with {} elements", v.len());
+        v[0]
+    }
+}
+
+impl fmt::Debug for CandleTensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CandleTensor{:?} {:?}", self.shape(), self.to_vec())
+    }
+}
+
+impl autograd::runtime::Tensor for CandleTensor {
+    fn shape(&self) -> &[usize] {
+        self.t.dims()
+    }
+    fn dtype(&self) -> &'static str {
+        match self.t.dtype() {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            _ => "int",
+        }
+    }
+    fn ones_like(&self) -> Self {
+        CandleTensor {
+            t: self.t.ones_like().expect("ones_like"),
+        }
+    }
+    fn zeros_like(&self) -> Self {
+        CandleTensor {
+            t: self.t.zeros_like().expect("zeros_like"),
+        }
+    }
+    fn add(&self, other: &Self) -> Self {
+        CandleTensor {
+            t: self
+                .t
+                .broadcast_add(&other.t)
+                .expect("gradients of the same shape"),
+        }
+    }
+    fn has_nan(&self) -> bool {
+        self.to_vec().iter().any(|x| x.is_nan())
+    }
+    fn type_name(&self) -> String {
+        format!("CandleTensor<{}>", autograd::runtime::Tensor::dtype(self))
+    }
+}
+
+impl ElementAccess for CandleTensor {
+    fn to_f64_vec(&self) -> Vec<f64> {
+        self.to_vec()
+    }
+    /// Keeps a non-contiguous layout, so perturbed copies of a non-contiguous input stay
+    /// non-contiguous.
+    fn with_f64_vec(&self, values: &[f64]) -> Self {
+        let c = CandleTensor::from_vec(values.to_vec(), self.shape());
+        let c = CandleTensor {
+            t: c.t.to_dtype(self.t.dtype()).expect("a float dtype"),
+        };
+        if self.t.rank() > 1 && !self.t.is_contiguous() {
+            reversed_layout(&c)
+        } else {
+            c
+        }
+    }
+}
+
+/// The same values with the dims stored in reverse order (column-major): a strided view.
+pub(crate) fn reversed_layout(c: &CandleTensor) -> CandleTensor {
+    let n = c.t.rank();
+    let rev: Vec<usize> = (0..n).rev().collect();
+    let t =
+        c.t.permute(rev.clone())
+            .and_then(|t| t.contiguous())
+            .and_then(|t| t.permute(rev))
+            .expect("a permutation");
+    CandleTensor { t }
+}
+
+thread_local! {
+    static GENERATOR: RefCell<autograd::types::Generator> =
+        RefCell::new(autograd::types::Generator::new(0x5eed));
+}
+
+/// Seeds this thread's default generator (used by `native_dropout`), like `torch.manual_seed`.
+pub fn manual_seed(seed: u64) {
+    GENERATOR.with(|g| *g.borrow_mut() = autograd::types::Generator::new(seed));
+}
+
+/// A uniform number in `[0, 1)` from this thread's default generator.
+pub(crate) fn next_uniform() -> f64 {
+    GENERATOR.with(|g| g.borrow().next_f64())
+}
