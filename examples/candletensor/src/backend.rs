@@ -28,7 +28,11 @@ trait Ce<T> {
 
 impl<T> Ce<T> for candle_core::Result<T> {
     fn ce(self) -> R<T> {
-        self.map_err(|e| Error::runtime(format!("candle: {e}")))
+        self.map_err(|e| {
+            // candle appends a backtrace when RUST_BACKTRACE is set: its message is the first line.
+            let m = e.to_string();
+            Error::runtime(format!("candle: {}", m.lines().next().unwrap_or_default()))
+        })
     }
 }
 
@@ -187,6 +191,17 @@ fn sum_axes(a: &Tensor, axes: &[usize], keepdim: bool) -> R<Tensor> {
     } else {
         a.sum(axes.to_vec()).ce()
     }
+}
+
+/// candle's `narrow`, with empty tensors and empty ranges handled here (zeros of the
+/// narrowed shape).
+fn narrow(t: &Tensor, ax: usize, start: usize, len: usize) -> R<Tensor> {
+    if t.elem_count() == 0 || len == 0 {
+        let mut s = t.dims().to_vec();
+        s[ax] = len;
+        return Tensor::zeros(s, t.dtype(), &cpu()).ce();
+    }
+    t.narrow(ax, start, len).ce()
 }
 
 /// `t` without its (size-1) dims `axes`.
@@ -964,6 +979,9 @@ impl Backend for CandleTensor {
     }
     fn log_softmax_int(self_: &Self, dim: i64, _dtype: Option<ScalarType>) -> R<Self> {
         let ax = norm_dim(dim, self_.t.rank())?;
+        if self_.numel() == 0 {
+            return Ok(self_.clone());
+        }
         let t = promote(&self_.t)?;
         let m = t.max_keepdim(ax).ce()?;
         let xm = t.broadcast_sub(&m).ce()?;
@@ -1092,13 +1110,17 @@ impl Backend for CandleTensor {
         let n = self_.shape()[ax] as i64;
         let (s, e) = autograd_opset::helpers::slice_bounds(n, start, end);
         let (s, e) = (s as usize, (e.max(s)) as usize);
-        let narrowed = self_.t.narrow(ax, s, e - s).ce()?;
-        if step == 1 {
+        let narrowed = narrow(&self_.t, ax, s, e - s)?;
+        if step == 1 || narrowed.elem_count() == 0 {
             return Ok(w(narrowed));
         }
         let idx: Vec<u32> = (0..(e - s) as u32).step_by(step as usize).collect();
         let idx = Tensor::from_vec(idx.clone(), idx.len(), &cpu()).ce()?;
-        Ok(w(narrowed.index_select(&idx, ax).ce()?))
+        Ok(w(narrowed
+            .contiguous()
+            .ce()?
+            .index_select(&idx, ax)
+            .ce()?))
     }
     fn slice_backward(
         grad_output: &Self,
@@ -1173,7 +1195,7 @@ impl Backend for CandleTensor {
         check(s + length <= n, || {
             format!("start ({s}) + length ({length}) exceeds dimension size ({n}).")
         })?;
-        Ok(w(self_.t.narrow(ax, s as usize, length as usize).ce()?))
+        Ok(w(narrow(&self_.t, ax, s as usize, length as usize)?))
     }
     fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
         // On the host (candle has no diagonal with offset and dims).
@@ -1225,12 +1247,7 @@ impl Backend for CandleTensor {
                 self_.shape()
             )));
         }
-        Ok(w(self_
-            .t
-            .narrow(ax, i as usize, 1)
-            .ce()?
-            .squeeze(ax)
-            .ce()?))
+        Ok(w(narrow(&self_.t, ax, i as usize, 1)?.squeeze(ax).ce()?))
     }
     fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
         let nd = self_.t.rank();
@@ -1261,7 +1278,7 @@ impl Backend for CandleTensor {
         }
         let ax = norm_dim(dim, self_.t.rank())?;
         (0..self_.shape()[ax])
-            .map(|i| Ok(w(self_.t.narrow(ax, i, 1).ce()?.squeeze(ax).ce()?)))
+            .map(|i| Ok(w(narrow(&self_.t, ax, i, 1)?.squeeze(ax).ce()?)))
             .collect()
     }
     fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
@@ -1321,7 +1338,7 @@ impl Backend for CandleTensor {
         // cut to the index's shape, and both are padded with zeros (adding 0 at index 0).
         let mut sr = sr;
         for (d, size) in ix.dims().iter().enumerate() {
-            sr = sr.narrow(d, 0, *size).ce()?;
+            sr = narrow(&sr, d, 0, *size)?;
         }
         let mut ixf = from_host(iv.iter().map(|x| *x as f64).collect(), ix.dims())?;
         for d in (0..s.rank()).filter(|d| *d != ax) {
