@@ -4,13 +4,14 @@
 //! kernels) and then calls candle; a candle error becomes a `RuntimeError` with candle's
 //! message.
 //!
-//! candle's own ops do the work, except where candle has no such op or its semantics differ
-//! from PyTorch's; those kernels compute on the host values (`to_vec`, then
-//! `Tensor::from_vec`): `pow.Tensor_Tensor` (candle's `pow` is `exp(y ln x)`, NaN for a
-//! negative base), `argmax` and `max.dim` (PyTorch's first-of-ties and NaN rules),
-//! `diagonal` and `diagonal_backward`, `nll_loss_forward` / `nll_loss_backward`, and
-//! `native_dropout`'s mask (drawn from the thread's generator). Index tensors are validated
-//! on the host (PyTorch's out-of-bounds errors) and converted to candle's `U32`.
+//! candle's own ops do the work (broadcast arithmetic, unary ops, `matmul`, `sum_keepdim`,
+//! `max_keepdim`, `where_cond`, `narrow`, `cat`, `stack`, `index_select`, `index_add`,
+//! `gather`, `scatter_add`, ...), except in these kernels, which compute on the host values
+//! (`to_vec`, then `Tensor::from_vec`): `pow.Tensor_Tensor` (candle's `pow` is
+//! `exp(y ln x)`, NaN for a negative base), `argmax` and `max.dim` (PyTorch's first-of-ties
+//! and NaN rules), and `native_dropout`'s mask (drawn from the thread's generator). Index
+//! tensors (targets, `gather`/`index_select` indices) are read on the host to raise
+//! PyTorch's out-of-bounds errors, then passed to candle as `U32`.
 
 use crate::tensor::{CandleTensor, next_uniform};
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
@@ -533,46 +534,22 @@ fn diagonal_geometry(
     Ok((d1, d2, len, rest))
 }
 
-/// Row-major strides of a shape.
-fn strides_of(shape: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * shape[i + 1];
-    }
-    s
-}
-
-/// For each element of `diagonal(offset, d1, d2)` (row-major), the flat index of its source.
-fn diagonal_sources(
+/// `diagonal`'s layout on candle: the permutation moving `d1`, `d2` last, and the flat
+/// positions (in the trailing `n1 * n2` block) of the diagonal's elements.
+fn diagonal_layout(
     shape: &[usize],
     d1: usize,
     d2: usize,
     offset: i64,
-    out: &[usize],
-) -> Vec<usize> {
-    let st = strides_of(shape);
-    let numel: usize = out.iter().product();
-    let mut res = Vec::with_capacity(numel);
-    let ost = strides_of(out);
-    for flat in 0..numel {
-        let ix: Vec<usize> = (0..out.len()).map(|i| (flat / ost[i]) % out[i]).collect();
-        let k = ix[ix.len() - 1] as i64;
-        let mut rest = 0;
-        let mut src = 0;
-        for (a, s) in st.iter().enumerate() {
-            let i = if a == d1 {
-                (k - offset.min(0)) as usize
-            } else if a == d2 {
-                (k + offset.max(0)) as usize
-            } else {
-                rest += 1;
-                ix[rest - 1]
-            };
-            src += i * s;
-        }
-        res.push(src);
-    }
-    res
+    len: usize,
+) -> R<(Vec<usize>, Tensor)> {
+    let mut perm: Vec<usize> = (0..shape.len()).filter(|a| *a != d1 && *a != d2).collect();
+    perm.extend([d1, d2]);
+    let n2 = shape[d2] as i64;
+    let idx: Vec<u32> = (0..len as i64)
+        .map(|k| ((k - offset.min(0)) * n2 + k + offset.max(0)) as u32)
+        .collect();
+    Ok((perm, Tensor::from_vec(idx, len, &cpu()).ce()?))
 }
 
 /// `nll_loss`'s checks, as PyTorch's `nll_loss_forward_out_cpu_template`.
@@ -621,6 +598,40 @@ fn nll_class(t: f64, c: usize, ignore_index: i64) -> R<Option<usize>> {
         Error::index(format!("Target {v} is out of bounds."))
     })
     .map(|x| Some(x as usize))
+}
+
+/// `nll_loss`'s targets, checked on the host: each row's class as `U32` indices `(M, 1)`
+/// (0 for an ignored row), whether the row counts (`U8`, `(M)`) and its class weight
+/// (`(M)`, in `like`'s dtype).
+fn nll_targets(
+    target: &Tensor,
+    weight: Option<&CandleTensor>,
+    c: usize,
+    ignore_index: i64,
+    like: &Tensor,
+) -> R<(Tensor, Tensor, Tensor)> {
+    let mut cls = Vec::new();
+    let mut keep = Vec::new();
+    for t in host(target)? {
+        let k = nll_class(t, c, ignore_index)?;
+        cls.push(k.unwrap_or(0) as u32);
+        keep.push(u8::from(k.is_some()));
+    }
+    let m = cls.len();
+    let cls = Tensor::from_vec(cls, (m, 1), &cpu()).ce()?;
+    let keep = Tensor::from_vec(keep, m, &cpu()).ce()?;
+    let wv = match weight {
+        Some(wt) if m > 0 => {
+            wt.t.to_dtype(like.dtype())
+                .ce()?
+                .contiguous()
+                .ce()?
+                .index_select(&cls.flatten_all().ce()?, 0)
+                .ce()?
+        }
+        _ => Tensor::ones(m, like.dtype(), &cpu()).ce()?,
+    };
+    Ok((cls, keep, wv))
 }
 
 impl Backend for CandleTensor {
@@ -1198,16 +1209,26 @@ impl Backend for CandleTensor {
         Ok(w(narrow(&self_.t, ax, s as usize, length as usize)?))
     }
     fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
-        // On the host (candle has no diagonal with offset and dims).
+        // The two dims moved last and flattened, then candle's index_select.
         let shape = self_.shape().to_vec();
-        let (d1, d2, len, mut rest) = diagonal_geometry(&shape, offset, dim1, dim2)?;
-        rest.push(len);
-        let src = host(&self_.t)?;
-        let v = diagonal_sources(&shape, d1, d2, offset, &rest)
-            .into_iter()
-            .map(|i| src[i])
-            .collect();
-        Ok(w(from_host(v, &rest)?.to_dtype(self_.t.dtype()).ce()?))
+        let (d1, d2, len, rest) = diagonal_geometry(&shape, offset, dim1, dim2)?;
+        let mut out = rest.clone();
+        out.push(len);
+        if len == 0 || self_.numel() == 0 {
+            return Ok(w(Tensor::zeros(out, self_.t.dtype(), &cpu()).ce()?));
+        }
+        let (perm, idx) = diagonal_layout(&shape, d1, d2, offset, len)?;
+        let mut flat = rest.clone();
+        flat.push(shape[d1] * shape[d2]);
+        let x = self_
+            .t
+            .permute(perm)
+            .ce()?
+            .contiguous()
+            .ce()?
+            .reshape(flat)
+            .ce()?;
+        Ok(w(x.index_select(&idx, rest.len()).ce()?))
     }
     fn diagonal_backward(
         grad_output: &Self,
@@ -1216,21 +1237,27 @@ impl Backend for CandleTensor {
         dim1: i64,
         dim2: i64,
     ) -> R<Self> {
-        // On the host, as `diagonal`.
+        // candle's index_add into zeros, then the dims moved back.
         let shape = new_shape(input_sizes)?;
-        let (d1, d2, len, mut rest) = diagonal_geometry(&shape, offset, dim1, dim2)?;
-        rest.push(len);
-        let g = host(&broadcast_to(&grad_output.t, &rest)?)?;
-        let mut out = vec![0.0; shape.iter().product()];
-        for (i, src) in diagonal_sources(&shape, d1, d2, offset, &rest)
-            .into_iter()
-            .enumerate()
-        {
-            out[src] = g[i];
+        let (d1, d2, len, rest) = diagonal_geometry(&shape, offset, dim1, dim2)?;
+        let mut gshape = rest.clone();
+        gshape.push(len);
+        let g = broadcast_to(&grad_output.t, &gshape)?.contiguous().ce()?;
+        let zeros = |s: Vec<usize>| Tensor::zeros(s, grad_output.t.dtype(), &cpu()).ce();
+        if len == 0 || g.elem_count() == 0 {
+            return Ok(w(zeros(shape)?));
         }
-        Ok(w(from_host(out, &shape)?
-            .to_dtype(grad_output.t.dtype())
-            .ce()?))
+        let (perm, idx) = diagonal_layout(&shape, d1, d2, offset, len)?;
+        let mut flat = rest.clone();
+        flat.push(shape[d1] * shape[d2]);
+        let mut moved = rest.clone();
+        moved.extend([shape[d1], shape[d2]]);
+        let r = zeros(flat)?.index_add(&idx, &g, rest.len()).ce()?;
+        let mut inv = vec![0; perm.len()];
+        for (i, p) in perm.iter().enumerate() {
+            inv[*p] = i;
+        }
+        Ok(w(r.reshape(moved).ce()?.permute(inv).ce()?))
     }
     fn select_int(self_: &Self, dim: i64, index: i64) -> R<Self> {
         if self_.t.rank() == 0 {
@@ -1372,34 +1399,42 @@ impl Backend for CandleTensor {
         reduction: i64,
         ignore_index: i64,
     ) -> R<(Self, Self)> {
-        // On the host (candle has no nll_loss).
+        // candle's gather of each row's target class; the targets are checked on the host.
         let nd = self_.t.rank();
         check((1..=2).contains(&nd), || {
             "input tensor should be 1D or 2D".into()
         })?;
         let c = self_.shape()[nd - 1];
         check_nll(self_.shape(), &target.t, weight, c)?;
-        let x = host(&self_.t)?;
-        let wv = weight.map(|w| host(&w.t)).transpose()?;
-        let mut losses = Vec::new();
-        let mut total = 0.0;
-        for (i, t) in host(&target.t)?.into_iter().enumerate() {
-            let Some(t) = nll_class(t, c, ignore_index)? else {
-                losses.push(0.0);
-                continue;
-            };
-            let wt = wv.as_ref().map_or(1.0, |w| w[t]);
-            losses.push(-wt * x[i * c + t]);
-            total += wt;
-        }
-        let s: f64 = losses.iter().sum();
-        let out = match reduction {
-            0 => from_host(losses, target.shape())?,
-            1 => from_host(vec![s / total], &[])?,
-            _ => from_host(vec![s], &[])?,
+        let x = &self_.t;
+        let rows = target.numel();
+        let (cls, keep, wv) = nll_targets(&target.t, weight, c, ignore_index, x)?;
+        let (losses, total) = if rows == 0 {
+            (Tensor::zeros(rows, x.dtype(), &cpu()).ce()?, sc(0.0, x)?)
+        } else {
+            let picked = x
+                .reshape((rows, c))
+                .ce()?
+                .contiguous()
+                .ce()?
+                .gather(&cls, 1)
+                .ce()?
+                .reshape(rows)
+                .ce()?;
+            let z = Tensor::zeros(rows, x.dtype(), &cpu()).ce()?;
+            let losses = keep
+                .where_cond(&(picked * &wv).ce()?.neg().ce()?, &z)
+                .ce()?;
+            let total = keep.where_cond(&wv, &z).ce()?.sum_all().ce()?;
+            (losses, total)
         };
-        let total = if reduction == 0 { 0.0 } else { total };
-        Ok((w(out), CandleTensor::scalar(total)))
+        let out = match reduction {
+            0 => reshape_to(&losses, target.shape())?,
+            1 => (losses.sum_all().ce()? / &total).ce()?,
+            _ => losses.sum_all().ce()?,
+        };
+        let total = if reduction == 0 { sc(0.0, x)? } else { total };
+        Ok((w(out), w(total)))
     }
     fn nll_loss_backward(
         grad_output: &Self,
@@ -1410,7 +1445,7 @@ impl Backend for CandleTensor {
         ignore_index: i64,
         total_weight: &Self,
     ) -> R<Self> {
-        // On the host, as the forward.
+        // candle's scatter_add of each row's gradient into its target class.
         let nd = self_.t.rank();
         let c = if nd == 0 { 1 } else { self_.shape()[nd - 1] };
         let rows = self_.numel().checked_div(c).unwrap_or(0);
@@ -1442,23 +1477,35 @@ impl Backend for CandleTensor {
                 total_weight.numel()
             )
         })?;
-        let tw = total_weight.item();
-        let grads = host(&grad_output.t)?;
-        let wv = weight.map(|w| host(&w.t)).transpose()?;
-        let mut out = vec![0.0; rows * c];
-        for (i, t) in host(&target.t)?.into_iter().enumerate() {
-            let Some(t) = nll_class(t, c, ignore_index)? else {
-                continue;
-            };
-            let wt = wv.as_ref().map_or(1.0, |w| w[t]);
-            let g = match reduction {
-                0 => grads[i],
-                1 => grads[0] / tw,
-                _ => grads[0],
-            };
-            out[i * c + t] = -wt * g;
+        let x = &self_.t;
+        let (cls, keep, wv) = nll_targets(&target.t, weight, c, ignore_index, x)?;
+        let zeros = Tensor::zeros((rows, c), x.dtype(), &cpu()).ce()?;
+        if rows == 0 || c == 0 {
+            return Ok(w(reshape_to(&zeros, self_.shape())?));
         }
-        Ok(w(from_host(out, self_.shape())?))
+        let g = grad_output.t.flatten_all().ce()?.to_dtype(x.dtype()).ce()?;
+        let g = match reduction {
+            0 => g,
+            1 => g
+                .broadcast_div(
+                    &total_weight
+                        .t
+                        .flatten_all()
+                        .ce()?
+                        .to_dtype(x.dtype())
+                        .ce()?,
+                )
+                .ce()?
+                .broadcast_as(rows)
+                .ce()?,
+            _ => g.broadcast_as(rows).ce()?,
+        };
+        let z = Tensor::zeros(rows, x.dtype(), &cpu()).ce()?;
+        let src = keep.where_cond(&(g * &wv).ce()?.neg().ce()?, &z).ce()?;
+        let r = zeros
+            .scatter_add(&cls, &src.reshape((rows, 1)).ce()?, 1)
+            .ce()?;
+        Ok(w(reshape_to(&r, self_.shape())?))
     }
     fn native_dropout(input: &Self, p: f64, train: Option<bool>) -> R<(Self, Self)> {
         if !train.unwrap_or(true) {
