@@ -5,6 +5,21 @@
 use autograd_opset::conformance::{check_every_case, missing_cases};
 use candletensor::CandleTensor as T;
 
+/// The kit's non-contiguous cases do reach candle with a strided layout, and perturbed
+/// copies (gradcheck's) keep it.
+#[test]
+fn noncontiguous_inputs_are_strided_candle_tensors() {
+    use autograd::gradcheck::ElementAccess;
+    use autograd_opset::conformance::ConformanceTensor;
+    let x = T::from_vec((0..6).map(f64::from).collect(), &[2, 3]);
+    let nc = x.noncontiguous();
+    assert!(!nc.t.is_contiguous());
+    assert_eq!(nc.to_vec(), x.to_vec());
+    let p = nc.with_f64_vec(&[1.0; 6]);
+    assert!(!p.t.is_contiguous());
+    assert_eq!(p.to_vec(), vec![1.0; 6]);
+}
+
 #[test]
 fn the_op_sets_conformance_kit_passes() {
     let missing = missing_cases::<T>();
@@ -30,7 +45,20 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
 
 #[test]
 fn pytorch_fixtures_replay() {
-    use autograd_opset::conformance::fixtures::replay_all;
+    use autograd_opset::conformance::fixtures::{fixtures, replay_all};
+    use std::collections::{BTreeMap, BTreeSet};
+    let all = fixtures();
+    assert!(all.len() >= 400, "{} fixtures", all.len());
+    let known: BTreeMap<&str, &str> = KNOWN_DIFFERENCES.iter().copied().collect();
+    assert_eq!(
+        known.len(),
+        KNOWN_DIFFERENCES.len(),
+        "duplicate known difference"
+    );
+    let names: BTreeSet<&str> = all.iter().filter_map(|f| f["name"].as_str()).collect();
+    for k in known.keys() {
+        assert!(names.contains(k), "known difference {k} names no fixture");
+    }
     let r = replay_all::<T>(KNOWN_DIFFERENCES);
     println!(
         "pytorch fixtures: {} passed, {} known differences, {} failed, {} known differences now pass",
