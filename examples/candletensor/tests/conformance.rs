@@ -94,3 +94,19 @@ fn no_public_op_panics_on_random_arguments() {
     );
     assert!(r.ok > 0 && r.err > 0);
 }
+
+/// The kernels keep candle's dtype: an `F32` tensor differentiates to `F32` gradients.
+#[test]
+fn f32_tensors_differentiate_too() {
+    use candletensor::ops::{mul_tensor, sum, tanh};
+    let t = candle_core::Tensor::new(&[1.0f32, -2.0, 3.0], &candle_core::Device::Cpu).unwrap();
+    let x = candletensor::Var::new(T::new(t), true);
+    let y = sum(&mul_tensor(&tanh(&x).unwrap(), &x).unwrap(), None).unwrap();
+    y.backward().unwrap();
+    let g = x.grad().unwrap().data();
+    assert_eq!(autograd::runtime::Tensor::dtype(&g), "f32");
+    for (gi, xi) in g.to_vec().iter().zip([1.0f64, -2.0, 3.0]) {
+        let want = xi.tanh() + xi * (1.0 - xi.tanh() * xi.tanh());
+        assert!((gi - want).abs() < 1e-5, "{gi} vs {want}");
+    }
+}
