@@ -8,8 +8,7 @@
 //! `max_keepdim`, `where_cond`, `narrow`, `cat`, `stack`, `index_select`, `index_add`,
 //! `gather`, `scatter_add`, ...), except in these kernels, which compute on the host values
 //! (`to_vec`, then `Tensor::from_vec`): `pow.Tensor_Tensor` (candle's `pow` is
-//! `exp(y ln x)`, NaN for a negative base), `argmax` and `max.dim` (PyTorch's first-of-ties
-//! and NaN rules), and `native_dropout`'s mask (drawn from the thread's generator). Index
+//! `exp(y ln x)`, NaN for a negative base) and `native_dropout`'s mask (drawn from the thread's generator). Index
 //! tensors (targets, `gather`/`index_select` indices) are read on the host to raise
 //! PyTorch's out-of-bounds errors, then passed to candle as `U32`.
 
@@ -485,28 +484,21 @@ fn check_nonempty_reduction(name: &str, axis: Option<usize>, t: &Tensor) -> R<()
     }
 }
 
-/// The host lanes along `ax` (moved last): the values, the lane length and the shape of
-/// the other dims (in order).
-fn lanes(t: &Tensor, ax: usize) -> R<(Vec<f64>, usize, Vec<usize>)> {
-    let t = promote(t)?;
-    let n = t.rank();
-    let mut perm: Vec<usize> = (0..n).filter(|d| *d != ax).collect();
-    perm.push(ax);
-    let moved = t.permute(perm).ce()?;
-    let rest: Vec<usize> = (0..n).filter(|d| *d != ax).map(|d| t.dims()[d]).collect();
-    Ok((host(&moved)?, t.dims()[ax], rest))
-}
-
-/// The position of the largest element of a lane (the first of ties; a NaN wins), as
-/// PyTorch's `argmax` / `max.dim`.
-fn best_index(lane: &[f64]) -> usize {
-    let mut best = 0;
-    for (i, x) in lane.iter().enumerate() {
-        if *x > lane[best] || (x.is_nan() && !lane[best].is_nan()) {
-            best = i;
-        }
+/// The position (`U32`, keepdim) of the largest element along `ax` of a non-empty tensor of
+/// rank >= 1, with PyTorch's rules: the first of ties (candle's `argmax`), and a NaN wins
+/// (the first NaN, where a lane has one).
+fn first_max(t: &Tensor, ax: usize) -> R<Tensor> {
+    if t.elem_count() == 0 {
+        // Another dim is empty: an empty result (candle refuses to reduce it).
+        let mut s = t.dims().to_vec();
+        s[ax] = 1;
+        return Tensor::zeros(s, DType::U32, &cpu()).ce();
     }
-    best
+    let a = t.argmax_keepdim(ax).ce()?;
+    let nan = t.ne(t).ce()?.to_dtype(t.dtype()).ce()?;
+    let has = nan.sum_keepdim(ax).ce()?.broadcast_gt(&sc(0.0, t)?).ce()?;
+    let first_nan = nan.argmax_keepdim(ax).ce()?;
+    has.where_cond(&first_nan, &a).ce()
 }
 
 /// `diagonal`'s axes, the diagonal's length and the other dims' sizes.
@@ -841,27 +833,24 @@ impl Backend for CandleTensor {
         as_float(t.broadcast_le(&sc(other, t)?).ce()?, t)
     }
     fn argmax(self_: &Self, dim: Option<i64>, keepdim: bool) -> R<Self> {
-        // On the host: PyTorch's first-of-ties and NaN rules.
         let t = &self_.t;
         match dim {
             None => {
                 check_nonempty_reduction("argmax", None, t)?;
-                let i = best_index(&host(t)?) as f64;
+                let i = first_max(&t.flatten_all().ce()?, 0)?
+                    .to_dtype(t.dtype())
+                    .ce()?;
                 let shape = if keepdim { vec![1; t.rank()] } else { vec![] };
-                Ok(w(from_host(vec![i], &shape)?))
+                Ok(w(reshape_to(&i, &shape)?))
             }
             Some(d) => {
                 let ax = norm_dim(d, t.rank())?;
                 check_nonempty_reduction("argmax", Some(ax), t)?;
                 if t.rank() == 0 {
-                    return Ok(CandleTensor::scalar(0.0));
+                    return Ok(w(t.zeros_like().ce()?));
                 }
-                let (v, n, mut rest) = lanes(t, ax)?;
-                let r: Vec<f64> = v.chunks(n).map(|l| best_index(l) as f64).collect();
-                if keepdim {
-                    rest.insert(ax, 1);
-                }
-                Ok(w(from_host(r, &rest)?))
+                let i = first_max(t, ax)?.to_dtype(t.dtype()).ce()?;
+                Ok(w(if keepdim { i } else { i.squeeze(ax).ce()? }))
             }
         }
     }
@@ -941,24 +930,23 @@ impl Backend for CandleTensor {
         Ok(w(s.broadcast_div(&sc(n as f64, t)?).ce()?))
     }
     fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
-        // On the host: PyTorch's first-of-ties and NaN rules for the indices.
         let t = &self_.t;
         let nd = t.rank();
         let ax = norm_dim(dim, nd)?;
         check_nonempty_reduction("max", Some(ax), t)?;
-        let (v, n, mut rest) = lanes(t, ax)?;
-        let mut values = Vec::with_capacity(v.len() / n.max(1));
-        let mut idx = Vec::with_capacity(values.capacity());
-        for l in v.chunks(n) {
-            let b = best_index(l);
-            values.push(l[b]);
-            idx.push(b as f64);
-        }
-        if keepdim && nd > 0 {
-            rest.insert(ax, 1);
-        }
-        let values = from_host(values, &rest)?.to_dtype(t.dtype()).ce()?;
-        Ok((w(values), w(from_host(idx, &rest)?)))
+        let p = promote(t)?;
+        let i = first_max(&p, ax)?;
+        let values = if p.elem_count() == 0 {
+            i.to_dtype(t.dtype()).ce()?
+        } else {
+            p.contiguous().ce()?.gather(&i, ax).ce()?
+        };
+        let i = i.to_dtype(t.dtype()).ce()?;
+        Ok(if keepdim && nd > 0 {
+            (w(values), w(i))
+        } else {
+            (w(values.squeeze(ax).ce()?), w(i.squeeze(ax).ce()?))
+        })
     }
     fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
         let t = &self_.t;
