@@ -204,6 +204,18 @@ fn narrow(t: &Tensor, ax: usize, start: usize, len: usize) -> R<Tensor> {
     t.narrow(ax, start, len).ce()
 }
 
+/// A tensor of `value` shaped as `t` reduced over `axes`.
+fn reduced_full(t: &Tensor, axes: &[usize], keepdim: bool, value: f64) -> R<Tensor> {
+    let s: Vec<usize> = (0..t.rank())
+        .filter_map(|a| match (axes.contains(&a), keepdim) {
+            (false, _) => Some(t.dims()[a]),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect();
+    sc(value, t)?.broadcast_as(s).ce()?.contiguous().ce()
+}
+
 /// `t` without its (size-1) dims `axes`.
 fn drop_axes(t: &Tensor, axes: &[usize]) -> R<Tensor> {
     let s: Vec<usize> = (0..t.rank())
@@ -957,6 +969,10 @@ impl Backend for CandleTensor {
         if axes.is_empty() {
             return Ok(self_.clone());
         }
+        if t.elem_count() == 0 {
+            // Another dim is empty: an empty result (candle refuses to reduce it).
+            return Ok(w(reduced_full(t, &axes, keepdim, 0.0)?));
+        }
         let mut m = t.clone();
         for ax in &axes {
             m = m.max_keepdim(*ax).ce()?;
@@ -993,6 +1009,10 @@ impl Backend for CandleTensor {
         let axes = reduce_axes(Some(dim), t.rank())?;
         if axes.is_empty() {
             return Ok(self_.clone());
+        }
+        if t.elem_count() == 0 {
+            // log(0) over an empty dim (candle refuses to reduce an empty tensor).
+            return Ok(w(reduced_full(t, &axes, keepdim, f64::NEG_INFINITY)?));
         }
         let mut m = t.clone();
         for ax in &axes {
