@@ -4,13 +4,14 @@
 //! kernels) and then calls candle; a candle error becomes a `RuntimeError` with candle's
 //! message.
 //!
-//! candle's own ops do the work (broadcast arithmetic, unary ops, `matmul`, `sum_keepdim`,
-//! `max_keepdim`, `where_cond`, `narrow`, `cat`, `stack`, `index_select`, `index_add`,
-//! `gather`, `scatter_add`, ...), except in these kernels, which compute on the host values
-//! (`to_vec`, then `Tensor::from_vec`): `pow.Tensor_Tensor` (candle's `pow` is
-//! `exp(y ln x)`, NaN for a negative base) and `native_dropout`'s mask (drawn from the thread's generator). Index
-//! tensors (targets, `gather`/`index_select` indices) are read on the host to raise
-//! PyTorch's out-of-bounds errors, then passed to candle as `U32`.
+//! candle's own ops do all the arithmetic (broadcast arithmetic, unary ops, `matmul`,
+//! `sum_keepdim`, `max_keepdim`, `argmax_keepdim`, `where_cond`, `narrow`, `cat`, `stack`,
+//! `index_select`, `index_add`, `gather`, `scatter_add`, ...). Only two things go through
+//! the host values: `native_dropout`'s mask (drawn from the thread's generator, so that
+//! `manual_seed` reproduces it) and index tensors (targets, `gather`/`index_select`/
+//! `embedding` indices), read to raise PyTorch's out-of-bounds errors and then passed to
+//! candle as `U32`. Where candle refuses what PyTorch accepts (reductions of empty tensors,
+//! empty `narrow`s, `index_select` of a strided tensor), the kernel handles the case first.
 
 use crate::tensor::{CandleTensor, next_uniform};
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
@@ -91,18 +92,6 @@ fn both(a: &Tensor, b: &Tensor) -> R<(Tensor, Tensor)> {
     }
     let s = broadcast_shape(a.dims(), b.dims())?;
     Ok((a.broadcast_as(s.as_slice()).ce()?, b.broadcast_as(s).ce()?))
-}
-
-/// Elementwise on the host values of two broadcast operands.
-fn host_zip(a: &Tensor, b: &Tensor, f: impl Fn(f64, f64) -> f64) -> R<CandleTensor> {
-    let (a, b) = both(a, b)?;
-    let shape = a.dims().to_vec();
-    let v = host(&a)?
-        .into_iter()
-        .zip(host(&b)?)
-        .map(|(x, y)| f(x, y))
-        .collect();
-    Ok(w(from_host(v, &shape)?.to_dtype(a.dtype()).ce()?))
 }
 
 /// A shape with at most one `-1`, resolved for `numel` elements (PyTorch's `infer_size`).
@@ -702,8 +691,31 @@ impl Backend for CandleTensor {
         Ok(w(self_.t.powf(exponent).ce()?))
     }
     fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> R<Self> {
-        // candle's `pow` is exp(y ln x): NaN for a negative base. On the host.
-        host_zip(&self_.t, &exponent.t, f64::powf)
+        // candle's `pow` is exp(y ln x), NaN for a negative base; here |x|^y = exp(y ln|x|), with
+        // the sign of an odd integer power of a negative base, NaN for a non-integer power of
+        // one, and x^0 = 1 (as `f64::powf`).
+        let (x, y) = both(&self_.t, &exponent.t)?;
+        let r = (&y * x.abs().ce()?.log().ce()?).ce()?.exp().ce()?;
+        let zero = x.zeros_like().ce()?;
+        let neg = x.lt(&zero).ce()?;
+        let is_int = y.eq(&y.floor().ce()?).ce()?;
+        let half = y.broadcast_mul(&sc(0.5, &y)?).ce()?;
+        let odd = (is_int.clone() * half.ne(&half.floor().ce()?).ce()?).ce()?;
+        let r = (neg.clone() * odd)
+            .ce()?
+            .where_cond(&r.neg().ce()?, &r)
+            .ce()?;
+        let nan = sc(f64::NAN, &x)?.broadcast_as(x.dims()).ce()?;
+        let non_int = is_int.eq(&zero.to_dtype(DType::U8).ce()?).ce()?;
+        let r = (neg * non_int).ce()?.where_cond(&nan, &r).ce()?;
+        // IEEE's ones: x^0, 1^y (even NaN or inf), (-1)^±inf.
+        let one = x.ones_like().ce()?;
+        let r = y.eq(&zero).ce()?.where_cond(&one, &r).ce()?;
+        let r = x.eq(&one).ce()?.where_cond(&one, &r).ce()?;
+        let minus_one_inf = (x.eq(&one.neg().ce()?).ce()?
+            * y.abs().ce()?.broadcast_eq(&sc(f64::INFINITY, &y)?).ce()?)
+        .ce()?;
+        Ok(w(minus_one_inf.where_cond(&one, &r).ce()?))
     }
     fn abs(self_: &Self) -> R<Self> {
         Ok(w(self_.t.abs().ce()?))
