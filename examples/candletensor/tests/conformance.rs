@@ -31,6 +31,11 @@ fn the_op_sets_conformance_kit_passes() {
         failures.len(),
         failures.join("\n")
     );
+    assert_eq!(
+        candletensor::backend::candle_errors(),
+        0,
+        "an error came from candle instead of a kernel's PyTorch-worded check"
+    );
 }
 
 /// Fixtures candletensor does not match yet: `(fixture name, reason)`. Each must FAIL; the
@@ -75,6 +80,11 @@ fn pytorch_fixtures_replay() {
         r.fixed.len(),
         r.fixed.join("\n")
     );
+    assert_eq!(
+        candletensor::backend::candle_errors(),
+        0,
+        "an error came from candle instead of a kernel's PyTorch-worded check"
+    );
 }
 
 /// Random calls per function.
@@ -93,6 +103,11 @@ fn no_public_op_panics_on_random_arguments() {
         r.panics.join("\n")
     );
     assert!(r.ok > 0 && r.err > 0);
+    assert_eq!(
+        candletensor::backend::candle_errors(),
+        0,
+        "an error came from candle instead of a kernel's PyTorch-worded check"
+    );
 }
 
 /// The kernels keep candle's dtype: an `F32` tensor differentiates to `F32` gradients.
