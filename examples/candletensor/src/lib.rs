@@ -2,8 +2,8 @@
 //!
 //! The op set's second backend: [`CandleTensor`] wraps `candle_core::Tensor` (CPU by default;
 //! the `cuda` and `metal` features forward to candle's), and implements the op set's
-//! `Backend` trait with candle's own ops where candle has them (see `src/backend.rs`, which
-//! says where a kernel computes on the host values instead). Everything autograd — backward
+//! `Backend` trait with candle's own ops (`src/backend.rs`; only the dropout mask and the
+//! index tensors' bounds checks use host values). Everything autograd — backward
 //! nodes, forward mode, views, in-place variants, PyTorch's composites — comes from
 //! [`autograd_opset`], generated once for any backend.
 //!
