@@ -17,7 +17,10 @@ use crate::tensor::{CandleTensor, next_uniform};
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::error::{Error, check};
-use autograd_opset::shape::{broadcast_shape, distinct_dims, norm_dim, reduce_axes};
+use autograd_opset::shape::{
+    broadcast_shape, check_mm, distinct_dims, expanded_shape, infer_shape, new_shape, norm_dim,
+    out_of_bounds, reduce_axes, view_compatible,
+};
 use candle_core::{DType, Tensor};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -105,38 +108,6 @@ fn both(a: &Tensor, b: &Tensor) -> R<(Tensor, Tensor)> {
     Ok((a.broadcast_as(s.as_slice()).ce()?, b.broadcast_as(s).ce()?))
 }
 
-/// A shape with at most one `-1`, resolved for `numel` elements (PyTorch's `infer_size`).
-fn infer_shape(shape: &[i64], numel: usize) -> R<Vec<usize>> {
-    let mut inferred = None;
-    let mut known = 1usize;
-    for (i, d) in shape.iter().enumerate() {
-        match *d {
-            -1 if inferred.is_some() => {
-                return Err(Error::runtime("only one dimension can be inferred"));
-            }
-            -1 => inferred = Some(i),
-            d if d < 0 => {
-                return Err(Error::runtime(format!(
-                    "invalid shape dimension {d} at index {i} of shape {shape:?}"
-                )));
-            }
-            d => known = known.saturating_mul(d as usize),
-        }
-    }
-    let invalid = || {
-        Error::runtime(format!(
-            "shape '{shape:?}' is invalid for input of size {numel}"
-        ))
-    };
-    let mut out: Vec<usize> = shape.iter().map(|d| (*d).max(0) as usize).collect();
-    match inferred {
-        Some(i) if known > 0 && numel.is_multiple_of(known) => out[i] = numel / known,
-        None if known == numel => {}
-        _ => return Err(invalid()),
-    }
-    Ok(out)
-}
-
 fn reshape_to(a: &Tensor, s: &[usize]) -> R<Tensor> {
     if a.dims() == s {
         return Ok(a.clone());
@@ -147,38 +118,6 @@ fn reshape_to(a: &Tensor, s: &[usize]) -> R<Tensor> {
 fn reshape_t(a: &Tensor, shape: &[i64]) -> R<Tensor> {
     let s = infer_shape(shape, a.elem_count())?;
     reshape_to(a, &s)
-}
-
-/// `view`'s extra condition (PyTorch's `computeStride`), as ndtensor's.
-fn view_compatible(old_shape: &[usize], old_strides: &[isize], new_shape: &[usize]) -> bool {
-    if old_shape.is_empty() || old_shape.iter().product::<usize>() == 0 {
-        return true;
-    }
-    let mut view_d = new_shape.len() as isize - 1;
-    let mut chunk_base_stride = *old_strides.last().unwrap_or(&1);
-    let mut tensor_numel: usize = 1;
-    let mut view_numel: usize = 1;
-    for tensor_d in (0..old_shape.len()).rev() {
-        tensor_numel *= old_shape[tensor_d];
-        let boundary = tensor_d == 0
-            || (old_shape[tensor_d - 1] != 1
-                && old_strides[tensor_d - 1] != tensor_numel as isize * chunk_base_stride);
-        if boundary {
-            while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
-                view_numel *= new_shape[view_d as usize];
-                view_d -= 1;
-            }
-            if view_numel != tensor_numel {
-                return false;
-            }
-            if tensor_d > 0 {
-                chunk_base_stride = old_strides[tensor_d - 1];
-                tensor_numel = 1;
-                view_numel = 1;
-            }
-        }
-    }
-    view_d == -1
 }
 
 /// Sum over `axes` (sorted), keeping them as size-1 dims when `keepdim`.
@@ -230,22 +169,6 @@ fn count(a: &Tensor, axes: &[usize]) -> usize {
     axes.iter().map(|x| a.dims()[*x]).product()
 }
 
-/// `mm`'s checks, in PyTorch's words.
-fn check_mm(a: &[usize], b: &[usize]) -> R<()> {
-    check(a.len() == 2, || {
-        format!("mm: self must be a matrix, got {}-D tensor", a.len())
-    })?;
-    check(b.len() == 2, || {
-        format!("mm: mat2 must be a matrix, got {}-D tensor", b.len())
-    })?;
-    check(a[1] == b[0], || {
-        format!(
-            "mm: mat1 and mat2 shapes cannot be multiplied ({}x{} and {}x{})",
-            a[0], a[1], b[0], b[1]
-        )
-    })
-}
-
 /// A matrix product on contiguous operands (candle's gemm), with empty operands handled.
 fn matmul(a: &Tensor, b: &Tensor) -> R<Tensor> {
     let (an, bn) = (a.rank(), b.rank());
@@ -291,58 +214,8 @@ fn indices(index: &Tensor, n: usize, message: impl Fn(i64) -> Error) -> R<(Tenso
     Ok((t, v))
 }
 
-fn out_of_bounds(v: i64, ax: usize, n: usize) -> Error {
-    Error::runtime(format!(
-        "index {v} is out of bounds for dimension {ax} with size {n}"
-    ))
-}
-
 fn in_self(_: i64) -> Error {
     Error::index("index out of range in self")
-}
-
-/// A shape given as sizes; a negative size is PyTorch's error.
-fn new_shape(size: &[i64]) -> R<Vec<usize>> {
-    size.iter()
-        .map(|d| {
-            usize::try_from(*d).map_err(|_| {
-                Error::runtime(format!(
-                    "Trying to create tensor with negative dimension {d}: {size:?}"
-                ))
-            })
-        })
-        .collect()
-}
-
-/// `expand`'s target shape (`-1` keeps a size), with PyTorch's checks.
-fn expanded_shape(shape: &[usize], size: &[i64]) -> R<Vec<usize>> {
-    let (nd, k) = (shape.len(), size.len());
-    check(k >= nd, || {
-        format!(
-            "expand(torch.DoubleTensor{{{shape:?}}}, size={size:?}): the number of sizes provided ({k}) must be greater or equal to the number of dimensions in the tensor ({nd})"
-        )
-    })?;
-    let off = k - nd;
-    let mut out = Vec::with_capacity(k);
-    for (i, d) in size.iter().enumerate() {
-        let existing = (i >= off).then(|| shape[i - off]);
-        let s = match (*d, existing) {
-            (-1, Some(e)) => e,
-            (d, None) if d < 0 => {
-                return Err(Error::runtime(format!(
-                    "The expanded size of the tensor ({d}) isn't allowed in a leading, non-existing dimension {i}"
-                )));
-            }
-            (d, Some(e)) if e != 1 && d != e as i64 => {
-                return Err(Error::runtime(format!(
-                    "The expanded size of the tensor ({d}) must match the existing size ({e}) at non-singleton dimension {i}.  Target sizes: {size:?}.  Tensor sizes: {shape:?}"
-                )));
-            }
-            (d, _) => new_shape(&[d])?[0],
-        };
-        out.push(s);
-    }
-    Ok(out)
 }
 
 /// `cat`'s checks, in PyTorch's words.
