@@ -213,3 +213,126 @@ pub fn out_of_bounds(v: i64, ax: usize, n: usize) -> Error {
         "index {v} is out of bounds for dimension {ax} with size {n}"
     ))
 }
+
+/// `cat`'s checks on the inputs' shapes, in PyTorch's words.
+pub fn check_cat(shapes: &[&[usize]], dim: i64) -> R<()> {
+    let first = shapes
+        .first()
+        .ok_or_else(|| Error::runtime("torch.cat(): expected a non-empty list of Tensors"))?;
+    let nd = first.len();
+    for (i, s) in shapes.iter().enumerate() {
+        check(!s.is_empty(), || {
+            format!("zero-dimensional tensor (at position {i}) cannot be concatenated")
+        })?;
+        check(s.len() == nd, || {
+            format!(
+                "Tensors must have same number of dimensions: got {nd} and {}",
+                s.len()
+            )
+        })?;
+    }
+    let ax = norm_dim(dim, nd)?;
+    for (i, s) in shapes.iter().enumerate().skip(1) {
+        for d in (0..nd).filter(|d| *d != ax) {
+            check(s[d] == first[d], || {
+                format!(
+                    "Sizes of tensors must match except in dimension {ax}. Expected size {} but got size {} for tensor number {i} in the list.",
+                    first[d], s[d]
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// A class weight (given by its shape) must hold one value per class.
+pub fn check_weight(weight: Option<&[usize]>, c: usize) -> R<()> {
+    match weight {
+        Some(w) => check(w.len() == 1 && w[0] == c, || {
+            format!(
+                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {w:?}"
+            )
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A reduction that selects an element (`argmax`, `max.dim`, `amax`) needs one to select
+/// from: `axis` `None` for a reduction over all elements.
+pub fn check_nonempty_reduction(name: &str, axis: Option<usize>, shape: &[usize]) -> R<()> {
+    match axis {
+        None if shape.contains(&0) => Err(Error::index(format!(
+            "{name}(): Expected reduction dim to be specified for input.numel() == 0."
+        ))),
+        Some(ax) if !shape.is_empty() && shape[ax] == 0 => Err(Error::index(format!(
+            "{name}(): Expected reduction dim {ax} to have non-zero size."
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// `index_add`'s checks: a vector of indices, one per slice of `source` along `ax`, and
+/// `source` shaped like `self` elsewhere.
+pub fn check_index_add(self_: &[usize], ax: usize, index: &[usize], source: &[usize]) -> R<()> {
+    if index.len() > 1 {
+        return Err(Error::index(format!(
+            "index_add_(): Index is supposed to be a vector, but got dim: {} with type: Long and size: {index:?}",
+            index.len()
+        )));
+    }
+    check(source.len() == self_.len(), || {
+        "index_add_(): Source and self must have the same number of dimensions".into()
+    })?;
+    let n = source.get(ax).copied().unwrap_or(1);
+    let count: usize = index.iter().product();
+    check(count == n, || {
+        format!(
+            "index_add_(): Number of indices ({count}) should be equal to source.size(dim): ({n}), for dim: {ax}"
+        )
+    })?;
+    let same = (0..self_.len())
+        .filter(|d| *d != ax)
+        .all(|d| source[d] == self_[d]);
+    check(same, || {
+        format!(
+            "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = {self_:?} source.shape = {source:?}"
+        )
+    })
+}
+
+/// `gather` / `scatter_add`'s shape checks (PyTorch's `gather_shape_check` /
+/// `scatter_shape_check`); `src` is `scatter_add`'s.
+pub fn check_gather_shapes(
+    self_: &[usize],
+    ax: usize,
+    index: &[usize],
+    src: Option<&[usize]>,
+) -> R<()> {
+    let nd = self_.len().max(1);
+    let ind = index.len().max(1);
+    let what = if src.is_some() { "self" } else { "input" };
+    check(ind == nd, || {
+        format!("Index tensor must have the same number of dimensions as {what} tensor")
+    })?;
+    if let Some(s) = src {
+        check(s.len().max(1) == ind, || {
+            "Index tensor must have the same number of dimensions as src tensor".into()
+        })?;
+    }
+    let size = |t: &[usize], d: usize| t.get(d).copied().unwrap_or(1);
+    for d in 0..nd {
+        let ok_self = d == ax || size(index, d) <= size(self_, d);
+        let ok_src = src.is_none_or(|s| size(index, d) <= size(s, d));
+        if !(ok_self && ok_src) {
+            return Err(Error::runtime(match src {
+                None => format!(
+                    "Size does not match at dimension {d} expected index {index:?} to be no larger than self {self_:?} apart from dimension {ax}"
+                ),
+                Some(s) => format!(
+                    "Expected index {index:?} to be no larger than self {self_:?} apart from dimension {ax} and to be no larger size than src {s:?}"
+                ),
+            }));
+        }
+    }
+    Ok(())
+}

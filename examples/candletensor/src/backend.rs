@@ -18,8 +18,9 @@ use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::error::{Error, check};
 use autograd_opset::shape::{
-    broadcast_shape, check_mm, distinct_dims, expanded_shape, infer_shape, new_shape, norm_dim,
-    out_of_bounds, reduce_axes, view_compatible,
+    broadcast_shape, check_cat, check_gather_shapes, check_index_add, check_mm,
+    check_nonempty_reduction, check_weight, distinct_dims, expanded_shape, infer_shape, new_shape,
+    norm_dim, out_of_bounds, reduce_axes, view_compatible,
 };
 use candle_core::{DType, Tensor};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -218,106 +219,6 @@ fn in_self(_: i64) -> Error {
     Error::index("index out of range in self")
 }
 
-/// `cat`'s checks, in PyTorch's words.
-fn check_cat(tensors: &[CandleTensor], dim: i64) -> R<()> {
-    let first = tensors
-        .first()
-        .ok_or_else(|| Error::runtime("torch.cat(): expected a non-empty list of Tensors"))?;
-    let nd = first.t.rank();
-    for (i, t) in tensors.iter().enumerate() {
-        check(t.t.rank() > 0, || {
-            format!("zero-dimensional tensor (at position {i}) cannot be concatenated")
-        })?;
-        check(t.t.rank() == nd, || {
-            format!(
-                "Tensors must have same number of dimensions: got {nd} and {}",
-                t.t.rank()
-            )
-        })?;
-    }
-    let ax = norm_dim(dim, nd)?;
-    for (i, t) in tensors.iter().enumerate().skip(1) {
-        for d in (0..nd).filter(|d| *d != ax) {
-            check(t.shape()[d] == first.shape()[d], || {
-                format!(
-                    "Sizes of tensors must match except in dimension {ax}. Expected size {} but got size {} for tensor number {i} in the list.",
-                    first.shape()[d],
-                    t.shape()[d]
-                )
-            })?;
-        }
-    }
-    Ok(())
-}
-
-/// `index_add`'s checks: a vector of indices, one per slice of `source` along `ax`.
-fn check_index_add(self_: &Tensor, ax: usize, index: &Tensor, source: &Tensor) -> R<()> {
-    if index.rank() > 1 {
-        return Err(Error::index(format!(
-            "index_add_(): Index is supposed to be a vector, but got dim: {} with type: Long and size: {:?}",
-            index.rank(),
-            index.dims()
-        )));
-    }
-    check(source.rank() == self_.rank(), || {
-        "index_add_(): Source and self must have the same number of dimensions".into()
-    })?;
-    let n = axis_len(source, ax);
-    check(index.elem_count() == n, || {
-        format!(
-            "index_add_(): Number of indices ({}) should be equal to source.size(dim): ({n}), for dim: {ax}",
-            index.elem_count()
-        )
-    })?;
-    for d in (0..self_.rank()).filter(|d| *d != ax) {
-        check(source.dims()[d] == self_.dims()[d], || {
-            format!(
-                "index_add_(): self ({:?}) and source ({:?}) must have the same scalar type",
-                self_.dims(),
-                source.dims()
-            )
-        })?;
-    }
-    Ok(())
-}
-
-/// `gather` / `scatter_add`'s shape checks (PyTorch's `gather_shape_check` /
-/// `scatter_shape_check`).
-fn check_gather_shapes(self_: &Tensor, ax: usize, index: &Tensor, src: Option<&Tensor>) -> R<()> {
-    let nd = self_.rank().max(1);
-    let ind = index.rank().max(1);
-    let what = if src.is_some() { "self" } else { "input" };
-    check(ind == nd, || {
-        format!("Index tensor must have the same number of dimensions as {what} tensor")
-    })?;
-    if let Some(s) = src {
-        check(s.rank().max(1) == ind, || {
-            "Index tensor must have the same number of dimensions as src tensor".into()
-        })?;
-    }
-    let size = |t: &Tensor, d: usize| t.dims().get(d).copied().unwrap_or(1);
-    for d in 0..nd {
-        let ok_self = d == ax || size(index, d) <= size(self_, d);
-        let ok_src = src.is_none_or(|s| size(index, d) <= size(s, d));
-        if !(ok_self && ok_src) {
-            return Err(Error::runtime(match src {
-                None => format!(
-                    "Size does not match at dimension {d} expected index {:?} to be no larger than self {:?} apart from dimension {ax}",
-                    index.dims(),
-                    self_.dims()
-                ),
-                Some(s) => format!(
-                    "Expected index {:?} to be no larger than self {:?} apart from dimension {ax} and to be no larger size than src {:?}",
-                    index.dims(),
-                    self_.dims(),
-                    s.dims()
-                ),
-            }));
-        }
-    }
-    Ok(())
-}
-
 /// `layer_norm`'s checks, in PyTorch's words.
 fn check_layer_norm(
     input: &[usize],
@@ -354,19 +255,6 @@ fn check_layer_norm(
         }
     }
     Ok(())
-}
-
-/// A reduction that selects an element needs one to select from.
-fn check_nonempty_reduction(name: &str, axis: Option<usize>, t: &Tensor) -> R<()> {
-    match axis {
-        None if t.elem_count() == 0 => Err(Error::index(format!(
-            "{name}(): Expected reduction dim to be specified for input.numel() == 0."
-        ))),
-        Some(ax) if t.rank() > 0 && t.dims()[ax] == 0 => Err(Error::index(format!(
-            "{name}(): Expected reduction dim {ax} to have non-zero size."
-        ))),
-        _ => Ok(()),
-    }
 }
 
 /// The position (`U32`, keepdim) of the largest element along `ax` of a non-empty tensor of
@@ -450,20 +338,7 @@ fn check_nll(
             target.dims()
         )
     })?;
-    check_weight(weight, c)
-}
-
-/// A class weight must hold one value per class.
-fn check_weight(weight: Option<&CandleTensor>, c: usize) -> R<()> {
-    match weight {
-        Some(w) => check(w.t.rank() == 1 && w.numel() == c, || {
-            format!(
-                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
-                w.shape()
-            )
-        }),
-        None => Ok(()),
-    }
+    check_weight(weight.map(|w| w.t.dims()), c)
 }
 
 /// The class of target element `t` below `c` (or `None` for `ignore_index`).
@@ -744,7 +619,7 @@ impl Backend for CandleTensor {
         let t = &self_.t;
         match dim {
             None => {
-                check_nonempty_reduction("argmax", None, t)?;
+                check_nonempty_reduction("argmax", None, t.dims())?;
                 let i = first_max(&t.flatten_all().ce()?, 0)?
                     .to_dtype(t.dtype())
                     .ce()?;
@@ -753,7 +628,7 @@ impl Backend for CandleTensor {
             }
             Some(d) => {
                 let ax = norm_dim(d, t.rank())?;
-                check_nonempty_reduction("argmax", Some(ax), t)?;
+                check_nonempty_reduction("argmax", Some(ax), t.dims())?;
                 if t.rank() == 0 {
                     return Ok(w(t.zeros_like().ce()?));
                 }
@@ -841,7 +716,7 @@ impl Backend for CandleTensor {
         let t = &self_.t;
         let nd = t.rank();
         let ax = norm_dim(dim, nd)?;
-        check_nonempty_reduction("max", Some(ax), t)?;
+        check_nonempty_reduction("max", Some(ax), t.dims())?;
         let p = promote(t)?;
         let i = first_max(&p, ax)?;
         let values = if p.elem_count() == 0 {
@@ -860,7 +735,7 @@ impl Backend for CandleTensor {
         let t = &self_.t;
         let axes = reduce_axes(Some(dim), t.rank())?;
         for ax in &axes {
-            check_nonempty_reduction("amax", Some(*ax), t)?;
+            check_nonempty_reduction("amax", Some(*ax), t.dims())?;
         }
         if axes.is_empty() {
             return Ok(self_.clone());
@@ -1068,7 +943,7 @@ impl Backend for CandleTensor {
         Ok(w(zeros.index_add(&idx, &g, ax).ce()?))
     }
     fn cat(tensors: &[Self], dim: i64) -> R<Self> {
-        check_cat(tensors, dim)?;
+        check_cat(&tensors.iter().map(|t| t.t.dims()).collect::<Vec<_>>(), dim)?;
         let ax = norm_dim(dim, tensors[0].t.rank())?;
         let ts: Vec<&Tensor> = tensors.iter().map(|t| &t.t).collect();
         Ok(w(Tensor::cat(&ts, ax).ce()?))
@@ -1228,7 +1103,7 @@ impl Backend for CandleTensor {
     }
     fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
         let ax = norm_dim(dim, self_.t.rank())?;
-        check_index_add(&self_.t, ax, &index.t, &source.t)?;
+        check_index_add(self_.t.dims(), ax, index.t.dims(), source.t.dims())?;
         let (idx, _) = indices(&promote(&index.t)?, axis_len(&self_.t, ax), in_self)?;
         let (s, src) = (promote(&self_.t)?, promote(&source.t)?);
         let src = src.broadcast_mul(&sc(alpha, &src)?).ce()?;
@@ -1244,7 +1119,7 @@ impl Backend for CandleTensor {
     }
     fn gather(self_: &Self, dim: i64, index: &Self, _sparse_grad: bool) -> R<Self> {
         let ax = norm_dim(dim, self_.t.rank())?;
-        check_gather_shapes(&self_.t, ax, &index.t, None)?;
+        check_gather_shapes(self_.t.dims(), ax, index.t.dims(), None)?;
         let n = axis_len(&self_.t, ax);
         let (idx, _) = indices(&promote(&index.t)?, n, |v| out_of_bounds(v, ax, n))?;
         if idx.elem_count() == 0 {
@@ -1258,7 +1133,7 @@ impl Backend for CandleTensor {
     }
     fn scatter_add(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
         let ax = norm_dim(dim, self_.t.rank())?;
-        check_gather_shapes(&self_.t, ax, &index.t, Some(&src.t))?;
+        check_gather_shapes(self_.t.dims(), ax, index.t.dims(), Some(src.t.dims()))?;
         let n = axis_len(&self_.t, ax);
         let (s, ix, sr) = (promote(&self_.t)?, promote(&index.t)?, promote(&src.t)?);
         let (_, iv) = indices(&ix, n, |v| out_of_bounds(v, ax, n))?;
@@ -1360,7 +1235,7 @@ impl Backend for CandleTensor {
                 target.shape()
             )
         })?;
-        check_weight(weight, c)?;
+        check_weight(weight.map(|w| w.t.dims()), c)?;
         check(reduction != 0 || grad_output.numel() == rows, || {
             format!(
                 "Expected a tensor of dimension 1 and tensor.size[0] == {rows} but got: dimension {} and tensor.size[0] == {}",

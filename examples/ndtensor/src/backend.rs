@@ -8,8 +8,9 @@ use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::error::{Error, check};
 use autograd_opset::shape::{
-    broadcast_shape, check_mm, distinct_dims, expanded_shape, infer_shape, new_shape, norm_dim,
-    out_of_bounds, reduce_axes, view_compatible,
+    broadcast_shape, check_cat, check_gather_shapes, check_index_add, check_mm,
+    check_nonempty_reduction, check_weight, distinct_dims, expanded_shape, infer_shape, new_shape,
+    norm_dim, out_of_bounds, reduce_axes, view_compatible,
 };
 use ndarray::{ArcArray, Array, ArrayView, Axis, Dimension, IxDyn, Slice, Zip};
 
@@ -300,20 +301,7 @@ fn check_nll<E: Element>(
             target.shape()
         )
     })?;
-    check_weight(weight, c)
-}
-
-/// A class weight must hold one value per class.
-fn check_weight<E: Element>(weight: Option<&NdTensor<E>>, c: usize) -> R<()> {
-    match weight {
-        Some(w) => check(w.data.ndim() == 1 && w.data.len() == c, || {
-            format!(
-                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {:?}",
-                w.shape()
-            )
-        }),
-        None => Ok(()),
-    }
+    check_weight(weight.map(|w| w.shape()), c)
 }
 
 /// The class of target element `t` below `c` (or `None` for `ignore_index`).
@@ -561,7 +549,7 @@ impl<E: Element> Backend for NdTensor<E> {
         let arg = |lane: ndarray::ArrayView1<E>| E::of(best_index(lane) as f64);
         match dim {
             None => {
-                check_nonempty_reduction("argmax", None, self_)?;
+                check_nonempty_reduction("argmax", None, self_.shape())?;
                 let flat = contiguous(&self_.data);
                 let flat = flat.view().into_shape_with_order(flat.len()).expect("flat");
                 let r = NdTensor::scalar(arg(flat));
@@ -574,7 +562,7 @@ impl<E: Element> Backend for NdTensor<E> {
             }
             Some(d) => {
                 let ax = norm_dim(d, self_.data.ndim())?;
-                check_nonempty_reduction("argmax", Some(ax), self_)?;
+                check_nonempty_reduction("argmax", Some(ax), self_.shape())?;
                 if self_.data.ndim() == 0 {
                     return Ok(NdTensor::scalar(E::zero()));
                 }
@@ -669,7 +657,7 @@ impl<E: Element> Backend for NdTensor<E> {
     fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
         let nd = self_.data.ndim();
         let ax = norm_dim(dim, nd)?;
-        check_nonempty_reduction("max", Some(ax), self_)?;
+        check_nonempty_reduction("max", Some(ax), self_.shape())?;
         let src = if nd == 0 {
             self_.data.clone().insert_axis(Axis(0))
         } else {
@@ -686,7 +674,7 @@ impl<E: Element> Backend for NdTensor<E> {
     fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
         let axes = reduce_axes(Some(dim), self_.data.ndim())?;
         for ax in &axes {
-            check_nonempty_reduction("amax", Some(*ax), self_)?;
+            check_nonempty_reduction("amax", Some(*ax), self_.shape())?;
         }
         Ok(NdTensor {
             // NaN propagates, as in PyTorch (`f64::max` would drop it).
@@ -884,7 +872,10 @@ impl<E: Element> Backend for NdTensor<E> {
         Ok(wrap(out))
     }
     fn cat(tensors: &[Self], dim: i64) -> R<Self> {
-        check_cat(tensors, dim)?;
+        check_cat(
+            &tensors.iter().map(NdTensor::shape).collect::<Vec<_>>(),
+            dim,
+        )?;
         let ax = norm_dim(dim, tensors[0].data.ndim())?;
         let views: Vec<_> = tensors.iter().map(|t| t.data.view()).collect();
         ndarray::concatenate(Axis(ax), &views)
@@ -1033,7 +1024,7 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
         let ax = norm_dim(dim, self_.data.ndim())?;
-        check_index_add(self_, ax, index, source)?;
+        check_index_add(self_.shape(), ax, index.shape(), source.shape())?;
         let a = E::of(alpha);
         let mut out = self_.data.to_owned();
         for (i, ix) in index.data.iter().enumerate() {
@@ -1048,7 +1039,7 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn gather(self_: &Self, dim: i64, index: &Self, _sparse_grad: bool) -> R<Self> {
         let ax = norm_dim(dim, self_.data.ndim())?;
-        check_gather_shapes(self_, ax, index, None)?;
+        check_gather_shapes(self_.shape(), ax, index.shape(), None)?;
         if self_.data.ndim() == 0 {
             for i in &index.data {
                 index_below(*i, 1, |v| out_of_bounds(v, 0, 1))?;
@@ -1072,7 +1063,7 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn scatter_add(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
         let ax = norm_dim(dim, self_.data.ndim())?;
-        check_gather_shapes(self_, ax, index, Some(src))?;
+        check_gather_shapes(self_.shape(), ax, index.shape(), Some(src.shape()))?;
         if self_.data.ndim() == 0 {
             let mut acc = self_.item();
             for (i, s) in index.data.iter().zip(&src.data) {
@@ -1133,7 +1124,7 @@ impl<E: Element> Backend for NdTensor<E> {
                 target.shape()
             )
         })?;
-        check_weight(weight, c)?;
+        check_weight(weight.map(|w| w.shape()), c)?;
         check(
             reduction != 0 || grad_output.data.len() == rows.shape()[0],
             || {
@@ -1264,54 +1255,9 @@ fn best_index<E: Element>(lane: ndarray::ArrayView1<E>) -> usize {
     best
 }
 
-/// A reduction that selects an element needs one to select from.
-fn check_nonempty_reduction<E: Element>(name: &str, axis: Option<usize>, t: &NdTensor<E>) -> R<()> {
-    match axis {
-        None if t.data.is_empty() => Err(Error::index(format!(
-            "{name}(): Expected reduction dim to be specified for input.numel() == 0."
-        ))),
-        Some(ax) if t.data.ndim() > 0 && t.shape()[ax] == 0 => Err(Error::index(format!(
-            "{name}(): Expected reduction dim {ax} to have non-zero size."
-        ))),
-        _ => Ok(()),
-    }
-}
-
 /// The size of axis `ax` (1 for a 0-d tensor).
 fn axis_len<E: Element>(t: &NdTensor<E>, ax: usize) -> usize {
     t.shape().get(ax).copied().unwrap_or(1)
-}
-
-/// `cat`'s checks, in PyTorch's words.
-fn check_cat<E: Element>(tensors: &[NdTensor<E>], dim: i64) -> R<()> {
-    let first = tensors
-        .first()
-        .ok_or_else(|| Error::runtime("torch.cat(): expected a non-empty list of Tensors"))?;
-    let nd = first.data.ndim();
-    for (i, t) in tensors.iter().enumerate() {
-        check(t.data.ndim() > 0, || {
-            format!("zero-dimensional tensor (at position {i}) cannot be concatenated")
-        })?;
-        check(t.data.ndim() == nd, || {
-            format!(
-                "Tensors must have same number of dimensions: got {nd} and {}",
-                t.data.ndim()
-            )
-        })?;
-    }
-    let ax = norm_dim(dim, nd)?;
-    for (i, t) in tensors.iter().enumerate().skip(1) {
-        for d in (0..nd).filter(|d| *d != ax) {
-            check(t.shape()[d] == first.shape()[d], || {
-                format!(
-                    "Sizes of tensors must match except in dimension {ax}. Expected size {} but got size {} for tensor number {i} in the list.",
-                    first.shape()[d],
-                    t.shape()[d]
-                )
-            })?;
-        }
-    }
-    Ok(())
 }
 
 /// A 0-d tensor as a 1-element 1-d one (PyTorch's `ensure_nonempty_dim`).
@@ -1323,84 +1269,6 @@ fn promote<E: Element>(t: &NdTensor<E>) -> NdTensor<E> {
     } else {
         t.clone()
     }
-}
-
-/// `index_add`'s checks: a vector of indices, one per slice of `source` along `ax`.
-fn check_index_add<E: Element>(
-    self_: &NdTensor<E>,
-    ax: usize,
-    index: &NdTensor<E>,
-    source: &NdTensor<E>,
-) -> R<()> {
-    if index.data.ndim() > 1 {
-        return Err(Error::index(format!(
-            "index_add_(): Index is supposed to be a vector, but got dim: {} with type: Long and size: {:?}",
-            index.data.ndim(),
-            index.shape()
-        )));
-    }
-    check(source.data.ndim() == self_.data.ndim(), || {
-        "index_add_(): Source and self must have the same number of dimensions".into()
-    })?;
-    let n = axis_len(source, ax);
-    check(index.data.len() == n, || {
-        format!(
-            "index_add_(): Number of indices ({}) should be equal to source.size(dim): ({n}), for dim: {ax}",
-            index.data.len()
-        )
-    })?;
-    for d in (0..self_.data.ndim()).filter(|d| *d != ax) {
-        check(source.shape()[d] == self_.shape()[d], || {
-            format!(
-                "index_add_(): self ({:?}) and source ({:?}) must have the same scalar type",
-                self_.shape(),
-                source.shape()
-            )
-        })?;
-    }
-    Ok(())
-}
-
-/// `gather` / `scatter_add`'s shape checks (PyTorch's `gather_shape_check` /
-/// `scatter_shape_check`).
-fn check_gather_shapes<E: Element>(
-    self_: &NdTensor<E>,
-    ax: usize,
-    index: &NdTensor<E>,
-    src: Option<&NdTensor<E>>,
-) -> R<()> {
-    let nd = self_.data.ndim().max(1);
-    let ind = index.data.ndim().max(1);
-    let what = if src.is_some() { "self" } else { "input" };
-    check(ind == nd, || {
-        format!("Index tensor must have the same number of dimensions as {what} tensor")
-    })?;
-    if let Some(s) = src {
-        check(s.data.ndim().max(1) == ind, || {
-            "Index tensor must have the same number of dimensions as src tensor".into()
-        })?;
-    }
-    let size = |t: &NdTensor<E>, d: usize| t.shape().get(d).copied().unwrap_or(1);
-    for d in 0..nd {
-        let ok_self = d == ax || size(index, d) <= size(self_, d);
-        let ok_src = src.is_none_or(|s| size(index, d) <= size(s, d));
-        if !(ok_self && ok_src) {
-            return Err(Error::runtime(match src {
-                None => format!(
-                    "Size does not match at dimension {d} expected index {:?} to be no larger than self {:?} apart from dimension {ax}",
-                    index.shape(),
-                    self_.shape()
-                ),
-                Some(s) => format!(
-                    "Expected index {:?} to be no larger than self {:?} apart from dimension {ax} and to be no larger size than src {:?}",
-                    index.shape(),
-                    self_.shape(),
-                    s.shape()
-                ),
-            }));
-        }
-    }
-    Ok(())
 }
 
 /// `layer_norm`'s checks, in PyTorch's words.
