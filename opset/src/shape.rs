@@ -336,3 +336,35 @@ pub fn check_gather_shapes(
     }
     Ok(())
 }
+
+/// `layer_norm`'s checks on the shapes of the input, weight and bias, in PyTorch's words.
+pub fn check_layer_norm(
+    input: &[usize],
+    normalized_shape: &[i64],
+    weight: Option<&[usize]>,
+    bias: Option<&[usize]>,
+) -> R<()> {
+    let k = normalized_shape.len();
+    let matches =
+        |s: &[usize]| s.len() == k && s.iter().zip(normalized_shape).all(|(a, b)| *a as i64 == *b);
+    check(
+        k <= input.len() && matches(&input[input.len() - k..]),
+        || {
+            let star: Vec<String> = normalized_shape.iter().map(i64::to_string).collect();
+            format!(
+                "Given normalized_shape={normalized_shape:?}, expected input with shape [*, {}], but got input of size{input:?}",
+                star.join(", ")
+            )
+        },
+    )?;
+    for (name, s) in [("weight", weight), ("bias", bias)] {
+        if let Some(s) = s {
+            check(matches(s), || {
+                format!(
+                    "Expected {name} to be of same shape as normalized_shape, but got {name} of shape {s:?} and normalized_shape = {normalized_shape:?}"
+                )
+            })?;
+        }
+    }
+    Ok(())
+}

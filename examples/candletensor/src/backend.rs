@@ -18,7 +18,7 @@ use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::error::{Error, check};
 use autograd_opset::shape::{
-    broadcast_shape, check_cat, check_gather_shapes, check_index_add, check_mm,
+    broadcast_shape, check_cat, check_gather_shapes, check_index_add, check_layer_norm, check_mm,
     check_nonempty_reduction, check_weight, distinct_dims, expanded_shape, infer_shape, new_shape,
     norm_dim, out_of_bounds, reduce_axes, view_compatible,
 };
@@ -217,44 +217,6 @@ fn indices(index: &Tensor, n: usize, message: impl Fn(i64) -> Error) -> R<(Tenso
 
 fn in_self(_: i64) -> Error {
     Error::index("index out of range in self")
-}
-
-/// `layer_norm`'s checks, in PyTorch's words.
-fn check_layer_norm(
-    input: &[usize],
-    normalized_shape: &[i64],
-    weight: Option<&CandleTensor>,
-    bias: Option<&CandleTensor>,
-) -> R<()> {
-    let k = normalized_shape.len();
-    let fits = k <= input.len()
-        && input[input.len() - k..]
-            .iter()
-            .zip(normalized_shape)
-            .all(|(a, b)| *a as i64 == *b);
-    check(fits, || {
-        let star: Vec<String> = normalized_shape.iter().map(i64::to_string).collect();
-        format!(
-            "Given normalized_shape={normalized_shape:?}, expected input with shape [*, {}], but got input of size{input:?}",
-            star.join(", ")
-        )
-    })?;
-    for (name, t) in [("weight", weight), ("bias", bias)] {
-        if let Some(t) = t {
-            let same = t.shape().len() == k
-                && t.shape()
-                    .iter()
-                    .zip(normalized_shape)
-                    .all(|(a, b)| *a as i64 == *b);
-            check(same, || {
-                format!(
-                    "Expected {name} to be of same shape as normalized_shape, but got {name} of shape {:?} and normalized_shape = {normalized_shape:?}",
-                    t.shape()
-                )
-            })?;
-        }
-    }
-    Ok(())
 }
 
 /// The position (`U32`, keepdim) of the largest element along `ax` of a non-empty tensor of
@@ -1323,7 +1285,12 @@ impl Backend for CandleTensor {
         eps: f64,
         _cudnn_enable: bool,
     ) -> R<Self> {
-        check_layer_norm(input.shape(), normalized_shape, weight, bias)?;
+        check_layer_norm(
+            input.shape(),
+            normalized_shape,
+            weight.map(|w| w.t.dims()),
+            bias.map(|w| w.t.dims()),
+        )?;
         let x = &input.t;
         let nd = x.rank();
         let axes: Vec<usize> = (nd - normalized_shape.len()..nd).collect();
