@@ -21,6 +21,7 @@
 pub mod conformance;
 pub mod error;
 pub mod helpers;
+pub mod nn;
 pub mod shape;
 
 pub use error::{Error, ErrorKind};

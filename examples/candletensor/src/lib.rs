@@ -33,9 +33,6 @@ pub type Var = autograd::runtime::Variable<CandleTensor>;
 /// The op set's conformance kit runs on candletensor (`cargo test -p candletensor`).
 #[cfg(feature = "conformance")]
 impl autograd_opset::conformance::ConformanceTensor for CandleTensor {
-    fn from_f64(values: &[f64], shape: &[usize]) -> Self {
-        CandleTensor::from_vec(values.to_vec(), shape)
-    }
     /// The same values in column-major layout (a strided, non-contiguous candle tensor).
     fn noncontiguous(&self) -> Self {
         if self.t.rank() > 1 {
@@ -46,5 +43,12 @@ impl autograd_opset::conformance::ConformanceTensor for CandleTensor {
     }
     fn seed(seed: u64) {
         manual_seed(seed)
+    }
+}
+
+/// Parameters and optimizer state of `autograd_opset::nn` on candle (f64).
+impl autograd_opset::nn::FromValues for CandleTensor {
+    fn from_f64(values: &[f64], shape: &[usize]) -> Self {
+        CandleTensor::from_vec(values.to_vec(), shape)
     }
 }

@@ -50,7 +50,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 fn hvp_forward_over_reverse(
     params: &[Var],
     v: &[Var],
-    data: &Iris<f64>,
+    data: &Iris<NdTensor<f64>>,
 ) -> Result<Vec<f64>, AutogradError> {
     let (_, hv) = hvp(
         |p: &[Var]| loss_of_parameters(p, &data.x_train, &data.y_train),
@@ -64,7 +64,7 @@ fn hvp_forward_over_reverse(
 fn hvp_double_backward(
     params: &[Var],
     v: &[Var],
-    data: &Iris<f64>,
+    data: &Iris<NdTensor<f64>>,
 ) -> Result<Vec<f64>, AutogradError> {
     let leaves: Vec<Var> = params.iter().map(|p| Var::new(p.data(), true)).collect();
     let loss = loss_of_parameters(&leaves, &data.x_train, &data.y_train)?;
@@ -99,7 +99,7 @@ fn hvp_double_backward(
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let g = Generator::new(42);
-    let data: Iris<f64> = iris::load(&g);
+    let data: Iris<NdTensor<f64>> = iris::load(&g);
     manual_seed(7);
     let model = Mlp::new(data.d, &Generator::new(1));
     let mut opt = Adam::new(model.parameters(), 0.01);

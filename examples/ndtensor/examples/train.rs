@@ -12,8 +12,8 @@ mod iris;
 use autograd::types::Generator;
 use indicatif::{ProgressBar, ProgressStyle};
 use iris::{BATCH, CLASSES, HIDDEN, Iris, Mlp, evaluate, train_epoch};
-use ndtensor::manual_seed;
 use ndtensor::nn::Adam;
+use ndtensor::{NdTensor, manual_seed};
 use plotters::prelude::*;
 use std::time::Instant;
 
@@ -27,7 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     // Deterministic shuffle and an 80/20 split; `g` then draws the batches.
     let g = Generator::new(42);
-    let data: Iris<E> = iris::load(&g);
+    let data: Iris<NdTensor<E>> = iris::load(&g);
     let (n, d) = (data.n, data.d);
     let (x_train, y_train) = (data.x_train.clone(), data.y_train.clone());
     let (x_test, y_test) = (data.x_test.clone(), data.y_test.clone());

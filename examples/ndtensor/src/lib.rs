@@ -31,10 +31,9 @@
 //! ```
 
 pub mod backend;
-pub mod nn;
 mod tensor;
 
-pub use autograd_opset::{Error, ErrorKind, helpers, ops};
+pub use autograd_opset::{Error, ErrorKind, helpers, nn, ops};
 pub use tensor::{Element, NdTensor, manual_seed};
 
 pub use ops::{Backend, VariableOps};
@@ -55,9 +54,6 @@ pub fn constant<E: Element>(t: NdTensor<E>) -> Var<E> {
 /// The op set's conformance kit runs on ndtensor (`cargo test -p ndtensor`).
 #[cfg(feature = "conformance")]
 impl<E: Element> autograd_opset::conformance::ConformanceTensor for NdTensor<E> {
-    fn from_f64(values: &[f64], shape: &[usize]) -> Self {
-        NdTensor::from_f64(values, shape)
-    }
     /// The same values in column-major layout (a strided, non-contiguous array).
     fn noncontiguous(&self) -> Self {
         let tr = self.data.t().as_standard_layout().into_owned();
@@ -65,5 +61,12 @@ impl<E: Element> autograd_opset::conformance::ConformanceTensor for NdTensor<E> 
     }
     fn seed(seed: u64) {
         manual_seed(seed)
+    }
+}
+
+/// Parameters and optimizer state of `autograd_opset::nn` on ndtensor.
+impl<E: Element> autograd_opset::nn::FromValues for NdTensor<E> {
+    fn from_f64(values: &[f64], shape: &[usize]) -> Self {
+        NdTensor::from_f64(values, shape)
     }
 }

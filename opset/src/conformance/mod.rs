@@ -29,17 +29,16 @@ pub mod fixtures;
 pub mod inplace_cases;
 pub mod no_panic;
 
-use crate::Backend;
 use autograd::gradcheck::{ElementAccess, Tolerances, check_forward, gradcheck, gradgradcheck};
 use autograd::types::Generator;
 use autograd_codegen::emit::{Config, analyze_config};
 use std::collections::BTreeSet;
 
 /// What the kit needs of a backend's tensor beyond the op set's kernels.
-pub trait ConformanceTensor: Backend + ElementAccess {
-    /// A tensor of these row-major values and shape (indices and masks hold integers and
-    /// 0/1 as values).
-    fn from_f64(values: &[f64], shape: &[usize]) -> Self;
+///
+/// Its constructor is [`FromValues::from_f64`](crate::nn::FromValues) (indices and masks
+/// hold integers and 0/1 as values).
+pub trait ConformanceTensor: crate::nn::FromValues + ElementAccess {
     /// The same values in another (strided, non-contiguous) layout, where the backend has
     /// layouts; the identity otherwise.
     fn noncontiguous(&self) -> Self {

@@ -6,11 +6,16 @@
 // Each example uses part of it.
 #![allow(dead_code)]
 
+use autograd::gradcheck::ElementAccess;
 use autograd::runtime::AutogradError;
+use autograd::runtime::Variable;
 use autograd::types::Generator;
-use ndtensor::nn::{Adam, Linear, dropout};
-use ndtensor::ops::*;
-use ndtensor::{Element, NdTensor, Var};
+use autograd_opset::nn::{Adam, FromValues, Linear, dropout};
+use autograd_opset::ops::*;
+
+/// What the example needs of a backend (ndtensor's and candletensor's tensors both are).
+pub trait Backend: FromValues + ElementAccess {}
+impl<T: FromValues + ElementAccess> Backend for T {}
 
 /// Hidden units.
 pub const HIDDEN: usize = 16;
@@ -20,34 +25,34 @@ pub const CLASSES: usize = 3;
 pub const BATCH: usize = 16;
 
 /// The data set, split and standardized.
-pub struct Iris<E: Element> {
+pub struct Iris<T: Backend> {
     /// Flowers and features.
     pub n: usize,
     pub d: usize,
     /// `(120, 4)` features and `(120)` class indices.
-    pub x_train: Var<E>,
-    pub y_train: Var<E>,
+    pub x_train: Variable<T>,
+    pub y_train: Variable<T>,
     /// `(30, 4)` and `(30)`.
-    pub x_test: Var<E>,
-    pub y_test: Var<E>,
+    pub x_test: Variable<T>,
+    pub y_test: Variable<T>,
 }
 
 /// Rows `idx` of a row-major `(n, d)` table as a tensor.
-fn rows<E: Element>(data: &[f64], d: usize, idx: &[usize]) -> NdTensor<E> {
+fn rows<T: Backend>(data: &[f64], d: usize, idx: &[usize]) -> T {
     let v: Vec<f64> = idx
         .iter()
         .flat_map(|i| data[i * d..(i + 1) * d].iter().copied())
         .collect();
-    NdTensor::from_f64(&v, &[idx.len(), d])
+    T::from_f64(&v, &[idx.len(), d])
 }
 
-fn labels<E: Element>(t: &[usize], idx: &[usize]) -> NdTensor<E> {
+fn labels<T: Backend>(t: &[usize], idx: &[usize]) -> T {
     let v: Vec<f64> = idx.iter().map(|i| t[*i] as f64).collect();
-    NdTensor::from_f64(&v, &[idx.len()])
+    T::from_f64(&v, &[idx.len()])
 }
 
 /// Loads Iris from `linfa-datasets`, shuffles it with `g` and splits it 80/20.
-pub fn load<E: Element>(g: &Generator) -> Iris<E> {
+pub fn load<T: Backend>(g: &Generator) -> Iris<T> {
     let iris = linfa_datasets::iris();
     let (n, d) = (iris.records.nrows(), iris.records.ncols());
     let raw: Vec<f64> = iris.records.iter().copied().collect();
@@ -69,20 +74,20 @@ pub fn load<E: Element>(g: &Generator) -> Iris<E> {
     Iris {
         n,
         d,
-        x_train: Var::from_data(rows(&data, d, train_idx)),
-        y_train: Var::from_data(labels(&targets, train_idx)),
-        x_test: Var::from_data(rows(&data, d, test_idx)),
-        y_test: Var::from_data(labels(&targets, test_idx)),
+        x_train: Variable::from_data(rows(&data, d, train_idx)),
+        y_train: Variable::from_data(labels(&targets, train_idx)),
+        x_test: Variable::from_data(rows(&data, d, test_idx)),
+        y_test: Variable::from_data(labels(&targets, test_idx)),
     }
 }
 
 /// The classifier.
-pub struct Mlp<E: Element> {
-    pub l1: Linear<E>,
-    pub l2: Linear<E>,
+pub struct Mlp<T: Backend> {
+    pub l1: Linear<T>,
+    pub l2: Linear<T>,
 }
 
-impl<E: Element> Mlp<E> {
+impl<T: Backend> Mlp<T> {
     /// Kaiming-uniform layers drawn from `init`.
     pub fn new(d: usize, init: &Generator) -> Self {
         Mlp {
@@ -92,25 +97,25 @@ impl<E: Element> Mlp<E> {
     }
 
     /// The logits; dropout only when `train`.
-    pub fn forward(&self, x: &Var<E>, train: bool) -> Result<Var<E>, AutogradError> {
+    pub fn forward(&self, x: &Variable<T>, train: bool) -> Result<Variable<T>, AutogradError> {
         let h = relu(&self.l1.forward(x)?)?;
         let h = dropout(&h, 0.1, train)?;
         self.l2.forward(&h)
     }
 
     /// `[W1, b1, W2, b2]`.
-    pub fn parameters(&self) -> Vec<Var<E>> {
+    pub fn parameters(&self) -> Vec<Variable<T>> {
         [self.l1.parameters(), self.l2.parameters()].concat()
     }
 }
 
 /// The evaluation-mode loss as a function of the parameters `[W1, b1, W2, b2]` (what
 /// `autograd::functional` transforms): `cross_entropy(relu(x W1ᵀ + b1) W2ᵀ + b2, y)`.
-pub fn loss_of_parameters<E: Element>(
-    p: &[Var<E>],
-    x: &Var<E>,
-    y: &Var<E>,
-) -> Result<Var<E>, AutogradError> {
+pub fn loss_of_parameters<T: Backend>(
+    p: &[Variable<T>],
+    x: &Variable<T>,
+    y: &Variable<T>,
+) -> Result<Variable<T>, AutogradError> {
     let h = relu(&add_tensor(&mm(x, &t(&p[0])?)?, &p[1], 1.0)?)?;
     let z = add_tensor(&mm(&h, &t(&p[2])?)?, &p[3], 1.0)?;
     cross_entropy_loss(&z, y, None, 1, -100, 0.0)
@@ -118,10 +123,10 @@ pub fn loss_of_parameters<E: Element>(
 
 /// One epoch of mini-batch training: `order` (the training rows, kept from epoch to epoch)
 /// is shuffled with `g`, then cut into batches.
-pub fn train_epoch<E: Element>(
-    model: &Mlp<E>,
-    opt: &mut Adam<E>,
-    data: &Iris<E>,
+pub fn train_epoch<T: Backend>(
+    model: &Mlp<T>,
+    opt: &mut Adam<T>,
+    data: &Iris<T>,
     order: &mut [usize],
     g: &Generator,
 ) -> Result<(), AutogradError> {
@@ -129,7 +134,7 @@ pub fn train_epoch<E: Element>(
         order.swap(i, (g.next_u64() % (i as u64 + 1)) as usize);
     }
     for chunk in order.chunks(BATCH) {
-        let idx = Var::from_data(NdTensor::from_f64(
+        let idx = Variable::from_data(T::from_f64(
             &chunk.iter().map(|i| *i as f64).collect::<Vec<_>>(),
             &[chunk.len()],
         ));
@@ -144,18 +149,17 @@ pub fn train_epoch<E: Element>(
 }
 
 /// (mean loss, accuracy) of the model on `x`, `y` (evaluation mode, no graph).
-pub fn evaluate<E: Element>(
-    model: &Mlp<E>,
-    x: &Var<E>,
-    y: &Var<E>,
+pub fn evaluate<T: Backend>(
+    model: &Mlp<T>,
+    x: &Variable<T>,
+    y: &Variable<T>,
 ) -> Result<(f64, f64), AutogradError> {
     let _g = autograd::runtime::no_grad();
     let logits = model.forward(x, false)?;
     let loss = cross_entropy_loss(&logits, y, None, 1, -100, 0.0)?
         .data()
-        .item()
-        .as_f64();
+        .to_f64_vec()[0];
     let pred = argmax(&logits, Some(1), false)?;
-    let correct = sum(&eq_tensor(&pred, y)?, None)?.data().item().as_f64();
+    let correct = sum(&eq_tensor(&pred, y)?, None)?.data().to_f64_vec()[0];
     Ok((loss, correct / y.shape()[0] as f64))
 }

@@ -1,57 +1,79 @@
-//! Building blocks on top of the generated ops: layers, dropout, optimizers.
+//! Building blocks on top of the op set, for any backend: layers, dropout, optimizers.
 
+use crate::Backend;
 use crate::ops::*;
-use crate::{Element, NdTensor, Var};
-use autograd::runtime::{AutogradError, no_grad};
+use autograd::runtime::{AutogradError, Variable, no_grad};
 use autograd::types::Generator;
 
-/// `y = x Wᵀ + b` (PyTorch's `nn.Linear`, Kaiming-uniform initialised).
-pub struct Linear<E: Element> {
-    /// `(out, in)`.
-    pub weight: Var<E>,
-    /// `(out)`.
-    pub bias: Var<E>,
+/// A tensor built from `f64` values (rounded to the backend's dtype): what layers need to
+/// initialise parameters and optimizers their state.
+pub trait FromValues: Backend {
+    /// A tensor of these row-major values and shape.
+    fn from_f64(values: &[f64], shape: &[usize]) -> Self;
 }
 
-impl<E: Element> Linear<E> {
+/// Uniform values in `[lo, hi)` from `g`.
+pub fn uniform<T: FromValues>(shape: &[usize], lo: f64, hi: f64, g: &Generator) -> T {
+    let n: usize = shape.iter().product();
+    let v: Vec<f64> = (0..n).map(|_| lo + (hi - lo) * g.next_f64()).collect();
+    T::from_f64(&v, shape)
+}
+
+fn zeros<T: FromValues>(shape: &[usize]) -> T {
+    T::from_f64(&vec![0.0; shape.iter().product()], shape)
+}
+
+/// `y = x Wᵀ + b` (PyTorch's `nn.Linear`, Kaiming-uniform initialised).
+pub struct Linear<T: Backend> {
+    /// `(out, in)`.
+    pub weight: Variable<T>,
+    /// `(out)`.
+    pub bias: Variable<T>,
+}
+
+impl<T: FromValues> Linear<T> {
     /// A layer with weights uniform in `±1/sqrt(fan_in)`.
     pub fn new(fan_in: usize, fan_out: usize, g: &Generator) -> Self {
         let k = 1.0 / (fan_in as f64).sqrt();
         Linear {
-            weight: Var::new(NdTensor::uniform(&[fan_out, fan_in], -k, k, g), true).named("weight"),
-            bias: Var::new(NdTensor::uniform(&[fan_out], -k, k, g), true).named("bias"),
+            weight: Variable::new(uniform(&[fan_out, fan_in], -k, k, g), true).named("weight"),
+            bias: Variable::new(uniform(&[fan_out], -k, k, g), true).named("bias"),
         }
     }
 
     /// `x Wᵀ + b` for `x` of shape `(N, in)`.
-    pub fn forward(&self, x: &Var<E>) -> Result<Var<E>, AutogradError> {
+    pub fn forward(&self, x: &Variable<T>) -> Result<Variable<T>, AutogradError> {
         add_tensor(&mm(x, &t(&self.weight)?)?, &self.bias, 1.0)
     }
 
     /// The parameters.
-    pub fn parameters(&self) -> Vec<Var<E>> {
+    pub fn parameters(&self) -> Vec<Variable<T>> {
         vec![self.weight.clone(), self.bias.clone()]
     }
 }
 
 /// Dropout as in PyTorch: `native_dropout(x, p, train).0` (the mask output carries what
-/// backward needs). Seed with [`crate::manual_seed`].
-pub fn dropout<E: Element>(x: &Var<E>, p: f64, train: bool) -> Result<Var<E>, AutogradError> {
+/// backward needs). Seed the backend's generator first for reproducible masks.
+pub fn dropout<T: Backend>(
+    x: &Variable<T>,
+    p: f64,
+    train: bool,
+) -> Result<Variable<T>, AutogradError> {
     Ok(native_dropout(x, p, Some(train))?.0)
 }
 
 /// Stochastic gradient descent with momentum; updates parameters in place with the generated
 /// in-place ops under `no_grad`.
-pub struct Sgd<E: Element> {
-    params: Vec<Var<E>>,
+pub struct Sgd<T: Backend> {
+    params: Vec<Variable<T>>,
     lr: f64,
     momentum: f64,
-    velocity: Vec<Option<Var<E>>>,
+    velocity: Vec<Option<Variable<T>>>,
 }
 
-impl<E: Element> Sgd<E> {
+impl<T: FromValues> Sgd<T> {
     /// An optimizer for `params`.
-    pub fn new(params: Vec<Var<E>>, lr: f64, momentum: f64) -> Self {
+    pub fn new(params: Vec<Variable<T>>, lr: f64, momentum: f64) -> Self {
         let n = params.len();
         Sgd {
             params,
@@ -73,7 +95,7 @@ impl<E: Element> Sgd<E> {
                     v.clone()
                 }
                 None => {
-                    let d = Var::from_data(g.data().clone());
+                    let d = Variable::from_data(g.data().clone());
                     *v = Some(d.clone());
                     d
                 }
@@ -90,20 +112,20 @@ impl<E: Element> Sgd<E> {
 }
 
 /// Adam (Kingma & Ba), with the generated in-place ops.
-pub struct Adam<E: Element> {
-    params: Vec<Var<E>>,
+pub struct Adam<T: Backend> {
+    params: Vec<Variable<T>>,
     lr: f64,
     betas: (f64, f64),
     eps: f64,
     t: i32,
-    m: Vec<Var<E>>,
-    v: Vec<Var<E>>,
+    m: Vec<Variable<T>>,
+    v: Vec<Variable<T>>,
 }
 
-impl<E: Element> Adam<E> {
+impl<T: FromValues> Adam<T> {
     /// An optimizer for `params` with the usual defaults `betas = (0.9, 0.999)`, `eps = 1e-8`.
-    pub fn new(params: Vec<Var<E>>, lr: f64) -> Self {
-        let zeros = |p: &Var<E>| Var::from_data(NdTensor::zeros(&p.shape()));
+    pub fn new(params: Vec<Variable<T>>, lr: f64) -> Self {
+        let zeros = |p: &Variable<T>| Variable::from_data(zeros(&p.shape()));
         let m = params.iter().map(zeros).collect();
         let v = params.iter().map(zeros).collect();
         Adam {
