@@ -22,6 +22,7 @@ pub mod conformance;
 pub mod error;
 pub mod helpers;
 pub mod nn;
+pub mod random;
 pub mod shape;
 
 pub use error::{Error, ErrorKind};

@@ -13,7 +13,7 @@
 //! candle as `U32`. Where candle refuses what PyTorch accepts (reductions of empty tensors,
 //! empty `narrow`s, `index_select` of a strided tensor), the kernel handles the case first.
 
-use crate::tensor::{CandleTensor, next_uniform};
+use crate::tensor::CandleTensor;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::error::{Error, check};
@@ -1261,7 +1261,7 @@ impl Backend for CandleTensor {
         let scale = autograd_opset::helpers::dropout_scale(p, train);
         // The mask from this thread's generator (reproducible under `manual_seed`).
         let m: Vec<f64> = (0..input.numel())
-            .map(|_| f64::from(u8::from(next_uniform() >= p)))
+            .map(|_| f64::from(u8::from(autograd_opset::random::next_uniform() >= p)))
             .collect();
         let mask = from_host(m, input.shape())?
             .to_dtype(input.t.dtype())

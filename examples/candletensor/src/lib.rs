@@ -23,9 +23,10 @@
 pub mod backend;
 mod tensor;
 
+pub use autograd_opset::random::manual_seed;
 pub use autograd_opset::{Error, ErrorKind, helpers, ops};
 pub use ops::{Backend, VariableOps};
-pub use tensor::{CandleTensor, manual_seed};
+pub use tensor::CandleTensor;
 
 /// A differentiable tensor: the runtime's `Variable` over [`CandleTensor`].
 pub type Var = autograd::runtime::Variable<CandleTensor>;

@@ -2,7 +2,6 @@
 
 use autograd::gradcheck::ElementAccess;
 use candle_core::{DType, Device, Tensor};
-use std::cell::RefCell;
 use std::fmt;
 
 /// A raw tensor: candle's `Tensor` (cheaply cloneable, possibly strided). Index tensors
@@ -152,19 +151,4 @@ pub(crate) fn reversed_layout(c: &CandleTensor) -> CandleTensor {
             .and_then(|t| t.permute(rev))
             .expect("a permutation");
     CandleTensor { t }
-}
-
-thread_local! {
-    static GENERATOR: RefCell<autograd::types::Generator> =
-        RefCell::new(autograd::types::Generator::new(0x5eed));
-}
-
-/// Seeds this thread's default generator (used by `native_dropout`), like `torch.manual_seed`.
-pub fn manual_seed(seed: u64) {
-    GENERATOR.with(|g| *g.borrow_mut() = autograd::types::Generator::new(seed));
-}
-
-/// A uniform number in `[0, 1)` from this thread's default generator.
-pub(crate) fn next_uniform() -> f64 {
-    GENERATOR.with(|g| g.borrow().next_f64())
 }

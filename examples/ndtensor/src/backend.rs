@@ -3,7 +3,7 @@
 //! Every kernel checks its arguments and returns PyTorch's error ([`Error`]) instead of
 //! panicking.
 
-use crate::tensor::{Element, NdTensor, next_uniform};
+use crate::tensor::{Element, NdTensor};
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::error::{Error, check};
@@ -1179,8 +1179,9 @@ impl<E: Element> Backend for NdTensor<E> {
             )
         })?;
         let scale = autograd_opset::helpers::dropout_scale(p, train);
-        let m =
-            Array::from_shape_simple_fn(IxDyn(input.shape()), || mask::<E>(next_uniform() >= p));
+        let m = Array::from_shape_simple_fn(IxDyn(input.shape()), || {
+            mask::<E>(autograd_opset::random::next_uniform() >= p)
+        });
         let mask_t = wrap(m);
         let out = zip(input, &mask_t, |x, m| x * m * E::of(scale))?;
         Ok((out, mask_t))

@@ -33,8 +33,9 @@
 pub mod backend;
 mod tensor;
 
+pub use autograd_opset::random::manual_seed;
 pub use autograd_opset::{Error, ErrorKind, helpers, nn, ops};
-pub use tensor::{Element, NdTensor, manual_seed};
+pub use tensor::{Element, NdTensor};
 
 pub use ops::{Backend, VariableOps};
 

@@ -2,7 +2,6 @@
 
 use autograd::gradcheck::ElementAccess;
 use ndarray::{ArcArray, Array, IxDyn, NdFloat, ShapeBuilder};
-use std::cell::RefCell;
 use std::fmt;
 
 /// An element type: `f32` or `f64`.
@@ -206,19 +205,4 @@ impl<E: Element> ElementAccess for NdTensor<E> {
             c
         }
     }
-}
-
-thread_local! {
-    static GENERATOR: RefCell<autograd::types::Generator> =
-        RefCell::new(autograd::types::Generator::new(0x5eed));
-}
-
-/// Seeds this thread's default generator (used by `native_dropout`), like `torch.manual_seed`.
-pub fn manual_seed(seed: u64) {
-    GENERATOR.with(|g| *g.borrow_mut() = autograd::types::Generator::new(seed));
-}
-
-/// A uniform number in `[0, 1)` from this thread's default generator.
-pub(crate) fn next_uniform() -> f64 {
-    GENERATOR.with(|g| g.borrow().next_f64())
 }
