@@ -96,6 +96,8 @@ fn hvp_double_backward(
         .collect())
 }
 
+// The whole program in order (train, power iteration, the check against double backward,
+// the figure), as a reader follows it: long on purpose.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let g = Generator::new(42);

@@ -1,5 +1,5 @@
 //! The op dispatcher shared by the PyTorch fixture replay and the no-panic property test:
-//! an ATen schema name and JSON arguments (by schema argument name) -> ndtensor's call.
+//! an ATen schema name and JSON arguments (by schema argument name) -> the op set's generated call.
 
 use super::ConformanceTensor;
 use crate::ops::*;
@@ -130,8 +130,8 @@ pub fn ip<B: ConformanceTensor>(r: Result<Variable<B>, AutogradError>) -> R<Vec<
 }
 
 /// One step: the op's schema name and its arguments -> the outputs. An `Err` is an error
-/// ndtensor reports (its message is compared with PyTorch's); an op ndtensor lacks gives
-/// `op missing in ndtensor: <op>`. Long on purpose: one match arm per op of the YAML, a table.
+/// the backend reports (its message is compared with PyTorch's); an op the op set lacks gives
+/// `op missing in the op set: <op>`. Long on purpose: one match arm per op of the YAML, a table.
 pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B>>> {
     let one = ip::<B>;
     let two = |r: Result<(Variable<B>, Variable<B>), AutogradError>| {
@@ -398,7 +398,7 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         )),
         // Pseudo-ops of the program format.
         "detach" => Ok(vec![a.t("self")?.detach()]),
-        _ => Err(format!("op missing in ndtensor: {op}")),
+        _ => Err(format!("op missing in the op set: {op}")),
     }
 }
 

@@ -83,7 +83,7 @@ fn check_error(got: &str, want: &Value, stage: &str) -> R<()> {
         Ok(())
     } else {
         Err(format!(
-            "{stage} error: ndtensor says {got:?}, PyTorch {msg:?}"
+            "{stage} error: the backend says {got:?}, PyTorch {msg:?}"
         ))
     }
 }
@@ -97,7 +97,7 @@ fn constant<B: ConformanceTensor>(data: &Value, shape: &[usize]) -> Variable<B> 
     Variable::from_data(tensor(data, shape))
 }
 
-/// Replays one fixture: `Ok` when ndtensor gives PyTorch's answer.
+/// Replays one fixture: `Ok` when the backend gives PyTorch's answer.
 /// Replays one fixture: `Err` with what differs from PyTorch.
 pub fn replay<B: ConformanceTensor>(fx: &Value) -> R<()> {
     let mut st = State::<B> {
@@ -264,7 +264,7 @@ fn run_steps<B: ConformanceTensor>(fx: &Value, st: &mut State<B>) -> R<Option<R<
         }
     }
     if err_stage == Some("forward") {
-        return Err("PyTorch raised in the forward, ndtensor did not".into());
+        return Err("PyTorch raised in the forward, the backend did not".into());
     }
     Ok(None)
 }
@@ -296,7 +296,7 @@ fn first_order<B: ConformanceTensor>(
         }
         Err(e) => return Err(format!("backward failed: {e}")),
         Ok(_) if err_stage == Some("backward") => {
-            return Err("PyTorch raised in the backward, ndtensor did not".into());
+            return Err("PyTorch raised in the backward, the backend did not".into());
         }
         Ok(g) => g,
     };
@@ -350,7 +350,7 @@ fn second_order<B: ConformanceTensor>(
         Err(e) if err_stage == Some("grad2") => return check_error(&e, err.unwrap(), "grad2"),
         Err(e) => return Err(format!("second-order backward failed: {e}")),
         Ok(_) if err_stage == Some("grad2") => {
-            return Err("PyTorch raised in the double backward, ndtensor did not".into());
+            return Err("PyTorch raised in the double backward, the backend did not".into());
         }
         Ok(g) => g,
     };
