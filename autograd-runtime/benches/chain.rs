@@ -30,8 +30,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use autograd_runtime::{
-    AutogradError, Node, SavedVariable, Tensor, Variable, VariableList, record, should_record,
-    variable_list,
+    AutogradError, Node, RawList, SavedVariable, Tensor, Variable, VariableList, record,
+    should_record, variable_list,
 };
 
 const STEPS: usize = 20_000;
@@ -154,6 +154,11 @@ impl<T: Raw> Node<T> for MulScalarBackward {
             grads[0].as_ref().map(|g| mul_scalar(g, self.other))
         ])
     }
+    fn apply_raw(&mut self, grads: RawList<T>) -> Result<RawList<T>, AutogradError> {
+        Ok(RawList::from_array([grads[0]
+            .as_ref()
+            .map(|g| g.mul_s(self.other))]))
+    }
 }
 fn mul_scalar<T: Raw>(a: &Variable<T>, s: f32) -> Variable<T> {
     let raw = a.with_data(|d| d.mul_s(s));
@@ -171,6 +176,9 @@ impl<T: Raw> Node<T> for AddScalarBackward {
     }
     fn apply(&mut self, mut grads: VariableList<T>) -> Result<VariableList<T>, AutogradError> {
         Ok(variable_list![grads.take(0)])
+    }
+    fn apply_raw(&mut self, mut grads: RawList<T>) -> Result<RawList<T>, AutogradError> {
+        Ok(RawList::from_array([grads.take(0)]))
     }
 }
 fn add_scalar<T: Raw>(a: &Variable<T>, s: f32) -> Variable<T> {
@@ -195,6 +203,13 @@ impl<T: Raw> Node<T> for TanhBackward0<T> {
         };
         let y = self.result.unpack()?;
         Ok(variable_list![Some(tanh_backward(g, &y))])
+    }
+    fn apply_raw(&mut self, grads: RawList<T>) -> Result<RawList<T>, AutogradError> {
+        let Some(g) = &grads[0] else {
+            return Ok(RawList::from_array([None]));
+        };
+        let y = self.result.unpack_data()?;
+        Ok(RawList::from_array([Some(T::tanh_backward(g, &y))]))
     }
     fn release_variables(&mut self) {
         self.result.reset();

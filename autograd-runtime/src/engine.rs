@@ -15,14 +15,14 @@
 
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::error::AutogradError;
+use crate::grad::Grad;
 use crate::hooks;
+use crate::list::OptList;
 use crate::mode::{is_anomaly_enabled, set_grad_enabled};
 use crate::node::{DynCell, Edge, HooksSnapshot, VariableList, lock};
-use crate::ops;
 use crate::reuse;
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::Variable;
@@ -375,7 +375,7 @@ impl<'a, T: Tensor> Vertex<'a, T> {
     }
 }
 
-struct VState<'a, T: Tensor> {
+struct VState<'a, T: Tensor, G: 'static> {
     vertex: Vertex<'a, T>,
     claimed: bool,
     deps: u32,
@@ -383,16 +383,16 @@ struct VState<'a, T: Tensor> {
     capture: bool,
     /// A `backward(inputs=...)` target: runs even if nothing below it must.
     needed: bool,
-    buffer: VariableList<T>,
+    buffer: OptList<G, 2>,
 }
 
 /// Per-call state. Each vertex gets an index into `states`; the index is
 /// found through the vertex's own `task_slot` (claimed with one CAS), or
 /// through `index` when another thread's backward holds that vertex.
-struct Task<'a, T: Tensor> {
+struct Task<'a, T: Tensor, G: 'static> {
     id: u64,
     index: PtrMap<u32>,
-    states: Vec<VState<'a, T>>,
+    states: Vec<VState<'a, T, G>>,
     ready: BinaryHeap<((u64, u64), u32)>,
     /// `backward` without captures: vertices are found while running (no
     /// dependency pass), in decreasing `priority`, which is a valid order.
@@ -409,7 +409,7 @@ struct Task<'a, T: Tensor> {
 
 static NEXT_TASK_ID: AtomicU32 = AtomicU32::new(1);
 
-impl<T: Tensor> Drop for Task<'_, T> {
+impl<T: Tensor, G: 'static> Drop for Task<'_, T, G> {
     fn drop(&mut self) {
         if self.claimed_left > 0 {
             for st in &self.states {
@@ -435,7 +435,7 @@ impl<T: Tensor> Drop for Task<'_, T> {
         self.index.clear();
         self.ready.clear();
         self.stack.clear();
-        let bufs = TaskBuffers::<T> {
+        let bufs = TaskBuffers::<T, G> {
             states: reuse::recycle(std::mem::take(&mut self.states)),
             index: std::mem::take(&mut self.index),
             ready: std::mem::take(&mut self.ready),
@@ -454,8 +454,8 @@ impl<T: Tensor> Drop for Task<'_, T> {
 const MAX_CACHED_STATES: usize = 16_384;
 
 /// The allocations of a finished task, reused by the next one on the thread.
-struct TaskBuffers<T: Tensor> {
-    states: Vec<VState<'static, T>>,
+struct TaskBuffers<T: Tensor, G: 'static> {
+    states: Vec<VState<'static, T, G>>,
     index: PtrMap<u32>,
     ready: BinaryHeap<((u64, u64), u32)>,
     stack: Vec<u32>,
@@ -466,7 +466,7 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-impl<'a, T: Tensor> Task<'a, T> {
+impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
     fn new() -> Self {
         let mut id = NEXT_TASK_ID.fetch_add(1, Ordering::Relaxed);
         if id == 0 {
@@ -475,7 +475,7 @@ impl<'a, T: Tensor> Task<'a, T> {
         let cached = TASK_BUFFERS
             .try_with(|c| {
                 let mut c = c.borrow_mut();
-                match c.take().map(|b| b.downcast::<TaskBuffers<T>>()) {
+                match c.take().map(|b| b.downcast::<TaskBuffers<T, G>>()) {
                     Some(Ok(b)) => Some(b),
                     Some(Err(other)) => {
                         *c = Some(other);
@@ -543,7 +543,7 @@ impl<'a, T: Tensor> Task<'a, T> {
             exec: true,
             capture: false,
             needed: false,
-            buffer: VariableList::new(),
+            buffer: OptList::new(),
         });
         (n, true)
     }
@@ -552,7 +552,7 @@ impl<'a, T: Tensor> Task<'a, T> {
         self.find(&Vertex::of(edge).0)
     }
 
-    fn deliver(&mut self, edge: &'a Edge<T>, grad: Option<Variable<T>>) {
+    fn deliver(&mut self, edge: &'a Edge<T>, grad: Option<G>) {
         let (v, nr) = Vertex::of(edge);
         let i = if self.lazy {
             let (i, new) = self.insert(v);
@@ -576,7 +576,7 @@ impl<'a, T: Tensor> Task<'a, T> {
         {
             *slot = Some(match slot.take() {
                 None => g,
-                Some(old) => ops::add(&old, &g),
+                Some(old) => G::sum(old, &g),
             });
         }
         if !self.lazy {
@@ -683,8 +683,8 @@ impl Drop for RetainGuard {
     }
 }
 
-// The engine's loop in one piece (pop the deepest ready vertex, run it, route its
-// gradients): splitting it would spread the vertex state over several functions.
+/// Runs a pass: with `Variable` gradients under `create_graph` (the formulas record the
+/// graph of the gradients), with raw tensors otherwise (`grad.rs`).
 fn run<'a, T: Tensor>(
     roots: &'a [(Edge<T>, Option<Variable<T>>)],
     targets: Targets<'a, T>,
@@ -693,7 +693,22 @@ fn run<'a, T: Tensor>(
 ) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
     let _mode = set_grad_enabled(create_graph);
     let _retain = RetainGuard(RETAINING_GRAPH.with(|c| c.replace(keep_graph)));
-    let mut task = Task::new();
+    if create_graph {
+        run_with::<T, Variable<T>>(roots, targets, keep_graph, true)
+    } else {
+        run_with::<T, T>(roots, targets, keep_graph, false)
+    }
+}
+
+// The engine's loop in one piece (pop the deepest ready vertex, run it, route its
+// gradients): splitting it would spread the vertex state over several functions.
+fn run_with<'a, T: Tensor, G: Grad<T>>(
+    roots: &'a [(Edge<T>, Option<Variable<T>>)],
+    targets: Targets<'a, T>,
+    keep_graph: bool,
+    create_graph: bool,
+) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
+    let mut task = Task::<T, G>::new();
     // backward(): no dependency pass. Vertices are found as gradients reach
     // them and run in decreasing (depth, sequence number) order: every
     // consumer of a vertex outranks it, so all its gradients are in when it
@@ -707,7 +722,7 @@ fn run<'a, T: Tensor>(
     };
     // 3. Execute.
     for (edge, g) in roots {
-        task.deliver(edge, g.clone());
+        task.deliver(edge, g.clone().map(G::from_var));
     }
     let mut captured: Vec<Option<Variable<T>>> = vec![None; n_captures];
     while let Some(i) = task.pop_ready() {
@@ -730,13 +745,15 @@ fn run<'a, T: Tensor>(
                     None
                 };
                 if let Some(h) = &hooks {
-                    run_tensor_hooks(h, &mut buf, create_graph)
+                    let mut vars = G::to_vars(buf);
+                    run_tensor_hooks(h, &mut vars, create_graph)
                         .map_err(|e| anomaly_wrap(cell, e))?;
+                    buf = G::from_vars(vars);
                 }
                 if capture {
                     for &(j, nr, pos) in &slots {
                         if j == i {
-                            captured[pos] = buf.get(nr).cloned().flatten();
+                            captured[pos] = buf.get(nr).cloned().flatten().map(G::into_var);
                         }
                     }
                 }
@@ -756,17 +773,21 @@ fn run<'a, T: Tensor>(
                     // A snapshot: the hooks run with no lock held and stay
                     // registered whatever they do (remove themselves, panic).
                     let hooks = var.leaf_hooks();
-                    g = Some(hooks::run_tensor_hooks(&hooks, cur)?);
+                    g = Some(if hooks.is_empty() {
+                        cur
+                    } else {
+                        G::from_var(hooks::run_tensor_hooks(&hooks, cur.into_var())?)
+                    });
                 }
                 if capture {
                     for &(j, _, pos) in &slots {
                         if j == i {
-                            captured[pos] = g.clone();
+                            captured[pos] = g.clone().map(G::into_var);
                         }
                     }
                 }
                 if exec && let Some(g) = g {
-                    accumulate_grad(var, g, create_graph);
+                    G::accumulate(var, g, create_graph);
                 }
             }
         }
@@ -776,7 +797,7 @@ fn run<'a, T: Tensor>(
 
 /// exec = a target of `backward(inputs)`, or some child must receive a
 /// gradient (it runs or captures).
-fn mark_needed<'a, T: Tensor>(task: &mut Task<'a, T>) {
+fn mark_needed<'a, T: Tensor, G: Grad<T>>(task: &mut Task<'a, T, G>) {
     let n = task.states.len();
     let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut indeg = vec![0u32; n];
@@ -816,7 +837,7 @@ fn retain_into<T: Tensor>(var: &Variable<T>, g: &Variable<T>, create_graph: bool
     let new = match old {
         None if create_graph => g.clone(),
         None => Variable::from_data(g.data()),
-        Some(old) => ops::add(&old, g),
+        Some(old) => crate::ops::add(&old, g),
     };
     var.set_grad(Some(new));
 }
@@ -866,22 +887,24 @@ fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, mut e: AutogradError) -> AutogradE
     }
 }
 
-fn call_node<T: Tensor>(
+fn call_node<T: Tensor, G: Grad<T>>(
     cell: &DynCell<T>,
     hooks: Option<&HooksSnapshot<T>>,
-    mut grads: VariableList<T>,
+    mut grads: OptList<G, 2>,
     keep_graph: bool,
-) -> Result<VariableList<T>, AutogradError> {
+) -> Result<OptList<G, 2>, AutogradError> {
     let mut post_inputs = None;
     if let Some(h) = hooks {
-        hooks::run_pre_hooks(&h.pre, &mut grads).map_err(|e| anomaly_wrap(cell, e))?;
+        let mut vars = G::to_vars(grads);
+        hooks::run_pre_hooks(&h.pre, &mut vars).map_err(|e| anomaly_wrap(cell, e))?;
         if !h.post.is_empty() {
-            post_inputs = Some(grads.clone());
+            post_inputs = Some(vars.clone());
         }
+        grads = G::from_vars(vars);
     }
     let result = {
         let mut node = lock(&cell.node);
-        let r = node.apply(grads);
+        let r = G::apply(&mut *node, grads);
         if !keep_graph && r.is_ok() {
             node.release_variables();
         }
@@ -903,12 +926,17 @@ fn call_node<T: Tensor>(
         }
     }
     if let (Some(h), Some(inputs)) = (hooks, post_inputs) {
-        hooks::run_post_hooks(&h.post, &mut outputs, &inputs).map_err(|e| anomaly_wrap(cell, e))?;
+        let mut vars = G::to_vars(outputs);
+        hooks::run_post_hooks(&h.post, &mut vars, &inputs).map_err(|e| anomaly_wrap(cell, e))?;
+        outputs = G::from_vars(vars);
     }
     Ok(outputs)
 }
 
-fn validate<T: Tensor>(cell: &DynCell<T>, outputs: &VariableList<T>) -> Result<(), AutogradError> {
+fn validate<T: Tensor, G: Grad<T>>(
+    cell: &DynCell<T>,
+    outputs: &OptList<G, 2>,
+) -> Result<(), AutogradError> {
     if outputs.len() != cell.edges.len() {
         return Err(AutogradError::InvalidGradientCount {
             node: node_name(cell),
@@ -931,30 +959,39 @@ fn validate<T: Tensor>(cell: &DynCell<T>, outputs: &VariableList<T>) -> Result<(
             }
         };
         if !ok {
-            let got = g.with_data(TensorMeta::of);
-            let expected = match edge {
-                Edge::Node { node, input_nr } => node.cell().meta[*input_nr as usize]
-                    .clone()
-                    .unwrap_or_else(|| got.clone()),
-                Edge::Leaf(v) => v.with_data(TensorMeta::of),
-            };
-            if got.shape() != expected.shape() {
-                return Err(AutogradError::InvalidGradientShape {
-                    node: node_name(cell),
-                    index: i,
-                    got: got.shape().to_vec(),
-                    expected: expected.shape().to_vec(),
-                });
-            }
-            return Err(AutogradError::InvalidGradientDtype {
-                node: node_name(cell),
-                index: i,
-                got: got.dtype().to_string(),
-                expected: expected.dtype().to_string(),
-            });
+            return Err(invalid_gradient(cell, i, edge, g.with_data(TensorMeta::of)));
         }
     }
     Ok(())
+}
+
+/// The error for gradient `i` of `cell` whose shape or dtype is not its input's.
+fn invalid_gradient<T: Tensor>(
+    cell: &DynCell<T>,
+    i: usize,
+    edge: &Edge<T>,
+    got: TensorMeta,
+) -> AutogradError {
+    let expected = match edge {
+        Edge::Node { node, input_nr } => node.cell().meta[*input_nr as usize]
+            .clone()
+            .unwrap_or_else(|| got.clone()),
+        Edge::Leaf(v) => v.with_data(TensorMeta::of),
+    };
+    if got.shape() != expected.shape() {
+        return AutogradError::InvalidGradientShape {
+            node: node_name(cell),
+            index: i,
+            got: got.shape().to_vec(),
+            expected: expected.shape().to_vec(),
+        };
+    }
+    AutogradError::InvalidGradientDtype {
+        node: node_name(cell),
+        index: i,
+        got: got.dtype().to_string(),
+        expected: expected.dtype().to_string(),
+    }
 }
 
 fn shape_ok<T: Tensor>(m: &TensorMeta, t: &T) -> bool {
@@ -967,35 +1004,4 @@ fn shape_ok<T: Tensor>(m: &TensorMeta, t: &T) -> bool {
 #[inline]
 fn same_dtype(a: &'static str, b: &'static str) -> bool {
     std::ptr::eq(a, b) || a == b
-}
-
-/// PyTorch's `AccumulateGrad`.
-fn accumulate_grad<T: Tensor>(var: &Variable<T>, g: Variable<T>, create_graph: bool) {
-    if create_graph {
-        let new = match var.grad() {
-            None => g,
-            Some(old) => ops::add(&old, &g),
-        };
-        var.set_grad(Some(new));
-        return;
-    }
-    // Without create_graph: steal a gradient nobody else holds, else copy it
-    // into a fresh variable; later accumulations are in place (`grad += g`).
-    let fresh = Arc::strong_count(&g.0) == 1 && !g.requires_grad();
-    let gd = if fresh { None } else { Some(g.data()) };
-    var.with_grad_slot(|slot| match slot.take() {
-        None => {
-            *slot = Some(match gd {
-                None => g,
-                Some(d) => Variable::from_data(d),
-            });
-        }
-        Some(old) => {
-            let gd = gd.unwrap_or_else(|| g.data());
-            let sum = old.with_data(|a| a.add(&gd));
-            old.set_data(sum);
-            old.bump_version();
-            *slot = Some(old);
-        }
-    });
 }

@@ -175,6 +175,7 @@ mod dot;
 mod engine;
 mod error;
 pub mod forward;
+mod grad;
 mod hooks;
 pub mod list;
 mod mode;
@@ -182,6 +183,7 @@ mod node;
 #[allow(unsafe_code)]
 mod node_ptr;
 pub mod ops;
+pub mod raw_grad;
 #[allow(unsafe_code)]
 mod reuse;
 mod saved;
@@ -203,7 +205,7 @@ pub use mode::{
     is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled,
 };
 pub use node::{
-    ERR_NO_JVP, Edge, HookId, Node, NodeHandle, NodeRef, VariableList, live_nodes, record,
+    ERR_NO_JVP, Edge, HookId, Node, NodeHandle, NodeRef, RawList, VariableList, live_nodes, record,
     record_inplace, record_vec, should_record,
 };
 pub use saved::SavedVariable;

@@ -28,6 +28,10 @@ pub use crate::node_ptr::{NodeHandle, NodeRef};
 /// two entries. Build with [`variable_list!`](crate::variable_list).
 pub type VariableList<T> = OptList<Variable<T>, 2>;
 
+/// The gradients of a backward pass without `create_graph`, as raw tensors: [`Node::apply_raw`]
+/// takes and returns them (no `Variable` per gradient).
+pub type RawList<T> = OptList<T, 2>;
+
 pub(crate) type EdgeList<T> = OptList<Edge<T>, 2>;
 
 pub(crate) fn lock<X: ?Sized>(m: &Mutex<X>) -> MutexGuard<'_, X> {
@@ -57,6 +61,21 @@ pub trait Node<T: Tensor>: Send + 'static {
     fn name(&self) -> &str;
     /// Computes the gradients of the inputs from the gradients of the outputs.
     fn apply(&mut self, grads: VariableList<T>) -> Result<VariableList<T>, AutogradError>;
+    /// [`apply`](Self::apply) on raw tensors, for a backward pass without `create_graph`
+    /// (nothing records a graph then, so a gradient needs no `Variable`). It must compute
+    /// what `apply` computes. The default wraps the gradients in variables, calls `apply`
+    /// and unwraps the results; generated nodes implement it on raw tensors directly.
+    fn apply_raw(&mut self, grads: RawList<T>) -> Result<RawList<T>, AutogradError> {
+        let vars: VariableList<T> = grads
+            .into_iter()
+            .map(|g| g.map(Variable::from_data))
+            .collect();
+        Ok(self
+            .apply(vars)?
+            .into_iter()
+            .map(|g| g.map(|v| v.data()))
+            .collect())
+    }
     /// Frees saved variables (called after `apply` unless `retain_graph`).
     fn release_variables(&mut self) {}
     /// Calls `f(name, saved)` for every saved variable (for graph export).

@@ -257,6 +257,15 @@ impl<T: Tensor> SavedVariable<T> {
             _ => self.unpack().map(|v| v.data()),
         }
     }
+
+    /// [`unpack_data`](Self::unpack_data) for an optional tensor argument: `Ok(None)` when
+    /// nothing was saved.
+    pub fn unpack_opt_data(&self) -> Result<Option<T>, AutogradError> {
+        match &self.state {
+            State::Empty => Ok(None),
+            _ => self.unpack_data().map(Some),
+        }
+    }
 }
 
 /// A saved output as a variable again: its data, with the node (if alive) as `grad_fn`,

@@ -1,0 +1,113 @@
+//! What the engine's gradient buffers hold: `Variable`s when the pass records a graph of its
+//! own (`create_graph`), raw tensors otherwise. Without `create_graph` nothing a formula
+//! computes gets a history, so a gradient needs no variable (an allocation, reference counts
+//! and a free per gradient): nodes run [`Node::apply_raw`] and `.grad` is wrapped once.
+
+use crate::error::AutogradError;
+use crate::list::OptList;
+use crate::node::{Node, VariableList};
+use crate::ops;
+use crate::tensor::Tensor;
+use crate::variable::Variable;
+
+/// A gradient as the engine carries it: `Variable<T>` or raw `T`.
+pub(crate) trait Grad<T: Tensor>: Clone + Send + Sync + 'static {
+    /// From a variable (root seeds, what hooks return).
+    fn from_var(v: Variable<T>) -> Self;
+    /// As a variable (for hooks, captures and `.grad`).
+    fn into_var(self) -> Variable<T>;
+    /// `a + b` where two gradients meet at one input.
+    fn sum(a: Self, b: &Self) -> Self;
+    /// Runs `f` on the raw tensor.
+    fn with_data<R>(&self, f: impl FnOnce(&T) -> R) -> R;
+    /// Runs the node's formulas.
+    fn apply(
+        node: &mut dyn Node<T>,
+        grads: OptList<Self, 2>,
+    ) -> Result<OptList<Self, 2>, AutogradError>;
+    /// Adds `g` into the leaf's `.grad` (PyTorch's `AccumulateGrad`).
+    fn accumulate(var: &Variable<T>, g: Self, create_graph: bool);
+
+    /// A list as variables.
+    fn to_vars(l: OptList<Self, 2>) -> VariableList<T> {
+        l.into_iter().map(|g| g.map(Self::into_var)).collect()
+    }
+    /// A list of variables as gradients.
+    fn from_vars(l: VariableList<T>) -> OptList<Self, 2> {
+        l.into_iter().map(|g| g.map(Self::from_var)).collect()
+    }
+}
+
+impl<T: Tensor> Grad<T> for Variable<T> {
+    #[inline]
+    fn from_var(v: Variable<T>) -> Self {
+        v
+    }
+    #[inline]
+    fn into_var(self) -> Variable<T> {
+        self
+    }
+    fn sum(a: Self, b: &Self) -> Self {
+        ops::add(&a, b)
+    }
+    #[inline]
+    fn with_data<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        Variable::with_data(self, f)
+    }
+    fn apply(
+        node: &mut dyn Node<T>,
+        grads: VariableList<T>,
+    ) -> Result<VariableList<T>, AutogradError> {
+        node.apply(grads)
+    }
+    fn accumulate(var: &Variable<T>, g: Self, create_graph: bool) {
+        accumulate_var(var, g, create_graph)
+    }
+}
+
+impl<T: Tensor> Grad<T> for T {
+    #[inline]
+    fn from_var(v: Variable<T>) -> Self {
+        v.data()
+    }
+    #[inline]
+    fn into_var(self) -> Variable<T> {
+        Variable::from_data(self)
+    }
+    #[inline]
+    fn sum(a: Self, b: &Self) -> Self {
+        a.add(b)
+    }
+    #[inline]
+    fn with_data<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        f(self)
+    }
+    #[inline]
+    fn apply(node: &mut dyn Node<T>, grads: OptList<T, 2>) -> Result<OptList<T, 2>, AutogradError> {
+        node.apply_raw(grads)
+    }
+    fn accumulate(var: &Variable<T>, g: Self, _create_graph: bool) {
+        var.with_grad_slot(|slot| match slot.take() {
+            None => *slot = Some(Variable::from_data(g)),
+            Some(old) => {
+                let sum = old.with_data(|a| a.add(&g));
+                old.set_data(sum);
+                old.bump_version();
+                *slot = Some(old);
+            }
+        });
+    }
+}
+
+/// PyTorch's `AccumulateGrad` on a variable gradient: under `create_graph` the sum is
+/// differentiable; otherwise only the values count (as the raw path).
+fn accumulate_var<T: Tensor>(var: &Variable<T>, g: Variable<T>, create_graph: bool) {
+    if !create_graph {
+        return <T as Grad<T>>::accumulate(var, g.data(), false);
+    }
+    let new = match var.grad() {
+        None => g,
+        Some(old) => ops::add(&old, &g),
+    };
+    var.set_grad(Some(new));
+}

@@ -1,0 +1,17 @@
+//! The helpers over raw tensors: the same code as [`super`] (`formulas.rs`) with raw
+//! kernels for the ops (`ops::raw`), for the raw form of the backward formulas that a
+//! backward pass without `create_graph` runs (`autograd_ops!`'s `raw_helpers`).
+
+#[allow(unused_imports)]
+use crate::ops::Backend;
+pub use crate::ops::raw::*;
+use autograd::runtime::AutogradError;
+#[allow(unused_imports)]
+use autograd::runtime::raw_grad::GradValue;
+
+type V<T> = T;
+
+#[path = "formulas.rs"]
+mod formulas;
+
+pub use formulas::*;
