@@ -298,9 +298,11 @@ pub mod __prelude {
     };
     pub use crate::runtime::is_forward_ad_enabled;
     pub use crate::runtime::ops::clone as clone_var;
+    pub use crate::runtime::raw_grad::{IntoRawGrad, IntoRawGradList, IntoRawGrads};
     pub use crate::runtime::view::{ViewFn, ViewInverse, inplace_on_view, make_view};
     pub use crate::runtime::{
-        AutogradError, Node, SavedVariable, Tensor, Variable, VariableList, is_grad_enabled,
+        AutogradError, Node, RawList, SavedVariable, Tensor, Variable, VariableList,
+        is_grad_enabled,
     };
     pub use crate::types;
     pub use std::borrow::Borrow;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Usage of the subcommand.
-pub const USAGE: &str = "usage: autograd-gen expand --derivatives PATH [--native PATH] [--helpers RUST_PATH] [--crate RUST_PATH] [--fallible]";
+pub const USAGE: &str = "usage: autograd-gen expand --derivatives PATH [--native PATH] [--helpers RUST_PATH] [--raw-helpers RUST_PATH] [--crate RUST_PATH] [--fallible]";
 
 /// Run `expand` with the arguments after the subcommand name.
 pub fn run(mut it: impl Iterator<Item = String>) -> ExitCode {
@@ -28,14 +28,17 @@ pub fn run(mut it: impl Iterator<Item = String>) -> ExitCode {
         match a.as_str() {
             "--derivatives" => derivatives = Some(PathBuf::from(value)),
             "--native" => config.native = Some(PathBuf::from(value)),
-            "--helpers" | "--crate" => match syn::parse_str::<syn::Path>(&value) {
-                Ok(p) if a == "--helpers" => config.helpers = Some(p),
-                Ok(p) => config.krate = p,
-                Err(e) => {
-                    eprintln!("{a}: `{value}` is not a Rust path: {e}");
-                    return ExitCode::from(2);
+            "--helpers" | "--raw-helpers" | "--crate" => {
+                match syn::parse_str::<syn::Path>(&value) {
+                    Ok(p) if a == "--helpers" => config.helpers = Some(p),
+                    Ok(p) if a == "--raw-helpers" => config.raw_helpers = Some(p),
+                    Ok(p) => config.krate = p,
+                    Err(e) => {
+                        eprintln!("{a}: `{value}` is not a Rust path: {e}");
+                        return ExitCode::from(2);
+                    }
                 }
-            },
+            }
             other => {
                 eprintln!("unknown option `{other}`\n{USAGE}");
                 return ExitCode::from(2);

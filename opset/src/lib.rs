@@ -34,6 +34,7 @@ pub mod ops {
         "derivatives.yaml",
         native = "native_functions.yaml",
         helpers = crate::helpers,
+        raw_helpers = crate::helpers::raw,
         fallible = true
     );
 }

@@ -13,6 +13,8 @@ pub struct MacroArgs {
     pub native: Option<syn::LitStr>,
     /// `helpers = path`.
     pub helpers: Option<syn::Path>,
+    /// `raw_helpers = path`: the helpers on raw tensors (backward without `create_graph`).
+    pub raw_helpers: Option<syn::Path>,
     /// `crate = path`.
     pub krate: Option<syn::Path>,
     /// `types = { Scalar = f32, ... }`.
@@ -47,6 +49,7 @@ impl syn::parse::Parse for MacroArgs {
                 "native" => args.native = Some(input.parse()?),
                 "yaml" => args.yaml = Some(input.parse()?),
                 "helpers" => args.helpers = Some(input.parse()?),
+                "raw_helpers" => args.raw_helpers = Some(input.parse()?),
                 "crate" => args.krate = Some(input.parse()?),
                 "fallible" => args.fallible = input.parse::<syn::LitBool>()?.value,
                 "types" => {
@@ -66,7 +69,7 @@ impl syn::parse::Parse for MacroArgs {
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
-                            "unknown argument `{other}`: expected `native = \"...\"`, `yaml = \"...\"`, `helpers = path`, `crate = path`, `types = {{ Scalar = f32 }}` or `fallible = true`"
+                            "unknown argument `{other}`: expected `native = \"...\"`, `yaml = \"...\"`, `helpers = path`, `raw_helpers = path`, `crate = path`, `types = {{ Scalar = f32 }}` or `fallible = true`"
                         ),
                     ));
                 }

@@ -64,6 +64,13 @@ impl Builder {
         self
     }
 
+    /// The helpers over raw tensors, e.g. `"crate::helpers::raw"` (see the macro's
+    /// `raw_helpers = path`).
+    pub fn raw_helpers(mut self, path: &str) -> Self {
+        self.config.raw_helpers = rust_path("raw_helpers", path, &mut self.errors);
+        self
+    }
+
     /// Kernels return `Result<_, Self::Error>` (see the macro's `fallible = true`).
     pub fn fallible(mut self, fallible: bool) -> Self {
         self.config.fallible = fallible;

@@ -26,6 +26,7 @@ mod forward;
 pub mod names;
 mod node;
 mod plan;
+mod raw;
 mod tokens;
 mod view;
 mod wrapper;
@@ -56,6 +57,11 @@ pub struct Config {
     pub base_dir: PathBuf,
     /// A module whose items formulas may use (`helpers = crate::helpers`).
     pub helpers: Option<syn::Path>,
+    /// The same helpers over raw tensors (`raw_helpers = crate::helpers::raw`): backward
+    /// formulas that call helpers get a raw form (`Node::apply_raw`, used without
+    /// `create_graph`) only when this is given; every helper such a formula calls must then
+    /// exist there with the same name.
+    pub raw_helpers: Option<syn::Path>,
     /// Path of the facade crate (`::autograd`).
     pub krate: syn::Path,
     /// Emit `include_str!` of the inputs, so that editing them rebuilds the crate.
@@ -76,6 +82,7 @@ impl Config {
             native: None,
             base_dir: PathBuf::from("."),
             helpers: None,
+            raw_helpers: None,
             krate: syn::parse_quote!(::autograd),
             track_files: true,
             derivatives_text: None,
@@ -137,6 +144,7 @@ pub fn analyze_config(config: &Config) -> Result<Analysis, Diagnostics> {
 /// How the emitters write what depends on the configuration.
 pub(crate) struct Settings {
     helpers: Option<syn::Path>,
+    raw_helpers: Option<syn::Path>,
     fallible: bool,
     /// Write each formula as a placeholder and collect `(formula, location)` for the
     /// generated file (see [`generate_pretty`]); else the formula's tokens in place.
@@ -147,6 +155,7 @@ impl Settings {
     fn new(config: &Config, placeholders: bool) -> Self {
         Settings {
             helpers: config.helpers.clone(),
+            raw_helpers: config.raw_helpers.clone(),
             fallible: config.fallible,
             placeholders: placeholders.then(|| RefCell::new(Vec::new())),
         }
@@ -229,7 +238,8 @@ fn emit(config: &Config, s: &Settings) -> Result<TokenStream, Diagnostics> {
     let mut cx = Ctxt::new();
     let a = analyze_into(&src, &rust_analysis_options(), &mut cx);
     let map = type_map(config, &mut cx);
-    let p = plan::plan(&a, &map, &mut cx);
+    let mut p = plan::plan(&a, &map, &mut cx);
+    plan::mark_raw(&mut p, s.raw_helpers.is_some());
     check_composites(&p, s, &mut cx);
     let nodes = p.nodes.iter().map(|n| node::node(n, s));
     let mut methods = Vec::new();
@@ -250,6 +260,7 @@ fn emit(config: &Config, s: &Settings) -> Result<TokenStream, Diagnostics> {
             type Error: ::std::error::Error + ::std::marker::Send + ::std::marker::Sync + 'static;
         )
     });
+    let raw_ops = raw::raw_module(&p, s);
     let track = tracking(config);
     let facade = &config.krate;
     let out = quote! {
@@ -277,6 +288,8 @@ fn emit(config: &Config, s: &Settings) -> Result<TokenStream, Diagnostics> {
         }
 
         impl<T: Backend> VariableOps<T> for __ag::Variable<T> {}
+
+        #raw_ops
     };
     cx.check(out)
 }
@@ -485,6 +498,7 @@ fn macro_config(args: MacroArgs) -> Config {
     config.base_dir = base;
     config.native = args.native.map(|n| PathBuf::from(n.value()));
     config.helpers = args.helpers;
+    config.raw_helpers = args.raw_helpers;
     if let Some(k) = args.krate {
         config.krate = k;
     }

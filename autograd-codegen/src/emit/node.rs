@@ -40,7 +40,8 @@ pub(crate) fn node(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
         n.entry
     );
     let op_name = name.to_string();
-    let apply = apply_body(n, s);
+    let apply = apply_body(n, s, Form::Var);
+    let apply_raw = n.raw.then(|| apply_raw(n, s));
     quote! {
         #[doc = #doc]
         #[allow(non_camel_case_types, clippy::all)]
@@ -67,6 +68,8 @@ pub(crate) fn node(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
                 #apply
             }
 
+            #apply_raw
+
             fn release_variables(&mut self) {
                 #(#releases)*
             }
@@ -80,6 +83,20 @@ pub(crate) fn node(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
             fn visit_saved_mut(&mut self, f: &mut dyn FnMut(&str, &mut __ag::SavedVariable<T>)) {
                 #(#visits_mut)*
             }
+        }
+    }
+}
+
+/// `Node::apply_raw`: the formulas on raw tensors.
+fn apply_raw(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
+    let body = apply_body(n, s, Form::Raw);
+    quote! {
+        #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
+        fn apply_raw(
+            &mut self,
+            grads: __ag::RawList<T>,
+        ) -> __ag::Result<__ag::RawList<T>, __ag::AutogradError> {
+            #body
         }
     }
 }
@@ -102,7 +119,16 @@ fn field_type(f: &SavedField) -> TokenStream {
     }
 }
 
-fn apply_body(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
+/// Which form of the formulas a body is: on variables (`apply`, recording under
+/// `create_graph`) or on raw tensors (`apply_raw`: the `raw` module's kernels and the raw
+/// helpers).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Var,
+    Raw,
+}
+
+fn apply_body(n: &NodePlan<'_>, s: &Settings, form: Form) -> TokenStream {
     let total = match n.lists {
         true => {
             let k = n.inputs.len();
@@ -113,10 +139,23 @@ fn apply_body(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
             quote!(#k)
         }
     };
-    let helpers = s
-        .helpers
-        .as_ref()
-        .map(|h| quote!(#[allow(unused_imports)] use #h::*;));
+    let helpers = match form {
+        Form::Var => s
+            .helpers
+            .as_ref()
+            .map(|h| quote!(#[allow(unused_imports)] use #h::*;)),
+        Form::Raw => {
+            let h = s
+                .raw_helpers
+                .as_ref()
+                .map(|h| quote!(#[allow(unused_imports)] use #h::*;));
+            Some(quote!(#[allow(unused_imports)] use self::raw::*; #h))
+        }
+    };
+    let list = match form {
+        Form::Var => quote!(__ag::VariableList::<T>),
+        Form::Raw => quote!(__ag::RawList::<T>),
+    };
     // Only what some formula uses: fewer tokens make the macro expand faster.
     let not_impl = n.not_implemented.then(|| {
         let op = &n.info.name;
@@ -130,11 +169,11 @@ fn apply_body(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
     let grad = n
         .uses_grad
         .then(|| quote!(let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };));
-    let blocks = n.formulas.iter().map(|f| formula_block(n, f, s));
+    let blocks = n.formulas.iter().map(|f| formula_block(n, f, s, form));
     quote! {
         #helpers
         #not_impl
-        let mut __out = __ag::VariableList::<T>::with_len(#total);
+        let mut __out = #list::with_len(#total);
         if grads.iter().all(__ag::Option::is_none) {
             return Ok(__out);
         }
@@ -146,20 +185,22 @@ fn apply_body(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
 
 /// `if` some input of the formula needs a gradient: bind what it reads, run it, place the
 /// gradients.
-fn formula_block(n: &NodePlan<'_>, f: &FormulaPlan, s: &Settings) -> TokenStream {
-    let binds = f.fields.iter().map(|i| bind(&n.fields[*i]));
+fn formula_block(n: &NodePlan<'_>, f: &FormulaPlan, s: &Settings, form: Form) -> TokenStream {
+    let binds = f.fields.iter().map(|i| bind(&n.fields[*i], form));
+    let grad_ty = match form {
+        Form::Var => quote!(__ag::Variable<T>),
+        Form::Raw => quote!(T),
+    };
     let mut extra = Vec::new();
     if f.clone_grad {
         // A formula may move `grad`; each of several uses gets its own handle.
         extra.push(quote!(let grad = grad.clone();));
     }
     if f.grads {
-        extra.push(quote!(let grads: &[__ag::Option<__ag::Variable<T>>] = &grads[..];));
+        extra.push(quote!(let grads: &[__ag::Option<#grad_ty>] = &grads[..];));
     }
     for (g, idx) in &f.named {
-        extra.push(
-            quote!(let #g: __ag::Option<__ag::Variable<T>> = grads.get(#idx).cloned().flatten();),
-        );
+        extra.push(quote!(let #g: __ag::Option<#grad_ty> = grads.get(#idx).cloned().flatten();));
     }
     if f.grad_input_mask {
         let m = f.positions.iter().map(|p| quote!(self.__needs[#p]));
@@ -175,7 +216,7 @@ fn formula_block(n: &NodePlan<'_>, f: &FormulaPlan, s: &Settings) -> TokenStream
     }
     let cond = f.positions.iter().map(|p| quote!(self.__needs[#p]));
     let value = s.formula_expr(f);
-    let place = place(n, f);
+    let place = place(n, f, form);
     quote! {
         if #(#cond)||* {
             #(#binds)*
@@ -187,8 +228,12 @@ fn formula_block(n: &NodePlan<'_>, f: &FormulaPlan, s: &Settings) -> TokenStream
 }
 
 /// A saved field as the formula sees it.
-fn bind(f: &SavedField) -> TokenStream {
+fn bind(f: &SavedField, form: Form) -> TokenStream {
     let id = &f.ident;
+    let (unpack, unpack_opt) = match form {
+        Form::Var => (quote!(unpack), quote!(unpack_opt)),
+        Form::Raw => (quote!(unpack_data), quote!(unpack_opt_data)),
+    };
     let unpack_all = |m: TokenStream| quote!(let #id = self.#id.iter().map(|s| s.#m()).collect::<__ag::Result<__ag::Vec<_>, _>>()?;);
     match &f.source {
         FieldSource::Property {
@@ -198,13 +243,13 @@ fn bind(f: &SavedField) -> TokenStream {
             quote!(let #id = &self.#id[..];)
         }
         FieldSource::Property { .. } => quote!(let #id = self.#id;),
-        FieldSource::Output { list: true, .. } => unpack_all(quote!(unpack)),
+        FieldSource::Output { list: true, .. } => unpack_all(unpack),
         FieldSource::Output { .. } | FieldSource::Tensor(TensorKind::One) => {
-            quote!(let #id = self.#id.unpack()?;)
+            quote!(let #id = self.#id.#unpack()?;)
         }
-        FieldSource::Tensor(TensorKind::Opt) => quote!(let #id = self.#id.unpack_opt()?;),
-        FieldSource::Tensor(TensorKind::List) => unpack_all(quote!(unpack)),
-        FieldSource::Tensor(TensorKind::OptList) => unpack_all(quote!(unpack_opt)),
+        FieldSource::Tensor(TensorKind::Opt) => quote!(let #id = self.#id.#unpack_opt()?;),
+        FieldSource::Tensor(TensorKind::List) => unpack_all(unpack),
+        FieldSource::Tensor(TensorKind::OptList) => unpack_all(unpack_opt),
         FieldSource::Value(v) => {
             let b = v.bind_expr(&quote!(self.#id));
             quote!(let #id = #b;)
@@ -213,7 +258,20 @@ fn bind(f: &SavedField) -> TokenStream {
 }
 
 /// Where the formula's result goes in the gradient list.
-fn place(n: &NodePlan<'_>, f: &FormulaPlan) -> TokenStream {
+fn place(n: &NodePlan<'_>, f: &FormulaPlan, form: Form) -> TokenStream {
+    let k = f.positions.len();
+    let (one, list, several) = match form {
+        Form::Var => (
+            quote!(__ag::IntoGrad::<T>::into_grad),
+            quote!(__ag::IntoGradList::<T>::into_grad_list),
+            quote!(IntoGrads::<T, #k>::into_grads),
+        ),
+        Form::Raw => (
+            quote!(__ag::IntoRawGrad::<T>::into_raw_grad),
+            quote!(__ag::IntoRawGradList::<T>::into_raw_grad_list),
+            quote!(IntoRawGrads::<T, #k>::into_raw_grads),
+        ),
+    };
     let at = |p: usize| match n.lists {
         true => quote!(self.__offsets[#p]),
         false => quote!(#p),
@@ -223,21 +281,20 @@ fn place(n: &NodePlan<'_>, f: &FormulaPlan) -> TokenStream {
         if n.inputs[p].kind.is_list() {
             let end = at(p + 1);
             return quote! {
-                let __g = __ag::IntoGradList::<T>::into_grad_list(__r)?;
+                let __g = #list(__r)?;
                 for (__i, __x) in (#start..#end).zip(__g) {
                     __out[__i] = __x;
                 }
             };
         }
-        return quote!(__out[#start] = __ag::IntoGrad::<T>::into_grad(__r)?;);
+        return quote!(__out[#start] = #one(__r)?;);
     }
-    let k = f.positions.len();
     let sets = f.positions.iter().enumerate().map(|(j, p)| {
         let slot = at(*p);
         quote!(if self.__needs[#p] { __out[#slot] = __g[#j].take(); })
     });
     quote! {
-        let mut __g = __ag::IntoGrads::<T, #k>::into_grads(__r)?;
+        let mut __g = __ag::#several(__r)?;
         #(#sets)*
     }
 }

@@ -198,6 +198,8 @@ pub(crate) struct NodePlan<'a> {
     pub uses_grad: bool,
     /// A formula calls `not_implemented(...)`.
     pub not_implemented: bool,
+    /// It gets a raw form (`Node::apply_raw`): see [`mark_raw`].
+    pub raw: bool,
 }
 
 /// One parameter of a wrapper.
@@ -291,6 +293,52 @@ pub(crate) fn plan<'a>(a: &'a Analysis, types: &TypeMap, cx: &mut Ctxt) -> Plan<
     Plan { nodes, functions }
 }
 
+/// Which nodes get a raw form (`Node::apply_raw`, for backward without `create_graph`):
+/// those whose every formula calls only functional kernels (the `raw` module), prelude
+/// constructors, and, when a raw helpers module is given, helpers (any other name). A call
+/// of an in-place, out= or composite function, `not_implemented` or `wrap_opt_if` keeps a
+/// node on its `Variable` form.
+pub(crate) fn mark_raw(p: &mut Plan<'_>, raw_helpers: bool) {
+    let kernels: BTreeSet<String> = p
+        .functions
+        .iter()
+        .filter(|f| super::raw::has_raw_fn(f))
+        .map(|f| f.name.to_string())
+        .collect();
+    let functions: BTreeSet<String> = p.functions.iter().map(|f| f.name.to_string()).collect();
+    let callable = |name: &str| {
+        kernels.contains(name)
+            || matches!(name, "Some" | "Ok" | "Err")
+            || (raw_helpers && !functions.contains(name))
+    };
+    for n in &mut p.nodes {
+        n.raw = !n.not_implemented
+            && n.formulas
+                .iter()
+                .all(|f| !f.wrap_opt_if && calls_only(&f.expr, &callable));
+    }
+}
+
+/// Every name called in `ts` (`name(...)`; not a method) passes `ok`, and no function is
+/// called through a path (`helpers::f(...)` would get variables).
+fn calls_only(ts: &TokenStream, ok: &impl Fn(&str) -> bool) -> bool {
+    use proc_macro2::{Delimiter, TokenTree};
+    let toks: Vec<TokenTree> = ts.clone().into_iter().collect();
+    toks.iter().enumerate().all(|(i, t)| match t {
+        TokenTree::Group(g) => calls_only(&g.stream(), ok),
+        TokenTree::Ident(id) => {
+            let called = matches!(toks.get(i + 1),
+                Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis);
+            let prev = match i.checked_sub(1).map(|j| &toks[j]) {
+                Some(TokenTree::Punct(p)) => p.as_char(),
+                _ => ' ',
+            };
+            !called || prev == '.' || (prev != ':' && ok(&id.to_string()))
+        }
+        _ => true,
+    })
+}
+
 fn check_unique_names(a: &Analysis, cx: &mut Ctxt) {
     let mut seen: HashMap<String, usize> = HashMap::new();
     for (i, f) in a.functions.iter().enumerate() {
@@ -349,6 +397,7 @@ impl<'a> Builder<'a, '_> {
             formulas,
             uses_grad: info.uses_ident("grad"),
             not_implemented: info.uses_ident("not_implemented"),
+            raw: false,
         })
     }
 

@@ -54,6 +54,32 @@ impl<T: Backend> __ag::Node<T> for MulBackward0<T> {
         }
         Ok(__out)
     }
+    #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
+    fn apply_raw(
+        &mut self,
+        grads: __ag::RawList<T>,
+    ) -> __ag::Result<__ag::RawList<T>, __ag::AutogradError> {
+        #[allow(unused_imports)]
+        use self::raw::*;
+        let mut __out = __ag::RawList::<T>::with_len(2usize);
+        if grads.iter().all(__ag::Option::is_none) {
+            return Ok(__out);
+        }
+        let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
+        if self.__needs[1usize] {
+            let self_ = self.self_.unpack_data()?;
+            let grad = grad.clone();
+            let __r = { mul_tensor(&grad, &self_) }; // tests/fixtures/small.yaml:4: `mul.Tensor(Tensor self, Tensor other) -> Tensor`: formula for `other`
+            __out[1usize] = __ag::IntoRawGrad::<T>::into_raw_grad(__r)?;
+        }
+        if self.__needs[0usize] {
+            let other = self.other.unpack_data()?;
+            let grad = grad.clone();
+            let __r = { mul_tensor(&grad, &other) }; // tests/fixtures/small.yaml:3: `mul.Tensor(Tensor self, Tensor other) -> Tensor`: formula for `self`
+            __out[0usize] = __ag::IntoRawGrad::<T>::into_raw_grad(__r)?;
+        }
+        Ok(__out)
+    }
     fn release_variables(&mut self) {
         self.self_.reset();
         self.other.reset();
@@ -100,6 +126,25 @@ impl<T: Backend> __ag::Node<T> for ExpBackward0<T> {
         }
         Ok(__out)
     }
+    #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
+    fn apply_raw(
+        &mut self,
+        grads: __ag::RawList<T>,
+    ) -> __ag::Result<__ag::RawList<T>, __ag::AutogradError> {
+        #[allow(unused_imports)]
+        use self::raw::*;
+        let mut __out = __ag::RawList::<T>::with_len(1usize);
+        if grads.iter().all(__ag::Option::is_none) {
+            return Ok(__out);
+        }
+        let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
+        if self.__needs[0usize] {
+            let result = self.result.unpack_data()?;
+            let __r = { mul_tensor(&grad, &result) }; // tests/fixtures/small.yaml:7: `exp(Tensor self) -> Tensor`: formula for `self`
+            __out[0usize] = __ag::IntoRawGrad::<T>::into_raw_grad(__r)?;
+        }
+        Ok(__out)
+    }
     fn release_variables(&mut self) {
         self.result.reset();
     }
@@ -140,6 +185,25 @@ impl<T: Backend> __ag::Node<T> for SumBackward0<T> {
             let self_sizes = &self.self_sizes[..];
             let __r = { expand(&grad, &self_sizes.iter().map(|d| *d as i64).collect::<Vec<_>>(), false) }; // tests/fixtures/small.yaml:11: `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
+        }
+        Ok(__out)
+    }
+    #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
+    fn apply_raw(
+        &mut self,
+        grads: __ag::RawList<T>,
+    ) -> __ag::Result<__ag::RawList<T>, __ag::AutogradError> {
+        #[allow(unused_imports)]
+        use self::raw::*;
+        let mut __out = __ag::RawList::<T>::with_len(1usize);
+        if grads.iter().all(__ag::Option::is_none) {
+            return Ok(__out);
+        }
+        let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
+        if self.__needs[0usize] {
+            let self_sizes = &self.self_sizes[..];
+            let __r = { expand(&grad, &self_sizes.iter().map(|d| *d as i64).collect::<Vec<_>>(), false) }; // tests/fixtures/small.yaml:11: `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`: formula for `self`
+            __out[0usize] = __ag::IntoRawGrad::<T>::into_raw_grad(__r)?;
         }
         Ok(__out)
     }
@@ -498,3 +562,37 @@ pub trait VariableOps<T: Backend>: __ag::Borrow<__ag::Variable<T>> {
     }
 }
 impl<T: Backend> VariableOps<T> for __ag::Variable<T> {}
+/// The kernels as free functions of raw tensors, named as the differentiable
+/// functions (generated): the raw form of the backward formulas calls them.
+#[allow(clippy::all, unused_imports, non_snake_case)]
+pub mod raw {
+    use super::*;
+    ///`mul.Tensor(Tensor self, Tensor other) -> Tensor` on raw tensors: the kernel.
+    #[inline]
+    pub fn mul_tensor<T: Backend>(self_: &T, other: &T) -> T {
+        <T as Backend>::mul_tensor(self_, other)
+    }
+    ///`exp(Tensor self) -> Tensor` on raw tensors: the kernel.
+    #[inline]
+    pub fn exp<T: Backend>(self_: &T) -> T {
+        <T as Backend>::exp(self_)
+    }
+    ///`sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` on raw tensors: the kernel.
+    #[inline]
+    pub fn sum<T: Backend>(
+        self_: &T,
+        dtype: __ag::Option<__ag::types::ScalarType>,
+    ) -> T {
+        <T as Backend>::sum(self_, dtype)
+    }
+    ///`expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` on raw tensors: the kernel.
+    #[inline]
+    pub fn expand<T: Backend>(self_: &T, size: &[i64], implicit: bool) -> T {
+        <T as Backend>::expand(self_, size, implicit)
+    }
+    ///`max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` on raw tensors: the kernel.
+    #[inline]
+    pub fn max_dim<T: Backend>(self_: &T, dim: i64, keepdim: bool) -> (T, T) {
+        <T as Backend>::max_dim(self_, dim, keepdim)
+    }
+}

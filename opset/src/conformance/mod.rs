@@ -30,6 +30,7 @@ pub mod inplace_cases;
 pub mod no_panic;
 
 use autograd::gradcheck::{ElementAccess, Tolerances, check_forward, gradcheck, gradgradcheck};
+use autograd::runtime::{GradOptions, Variable, grad_with};
 use autograd::types::Generator;
 use autograd_codegen::emit::{Config, analyze_config};
 use std::collections::BTreeSet;
@@ -212,8 +213,56 @@ pub fn check_every_case<B: ConformanceTensor>() -> Vec<String> {
         run("forward", &|| {
             check_forward(f, &cs.inputs, Tolerances::default()).map_err(|e| e.to_string())
         });
+        run("raw form", &|| raw_form_matches(f, &cs.inputs));
     }
     failures
+}
+
+/// The gradients of `f` at `inputs` from a backward pass without `create_graph` (each node's
+/// raw form, `Node::apply_raw`) equal, bit for bit, those with `create_graph` (its `Variable`
+/// form): the two forms of every formula compute the same thing. The output's gradient is
+/// `1, 2, 3, ...` so that a formula that mixes up elements shows.
+fn raw_form_matches<B: ConformanceTensor>(
+    f: impl Fn(&[Variable<B>]) -> Variable<B>,
+    inputs: &[B],
+) -> Result<(), String> {
+    let grads = |create_graph: bool| -> Result<Vec<Option<Vec<f64>>>, String> {
+        let vars: Vec<Variable<B>> = inputs
+            .iter()
+            .map(|t| Variable::new(t.clone(), true))
+            .collect();
+        let y = f(&vars);
+        let seed = y.with_data(|d| {
+            let n: Vec<f64> = (1..=d.numel()).map(|i| i as f64).collect();
+            d.with_f64_vec(&n)
+        });
+        let opts = GradOptions {
+            create_graph,
+            allow_unused: true,
+            ..GradOptions::default()
+        };
+        let g = grad_with(&[y], &vars, &[Some(Variable::from_data(seed))], opts)
+            .map_err(|e| e.to_string())?;
+        Ok(g.iter()
+            .map(|g| g.as_ref().map(|g| g.data().to_f64_vec()))
+            .collect())
+    };
+    let (raw, var) = (grads(false)?, grads(true)?);
+    for (i, (r, v)) in raw.iter().zip(&var).enumerate() {
+        let same = match (r, v) {
+            (Some(r), Some(v)) => {
+                r.len() == v.len() && r.iter().zip(v).all(|(a, b)| a.to_bits() == b.to_bits())
+            }
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            return Err(format!(
+                "input {i}: raw form gives {r:?}, the Variable form gives {v:?}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `check()`, a panic turned into its message.

@@ -1,0 +1,78 @@
+//! The `raw` module: every functional kernel as a free function of raw tensors, under its
+//! differentiable function's name. A node's raw form (`Node::apply_raw`, run by a backward
+//! pass without `create_graph`) is its formulas' tokens in a scope that imports this module,
+//! so `mul_tensor(&grad, &other)?` calls the kernel instead of recording an op.
+
+use super::Settings;
+use super::backend::tuple;
+use super::plan::{FunctionPlan, Plan};
+use super::types::RustTy;
+use crate::model::schema::SchemaKind;
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// Whether `f` has a raw free function: a functional kernel (composites have none; in-place
+/// and out= kernels write into their arguments).
+pub(crate) fn has_raw_fn(f: &FunctionPlan<'_>) -> bool {
+    f.kind == SchemaKind::Functional && f.composite.is_none()
+}
+
+/// `pub mod raw { ... }`.
+pub(crate) fn raw_module(p: &Plan<'_>, s: &Settings) -> TokenStream {
+    let fns = p
+        .functions
+        .iter()
+        .filter(|f| has_raw_fn(f))
+        .map(|f| raw_fn(f, s));
+    quote! {
+        /// The kernels as free functions of raw tensors, named as the differentiable
+        /// functions (generated): the raw form of the backward formulas calls them.
+        #[allow(clippy::all, unused_imports, non_snake_case)]
+        pub mod raw {
+            use super::*;
+            #(#fns)*
+        }
+    }
+}
+
+fn raw_fn(f: &FunctionPlan<'_>, s: &Settings) -> TokenStream {
+    let params = f.params.iter().map(|q| {
+        let n = &q.ident;
+        let ty = match &q.ty {
+            RustTy::Tensor => quote!(&T),
+            RustTy::OptTensor => quote!(__ag::Option<&T>),
+            RustTy::TensorList => quote!(&[T]),
+            RustTy::OptTensorList => quote!(&[__ag::Option<T>]),
+            RustTy::Value(v) => v.param.clone(),
+        };
+        quote!(#n: #ty)
+    });
+    let args = f.params.iter().map(|q| &q.ident);
+    let ret = tuple(
+        f.returns
+            .iter()
+            .map(|t| match t {
+                RustTy::TensorList => quote!(__ag::Vec<T>),
+                RustTy::Value(v) => v.owned.clone(),
+                _ => quote!(T),
+            })
+            .collect(),
+    );
+    let name = &f.name;
+    let call = quote!(<T as Backend>::#name(#(#args),*));
+    let (ret, body) = match s.fallible {
+        true => (
+            quote!(__ag::Result<#ret, __ag::AutogradError>),
+            quote!(#call.map_err(__ag::AutogradError::backend)),
+        ),
+        false => (ret, call),
+    };
+    let doc = format!("`{}` on raw tensors: the kernel.", f.entry);
+    quote! {
+        #[doc = #doc]
+        #[inline]
+        pub fn #name<T: Backend>(#(#params),*) -> #ret {
+            #body
+        }
+    }
+}
