@@ -21,6 +21,13 @@ use std::ops::Range;
 
 type R<T> = Result<T, Error>;
 
+/// The axis of `dim` and its size, for an op that refuses a 0-d tensor with `zero_dim`.
+fn axis_of(shape: &[usize], dim: i64, zero_dim: &str) -> R<(usize, i64)> {
+    check(!shape.is_empty(), || zero_dim.into())?;
+    let ax = norm_dim(dim, shape.len())?;
+    Ok((ax, shape[ax] as i64))
+}
+
 /// `select.int`: the axis and the index (counted from the start).
 pub fn select(shape: &[usize], dim: i64, index: i64) -> R<(usize, usize)> {
     if shape.is_empty() {
@@ -42,11 +49,7 @@ pub fn select(shape: &[usize], dim: i64, index: i64) -> R<(usize, usize)> {
 /// `split.Tensor`: the axis and each piece's range along it (one empty piece for an empty
 /// dim).
 pub fn split(shape: &[usize], split_size: i64, dim: i64) -> R<(usize, Vec<Range<i64>>)> {
-    check(!shape.is_empty(), || {
-        "split expects at least a 1-dimensional tensor".into()
-    })?;
-    let ax = norm_dim(dim, shape.len())?;
-    let n = shape[ax] as i64;
+    let (ax, n) = axis_of(shape, dim, "split expects at least a 1-dimensional tensor")?;
     check(split_size >= 0, || {
         format!("split expects split_size be non-negative, but got split_size={split_size}")
     })?;
@@ -89,11 +92,7 @@ pub fn unbind(shape: &[usize], dim: i64) -> R<usize> {
 
 /// `narrow`: the axis and the start (counted from the start); the length is `length`.
 pub fn narrow(shape: &[usize], dim: i64, start: i64, length: i64) -> R<(usize, usize)> {
-    check(!shape.is_empty(), || {
-        "narrow() cannot be applied to a 0-dim tensor.".into()
-    })?;
-    let ax = norm_dim(dim, shape.len())?;
-    let n = shape[ax] as i64;
+    let (ax, n) = axis_of(shape, dim, "narrow() cannot be applied to a 0-dim tensor.")?;
     check(length >= 0, || {
         "narrow(): length must be non-negative.".into()
     })?;
