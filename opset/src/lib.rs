@@ -3,8 +3,9 @@
 //! PyTorch's operators as a reusable differentiable op set: the schemas
 //! (`native_functions.yaml`), the backward and forward formulas (`derivatives.yaml`, PyTorch's
 //! format with Rust formulas), the longer formula helpers and PyTorch's composites
-//! ([`helpers`]), and the shape rules both kernels and composites check ([`shape`]), with
-//! errors in PyTorch's words ([`Error`]). `autograd::autograd_ops!` turns them into
+//! ([`helpers`]), the shape rules both kernels and composites check ([`shape`]) and each
+//! operator's argument checks, PyTorch's meta functions ([`meta`]), with errors in
+//! PyTorch's words ([`Error`]). `autograd::autograd_ops!` turns them into
 //!
 //! * the [`Backend`] trait: one kernel per function, which a tensor library implements for
 //!   its raw tensor type (ndtensor does, on ndarray);
@@ -21,6 +22,7 @@
 pub mod conformance;
 pub mod error;
 pub mod helpers;
+pub mod meta;
 pub mod nn;
 pub mod random;
 pub mod shape;

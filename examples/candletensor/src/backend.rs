@@ -1,8 +1,8 @@
 //! The raw operations: `impl Backend for CandleTensor` (one method per native function).
 //! No autograd here: the generated layer calls these and records the backward nodes.
-//! Every kernel checks its arguments first (PyTorch's checks and messages, as ndtensor's
-//! kernels) and then calls candle; a candle error becomes a `RuntimeError` with candle's
-//! message.
+//! Every kernel checks its arguments first (the op set's meta functions,
+//! `autograd_opset::meta`, as ndtensor's kernels: PyTorch's checks and messages) and then
+//! calls candle; a candle error becomes a `RuntimeError` with candle's message.
 //!
 //! candle's own ops do all the arithmetic (broadcast arithmetic, unary ops, `matmul`,
 //! `sum_keepdim`, `max_keepdim`, `argmax_keepdim`, `where_cond`, `narrow`, `cat`, `stack`,
@@ -17,10 +17,11 @@ use crate::tensor::CandleTensor;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::error::{Error, check};
+use autograd_opset::meta;
 use autograd_opset::shape::{
-    broadcast_shape, check_cat, check_gather_shapes, check_index_add, check_layer_norm, check_mm,
-    check_nonempty_reduction, check_weight, distinct_dims, expanded_shape, infer_shape, new_shape,
-    norm_dim, out_of_bounds, reduce_axes, view_compatible,
+    broadcast_shape, check_gather_shapes, check_index_add, check_layer_norm, check_mm,
+    check_nonempty_reduction, check_weight, expanded_shape, infer_shape, new_shape, norm_dim,
+    out_of_bounds, reduce_axes,
 };
 use candle_core::{DType, Tensor};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -88,12 +89,7 @@ fn as_float(mask: Tensor, like: &Tensor) -> R<CandleTensor> {
 /// `a` broadcast to `shape`, or PyTorch's error for a value of shape `a` written into a
 /// tensor of shape `shape`.
 fn broadcast_to(a: &Tensor, shape: &[usize]) -> R<Tensor> {
-    let full = broadcast_shape(shape, a.dims())?;
-    if full != shape {
-        return Err(Error::runtime(format!(
-            "output with shape {shape:?} doesn't match the broadcast shape {full:?}"
-        )));
-    }
+    meta::broadcast_to(a.dims(), shape)?;
     if a.dims() == shape {
         return Ok(a.clone());
     }
@@ -236,40 +232,10 @@ fn first_max(t: &Tensor, ax: usize) -> R<Tensor> {
     has.where_cond(&first_nan, &a).ce()
 }
 
-/// `diagonal`'s axes, the diagonal's length and the other dims' sizes.
-fn diagonal_geometry(
-    shape: &[usize],
-    offset: i64,
-    dim1: i64,
-    dim2: i64,
-) -> R<(usize, usize, usize, Vec<usize>)> {
-    let (d1, d2) = (norm_dim(dim1, shape.len())?, norm_dim(dim2, shape.len())?);
-    check(d1 != d2, || {
-        format!("diagonal dimensions cannot be identical {dim1}, {dim2}")
-    })?;
-    let (n1, n2) = (shape[d1] as i64, shape[d2] as i64);
-    let len = if offset >= 0 {
-        n1.min(n2 - offset)
-    } else {
-        (n1 + offset).min(n2)
-    }
-    .max(0) as usize;
-    let rest = (0..shape.len())
-        .filter(|a| *a != d1 && *a != d2)
-        .map(|a| shape[a])
-        .collect();
-    Ok((d1, d2, len, rest))
-}
-
 /// `diagonal`'s layout on candle: the permutation moving `d1`, `d2` last, and the flat
 /// positions (in the trailing `n1 * n2` block) of the diagonal's elements.
-fn diagonal_layout(
-    shape: &[usize],
-    d1: usize,
-    d2: usize,
-    offset: i64,
-    len: usize,
-) -> R<(Vec<usize>, Tensor)> {
+fn diagonal_layout(shape: &[usize], d: &meta::Diagonal, offset: i64) -> R<(Vec<usize>, Tensor)> {
+    let (d1, d2, len) = (d.d1, d.d2, d.len);
     let mut perm: Vec<usize> = (0..shape.len()).filter(|a| *a != d1 && *a != d2).collect();
     perm.extend([d1, d2]);
     let n2 = shape[d2] as i64;
@@ -499,18 +465,14 @@ impl Backend for CandleTensor {
         Ok(w(le.where_cond(&z, &g).ce()?))
     }
     fn gelu(self_: &Self, approximate: &str) -> R<Self> {
-        match approximate {
-            "none" => Ok(w(self_.t.gelu_erf().ce()?)),
-            "tanh" => Ok(w(self_.t.gelu().ce()?)),
-            _ => Err(Error::runtime(
-                "approximate argument must be either none or tanh.",
-            )),
+        if meta::gelu(approximate)? {
+            Ok(w(self_.t.gelu().ce()?))
+        } else {
+            Ok(w(self_.t.gelu_erf().ce()?))
         }
     }
     fn clamp(self_: &Self, min: Option<f64>, max: Option<f64>) -> R<Self> {
-        check(min.is_some() || max.is_some(), || {
-            "torch.clamp: At least one of 'min' or 'max' must not be None".into()
-        })?;
+        meta::clamp(min, max)?;
         // where-based, so that NaN stays NaN.
         let mut t = self_.t.clone();
         if let Some(lo) = min {
@@ -526,8 +488,7 @@ impl Backend for CandleTensor {
         Ok(w(t))
     }
     fn where_self(condition: &Self, self_: &Self, other: &Self) -> R<Self> {
-        let s1 = broadcast_shape(condition.shape(), self_.shape())?;
-        let shape = broadcast_shape(&s1, other.shape())?;
+        let shape = meta::where_self(condition.shape(), self_.shape(), other.shape())?;
         let c = broadcast_to(&condition.t, &shape)?;
         let a = broadcast_to(&self_.t, &shape)?;
         let b = broadcast_to(&other.t, &shape)?;
@@ -634,15 +595,7 @@ impl Backend for CandleTensor {
         Ok(w(matmul(&self_.t, &mat2.t)?))
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
-        check(self_.t.rank() == 3, || "batch1 must be a 3D tensor".into())?;
-        check(mat2.t.rank() == 3, || "batch2 must be a 3D tensor".into())?;
-        let (a, b) = (self_.shape(), mat2.shape());
-        check(b[0] == a[0] && b[1] == a[2], || {
-            format!(
-                "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
-                a[0], a[2], b[0], b[1]
-            )
-        })?;
+        meta::bmm(self_.shape(), mat2.shape())?;
         Ok(w(matmul(&self_.t, &mat2.t)?))
     }
     fn sum(self_: &Self, _dtype: Option<ScalarType>) -> R<Self> {
@@ -760,42 +713,22 @@ impl Backend for CandleTensor {
         Ok(w(if keepdim { r } else { drop_axes(&r, &axes)? }))
     }
     fn transpose_int(self_: &Self, dim0: i64, dim1: i64) -> R<Self> {
-        let nd = self_.t.rank();
-        let (a, b) = (norm_dim(dim0, nd)?, norm_dim(dim1, nd)?);
-        if nd == 0 || a == b {
+        let (a, b) = meta::transpose(self_.t.rank(), dim0, dim1)?;
+        if a == b {
             return Ok(self_.clone());
         }
         Ok(w(self_.t.transpose(a, b).ce()?))
     }
     fn t(self_: &Self) -> R<Self> {
-        let nd = self_.t.rank();
-        check(nd <= 2, || {
-            format!("t() expects a tensor with <= 2 dimensions, but self is {nd}D")
-        })?;
-        if nd < 2 {
+        meta::t(self_.t.rank())?;
+        if self_.t.rank() < 2 {
             return Ok(self_.clone());
         }
         Ok(w(self_.t.t().ce()?))
     }
     fn permute(self_: &Self, dims: &[i64]) -> R<Self> {
-        let nd = self_.t.rank();
-        check(dims.len() == nd, || {
-            format!(
-                "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {}",
-                dims.len()
-            )
-        })?;
-        let p = dims
-            .iter()
-            .map(|d| norm_dim(*d, nd))
-            .collect::<R<Vec<usize>>>()?;
-        let mut seen = p.clone();
-        seen.sort_unstable();
-        seen.dedup();
-        check(seen.len() == p.len(), || {
-            "permute(): duplicate dims are not allowed.".into()
-        })?;
-        if nd == 0 {
+        let p = meta::permute(self_.t.rank(), dims)?;
+        if p.is_empty() {
             return Ok(self_.clone());
         }
         Ok(w(self_.t.permute(p).ce()?))
@@ -805,11 +738,8 @@ impl Backend for CandleTensor {
     }
     fn view(self_: &Self, size: &[i64]) -> R<Self> {
         let t = &self_.t;
-        let s = infer_shape(size, t.elem_count())?;
         let strides: Vec<isize> = t.stride().iter().map(|x| *x as isize).collect();
-        check(view_compatible(t.dims(), &strides, &s), || {
-            "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.".into()
-        })?;
+        let s = meta::view(t.dims(), &strides, size)?;
         Ok(w(reshape_to(t, &s)?))
     }
     fn expand(self_: &Self, size: &[i64], _implicit: bool) -> R<Self> {
@@ -818,16 +748,10 @@ impl Backend for CandleTensor {
         Ok(w(broadcast_to(&self_.t, &s)?.contiguous().ce()?))
     }
     fn squeeze(self_: &Self) -> R<Self> {
-        let s: Vec<usize> = self_.shape().iter().copied().filter(|d| *d != 1).collect();
-        Ok(w(reshape_to(&self_.t, &s)?))
+        Ok(w(reshape_to(&self_.t, &meta::squeeze(self_.shape()))?))
     }
     fn squeeze_dims(self_: &Self, dim: &[i64]) -> R<Self> {
-        let nd = self_.t.rank();
-        let drop = distinct_dims(dim, nd)?;
-        let s: Vec<usize> = (0..nd)
-            .filter(|a| !(drop.contains(a) && self_.shape()[*a] == 1))
-            .map(|a| self_.shape()[a])
-            .collect();
+        let s = meta::squeeze_dims(self_.shape(), dim)?;
         Ok(w(reshape_to(&self_.t, &s)?))
     }
     fn clone(self_: &Self, _memory_format: Option<MemoryFormat>) -> R<Self> {
@@ -835,15 +759,13 @@ impl Backend for CandleTensor {
         Ok(self_.clone())
     }
     fn squeeze_dim(self_: &Self, dim: i64) -> R<Self> {
-        let nd = self_.t.rank();
-        let ax = norm_dim(dim, nd)?;
-        if nd == 0 || self_.shape()[ax] != 1 {
-            return Ok(self_.clone());
+        match meta::squeeze_dim(self_.shape(), dim)? {
+            Some(ax) => Ok(w(self_.t.squeeze(ax).ce()?)),
+            None => Ok(self_.clone()),
         }
-        Ok(w(self_.t.squeeze(ax).ce()?))
     }
     fn unsqueeze(self_: &Self, dim: i64) -> R<Self> {
-        let ax = norm_dim(dim, self_.t.rank() + 1)?;
+        let ax = meta::unsqueeze(self_.t.rank(), dim)?;
         Ok(w(self_.t.unsqueeze(ax).ce()?))
     }
     fn slice_tensor(
@@ -853,21 +775,12 @@ impl Backend for CandleTensor {
         end: Option<i64>,
         step: i64,
     ) -> R<Self> {
-        check(step > 0, || "slice step must be positive".into())?;
-        let nd = self_.t.rank();
-        check(nd > 0, || {
-            "slice() cannot be applied to a 0-dim tensor.".into()
-        })?;
-        let ax = norm_dim(dim, nd)?;
-        let n = self_.shape()[ax] as i64;
-        let (s, e) = autograd_opset::helpers::slice_bounds(n, start, end);
-        let (s, e) = (s as usize, (e.max(s)) as usize);
-        let narrowed = narrow(&self_.t, ax, s, e - s)?;
+        let (ax, range) = meta::slice(self_.shape(), dim, start, end, step)?;
+        let narrowed = narrow(&self_.t, ax, range.start, range.len())?;
         if step == 1 || narrowed.elem_count() == 0 {
             return Ok(w(narrowed));
         }
-        let idx: Vec<u32> = (0..(e - s) as u32).step_by(step as usize).collect();
-        let idx = Tensor::from_vec(idx.clone(), idx.len(), &cpu()).ce()?;
+        let idx = stepped(0..range.len(), step)?;
         Ok(w(narrowed
             .contiguous()
             .ce()?
@@ -882,85 +795,43 @@ impl Backend for CandleTensor {
         end: i64,
         step: i64,
     ) -> R<Self> {
-        let s = new_shape(input_sizes)?;
-        check(!s.is_empty(), || {
-            "slice() cannot be applied to a 0-dim tensor.".into()
-        })?;
-        check(step > 0, || "slice step must be positive".into())?;
-        let ax = norm_dim(dim, s.len())?;
-        let (start, end) =
-            autograd_opset::helpers::slice_bounds(s[ax] as i64, Some(start), Some(end));
-        let idx: Vec<u32> = (start..end.max(start))
-            .step_by(step as usize)
-            .map(|i| i as u32)
-            .collect();
+        let (s, ax, range) = meta::slice_backward(input_sizes, dim, start, end, step)?;
+        let idx = stepped(range, step)?;
         let mut region = s.clone();
-        region[ax] = idx.len();
+        region[ax] = idx.elem_count();
         let g = broadcast_to(&grad_output.t, &region)?.contiguous().ce()?;
         let zeros = Tensor::zeros(s, grad_output.t.dtype(), &cpu()).ce()?;
-        if idx.is_empty() || g.elem_count() == 0 {
+        if idx.elem_count() == 0 || g.elem_count() == 0 {
             return Ok(w(zeros));
         }
-        let idx = Tensor::from_vec(idx.clone(), idx.len(), &cpu()).ce()?;
         Ok(w(zeros.index_add(&idx, &g, ax).ce()?))
     }
     fn cat(tensors: &[Self], dim: i64) -> R<Self> {
-        check_cat(&tensors.iter().map(|t| t.t.dims()).collect::<Vec<_>>(), dim)?;
-        let ax = norm_dim(dim, tensors[0].t.rank())?;
+        let ax = meta::cat(&shapes(tensors), dim)?;
         let ts: Vec<&Tensor> = tensors.iter().map(|t| &t.t).collect();
         Ok(w(Tensor::cat(&ts, ax).ce()?))
     }
     fn stack(tensors: &[Self], dim: i64) -> R<Self> {
-        check(!tensors.is_empty(), || {
-            "stack expects a non-empty TensorList".into()
-        })?;
-        let ax = norm_dim(dim, tensors[0].t.rank() + 1)?;
-        for (i, t) in tensors.iter().enumerate() {
-            check(t.shape() == tensors[0].shape(), || {
-                format!(
-                    "stack expects each tensor to be equal size, but got {:?} at entry 0 and {:?} at entry {i}",
-                    tensors[0].shape(),
-                    t.shape()
-                )
-            })?;
-        }
+        let ax = meta::stack(&shapes(tensors), dim)?;
         let ts: Vec<&Tensor> = tensors.iter().map(|t| &t.t).collect();
         Ok(w(Tensor::stack(&ts, ax).ce()?))
     }
     fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> R<Self> {
-        let nd = self_.t.rank();
-        check(nd > 0, || {
-            "narrow() cannot be applied to a 0-dim tensor.".into()
-        })?;
-        let ax = norm_dim(dim, nd)?;
-        let n = self_.shape()[ax] as i64;
-        check(length >= 0, || {
-            "narrow(): length must be non-negative.".into()
-        })?;
-        if !(-n..=n).contains(&start) {
-            return Err(Error::index(format!(
-                "start out of range (expected to be in range of [{}, {n}], but got {start})",
-                -n
-            )));
-        }
-        let s = if start < 0 { start + n } else { start };
-        check(s + length <= n, || {
-            format!("start ({s}) + length ({length}) exceeds dimension size ({n}).")
-        })?;
-        Ok(w(narrow(&self_.t, ax, s as usize, length as usize)?))
+        let (ax, s) = meta::narrow(self_.shape(), dim, start, length)?;
+        Ok(w(narrow(&self_.t, ax, s, length as usize)?))
     }
     fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
         // The two dims moved last and flattened, then candle's index_select.
-        let shape = self_.shape().to_vec();
-        let (d1, d2, len, rest) = diagonal_geometry(&shape, offset, dim1, dim2)?;
-        let mut out = rest.clone();
-        out.push(len);
-        if len == 0 || self_.numel() == 0 {
-            return Ok(w(Tensor::zeros(out, self_.t.dtype(), &cpu()).ce()?));
+        let shape = self_.shape();
+        let d = meta::diagonal(shape, offset, dim1, dim2)?;
+        if d.len == 0 || self_.numel() == 0 {
+            return Ok(w(
+                Tensor::zeros(d.out_shape(), self_.t.dtype(), &cpu()).ce()?
+            ));
         }
-        let (perm, idx) = diagonal_layout(&shape, d1, d2, offset, len)?;
-        let mut flat = rest.clone();
-        flat.push(shape[d1] * shape[d2]);
+        let (perm, idx) = diagonal_layout(shape, &d, offset)?;
+        let mut flat = d.rest.clone();
+        flat.push(shape[d.d1] * shape[d.d2]);
         let x = self_
             .t
             .permute(perm)
@@ -969,7 +840,7 @@ impl Backend for CandleTensor {
             .ce()?
             .reshape(flat)
             .ce()?;
-        Ok(w(x.index_select(&idx, rest.len()).ce()?))
+        Ok(w(x.index_select(&idx, d.rest.len()).ce()?))
     }
     fn diagonal_backward(
         grad_output: &Self,
@@ -980,20 +851,21 @@ impl Backend for CandleTensor {
     ) -> R<Self> {
         // candle's index_add into zeros, then the dims moved back.
         let shape = new_shape(input_sizes)?;
-        let (d1, d2, len, rest) = diagonal_geometry(&shape, offset, dim1, dim2)?;
-        let mut gshape = rest.clone();
-        gshape.push(len);
-        let g = broadcast_to(&grad_output.t, &gshape)?.contiguous().ce()?;
+        let d = meta::diagonal(&shape, offset, dim1, dim2)?;
+        let g = broadcast_to(&grad_output.t, &d.out_shape())?
+            .contiguous()
+            .ce()?;
         let zeros = |s: Vec<usize>| Tensor::zeros(s, grad_output.t.dtype(), &cpu()).ce();
-        if len == 0 || g.elem_count() == 0 {
+        if d.len == 0 || g.elem_count() == 0 {
             return Ok(w(zeros(shape)?));
         }
-        let (perm, idx) = diagonal_layout(&shape, d1, d2, offset, len)?;
-        let mut flat = rest.clone();
-        flat.push(shape[d1] * shape[d2]);
-        let mut moved = rest.clone();
-        moved.extend([shape[d1], shape[d2]]);
-        let r = zeros(flat)?.index_add(&idx, &g, rest.len()).ce()?;
+        let (perm, idx) = diagonal_layout(&shape, &d, offset)?;
+        let (n1, n2) = (shape[d.d1], shape[d.d2]);
+        let mut flat = d.rest.clone();
+        flat.push(n1 * n2);
+        let mut moved = d.rest.clone();
+        moved.extend([n1, n2]);
+        let r = zeros(flat)?.index_add(&idx, &g, d.rest.len()).ce()?;
         let mut inv = vec![0; perm.len()];
         for (i, p) in perm.iter().enumerate() {
             inv[*p] = i;
@@ -1001,50 +873,14 @@ impl Backend for CandleTensor {
         Ok(w(r.reshape(moved).ce()?.permute(inv).ce()?))
     }
     fn select_int(self_: &Self, dim: i64, index: i64) -> R<Self> {
-        if self_.t.rank() == 0 {
-            return Err(Error::index(
-                "select() cannot be applied to a 0-dim tensor.",
-            ));
-        }
-        let ax = norm_dim(dim, self_.t.rank())?;
-        let n = self_.shape()[ax] as i64;
-        let i = if index < 0 { index + n } else { index };
-        if !(0..n).contains(&i) {
-            return Err(Error::index(format!(
-                "select(): index {index} out of range for tensor of size {:?} at dimension {dim}",
-                self_.shape()
-            )));
-        }
-        Ok(w(narrow(&self_.t, ax, i as usize, 1)?.squeeze(ax).ce()?))
+        let (ax, i) = meta::select(self_.shape(), dim, index)?;
+        Ok(w(narrow(&self_.t, ax, i, 1)?.squeeze(ax).ce()?))
     }
     fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
-        let nd = self_.t.rank();
-        check(nd > 0, || {
-            "split expects at least a 1-dimensional tensor".into()
-        })?;
-        let ax = norm_dim(dim, nd)?;
-        let n = self_.shape()[ax] as i64;
-        check(split_size >= 0, || {
-            format!("split expects split_size be non-negative, but got split_size={split_size}")
-        })?;
-        check(split_size > 0 || n == 0, || {
-            format!(
-                "split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
-            )
-        })?;
-        let step = split_size.max(1);
-        let pieces = if n == 0 { 1 } else { (n + step - 1) / step };
-        (0..pieces)
-            .map(|i| Self::slice_tensor(self_, ax as i64, Some(i * step), Some((i + 1) * step), 1))
-            .collect()
+        meta::split_by_slices(self_, split_size, dim)
     }
     fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
-        if self_.t.rank() == 0 {
-            return Err(Error::index(
-                "Dimension specified as 0 but tensor has no dimensions",
-            ));
-        }
-        let ax = norm_dim(dim, self_.t.rank())?;
+        let ax = meta::unbind(self_.shape(), dim)?;
         (0..self_.shape()[ax])
             .map(|i| Ok(w(narrow(&self_.t, ax, i, 1)?.squeeze(ax).ce()?)))
             .collect()
@@ -1252,12 +1088,7 @@ impl Backend for CandleTensor {
         if !train.unwrap_or(true) {
             return Ok((input.clone(), w(input.t.ones_like().ce()?)));
         }
-        check((0.0..=1.0).contains(&p), || {
-            format!(
-                "bernoulli_ expects p to be in [0, 1], but got p={}",
-                1.0 - p
-            )
-        })?;
+        meta::native_dropout(p)?;
         let scale = autograd_opset::helpers::dropout_scale(p, train);
         // The mask from this thread's generator (reproducible under `manual_seed`).
         let m: Vec<f64> = (0..input.numel())
@@ -1329,4 +1160,15 @@ impl Backend for CandleTensor {
         let rows = weight.t.contiguous().ce()?.index_select(&idx, 0).ce()?;
         Ok(w(reshape_to(&rows, &s)?))
     }
+}
+
+/// The shapes of a tensor list.
+fn shapes(tensors: &[CandleTensor]) -> Vec<&[usize]> {
+    tensors.iter().map(CandleTensor::shape).collect()
+}
+
+/// Every `step`-th position of `range`, as candle's `U32` indices.
+fn stepped(range: std::ops::Range<usize>, step: i64) -> R<Tensor> {
+    let idx: Vec<u32> = range.step_by(step as usize).map(|i| i as u32).collect();
+    Tensor::from_vec(idx.clone(), idx.len(), &cpu()).ce()
 }

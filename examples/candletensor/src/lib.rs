@@ -21,6 +21,7 @@
 //! ```
 
 pub mod backend;
+mod runtime;
 mod tensor;
 
 pub use autograd_opset::random::manual_seed;
@@ -30,26 +31,3 @@ pub use tensor::CandleTensor;
 
 /// A differentiable tensor: the runtime's `Variable` over [`CandleTensor`].
 pub type Var = autograd::runtime::Variable<CandleTensor>;
-
-/// The op set's conformance kit runs on candletensor (`cargo test -p candletensor`).
-#[cfg(feature = "conformance")]
-impl autograd_opset::conformance::ConformanceTensor for CandleTensor {
-    /// The same values in column-major layout (a strided, non-contiguous candle tensor).
-    fn noncontiguous(&self) -> Self {
-        if self.t.rank() > 1 {
-            tensor::reversed_layout(self)
-        } else {
-            self.clone()
-        }
-    }
-    fn seed(seed: u64) {
-        manual_seed(seed)
-    }
-}
-
-/// Parameters and optimizer state of `autograd_opset::nn` on candle (f64).
-impl autograd_opset::nn::FromValues for CandleTensor {
-    fn from_f64(values: &[f64], shape: &[usize]) -> Self {
-        CandleTensor::from_vec(values.to_vec(), shape)
-    }
-}

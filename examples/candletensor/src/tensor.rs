@@ -1,6 +1,5 @@
 //! The raw tensor: a `candle_core::Tensor` (CPU, `F64` for the tests; `F32` works too).
 
-use autograd::gradcheck::ElementAccess;
 use candle_core::{DType, Device, Tensor};
 use std::fmt;
 
@@ -69,6 +68,22 @@ impl CandleTensor {
         self.t.elem_count()
     }
 
+    /// The same values with the dims stored in reverse order (column-major): a strided,
+    /// non-contiguous tensor for more than one dim (the tensor itself otherwise).
+    pub fn reversed_layout(&self) -> Self {
+        let rev: Vec<usize> = (0..self.t.rank()).rev().collect();
+        if rev.len() < 2 {
+            return self.clone();
+        }
+        let t = self
+            .t
+            .permute(rev.clone())
+            .and_then(|t| t.contiguous())
+            .and_then(|t| t.permute(rev))
+            .expect("a permutation");
+        CandleTensor { t }
+    }
+
     /// The only element of a one-element tensor.
     pub fn item(&self) -> f64 {
         let v = self.to_vec();
@@ -81,74 +96,4 @@ impl fmt::Debug for CandleTensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "CandleTensor{:?} {:?}", self.shape(), self.to_vec())
     }
-}
-
-impl autograd::runtime::Tensor for CandleTensor {
-    fn shape(&self) -> &[usize] {
-        self.t.dims()
-    }
-    fn dtype(&self) -> &'static str {
-        match self.t.dtype() {
-            DType::F32 => "f32",
-            DType::F64 => "f64",
-            DType::F16 => "f16",
-            DType::BF16 => "bf16",
-            _ => "int",
-        }
-    }
-    fn ones_like(&self) -> Self {
-        CandleTensor {
-            t: self.t.ones_like().expect("ones_like"),
-        }
-    }
-    fn zeros_like(&self) -> Self {
-        CandleTensor {
-            t: self.t.zeros_like().expect("zeros_like"),
-        }
-    }
-    fn add(&self, other: &Self) -> Self {
-        CandleTensor {
-            t: self
-                .t
-                .broadcast_add(&other.t)
-                .expect("gradients of the same shape"),
-        }
-    }
-    fn has_nan(&self) -> bool {
-        self.to_vec().iter().any(|x| x.is_nan())
-    }
-    fn type_name(&self) -> String {
-        format!("CandleTensor<{}>", autograd::runtime::Tensor::dtype(self))
-    }
-}
-
-impl ElementAccess for CandleTensor {
-    fn to_f64_vec(&self) -> Vec<f64> {
-        self.to_vec()
-    }
-    /// Keeps a non-contiguous layout, so perturbed copies of a non-contiguous input stay
-    /// non-contiguous.
-    fn with_f64_vec(&self, values: &[f64]) -> Self {
-        let c = CandleTensor::from_vec(values.to_vec(), self.shape());
-        let c = CandleTensor {
-            t: c.t.to_dtype(self.t.dtype()).expect("a float dtype"),
-        };
-        if self.t.rank() > 1 && !self.t.is_contiguous() {
-            reversed_layout(&c)
-        } else {
-            c
-        }
-    }
-}
-
-/// The same values with the dims stored in reverse order (column-major): a strided view.
-pub(crate) fn reversed_layout(c: &CandleTensor) -> CandleTensor {
-    let n = c.t.rank();
-    let rev: Vec<usize> = (0..n).rev().collect();
-    let t =
-        c.t.permute(rev.clone())
-            .and_then(|t| t.contiguous())
-            .and_then(|t| t.permute(rev))
-            .expect("a permutation");
-    CandleTensor { t }
 }

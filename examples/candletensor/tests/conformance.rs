@@ -1,9 +1,17 @@
-//! The op set's conformance kit on candletensor: every differentiable function has a case
-//! and passes gradcheck, gradgradcheck and the forward-mode check; the PyTorch fixtures
-//! replay (with the differences candle does not match yet listed); no random call panics.
+//! The op set's conformance kit on candletensor: every case through gradcheck,
+//! gradgradcheck and the forward-mode check, the PyTorch fixtures replayed, random calls
+//! that must never panic (`autograd_opset::conformance::check_backend`).
 
-use autograd_opset::conformance::{check_every_case, missing_cases};
-use candletensor::CandleTensor as T;
+use candletensor::CandleTensor;
+
+#[test]
+fn the_op_sets_conformance_kit_passes() {
+    // The fixtures where candle differs from PyTorch, with the reason: none.
+    let failures = autograd_opset::conformance::check_backend::<CandleTensor>(&[]);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Every `Err` was a kernel's PyTorch-worded check, none candle's own error.
+    assert_eq!(candletensor::backend::candle_errors(), 0);
+}
 
 /// The kit's non-contiguous cases do reach candle with a strided layout, and perturbed
 /// copies (gradcheck's) keep it.
@@ -11,7 +19,7 @@ use candletensor::CandleTensor as T;
 fn noncontiguous_inputs_are_strided_candle_tensors() {
     use autograd::gradcheck::ElementAccess;
     use autograd_opset::conformance::ConformanceTensor;
-    let x = T::from_vec((0..6).map(f64::from).collect(), &[2, 3]);
+    let x = CandleTensor::from_vec((0..6).map(f64::from).collect(), &[2, 3]);
     let nc = x.noncontiguous();
     assert!(!nc.t.is_contiguous());
     assert_eq!(nc.to_vec(), x.to_vec());
@@ -20,102 +28,12 @@ fn noncontiguous_inputs_are_strided_candle_tensors() {
     assert_eq!(p.to_vec(), vec![1.0; 6]);
 }
 
-#[test]
-fn the_op_sets_conformance_kit_passes() {
-    let missing = missing_cases::<T>();
-    assert!(missing.is_empty(), "{missing:?}");
-    let failures = check_every_case::<T>();
-    assert!(
-        failures.is_empty(),
-        "{} checks failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-    assert_eq!(
-        candletensor::backend::candle_errors(),
-        0,
-        "an error came from candle instead of a kernel's PyTorch-worded check"
-    );
-}
-
-/// Fixtures candletensor does not match yet: `(fixture name, reason)`. Each must FAIL; the
-/// list must only shrink.
-#[rustfmt::skip]
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
-    // ---- the same as ndtensor's (the op set's formulas, not the backend)
-    ("shape_errors/mse_loss_mismatch_broadcast", "documented PyTorch difference: with a target that broadcasts, PyTorch's mse_loss_backward normalizes the target's gradient by the target's numel; the op set gives the true derivative"),
-    ("jvp/native_dropout_backward/0", "PyTorch 2.15 has no forward formula for native_dropout_backward and raises; the op set's (auto_linear) gives the tangent"),
-    ("jvp/native_dropout_backward/1", "as jvp/native_dropout_backward/0"),
-];
-
-#[test]
-fn pytorch_fixtures_replay() {
-    use autograd_opset::conformance::fixtures::{fixtures, replay_all};
-    use std::collections::{BTreeMap, BTreeSet};
-    let all = fixtures();
-    assert!(all.len() >= 400, "{} fixtures", all.len());
-    let known: BTreeMap<&str, &str> = KNOWN_DIFFERENCES.iter().copied().collect();
-    assert_eq!(
-        known.len(),
-        KNOWN_DIFFERENCES.len(),
-        "duplicate known difference"
-    );
-    let names: BTreeSet<&str> = all.iter().filter_map(|f| f["name"].as_str()).collect();
-    for k in known.keys() {
-        assert!(names.contains(k), "known difference {k} names no fixture");
-    }
-    let r = replay_all::<T>(KNOWN_DIFFERENCES);
-    println!(
-        "pytorch fixtures: {} passed, {} known differences, {} failed, {} known differences now pass",
-        r.passed,
-        r.known_failing,
-        r.failures.len(),
-        r.fixed.len()
-    );
-    assert!(
-        r.failures.is_empty() && r.fixed.is_empty(),
-        "{} fixtures differ from PyTorch:\n{}\n\n{} known differences now pass (remove them from KNOWN_DIFFERENCES):\n{}",
-        r.failures.len(),
-        r.failures.join("\n"),
-        r.fixed.len(),
-        r.fixed.join("\n")
-    );
-    assert_eq!(
-        candletensor::backend::candle_errors(),
-        0,
-        "an error came from candle instead of a kernel's PyTorch-worded check"
-    );
-}
-
-/// Random calls per function.
-const ROUNDS: usize = 250;
-
-#[test]
-fn no_public_op_panics_on_random_arguments() {
-    use autograd_opset::conformance::no_panic::random_calls;
-    let r = random_calls::<T>(ROUNDS);
-    println!("no-panic property test: {} calls Ok, {} Err", r.ok, r.err);
-    assert!(
-        r.panics.is_empty(),
-        "{} of {} random calls panicked:\n{}",
-        r.panics.len(),
-        r.ok + r.err + r.panics.len(),
-        r.panics.join("\n")
-    );
-    assert!(r.ok > 0 && r.err > 0);
-    assert_eq!(
-        candletensor::backend::candle_errors(),
-        0,
-        "an error came from candle instead of a kernel's PyTorch-worded check"
-    );
-}
-
 /// The kernels keep candle's dtype: an `F32` tensor differentiates to `F32` gradients.
 #[test]
 fn f32_tensors_differentiate_too() {
     use candletensor::ops::{mul_tensor, sum, tanh};
     let t = candle_core::Tensor::new(&[1.0f32, -2.0, 3.0], &candle_core::Device::Cpu).unwrap();
-    let x = candletensor::Var::new(T::new(t), true);
+    let x = candletensor::Var::new(CandleTensor::new(t), true);
     let y = sum(&mul_tensor(&tanh(&x).unwrap(), &x).unwrap(), None).unwrap();
     y.backward().unwrap();
     let g = x.grad().unwrap().data();
@@ -124,4 +42,22 @@ fn f32_tensors_differentiate_too() {
         let want = xi.tanh() + xi * (1.0 - xi.tanh() * xi.tanh());
         assert!((gi - want).abs() < 1e-5, "{gi} vs {want}");
     }
+}
+
+/// The kit reports a known difference that names no fixture, or whose fixture now matches.
+#[test]
+fn wrong_known_differences_are_failures() {
+    let known = [
+        ("no/such/fixture", "?"),
+        ("errors/inplace_view_of_leaf", "?"),
+    ];
+    let failures = autograd_opset::conformance::check_backend::<CandleTensor>(&known);
+    assert_eq!(
+        failures,
+        vec![
+            "known difference no/such/fixture names no fixture".to_string(),
+            "known difference now passes (remove it from the list): errors/inplace_view_of_leaf (?)"
+                .to_string(),
+        ]
+    );
 }

@@ -1,16 +1,17 @@
 //! The raw operations: `impl Backend for NdTensor<E>` (one method per native function).
 //! No autograd here: the generated layer calls these and records the backward nodes.
-//! Every kernel checks its arguments and returns PyTorch's error ([`Error`]) instead of
-//! panicking.
+//! Every kernel checks its arguments (the op set's meta functions, `autograd_opset::meta`,
+//! and shape rules) and returns PyTorch's error ([`Error`]) instead of panicking.
 
 use crate::tensor::{Element, NdTensor};
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::error::{Error, check};
+use autograd_opset::meta;
 use autograd_opset::shape::{
-    broadcast_shape, check_cat, check_gather_shapes, check_index_add, check_layer_norm, check_mm,
-    check_nonempty_reduction, check_weight, distinct_dims, expanded_shape, infer_shape, new_shape,
-    norm_dim, out_of_bounds, reduce_axes, view_compatible,
+    broadcast_shape, check_gather_shapes, check_index_add, check_layer_norm, check_mm,
+    check_nonempty_reduction, check_weight, expanded_shape, infer_shape, new_shape, norm_dim,
+    out_of_bounds, reduce_axes,
 };
 use ndarray::{ArcArray, Array, ArrayView, Axis, Dimension, IxDyn, Slice, Zip};
 
@@ -27,34 +28,10 @@ fn index_below<E: Element>(x: E, n: usize, message: impl FnOnce(i64) -> Error) -
     }
 }
 
-/// `diagonal`'s axes, the diagonal's length and the other dims' sizes.
-fn diagonal_geometry(
-    shape: &[usize],
-    offset: i64,
-    dim1: i64,
-    dim2: i64,
-) -> R<(usize, usize, usize, Vec<usize>)> {
-    let (d1, d2) = (norm_dim(dim1, shape.len())?, norm_dim(dim2, shape.len())?);
-    check(d1 != d2, || {
-        format!("diagonal dimensions cannot be identical {dim1}, {dim2}")
-    })?;
-    let (n1, n2) = (shape[d1] as i64, shape[d2] as i64);
-    let len = if offset >= 0 {
-        n1.min(n2 - offset)
-    } else {
-        (n1 + offset).min(n2)
-    }
-    .max(0) as usize;
-    let rest = (0..shape.len())
-        .filter(|a| *a != d1 && *a != d2)
-        .map(|a| shape[a])
-        .collect();
-    Ok((d1, d2, len, rest))
-}
-
 /// The input index of element `ix` (the other dims, then the position on the diagonal) of
 /// `diagonal(offset, d1, d2)`.
-fn diagonal_source(ix: &IxDyn, shape: &[usize], d1: usize, d2: usize, offset: i64) -> IxDyn {
+fn diagonal_source(ix: &IxDyn, shape: &[usize], d: &meta::Diagonal, offset: i64) -> IxDyn {
+    let (d1, d2) = (d.d1, d.d2);
     let k = ix[ix.ndim() - 1] as i64;
     let mut src = vec![0usize; shape.len()];
     let mut rest = 0;
@@ -84,13 +61,9 @@ fn map<E: Element>(a: &NdTensor<E>, f: impl Fn(E) -> E) -> R<NdTensor<E>> {
 /// `a` broadcast to `shape`, or PyTorch's error for a value of shape `a` written into a
 /// tensor of shape `shape`.
 fn broadcast_to<'a, E: Element>(a: &'a Arr<E>, shape: &[usize]) -> R<ArrayView<'a, E, IxDyn>> {
-    let full = broadcast_shape(shape, a.shape())?;
-    match a.broadcast(IxDyn(shape)) {
-        Some(v) if full == shape => Ok(v),
-        _ => Err(Error::runtime(format!(
-            "output with shape {shape:?} doesn't match the broadcast shape {full:?}"
-        ))),
-    }
+    meta::broadcast_to(a.shape(), shape)?;
+    a.broadcast(IxDyn(shape))
+        .ok_or_else(|| Error::runtime(format!("cannot broadcast {:?} to {shape:?}", a.shape())))
 }
 
 fn zip<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, f: impl Fn(E, E) -> E) -> R<NdTensor<E>> {
@@ -464,26 +437,20 @@ impl<E: Element> Backend for NdTensor<E> {
         )
     }
     fn gelu(self_: &Self, approximate: &str) -> R<Self> {
-        match approximate {
-            "none" => map(self_, |x| {
+        if meta::gelu(approximate)? {
+            let k = E::of((2.0 / std::f64::consts::PI).sqrt());
+            map(self_, |x| {
+                E::of(0.5) * x * (E::one() + (k * (x + E::of(0.044715) * x * x * x)).tanh())
+            })
+        } else {
+            map(self_, |x| {
                 x * E::of(0.5)
                     * (E::one() + Element::erf(x * E::of(std::f64::consts::FRAC_1_SQRT_2)))
-            }),
-            "tanh" => {
-                let k = E::of((2.0 / std::f64::consts::PI).sqrt());
-                map(self_, |x| {
-                    E::of(0.5) * x * (E::one() + (k * (x + E::of(0.044715) * x * x * x)).tanh())
-                })
-            }
-            _ => Err(Error::runtime(
-                "approximate argument must be either none or tanh.",
-            )),
+            })
         }
     }
     fn clamp(self_: &Self, min: Option<f64>, max: Option<f64>) -> R<Self> {
-        check(min.is_some() || max.is_some(), || {
-            "torch.clamp: At least one of 'min' or 'max' must not be None".into()
-        })?;
+        meta::clamp(min, max)?;
         let lo = min.map(E::of);
         let hi = max.map(E::of);
         map(self_, |x| {
@@ -492,8 +459,7 @@ impl<E: Element> Backend for NdTensor<E> {
         })
     }
     fn where_self(condition: &Self, self_: &Self, other: &Self) -> R<Self> {
-        let s1 = broadcast_shape(condition.shape(), self_.shape())?;
-        let shape = broadcast_shape(&s1, other.shape())?;
+        let shape = meta::where_self(condition.shape(), self_.shape(), other.shape())?;
         let c = broadcast_to(&condition.data, &shape)?;
         let a = broadcast_to(&self_.data, &shape)?;
         let b = broadcast_to(&other.data, &shape)?;
@@ -605,19 +571,7 @@ impl<E: Element> Backend for NdTensor<E> {
         Ok(wrap(matmul2(self_.data.view(), mat2.data.view())))
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
-        check(self_.data.ndim() == 3, || {
-            "batch1 must be a 3D tensor".into()
-        })?;
-        check(mat2.data.ndim() == 3, || {
-            "batch2 must be a 3D tensor".into()
-        })?;
-        let (a, b) = (self_.shape(), mat2.shape());
-        check(b[0] == a[0] && b[1] == a[2], || {
-            format!(
-                "Expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
-                a[0], a[2], b[0], b[1]
-            )
-        })?;
+        meta::bmm(self_.shape(), mat2.shape())?;
         Ok(NdTensor {
             data: batched_matmul(&self_.data, &mat2.data)?,
         })
@@ -719,42 +673,21 @@ impl<E: Element> Backend for NdTensor<E> {
         Ok(NdTensor { data: r })
     }
     fn transpose_int(self_: &Self, dim0: i64, dim1: i64) -> R<Self> {
-        let nd = self_.data.ndim();
-        let (a, b) = (norm_dim(dim0, nd)?, norm_dim(dim1, nd)?);
-        if nd == 0 {
-            return Ok(self_.clone());
-        }
+        let (a, b) = meta::transpose(self_.data.ndim(), dim0, dim1)?;
         let mut r = self_.data.clone();
-        r.swap_axes(a, b);
+        if r.ndim() > 0 {
+            r.swap_axes(a, b);
+        }
         Ok(NdTensor { data: r })
     }
     fn t(self_: &Self) -> R<Self> {
-        let nd = self_.data.ndim();
-        check(nd <= 2, || {
-            format!("t() expects a tensor with <= 2 dimensions, but self is {nd}D")
-        })?;
+        meta::t(self_.data.ndim())?;
         Ok(NdTensor {
             data: self_.data.clone().reversed_axes(),
         })
     }
     fn permute(self_: &Self, dims: &[i64]) -> R<Self> {
-        let nd = self_.data.ndim();
-        check(dims.len() == nd, || {
-            format!(
-                "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {}",
-                dims.len()
-            )
-        })?;
-        let p = dims
-            .iter()
-            .map(|d| norm_dim(*d, nd))
-            .collect::<R<Vec<usize>>>()?;
-        let mut seen = p.clone();
-        seen.sort_unstable();
-        seen.dedup();
-        check(seen.len() == p.len(), || {
-            "permute(): duplicate dims are not allowed.".into()
-        })?;
+        let p = meta::permute(self_.data.ndim(), dims)?;
         Ok(NdTensor {
             data: self_.data.clone().permuted_axes(IxDyn(&p)),
         })
@@ -765,13 +698,7 @@ impl<E: Element> Backend for NdTensor<E> {
         })
     }
     fn view(self_: &Self, size: &[i64]) -> R<Self> {
-        let s = infer_shape(size, self_.data.len())?;
-        check(
-            view_compatible(self_.shape(), self_.data.strides(), &s),
-            || {
-                "view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.".into()
-            },
-        )?;
+        meta::view(self_.shape(), self_.data.strides(), size)?;
         Ok(NdTensor {
             data: reshape_arr(&self_.data, size)?,
         })
@@ -781,27 +708,10 @@ impl<E: Element> Backend for NdTensor<E> {
         Ok(wrap(broadcast_to(&self_.data, &s)?.to_owned()))
     }
     fn squeeze(self_: &Self) -> R<Self> {
-        let s: Vec<i64> = self_
-            .shape()
-            .iter()
-            .filter(|d| **d != 1)
-            .map(|d| *d as i64)
-            .collect();
-        Ok(NdTensor {
-            data: reshape_arr(&self_.data, &s)?,
-        })
+        reshape_to(self_, &meta::squeeze(self_.shape()))
     }
     fn squeeze_dims(self_: &Self, dim: &[i64]) -> R<Self> {
-        let nd = self_.data.ndim();
-        // Only the listed dims (an empty list squeezes nothing, unlike a reduction's).
-        let drop = distinct_dims(dim, nd)?;
-        let s: Vec<i64> = (0..nd)
-            .filter(|a| !(drop.contains(a) && self_.shape()[*a] == 1))
-            .map(|a| self_.shape()[a] as i64)
-            .collect();
-        Ok(NdTensor {
-            data: reshape_arr(&self_.data, &s)?,
-        })
+        reshape_to(self_, &meta::squeeze_dims(self_.shape(), dim)?)
     }
     fn clone(self_: &Self, _memory_format: Option<MemoryFormat>) -> R<Self> {
         Ok(NdTensor {
@@ -809,17 +719,15 @@ impl<E: Element> Backend for NdTensor<E> {
         })
     }
     fn squeeze_dim(self_: &Self, dim: i64) -> R<Self> {
-        let nd = self_.data.ndim();
-        let ax = norm_dim(dim, nd)?;
-        if nd == 0 || self_.shape()[ax] != 1 {
+        let Some(ax) = meta::squeeze_dim(self_.shape(), dim)? else {
             return Ok(self_.clone());
-        }
+        };
         Ok(NdTensor {
             data: self_.data.clone().index_axis_move(Axis(ax), 0),
         })
     }
     fn unsqueeze(self_: &Self, dim: i64) -> R<Self> {
-        let ax = norm_dim(dim, self_.data.ndim() + 1)?;
+        let ax = meta::unsqueeze(self_.data.ndim(), dim)?;
         Ok(NdTensor {
             data: self_.data.clone().insert_axis(Axis(ax)),
         })
@@ -831,19 +739,9 @@ impl<E: Element> Backend for NdTensor<E> {
         end: Option<i64>,
         step: i64,
     ) -> R<Self> {
-        check(step > 0, || "slice step must be positive".into())?;
-        let nd = self_.data.ndim();
-        check(nd > 0, || {
-            "slice() cannot be applied to a 0-dim tensor.".into()
-        })?;
-        let ax = norm_dim(dim, nd)?;
-        let n = self_.shape()[ax] as i64;
-        let (s, e) = autograd_opset::helpers::slice_bounds(n, start, end);
+        let (ax, range) = meta::slice(self_.shape(), dim, start, end, step)?;
         let mut r = self_.data.clone();
-        r.slice_axis_inplace(
-            Axis(ax),
-            Slice::new(s as isize, Some(e as isize), step as isize),
-        );
+        r.slice_axis_inplace(Axis(ax), axis_slice(range, step));
         Ok(NdTensor { data: r })
     }
     fn slice_backward(
@@ -854,83 +752,38 @@ impl<E: Element> Backend for NdTensor<E> {
         end: i64,
         step: i64,
     ) -> R<Self> {
-        let s = new_shape(input_sizes)?;
-        check(!s.is_empty(), || {
-            "slice() cannot be applied to a 0-dim tensor.".into()
-        })?;
-        check(step > 0, || "slice step must be positive".into())?;
-        let ax = norm_dim(dim, s.len())?;
-        let (start, end) =
-            autograd_opset::helpers::slice_bounds(s[ax] as i64, Some(start), Some(end));
+        let (s, ax, range) = meta::slice_backward(input_sizes, dim, start, end, step)?;
         let mut out = Array::<E, _>::zeros(IxDyn(&s));
-        let mut region = out.slice_axis_mut(
-            Axis(ax),
-            Slice::new(start as isize, Some(end as isize), step as isize),
-        );
+        let mut region = out.slice_axis_mut(Axis(ax), axis_slice(range, step));
         let src = broadcast_to(&grad_output.data, region.shape())?;
         region.assign(&src);
         Ok(wrap(out))
     }
     fn cat(tensors: &[Self], dim: i64) -> R<Self> {
-        check_cat(
-            &tensors.iter().map(NdTensor::shape).collect::<Vec<_>>(),
-            dim,
-        )?;
-        let ax = norm_dim(dim, tensors[0].data.ndim())?;
+        let ax = meta::cat(&shapes(tensors), dim)?;
         let views: Vec<_> = tensors.iter().map(|t| t.data.view()).collect();
         ndarray::concatenate(Axis(ax), &views)
             .map(wrap)
             .map_err(|e| Error::runtime(format!("cat: {e}")))
     }
     fn stack(tensors: &[Self], dim: i64) -> R<Self> {
-        check(!tensors.is_empty(), || {
-            "stack expects a non-empty TensorList".into()
-        })?;
-        let ax = norm_dim(dim, tensors[0].data.ndim() + 1)?;
-        for (i, t) in tensors.iter().enumerate() {
-            check(t.shape() == tensors[0].shape(), || {
-                format!(
-                    "stack expects each tensor to be equal size, but got {:?} at entry 0 and {:?} at entry {i}",
-                    tensors[0].shape(),
-                    t.shape()
-                )
-            })?;
-        }
+        let ax = meta::stack(&shapes(tensors), dim)?;
         let views: Vec<_> = tensors.iter().map(|t| t.data.view()).collect();
         ndarray::stack(Axis(ax), &views)
             .map(wrap)
             .map_err(|e| Error::runtime(format!("stack: {e}")))
     }
     fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> R<Self> {
-        let nd = self_.data.ndim();
-        check(nd > 0, || {
-            "narrow() cannot be applied to a 0-dim tensor.".into()
-        })?;
-        let ax = norm_dim(dim, nd)?;
-        let n = self_.shape()[ax] as i64;
-        check(length >= 0, || {
-            "narrow(): length must be non-negative.".into()
-        })?;
-        if !(-n..=n).contains(&start) {
-            return Err(Error::index(format!(
-                "start out of range (expected to be in range of [{}, {n}], but got {start})",
-                -n
-            )));
-        }
-        let s = if start < 0 { start + n } else { start };
-        check(s + length <= n, || {
-            format!("start ({s}) + length ({length}) exceeds dimension size ({n}).")
-        })?;
-        Self::slice_tensor(self_, ax as i64, Some(s), Some(s + length), 1)
+        let (ax, s) = meta::narrow(self_.shape(), dim, start, length)?;
+        let (s, ax) = (s as i64, ax as i64);
+        Self::slice_tensor(self_, ax, Some(s), Some(s + length), 1)
     }
     fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
-        let shape = self_.shape().to_vec();
-        let (d1, d2, len, rest) = diagonal_geometry(&shape, offset, dim1, dim2)?;
-        let mut out_shape = rest.clone();
-        out_shape.push(len);
+        let shape = self_.shape();
+        let d = meta::diagonal(shape, offset, dim1, dim2)?;
         let src = &self_.data;
-        let out = Array::from_shape_fn(IxDyn(&out_shape), |ix| {
-            src[diagonal_source(&ix, &shape, d1, d2, offset)]
+        let out = Array::from_shape_fn(IxDyn(&d.out_shape()), |ix| {
+            src[diagonal_source(&ix, shape, &d, offset)]
         });
         Ok(wrap(out))
     }
@@ -942,62 +795,25 @@ impl<E: Element> Backend for NdTensor<E> {
         dim2: i64,
     ) -> R<Self> {
         let shape = new_shape(input_sizes)?;
-        let (d1, d2, len, mut rest) = diagonal_geometry(&shape, offset, dim1, dim2)?;
-        rest.push(len);
-        let g = broadcast_to(&grad_output.data, &rest)?;
+        let d = meta::diagonal(&shape, offset, dim1, dim2)?;
+        let g = broadcast_to(&grad_output.data, &d.out_shape())?;
         let mut out = Array::<E, _>::zeros(IxDyn(&shape));
         for (ix, g) in g.indexed_iter() {
-            out[diagonal_source(&ix, &shape, d1, d2, offset)] = *g;
+            out[diagonal_source(&ix, &shape, &d, offset)] = *g;
         }
         Ok(wrap(out))
     }
     fn select_int(self_: &Self, dim: i64, index: i64) -> R<Self> {
-        if self_.data.ndim() == 0 {
-            return Err(Error::index(
-                "select() cannot be applied to a 0-dim tensor.",
-            ));
-        }
-        let ax = norm_dim(dim, self_.data.ndim())?;
-        let n = self_.shape()[ax] as i64;
-        let i = if index < 0 { index + n } else { index };
-        if !(0..n).contains(&i) {
-            return Err(Error::index(format!(
-                "select(): index {index} out of range for tensor of size {:?} at dimension {dim}",
-                self_.shape()
-            )));
-        }
+        let (ax, i) = meta::select(self_.shape(), dim, index)?;
         Ok(NdTensor {
-            data: self_.data.clone().index_axis_move(Axis(ax), i as usize),
+            data: self_.data.clone().index_axis_move(Axis(ax), i),
         })
     }
     fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
-        let nd = self_.data.ndim();
-        check(nd > 0, || {
-            "split expects at least a 1-dimensional tensor".into()
-        })?;
-        let ax = norm_dim(dim, nd)?;
-        let n = self_.shape()[ax] as i64;
-        check(split_size >= 0, || {
-            format!("split expects split_size be non-negative, but got split_size={split_size}")
-        })?;
-        check(split_size > 0 || n == 0, || {
-            format!(
-                "split_size can only be 0 if dimension size is 0, but got dimension size of {n}"
-            )
-        })?;
-        let step = split_size.max(1);
-        let pieces = if n == 0 { 1 } else { (n + step - 1) / step };
-        (0..pieces)
-            .map(|i| Self::slice_tensor(self_, ax as i64, Some(i * step), Some((i + 1) * step), 1))
-            .collect()
+        meta::split_by_slices(self_, split_size, dim)
     }
     fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
-        if self_.data.ndim() == 0 {
-            return Err(Error::index(
-                "Dimension specified as 0 but tensor has no dimensions",
-            ));
-        }
-        let ax = norm_dim(dim, self_.data.ndim())?;
+        let ax = meta::unbind(self_.shape(), dim)?;
         Ok((0..self_.shape()[ax])
             .map(|i| NdTensor {
                 data: self_.data.clone().index_axis_move(Axis(ax), i),
@@ -1172,12 +988,7 @@ impl<E: Element> Backend for NdTensor<E> {
         if !train.unwrap_or(true) {
             return Ok((input.clone(), NdTensor::ones(input.shape())));
         }
-        check((0.0..=1.0).contains(&p), || {
-            format!(
-                "bernoulli_ expects p to be in [0, 1], but got p={}",
-                1.0 - p
-            )
-        })?;
+        meta::native_dropout(p)?;
         let scale = autograd_opset::helpers::dropout_scale(p, train);
         let m = Array::from_shape_simple_fn(IxDyn(input.shape()), || {
             mask::<E>(autograd_opset::random::next_uniform() >= p)
@@ -1288,4 +1099,26 @@ impl<E: Element> RemoveAxes for Arr<E> {
         }
         self
     }
+}
+
+/// The shapes of a tensor list.
+fn shapes<E: Element>(tensors: &[NdTensor<E>]) -> Vec<&[usize]> {
+    tensors.iter().map(NdTensor::shape).collect()
+}
+
+/// ndarray's slice of every `step`-th element of `range`.
+fn axis_slice(range: std::ops::Range<usize>, step: i64) -> Slice {
+    Slice::new(
+        range.start as isize,
+        Some(range.end as isize),
+        step as isize,
+    )
+}
+
+/// `t` reshaped to `shape` (same number of elements).
+fn reshape_to<E: Element>(t: &NdTensor<E>, shape: &[usize]) -> R<NdTensor<E>> {
+    let s: Vec<i64> = shape.iter().map(|d| *d as i64).collect();
+    Ok(NdTensor {
+        data: reshape_arr(&t.data, &s)?,
+    })
 }

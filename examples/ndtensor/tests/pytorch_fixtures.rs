@@ -17,19 +17,14 @@
 
 mod common;
 
+use autograd_opset::conformance::OP_SET_DIFFERENCES;
 use autograd_opset::conformance::fixtures::{SPECIAL, fixtures, replay_all};
 use common::T;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Fixtures ndtensor does not match yet: `(fixture name, reason)`. Each must FAIL.
-#[rustfmt::skip]
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
-    // ---- a documented PyTorch difference
-    ("shape_errors/mse_loss_mismatch_broadcast", "documented PyTorch difference: with a target that broadcasts, PyTorch's mse_loss_backward normalizes the target's gradient by the target's numel (PyTorch warns this 'will likely lead to incorrect results'); ndtensor gives the true derivative, half of it here"),
-    // ---- a forward formula PyTorch does not have
-    ("jvp/native_dropout_backward/0", "PyTorch 2.15 has no forward formula for native_dropout_backward and raises; ndtensor's (auto_linear: the op is linear in grad_output) gives the tangent"),
-    ("jvp/native_dropout_backward/1", "as jvp/native_dropout_backward/0"),
-];
+/// Fixtures ndtensor does not match: `(fixture name, reason)`. Each must FAIL. They are the
+/// op set's own differences (its formulas, on purpose), none of ndtensor's kernels.
+const KNOWN_DIFFERENCES: &[(&str, &str)] = OP_SET_DIFFERENCES;
 
 /// Functions of ndtensor's YAML that no fixture exercises: `(schema name, reason)`.
 const EXCLUDED: &[(&str, &str)] = &[];

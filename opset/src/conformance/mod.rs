@@ -13,12 +13,12 @@
 //! * [`no_panic::random_calls`]: every function with random arguments, then backward: `Ok`
 //!   or `Err`, never a panic.
 //!
+//! [`check_backend`] runs them all: a backend's one conformance test is
+//!
 //! ```ignore
 //! #[test]
-//! fn conformance() {
-//!     use autograd_opset::conformance::*;
-//!     assert!(missing_cases::<MyTensor>().is_empty());
-//!     let failures = check_every_case::<MyTensor>();
+//! fn the_op_sets_conformance_kit_passes() {
+//!     let failures = autograd_opset::conformance::check_backend::<MyTensor>(&[]);
 //!     assert!(failures.is_empty(), "{}", failures.join("\n"));
 //! }
 //! ```
@@ -27,7 +27,10 @@ pub mod cases;
 pub mod dispatch;
 pub mod fixtures;
 pub mod inplace_cases;
+pub mod kit;
 pub mod no_panic;
+
+pub use kit::{OP_SET_DIFFERENCES, backend_kernels, check_backend};
 
 use autograd::gradcheck::{ElementAccess, Tolerances, check_forward, gradcheck, gradgradcheck};
 use autograd::runtime::{GradOptions, Variable, grad_with};
@@ -120,10 +123,15 @@ pub fn v<B: ConformanceTensor>(x: &[f64], shape: &[usize]) -> B {
 
 /// The analysis of the op set's YAML files (what `autograd_ops!` generates from).
 pub fn analysis() -> autograd_codegen::analysis::Analysis {
+    analyze_config(&config()).expect("the op set's YAML files analyse")
+}
+
+/// The code generator's configuration for the op set's YAML files.
+fn config() -> Config {
     let mut c = Config::new("derivatives.yaml");
     c.native = Some("native_functions.yaml".into());
     c.base_dir = env!("CARGO_MANIFEST_DIR").into();
-    analyze_config(&c).expect("the op set's YAML files analyse")
+    c
 }
 
 /// `"inplace"`, `"out"` or `"functional"` (mutable and scratch variants count

@@ -1,0 +1,69 @@
+//! All that candletensor writes for the op set besides its kernels (`backend.rs`): the
+//! runtime's `Tensor` (gradient seeds and sums), element access and a constructor from
+//! values (gradcheck's, `nn`'s), and the conformance kit's strided layout and seed.
+
+use crate::CandleTensor;
+use candle_core::DType;
+
+impl autograd::runtime::Tensor for CandleTensor {
+    fn shape(&self) -> &[usize] {
+        self.t.dims()
+    }
+    fn dtype(&self) -> &'static str {
+        match self.t.dtype() {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            _ => "int",
+        }
+    }
+    fn ones_like(&self) -> Self {
+        CandleTensor::new(self.t.ones_like().expect("ones_like"))
+    }
+    fn zeros_like(&self) -> Self {
+        CandleTensor::new(self.t.zeros_like().expect("zeros_like"))
+    }
+    fn add(&self, other: &Self) -> Self {
+        CandleTensor::new(
+            self.t
+                .broadcast_add(&other.t)
+                .expect("gradients of one shape"),
+        )
+    }
+    fn has_nan(&self) -> bool {
+        self.to_vec().iter().any(|x| x.is_nan())
+    }
+}
+
+impl autograd::gradcheck::ElementAccess for CandleTensor {
+    fn to_f64_vec(&self) -> Vec<f64> {
+        self.to_vec()
+    }
+    /// In `self`'s dtype and layout (gradcheck's perturbed inputs stay strided).
+    fn with_f64_vec(&self, values: &[f64]) -> Self {
+        let c = CandleTensor::from_vec(values.to_vec(), self.shape());
+        let c = CandleTensor::new(c.t.to_dtype(self.t.dtype()).expect("a float dtype"));
+        if self.t.is_contiguous() {
+            c
+        } else {
+            c.reversed_layout()
+        }
+    }
+}
+
+impl autograd_opset::nn::FromValues for CandleTensor {
+    fn from_f64(values: &[f64], shape: &[usize]) -> Self {
+        CandleTensor::from_vec(values.to_vec(), shape)
+    }
+}
+
+#[cfg(feature = "conformance")]
+impl autograd_opset::conformance::ConformanceTensor for CandleTensor {
+    fn noncontiguous(&self) -> Self {
+        self.reversed_layout()
+    }
+    fn seed(seed: u64) {
+        autograd_opset::random::manual_seed(seed)
+    }
+}
