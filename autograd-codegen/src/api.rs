@@ -152,6 +152,7 @@ fn functions_from_entries(entries: &[DerivativeEntry], cx: &mut Ctxt) -> Vec<Nat
                     manual_cpp_binding: false,
                     is_abstract: true,
                     composite_kernel: None,
+                    explicit_kernel: None,
                 });
             }
         }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Usage of the subcommand.
-pub const USAGE: &str = "usage: autograd-gen expand --derivatives PATH [--native PATH] [--helpers RUST_PATH] [--raw-helpers RUST_PATH] [--crate RUST_PATH] [--fallible]";
+pub const USAGE: &str = "usage: autograd-gen expand --derivatives PATH [--native PATH] [--helpers RUST_PATH] [--raw-helpers RUST_PATH] [--crate RUST_PATH] [--fallible] [--error-from RUST_PATH] [--error-from RUST_PATH]";
 
 /// Run `expand` with the arguments after the subcommand name.
 pub fn run(mut it: impl Iterator<Item = String>) -> ExitCode {
@@ -28,9 +28,10 @@ pub fn run(mut it: impl Iterator<Item = String>) -> ExitCode {
         match a.as_str() {
             "--derivatives" => derivatives = Some(PathBuf::from(value)),
             "--native" => config.native = Some(PathBuf::from(value)),
-            "--helpers" | "--raw-helpers" | "--crate" => {
+            "--helpers" | "--raw-helpers" | "--crate" | "--error-from" => {
                 match syn::parse_str::<syn::Path>(&value) {
                     Ok(p) if a == "--helpers" => config.helpers = Some(p),
+                    Ok(p) if a == "--error-from" => config.error_from = Some(p),
                     Ok(p) if a == "--raw-helpers" => config.raw_helpers = Some(p),
                     Ok(p) => config.krate = p,
                     Err(e) => {

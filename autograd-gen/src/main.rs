@@ -38,8 +38,12 @@ expand    print the code autograd_ops! generates for a derivatives.yaml, formatt
   --derivatives PATH   derivatives.yaml (formulas in Rust)
   --native PATH        native_functions.yaml (adds in-place and out= variants)
   --helpers RUST_PATH  the module formulas may call (the macro's `helpers = ...`)
+  --raw-helpers RUST_PATH
+                       the same helpers over raw tensors (the macro's `raw_helpers = ...`)
   --crate RUST_PATH    the facade crate's path (default ::autograd)
   --fallible           kernels return Result<_, Self::Error> (the macro's `fallible = true`)
+  --error-from RUST_PATH
+                       Backend::Error converts from this type (the macro's `error_from = ...`)
 
 Small demo inputs ship in autograd-gen/demo/ (see its README).";
 

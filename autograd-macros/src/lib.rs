@@ -5,8 +5,9 @@ use proc_macro::TokenStream;
 /// Generate the autograd layer from a `derivatives.yaml` with Rust formulas.
 ///
 /// `autograd_ops!("derivatives.yaml")`, optionally with `native = "native_functions.yaml"`,
-/// `helpers = crate::path` (a module formulas may use) and `crate = ::autograd` (the facade's
-/// path). Paths are relative to the crate's `CARGO_MANIFEST_DIR`. See the `autograd` crate for
+/// `helpers = crate::path` (a module formulas may use), `raw_helpers = crate::path::raw` (the
+/// same helpers over raw tensors, for the formulas' raw form), `fallible = true`,
+/// `types = { Scalar = f32 }` and `crate = ::autograd` (the facade's path). Paths are relative to the crate's `CARGO_MANIFEST_DIR`. See the `autograd` crate for
 /// what is generated.
 #[proc_macro]
 pub fn autograd_ops(input: TokenStream) -> TokenStream {

@@ -37,6 +37,7 @@ pub mod ops {
         native = "native_functions.yaml",
         helpers = crate::helpers,
         raw_helpers = crate::helpers::raw,
+        error_from = crate::Error,
         fallible = true
     );
 }

@@ -21,6 +21,8 @@ pub struct MacroArgs {
     pub types: Vec<(String, syn::Type)>,
     /// `fallible = true`: kernels return `Result<_, Self::Error>`.
     pub fallible: bool,
+    /// `error_from = path`: the kernels' error type converts from this one.
+    pub error_from: Option<syn::Path>,
 }
 
 impl syn::parse::Parse for MacroArgs {
@@ -52,6 +54,7 @@ impl syn::parse::Parse for MacroArgs {
                 "raw_helpers" => args.raw_helpers = Some(input.parse()?),
                 "crate" => args.krate = Some(input.parse()?),
                 "fallible" => args.fallible = input.parse::<syn::LitBool>()?.value,
+                "error_from" => args.error_from = Some(input.parse()?),
                 "types" => {
                     let content;
                     syn::braced!(content in input);
@@ -69,11 +72,17 @@ impl syn::parse::Parse for MacroArgs {
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
-                            "unknown argument `{other}`: expected `native = \"...\"`, `yaml = \"...\"`, `helpers = path`, `raw_helpers = path`, `crate = path`, `types = {{ Scalar = f32 }}` or `fallible = true`"
+                            "unknown argument `{other}`: expected `native = \"...\"`, `yaml = \"...\"`, `helpers = path`, `raw_helpers = path`, `crate = path`, `types = {{ Scalar = f32 }}`, `fallible = true` or `error_from = path`"
                         ),
                     ));
                 }
             }
+        }
+        if let Some(p) = args.error_from.as_ref().filter(|_| !args.fallible) {
+            return Err(syn::Error::new_spanned(
+                p,
+                "`error_from` bounds the kernels' error type, which only `fallible = true` has",
+            ));
         }
         if args.derivatives.is_some() == args.yaml.is_some() {
             return Err(input.error(

@@ -59,8 +59,13 @@ pub(crate) fn tuple(v: Vec<TokenStream>) -> TokenStream {
     }
 }
 
-/// An in-place or out= kernel written with the functional one.
+/// An in-place or out= kernel written with the functional one; a functional kernel with a
+/// decomposition (`CompositeExplicitAutograd`) calls it.
 fn default_body(p: &FunctionPlan<'_>, s: &Settings) -> Option<TokenStream> {
+    if let (Some(k), Some(h)) = (&p.decomposition, &s.helpers) {
+        let args = p.params.iter().map(|q| &q.ident);
+        return Some(quote!(#h::#k::<Self>(#(#args),*)));
+    }
     let (fname, g) = p.functional.as_ref()?;
     let args = g.func.arguments.flat_non_out().map(|a| {
         let n = ident(&a.name);

@@ -77,6 +77,13 @@ impl Builder {
         self
     }
 
+    /// `Backend::Error` converts from this type, e.g. `"crate::Error"` (see the macro's
+    /// `error_from = path`).
+    pub fn error_from(mut self, path: &str) -> Self {
+        self.config.error_from = rust_path("error_from", path, &mut self.errors);
+        self
+    }
+
     /// The facade crate's path (default `::autograd`).
     pub fn krate(mut self, path: &str) -> Self {
         if let Some(p) = rust_path("krate", path, &mut self.errors) {

@@ -72,6 +72,9 @@ pub struct Config {
     pub type_overrides: Vec<(String, syn::Type)>,
     /// Kernels return `Result<_, Self::Error>`; wrappers return `Result`.
     pub fallible: bool,
+    /// With `fallible`: `Backend::Error` must convert from this type (`error_from =
+    /// crate::Error`), so that default kernels (decompositions) can report their checks.
+    pub error_from: Option<syn::Path>,
 }
 
 impl Config {
@@ -88,6 +91,7 @@ impl Config {
             derivatives_text: None,
             type_overrides: Vec::new(),
             fallible: false,
+            error_from: None,
         }
     }
 
@@ -254,10 +258,14 @@ fn emit(config: &Config, s: &Settings) -> Result<TokenStream, Diagnostics> {
         .iter()
         .filter(|f| f.composite.is_none())
         .map(|f| backend::backend_method(f, s));
+    let from = config
+        .error_from
+        .as_ref()
+        .map(|p| quote!(+ ::std::convert::From<#p>));
     let error_ty = s.fallible.then(|| {
         quote!(
             /// The kernels' error; wrappers return it inside `AutogradError::Backend`.
-            type Error: ::std::error::Error + ::std::marker::Send + ::std::marker::Sync + 'static;
+            type Error: ::std::error::Error + ::std::marker::Send + ::std::marker::Sync + 'static #from;
         )
     });
     let raw_ops = raw::raw_module(&p, s);
@@ -296,7 +304,24 @@ fn emit(config: &Config, s: &Settings) -> Result<TokenStream, Diagnostics> {
 
 /// A composite function's kernel lives in the helpers module, and only functional
 /// composites are supported (an in-place or out= one would need a kernel to write into).
+/// The same for a decomposition (`CompositeExplicitAutograd`), which also cannot be a
+/// `CompositeImplicitAutograd` function (that has no kernel to give a default).
 fn check_composites(p: &plan::Plan<'_>, s: &Settings, cx: &mut Ctxt) {
+    for f in p.functions.iter().filter(|f| f.decomposition.is_some()) {
+        let problem = if f.kind != SchemaKind::Functional {
+            "only functional functions can name a CompositeExplicitAutograd kernel here (an \
+             in-place or out= kernel defaults to its functional one)"
+        } else if f.nf.composite_kernel.is_some() {
+            "`dispatch:` names both a CompositeImplicitAutograd and a CompositeExplicitAutograd \
+             kernel; keep one"
+        } else if s.helpers.is_none() {
+            "a CompositeExplicitAutograd kernel (the backend kernel's default) is a function \
+             of the helpers module: set `helpers = path::to::module`"
+        } else {
+            continue;
+        };
+        cx.error(&f.nf.loc, Some(&f.nf.schema), problem);
+    }
     for f in p.functions.iter().filter(|f| f.composite.is_some()) {
         let problem = if f.kind != SchemaKind::Functional {
             "only functional functions can be CompositeImplicitAutograd here (an in-place or \
@@ -504,6 +529,7 @@ fn macro_config(args: MacroArgs) -> Config {
     }
     config.type_overrides = args.types;
     config.fallible = args.fallible;
+    config.error_from = args.error_from;
     config
 }
 

@@ -233,6 +233,9 @@ pub(crate) struct FunctionPlan<'a> {
     /// `dispatch: {CompositeImplicitAutograd: NAME}` without an entry: the wrapper calls the
     /// helpers' `NAME`, built from differentiable ops (no kernel, no node of its own).
     pub composite: Option<Ident>,
+    /// `dispatch: {CompositeExplicitAutograd: NAME}`: the backend kernel's default body
+    /// calls the helpers' `NAME`, built from other kernels (PyTorch's decompositions).
+    pub decomposition: Option<Ident>,
     /// Tensor inputs the entry gives no formula and does not mark `non_differentiable`:
     /// PyTorch's `check_no_requires_grad` refuses them when they require grad.
     pub no_requires_grad: Vec<DiffInput<'a>>,
@@ -646,6 +649,7 @@ impl<'a> Builder<'a, '_> {
                 (format_ident!("{}", op_fn_name(&g.func.name)), g)
             });
         let composite = self.composite(fa, nf);
+        let decomposition = nf.explicit_kernel.as_deref().map(ident);
         let not_implemented = match fa.main_info() {
             None if composite.is_none() && self.can_carry_history(kind, &returns) => {
                 self.tensor_inputs(nf)
@@ -661,6 +665,7 @@ impl<'a> Builder<'a, '_> {
         Some(FunctionPlan {
             no_requires_grad,
             composite,
+            decomposition,
             view,
             forward,
             not_implemented,

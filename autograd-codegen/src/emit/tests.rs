@@ -284,3 +284,65 @@ fn inputs_without_a_formula_are_refused_when_they_require_grad() {
     let code = generate_pretty(&config(&marked)).unwrap();
     assert!(!code.contains("check_no_requires_grad"), "{code}");
 }
+
+const DECOMPOSED_NATIVE: &str = "\
+- func: mul.Scalar(Tensor self, Scalar other) -> Tensor
+- func: twice(Tensor self) -> Tensor
+  dispatch:
+    CompositeExplicitAutograd: twice_by_mul
+";
+
+#[test]
+fn decompositions_are_kernel_defaults_and_keep_their_node() {
+    let yaml = format!("{YAML}\n- name: twice(Tensor self) -> Tensor\n  self: grad\n");
+    let mut c = config_with_native(&yaml, DECOMPOSED_NATIVE, "decomposed");
+    c.helpers = Some(syn::parse_quote!(crate::h));
+    let code = generate_pretty(&c).unwrap();
+    let kernel = code
+        .split("fn twice(self_: &Self) -> Self {")
+        .nth(1)
+        .expect("a kernel with a default body");
+    let body = kernel.split('}').next().unwrap();
+    assert!(
+        body.contains("crate::h::twice_by_mul::<Self>(self_)"),
+        "{body}"
+    );
+    // The function keeps its node: gradients come from its own entry.
+    assert!(code.contains("pub struct TwiceBackward0"), "{code}");
+}
+
+#[test]
+fn decomposition_mistakes_are_errors() {
+    let yaml = format!("{YAML}\n- name: twice(Tensor self) -> Tensor\n  self: grad\n");
+    let c = config_with_native(&yaml, DECOMPOSED_NATIVE, "decomposed-no-helpers");
+    let errs = generate(&c).unwrap_err().0;
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].message.contains("set `helpers = "), "{}", errs[0]);
+    let both = format!("{DECOMPOSED_NATIVE}    CompositeImplicitAutograd: twice\n");
+    let mut c = config_with_native(YAML, &both, "decomposed-both");
+    c.helpers = Some(syn::parse_quote!(crate::h));
+    let errs = generate(&c).unwrap_err().0;
+    assert!(
+        errs.iter().any(|e| e.message.contains("names both")),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn error_from_bounds_the_kernels_error_type() {
+    let mut c = config(YAML);
+    c.fallible = true;
+    c.error_from = Some(syn::parse_quote!(crate::MyError));
+    let code = generate_pretty(&c).unwrap();
+    let bound: String = code
+        .split("type Error:")
+        .nth(1)
+        .and_then(|b| b.split(';').next())
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert!(
+        bound.ends_with("+'static+::std::convert::From<crate::MyError>"),
+        "{bound}"
+    );
+}

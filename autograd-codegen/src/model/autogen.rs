@@ -375,6 +375,7 @@ fn generate_function(f: &NativeFunction, kind: SchemaKind) -> Result<NativeFunct
         manual_cpp_binding: false,
         is_abstract: f.is_abstract,
         composite_kernel: None,
+        explicit_kernel: None,
     })
 }
 

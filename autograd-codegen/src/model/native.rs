@@ -50,6 +50,10 @@ pub struct NativeFunction {
     /// The kernel an explicit `dispatch: {CompositeImplicitAutograd: NAME}` names: the
     /// function is implemented by differentiable ops (no backend kernel, no node of its own).
     pub composite_kernel: Option<String>,
+    /// The kernel an explicit `dispatch: {CompositeExplicitAutograd: NAME}` names: the
+    /// default body of the function's backend kernel, built from other kernels (a backend
+    /// may override it), as PyTorch's decompositions of that key are.
+    pub explicit_kernel: Option<String>,
 }
 
 impl NativeFunction {
@@ -271,7 +275,8 @@ fn parse_entry(
     let autogen = r.autogen(cx);
     let manual_cpp_binding = r.bool_of("manual_cpp_binding", cx);
     let dispatch_keys = r.dispatch_keys(structured || structured_delegate.is_some(), cx);
-    let composite_kernel = r.composite_kernel();
+    let composite_kernel = r.named_kernel("CompositeImplicitAutograd");
+    let explicit_kernel = r.named_kernel("CompositeExplicitAutograd");
     let is_abstract = structured_delegate.is_some() || is_abstract(&dispatch_keys);
     Some(NativeFunction {
         func,
@@ -286,6 +291,7 @@ fn parse_entry(
         manual_cpp_binding,
         is_abstract,
         composite_kernel,
+        explicit_kernel,
     })
 }
 
@@ -411,14 +417,11 @@ impl EntryReader<'_> {
             .collect()
     }
 
-    /// The kernel named under an explicit `CompositeImplicitAutograd` key of `dispatch:`.
-    fn composite_kernel(&self) -> Option<String> {
+    /// The kernel named under the dispatch key `key` of `dispatch:`.
+    fn named_kernel(&self, key: &str) -> Option<String> {
         let m = self.item.get("dispatch")?.as_map()?;
         m.iter().find_map(|(k, v)| {
-            let explicit = k
-                .as_str()?
-                .split(',')
-                .any(|key| key.trim() == "CompositeImplicitAutograd");
+            let explicit = k.as_str()?.split(',').any(|k| k.trim() == key);
             explicit.then(|| v.as_str().map(str::to_string)).flatten()
         })
     }

@@ -137,7 +137,7 @@ fn figures() -> String {
         ),
         ("... that a backend writes (no default)", k.required.len()),
         (
-            "... with a default (in-place, out=: the functional kernel)",
+            "... with a default (in-place, out=: the functional kernel; decompositions: `stack`, `t`, `sum`, ...)",
             k.defaulted.len(),
         ),
         (

@@ -15,8 +15,10 @@ use autograd::runtime::{AutogradError, Variable};
 type V<T> = Variable<T>;
 
 mod composites;
+mod decompositions;
 mod formulas;
 pub mod raw;
 
 pub use composites::{chunk, cross_entropy_loss, matmul, nll_loss, nll_loss_nd};
+pub use decompositions::*;
 pub use formulas::*;

@@ -1,0 +1,128 @@
+//! Default kernels: PyTorch's `CompositeExplicitAutograd` decompositions of functions that
+//! have a derivatives entry of their own, written over other kernels. `native_functions.yaml`
+//! names them (`dispatch: {CompositeExplicitAutograd: decomposed_stack}`), and the generated
+//! `Backend` trait gives the kernel this body by default: a backend implements the kernel
+//! only to do better (a native `stack`). Gradients are unaffected (the function keeps its own
+//! node); values and errors are PyTorch's (the checks are `crate::meta`'s).
+
+use super::Backend;
+use crate::meta;
+
+/// `zeros_like`: `new_zeros` with the input's sizes (PyTorch's `zeros_like` for a strided
+/// tensor; the memory format does not change a value).
+pub fn decomposed_zeros_like<T: Backend>(
+    self_: &T,
+    dtype: Option<autograd::types::ScalarType>,
+    layout: Option<autograd::types::Layout>,
+    device: Option<autograd::types::Device>,
+    pin_memory: Option<bool>,
+    _memory_format: Option<autograd::types::MemoryFormat>,
+) -> Result<T, T::Error> {
+    let sizes: Vec<i64> = self_.shape().iter().map(|&d| d as i64).collect();
+    T::new_zeros(self_, &sizes, dtype, layout, device, pin_memory)
+}
+
+/// `sum`: `sum.dim_IntList` over every dimension.
+pub fn decomposed_sum<T: Backend>(
+    self_: &T,
+    dtype: Option<autograd::types::ScalarType>,
+) -> Result<T, T::Error> {
+    T::sum_dim_intlist(self_, None, false, dtype)
+}
+
+/// `mean`: `mean.dim` over every dimension.
+pub fn decomposed_mean<T: Backend>(
+    self_: &T,
+    dtype: Option<autograd::types::ScalarType>,
+) -> Result<T, T::Error> {
+    T::mean_dim(self_, None, false, dtype)
+}
+
+/// `t`: `transpose(0, 1)`, the input itself below two dimensions.
+pub fn decomposed_t<T: Backend>(self_: &T) -> Result<T, T::Error> {
+    let nd = self_.shape().len();
+    meta::t(nd)?;
+    match nd {
+        2 => T::transpose_int(self_, 0, 1),
+        _ => Ok(self_.clone()),
+    }
+}
+
+/// `squeeze`: a reshape to the sizes other than 1.
+pub fn decomposed_squeeze<T: Backend>(self_: &T) -> Result<T, T::Error> {
+    T::reshape(self_, &sizes(&meta::squeeze(self_.shape())))
+}
+
+/// `squeeze.dim`: a reshape without that dimension when its size is 1.
+pub fn decomposed_squeeze_dim<T: Backend>(self_: &T, dim: i64) -> Result<T, T::Error> {
+    match meta::squeeze_dim(self_.shape(), dim)? {
+        Some(ax) => {
+            let mut s = self_.shape().to_vec();
+            s.remove(ax);
+            T::reshape(self_, &sizes(&s))
+        }
+        None => Ok(self_.clone()),
+    }
+}
+
+/// `squeeze.dims`: a reshape without those dimensions of size 1.
+pub fn decomposed_squeeze_dims<T: Backend>(self_: &T, dim: &[i64]) -> Result<T, T::Error> {
+    let s = meta::squeeze_dims(self_.shape(), dim)?;
+    T::reshape(self_, &sizes(&s))
+}
+
+/// `unsqueeze`: a reshape with a dimension of size 1 inserted.
+pub fn decomposed_unsqueeze<T: Backend>(self_: &T, dim: i64) -> Result<T, T::Error> {
+    let ax = meta::unsqueeze(self_.shape().len(), dim)?;
+    let mut s = self_.shape().to_vec();
+    s.insert(ax, 1);
+    T::reshape(self_, &sizes(&s))
+}
+
+/// `narrow`: `slice` after `narrow`'s own checks (PyTorch's `narrow_symint`).
+pub fn decomposed_narrow<T: Backend>(
+    self_: &T,
+    dim: i64,
+    start: i64,
+    length: i64,
+) -> Result<T, T::Error> {
+    let (ax, s) = meta::narrow(self_.shape(), dim, start, length)?;
+    let s = s as i64;
+    T::slice_tensor(self_, ax as i64, Some(s), Some(s + length), 1)
+}
+
+/// `split.Tensor`: one `slice` per piece.
+pub fn decomposed_split<T: Backend>(
+    self_: &T,
+    split_size: i64,
+    dim: i64,
+) -> Result<Vec<T>, T::Error> {
+    let (ax, pieces) = meta::split(self_.shape(), split_size, dim)?;
+    pieces
+        .into_iter()
+        .map(|r| T::slice_tensor(self_, ax as i64, Some(r.start), Some(r.end), 1))
+        .collect()
+}
+
+/// `unbind.int`: one `select` per index.
+pub fn decomposed_unbind<T: Backend>(self_: &T, dim: i64) -> Result<Vec<T>, T::Error> {
+    let ax = meta::unbind(self_.shape(), dim)?;
+    (0..self_.shape()[ax] as i64)
+        .map(|i| T::select_int(self_, ax as i64, i))
+        .collect()
+}
+
+/// `stack`: every tensor unsqueezed at `dim`, then `cat`.
+pub fn decomposed_stack<T: Backend>(tensors: &[T], dim: i64) -> Result<T, T::Error> {
+    let shapes: Vec<&[usize]> = tensors.iter().map(|t| t.shape()).collect();
+    let ax = meta::stack(&shapes, dim)? as i64;
+    let parts = tensors
+        .iter()
+        .map(|t| T::unsqueeze(t, ax))
+        .collect::<Result<Vec<T>, T::Error>>()?;
+    T::cat(&parts, ax)
+}
+
+fn sizes(s: &[usize]) -> Vec<i64> {
+    s.iter().map(|&d| d as i64).collect()
+}
