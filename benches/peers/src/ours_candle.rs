@@ -13,9 +13,17 @@ fn t(v: &[f32], shape: &[usize]) -> CandleTensor {
     CandleTensor::new(Tensor::from_slice(v, shape, &Device::Cpu).expect("tensor"))
 }
 
-/// The only element, as `f32` (the tensors are `F32`; `item()` reads it as `f64`).
+/// The elements as `f32`, read as `candle_b` reads candle's (`CandleTensor::to_vec` would
+/// convert to an `f64` copy first: a second allocation, timed in W2's step).
+fn host(t: &CandleTensor) -> Vec<f32> {
+    t.t.flatten_all()
+        .and_then(|f| f.to_vec1::<f32>())
+        .expect("an F32 tensor")
+}
+
+/// The only element.
 fn item(v: &Var) -> f32 {
-    v.data().item() as f32
+    host(&v.data())[0]
 }
 
 pub fn w1(steps: usize) -> W1Out {
@@ -62,7 +70,7 @@ pub fn w1_kernels(steps: usize) -> W1Out {
         y = CandleTensor::tanh(&b).expect("tanh");
     }
     W1Out {
-        value: y.item() as f32,
+        value: host(&y)[0],
         grad: f32::NAN,
     }
 }
@@ -113,7 +121,7 @@ impl W2 {
         let mut grad_sum = 0.0f64;
         for p in &self.params {
             let g = p.grad().expect("grad");
-            grad_sum += g.data().to_vec().iter().sum::<f64>();
+            grad_sum += host(&g.data()).iter().map(|v| *v as f64).sum::<f64>();
             p.zero_grad();
         }
         Ok(W2Out {
@@ -137,5 +145,5 @@ fn try_w3(init: &[f32], steps: usize) -> Result<f32, AutogradError> {
     s.backward()?;
     drop((s, y));
     let g = x.grad().expect("grad").data();
-    Ok(g.to_vec().iter().sum::<f64>() as f32)
+    Ok(host(&g).iter().sum())
 }
