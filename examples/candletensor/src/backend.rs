@@ -185,9 +185,7 @@ fn matmul(a: &Tensor, b: &Tensor) -> R<Tensor> {
     // contiguous copies.
     match a.matmul(b) {
         Ok(r) => Ok(r),
-        Err(e) if is_non_contiguous(&e) => {
-            a.contiguous().ce()?.matmul(&b.contiguous().ce()?).ce()
-        }
+        Err(e) if is_non_contiguous(&e) => a.contiguous().ce()?.matmul(&b.contiguous().ce()?).ce(),
         Err(e) => Err(e).ce(),
     }
 }
