@@ -19,6 +19,20 @@ pub fn w1(steps: usize) -> W1Out {
     W1Out { value, grad }
 }
 
+/// W1's forward chain on plain tensors (not `Var`s): candle records nothing, kernels only.
+pub fn w1_plain(steps: usize) -> W1Out {
+    let mut y = Tensor::from_slice(&[0.5f32], 1, &Device::Cpu).expect("tensor");
+    for _ in 0..steps {
+        let a = (&y * 0.999).expect("mul");
+        let b = (&a + 0.001).expect("add");
+        y = b.tanh().expect("tanh");
+    }
+    W1Out {
+        value: y.to_vec1::<f32>().expect("value")[0],
+        grad: f32::NAN,
+    }
+}
+
 pub struct W2 {
     x: Tensor,
     target: Tensor,

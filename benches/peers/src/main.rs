@@ -1,15 +1,22 @@
-//! Generated autograd (ndtensor, built with `autograd_ops!`) against a hand-written tape,
-//! candle-core and burn: the same workloads, the same machine, one interleaved run.
+//! Generated autograd (ndtensor and candletensor, built with `autograd_ops!`) against a
+//! hand-written tape, candle-core and burn: the same workloads, the same machine, one interleaved run.
 //!
 //! ```sh
 //! cd benches/peers && CARGO_TARGET_DIR=/work/target-peers cargo run --release -- [w1] [w2] [w3]
-//!     [--reps N] [--threads N] [--only tape,ours,candle,burn]
+//!     [w1f] [--reps N] [--threads N] [--only tape,ours,candle,ours-candle,burn]
 //! ```
+//!
+//! Backends: `tape` (hand-written, the reference), `ours` (ndtensor), `candle` (candle-core's
+//! own `backward()`), `ours-candle` (candletensor: candle-core's kernels under the generated
+//! autograd) and `burn`.
 //!
 //! * W1 overhead: one-element tensor, 20,000 steps of `y = tanh(y * 0.999 + 0.001)`, backward;
 //!   ns per op = total / 60,000. Run twice: as is (the gradient goes through subnormal floats)
 //!   and with flush-to-zero/denormals-are-zero set on the running thread (MXCSR). Each timed
 //!   run in its own process (re-exec), the processes interleaved.
+//! * W1f (not in the default set): W1's forward chain without autograd, for ours (`no_grad`),
+//!   candle (plain tensors) and ours-candle (`no_grad`, and candletensor's kernels called
+//!   directly): the kernels' share of W1.
 //! * W2 MLP step: batch 64, 784 -> 128 -> 10, relu, mean squared error; µs per forward+backward
 //!   step and per forward without autograd (median of 200 after 20 warm-up; each backend in
 //!   processes of its own, four rounds of them interleaved).
@@ -19,6 +26,7 @@
 mod burn_b;
 mod candle_b;
 mod ours;
+mod ours_candle;
 mod tape;
 mod tape_b;
 
@@ -89,14 +97,20 @@ const W1_STEPS: usize = 20_000;
 const W3_STEPS: usize = 2_000;
 const W3_LEN: usize = 10_000;
 
-const ALL: [&str; 4] = ["tape", "ours", "candle", "burn"];
+const ALL: [&str; 5] = ["tape", "ours", "candle", "ours-candle", "burn"];
 
 fn w1_of(name: &str) -> fn(usize) -> W1Out {
     match name {
         "tape" => tape_b::w1,
         "ours" => ours::w1,
         "candle" => candle_b::w1,
+        "ours-candle" => ours_candle::w1,
         "burn" => burn_b::w1,
+        // W1's forward chain without autograd (workload `w1f`).
+        "ours/no_grad" => ours::w1_no_grad,
+        "candle/plain" => candle_b::w1_plain,
+        "ours-candle/no_grad" => ours_candle::w1_no_grad,
+        "ours-candle/kernels" => ours_candle::w1_kernels,
         _ => unreachable!(),
     }
 }
@@ -106,6 +120,7 @@ fn w3_of(name: &str) -> fn(&[f32], usize) -> f32 {
         "tape" => tape_b::w3,
         "ours" => ours::w3,
         "candle" => candle_b::w3,
+        "ours-candle" => ours_candle::w3,
         "burn" => burn_b::w3,
         _ => unreachable!(),
     }
@@ -129,6 +144,11 @@ impl Step for candle_b::W2 {
         candle_b::W2::step(self, grad)
     }
 }
+impl Step for ours_candle::W2 {
+    fn step(&mut self, grad: bool) -> W2Out {
+        ours_candle::W2::step(self, grad)
+    }
+}
 impl Step for burn_b::W2 {
     fn step(&mut self, grad: bool) -> W2Out {
         burn_b::W2::step(self, grad)
@@ -140,6 +160,7 @@ fn w2_of<'a>(name: &str, m: &'a Mlp) -> Box<dyn Step + 'a> {
         "tape" => Box::new(tape_b::W2::new(m)),
         "ours" => Box::new(ours::W2::new(m)),
         "candle" => Box::new(candle_b::W2::new(m)),
+        "ours-candle" => Box::new(ours_candle::W2::new(m)),
         "burn" => Box::new(burn_b::W2::new(m)),
         _ => unreachable!(),
     }
@@ -190,7 +211,7 @@ fn w1(backends: &[&str], reps: usize) {
         for b in backends {
             let o = w1_of(b)(steps);
             println!(
-                "  check {steps:>5} steps  {b:<7} y = {:.7}  dy/dx = {:e}",
+                "  check {steps:>5} steps  {b:<11} y = {:.7}  dy/dx = {:e}",
                 o.value, o.grad
             );
             assert!(
@@ -232,13 +253,64 @@ fn w1(backends: &[&str], reps: usize) {
         for (i, b) in backends.iter().enumerate() {
             let s = stats(&times[i]);
             println!(
-                "    {b:<7} {:>9.1} ns/op   min-max {:>8.1}-{:<8.1}  {:>6.2}x tape",
+                "    {b:<11} {:>9.1} ns/op   min-max {:>8.1}-{:<8.1}  {:>6.2}x tape",
                 s.median,
                 s.min,
                 s.max,
                 s.median / tape
             );
         }
+    }
+}
+
+/// The no-autograd variants of W1's forward chain that belong to `backend` (workload `w1f`).
+fn w1f_variants(backend: &str) -> &'static [&'static str] {
+    match backend {
+        "ours" => &["ours/no_grad"],
+        "candle" => &["candle/plain"],
+        "ours-candle" => &["ours-candle/no_grad", "ours-candle/kernels"],
+        _ => &[],
+    }
+}
+
+/// W1's forward chain without autograd: what the kernels (and the generated wrappers under
+/// `no_grad`) cost per op, to set beside W1's forward+backward.
+fn w1f(backends: &[&str], reps: usize) {
+    println!(
+        "W1 forward without autograd: {W1_STEPS} steps of y = tanh(y * 0.999 + 0.001), no backward"
+    );
+    let names: Vec<&str> = backends
+        .iter()
+        .flat_map(|b| w1f_variants(b))
+        .copied()
+        .collect();
+    let reference = tape_b::w1(W1_STEPS);
+    for b in &names {
+        let o = w1_of(b)(W1_STEPS);
+        println!("  check {b:<20} y = {:.7}", o.value);
+        assert!(
+            close(o.value as f64, reference.value as f64, 1e-5),
+            "{b}: value {} vs tape {}",
+            o.value,
+            reference.value
+        );
+    }
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    for _ in 0..reps {
+        for (i, b) in names.iter().enumerate() {
+            times[i].push(w1_in_child(b, false));
+        }
+    }
+    println!(
+        "  median of {reps} interleaved runs, one process each, ns/op = total / {}:",
+        W1_STEPS * 3
+    );
+    for (i, b) in names.iter().enumerate() {
+        let s = stats(&times[i]);
+        println!(
+            "    {b:<20} {:>9.1} ns/op   min-max {:>8.1}-{:<8.1}",
+            s.median, s.min, s.max
+        );
     }
 }
 
@@ -254,7 +326,7 @@ fn w2(backends: &[&str], reps: usize) {
         let o = s.step(true);
         let f = s.step(false);
         println!(
-            "  check {b:<7} loss = {:.6} (no autograd {:.6})  sum of gradients = {:.6}",
+            "  check {b:<11} loss = {:.6} (no autograd {:.6})  sum of gradients = {:.6}",
             o.loss, f.loss, o.grad_sum
         );
         assert!(
@@ -294,7 +366,7 @@ fn w2(backends: &[&str], reps: usize) {
         let (a, f) = (stats(&fb[i]), stats(&fw[i]));
         let ratio = a.median / f.median;
         println!(
-            "    {b:<7} fwd+bwd {:>8.1} us (min-max {:>7.1}-{:<7.1})  fwd {:>7.1} us (min-max {:>7.1}-{:<7.1})  (fwd+bwd)/fwd {:>5.2}  ({:.2}x tape's ratio)",
+            "    {b:<11} fwd+bwd {:>8.1} us (min-max {:>7.1}-{:<7.1})  fwd {:>7.1} us (min-max {:>7.1}-{:<7.1})  (fwd+bwd)/fwd {:>5.2}  ({:.2}x tape's ratio)",
             a.median,
             a.min,
             a.max,
@@ -416,7 +488,7 @@ fn w3(backends: &[&str], rounds: usize) {
     let reference = tape_b::w3(&init, 20);
     for b in backends {
         let g = w3_of(b)(&init, 20);
-        println!("  check 20 steps  {b:<7} sum(dx) = {g:e}");
+        println!("  check 20 steps  {b:<11} sum(dx) = {g:e}");
         assert!(
             close(g as f64, reference as f64, 1e-3),
             "{b}: {g} vs {reference}"
@@ -455,7 +527,7 @@ fn w3(backends: &[&str], rounds: usize) {
     for (i, b) in backends.iter().enumerate() {
         let (p, t) = (stats(&peaks[i]), stats(&millis[i]));
         println!(
-            "    {b:<7} {:>7.1} MiB (min-max {:>6.1}-{:<6.1})  {:>5.2}x tape   time {:>7.1} ms   sum(dx) = {:.4}",
+            "    {b:<11} {:>7.1} MiB (min-max {:>6.1}-{:<6.1})  {:>5.2}x tape   time {:>7.1} ms   sum(dx) = {:.4}",
             p.median,
             p.min,
             p.max,
@@ -515,7 +587,7 @@ fn main() {
                     .map(|v| v.split(',').map(str::to_string).collect())
                     .unwrap_or_default()
             }
-            w @ ("w1" | "w2" | "w3") => workloads.push(w.to_string()),
+            w @ ("w1" | "w1f" | "w2" | "w3") => workloads.push(w.to_string()),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -547,6 +619,7 @@ fn main() {
                 let t = Instant::now();
                 match w.as_str() {
                     "w1" => w1(&names, reps.unwrap_or(15)),
+                    "w1f" => w1f(&names, reps.unwrap_or(15)),
                     "w2" => w2(&names, reps.unwrap_or(200)),
                     "w3" => w3(&names, reps.unwrap_or(3)),
                     _ => unreachable!(),

@@ -166,7 +166,7 @@ fn count(a: &Tensor, axes: &[usize]) -> usize {
     axes.iter().map(|x| a.dims()[*x]).product()
 }
 
-/// A matrix product on contiguous operands (candle's gemm), with empty operands handled.
+/// A matrix product (candle's gemm), with empty operands handled.
 fn matmul(a: &Tensor, b: &Tensor) -> R<Tensor> {
     let (an, bn) = (a.rank(), b.rank());
     let k = a.dims()[an - 1];
@@ -175,7 +175,25 @@ fn matmul(a: &Tensor, b: &Tensor) -> R<Tensor> {
         s.push(b.dims()[bn - 1]);
         return Tensor::zeros(s, a.dtype(), &cpu()).ce();
     }
-    a.contiguous().ce()?.matmul(&b.contiguous().ce()?).ce()
+    // candle's CPU kernel (gemm) takes any strides of the two matrix dims, transposes
+    // included (the backward formulas' `mm(grad, t(w))`): no copy. Layouts a backend refuses
+    // (MKL, Accelerate, CUDA, Metal: some strides; any backend: some batch strides) go through
+    // contiguous copies.
+    match a.matmul(b) {
+        Ok(r) => Ok(r),
+        Err(e) if is_non_contiguous(&e) => a.contiguous().ce()?.matmul(&b.contiguous().ce()?).ce(),
+        Err(e) => Err(e).ce(),
+    }
+}
+
+/// candle's error for a matmul layout its kernel does not take.
+fn is_non_contiguous(e: &candle_core::Error) -> bool {
+    match e {
+        candle_core::Error::MatMulUnexpectedStriding(_) => true,
+        candle_core::Error::WithBacktrace { inner, .. } => is_non_contiguous(inner),
+        candle_core::Error::Context { inner, .. } => is_non_contiguous(inner),
+        _ => false,
+    }
 }
 
 /// A 0-d tensor as a 1-element 1-d one (PyTorch's `ensure_nonempty_dim`).
@@ -327,8 +345,8 @@ impl Backend for CandleTensor {
         Ok(w((a + b).ce()?))
     }
     fn add_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
-        let t = &self_.t;
-        Ok(w(t.broadcast_add(&sc(other * alpha, t)?).ce()?))
+        // candle's scalar kernel (`x * 1 + c`, exactly `x + c`), as `tensor + f64`.
+        Ok(w(self_.t.affine(1.0, other * alpha).ce()?))
     }
     fn sub_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         let (a, b) = both(&self_.t, &other.t)?;
@@ -340,16 +358,17 @@ impl Backend for CandleTensor {
         Ok(w((a - b).ce()?))
     }
     fn sub_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
-        let t = &self_.t;
-        Ok(w(t.broadcast_sub(&sc(other * alpha, t)?).ce()?))
+        // `x * 1 + (-c)`: exactly `x - c`.
+        Ok(w(self_.t.affine(1.0, -(other * alpha)).ce()?))
     }
     fn mul_tensor(self_: &Self, other: &Self) -> R<Self> {
         let (a, b) = both(&self_.t, &other.t)?;
         Ok(w((a * b).ce()?))
     }
     fn mul_scalar(self_: &Self, other: f64) -> R<Self> {
-        let t = &self_.t;
-        Ok(w(t.broadcast_mul(&sc(other, t)?).ce()?))
+        // candle's scalar kernel, `x * c + (-0.0)`: adding -0.0 changes no value (a +0.0
+        // would turn a -0.0 product into +0.0), so this is exactly `x * c`.
+        Ok(w(self_.t.affine(other, -0.0).ce()?))
     }
     fn div_tensor(self_: &Self, other: &Self) -> R<Self> {
         let (a, b) = both(&self_.t, &other.t)?;
@@ -429,7 +448,7 @@ impl Backend for CandleTensor {
     }
     fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
         let (g, y) = both(&grad_output.t, &output.t)?;
-        let one_minus = y.sqr().ce()?.neg().ce()?.affine(1.0, 1.0).ce()?;
+        let one_minus = y.sqr().ce()?.affine(-1.0, 1.0).ce()?;
         Ok(w((g * one_minus).ce()?))
     }
     fn sigmoid(self_: &Self) -> R<Self> {
