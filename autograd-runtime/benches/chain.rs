@@ -154,10 +154,13 @@ impl<T: Raw> Node<T> for MulScalarBackward {
             grads[0].as_ref().map(|g| mul_scalar(g, self.other))
         ])
     }
-    fn apply_raw(&mut self, grads: RawList<T>) -> Result<RawList<T>, AutogradError> {
-        Ok(RawList::from_array([grads[0]
-            .as_ref()
-            .map(|g| g.mul_s(self.other))]))
+    fn apply_raw(
+        &mut self,
+        grads: &mut RawList<T>,
+        out: &mut RawList<T>,
+    ) -> Result<(), AutogradError> {
+        out.push(grads[0].as_ref().map(|g| g.mul_s(self.other)));
+        Ok(())
     }
 }
 fn mul_scalar<T: Raw>(a: &Variable<T>, s: f32) -> Variable<T> {
@@ -177,8 +180,13 @@ impl<T: Raw> Node<T> for AddScalarBackward {
     fn apply(&mut self, mut grads: VariableList<T>) -> Result<VariableList<T>, AutogradError> {
         Ok(variable_list![grads.take(0)])
     }
-    fn apply_raw(&mut self, mut grads: RawList<T>) -> Result<RawList<T>, AutogradError> {
-        Ok(RawList::from_array([grads.take(0)]))
+    fn apply_raw(
+        &mut self,
+        grads: &mut RawList<T>,
+        out: &mut RawList<T>,
+    ) -> Result<(), AutogradError> {
+        out.push(grads.take(0));
+        Ok(())
     }
 }
 fn add_scalar<T: Raw>(a: &Variable<T>, s: f32) -> Variable<T> {
@@ -204,12 +212,18 @@ impl<T: Raw> Node<T> for TanhBackward0<T> {
         let y = self.result.unpack()?;
         Ok(variable_list![Some(tanh_backward(g, &y))])
     }
-    fn apply_raw(&mut self, grads: RawList<T>) -> Result<RawList<T>, AutogradError> {
+    fn apply_raw(
+        &mut self,
+        grads: &mut RawList<T>,
+        out: &mut RawList<T>,
+    ) -> Result<(), AutogradError> {
         let Some(g) = &grads[0] else {
-            return Ok(RawList::from_array([None]));
+            out.push(None);
+            return Ok(());
         };
         let y = self.result.unpack_data()?;
-        Ok(RawList::from_array([Some(T::tanh_backward(g, &y))]))
+        out.push(Some(T::tanh_backward(g, &y)));
+        Ok(())
     }
     fn release_variables(&mut self) {
         self.result.reset();

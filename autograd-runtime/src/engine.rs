@@ -552,7 +552,7 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
         self.find(&Vertex::of(edge).0)
     }
 
-    fn deliver(&mut self, edge: &'a Edge<T>, grad: Option<G>) {
+    fn deliver(&mut self, edge: &'a Edge<T>, grad: &mut Option<G>) {
         let (v, nr) = Vertex::of(edge);
         let i = if self.lazy {
             let (i, new) = self.insert(v);
@@ -571,13 +571,13 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
             st.buffer.set_none_len(st.vertex.num_inputs());
             self.buffers_left += 1;
         }
-        if let Some(g) = grad
+        if grad.is_some()
             && let Some(slot) = st.buffer.get_mut(nr)
         {
-            *slot = Some(match slot.take() {
-                None => g,
-                Some(old) => G::sum(old, &g),
-            });
+            match slot.take() {
+                None => *slot = grad.take(),
+                Some(old) => *slot = grad.take().map(|g| G::sum(old, &g)),
+            }
         }
         if !self.lazy {
             st.deps -= 1;
@@ -722,9 +722,11 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
     };
     // 3. Execute.
     for (edge, g) in roots {
-        task.deliver(edge, g.clone().map(G::from_var));
+        task.deliver(edge, &mut g.clone().map(G::from_var));
     }
     let mut captured: Vec<Option<Variable<T>>> = vec![None; n_captures];
+    // The gradients a node computes, written in place and reused node after node.
+    let mut out = OptList::<G, 2>::new();
     while let Some(i) = task.pop_ready() {
         let st = &mut task.states[i as usize];
         let mut buf = std::mem::take(&mut st.buffer);
@@ -760,8 +762,9 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
                 if !exec {
                     continue;
                 }
-                let outputs = call_node(cell, hooks.as_ref(), buf, keep_graph)?;
-                for (edge, g) in cell.edges.iter().zip(outputs) {
+                out.reset(0);
+                call_node(cell, hooks.as_ref(), buf, &mut out, keep_graph)?;
+                for (edge, g) in cell.edges.iter().zip(out.iter_mut()) {
                     if let Some(edge) = edge {
                         task.deliver(edge, g);
                     }
@@ -891,8 +894,9 @@ fn call_node<T: Tensor, G: Grad<T>>(
     cell: &DynCell<T>,
     hooks: Option<&HooksSnapshot<T>>,
     mut grads: OptList<G, 2>,
+    outputs: &mut OptList<G, 2>,
     keep_graph: bool,
-) -> Result<OptList<G, 2>, AutogradError> {
+) -> Result<(), AutogradError> {
     let mut post_inputs = None;
     if let Some(h) = hooks {
         let mut vars = G::to_vars(grads);
@@ -904,14 +908,14 @@ fn call_node<T: Tensor, G: Grad<T>>(
     }
     let result = {
         let mut node = lock(&cell.node);
-        let r = G::apply(&mut *node, grads);
+        let r = G::apply(&mut *node, &mut grads, outputs);
         if !keep_graph && r.is_ok() {
             node.release_variables();
         }
         r
     };
-    let mut outputs = result.map_err(|e| anomaly_wrap(cell, e))?;
-    validate(cell, &outputs).map_err(|e| anomaly_wrap(cell, e))?;
+    result.map_err(|e| anomaly_wrap(cell, e))?;
+    validate(cell, outputs).map_err(|e| anomaly_wrap(cell, e))?;
     if is_anomaly_enabled() {
         for (i, g) in outputs.iter().enumerate() {
             if let Some(g) = g
@@ -926,11 +930,11 @@ fn call_node<T: Tensor, G: Grad<T>>(
         }
     }
     if let (Some(h), Some(inputs)) = (hooks, post_inputs) {
-        let mut vars = G::to_vars(outputs);
+        let mut vars = G::to_vars(std::mem::take(outputs));
         hooks::run_post_hooks(&h.post, &mut vars, &inputs).map_err(|e| anomaly_wrap(cell, e))?;
-        outputs = G::from_vars(vars);
+        *outputs = G::from_vars(vars);
     }
-    Ok(outputs)
+    Ok(())
 }
 
 fn validate<T: Tensor, G: Grad<T>>(

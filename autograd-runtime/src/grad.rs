@@ -20,11 +20,12 @@ pub(crate) trait Grad<T: Tensor>: Clone + Send + Sync + 'static {
     fn sum(a: Self, b: &Self) -> Self;
     /// Runs `f` on the raw tensor.
     fn with_data<R>(&self, f: impl FnOnce(&T) -> R) -> R;
-    /// Runs the node's formulas.
+    /// Runs the node's formulas: `grads` in, the inputs' gradients into `out` (empty).
     fn apply(
         node: &mut dyn Node<T>,
-        grads: OptList<Self, 2>,
-    ) -> Result<OptList<Self, 2>, AutogradError>;
+        grads: &mut OptList<Self, 2>,
+        out: &mut OptList<Self, 2>,
+    ) -> Result<(), AutogradError>;
     /// Adds `g` into the leaf's `.grad` (PyTorch's `AccumulateGrad`).
     fn accumulate(var: &Variable<T>, g: Self, create_graph: bool);
 
@@ -56,9 +57,11 @@ impl<T: Tensor> Grad<T> for Variable<T> {
     }
     fn apply(
         node: &mut dyn Node<T>,
-        grads: VariableList<T>,
-    ) -> Result<VariableList<T>, AutogradError> {
-        node.apply(grads)
+        grads: &mut VariableList<T>,
+        out: &mut VariableList<T>,
+    ) -> Result<(), AutogradError> {
+        *out = node.apply(std::mem::take(grads))?;
+        Ok(())
     }
     fn accumulate(var: &Variable<T>, g: Self, create_graph: bool) {
         accumulate_var(var, g, create_graph)
@@ -83,8 +86,12 @@ impl<T: Tensor> Grad<T> for T {
         f(self)
     }
     #[inline]
-    fn apply(node: &mut dyn Node<T>, grads: OptList<T, 2>) -> Result<OptList<T, 2>, AutogradError> {
-        node.apply_raw(grads)
+    fn apply(
+        node: &mut dyn Node<T>,
+        grads: &mut OptList<T, 2>,
+        out: &mut OptList<T, 2>,
+    ) -> Result<(), AutogradError> {
+        node.apply_raw(grads, out)
     }
     fn accumulate(var: &Variable<T>, g: Self, _create_graph: bool) {
         var.with_grad_slot(|slot| match slot.take() {

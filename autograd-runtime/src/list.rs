@@ -97,6 +97,21 @@ impl<X, const N: usize> OptList<X, N> {
         }
     }
 
+    /// Drops every entry and makes the list `len` entries of `None` (an inline list stays
+    /// inline; a spilled one is freed unless `len` needs it).
+    #[inline]
+    pub fn reset(&mut self, len: usize) {
+        match &mut self.repr {
+            Repr::Inline { len: l, items } if len <= N && N < 256 => {
+                for x in &mut items[..*l as usize] {
+                    *x = None;
+                }
+                *l = len as u8;
+            }
+            _ => *self = Self::with_len(len),
+        }
+    }
+
     /// Takes entry `i` out, leaving `None` (and `None` if out of range).
     #[inline]
     pub fn take(&mut self, i: usize) -> Option<X> {

@@ -63,18 +63,24 @@ pub trait Node<T: Tensor>: Send + 'static {
     fn apply(&mut self, grads: VariableList<T>) -> Result<VariableList<T>, AutogradError>;
     /// [`apply`](Self::apply) on raw tensors, for a backward pass without `create_graph`
     /// (nothing records a graph then, so a gradient needs no `Variable`). It must compute
-    /// what `apply` computes. The default wraps the gradients in variables, calls `apply`
-    /// and unwraps the results; generated nodes implement it on raw tensors directly.
-    fn apply_raw(&mut self, grads: RawList<T>) -> Result<RawList<T>, AutogradError> {
+    /// what `apply` computes. `grads` holds the gradients of the node's outputs (take what
+    /// you need); `out` arrives empty and receives one gradient per input (`out.reset(n)`,
+    /// then assign): written in place, so large tensors are not moved around. The default
+    /// wraps the gradients in variables, calls `apply` and unwraps the results; generated
+    /// nodes implement it on raw tensors directly.
+    fn apply_raw(
+        &mut self,
+        grads: &mut RawList<T>,
+        out: &mut RawList<T>,
+    ) -> Result<(), AutogradError> {
         let vars: VariableList<T> = grads
-            .into_iter()
-            .map(|g| g.map(Variable::from_data))
+            .iter_mut()
+            .map(|g| g.take().map(Variable::from_data))
             .collect();
-        Ok(self
-            .apply(vars)?
-            .into_iter()
-            .map(|g| g.map(|v| v.data()))
-            .collect())
+        for g in self.apply(vars)? {
+            out.push(g.map(|v| v.data()));
+        }
+        Ok(())
     }
     /// Frees saved variables (called after `apply` unless `retain_graph`).
     fn release_variables(&mut self) {}

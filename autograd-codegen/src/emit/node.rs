@@ -94,8 +94,9 @@ fn apply_raw(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
         #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
         fn apply_raw(
             &mut self,
-            grads: __ag::RawList<T>,
-        ) -> __ag::Result<__ag::RawList<T>, __ag::AutogradError> {
+            grads: &mut __ag::RawList<T>,
+            __out: &mut __ag::RawList<T>,
+        ) -> __ag::Result<(), __ag::AutogradError> {
             #body
         }
     }
@@ -152,10 +153,6 @@ fn apply_body(n: &NodePlan<'_>, s: &Settings, form: Form) -> TokenStream {
             Some(quote!(#[allow(unused_imports)] use self::raw::*; #h))
         }
     };
-    let list = match form {
-        Form::Var => quote!(__ag::VariableList::<T>),
-        Form::Raw => quote!(__ag::RawList::<T>),
-    };
     // Only what some formula uses: fewer tokens make the macro expand faster.
     let not_impl = n.not_implemented.then(|| {
         let op = &n.info.name;
@@ -166,20 +163,30 @@ fn apply_body(n: &NodePlan<'_>, s: &Settings, form: Form) -> TokenStream {
         )
     });
     // `grad` is the same for every formula: bound once; no gradient, nothing to do.
-    let grad = n
-        .uses_grad
-        .then(|| quote!(let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };));
+    let grad = n.uses_grad.then(|| match form {
+        Form::Var => quote!(let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };),
+        // `grad` and `grads` are never both used: the raw form takes it.
+        Form::Raw => quote!(let __ag::Some(grad) = grads[0].take() else { return Ok(()) };),
+    });
     let blocks = n.formulas.iter().map(|f| formula_block(n, f, s, form));
+    // `apply` returns its list; `apply_raw` fills the one it is given.
+    let (init, done) = match form {
+        Form::Var => (
+            quote!(let mut __out = __ag::VariableList::<T>::with_len(#total);),
+            quote!(__out),
+        ),
+        Form::Raw => (quote!(__out.reset(#total);), quote!(())),
+    };
     quote! {
         #helpers
         #not_impl
-        let mut __out = #list::with_len(#total);
+        #init
         if grads.iter().all(__ag::Option::is_none) {
-            return Ok(__out);
+            return Ok(#done);
         }
         #grad
         #(#blocks)*
-        Ok(__out)
+        Ok(#done)
     }
 }
 

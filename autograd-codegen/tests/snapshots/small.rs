@@ -57,15 +57,16 @@ impl<T: Backend> __ag::Node<T> for MulBackward0<T> {
     #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
     fn apply_raw(
         &mut self,
-        grads: __ag::RawList<T>,
-    ) -> __ag::Result<__ag::RawList<T>, __ag::AutogradError> {
+        grads: &mut __ag::RawList<T>,
+        __out: &mut __ag::RawList<T>,
+    ) -> __ag::Result<(), __ag::AutogradError> {
         #[allow(unused_imports)]
         use self::raw::*;
-        let mut __out = __ag::RawList::<T>::with_len(2usize);
+        __out.reset(2usize);
         if grads.iter().all(__ag::Option::is_none) {
-            return Ok(__out);
+            return Ok(());
         }
-        let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
+        let __ag::Some(grad) = grads[0].take() else { return Ok(()) };
         if self.__needs[1usize] {
             let self_ = self.self_.unpack_data()?;
             let grad = grad.clone();
@@ -78,7 +79,7 @@ impl<T: Backend> __ag::Node<T> for MulBackward0<T> {
             let __r = { mul_tensor(&grad, &other) }; // tests/fixtures/small.yaml:3: `mul.Tensor(Tensor self, Tensor other) -> Tensor`: formula for `self`
             __out[0usize] = __ag::IntoRawGrad::<T>::into_raw_grad(__r)?;
         }
-        Ok(__out)
+        Ok(())
     }
     fn release_variables(&mut self) {
         self.self_.reset();
@@ -129,21 +130,22 @@ impl<T: Backend> __ag::Node<T> for ExpBackward0<T> {
     #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
     fn apply_raw(
         &mut self,
-        grads: __ag::RawList<T>,
-    ) -> __ag::Result<__ag::RawList<T>, __ag::AutogradError> {
+        grads: &mut __ag::RawList<T>,
+        __out: &mut __ag::RawList<T>,
+    ) -> __ag::Result<(), __ag::AutogradError> {
         #[allow(unused_imports)]
         use self::raw::*;
-        let mut __out = __ag::RawList::<T>::with_len(1usize);
+        __out.reset(1usize);
         if grads.iter().all(__ag::Option::is_none) {
-            return Ok(__out);
+            return Ok(());
         }
-        let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
+        let __ag::Some(grad) = grads[0].take() else { return Ok(()) };
         if self.__needs[0usize] {
             let result = self.result.unpack_data()?;
             let __r = { mul_tensor(&grad, &result) }; // tests/fixtures/small.yaml:7: `exp(Tensor self) -> Tensor`: formula for `self`
             __out[0usize] = __ag::IntoRawGrad::<T>::into_raw_grad(__r)?;
         }
-        Ok(__out)
+        Ok(())
     }
     fn release_variables(&mut self) {
         self.result.reset();
@@ -191,21 +193,22 @@ impl<T: Backend> __ag::Node<T> for SumBackward0<T> {
     #[allow(unused_variables, unused_mut, non_snake_case, clippy::all)]
     fn apply_raw(
         &mut self,
-        grads: __ag::RawList<T>,
-    ) -> __ag::Result<__ag::RawList<T>, __ag::AutogradError> {
+        grads: &mut __ag::RawList<T>,
+        __out: &mut __ag::RawList<T>,
+    ) -> __ag::Result<(), __ag::AutogradError> {
         #[allow(unused_imports)]
         use self::raw::*;
-        let mut __out = __ag::RawList::<T>::with_len(1usize);
+        __out.reset(1usize);
         if grads.iter().all(__ag::Option::is_none) {
-            return Ok(__out);
+            return Ok(());
         }
-        let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
+        let __ag::Some(grad) = grads[0].take() else { return Ok(()) };
         if self.__needs[0usize] {
             let self_sizes = &self.self_sizes[..];
             let __r = { expand(&grad, &self_sizes.iter().map(|d| *d as i64).collect::<Vec<_>>(), false) }; // tests/fixtures/small.yaml:11: `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`: formula for `self`
             __out[0usize] = __ag::IntoRawGrad::<T>::into_raw_grad(__r)?;
         }
-        Ok(__out)
+        Ok(())
     }
     fn release_variables(&mut self) {}
     #[allow(unused_variables)]
