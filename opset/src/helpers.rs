@@ -279,11 +279,9 @@ pub fn clamp_backward<T: Backend>(
 pub fn maximum_mask<T: Backend>(a: &V<T>, b: &V<T>) -> Res<V<T>> {
     // PyTorch: `where(a == b, g / 2, g).masked_fill(a < b, 0)`, so a NaN on either side
     // passes the whole gradient.
-    add_scalar(
-        &neg(&add_tensor(&lt_tensor(a, b)?, &eq_tensor(a, b)?, 0.5)?)?,
-        1.0,
-        1.0,
-    )
+    // 1 - (a < b) - (a == b) / 2, the boolean masks promoted to the float type.
+    let lost = add_tensor(&mul_scalar(&eq_tensor(a, b)?, 0.5)?, &lt_tensor(a, b)?, 1.0)?;
+    add_scalar(&neg(&lost)?, 1.0, 1.0)
 }
 
 /// `matmul`, PyTorch's composite (`_matmul_impl`): by the ranks, a dot product, a
@@ -722,6 +720,13 @@ pub fn cross_entropy_loss<T: Backend>(
         ));
     }
     if self_.shape() == target.shape() {
+        let dtype = target.with_data(|t| t.dtype());
+        if !matches!(dtype, "f16" | "bf16" | "f32" | "f64") {
+            return Err(runtime_error(format!(
+                "Expected floating point type for target with class probabilities, got {}",
+                if dtype == "bool" { "Bool" } else { "Long" }
+            )));
+        }
         if ignore_index >= 0 {
             return Err(runtime_error(
                 "ignore_index is not supported for floating point target".into(),
@@ -845,7 +850,7 @@ fn cross_entropy_label_smoothing<T: Backend>(
         2 => sum(&smooth, None)?,
         _ => {
             // Normalized by the total weight of the targets kept, as `nll_loss` is.
-            let kept = reshape(&add_scalar(&neg(&ignored)?, 1.0, 1.0)?, &[-1])?;
+            let kept = reshape(&ne_scalar(target, ignore_index as f64)?, &[-1])?;
             let total = match weight {
                 Some(w) => {
                     let t0 = where_self(&ignored, &zeros_of(target), target)?;

@@ -76,9 +76,13 @@ def enc_num(x):
     return x
 
 
+DTYPES = {torch.float64: "f64", torch.float32: "f32", torch.int64: "i64", torch.bool: "bool"}
+
+
 def enc_tensor(t):
+    dtype = DTYPES.get(t.dtype, str(t.dtype))
     t = t.detach().to(torch.float64).clone().contiguous()
-    return {"shape": list(t.shape), "data": [enc_num(v) for v in t.reshape(-1).tolist()]}
+    return {"shape": list(t.shape), "dtype": dtype, "data": [enc_num(v) for v in t.reshape(-1).tolist()]}
 
 
 class T:
@@ -1754,6 +1758,8 @@ def scenarios():
     p.op("mul.Tensor", self=p.op("argmax", self=x, dim=None, keepdim=False), other=p.op("sum", self=x, dtype=None))
     add(p)
 
+    dtype_scenarios(S, scen)
+
     # ---- item 11: Scalar and in-place overloads
     p = scen("overloads/squeeze_dims", "overloads")
     p.op("squeeze.dims", self=p.inp([2, 1, 3, 1]), dim=[1, -1])
@@ -1809,6 +1815,209 @@ def scenarios():
     p.op("softmax.int", self=p.inp([0, 3]), dim=1, dtype=None)
     add(p)
     return S
+
+
+def dtype_scenarios(S, scen):
+    """Integer and boolean tensors (issue 16): the dtypes of results, PyTorch's promotion in
+    arithmetic, and its errors for index arguments and kernels of the wrong dtype."""
+
+    def prog(name):
+        p = scen(f"dtypes/{name}", "dtypes")
+        S.append(p)
+        return p
+
+    def ints(p, shape, data):
+        return p.inp(shape, "idx9", data=data)
+
+    def bools(p, shape):
+        return p.inp(shape, "bool")
+
+    # promotion: masks and integers meet floats
+    p = prog("mask_times_float")
+    x = p.inp([2, 3], "away")
+    p.op("mul.Tensor", self=x, other=p.op("gt.Scalar", self=x, other=0.0))
+    p = prog("float_times_bool_input")
+    p.op("mul.Tensor", self=p.inp([2, 3]), other=bools(p, [3]))
+    p = prog("int_plus_float")
+    p.op("add.Tensor", self=ints(p, [3], [1, -2, 5]), other=p.inp([2, 3]), alpha=0.5)
+    p = prog("int_plus_int_alpha")
+    p.op("add.Tensor", self=ints(p, [2, 2], [1, -2, 5, 7]), other=ints(p, [2], [3, 4]), alpha=2)
+    p = prog("int_minus_int")
+    p.op("sub.Tensor", self=ints(p, [3], [1, -2, 5]), other=ints(p, [3], [4, 4, 4]), alpha=1)
+    p = prog("bool_plus_bool")
+    p.op("add.Tensor", self=bools(p, [4]), other=bools(p, [4]), alpha=1)
+    p = prog("int_times_bool")
+    p.op("mul.Tensor", self=ints(p, [4], [3, -1, 2, 8]), other=bools(p, [4]))
+    p = prog("bool_times_bool")
+    p.op("mul.Tensor", self=bools(p, [2, 2]), other=bools(p, [2]))
+    p = prog("int_div_int")
+    p.op("div.Tensor", self=ints(p, [3], [7, -3, 4]), other=ints(p, [3], [2, 2, 8]))
+    p = prog("int_mul_int_scalar")
+    p.op("mul.Scalar", self=ints(p, [3], [7, -3, 4]), other=3)
+    p = prog("int_mul_float_scalar")
+    p.op("mul.Scalar", self=ints(p, [3], [7, -3, 4]), other=2.5)
+    p = prog("bool_add_int_scalar")
+    p.op("add.Scalar", self=bools(p, [3]), other=2, alpha=1)
+    p = prog("int_div_scalar")
+    p.op("div.Scalar", self=ints(p, [3], [7, -3, 4]), other=2)
+    p = prog("exp_of_int")
+    p.op("exp", self=ints(p, [3], [0, 1, 2]))
+    p = prog("sqrt_of_bool")
+    p.op("sqrt", self=bools(p, [3]))
+    p = prog("neg_of_int")
+    p.op("neg", self=ints(p, [3], [0, 1, -2]))
+    p = prog("abs_of_int")
+    p.op("abs", self=ints(p, [3], [0, 1, -2]))
+    p = prog("relu_of_int")
+    p.op("relu", self=ints(p, [3], [0, 1, -2]))
+    p = prog("sign_of_bool")
+    p.op("sign", self=bools(p, [3]))
+    p = prog("clamp_of_int")
+    p.op("clamp", self=ints(p, [4], [0, 1, -2, 9]), min=-1, max=5)
+    p = prog("pow_of_int")
+    p.op("pow.Tensor_Scalar", self=ints(p, [3], [0, 3, -2]), exponent=2)
+    p = prog("maximum_int_float")
+    p.op("maximum", self=ints(p, [3], [0, 3, -2]), other=p.inp([3]))
+    p = prog("mm_of_ints")
+    p.op("mm", self=ints(p, [2, 3], [1, 2, 3, 4, 5, 6]), mat2=ints(p, [3, 2], [1, 0, -1, 2, 0, 1]))
+    # reductions, comparisons, where
+    p = prog("sum_of_mask")
+    p.op("sum", self=p.op("gt.Scalar", self=p.inp([2, 3]), other=0.0), dtype=None)
+    p = prog("sum_dim_of_int")
+    p.op("sum.dim_IntList", self=ints(p, [2, 3], [1, 2, 3, 4, 5, 6]), dim=[0], keepdim=True, dtype=None)
+    p = prog("amax_of_int")
+    p.op("amax", self=ints(p, [2, 3], [1, 7, 3, 4, 5, 6]), dim=[1], keepdim=False)
+    p = prog("max_dim_of_int")
+    v, i = p.op("max.dim", nout=2, self=ints(p, [2, 3], [1, 7, 3, 4, 5, 6]), dim=1, keepdim=False)
+    p = prog("max_dim_indices")
+    v, i = p.op("max.dim", nout=2, self=p.inp([3, 4]), dim=1, keepdim=True)
+    p.out(i)
+    p = prog("argmax_of_int")
+    p.op("argmax", self=ints(p, [2, 3], [1, 7, 3, 4, 5, 6]), dim=0, keepdim=False)
+    p = prog("eq_int_float")
+    p.op("eq.Tensor", self=ints(p, [3], [1, 0, 2]), other=p.inp([3], data=[1.0, 0.5, 2.0]))
+    p = prog("lt_int_int")
+    p.op("lt.Tensor", self=ints(p, [3], [1, 0, 2]), other=ints(p, [3], [1, 3, 0]))
+    p = prog("gt_bool_bool")
+    p.op("gt.Tensor", self=bools(p, [4]), other=bools(p, [4]))
+    p = prog("ne_int_scalar")
+    p.op("ne.Scalar", self=ints(p, [3], [1, 0, 2]), other=2)
+    p = prog("le_int_float_scalar")
+    p.op("le.Scalar", self=ints(p, [3], [1, 0, 2]), other=1.5)
+    p = prog("where_int_branches")
+    p.op("where.self", condition=bools(p, [3]), self=ints(p, [3], [1, 2, 3]), other=ints(p, [1], [-1]))
+    p = prog("where_int_float")
+    p.op("where.self", condition=bools(p, [2, 3]), self=ints(p, [3], [1, 2, 3]), other=p.inp([2, 3]))
+    # moves of integer and boolean elements
+    p = prog("index_select_of_int")
+    p.op("index_select", self=ints(p, [3, 2], [10, 11, 12, 13, 14, 15]), dim=0, index=ints(p, [4], [2, 0, 2, 1]))
+    p = prog("gather_of_bool")
+    p.op("gather", self=bools(p, [2, 3]), dim=1, index=ints(p, [2, 2], [2, 0, 1, 1]), sparse_grad=False)
+    p = prog("embedding_of_int")
+    p.op("embedding", weight=ints(p, [3, 2], [10, 11, 12, 13, 14, 15]), indices=ints(p, [2], [2, 0]),
+         padding_idx=-1, scale_grad_by_freq=False, sparse=False)
+    p = prog("cat_int_float")
+    p.op("cat", tensors=[ints(p, [1, 3], [1, 2, 3]), p.inp([2, 3])], dim=0)
+    p = prog("cat_bool_bool")
+    p.op("cat", tensors=[bools(p, [2]), bools(p, [3])], dim=0)
+    p = prog("stack_int_bool")
+    p.op("stack", tensors=[ints(p, [2], [4, 5]), bools(p, [2])], dim=1)
+    p = prog("transpose_reshape_int")
+    t = p.op("transpose.int", self=ints(p, [2, 3], [1, 2, 3, 4, 5, 6]), dim0=0, dim1=1)
+    p.op("reshape", self=t, shape=[6])
+    p = prog("expand_bool")
+    p.op("expand", self=bools(p, [1, 3]), size=[2, 3], implicit=False)
+    p = prog("split_int")
+    p.op("split.Tensor", nout=2, self=ints(p, [4], [1, 2, 3, 4]), split_size=2, dim=0)
+    p = prog("zeros_like_int")
+    p.op("zeros_like", self=ints(p, [3], [1, 2, 3]), dtype=None, layout=None, device=None, pin_memory=None,
+         memory_format=None)
+    p = prog("new_zeros_bool")
+    p.op("new_zeros", self=bools(p, [3]), size=[2, 2], dtype=None, layout=None, device=None, pin_memory=None)
+    p = prog("dropout_mask_eval")
+    y, m = p.op("native_dropout", nout=2, input=p.inp([2, 3]), p=0.5, train=False)
+    p.out(m)
+    p = prog("dropout_backward_bool_mask")
+    p.op("native_dropout_backward", grad_output=p.inp([2, 3]), mask=bools(p, [2, 3]), scale=2.0)
+    p = prog("add_inplace_int")
+    y = p.op("clone", self=ints(p, [3], [1, 2, 3]), memory_format=None)
+    p.op("add_.Tensor", self=y, other=ints(p, [3], [5, 5, 5]), alpha=1)
+    p.out(y)
+    p = prog("mul_inplace_float_by_mask")
+    y = p.op("mul.Scalar", self=p.inp([3]), other=1.0)
+    p.op("mul_.Tensor", self=y, other=bools(p, [3]))
+    p.out(y)
+
+    # PyTorch's errors for the wrong dtypes
+    def fl_index(p, shape, data):
+        return p.inp(shape, rg=False, data=data)
+
+    p = prog("gather_float_index")
+    p.op("gather", self=p.inp([2, 3]), dim=1, index=fl_index(p, [2, 1], [0.0, 1.0]), sparse_grad=False)
+    p = prog("gather_bool_index")
+    p.op("gather", self=p.inp([2, 3]), dim=1, index=bools(p, [2, 1]), sparse_grad=False)
+    p = prog("index_select_float_index")
+    p.op("index_select", self=p.inp([3, 2]), dim=0, index=fl_index(p, [2], [0.0, 2.0]))
+    p = prog("scatter_add_float_index")
+    p.op("scatter_add", self=p.inp([3]), dim=0, index=fl_index(p, [2], [0.0, 2.0]), src=p.inp([2]))
+    p = prog("scatter_add_src_dtype")
+    p.op("scatter_add", self=p.inp([3]), dim=0, index=ints(p, [2], [0, 2]), src=ints(p, [2], [1, 1]))
+    p = prog("index_add_float_index")
+    p.op("index_add", self=p.inp([3]), dim=0, index=fl_index(p, [2], [0.0, 2.0]), source=p.inp([2]), alpha=1)
+    p = prog("index_add_source_dtype")
+    p.op("index_add", self=p.inp([3]), dim=0, index=ints(p, [2], [0, 2]), source=bools(p, [2]), alpha=1)
+    p = prog("embedding_float_indices")
+    p.op("embedding", weight=p.inp([3, 2]), indices=fl_index(p, [2], [0.0, 2.0]), padding_idx=-1,
+         scale_grad_by_freq=False, sparse=False)
+    p = prog("nll_loss_float_target")
+    p.op("nll_loss", self=p.inp([2, 3]), target=fl_index(p, [2], [0.0, 2.0]), weight=None, reduction=1,
+         ignore_index=-100)
+    p = prog("nll_loss_forward_bool_target")
+    p.op("nll_loss_forward", nout=2, self=p.inp([2, 3]), target=bools(p, [2]), weight=None, reduction=1,
+         ignore_index=-100)
+    p = prog("nll_loss_backward_float_target")
+    p.op("nll_loss_backward", grad_output=p.inp([]), self=p.inp([2, 3]), target=fl_index(p, [2], [0.0, 2.0]),
+         weight=None, reduction=1, ignore_index=-100, total_weight=p.inp([], rg=False, data=[2.0]))
+    p = prog("cross_entropy_float_target")
+    p.op("cross_entropy_loss", self=p.inp([2, 3]), target=fl_index(p, [2], [0.0, 2.0]), weight=None,
+         reduction=1, ignore_index=-100, label_smoothing=0.0)
+    p = prog("cross_entropy_long_probabilities")
+    p.op("cross_entropy_loss", self=p.inp([2, 3]), target=ints(p, [2, 3], [0, 1, 0, 1, 0, 0]), weight=None,
+         reduction=1, ignore_index=-100, label_smoothing=0.0)
+    p = prog("nll_loss_weight_dtype")
+    p.op("nll_loss", self=p.inp([2, 3]), target=ints(p, [2], [0, 2]), weight=ints(p, [3], [1, 1, 1]),
+         reduction=1, ignore_index=-100)
+    p = prog("where_float_condition")
+    p.op("where.self", condition=p.inp([3], rg=False), self=p.inp([3]), other=p.inp([3]))
+    p = prog("sub_bool_bool")
+    p.op("sub.Tensor", self=bools(p, [3]), other=bools(p, [3]), alpha=1)
+    p = prog("sub_float_bool")
+    p.op("sub.Tensor", self=p.inp([3]), other=bools(p, [3]), alpha=1)
+    p = prog("neg_bool")
+    p.op("neg", self=bools(p, [3]))
+    p = prog("add_int_float_alpha")
+    p.op("add.Tensor", self=ints(p, [3], [1, 2, 3]), other=ints(p, [3], [1, 2, 3]), alpha=0.5)
+    p = prog("mean_of_int")
+    p.op("mean", self=ints(p, [3], [1, 2, 3]), dtype=None)
+    p = prog("softmax_of_int")
+    p.op("softmax.int", self=ints(p, [3], [1, 2, 3]), dim=0, dtype=None)
+    p = prog("argmax_of_bool")
+    p.op("argmax", self=bools(p, [3]), dim=None, keepdim=False)
+    p = prog("relu_of_bool")
+    p.op("relu", self=bools(p, [3]))
+    p = prog("abs_of_bool")
+    p.op("abs", self=bools(p, [3]))
+    p = prog("mm_float_int")
+    p.op("mm", self=p.inp([2, 2]), mat2=ints(p, [2, 2], [1, 2, 3, 4]))
+    p = prog("mse_loss_of_ints")
+    p.op("mse_loss", self=ints(p, [3], [1, 2, 3]), target=ints(p, [3], [1, 2, 3]), reduction=1)
+    p = prog("layer_norm_of_int")
+    p.op("layer_norm", input=ints(p, [2, 3], [1, 2, 3, 4, 5, 6]), normalized_shape=[3], weight=None, bias=None,
+         eps=1e-5, cudnn_enable=True)
+    p = prog("mul_inplace_int_by_float")
+    y = p.op("clone", self=ints(p, [3], [1, 2, 3]), memory_format=None)
+    p.op("mul_.Tensor", self=y, other=p.inp([3], rg=False))
+    p.out(y)
 
 
 def main():

@@ -52,4 +52,10 @@ impl autograd_opset::nn::FromValues for CandleTensor {
     fn from_f64(values: &[f64], shape: &[usize]) -> Self {
         CandleTensor::from_vec(values.to_vec(), shape)
     }
+    fn from_i64(values: &[i64], shape: &[usize]) -> Self {
+        CandleTensor::from_i64(values.to_vec(), shape)
+    }
+    fn from_bool(values: &[bool], shape: &[usize]) -> Self {
+        CandleTensor::from_bool(values.to_vec(), shape)
+    }
 }

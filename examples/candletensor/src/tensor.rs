@@ -31,6 +31,35 @@ impl CandleTensor {
         }
     }
 
+    /// Row-major `i64` values with a shape: an `"i64"` tensor (candle's `I64`; indices, class
+    /// targets).
+    ///
+    /// ```
+    /// let t = candletensor::CandleTensor::from_i64(vec![2, 0, 1], &[3]);
+    /// assert_eq!(autograd::runtime::Tensor::dtype(&t), "i64");
+    /// assert_eq!(t.to_vec(), vec![2.0, 0.0, 1.0]);
+    /// ```
+    pub fn from_i64(v: Vec<i64>, shape: &[usize]) -> Self {
+        CandleTensor {
+            t: Tensor::from_vec(v, shape, &Device::Cpu).expect("values do not fit the shape"),
+        }
+    }
+
+    /// Row-major booleans with a shape: a `"bool"` tensor (candle's `U8` holding 0/1; masks,
+    /// `where`'s condition).
+    ///
+    /// ```
+    /// let m = candletensor::CandleTensor::from_bool(vec![true, false], &[2]);
+    /// assert_eq!(autograd::runtime::Tensor::dtype(&m), "bool");
+    /// assert_eq!(m.to_vec(), vec![1.0, 0.0]);
+    /// ```
+    pub fn from_bool(v: Vec<bool>, shape: &[usize]) -> Self {
+        let v: Vec<u8> = v.into_iter().map(u8::from).collect();
+        CandleTensor {
+            t: Tensor::from_vec(v, shape, &Device::Cpu).expect("values do not fit the shape"),
+        }
+    }
+
     /// A 0-dimensional tensor.
     pub fn scalar(x: f64) -> Self {
         CandleTensor::from_vec(vec![x], &[])
@@ -93,8 +122,14 @@ impl autograd::runtime::Tensor for CandleTensor {
             DType::F64 => "f64",
             DType::F16 => "f16",
             DType::BF16 => "bf16",
-            _ => "int",
+            DType::I64 => "i64",
+            DType::U8 => "bool",
+            DType::U32 => "u32",
+            _ => "other",
         }
+    }
+    fn is_differentiable(&self) -> bool {
+        self.t.dtype().is_float()
     }
     fn ones_like(&self) -> Self {
         CandleTensor {

@@ -1,11 +1,16 @@
-//! The raw operations: `impl Backend for NdTensor<E>` (one method per native function).
-//! No autograd here: the generated layer calls these and records the backward nodes.
-//! Every kernel checks its arguments and returns PyTorch's error ([`Error`]) instead of
-//! panicking.
+//! The raw operations, one per native function. No autograd here: the generated layer calls
+//! them and records the backward nodes. Every kernel checks its arguments and returns
+//! PyTorch's error ([`Error`]) instead of panicking.
+//!
+//! The kernels of this file are written over floating-point arrays (`FloatTensor`, named
+//! `NdTensor` here); [`dtype`] holds `impl Backend for NdTensor<E>`, which applies PyTorch's
+//! dtype rules (integer and boolean tensors, promotion, index dtypes) and calls them.
 
-use crate::tensor::{Element, NdTensor};
+mod dtype;
+
+// The kernels below see the floating-point tensor under the name `NdTensor`.
+use crate::tensor::{Element, FloatTensor as NdTensor};
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
-use autograd_opset::Backend;
 use autograd_opset::error::{Error, check};
 use autograd_opset::shape::{
     broadcast_shape, check_cat, check_gather_shapes, check_index_add, check_layer_norm, check_mm,
@@ -348,9 +353,8 @@ fn nll_forward<E: Element>(
     Ok((out, NdTensor::scalar(total)))
 }
 
-impl<E: Element> Backend for NdTensor<E> {
-    type Error = Error;
-
+/// The floating-point kernels (`dtype`'s `impl Backend` calls them).
+impl<E: Element> NdTensor<E> {
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         let a = E::of(alpha);
         zip(self_, other, |x, y| x + a * y)
