@@ -1,12 +1,15 @@
-//! The raw tensor: a `candle_core::Tensor` (CPU, `F64` for the tests; `F32` works too).
+//! The raw tensor: a `candle_core::Tensor` (CPU; `F64` for the tests, `F32` works too; `I64`
+//! and `U8` for integer and boolean tensors).
 
 use autograd::gradcheck::ElementAccess;
 use candle_core::{DType, Device, Tensor};
 use std::fmt;
 
-/// A raw tensor: candle's `Tensor` (cheaply cloneable, possibly strided). Index tensors
-/// (targets, `gather` indices, `max.dim` indices) hold integers as floating-point elements,
-/// as in ndtensor; the kernels convert them to candle's `U32` indices.
+/// A raw tensor: candle's `Tensor` (cheaply cloneable, possibly strided), of one of four
+/// dtypes: `F64` or `F32` (`"f64"`/`"f32"`, floating point, differentiable), `I64` (`"i64"`:
+/// indices, class targets, `argmax` and `max.dim`'s indices) and `U8` holding 0/1 (`"bool"`:
+/// comparisons, `where`'s condition, dropout's mask), as PyTorch's dtypes. The kernels pass
+/// index values to candle as `U32` after checking them.
 #[derive(Clone)]
 pub struct CandleTensor {
     /// candle's tensor.

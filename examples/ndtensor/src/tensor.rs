@@ -142,7 +142,7 @@ pub enum Data<E: Element> {
 /// # fn main() -> Result<(), autograd::runtime::AutogradError> {
 /// let x = Var::new(NdTensor::<f64>::from_vec(vec![0.5, -1.0, 2.0], &[3]), true);
 /// let mask = ndtensor::ops::gt_scalar(&x, 0.0)?;          // bool, no history
-/// assert_eq!(autograd::runtime::Tensor::dtype(&*mask.data()), "bool");
+/// assert_eq!(mask.data().dtype(), "bool");
 /// let y = ndtensor::ops::mul_tensor(&x, &mask)?;           // bool promotes to f64
 /// assert_eq!(y.data().to_vec(), vec![0.5, 0.0, 2.0]);
 /// let i = Var::from_data(NdTensor::<f64>::from_i64(vec![2, 0], &[2]));

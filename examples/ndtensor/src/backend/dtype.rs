@@ -99,7 +99,7 @@ fn to_kind<E: Element>(t: &NdTensor<E>, k: Kind) -> NdTensor<E> {
     match (t.data(), k) {
         (_, Kind::Float) => NdTensor::new(t.to_float()),
         (Data::Bool(a), Kind::Int) => {
-            NdTensor::from_data(Data::Int(a.mapv(|x| i64::from(x)).into_shared()))
+            NdTensor::from_data(Data::Int(a.mapv(i64::from).into_shared()))
         }
         _ => t.clone(),
     }
