@@ -143,6 +143,17 @@ fn idx<G: Element>(a: &A<i64>) -> F<G> {
     fl(a.mapv(|x| G::of(x as f64)).into_shared())
 }
 
+/// Whether every index is exactly an `F` (an `f32` holds integers up to 2^24 exactly).
+fn exact<F: Element>(i: &A<i64>) -> bool {
+    i.iter().all(|v| F::of(*v as f64).as_f64() == *v as f64)
+}
+
+/// Whether indices must go through `f64` kernels to stay exact (an `f32` library with an
+/// index above 2^24); the call then runs on `NdTensor<f64>` and comes back as `E`.
+fn needs_f64<E: Element>(i: &A<i64>) -> bool {
+    !exact::<E>(i) && exact::<f64>(i)
+}
+
 /// The `i64` elements of an index argument, or `message` (PyTorch's dtype error).
 fn index_arg<E: Element>(t: &NdTensor<E>, message: impl FnOnce(&str) -> String) -> R<A<i64>> {
     match t.data() {
@@ -989,6 +1000,10 @@ impl<E: Element> Backend for NdTensor<E> {
         let i = index_arg(index, |_| {
             "index_select(): Expected dtype int32 or int64 for index".into()
         })?;
+        if needs_f64::<E>(&i) {
+            let r = <NdTensor<f64> as Backend>::index_select(&self_.cast(), dim, &index.cast());
+            return r.map(|r| r.cast());
+        }
         moved!(self_, x => F::index_select(x, dim, &idx(&i)))
     }
     fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
@@ -1002,6 +1017,11 @@ impl<E: Element> Backend for NdTensor<E> {
                 name_of(source)
             )
         })?;
+        if needs_f64::<E>(&i) {
+            let (x, ix, src) = (self_.cast(), index.cast(), source.cast());
+            let r = <NdTensor<f64> as Backend>::index_add(&x, dim, &ix, &src, alpha);
+            return r.map(|r| r.cast());
+        }
         if let (Data::Float(a), Data::Float(s)) = (self_.data(), source.data()) {
             let r = F::index_add(&fl(a.clone()), dim, &idx(&i), &fl(s.clone()), alpha)?;
             return Ok(float_out(r));
@@ -1013,6 +1033,11 @@ impl<E: Element> Backend for NdTensor<E> {
         let i = index_arg(index, |_| {
             "gather(): Expected dtype int32/int64 for index".into()
         })?;
+        if needs_f64::<E>(&i) {
+            let r =
+                <NdTensor<f64> as Backend>::gather(&self_.cast(), dim, &index.cast(), sparse_grad);
+            return r.map(|r| r.cast());
+        }
         moved!(self_, x => F::gather(x, dim, &idx(&i), sparse_grad))
     }
     fn scatter_add(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
@@ -1022,6 +1047,10 @@ impl<E: Element> Backend for NdTensor<E> {
         check(self_.dtype() == src.dtype(), || {
             "scatter(): Expected self.dtype to be equal to src.dtype".into()
         })?;
+        if needs_f64::<E>(&i) {
+            let (x, ix, s) = (self_.cast(), index.cast(), src.cast());
+            return <NdTensor<f64> as Backend>::scatter_add(&x, dim, &ix, &s).map(|r| r.cast());
+        }
         if let (Data::Float(a), Data::Float(s)) = (self_.data(), src.data()) {
             let r = F::scatter_add(&fl(a.clone()), dim, &idx(&i), &fl(s.clone()))?;
             return Ok(float_out(r));
@@ -1138,6 +1167,17 @@ impl<E: Element> Backend for NdTensor<E> {
                 "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {got} instead (while checking arguments for embedding)"
             )
         })?;
+        if needs_f64::<E>(&i) {
+            let (w, ix) = (weight.cast(), indices.cast());
+            let r = <NdTensor<f64> as Backend>::embedding(
+                &w,
+                &ix,
+                padding_idx,
+                scale_grad_by_freq,
+                sparse,
+            );
+            return r.map(|r| r.cast());
+        }
         moved!(weight, x => F::embedding(x, &idx(&i), padding_idx, scale_grad_by_freq, sparse))
     }
 }
