@@ -440,9 +440,16 @@ impl Backend for CandleTensor {
         C::tanh(&promoted(self_, float_dtype(&[self_]))?)
     }
     fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
-        floats(grad_output, "tanh_backward_cpu")?;
-        floats(output, "tanh_backward_cpu")?;
-        C::tanh_backward(grad_output, output)
+        // PyTorch promotes the two, and has the kernel for floats only.
+        let k = kind(grad_output).max(kind(output));
+        let t = if kind(grad_output) == k {
+            grad_output
+        } else {
+            output
+        };
+        floats(t, "tanh_backward_cpu")?;
+        let [g, o] = promoted_all([grad_output, output])?;
+        C::tanh_backward(&g, &o)
     }
     fn sigmoid(self_: &Self) -> R<Self> {
         C::sigmoid(&promoted(self_, float_dtype(&[self_]))?)
@@ -570,6 +577,13 @@ impl Backend for CandleTensor {
         matmul_like(self_, mat2, "addmm_impl_cpu_", C::mm)
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
+        check(self_.t.dtype() == mat2.t.dtype(), || {
+            format!(
+                "expected scalar type {} but found {}",
+                name_of(self_),
+                name_of(mat2)
+            )
+        })?;
         matmul_like(self_, mat2, "bmm", C::bmm)
     }
     fn sum(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
@@ -730,6 +744,12 @@ impl Backend for CandleTensor {
             )
         })?;
         let s = wide(source)?;
+        // PyTorch converts alpha to the integer dtype (truncates; for bools, != 0).
+        let alpha = match kind(self_) {
+            Kind::Float => alpha,
+            Kind::Int => alpha.trunc(),
+            Kind::Bool => f64::from(u8::from(alpha != 0.0)),
+        };
         moved(self_, |x| {
             C::index_add(
                 x,
@@ -784,7 +804,7 @@ impl Backend for CandleTensor {
         let t = index_arg(target, self_, |d| {
             format!("expected target dtype to be Long or Byte, but got {d}")
         })?;
-        floats(self_, "nll_loss_forward_out_frame")?;
+        floats(self_, "nll_loss_out_frame")?;
         nll_weight(self_, weight)?;
         C::nll_loss_forward(self_, &t, weight, reduction, ignore_index)
     }
@@ -830,7 +850,9 @@ impl Backend for CandleTensor {
     ) -> R<Self> {
         floats(input, "LayerNormKernelImpl")?;
         for t in weight.iter().chain(bias.iter()) {
-            floats(t, "LayerNormKernelImpl")?;
+            check(kind(t) == Kind::Float, || {
+                "mixed dtype (CPU): expect parameter to have scalar type of Float".into()
+            })?;
         }
         C::layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
     }

@@ -660,10 +660,17 @@ impl<E: Element> Backend for NdTensor<E> {
         Ok(float_out(F::tanh(&promoted(self_))?))
     }
     fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
-        let g = floats(grad_output, "tanh_backward_cpu")?;
+        // PyTorch promotes the two, and has the kernel for floats only.
+        let k = kind(grad_output).max(kind(output));
+        let t = if kind(grad_output) == k {
+            grad_output
+        } else {
+            output
+        };
+        floats(t, "tanh_backward_cpu")?;
         Ok(float_out(F::tanh_backward(
-            &g,
-            &floats(output, "tanh_backward_cpu")?,
+            &promoted(grad_output),
+            &promoted(output),
         )?))
     }
     fn sigmoid(self_: &Self) -> R<Self> {
@@ -836,6 +843,13 @@ impl<E: Element> Backend for NdTensor<E> {
         matmul_like(self_, mat2, "addmm_impl_cpu_", F::mm, F::mm)
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
+        check(self_.dtype() == mat2.dtype(), || {
+            format!(
+                "expected scalar type {} but found {}",
+                name_of(self_),
+                name_of(mat2)
+            )
+        })?;
         matmul_like(self_, mat2, "bmm", F::bmm, F::bmm)
     }
     fn sum(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
@@ -1026,6 +1040,11 @@ impl<E: Element> Backend for NdTensor<E> {
             let r = F::index_add(&fl(a.clone()), dim, &idx(&i), &fl(s.clone()), alpha)?;
             return Ok(float_out(r));
         }
+        // PyTorch converts alpha to the integer dtype (truncates; for bools, != 0).
+        let alpha = match kind(self_) {
+            Kind::Bool => f64::from(u8::from(alpha != 0.0)),
+            _ => alpha.trunc(),
+        };
         let r = F::index_add(&wide(self_), dim, &idx(&i), &wide(source), alpha)?;
         Ok(narrowed(r, kind(self_)))
     }
@@ -1080,7 +1099,7 @@ impl<E: Element> Backend for NdTensor<E> {
         let t = index_arg(target, |d| {
             format!("expected target dtype to be Long or Byte, but got {d}")
         })?;
-        let x = floats(self_, "nll_loss_forward_out_frame")?;
+        let x = floats(self_, "nll_loss_out_frame")?;
         let w = nll_weight(self_, weight)?;
         let (l, tw) = F::nll_loss_forward(&x, &idx(&t), w.as_ref(), reduction, ignore_index)?;
         Ok((float_out(l), float_out(tw)))
@@ -1137,10 +1156,14 @@ impl<E: Element> Backend for NdTensor<E> {
         cudnn_enable: bool,
     ) -> R<Self> {
         let x = floats(input, "LayerNormKernelImpl")?;
-        let w = weight
-            .map(|w| floats(w, "LayerNormKernelImpl"))
-            .transpose()?;
-        let b = bias.map(|b| floats(b, "LayerNormKernelImpl")).transpose()?;
+        let param = |p: &Self| {
+            check(kind(p) == Kind::Float, || {
+                "mixed dtype (CPU): expect parameter to have scalar type of Float".into()
+            })
+            .map(|()| promoted(p))
+        };
+        let w = weight.map(param).transpose()?;
+        let b = bias.map(param).transpose()?;
         let r = F::layer_norm(
             &x,
             normalized_shape,
