@@ -198,12 +198,13 @@ pub fn pow_backward<T: Backend>(g: &V<T>, self_: &V<T>, exponent: f64) -> Res<V<
 
 /// Backward of `pow.Tensor_Tensor` for the base.
 pub fn pow_backward_self<T: Backend>(g: &V<T>, self_: &V<T>, exponent: &V<T>) -> Res<V<T>> {
+    // PyTorch: `where(exponent == 0, 0, grad * exponent * pow(self, exponent - 1))`.
     let d = mul_tensor(
         exponent,
         &pow_tensor_tensor(self_, &sub_scalar(exponent, 1.0, 1.0)?)?,
     )?;
-    let d = where_self(&eq_scalar(exponent, 0.0)?, &zeros_of(&d), &d)?;
-    mul_tensor(g, &d)
+    let d = mul_tensor(g, &d)?;
+    where_self(&eq_scalar(exponent, 0.0)?, &zeros_of(&d), &d)
 }
 
 /// Backward of `pow.Tensor_Tensor` for the exponent: `grad * result * log(self)`, zero where
@@ -214,9 +215,11 @@ pub fn pow_backward_exponent<T: Backend>(
     exponent: &V<T>,
     result: &V<T>,
 ) -> Res<V<T>> {
-    let d = mul_tensor(g, &mul_tensor(result, &log(self_)?)?)?;
+    // PyTorch: `grad * where(self == 0 & exponent >= 0, 0, result * log(self))` (the gradient
+    // outside the `where`: a NaN gradient stays NaN in second order).
+    let d = mul_tensor(result, &log(self_)?)?;
     let at_zero = mul_tensor(&eq_scalar(self_, 0.0)?, &ge_scalar(exponent, 0.0)?)?;
-    where_self(&at_zero, &zeros_of(&d), &d)
+    mul_tensor(g, &where_self(&at_zero, &zeros_of(&d), &d)?)
 }
 
 /// Backward of `gelu` (`approximate` is `"none"` or `"tanh"`).
@@ -620,7 +623,15 @@ pub fn gather_backward<T: Backend>(g: &V<T>, sizes: &[usize], dim: i64, index: &
 
 /// Backward of `mse_loss` for its first argument `a` (the other's is this with `a`, `b` swapped).
 pub fn mse_loss_backward<T: Backend>(g: &V<T>, a: &V<T>, b: &V<T>, reduction: i64) -> Res<V<T>> {
-    let d = mul_scalar(&mul_tensor(&sub_tensor(a, b, 1.0)?, g)?, 2.0)?;
+    // PyTorch's kernel subtracts in the promoted type: a boolean operand counts as 0/1.
+    let number = |v: &V<T>| match v.with_data(|t| t.dtype()) {
+        "bool" => mul_scalar(v, 1.0),
+        _ => Ok(v.clone()),
+    };
+    let d = mul_scalar(
+        &mul_tensor(&sub_tensor(&number(a)?, &number(b)?, 1.0)?, g)?,
+        2.0,
+    )?;
     let d = if reduction == 1 {
         let n: usize = crate::shape::broadcast_shape(&a.shape(), &b.shape())
             .map_err(AutogradError::backend)?

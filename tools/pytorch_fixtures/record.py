@@ -1078,6 +1078,86 @@ def random_programs(per_op=5):
     return progs
 
 
+def dtype_matrix():
+    """Every elementwise, reduction and moving operator on every combination of f64 / i64 /
+    bool operands (and int or float Scalars): the result's dtype and values, PyTorch's
+    promotion (and the gradients of the float operands), or PyTorch's dtype error."""
+    kinds = ("f64", "i64", "bool")
+
+    def operand(p, k, shape):
+        if k == "f64":
+            return p.inp(shape, "wide")
+        if k == "i64":
+            return p.inp(shape, "idx7", data=[p.r.randrange(-3, 4) for _ in range(math.prod(shape))])
+        return p.inp(shape, "bool")
+
+    def prog(name):
+        r = random.Random(hash_name(f"dtype_matrix/{name}"))
+        return Program(f"dtype_matrix/{name}", "dtype_matrix", r)
+
+    progs = []
+    binary = ["add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "pow.Tensor_Tensor",
+              "eq.Tensor", "gt.Tensor", "lt.Tensor", "mse_loss", "tanh_backward", "mm"]
+    for op in binary:
+        for a in kinds:
+            for b in kinds:
+                p = prog(f"{op}/{a}_{b}")
+                sa, sb = ([2, 2], [2, 2]) if op == "mm" else ([2, 3], [3])
+                x, y = operand(p, a, sa), operand(p, b, sb)
+                if op in ("add.Tensor", "sub.Tensor"):
+                    p.op(op, self=x, other=y, alpha=2)
+                elif op == "mse_loss":
+                    p.op(op, self=x, target=operand(p, b, sa), reduction=1)
+                elif op == "tanh_backward":
+                    p.op(op, grad_output=x, output=operand(p, b, sa))
+                elif op == "mm":
+                    p.op(op, self=x, mat2=y)
+                elif op == "pow.Tensor_Tensor":
+                    p.op(op, self=x, exponent=y)
+                else:
+                    p.op(op, self=x, other=y)
+                progs.append(p)
+    scalar_ops = [("add.Scalar", "other", {"alpha": 1}), ("sub.Scalar", "other", {"alpha": 1}),
+                  ("mul.Scalar", "other", {}), ("div.Scalar", "other", {}), ("pow.Tensor_Scalar", "exponent", {}),
+                  ("eq.Scalar", "other", {}), ("ne.Scalar", "other", {}), ("gt.Scalar", "other", {}),
+                  ("lt.Scalar", "other", {}), ("ge.Scalar", "other", {}), ("le.Scalar", "other", {})]
+    for op, arg, extra in scalar_ops:
+        for a in kinds:
+            for sv, sname in ((2, "int"), (0.5, "float")):
+                p = prog(f"{op}/{a}_{sname}")
+                p.op(op, self=operand(p, a, [2, 3]), **{arg: sv}, **extra)
+                progs.append(p)
+    unary = [("neg", {}), ("abs", {}), ("sign", {}), ("relu", {}), ("exp", {}), ("log", {}), ("sqrt", {}),
+             ("rsqrt", {}), ("sin", {}), ("cos", {}), ("erf", {}), ("tanh", {}), ("sigmoid", {}),
+             ("leaky_relu", {"negative_slope": 0.1}), ("gelu", {"approximate": "none"}),
+             ("clamp", {"min": -1, "max": 2}), ("sum", {"dtype": None}),
+             ("sum.dim_IntList", {"dim": [1], "keepdim": False, "dtype": None}), ("mean", {"dtype": None}),
+             ("amax", {"dim": [1], "keepdim": True}), ("argmax", {"dim": 1, "keepdim": False}),
+             ("softmax.int", {"dim": 1, "dtype": None}), ("log_softmax.int", {"dim": 0, "dtype": None}),
+             ("logsumexp", {"dim": [0], "keepdim": False}), ("t", {}), ("clone", {"memory_format": None}),
+             ("unsqueeze", {"dim": 1}), ("narrow", {"dim": 1, "start": 1, "length": 2}),
+             ("select.int", {"dim": 0, "index": 1}), ("diagonal", {"offset": 0, "dim1": 0, "dim2": 1}),
+             ("zeros_like", {"dtype": None, "layout": None, "device": None, "pin_memory": None,
+                             "memory_format": None})]
+    for op, extra in unary:
+        for a in kinds:
+            p = prog(f"{op}/{a}")
+            p.op(op, self=operand(p, a, [2, 3]), **extra)
+            progs.append(p)
+    for a in kinds:
+        p = prog(f"max.dim/{a}")
+        v, i = p.op("max.dim", nout=2, self=operand(p, a, [2, 3]), dim=1, keepdim=False)
+        progs.append(p)
+        for b in kinds:
+            p = prog(f"where.self/{a}_{b}")
+            p.op("where.self", condition=p.inp([2, 3], "bool"), self=operand(p, a, [2, 3]), other=operand(p, b, [3]))
+            progs.append(p)
+            p = prog(f"cat/{a}_{b}")
+            p.op("cat", tensors=[operand(p, a, [1, 3]), operand(p, b, [2, 3])], dim=0)
+            progs.append(p)
+    return progs
+
+
 def jvp_programs(per_op=2):
     """Forward mode: programs drawn from the same generators as the random ones, ``per_op``
     of each operator, replayed with dual inputs."""
@@ -2050,7 +2130,7 @@ def dtype_scenarios(S, scen):
 
 
 def main():
-    progs = random_programs() + scenarios() + jvp_programs() + jvp_scenarios() + hvp_programs()
+    progs = random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
     names = set()
     by_cat = {}
     for p in progs:
