@@ -96,6 +96,19 @@ impl CandleTensor {
             .expect("a CPU tensor of floats")
     }
 
+    /// The elements of an `I64` tensor in row-major order (`None` for another dtype).
+    ///
+    /// ```
+    /// let t = candletensor::CandleTensor::from_i64(vec![(1 << 60) + 1, -2], &[2]);
+    /// assert_eq!(t.to_i64_vec(), Some(vec![(1 << 60) + 1, -2]));
+    /// ```
+    pub fn to_i64_vec(&self) -> Option<Vec<i64>> {
+        if self.t.dtype() != DType::I64 {
+            return None;
+        }
+        self.t.flatten_all().and_then(|f| f.to_vec1::<i64>()).ok()
+    }
+
     /// The number of elements.
     pub fn numel(&self) -> usize {
         self.t.elem_count()

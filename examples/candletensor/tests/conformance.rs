@@ -125,3 +125,24 @@ fn f32_tensors_differentiate_too() {
         assert!((gi - want).abs() < 1e-5, "{gi} vs {want}");
     }
 }
+
+#[test]
+fn integers_beyond_f64_stay_exact_through_moves() {
+    use autograd_opset::ops::*;
+    type V = autograd::runtime::Variable<T>;
+    const BIG: i64 = (1 << 60) + 1; // not an f64
+    let ints = |v: Vec<i64>, s: &[usize]| V::from_data(T::from_i64(v, s));
+    let a = ints(vec![BIG, -BIG, 3, BIG - 2, 7, 8], &[2, 3]);
+    let r = reshape(&transpose_int(&a, 0, 1).unwrap(), &[6]).unwrap();
+    let got = |v: &V| v.data().to_i64_vec().unwrap();
+    assert_eq!(got(&r), vec![BIG, BIG - 2, -BIG, 7, 3, 8]);
+    let s = index_select(&r, 0, &ints(vec![2, 0, 0], &[3])).unwrap();
+    assert_eq!(got(&s), vec![-BIG, BIG, BIG]);
+    let g = gather(&a, 1, &ints(vec![0, 0, 2, 1], &[2, 2]), false).unwrap();
+    assert_eq!(got(&g), vec![BIG, BIG, 8, 7]);
+    let c = cat(&[s, ints(vec![1], &[1])], 0).unwrap();
+    assert_eq!(got(&c), vec![-BIG, BIG, BIG, 1]);
+    let m = gt_scalar(&c, 0.0).unwrap();
+    assert_eq!(autograd::runtime::Tensor::dtype(&m.data()), "bool");
+    assert_eq!(m.data().to_vec(), vec![0.0, 1.0, 1.0, 1.0]);
+}

@@ -3,9 +3,11 @@
 //! `torch.long` (indices, class targets, `argmax`, `max.dim`'s indices) and `U8` holding 0/1
 //! for `torch.bool` (comparisons, `where`'s condition, dropout's mask).
 //!
-//! Floating-point tensors go to the kernels as they are. Integer and boolean tensors go
-//! through `F64` (exact for magnitudes below 2^53) and come back in their dtype: candle has
-//! no unary kernels for `I64`/`U8` and the kernels read index values on the host anyway.
+//! Floating-point tensors go to the kernels as they are, and so do integer and boolean ones
+//! for the kernels that only move elements (views, `cat`, `index_select`, `gather`,
+//! `embedding`): their elements stay exact. The kernels that compute on integers go through
+//! `F64` (exact for magnitudes below 2^53) and come back in their dtype: candle has no unary
+//! kernels for `I64`/`U8`.
 //! The rules (which op keeps integers, which promotes, which refuses a dtype, and PyTorch's
 //! messages) are those of ndtensor's `backend/dtype.rs`.
 
@@ -133,18 +135,16 @@ fn int_kernel(t: &C, k: impl Fn(&C) -> R<C>, bool_kind: Kind) -> R<C> {
     }
 }
 
-/// A kernel that only moves elements: every dtype, kept.
-fn moved(t: &C, k: impl Fn(&C) -> R<C>) -> R<C> {
-    let kd = kind(t);
-    int_kernel(t, k, kd)
+/// A kernel that only moves elements (candle's shape ops, `index_select`, `gather`, `cat`,
+/// ...): it runs on the tensor as it is, so `I64` and `U8` elements stay exact.
+fn moved<T>(t: &C, k: impl Fn(&C) -> R<T>) -> R<T> {
+    k(t)
 }
 
-/// [`moved`] with several outputs.
-fn moved_all(t: &C, k: impl Fn(&C) -> R<Vec<C>>) -> R<Vec<C>> {
-    match kind(t) {
-        Kind::Float => k(t),
-        kd => k(&wide(t)?)?.into_iter().map(|x| narrowed(x, kd)).collect(),
-    }
+/// A kernel that computes (`amax`, `index_add`, ...): integers through `F64`, the dtype kept.
+fn kept(t: &C, k: impl Fn(&C) -> R<C>) -> R<C> {
+    let kd = kind(t);
+    int_kernel(t, k, kd)
 }
 
 /// A binary op on two tensors promoted to their common dtype; `Int`/`Bool` results through
@@ -623,7 +623,7 @@ impl Backend for CandleTensor {
         Ok((narrowed(v, kind(self_))?, indices_out(i)?))
     }
     fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
-        moved(self_, |x| C::amax(x, dim, keepdim))
+        kept(self_, |x| C::amax(x, dim, keepdim))
     }
     fn softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
         floats(self_, softmax_kernel("softmax", self_, dim))?;
@@ -688,7 +688,7 @@ impl Backend for CandleTensor {
         end: i64,
         step: i64,
     ) -> R<Self> {
-        moved(grad_output, |x| {
+        kept(grad_output, |x| {
             C::slice_backward(x, input_sizes, dim, start, end, step)
         })
     }
@@ -711,7 +711,7 @@ impl Backend for CandleTensor {
         dim1: i64,
         dim2: i64,
     ) -> R<Self> {
-        moved(grad_output, |x| {
+        kept(grad_output, |x| {
             C::diagonal_backward(x, input_sizes, offset, dim1, dim2)
         })
     }
@@ -719,10 +719,10 @@ impl Backend for CandleTensor {
         moved(self_, |x| C::select_int(x, dim, index))
     }
     fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
-        moved_all(self_, |x| C::split_tensor(x, split_size, dim))
+        moved(self_, |x| C::split_tensor(x, split_size, dim))
     }
     fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
-        moved_all(self_, |x| C::unbind_int(x, dim))
+        moved(self_, |x| C::unbind_int(x, dim))
     }
     fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
         moved(self_, |x| {
@@ -750,7 +750,7 @@ impl Backend for CandleTensor {
             Kind::Int => alpha.trunc(),
             Kind::Bool => f64::from(u8::from(alpha != 0.0)),
         };
-        moved(self_, |x| {
+        kept(self_, |x| {
             C::index_add(
                 x,
                 dim,
@@ -776,7 +776,7 @@ impl Backend for CandleTensor {
             "scatter(): Expected self.dtype to be equal to src.dtype".into()
         })?;
         let s = wide(src)?;
-        moved(self_, |x| {
+        kept(self_, |x| {
             C::scatter_add(
                 x,
                 dim,
@@ -889,6 +889,15 @@ fn joined(tensors: &[C], k: impl Fn(&[C]) -> R<C>) -> R<C> {
             .collect::<R<Vec<_>>>()?;
         return k(&ts);
     }
-    let ts = tensors.iter().map(wide).collect::<R<Vec<_>>>()?;
-    narrowed(k(&ts)?, kd)
+    // Integers and booleans are moved as they are (booleans joined with integers as `I64`).
+    let d = if kd == Kind::Int {
+        DType::I64
+    } else {
+        DType::U8
+    };
+    let ts = tensors
+        .iter()
+        .map(|t| Ok(C::new(ce(t.t.to_dtype(d))?)))
+        .collect::<R<Vec<_>>>()?;
+    k(&ts)
 }
