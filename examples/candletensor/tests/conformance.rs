@@ -142,6 +142,14 @@ fn integers_beyond_f64_stay_exact_through_moves() {
     assert_eq!(got(&g), vec![BIG, BIG, 8, 7]);
     let c = cat(&[s, ints(vec![1], &[1])], 0).unwrap();
     assert_eq!(got(&c), vec![-BIG, BIG, BIG, 1]);
+    let d = add_tensor(&c, &ints(vec![1, 1, -1, 0], &[4]), 2.0).unwrap();
+    assert_eq!(got(&d), vec![-BIG + 2, BIG + 2, BIG - 2, 1]);
+    let p = mul_scalar(&ints(vec![BIG / 4], &[1]), 2.0).unwrap();
+    assert_eq!(got(&p), vec![BIG / 4 * 2]);
+    assert_eq!(
+        got(&sum(&ints(vec![BIG, 1], &[2]), None).unwrap()),
+        vec![BIG + 1]
+    );
     let m = gt_scalar(&c, 0.0).unwrap();
     assert_eq!(autograd::runtime::Tensor::dtype(&m.data()), "bool");
     assert_eq!(m.data().to_vec(), vec![0.0, 1.0, 1.0, 1.0]);

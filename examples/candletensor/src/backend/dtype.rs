@@ -5,9 +5,10 @@
 //!
 //! Floating-point tensors go to the kernels as they are, and so do integer and boolean ones
 //! for the kernels that only move elements (views, `cat`, `index_select`, `gather`,
-//! `embedding`): their elements stay exact. The kernels that compute on integers go through
-//! `F64` (exact for magnitudes below 2^53) and come back in their dtype: candle has no unary
-//! kernels for `I64`/`U8`.
+//! `embedding`): their elements stay exact. `add`, `sub`, `mul`, `maximum`, `sum` and the
+//! Scalar ops compute on `I64` with candle's integer arithmetic; the other kernels that
+//! compute on integers go through `F64` (exact for magnitudes below 2^53) and come back in
+//! their dtype: candle has no unary kernels for `I64`/`U8`.
 //! The rules (which op keeps integers, which promotes, which refuses a dtype, and PyTorch's
 //! messages) are those of ndtensor's `backend/dtype.rs`.
 
@@ -176,6 +177,20 @@ fn check_sub(a: Kind, b: Kind) -> R<()> {
     check(a != Kind::Bool && b != Kind::Bool, || SUB_BOOL.into())
 }
 
+/// `t` as `I64` (booleans 0/1).
+fn as_i64(t: &C) -> R<C> {
+    Ok(C::new(ce(t.t.to_dtype(DType::I64))?))
+}
+
+/// [`binary`] for the ops candle computes on `I64` itself (`add`, `sub`, `mul`, `maximum`):
+/// integer results are exact.
+fn binary_exact(a: &C, b: &C, k: impl Fn(&C, &C) -> R<C>) -> R<C> {
+    match kind(a).max(kind(b)) {
+        Kind::Int => k(&as_i64(a)?, &as_i64(b)?),
+        _ => binary(a, b, k),
+    }
+}
+
 /// The dtype of `tensor op scalar` (a non-integral Scalar promotes integers to float; an
 /// integral one turns booleans into `i64`).
 fn scalar_kind(t: &C, s: f64) -> Kind {
@@ -190,7 +205,8 @@ fn scalar_kind(t: &C, s: f64) -> Kind {
 fn with_scalar(t: &C, s: f64, k: impl Fn(&C) -> R<C>) -> R<C> {
     match scalar_kind(t, s) {
         Kind::Float => k(&promoted(t, float_dtype(&[t]))?),
-        kd => narrowed(k(&wide(t)?)?, kd),
+        // Integral Scalars with integers: candle's `I64` arithmetic, exact.
+        _ => k(&as_i64(t)?),
     }
 }
 
@@ -357,7 +373,7 @@ impl Backend for CandleTensor {
 
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         check_alpha(kind(self_).max(kind(other)), alpha)?;
-        binary(self_, other, |a, b| C::add_tensor(a, b, alpha))
+        binary_exact(self_, other, |a, b| C::add_tensor(a, b, alpha))
     }
     fn add_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
         check_alpha(scalar_kind(self_, other), alpha)?;
@@ -366,7 +382,7 @@ impl Backend for CandleTensor {
     fn sub_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         check_sub(kind(self_), kind(other))?;
         check_alpha(kind(self_).max(kind(other)), alpha)?;
-        binary(self_, other, |a, b| C::sub_tensor(a, b, alpha))
+        binary_exact(self_, other, |a, b| C::sub_tensor(a, b, alpha))
     }
     fn sub_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
         check(kind(self_) != Kind::Bool, || SUB_BOOL.into())?;
@@ -374,7 +390,7 @@ impl Backend for CandleTensor {
         with_scalar(self_, other, |x| C::sub_scalar(x, other, alpha))
     }
     fn mul_tensor(self_: &Self, other: &Self) -> R<Self> {
-        binary(self_, other, C::mul_tensor)
+        binary_exact(self_, other, C::mul_tensor)
     }
     fn mul_scalar(self_: &Self, other: f64) -> R<Self> {
         with_scalar(self_, other, |x| C::mul_scalar(x, other))
@@ -410,7 +426,11 @@ impl Backend for CandleTensor {
                 "Integers to negative integer powers are not allowed.".into()
             })?;
         }
-        with_scalar(self_, exponent, |x| C::pow_tensor_scalar(x, exponent))
+        match scalar_kind(self_, exponent) {
+            Kind::Float => C::pow_tensor_scalar(&promoted(self_, float_dtype(&[self_]))?, exponent),
+            // candle's `powf` is for floats: integer powers go through `F64`.
+            _ => narrowed(C::pow_tensor_scalar(&wide(self_)?, exponent)?, Kind::Int),
+        }
     }
     fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> R<Self> {
         check(kind(self_).max(kind(exponent)) != Kind::Bool, || {
@@ -495,7 +515,7 @@ impl Backend for CandleTensor {
         })
     }
     fn maximum(self_: &Self, other: &Self) -> R<Self> {
-        binary(self_, other, C::maximum)
+        binary_exact(self_, other, C::maximum)
     }
     fn eq_tensor(self_: &Self, other: &Self) -> R<Self> {
         compare(self_, other, C::eq_tensor)
@@ -587,7 +607,10 @@ impl Backend for CandleTensor {
         matmul_like(self_, mat2, "bmm", C::bmm)
     }
     fn sum(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
-        int_kernel(self_, |x| C::sum(x, dtype), Kind::Int)
+        match kind(self_) {
+            Kind::Float => C::sum(self_, dtype),
+            _ => C::sum(&as_i64(self_)?, dtype),
+        }
     }
     fn sum_dim_intlist(
         self_: &Self,
@@ -595,11 +618,10 @@ impl Backend for CandleTensor {
         keepdim: bool,
         dtype: Option<ScalarType>,
     ) -> R<Self> {
-        int_kernel(
-            self_,
-            |x| C::sum_dim_intlist(x, dim, keepdim, dtype),
-            Kind::Int,
-        )
+        match kind(self_) {
+            Kind::Float => C::sum_dim_intlist(self_, dim, keepdim, dtype),
+            _ => C::sum_dim_intlist(&as_i64(self_)?, dim, keepdim, dtype),
+        }
     }
     fn mean(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
         check_mean(self_)?;
