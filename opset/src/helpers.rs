@@ -196,6 +196,61 @@ pub fn pow_backward<T: Backend>(g: &V<T>, self_: &V<T>, exponent: f64) -> Res<V<
     }
 }
 
+/// Whether `v`'s dtype carries tangents: an integer or boolean operand never has one.
+fn has_tangents<T: Backend>(v: &V<T>) -> bool {
+    v.with_data(|t| t.is_differentiable())
+}
+
+/// The sum of the terms that exist (PyTorch's undefined tangents are zero tensors that
+/// annihilate their term, even where it would be NaN or infinite).
+fn sum_terms<T: Backend>(terms: [Option<V<T>>; 2], like: &V<T>) -> Res<V<T>> {
+    match terms {
+        [Some(a), Some(b)] => add_tensor(&a, &b, 1.0),
+        [Some(a), None] | [None, Some(a)] => Ok(a),
+        [None, None] => Ok(zeros_of(like)),
+    }
+}
+
+/// The tangent of `div.Tensor` (PyTorch's `self_t / other - other_t * (self / other) /
+/// other`), without the term of an operand that has no tangents (an integer or boolean).
+pub fn div_tensor_jvp<T: Backend>(
+    self_t: &V<T>,
+    other_t: &V<T>,
+    other_p: &V<T>,
+    result: &V<T>,
+) -> Res<V<T>> {
+    let a = match has_tangents(self_t) {
+        true => Some(div_tensor(self_t, other_p)?),
+        false => None,
+    };
+    let b = match has_tangents(other_t) {
+        true => Some(neg(&div_tensor(&mul_tensor(other_t, result)?, other_p)?)?),
+        false => None,
+    };
+    sum_terms([a, b], result)
+}
+
+/// The tangent of `pow.Tensor_Tensor`, without the term of an operand that has no tangents.
+pub fn pow_tensor_tensor_jvp<T: Backend>(
+    self_t: &V<T>,
+    exponent_t: &V<T>,
+    self_p: &V<T>,
+    exponent_p: &V<T>,
+    result: &V<T>,
+) -> Res<V<T>> {
+    let a = match has_tangents(self_t) {
+        true => Some(pow_backward_self(self_t, self_p, exponent_p)?),
+        false => None,
+    };
+    let b = match has_tangents(exponent_t) {
+        true => Some(pow_backward_exponent(
+            exponent_t, self_p, exponent_p, result,
+        )?),
+        false => None,
+    };
+    sum_terms([a, b], result)
+}
+
 /// Backward of `pow.Tensor_Tensor` for the base.
 pub fn pow_backward_self<T: Backend>(g: &V<T>, self_: &V<T>, exponent: &V<T>) -> Res<V<T>> {
     // PyTorch: `where(exponent == 0, 0, grad * exponent * pow(self, exponent - 1))`.

@@ -1155,6 +1155,26 @@ def dtype_matrix():
             p = prog(f"cat/{a}_{b}")
             p.op("cat", tensors=[operand(p, a, [1, 3]), operand(p, b, [2, 3])], dim=0)
             progs.append(p)
+    # Forward mode through promotion: a float dual meets an integer or boolean operand.
+    for op in ["add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "pow.Tensor_Tensor",
+               "where.self", "cat"]:
+        for a, b in (("f64", "i64"), ("i64", "f64"), ("f64", "bool"), ("bool", "f64")):
+            if op == "sub.Tensor" and "bool" in (a, b):
+                continue
+            p = prog(f"jvp/{op}/{a}_{b}")
+            p.mode = "jvp"
+            x, y = operand(p, a, [2, 3]), operand(p, b, [3])
+            if op in ("add.Tensor", "sub.Tensor"):
+                p.op(op, self=x, other=y, alpha=2)
+            elif op == "pow.Tensor_Tensor":
+                p.op(op, self=x, exponent=y)
+            elif op == "where.self":
+                p.op(op, condition=p.inp([2, 3], "bool"), self=x, other=y)
+            elif op == "cat":
+                p.op(op, tensors=[x, operand(p, b, [1, 3])], dim=0)
+            else:
+                p.op(op, self=x, other=y)
+            progs.append(p)
     return progs
 
 
