@@ -30,8 +30,10 @@ format is checked by both interpreters.
 
 Argument encoding: ``{"t": "x0"}`` a tensor of the environment, ``{"tl": ["a", "b"]}`` a list of
 tensors, otherwise the JSON value (numbers, bools, strings, ``null``, lists of ints). Tensor
-values are ``{"shape": [...], "data": [...]}`` with non-finite numbers written as the strings
-``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no literals for them).
+values are ``{"shape": [...], "dtype": "f64" | "i64" | "bool", "data": [...]}`` (the data as
+numbers whatever the dtype, booleans 0/1) with non-finite numbers written as the strings
+``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no literals for them); the replay compares the
+dtype too. Inputs record their dtype and their data as JSON numbers or booleans.
 
 Besides ATen operators, the step list knows a few pseudo-ops (``SPECIAL`` below): ``detach``,
 ``set_grad_enabled``, ``requires_grad_``.
