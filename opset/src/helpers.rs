@@ -506,6 +506,22 @@ pub fn expand_inverse<T: Backend>(base: &V<T>, mutated_view: &V<T>) -> Res<V<T>>
     Err(AutogradError::msg(autograd::runtime::view::ERR_OVERLAP))
 }
 
+/// `base` with the elements a view selects replaced by `mutated_view` (PyTorch's
+/// `slice_scatter`, `select_scatter`, `diagonal_scatter`): `where(mask, scatter(view), base)`,
+/// where `scatter` is the view's backward (the view's elements in place, zeros elsewhere)
+/// and `mask` marks the elements it writes. Exact for every dtype (booleans included) and
+/// for non-finite values of the base; its gradients are the view's backward for the view
+/// and the base's gradient where the view did not write.
+pub fn view_scatter<T: Backend>(
+    base: &V<T>,
+    mutated_view: &V<T>,
+    scatter: impl Fn(&V<T>) -> Res<V<T>>,
+) -> Res<V<T>> {
+    let ones = Variable::from_data(mutated_view.with_data(|t| t.ones_like()));
+    let mask = ne_scalar(&scatter(&ones)?, 0.0)?;
+    where_self(&mask, &scatter(mutated_view)?, base)
+}
+
 /// The inverse of a permutation.
 pub fn inverse_permutation(p: &[i64]) -> Res<Vec<i64>> {
     let n = p.len();

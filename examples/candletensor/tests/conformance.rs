@@ -150,6 +150,11 @@ fn integers_beyond_f64_stay_exact_through_moves() {
         got(&sum(&ints(vec![BIG, 1], &[2]), None).unwrap()),
         vec![BIG + 1]
     );
+    // An in-place write through a view reaches the base exactly.
+    let base = ints(vec![1, 2, 3, BIG], &[2, 2]);
+    let v = select_int(&base, 0, 1).unwrap();
+    add_tensor_(&v, &ints(vec![10, 10], &[2]), 1.0).unwrap();
+    assert_eq!(got(&base), vec![1, 2, 13, BIG + 10]);
     let m = gt_scalar(&c, 0.0).unwrap();
     assert_eq!(autograd::runtime::Tensor::dtype(&m.data()), "bool");
     assert_eq!(m.data().to_vec(), vec![0.0, 1.0, 1.0, 1.0]);

@@ -128,3 +128,15 @@ fn in_place_ops_keep_the_destinations_dtype() {
     assert_eq!(f.data().dtype(), "f64");
     assert_eq!(f.data().to_vec(), vec![1.0, 0.0, 0.5]);
 }
+
+#[test]
+fn in_place_ops_on_views_of_integer_tensors_reach_the_base() {
+    let base = ints(vec![1, 2, 3, BIG], &[2, 2]);
+    let v = select_int(&base, 0, 1).unwrap();
+    add_tensor_(&v, &ints(vec![10, 10], &[2]), 1.0).unwrap();
+    assert_eq!(base.data().to_i64_vec().unwrap(), vec![1, 2, 13, BIG + 10]);
+    let m = Var::from_data(NdTensor::<f64>::from_bool(vec![true, false, true], &[3]));
+    let t = narrow(&m, 0, 1, 2).unwrap();
+    fill_scalar_(&t, 1.0).unwrap();
+    assert_eq!(m.data().to_bool_vec().unwrap(), vec![true, true, true]);
+}

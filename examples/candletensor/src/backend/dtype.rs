@@ -510,9 +510,14 @@ impl Backend for CandleTensor {
                 name_of(condition)
             )
         })?;
-        binary(self_, other, |a, b| {
-            C::where_self(&promoted(condition, a.t.dtype())?, a, b)
-        })
+        match kind(self_).max(kind(other)) {
+            // candle's `where_cond` picks `I64` and `U8` elements as they are: exact.
+            Kind::Int => C::where_self(condition, &as_i64(self_)?, &as_i64(other)?),
+            Kind::Bool => C::where_self(condition, self_, other),
+            Kind::Float => binary(self_, other, |a, b| {
+                C::where_self(&promoted(condition, a.t.dtype())?, a, b)
+            }),
+        }
     }
     fn maximum(self_: &Self, other: &Self) -> R<Self> {
         binary_exact(self_, other, C::maximum)
@@ -710,7 +715,7 @@ impl Backend for CandleTensor {
         end: i64,
         step: i64,
     ) -> R<Self> {
-        kept(grad_output, |x| {
+        moved(grad_output, |x| {
             C::slice_backward(x, input_sizes, dim, start, end, step)
         })
     }
@@ -733,7 +738,7 @@ impl Backend for CandleTensor {
         dim1: i64,
         dim2: i64,
     ) -> R<Self> {
-        kept(grad_output, |x| {
+        moved(grad_output, |x| {
             C::diagonal_backward(x, input_sizes, offset, dim1, dim2)
         })
     }

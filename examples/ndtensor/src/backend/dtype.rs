@@ -198,6 +198,32 @@ fn lookup<T: Clone>(p: &F<f64>, src: &[T]) -> A<T> {
     p.data.mapv(|k| src[k as usize].clone()).into_shared()
 }
 
+/// Runs a kernel that places elements among zeros (`slice_backward`, `diagonal_backward`)
+/// on `i64`/`bool` elements, exactly: it places the positions plus one, and 0 stays 0.
+fn placed<T: Clone + Default>(a: &A<T>, k: impl Fn(&F<f64>) -> R<F<f64>>) -> R<A<T>> {
+    let p = positions(a);
+    let r = k(&fl(p.data.mapv(|x| x + 1.0).into_shared()))?;
+    let v: Vec<T> = a.iter().cloned().collect();
+    let at = |x: f64| match x as usize {
+        0 => T::default(),
+        i => v[i - 1].clone(),
+    };
+    Ok(r.data.mapv(at).into_shared())
+}
+
+/// [`placed`] on a tensor of any dtype (floats go to the kernel as they are).
+fn placed_any<E: Element>(
+    t: &NdTensor<E>,
+    float: impl Fn(&F<E>) -> R<F<E>>,
+    k: impl Fn(&F<f64>) -> R<F<f64>>,
+) -> R<NdTensor<E>> {
+    Ok(match t.data() {
+        Data::Float(a) => float_out(float(&fl(a.clone()))?),
+        Data::Int(a) => NdTensor::from_data(Data::Int(placed(a, k)?)),
+        Data::Bool(a) => NdTensor::from_data(Data::Bool(placed(a, k)?)),
+    })
+}
+
 /// Runs a kernel that only moves elements on a tensor of any dtype (see the module's docs):
 /// `$x` is the kernel's input, of the float type of the arm.
 macro_rules! moved {
@@ -972,10 +998,9 @@ impl<E: Element> Backend for NdTensor<E> {
         end: i64,
         step: i64,
     ) -> R<Self> {
-        let k = kind(grad_output);
         let f = |x: &F<E>| F::slice_backward(x, input_sizes, dim, start, end, step);
         let w = |x: &F<f64>| F::slice_backward(x, input_sizes, dim, start, end, step);
-        int_kernel(grad_output, f, w, k)
+        placed_any(grad_output, f, w)
     }
     fn cat(tensors: &[Self], dim: i64) -> R<Self> {
         joined(tensors, |ts| F::cat(ts, dim), |ts| F::cat(ts, dim))
@@ -996,10 +1021,9 @@ impl<E: Element> Backend for NdTensor<E> {
         dim1: i64,
         dim2: i64,
     ) -> R<Self> {
-        let k = kind(grad_output);
         let f = |x: &F<E>| F::diagonal_backward(x, input_sizes, offset, dim1, dim2);
         let w = |x: &F<f64>| F::diagonal_backward(x, input_sizes, offset, dim1, dim2);
-        int_kernel(grad_output, f, w, k)
+        placed_any(grad_output, f, w)
     }
     fn select_int(self_: &Self, dim: i64, index: i64) -> R<Self> {
         moved!(self_, x => F::select_int(x, dim, index))
