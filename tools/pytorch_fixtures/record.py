@@ -94,7 +94,12 @@ class T:
         self.name = name
 
 
+DTYPE_OF = {"f64": torch.float64, "f32": torch.float32, "i64": torch.int64, "bool": torch.bool}
+
+
 def enc_arg(v):
+    if isinstance(v, torch.dtype):
+        return DTYPES[v]
     if isinstance(v, T):
         return {"t": v.name}
     if isinstance(v, (list, tuple)) and v and all(isinstance(x, T) for x in v):
@@ -111,6 +116,8 @@ def dec_arg(v, env):
         return [env[n] for n in v["tl"]]
     if isinstance(v, str) and v in ("inf", "-inf", "nan"):
         return float(v)
+    if isinstance(v, str) and v in DTYPE_OF:
+        return DTYPE_OF[v]
     return v
 
 
@@ -2072,6 +2079,23 @@ def dtype_scenarios(S, scen):
     v = p.op("slice.Tensor", self=b, dim=0, start=1, end=3, step=1)
     p.op("fill_.Scalar", self=v, value=0.5)
     p.out(b)
+    # reductions with a dtype= argument: PyTorch casts the input first
+    p = prog("sum_of_mask_as_float")
+    p.op("sum", self=p.op("gt.Scalar", self=p.inp([2, 3]), other=0.0), dtype=torch.float64)
+    p = prog("sum_dim_of_float_as_int")
+    # (without grad: PyTorch refuses an integer result of a differentiable op whose input
+    # requires grad, "Autograd not support dtype: Long"; the runtime gives it no history)
+    p.op("sum.dim_IntList", self=p.inp([2, 3], "wide", rg=False), dim=[1], keepdim=False, dtype=torch.int64)
+    p = prog("sum_of_int_as_bool")
+    p.op("sum", self=ints(p, [3], [0, 0, 2]), dtype=torch.bool)
+    p = prog("mean_of_int_as_float")
+    p.op("mean.dim", self=ints(p, [2, 3], [1, 2, 3, 4, 5, 7]), dim=[1], keepdim=True, dtype=torch.float64)
+    p = prog("mean_as_int")
+    p.op("mean", self=p.inp([3]), dtype=torch.int64)
+    p = prog("softmax_of_int_as_float")
+    p.op("softmax.int", self=ints(p, [2, 3], [1, 2, 3, 4, 5, 7]), dim=1, dtype=torch.float64)
+    p = prog("log_softmax_as_int")
+    p.op("log_softmax.int", self=p.inp([2, 3]), dim=0, dtype=torch.int64)
     p = prog("dropout_mask_eval")
     y, m = p.op("native_dropout", nout=2, input=p.inp([2, 3]), p=0.5, train=False)
     p.out(m)

@@ -231,12 +231,26 @@ fn compare_scalar(t: &C, s: f64, k: fn(&C, f64) -> R<C>) -> R<C> {
     mask_out(k(&x, s)?)
 }
 
-fn check_mean(t: &C) -> R<()> {
+/// `mean`'s dtype check (on the input, or on the `dtype=` it was cast to).
+fn check_mean(t: &C, requested: bool) -> R<()> {
+    let what = if requested { "Optional" } else { "Input" };
     check(kind(t) == Kind::Float, || {
         format!(
-            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+            "mean(): could not infer output dtype. {what} dtype must be either a floating point or complex dtype. Got: {}",
             name_of(t)
         )
+    })
+}
+
+/// `t` cast to a reduction's `dtype=` argument (PyTorch casts the input first; floats to
+/// integers truncate, anything to `bool` is `!= 0`).
+fn cast_to(t: &C, dtype: Option<ScalarType>) -> R<C> {
+    Ok(match dtype {
+        None => t.clone(),
+        Some(ScalarType::Bool) => narrowed(wide(t)?, Kind::Bool)?,
+        Some(ScalarType::F32) => promoted(t, DType::F32)?,
+        Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F64) => promoted(t, DType::F64)?,
+        Some(_) => as_i64(t)?,
     })
 }
 
@@ -612,9 +626,13 @@ impl Backend for CandleTensor {
         matmul_like(self_, mat2, "bmm", C::bmm)
     }
     fn sum(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
-        match kind(self_) {
-            Kind::Float => C::sum(self_, dtype),
-            _ => C::sum(&as_i64(self_)?, dtype),
+        let t = &cast_to(self_, dtype)?;
+        match (kind(t), dtype) {
+            (Kind::Float, _) => C::sum(t, None),
+            // A sum asked for as `bool` is a boolean (PyTorch casts the sum back: any); a
+            // sum of booleans is otherwise an `I64` count.
+            (_, Some(ScalarType::Bool)) => narrowed(wide(&C::sum(&as_i64(t)?, None)?)?, Kind::Bool),
+            _ => C::sum(&as_i64(t)?, None),
         }
     }
     fn sum_dim_intlist(
@@ -623,14 +641,20 @@ impl Backend for CandleTensor {
         keepdim: bool,
         dtype: Option<ScalarType>,
     ) -> R<Self> {
-        match kind(self_) {
-            Kind::Float => C::sum_dim_intlist(self_, dim, keepdim, dtype),
-            _ => C::sum_dim_intlist(&as_i64(self_)?, dim, keepdim, dtype),
+        let t = &cast_to(self_, dtype)?;
+        match (kind(t), dtype) {
+            (Kind::Float, _) => C::sum_dim_intlist(t, dim, keepdim, None),
+            (_, Some(ScalarType::Bool)) => {
+                let s = C::sum_dim_intlist(&as_i64(t)?, dim, keepdim, None)?;
+                narrowed(wide(&s)?, Kind::Bool)
+            }
+            _ => C::sum_dim_intlist(&as_i64(t)?, dim, keepdim, None),
         }
     }
     fn mean(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
-        check_mean(self_)?;
-        C::mean(self_, dtype)
+        let t = &cast_to(self_, dtype)?;
+        check_mean(t, dtype.is_some())?;
+        C::mean(t, None)
     }
     fn mean_dim(
         self_: &Self,
@@ -638,8 +662,9 @@ impl Backend for CandleTensor {
         keepdim: bool,
         dtype: Option<ScalarType>,
     ) -> R<Self> {
-        check_mean(self_)?;
-        C::mean_dim(self_, dim, keepdim, dtype)
+        let t = &cast_to(self_, dtype)?;
+        check_mean(t, dtype.is_some())?;
+        C::mean_dim(t, dim, keepdim, None)
     }
     fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
         if kind(self_) == Kind::Float {
@@ -653,12 +678,14 @@ impl Backend for CandleTensor {
         kept(self_, |x| C::amax(x, dim, keepdim))
     }
     fn softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
-        floats(self_, softmax_kernel("softmax", self_, dim))?;
-        C::softmax_int(self_, dim, dtype)
+        let t = &cast_to(self_, dtype)?;
+        floats(t, softmax_kernel("softmax", t, dim))?;
+        C::softmax_int(t, dim, None)
     }
     fn log_softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
-        floats(self_, softmax_kernel("log_softmax", self_, dim))?;
-        C::log_softmax_int(self_, dim, dtype)
+        let t = &cast_to(self_, dtype)?;
+        floats(t, softmax_kernel("log_softmax", t, dim))?;
+        C::log_softmax_int(t, dim, None)
     }
     fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
         C::logsumexp(&promoted(self_, float_dtype(&[self_]))?, dim, keepdim)

@@ -475,13 +475,33 @@ fn sum_ints<E: Element>(t: &NdTensor<E>, axes: &[usize], keepdim: bool) -> NdTen
     int_out(r)
 }
 
-fn check_mean<E: Element>(t: &NdTensor<E>) -> R<()> {
+/// `mean`'s dtype check (on the input, or on the `dtype=` it was cast to).
+fn check_mean<E: Element>(t: &NdTensor<E>, requested: bool) -> R<()> {
+    let what = if requested { "Optional" } else { "Input" };
     check(kind(t) == Kind::Float, || {
         format!(
-            "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+            "mean(): could not infer output dtype. {what} dtype must be either a floating point or complex dtype. Got: {}",
             name_of(t)
         )
     })
+}
+
+/// `t` cast to a reduction's `dtype=` argument (PyTorch casts the input first; floats to
+/// integers truncate, anything to `bool` is `!= 0`).
+fn cast_to<E: Element>(t: &NdTensor<E>, dtype: Option<ScalarType>) -> NdTensor<E> {
+    match dtype {
+        None => t.clone(),
+        Some(ScalarType::Bool) => to_bool(t),
+        Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64) => {
+            NdTensor::new(t.to_float())
+        }
+        Some(_) => int_out(ints(t).into_owned()),
+    }
+}
+
+/// `t != 0` as `bool`.
+fn to_bool<E: Element>(t: &NdTensor<E>) -> NdTensor<E> {
+    bool_out(wide(t).data.mapv(|x| x != 0.0))
 }
 
 /// Zeros of `shape` with `t`'s dtype, or `dtype`'s when given.
@@ -879,11 +899,17 @@ impl<E: Element> Backend for NdTensor<E> {
         matmul_like(self_, mat2, "bmm", F::bmm, F::bmm)
     }
     fn sum(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
-        if kind(self_) == Kind::Float {
-            return Ok(float_out(F::sum(&promoted(self_), dtype)?));
+        let t = &cast_to(self_, dtype);
+        if kind(t) == Kind::Float {
+            return Ok(float_out(F::sum(&promoted(t), None)?));
         }
-        let axes: Vec<usize> = (0..self_.shape().len()).collect();
-        Ok(sum_ints(self_, &axes, false))
+        let axes: Vec<usize> = (0..t.shape().len()).collect();
+        let r = sum_ints(t, &axes, false);
+        // A sum asked for as `bool` is a boolean (any); of booleans otherwise an `i64` count.
+        Ok(match dtype {
+            Some(ScalarType::Bool) => to_bool(&r),
+            _ => r,
+        })
     }
     fn sum_dim_intlist(
         self_: &Self,
@@ -891,20 +917,28 @@ impl<E: Element> Backend for NdTensor<E> {
         keepdim: bool,
         dtype: Option<ScalarType>,
     ) -> R<Self> {
-        if kind(self_) == Kind::Float {
+        let t = &cast_to(self_, dtype);
+        if kind(t) == Kind::Float {
             return Ok(float_out(F::sum_dim_intlist(
-                &promoted(self_),
+                &promoted(t),
                 dim,
                 keepdim,
-                dtype,
+                None,
             )?));
         }
-        let axes = reduce_axes(dim, self_.shape().len())?;
-        Ok(sum_ints(self_, &axes, keepdim))
+        let axes = reduce_axes(dim, t.shape().len())?;
+        let r = sum_ints(t, &axes, keepdim);
+        // A sum asked for as `bool` is a boolean (PyTorch casts the sum back: any); a sum
+        // of booleans is otherwise an `i64` count.
+        Ok(match dtype {
+            Some(ScalarType::Bool) => to_bool(&r),
+            _ => r,
+        })
     }
     fn mean(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
-        check_mean(self_)?;
-        Ok(float_out(F::mean(&promoted(self_), dtype)?))
+        let t = &cast_to(self_, dtype);
+        check_mean(t, dtype.is_some())?;
+        Ok(float_out(F::mean(&promoted(t), None)?))
     }
     fn mean_dim(
         self_: &Self,
@@ -912,13 +946,9 @@ impl<E: Element> Backend for NdTensor<E> {
         keepdim: bool,
         dtype: Option<ScalarType>,
     ) -> R<Self> {
-        check_mean(self_)?;
-        Ok(float_out(F::mean_dim(
-            &promoted(self_),
-            dim,
-            keepdim,
-            dtype,
-        )?))
+        let t = &cast_to(self_, dtype);
+        check_mean(t, dtype.is_some())?;
+        Ok(float_out(F::mean_dim(&promoted(t), dim, keepdim, None)?))
     }
     fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
         if let Data::Float(a) = self_.data() {
@@ -938,12 +968,14 @@ impl<E: Element> Backend for NdTensor<E> {
         )
     }
     fn softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
-        let x = floats(self_, softmax_kernel("softmax", self_, dim))?;
-        Ok(float_out(F::softmax_int(&x, dim, dtype)?))
+        let t = &cast_to(self_, dtype);
+        let x = floats(t, softmax_kernel("softmax", t, dim))?;
+        Ok(float_out(F::softmax_int(&x, dim, None)?))
     }
     fn log_softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
-        let x = floats(self_, softmax_kernel("log_softmax", self_, dim))?;
-        Ok(float_out(F::log_softmax_int(&x, dim, dtype)?))
+        let t = &cast_to(self_, dtype);
+        let x = floats(t, softmax_kernel("log_softmax", t, dim))?;
+        Ok(float_out(F::log_softmax_int(&x, dim, None)?))
     }
     fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
         Ok(float_out(F::logsumexp(&promoted(self_), dim, keepdim)?))
