@@ -6,8 +6,9 @@
 //! generates
 //!
 //! * the `Backend` trait, implemented for the raw tensor [`NdTensor<E>`] in `src/backend.rs`
-//!   (`E` = `f32` or `f64`; any rank; broadcasting; strided views) — ndtensor's only
-//!   autograd-related code is these kernels;
+//!   (`E` = `f32` or `f64`, plus `i64` and `bool` tensors for indices, targets and masks,
+//!   see [`Data`]; any rank; broadcasting; strided views) — ndtensor's only
+//!   autograd-related code is these kernels and their dtype rules (`src/backend/dtype.rs`);
 //! * one backward node per differentiable operator;
 //! * differentiable functions over [`Var<E>`] with PyTorch's names (`mul_tensor`, `sum_dim_intlist`,
 //!   `log_softmax_int`, in-place `add_tensor_`, out= `mul_out`, ...), and the same as methods
