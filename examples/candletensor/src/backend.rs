@@ -1,6 +1,6 @@
 //! The raw operations, one per native function, written for floating-point tensors
-//! ([`dtype`] holds `impl Backend for CandleTensor`, which applies PyTorch's dtype rules to
-//! `I64` and `U8` (boolean) tensors and calls these kernels).
+//! (`backend/dtype.rs` holds `impl Backend for CandleTensor`, which applies PyTorch's dtype
+//! rules to `I64` and `U8` (boolean) tensors and calls these kernels).
 //! No autograd here: the generated layer calls these and records the backward nodes.
 //! Every kernel checks its arguments first (PyTorch's checks and messages, as ndtensor's
 //! kernels) and then calls candle; a candle error becomes a `RuntimeError` with candle's

@@ -3,8 +3,9 @@
 //! PyTorch's error ([`Error`]) instead of panicking.
 //!
 //! The kernels of this file are written over floating-point arrays (`FloatTensor`, named
-//! `NdTensor` here); [`dtype`] holds `impl Backend for NdTensor<E>`, which applies PyTorch's
-//! dtype rules (integer and boolean tensors, promotion, index dtypes) and calls them.
+//! `NdTensor` here); `backend/dtype.rs` holds `impl Backend for NdTensor<E>`, which applies
+//! PyTorch's dtype rules (integer and boolean tensors, promotion, index dtypes) and calls
+//! them.
 
 mod dtype;
 
