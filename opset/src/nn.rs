@@ -5,11 +5,16 @@ use crate::ops::*;
 use autograd::runtime::{AutogradError, Variable, no_grad};
 use autograd::types::Generator;
 
-/// A tensor built from `f64` values (rounded to the backend's dtype): what layers need to
-/// initialise parameters and optimizers their state.
+/// Tensors built from host values: floating-point ones from `f64` values (rounded to the
+/// backend's float dtype; what layers need to initialise parameters and optimizers their
+/// state), `i64` ones (indices, class targets) and `bool` ones (masks).
 pub trait FromValues: Backend {
-    /// A tensor of these row-major values and shape.
+    /// A floating-point tensor of these row-major values and shape.
     fn from_f64(values: &[f64], shape: &[usize]) -> Self;
+    /// An `i64` tensor (PyTorch's `torch.long`) of these row-major values and shape.
+    fn from_i64(values: &[i64], shape: &[usize]) -> Self;
+    /// A `bool` tensor of these row-major values and shape.
+    fn from_bool(values: &[bool], shape: &[usize]) -> Self;
 }
 
 /// Uniform values in `[lo, hi)` from `g`.

@@ -30,8 +30,10 @@ format is checked by both interpreters.
 
 Argument encoding: ``{"t": "x0"}`` a tensor of the environment, ``{"tl": ["a", "b"]}`` a list of
 tensors, otherwise the JSON value (numbers, bools, strings, ``null``, lists of ints). Tensor
-values are ``{"shape": [...], "data": [...]}`` with non-finite numbers written as the strings
-``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no literals for them).
+values are ``{"shape": [...], "dtype": "f64" | "i64" | "bool", "data": [...]}`` (the data as
+numbers whatever the dtype, booleans 0/1) with non-finite numbers written as the strings
+``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no literals for them); the replay compares the
+dtype too. Inputs record their dtype and their data as JSON numbers or booleans.
 
 Besides ATen operators, the step list knows a few pseudo-ops (``SPECIAL`` below): ``detach``,
 ``set_grad_enabled``, ``requires_grad_``.
@@ -76,9 +78,13 @@ def enc_num(x):
     return x
 
 
+DTYPES = {torch.float64: "f64", torch.float32: "f32", torch.int64: "i64", torch.bool: "bool"}
+
+
 def enc_tensor(t):
+    dtype = DTYPES.get(t.dtype, str(t.dtype))
     t = t.detach().to(torch.float64).clone().contiguous()
-    return {"shape": list(t.shape), "data": [enc_num(v) for v in t.reshape(-1).tolist()]}
+    return {"shape": list(t.shape), "dtype": dtype, "data": [enc_num(v) for v in t.reshape(-1).tolist()]}
 
 
 class T:
@@ -88,7 +94,12 @@ class T:
         self.name = name
 
 
+DTYPE_OF = {"f64": torch.float64, "f32": torch.float32, "i64": torch.int64, "bool": torch.bool}
+
+
 def enc_arg(v):
+    if isinstance(v, torch.dtype):
+        return DTYPES[v]
     if isinstance(v, T):
         return {"t": v.name}
     if isinstance(v, (list, tuple)) and v and all(isinstance(x, T) for x in v):
@@ -105,6 +116,8 @@ def dec_arg(v, env):
         return [env[n] for n in v["tl"]]
     if isinstance(v, str) and v in ("inf", "-inf", "nan"):
         return float(v)
+    if isinstance(v, str) and v in DTYPE_OF:
+        return DTYPE_OF[v]
     return v
 
 
@@ -1074,6 +1087,106 @@ def random_programs(per_op=5):
     return progs
 
 
+def dtype_matrix():
+    """Every elementwise, reduction and moving operator on every combination of f64 / i64 /
+    bool operands (and int or float Scalars): the result's dtype and values, PyTorch's
+    promotion (and the gradients of the float operands), or PyTorch's dtype error."""
+    kinds = ("f64", "i64", "bool")
+
+    def operand(p, k, shape):
+        if k == "f64":
+            return p.inp(shape, "wide")
+        if k == "i64":
+            return p.inp(shape, "idx7", data=[p.r.randrange(-3, 4) for _ in range(math.prod(shape))])
+        return p.inp(shape, "bool")
+
+    def prog(name):
+        r = random.Random(hash_name(f"dtype_matrix/{name}"))
+        return Program(f"dtype_matrix/{name}", "dtype_matrix", r)
+
+    progs = []
+    binary = ["add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "pow.Tensor_Tensor",
+              "eq.Tensor", "gt.Tensor", "lt.Tensor", "mse_loss", "tanh_backward", "mm"]
+    for op in binary:
+        for a in kinds:
+            for b in kinds:
+                p = prog(f"{op}/{a}_{b}")
+                sa, sb = ([2, 2], [2, 2]) if op == "mm" else ([2, 3], [3])
+                x, y = operand(p, a, sa), operand(p, b, sb)
+                if op in ("add.Tensor", "sub.Tensor"):
+                    p.op(op, self=x, other=y, alpha=2)
+                elif op == "mse_loss":
+                    p.op(op, self=x, target=operand(p, b, sa), reduction=1)
+                elif op == "tanh_backward":
+                    p.op(op, grad_output=x, output=operand(p, b, sa))
+                elif op == "mm":
+                    p.op(op, self=x, mat2=y)
+                elif op == "pow.Tensor_Tensor":
+                    p.op(op, self=x, exponent=y)
+                else:
+                    p.op(op, self=x, other=y)
+                progs.append(p)
+    scalar_ops = [("add.Scalar", "other", {"alpha": 1}), ("sub.Scalar", "other", {"alpha": 1}),
+                  ("mul.Scalar", "other", {}), ("div.Scalar", "other", {}), ("pow.Tensor_Scalar", "exponent", {}),
+                  ("eq.Scalar", "other", {}), ("ne.Scalar", "other", {}), ("gt.Scalar", "other", {}),
+                  ("lt.Scalar", "other", {}), ("ge.Scalar", "other", {}), ("le.Scalar", "other", {})]
+    for op, arg, extra in scalar_ops:
+        for a in kinds:
+            for sv, sname in ((2, "int"), (0.5, "float")):
+                p = prog(f"{op}/{a}_{sname}")
+                p.op(op, self=operand(p, a, [2, 3]), **{arg: sv}, **extra)
+                progs.append(p)
+    unary = [("neg", {}), ("abs", {}), ("sign", {}), ("relu", {}), ("exp", {}), ("log", {}), ("sqrt", {}),
+             ("rsqrt", {}), ("sin", {}), ("cos", {}), ("erf", {}), ("tanh", {}), ("sigmoid", {}),
+             ("leaky_relu", {"negative_slope": 0.1}), ("gelu", {"approximate": "none"}),
+             ("clamp", {"min": -1, "max": 2}), ("sum", {"dtype": None}),
+             ("sum.dim_IntList", {"dim": [1], "keepdim": False, "dtype": None}), ("mean", {"dtype": None}),
+             ("amax", {"dim": [1], "keepdim": True}), ("argmax", {"dim": 1, "keepdim": False}),
+             ("softmax.int", {"dim": 1, "dtype": None}), ("log_softmax.int", {"dim": 0, "dtype": None}),
+             ("logsumexp", {"dim": [0], "keepdim": False}), ("t", {}), ("clone", {"memory_format": None}),
+             ("unsqueeze", {"dim": 1}), ("narrow", {"dim": 1, "start": 1, "length": 2}),
+             ("select.int", {"dim": 0, "index": 1}), ("diagonal", {"offset": 0, "dim1": 0, "dim2": 1}),
+             ("zeros_like", {"dtype": None, "layout": None, "device": None, "pin_memory": None,
+                             "memory_format": None})]
+    for op, extra in unary:
+        for a in kinds:
+            p = prog(f"{op}/{a}")
+            p.op(op, self=operand(p, a, [2, 3]), **extra)
+            progs.append(p)
+    for a in kinds:
+        p = prog(f"max.dim/{a}")
+        v, i = p.op("max.dim", nout=2, self=operand(p, a, [2, 3]), dim=1, keepdim=False)
+        progs.append(p)
+        for b in kinds:
+            p = prog(f"where.self/{a}_{b}")
+            p.op("where.self", condition=p.inp([2, 3], "bool"), self=operand(p, a, [2, 3]), other=operand(p, b, [3]))
+            progs.append(p)
+            p = prog(f"cat/{a}_{b}")
+            p.op("cat", tensors=[operand(p, a, [1, 3]), operand(p, b, [2, 3])], dim=0)
+            progs.append(p)
+    # Forward mode through promotion: a float dual meets an integer or boolean operand.
+    for op in ["add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "pow.Tensor_Tensor",
+               "where.self", "cat"]:
+        for a, b in (("f64", "i64"), ("i64", "f64"), ("f64", "bool"), ("bool", "f64")):
+            if op == "sub.Tensor" and "bool" in (a, b):
+                continue
+            p = prog(f"jvp/{op}/{a}_{b}")
+            p.mode = "jvp"
+            x, y = operand(p, a, [2, 3]), operand(p, b, [3])
+            if op in ("add.Tensor", "sub.Tensor"):
+                p.op(op, self=x, other=y, alpha=2)
+            elif op == "pow.Tensor_Tensor":
+                p.op(op, self=x, exponent=y)
+            elif op == "where.self":
+                p.op(op, condition=p.inp([2, 3], "bool"), self=x, other=y)
+            elif op == "cat":
+                p.op(op, tensors=[x, operand(p, b, [1, 3])], dim=0)
+            else:
+                p.op(op, self=x, other=y)
+            progs.append(p)
+    return progs
+
+
 def jvp_programs(per_op=2):
     """Forward mode: programs drawn from the same generators as the random ones, ``per_op``
     of each operator, replayed with dual inputs."""
@@ -1754,6 +1867,8 @@ def scenarios():
     p.op("mul.Tensor", self=p.op("argmax", self=x, dim=None, keepdim=False), other=p.op("sum", self=x, dtype=None))
     add(p)
 
+    dtype_scenarios(S, scen)
+
     # ---- item 11: Scalar and in-place overloads
     p = scen("overloads/squeeze_dims", "overloads")
     p.op("squeeze.dims", self=p.inp([2, 1, 3, 1]), dim=[1, -1])
@@ -1811,8 +1926,278 @@ def scenarios():
     return S
 
 
+def dtype_scenarios(S, scen):
+    """Integer and boolean tensors (issue 16): the dtypes of results, PyTorch's promotion in
+    arithmetic, and its errors for index arguments and kernels of the wrong dtype."""
+
+    def prog(name):
+        p = scen(f"dtypes/{name}", "dtypes")
+        S.append(p)
+        return p
+
+    def ints(p, shape, data):
+        return p.inp(shape, "idx9", data=data)
+
+    def bools(p, shape):
+        return p.inp(shape, "bool")
+
+    # promotion: masks and integers meet floats
+    p = prog("mask_times_float")
+    x = p.inp([2, 3], "away")
+    p.op("mul.Tensor", self=x, other=p.op("gt.Scalar", self=x, other=0.0))
+    p = prog("float_times_bool_input")
+    p.op("mul.Tensor", self=p.inp([2, 3]), other=bools(p, [3]))
+    p = prog("int_plus_float")
+    p.op("add.Tensor", self=ints(p, [3], [1, -2, 5]), other=p.inp([2, 3]), alpha=0.5)
+    p = prog("int_plus_int_alpha")
+    p.op("add.Tensor", self=ints(p, [2, 2], [1, -2, 5, 7]), other=ints(p, [2], [3, 4]), alpha=2)
+    p = prog("int_minus_int")
+    p.op("sub.Tensor", self=ints(p, [3], [1, -2, 5]), other=ints(p, [3], [4, 4, 4]), alpha=1)
+    p = prog("bool_plus_bool")
+    p.op("add.Tensor", self=bools(p, [4]), other=bools(p, [4]), alpha=1)
+    p = prog("int_times_bool")
+    p.op("mul.Tensor", self=ints(p, [4], [3, -1, 2, 8]), other=bools(p, [4]))
+    p = prog("bool_times_bool")
+    p.op("mul.Tensor", self=bools(p, [2, 2]), other=bools(p, [2]))
+    p = prog("int_div_int")
+    p.op("div.Tensor", self=ints(p, [3], [7, -3, 4]), other=ints(p, [3], [2, 2, 8]))
+    p = prog("int_mul_int_scalar")
+    p.op("mul.Scalar", self=ints(p, [3], [7, -3, 4]), other=3)
+    p = prog("int_mul_float_scalar")
+    p.op("mul.Scalar", self=ints(p, [3], [7, -3, 4]), other=2.5)
+    p = prog("bool_add_int_scalar")
+    p.op("add.Scalar", self=bools(p, [3]), other=2, alpha=1)
+    p = prog("int_div_scalar")
+    p.op("div.Scalar", self=ints(p, [3], [7, -3, 4]), other=2)
+    p = prog("exp_of_int")
+    p.op("exp", self=ints(p, [3], [0, 1, 2]))
+    p = prog("sqrt_of_bool")
+    p.op("sqrt", self=bools(p, [3]))
+    p = prog("neg_of_int")
+    p.op("neg", self=ints(p, [3], [0, 1, -2]))
+    p = prog("abs_of_int")
+    p.op("abs", self=ints(p, [3], [0, 1, -2]))
+    p = prog("relu_of_int")
+    p.op("relu", self=ints(p, [3], [0, 1, -2]))
+    p = prog("sign_of_bool")
+    p.op("sign", self=bools(p, [3]))
+    p = prog("clamp_of_int")
+    p.op("clamp", self=ints(p, [4], [0, 1, -2, 9]), min=-1, max=5)
+    p = prog("pow_of_int")
+    p.op("pow.Tensor_Scalar", self=ints(p, [3], [0, 3, -2]), exponent=2)
+    p = prog("maximum_int_float")
+    p.op("maximum", self=ints(p, [3], [0, 3, -2]), other=p.inp([3]))
+    p = prog("mm_of_ints")
+    p.op("mm", self=ints(p, [2, 3], [1, 2, 3, 4, 5, 6]), mat2=ints(p, [3, 2], [1, 0, -1, 2, 0, 1]))
+    # reductions, comparisons, where
+    p = prog("sum_of_mask")
+    p.op("sum", self=p.op("gt.Scalar", self=p.inp([2, 3]), other=0.0), dtype=None)
+    p = prog("sum_dim_of_int")
+    p.op("sum.dim_IntList", self=ints(p, [2, 3], [1, 2, 3, 4, 5, 6]), dim=[0], keepdim=True, dtype=None)
+    p = prog("amax_of_int")
+    p.op("amax", self=ints(p, [2, 3], [1, 7, 3, 4, 5, 6]), dim=[1], keepdim=False)
+    p = prog("max_dim_of_int")
+    v, i = p.op("max.dim", nout=2, self=ints(p, [2, 3], [1, 7, 3, 4, 5, 6]), dim=1, keepdim=False)
+    p = prog("max_dim_indices")
+    v, i = p.op("max.dim", nout=2, self=p.inp([3, 4]), dim=1, keepdim=True)
+    p.out(i)
+    p = prog("argmax_of_int")
+    p.op("argmax", self=ints(p, [2, 3], [1, 7, 3, 4, 5, 6]), dim=0, keepdim=False)
+    p = prog("eq_int_float")
+    p.op("eq.Tensor", self=ints(p, [3], [1, 0, 2]), other=p.inp([3], data=[1.0, 0.5, 2.0]))
+    p = prog("lt_int_int")
+    p.op("lt.Tensor", self=ints(p, [3], [1, 0, 2]), other=ints(p, [3], [1, 3, 0]))
+    p = prog("gt_bool_bool")
+    p.op("gt.Tensor", self=bools(p, [4]), other=bools(p, [4]))
+    p = prog("ne_int_scalar")
+    p.op("ne.Scalar", self=ints(p, [3], [1, 0, 2]), other=2)
+    p = prog("le_int_float_scalar")
+    p.op("le.Scalar", self=ints(p, [3], [1, 0, 2]), other=1.5)
+    p = prog("where_int_branches")
+    p.op("where.self", condition=bools(p, [3]), self=ints(p, [3], [1, 2, 3]), other=ints(p, [1], [-1]))
+    p = prog("where_int_float")
+    p.op("where.self", condition=bools(p, [2, 3]), self=ints(p, [3], [1, 2, 3]), other=p.inp([2, 3]))
+    # moves of integer and boolean elements
+    p = prog("index_select_of_int")
+    p.op("index_select", self=ints(p, [3, 2], [10, 11, 12, 13, 14, 15]), dim=0, index=ints(p, [4], [2, 0, 2, 1]))
+    p = prog("gather_of_bool")
+    p.op("gather", self=bools(p, [2, 3]), dim=1, index=ints(p, [2, 2], [2, 0, 1, 1]), sparse_grad=False)
+    p = prog("embedding_of_int")
+    p.op("embedding", weight=ints(p, [3, 2], [10, 11, 12, 13, 14, 15]), indices=ints(p, [2], [2, 0]),
+         padding_idx=-1, scale_grad_by_freq=False, sparse=False)
+    p = prog("cat_int_float")
+    p.op("cat", tensors=[ints(p, [1, 3], [1, 2, 3]), p.inp([2, 3])], dim=0)
+    p = prog("cat_bool_bool")
+    p.op("cat", tensors=[bools(p, [2]), bools(p, [3])], dim=0)
+    p = prog("stack_int_bool")
+    p.op("stack", tensors=[ints(p, [2], [4, 5]), bools(p, [2])], dim=1)
+    p = prog("transpose_reshape_int")
+    t = p.op("transpose.int", self=ints(p, [2, 3], [1, 2, 3, 4, 5, 6]), dim0=0, dim1=1)
+    p.op("reshape", self=t, shape=[6])
+    p = prog("expand_bool")
+    p.op("expand", self=bools(p, [1, 3]), size=[2, 3], implicit=False)
+    p = prog("split_int")
+    p.op("split.Tensor", nout=2, self=ints(p, [4], [1, 2, 3, 4]), split_size=2, dim=0)
+    p = prog("zeros_like_int")
+    p.op("zeros_like", self=ints(p, [3], [1, 2, 3]), dtype=None, layout=None, device=None, pin_memory=None,
+         memory_format=None)
+    p = prog("new_zeros_bool")
+    p.op("new_zeros", self=bools(p, [3]), size=[2, 2], dtype=None, layout=None, device=None, pin_memory=None)
+    p = prog("index_add_int_alpha")
+    p.op("index_add", self=ints(p, [3], [1, 2, 3]), dim=0, index=ints(p, [2], [0, 0]), source=ints(p, [2], [1, 5]),
+         alpha=2.5)
+    p = prog("tanh_backward_float_int")
+    p.op("tanh_backward", grad_output=p.inp([3]), output=ints(p, [3], [1, 0, 2]))
+    p = prog("threshold_backward_float_int")
+    p.op("threshold_backward", grad_output=p.inp([3]), self=ints(p, [3], [1, 0, 2]), threshold=0.5)
+    p = prog("cat_int_bool")
+    p.op("cat", tensors=[ints(p, [2], [4, 5]), bools(p, [2])], dim=0)
+    p = prog("clamp_bool_float_bound")
+    p.op("clamp", self=bools(p, [4]), min=0.5, max=None)
+    p = prog("maximum_int_bool")
+    p.op("maximum", self=ints(p, [3], [-1, 0, 2]), other=bools(p, [3]))
+    p = prog("logsumexp_of_bool")
+    p.op("logsumexp", self=bools(p, [2, 3]), dim=[1], keepdim=False)
+    # in-place writes through views of integer, boolean and non-finite tensors reach the base
+    p = prog("view_write_int")
+    b = p.op("clone", self=ints(p, [2, 2], [1, 2, 3, 4]), memory_format=None)
+    v = p.op("select.int", self=b, dim=0, index=1)
+    p.op("add_.Tensor", self=v, other=ints(p, [2], [10, 20]), alpha=1)
+    p.out(b)
+    p = prog("view_write_bool")
+    b = p.op("clone", self=bools(p, [4]), memory_format=None)
+    v = p.op("narrow", self=b, dim=0, start=1, length=2)
+    p.op("fill_.Scalar", self=v, value=1)
+    p.out(b)
+    p = prog("view_write_diagonal_int")
+    b = p.op("clone", self=ints(p, [2, 2], [1, 2, 3, 4]), memory_format=None)
+    v = p.op("diagonal", self=b, offset=0, dim1=0, dim2=1)
+    p.op("mul_.Scalar", self=v, other=3)
+    p.out(b)
+    p = prog("view_write_over_inf")
+    b = p.op("mul.Scalar", self=p.inp([3], data=[1.0, float("inf"), 2.0]), other=1.0)
+    v = p.op("slice.Tensor", self=b, dim=0, start=1, end=3, step=1)
+    p.op("fill_.Scalar", self=v, value=0.5)
+    p.out(b)
+    # reductions with a dtype= argument: PyTorch casts the input first
+    p = prog("sum_of_mask_as_float")
+    p.op("sum", self=p.op("gt.Scalar", self=p.inp([2, 3]), other=0.0), dtype=torch.float64)
+    p = prog("sum_dim_of_float_as_int")
+    # (without grad: PyTorch refuses an integer result of a differentiable op whose input
+    # requires grad, "Autograd not support dtype: Long"; the runtime gives it no history)
+    p.op("sum.dim_IntList", self=p.inp([2, 3], "wide", rg=False), dim=[1], keepdim=False, dtype=torch.int64)
+    p = prog("sum_of_int_as_bool")
+    p.op("sum", self=ints(p, [3], [0, 0, 2]), dtype=torch.bool)
+    p = prog("mean_of_int_as_float")
+    p.op("mean.dim", self=ints(p, [2, 3], [1, 2, 3, 4, 5, 7]), dim=[1], keepdim=True, dtype=torch.float64)
+    p = prog("mean_as_int")
+    p.op("mean", self=p.inp([3]), dtype=torch.int64)
+    p = prog("softmax_of_int_as_float")
+    p.op("softmax.int", self=ints(p, [2, 3], [1, 2, 3, 4, 5, 7]), dim=1, dtype=torch.float64)
+    p = prog("log_softmax_as_int")
+    p.op("log_softmax.int", self=p.inp([2, 3]), dim=0, dtype=torch.int64)
+    p = prog("dropout_mask_eval")
+    y, m = p.op("native_dropout", nout=2, input=p.inp([2, 3]), p=0.5, train=False)
+    p.out(m)
+    p = prog("dropout_backward_bool_mask")
+    p.op("native_dropout_backward", grad_output=p.inp([2, 3]), mask=bools(p, [2, 3]), scale=2.0)
+    p = prog("add_inplace_int")
+    y = p.op("clone", self=ints(p, [3], [1, 2, 3]), memory_format=None)
+    p.op("add_.Tensor", self=y, other=ints(p, [3], [5, 5, 5]), alpha=1)
+    p.out(y)
+    p = prog("mul_inplace_float_by_mask")
+    y = p.op("mul.Scalar", self=p.inp([3]), other=1.0)
+    p.op("mul_.Tensor", self=y, other=bools(p, [3]))
+    p.out(y)
+
+    # PyTorch's errors for the wrong dtypes
+    def fl_index(p, shape, data):
+        return p.inp(shape, rg=False, data=data)
+
+    p = prog("gather_float_index")
+    p.op("gather", self=p.inp([2, 3]), dim=1, index=fl_index(p, [2, 1], [0.0, 1.0]), sparse_grad=False)
+    p = prog("gather_bool_index")
+    p.op("gather", self=p.inp([2, 3]), dim=1, index=bools(p, [2, 1]), sparse_grad=False)
+    p = prog("index_select_float_index")
+    p.op("index_select", self=p.inp([3, 2]), dim=0, index=fl_index(p, [2], [0.0, 2.0]))
+    p = prog("scatter_add_float_index")
+    p.op("scatter_add", self=p.inp([3]), dim=0, index=fl_index(p, [2], [0.0, 2.0]), src=p.inp([2]))
+    p = prog("scatter_add_src_dtype")
+    p.op("scatter_add", self=p.inp([3]), dim=0, index=ints(p, [2], [0, 2]), src=ints(p, [2], [1, 1]))
+    p = prog("index_add_float_index")
+    p.op("index_add", self=p.inp([3]), dim=0, index=fl_index(p, [2], [0.0, 2.0]), source=p.inp([2]), alpha=1)
+    p = prog("index_add_source_dtype")
+    p.op("index_add", self=p.inp([3]), dim=0, index=ints(p, [2], [0, 2]), source=bools(p, [2]), alpha=1)
+    p = prog("embedding_float_indices")
+    p.op("embedding", weight=p.inp([3, 2]), indices=fl_index(p, [2], [0.0, 2.0]), padding_idx=-1,
+         scale_grad_by_freq=False, sparse=False)
+    p = prog("nll_loss_float_target")
+    p.op("nll_loss", self=p.inp([2, 3]), target=fl_index(p, [2], [0.0, 2.0]), weight=None, reduction=1,
+         ignore_index=-100)
+    p = prog("nll_loss_forward_bool_target")
+    p.op("nll_loss_forward", nout=2, self=p.inp([2, 3]), target=bools(p, [2]), weight=None, reduction=1,
+         ignore_index=-100)
+    p = prog("nll_loss_backward_float_target")
+    p.op("nll_loss_backward", grad_output=p.inp([]), self=p.inp([2, 3]), target=fl_index(p, [2], [0.0, 2.0]),
+         weight=None, reduction=1, ignore_index=-100, total_weight=p.inp([], rg=False, data=[2.0]))
+    p = prog("cross_entropy_float_target")
+    p.op("cross_entropy_loss", self=p.inp([2, 3]), target=fl_index(p, [2], [0.0, 2.0]), weight=None,
+         reduction=1, ignore_index=-100, label_smoothing=0.0)
+    p = prog("cross_entropy_long_probabilities")
+    p.op("cross_entropy_loss", self=p.inp([2, 3]), target=ints(p, [2, 3], [0, 1, 0, 1, 0, 0]), weight=None,
+         reduction=1, ignore_index=-100, label_smoothing=0.0)
+    p = prog("nll_loss_weight_dtype")
+    p.op("nll_loss", self=p.inp([2, 3]), target=ints(p, [2], [0, 2]), weight=ints(p, [3], [1, 1, 1]),
+         reduction=1, ignore_index=-100)
+    p = prog("where_float_condition")
+    p.op("where.self", condition=p.inp([3], rg=False), self=p.inp([3]), other=p.inp([3]))
+    p = prog("sub_bool_bool")
+    p.op("sub.Tensor", self=bools(p, [3]), other=bools(p, [3]), alpha=1)
+    p = prog("sub_float_bool")
+    p.op("sub.Tensor", self=p.inp([3]), other=bools(p, [3]), alpha=1)
+    p = prog("neg_bool")
+    p.op("neg", self=bools(p, [3]))
+    p = prog("add_int_float_alpha")
+    p.op("add.Tensor", self=ints(p, [3], [1, 2, 3]), other=ints(p, [3], [1, 2, 3]), alpha=0.5)
+    p = prog("mean_of_int")
+    p.op("mean", self=ints(p, [3], [1, 2, 3]), dtype=None)
+    p = prog("softmax_of_int")
+    p.op("softmax.int", self=ints(p, [3], [1, 2, 3]), dim=0, dtype=None)
+    p = prog("argmax_of_bool")
+    p.op("argmax", self=bools(p, [3]), dim=None, keepdim=False)
+    p = prog("relu_of_bool")
+    p.op("relu", self=bools(p, [3]))
+    p = prog("abs_of_bool")
+    p.op("abs", self=bools(p, [3]))
+    p = prog("mm_float_int")
+    p.op("mm", self=p.inp([2, 2]), mat2=ints(p, [2, 2], [1, 2, 3, 4]))
+    p = prog("mse_loss_of_ints")
+    p.op("mse_loss", self=ints(p, [3], [1, 2, 3]), target=ints(p, [3], [1, 2, 3]), reduction=1)
+    p = prog("layer_norm_of_int")
+    p.op("layer_norm", input=ints(p, [2, 3], [1, 2, 3, 4, 5, 6]), normalized_shape=[3], weight=None, bias=None,
+         eps=1e-5, cudnn_enable=True)
+    p = prog("bmm_float_int")
+    p.op("bmm", self=p.inp([1, 2, 2]), mat2=ints(p, [1, 2, 2], [1, 2, 3, 4]))
+    p = prog("mm_int_bool")
+    p.op("mm", self=ints(p, [2, 2], [1, 2, 3, 4]), mat2=bools(p, [2, 2]))
+    p = prog("pow_bool_negative")
+    p.op("pow.Tensor_Scalar", self=bools(p, [3]), exponent=-1)
+    p = prog("nll_loss_int_input")
+    p.op("nll_loss_forward", nout=2, self=ints(p, [2, 3], [1, 2, 3, 4, 5, 6]), target=ints(p, [2], [0, 2]),
+         weight=None, reduction=1, ignore_index=-100)
+    p = prog("layer_norm_int_weight")
+    p.op("layer_norm", input=p.inp([2, 3]), normalized_shape=[3], weight=ints(p, [3], [1, 1, 1]), bias=None,
+         eps=1e-5, cudnn_enable=True)
+    p = prog("tanh_backward_int_int")
+    p.op("tanh_backward", grad_output=ints(p, [2], [1, 2]), output=ints(p, [2], [1, 2]))
+    p = prog("mul_inplace_int_by_float")
+    y = p.op("clone", self=ints(p, [3], [1, 2, 3]), memory_format=None)
+    p.op("mul_.Tensor", self=y, other=p.inp([3], rg=False))
+    p.out(y)
+
+
 def main():
-    progs = random_programs() + scenarios() + jvp_programs() + jvp_scenarios() + hvp_programs()
+    progs = random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
     names = set()
     by_cat = {}
     for p in progs:

@@ -89,7 +89,7 @@ impl W2 {
         let mut grad_sum = 0.0f64;
         for p in &self.params {
             let g = p.grad().expect("grad");
-            grad_sum += g.data().data.iter().map(|v| *v as f64).sum::<f64>();
+            grad_sum += g.data().to_float().iter().map(|v| *v as f64).sum::<f64>();
             p.zero_grad();
         }
         Ok(W2Out {
@@ -113,5 +113,5 @@ fn try_w3(init: &[f32], steps: usize) -> Result<f32, AutogradError> {
     s.backward()?;
     drop((s, y));
     let g = x.grad().expect("grad").data();
-    Ok(g.data.iter().sum())
+    Ok(g.to_float().iter().sum())
 }

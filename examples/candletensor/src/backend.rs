@@ -1,4 +1,6 @@
-//! The raw operations: `impl Backend for CandleTensor` (one method per native function).
+//! The raw operations, one per native function, written for floating-point tensors
+//! (`backend/dtype.rs` holds `impl Backend for CandleTensor`, which applies PyTorch's dtype
+//! rules to `I64` and `U8` (boolean) tensors and calls these kernels).
 //! No autograd here: the generated layer calls these and records the backward nodes.
 //! Every kernel checks its arguments first (the op set's meta functions,
 //! `autograd_opset::meta`, as ndtensor's kernels: PyTorch's checks and messages) and then
@@ -13,9 +15,10 @@
 //! candle as `U32`. Where candle refuses what PyTorch accepts (reductions of empty tensors,
 //! empty `narrow`s, `index_select` of a strided tensor), the kernel handles the case first.
 
+mod dtype;
+
 use crate::tensor::CandleTensor;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
-use autograd_opset::Backend;
 use autograd_opset::error::{Error, check};
 use autograd_opset::meta;
 use autograd_opset::shape::{
@@ -332,9 +335,9 @@ fn nll_targets(
     Ok((cls, keep, wv))
 }
 
-impl Backend for CandleTensor {
-    type Error = Error;
-
+/// The floating-point kernels (`dtype`'s `impl Backend` calls them; inherent functions with
+/// the op set's names and signatures).
+impl CandleTensor {
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         let (a, b) = both(&self_.t, &other.t)?;
         let b = if alpha == 1.0 {

@@ -7,6 +7,12 @@
 //! nodes, forward mode, views, in-place variants, PyTorch's composites — comes from
 //! [`autograd_opset`], generated once for any backend.
 //!
+//! Dtypes are PyTorch's, in candle's types: `F64`/`F32` floating point, `I64` for indices and
+//! class targets (`CandleTensor::from_i64`), `U8` 0/1 for booleans (`CandleTensor::from_bool`;
+//! `Tensor::dtype` says `"bool"`). Comparisons give booleans, `argmax` and `max.dim`'s indices
+//! `I64`; index arguments must be `I64`; arithmetic promotes (`bool` < `i64` < float) and
+//! integer/boolean results carry no gradient (`src/backend/dtype.rs`).
+//!
 //! ```
 //! use candletensor::{CandleTensor, Var, VariableOps};
 //! # fn main() -> Result<(), autograd::runtime::AutogradError> {

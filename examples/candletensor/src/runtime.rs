@@ -15,8 +15,14 @@ impl autograd::runtime::Tensor for CandleTensor {
             DType::F64 => "f64",
             DType::F16 => "f16",
             DType::BF16 => "bf16",
-            _ => "int",
+            DType::I64 => "i64",
+            DType::U8 => "bool",
+            DType::U32 => "u32",
+            _ => "other",
         }
+    }
+    fn is_differentiable(&self) -> bool {
+        self.t.dtype().is_float()
     }
     fn ones_like(&self) -> Self {
         CandleTensor::new(self.t.ones_like().expect("ones_like"))
@@ -55,6 +61,12 @@ impl autograd::gradcheck::ElementAccess for CandleTensor {
 impl autograd_opset::nn::FromValues for CandleTensor {
     fn from_f64(values: &[f64], shape: &[usize]) -> Self {
         CandleTensor::from_vec(values.to_vec(), shape)
+    }
+    fn from_i64(values: &[i64], shape: &[usize]) -> Self {
+        CandleTensor::from_i64(values.to_vec(), shape)
+    }
+    fn from_bool(values: &[bool], shape: &[usize]) -> Self {
+        CandleTensor::from_bool(values.to_vec(), shape)
     }
 }
 

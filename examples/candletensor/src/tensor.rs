@@ -1,11 +1,14 @@
-//! The raw tensor: a `candle_core::Tensor` (CPU, `F64` for the tests; `F32` works too).
+//! The raw tensor: a `candle_core::Tensor` (CPU; `F64` for the tests, `F32` works too; `I64`
+//! and `U8` for integer and boolean tensors).
 
 use candle_core::{DType, Device, Tensor};
 use std::fmt;
 
-/// A raw tensor: candle's `Tensor` (cheaply cloneable, possibly strided). Index tensors
-/// (targets, `gather` indices, `max.dim` indices) hold integers as floating-point elements,
-/// as in ndtensor; the kernels convert them to candle's `U32` indices.
+/// A raw tensor: candle's `Tensor` (cheaply cloneable, possibly strided), of one of four
+/// dtypes: `F64` or `F32` (`"f64"`/`"f32"`, floating point, differentiable), `I64` (`"i64"`:
+/// indices, class targets, `argmax` and `max.dim`'s indices) and `U8` holding 0/1 (`"bool"`:
+/// comparisons, `where`'s condition, dropout's mask), as PyTorch's dtypes. The kernels pass
+/// index values to candle as `U32` after checking them.
 #[derive(Clone)]
 pub struct CandleTensor {
     /// candle's tensor.
@@ -25,6 +28,35 @@ impl CandleTensor {
     /// assert_eq!(t.shape(), &[2, 2]);
     /// ```
     pub fn from_vec(v: Vec<f64>, shape: &[usize]) -> Self {
+        CandleTensor {
+            t: Tensor::from_vec(v, shape, &Device::Cpu).expect("values do not fit the shape"),
+        }
+    }
+
+    /// Row-major `i64` values with a shape: an `"i64"` tensor (candle's `I64`; indices, class
+    /// targets).
+    ///
+    /// ```
+    /// let t = candletensor::CandleTensor::from_i64(vec![2, 0, 1], &[3]);
+    /// assert_eq!(autograd::runtime::Tensor::dtype(&t), "i64");
+    /// assert_eq!(t.to_vec(), vec![2.0, 0.0, 1.0]);
+    /// ```
+    pub fn from_i64(v: Vec<i64>, shape: &[usize]) -> Self {
+        CandleTensor {
+            t: Tensor::from_vec(v, shape, &Device::Cpu).expect("values do not fit the shape"),
+        }
+    }
+
+    /// Row-major booleans with a shape: a `"bool"` tensor (candle's `U8` holding 0/1; masks,
+    /// `where`'s condition).
+    ///
+    /// ```
+    /// let m = candletensor::CandleTensor::from_bool(vec![true, false], &[2]);
+    /// assert_eq!(autograd::runtime::Tensor::dtype(&m), "bool");
+    /// assert_eq!(m.to_vec(), vec![1.0, 0.0]);
+    /// ```
+    pub fn from_bool(v: Vec<bool>, shape: &[usize]) -> Self {
+        let v: Vec<u8> = v.into_iter().map(u8::from).collect();
         CandleTensor {
             t: Tensor::from_vec(v, shape, &Device::Cpu).expect("values do not fit the shape"),
         }
@@ -61,6 +93,19 @@ impl CandleTensor {
             .and_then(|f| f.to_dtype(DType::F64))
             .and_then(|f| f.to_vec1::<f64>())
             .expect("a CPU tensor of floats")
+    }
+
+    /// The elements of an `I64` tensor in row-major order (`None` for another dtype).
+    ///
+    /// ```
+    /// let t = candletensor::CandleTensor::from_i64(vec![(1 << 60) + 1, -2], &[2]);
+    /// assert_eq!(t.to_i64_vec(), Some(vec![(1 << 60) + 1, -2]));
+    /// ```
+    pub fn to_i64_vec(&self) -> Option<Vec<i64>> {
+        if self.t.dtype() != DType::I64 {
+            return None;
+        }
+        self.t.flatten_all().and_then(|f| f.to_vec1::<i64>()).ok()
     }
 
     /// The number of elements.

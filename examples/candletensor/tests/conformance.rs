@@ -61,3 +61,38 @@ fn wrong_known_differences_are_failures() {
         ]
     );
 }
+
+#[test]
+fn integers_beyond_f64_stay_exact_through_moves() {
+    use autograd_opset::ops::*;
+    type T = CandleTensor;
+    type V = autograd::runtime::Variable<T>;
+    const BIG: i64 = (1 << 60) + 1; // not an f64
+    let ints = |v: Vec<i64>, s: &[usize]| V::from_data(T::from_i64(v, s));
+    let a = ints(vec![BIG, -BIG, 3, BIG - 2, 7, 8], &[2, 3]);
+    let r = reshape(&transpose_int(&a, 0, 1).unwrap(), &[6]).unwrap();
+    let got = |v: &V| v.data().to_i64_vec().unwrap();
+    assert_eq!(got(&r), vec![BIG, BIG - 2, -BIG, 7, 3, 8]);
+    let s = index_select(&r, 0, &ints(vec![2, 0, 0], &[3])).unwrap();
+    assert_eq!(got(&s), vec![-BIG, BIG, BIG]);
+    let g = gather(&a, 1, &ints(vec![0, 0, 2, 1], &[2, 2]), false).unwrap();
+    assert_eq!(got(&g), vec![BIG, BIG, 8, 7]);
+    let c = cat(&[s, ints(vec![1], &[1])], 0).unwrap();
+    assert_eq!(got(&c), vec![-BIG, BIG, BIG, 1]);
+    let d = add_tensor(&c, &ints(vec![1, 1, -1, 0], &[4]), 2.0).unwrap();
+    assert_eq!(got(&d), vec![-BIG + 2, BIG + 2, BIG - 2, 1]);
+    let p = mul_scalar(&ints(vec![BIG / 4], &[1]), 2.0).unwrap();
+    assert_eq!(got(&p), vec![BIG / 4 * 2]);
+    assert_eq!(
+        got(&sum(&ints(vec![BIG, 1], &[2]), None).unwrap()),
+        vec![BIG + 1]
+    );
+    // An in-place write through a view reaches the base exactly.
+    let base = ints(vec![1, 2, 3, BIG], &[2, 2]);
+    let v = select_int(&base, 0, 1).unwrap();
+    add_tensor_(&v, &ints(vec![10, 10], &[2]), 1.0).unwrap();
+    assert_eq!(got(&base), vec![1, 2, 13, BIG + 10]);
+    let m = gt_scalar(&c, 0.0).unwrap();
+    assert_eq!(autograd::runtime::Tensor::dtype(&m.data()), "bool");
+    assert_eq!(m.data().to_vec(), vec![0.0, 1.0, 1.0, 1.0]);
+}

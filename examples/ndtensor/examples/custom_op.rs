@@ -46,7 +46,7 @@ impl<E: Element> Node<NdTensor<E>> for SoftplusBackward<E> {
 pub fn softplus<E: Element>(x: &Var<E>) -> Var<E> {
     let raw = x.with_data(|t| {
         NdTensor::new(
-            t.data
+            t.to_float()
                 .mapv(|v| v.max(E::zero()) + (E::one() + (-v.abs()).exp()).ln())
                 .into_shared(),
         )

@@ -1,11 +1,18 @@
-//! The raw operations: `impl Backend for NdTensor<E>` (one method per native function).
-//! No autograd here: the generated layer calls these and records the backward nodes.
-//! Every kernel checks its arguments (the op set's meta functions, `autograd_opset::meta`,
-//! and shape rules) and returns PyTorch's error ([`Error`]) instead of panicking.
+//! The raw operations, one per native function. No autograd here: the generated layer calls
+//! them and records the backward nodes. Every kernel checks its arguments (the op set's meta
+//! functions, `autograd_opset::meta`, and shape rules) and returns PyTorch's error
+//! ([`Error`]) instead of panicking.
+//!
+//! The kernels of this file are written over floating-point arrays (`FloatTensor`, named
+//! `NdTensor` here); `backend/dtype.rs` holds `impl Backend for NdTensor<E>`, which applies
+//! PyTorch's dtype rules (integer and boolean tensors, promotion, index dtypes) and calls
+//! them.
 
-use crate::tensor::{Element, NdTensor};
+mod dtype;
+
+// The kernels below see the floating-point tensor under the name `NdTensor`.
+use crate::tensor::{Element, FloatTensor as NdTensor};
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
-use autograd_opset::Backend;
 use autograd_opset::error::{Error, check};
 use autograd_opset::meta;
 use autograd_opset::shape::{
@@ -321,9 +328,8 @@ fn nll_forward<E: Element>(
     Ok((out, NdTensor::scalar(total)))
 }
 
-impl<E: Element> Backend for NdTensor<E> {
-    type Error = Error;
-
+/// The floating-point kernels (`dtype`'s `impl Backend` calls them).
+impl<E: Element> NdTensor<E> {
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         let a = E::of(alpha);
         zip(self_, other, |x, y| x + a * y)
@@ -810,7 +816,11 @@ impl<E: Element> Backend for NdTensor<E> {
         })
     }
     fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
-        meta::split_by_slices(self_, split_size, dim)
+        let (ax, pieces) = meta::split(self_.shape(), split_size, dim)?;
+        pieces
+            .into_iter()
+            .map(|r| Self::slice_tensor(self_, ax as i64, Some(r.start), Some(r.end), 1))
+            .collect()
     }
     fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
         let ax = meta::unbind(self_.shape(), dim)?;

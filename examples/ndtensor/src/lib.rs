@@ -6,8 +6,9 @@
 //! generates
 //!
 //! * the `Backend` trait, implemented for the raw tensor [`NdTensor<E>`] in `src/backend.rs`
-//!   (`E` = `f32` or `f64`; any rank; broadcasting; strided views) — ndtensor's only
-//!   autograd-related code is these kernels;
+//!   (`E` = `f32` or `f64`, plus `i64` and `bool` tensors for indices, targets and masks,
+//!   see [`Data`]; any rank; broadcasting; strided views) — ndtensor's only
+//!   autograd-related code is these kernels and their dtype rules (`src/backend/dtype.rs`);
 //! * one backward node per differentiable operator;
 //! * differentiable functions over [`Var<E>`] with PyTorch's names (`mul_tensor`, `sum_dim_intlist`,
 //!   `log_softmax_int`, in-place `add_tensor_`, out= `mul_out`, ...), and the same as methods
@@ -35,7 +36,7 @@ mod tensor;
 
 pub use autograd_opset::random::manual_seed;
 pub use autograd_opset::{Error, ErrorKind, helpers, nn, ops};
-pub use tensor::{Element, NdTensor};
+pub use tensor::{Data, Element, NdTensor};
 
 pub use ops::{Backend, VariableOps};
 
@@ -57,8 +58,17 @@ pub fn constant<E: Element>(t: NdTensor<E>) -> Var<E> {
 impl<E: Element> autograd_opset::conformance::ConformanceTensor for NdTensor<E> {
     /// The same values in column-major layout (a strided, non-contiguous array).
     fn noncontiguous(&self) -> Self {
-        let tr = self.data.t().as_standard_layout().into_owned();
-        NdTensor::new(tr.into_shared().reversed_axes())
+        fn reversed<T: Clone>(
+            a: &ndarray::ArcArray<T, ndarray::IxDyn>,
+        ) -> ndarray::ArcArray<T, ndarray::IxDyn> {
+            let tr = a.t().as_standard_layout().into_owned();
+            tr.into_shared().reversed_axes()
+        }
+        NdTensor::from_data(match self.data() {
+            Data::Float(a) => Data::Float(reversed(a)),
+            Data::Int(a) => Data::Int(reversed(a)),
+            Data::Bool(a) => Data::Bool(reversed(a)),
+        })
     }
     fn seed(seed: u64) {
         manual_seed(seed)
@@ -69,5 +79,11 @@ impl<E: Element> autograd_opset::conformance::ConformanceTensor for NdTensor<E> 
 impl<E: Element> autograd_opset::nn::FromValues for NdTensor<E> {
     fn from_f64(values: &[f64], shape: &[usize]) -> Self {
         NdTensor::from_f64(values, shape)
+    }
+    fn from_i64(values: &[i64], shape: &[usize]) -> Self {
+        NdTensor::from_i64(values.to_vec(), shape)
+    }
+    fn from_bool(values: &[bool], shape: &[usize]) -> Self {
+        NdTensor::from_bool(values.to_vec(), shape)
     }
 }

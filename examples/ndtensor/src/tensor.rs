@@ -42,38 +42,189 @@ impl Element for f64 {
     }
 }
 
-/// A raw tensor of `E` (`f32` or `f64`): a cheaply cloneable, possibly strided (non-contiguous)
-/// `ArcArray` of any rank. Index tensors (targets, `gather` indices, `max.dim` indices) hold
-/// integers as elements of the same type.
+/// The floating-point tensor the kernels of `backend.rs` are written over (there it is
+/// imported as `FloatTensor`): an `ArcArray` of `E`. [`FloatTensor`] holds one of these, or `i64`
+/// or `bool` elements; its `Backend` impl (`backend/dtype.rs`) applies PyTorch's dtype rules
+/// and calls these kernels.
 #[derive(Clone, PartialEq)]
-pub struct NdTensor<E: Element = f64> {
+pub(crate) struct FloatTensor<E: Element = f64> {
     /// The array. Views (`transpose`, `permute`, `slice`) share storage and have strides.
     pub data: ArcArray<E, IxDyn>,
 }
 
-impl<E: Element> NdTensor<E> {
+impl<E: Element> FloatTensor<E> {
     /// Wraps an array.
-    pub fn new(data: ArcArray<E, IxDyn>) -> Self {
-        NdTensor { data }
+    pub(crate) fn new(data: ArcArray<E, IxDyn>) -> Self {
+        FloatTensor { data }
     }
 
     /// From an owned array of any dimensionality.
-    pub fn from_array<D: ndarray::Dimension>(a: Array<E, D>) -> Self {
-        NdTensor {
+    pub(crate) fn from_array<D: ndarray::Dimension>(a: Array<E, D>) -> Self {
+        FloatTensor {
             data: a.into_dyn().into_shared(),
         }
     }
 
     /// Row-major values with a shape.
+    pub(crate) fn from_vec(v: Vec<E>, shape: &[usize]) -> Self {
+        FloatTensor::from_array(
+            Array::from_shape_vec(IxDyn(shape), v).expect("values do not fit the shape"),
+        )
+    }
+
+    /// Row-major `f64` values with a shape, converted to `E`.
+    pub(crate) fn from_f64(v: &[f64], shape: &[usize]) -> Self {
+        FloatTensor::from_vec(v.iter().map(|x| E::of(*x)).collect(), shape)
+    }
+
+    /// A 0-dimensional tensor.
+    pub(crate) fn scalar(x: E) -> Self {
+        FloatTensor::from_vec(vec![x], &[])
+    }
+
+    /// Zeros.
+    pub(crate) fn zeros(shape: &[usize]) -> Self {
+        FloatTensor::from_array(Array::<E, _>::zeros(IxDyn(shape)))
+    }
+
+    /// Ones.
+    pub(crate) fn ones(shape: &[usize]) -> Self {
+        FloatTensor::from_array(Array::<E, _>::ones(IxDyn(shape)))
+    }
+
+    /// The dimensions.
+    pub(crate) fn shape(&self) -> &[usize] {
+        self.data.shape()
+    }
+
+    /// The elements in row-major (logical) order.
+    pub(crate) fn to_vec(&self) -> Vec<E> {
+        self.data.iter().copied().collect()
+    }
+
+    /// The only element of a one-element tensor (the kernels check the count first).
+    pub(crate) fn item(&self) -> E {
+        assert_eq!(
+            self.data.len(),
+            1,
+            "item() of a tensor with {} elements",
+            self.data.len()
+        );
+        *self.data.iter().next().expect("one element")
+    }
+}
+
+/// The elements of an [`NdTensor`], by dtype: PyTorch's floating-point `E` (`"f32"` or
+/// `"f64"`), `torch.long` (`"i64"`) and `torch.bool` (`"bool"`). Each is a cheaply cloneable,
+/// possibly strided `ArcArray` of any rank.
+#[derive(Clone, PartialEq)]
+pub enum Data<E: Element> {
+    /// Floating point: values, gradients, parameters.
+    Float(ArcArray<E, IxDyn>),
+    /// 64-bit integers: indices (`gather`, `index_select`, `embedding`), class targets,
+    /// `max.dim`'s indices and `argmax`.
+    Int(ArcArray<i64, IxDyn>),
+    /// Booleans: the masks of comparisons (`eq`, `gt`, ...), `where`'s condition, dropout's mask.
+    Bool(ArcArray<bool, IxDyn>),
+}
+
+/// A raw tensor: `f32` or `f64` (the element type `E`, the library's floating-point dtype),
+/// `i64` or `bool` elements ([`Data`]), any rank, possibly strided (non-contiguous), cheap to
+/// clone.
+///
+/// Floating-point tensors carry gradients; `i64` and `bool` ones never do (PyTorch's rule:
+/// an op's integer or boolean result gets no history). Ops follow PyTorch's dtypes:
+/// comparisons give `bool`, `argmax` and `max.dim`'s indices `i64`, index arguments must be
+/// `i64`, and arithmetic promotes (`bool` < `i64` < `E`).
+///
+/// ```
+/// use ndtensor::{NdTensor, Var};
+/// # fn main() -> Result<(), autograd::runtime::AutogradError> {
+/// let x = Var::new(NdTensor::<f64>::from_vec(vec![0.5, -1.0, 2.0], &[3]), true);
+/// let mask = ndtensor::ops::gt_scalar(&x, 0.0)?;          // bool, no history
+/// assert_eq!(mask.data().dtype(), "bool");
+/// let y = ndtensor::ops::mul_tensor(&x, &mask)?;           // bool promotes to f64
+/// assert_eq!(y.data().to_vec(), vec![0.5, 0.0, 2.0]);
+/// let i = Var::from_data(NdTensor::<f64>::from_i64(vec![2, 0], &[2]));
+/// let g = ndtensor::ops::index_select(&x, 0, &i)?;
+/// assert_eq!(g.data().to_vec(), vec![2.0, 0.5]);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, PartialEq)]
+pub struct NdTensor<E: Element = f64> {
+    data: Data<E>,
+}
+
+/// The same shape's elements as another dtype's array (row-major logical order kept).
+fn convert<A: Clone, B: Clone>(a: &ArcArray<A, IxDyn>, f: impl Fn(A) -> B) -> ArcArray<B, IxDyn> {
+    a.mapv(f).into_shared()
+}
+
+impl<E: Element> NdTensor<E> {
+    /// Wraps a floating-point array.
+    pub fn new(data: ArcArray<E, IxDyn>) -> Self {
+        NdTensor {
+            data: Data::Float(data),
+        }
+    }
+
+    /// Wraps elements of any dtype.
+    pub fn from_data(data: Data<E>) -> Self {
+        NdTensor { data }
+    }
+
+    /// From an owned floating-point array of any dimensionality.
+    pub fn from_array<D: ndarray::Dimension>(a: Array<E, D>) -> Self {
+        NdTensor::new(a.into_dyn().into_shared())
+    }
+
+    /// Row-major floating-point values with a shape.
     ///
     /// ```
     /// let t = ndtensor::NdTensor::<f64>::from_vec(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]);
     /// assert_eq!(t.shape(), &[2, 2]);
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the number of values is not the product of the shape.
     pub fn from_vec(v: Vec<E>, shape: &[usize]) -> Self {
         NdTensor::from_array(
             Array::from_shape_vec(IxDyn(shape), v).expect("values do not fit the shape"),
         )
+    }
+
+    /// Row-major `i64` values with a shape: an `"i64"` tensor (indices, class targets).
+    ///
+    /// ```
+    /// let t = ndtensor::NdTensor::<f32>::from_i64(vec![2, 0, 1], &[3]);
+    /// assert_eq!(autograd::runtime::Tensor::dtype(&t), "i64");
+    /// assert_eq!(t.to_i64_vec(), Some(vec![2, 0, 1]));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the number of values is not the product of the shape.
+    pub fn from_i64(v: Vec<i64>, shape: &[usize]) -> Self {
+        let a = Array::from_shape_vec(IxDyn(shape), v).expect("values do not fit the shape");
+        NdTensor::from_data(Data::Int(a.into_shared()))
+    }
+
+    /// Row-major booleans with a shape: a `"bool"` tensor (a mask, `where`'s condition).
+    ///
+    /// ```
+    /// let m = ndtensor::NdTensor::<f64>::from_bool(vec![true, false], &[2]);
+    /// assert_eq!(autograd::runtime::Tensor::dtype(&m), "bool");
+    /// assert_eq!(m.to_vec(), vec![1.0, 0.0]);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the number of values is not the product of the shape.
+    pub fn from_bool(v: Vec<bool>, shape: &[usize]) -> Self {
+        let a = Array::from_shape_vec(IxDyn(shape), v).expect("values do not fit the shape");
+        NdTensor::from_data(Data::Bool(a.into_shared()))
     }
 
     /// Row-major `f64` values with a shape, converted to `E`.
@@ -81,17 +232,17 @@ impl<E: Element> NdTensor<E> {
         NdTensor::from_vec(v.iter().map(|x| E::of(*x)).collect(), shape)
     }
 
-    /// A 0-dimensional tensor.
+    /// A 0-dimensional floating-point tensor.
     pub fn scalar(x: E) -> Self {
         NdTensor::from_vec(vec![x], &[])
     }
 
-    /// Zeros.
+    /// Floating-point zeros.
     pub fn zeros(shape: &[usize]) -> Self {
         NdTensor::from_array(Array::<E, _>::zeros(IxDyn(shape)))
     }
 
-    /// Ones.
+    /// Floating-point ones.
     pub fn ones(shape: &[usize]) -> Self {
         NdTensor::from_array(Array::<E, _>::ones(IxDyn(shape)))
     }
@@ -118,91 +269,182 @@ impl<E: Element> NdTensor<E> {
         NdTensor::from_vec(v, shape)
     }
 
+    /// The elements and their dtype.
+    pub fn data(&self) -> &Data<E> {
+        &self.data
+    }
+
+    /// The floating-point array, if the tensor is floating point.
+    pub fn as_float(&self) -> Option<&ArcArray<E, IxDyn>> {
+        match &self.data {
+            Data::Float(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The elements as `E` (the array itself for a floating-point tensor; integers and
+    /// booleans converted, `true` = 1), like PyTorch's `.to(dtype)`.
+    pub fn to_float(&self) -> ArcArray<E, IxDyn> {
+        match &self.data {
+            Data::Float(a) => a.clone(),
+            Data::Int(a) => convert(a, |x| E::of(x as f64)),
+            Data::Bool(a) => convert(a, |x| if x { E::one() } else { E::zero() }),
+        }
+    }
+
+    /// `"f32"`/`"f64"` (`E`), `"i64"` or `"bool"`.
+    pub fn dtype(&self) -> &'static str {
+        match &self.data {
+            Data::Float(_) => E::NAME,
+            Data::Int(_) => "i64",
+            Data::Bool(_) => "bool",
+        }
+    }
+
     /// The dimensions.
     pub fn shape(&self) -> &[usize] {
-        self.data.shape()
+        match &self.data {
+            Data::Float(a) => a.shape(),
+            Data::Int(a) => a.shape(),
+            Data::Bool(a) => a.shape(),
+        }
     }
 
-    /// The elements in row-major (logical) order.
+    /// The elements in row-major (logical) order, as `E` (integers converted, `true` = 1).
     pub fn to_vec(&self) -> Vec<E> {
-        self.data.iter().copied().collect()
+        self.to_float().iter().copied().collect()
     }
 
-    /// The only element of a one-element tensor.
+    /// The elements of an `"i64"` tensor in row-major order (`None` for another dtype).
+    pub fn to_i64_vec(&self) -> Option<Vec<i64>> {
+        match &self.data {
+            Data::Int(a) => Some(a.iter().copied().collect()),
+            _ => None,
+        }
+    }
+
+    /// The elements of a `"bool"` tensor in row-major order (`None` for another dtype).
+    pub fn to_bool_vec(&self) -> Option<Vec<bool>> {
+        match &self.data {
+            Data::Bool(a) => Some(a.iter().copied().collect()),
+            _ => None,
+        }
+    }
+
+    /// The only element of a one-element tensor, as `E`.
+    ///
+    /// # Panics
+    ///
+    /// If the tensor does not have exactly one element.
     pub fn item(&self) -> E {
-        assert_eq!(
-            self.data.len(),
-            1,
-            "item() of a tensor with {} elements",
-            self.data.len()
-        );
-        *self.data.iter().next().expect("one element")
+        let v = self.to_vec();
+        assert_eq!(v.len(), 1, "item() of a tensor with {} elements", v.len());
+        v[0]
     }
 
     /// Whether the elements are laid out contiguously in row-major order.
     pub fn is_contiguous(&self) -> bool {
-        self.data.is_standard_layout()
+        match &self.data {
+            Data::Float(a) => a.is_standard_layout(),
+            Data::Int(a) => a.is_standard_layout(),
+            Data::Bool(a) => a.is_standard_layout(),
+        }
     }
 
-    /// Converts the elements to another element type.
+    /// A floating-point tensor's elements as another floating-point type (integer and
+    /// boolean tensors are returned unchanged: their dtype does not depend on `E`).
     pub fn cast<F: Element>(&self) -> NdTensor<F> {
-        NdTensor::from_array(self.data.mapv(|x| F::of(x.as_f64())))
+        NdTensor::from_data(match &self.data {
+            Data::Float(a) => Data::Float(convert(a, |x| F::of(x.as_f64()))),
+            Data::Int(a) => Data::Int(a.clone()),
+            Data::Bool(a) => Data::Bool(a.clone()),
+        })
     }
 }
 
 impl<E: Element> fmt::Debug for NdTensor<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "NdTensor<{}>{:?} {}", E::NAME, self.shape(), self.data)
+        write!(f, "NdTensor<{}>{:?} {}", self.dtype(), self.shape(), self)
     }
 }
 
 impl<E: Element> fmt::Display for NdTensor<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.data)
+        match &self.data {
+            Data::Float(a) => write!(f, "{a}"),
+            Data::Int(a) => write!(f, "{a}"),
+            Data::Bool(a) => write!(f, "{a}"),
+        }
     }
 }
 
 impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
     fn shape(&self) -> &[usize] {
-        self.data.shape()
+        NdTensor::shape(self)
     }
     fn dtype(&self) -> &'static str {
-        E::NAME
+        NdTensor::dtype(self)
     }
     fn ones_like(&self) -> Self {
-        NdTensor::ones(self.data.shape())
+        let s = IxDyn(self.shape());
+        NdTensor::from_data(match &self.data {
+            Data::Float(_) => Data::Float(Array::ones(s).into_shared()),
+            Data::Int(_) => Data::Int(Array::ones(s).into_shared()),
+            Data::Bool(_) => Data::Bool(Array::from_elem(s, true).into_shared()),
+        })
     }
     fn zeros_like(&self) -> Self {
-        NdTensor::zeros(self.data.shape())
+        let s = IxDyn(self.shape());
+        NdTensor::from_data(match &self.data {
+            Data::Float(_) => Data::Float(Array::zeros(s).into_shared()),
+            Data::Int(_) => Data::Int(Array::zeros(s).into_shared()),
+            Data::Bool(_) => Data::Bool(Array::from_elem(s, false).into_shared()),
+        })
     }
+    /// Gradients are floating point; the runtime adds only tensors of one dtype and shape.
     fn add(&self, other: &Self) -> Self {
-        NdTensor::from_array(&self.data + &other.data)
+        match (&self.data, &other.data) {
+            (Data::Int(a), Data::Int(b)) => NdTensor::from_data(Data::Int((a + b).into_shared())),
+            (Data::Bool(a), Data::Bool(b)) => {
+                NdTensor::from_data(Data::Bool((a | b).into_shared()))
+            }
+            _ => NdTensor::new((&self.to_float() + &other.to_float()).into_shared()),
+        }
     }
     fn has_nan(&self) -> bool {
-        self.data.iter().any(|x| x.is_nan())
+        self.as_float()
+            .is_some_and(|a| a.iter().any(|x| x.is_nan()))
+    }
+    fn is_differentiable(&self) -> bool {
+        matches!(self.data, Data::Float(_))
     }
     fn type_name(&self) -> String {
-        format!("NdTensor<{}>", E::NAME)
+        format!("NdTensor<{}>", self.dtype())
     }
 }
 
 impl<E: Element> ElementAccess for NdTensor<E> {
     fn to_f64_vec(&self) -> Vec<f64> {
-        self.data.iter().map(|x| x.as_f64()).collect()
+        self.to_vec().iter().map(|x| x.as_f64()).collect()
     }
-    /// Keeps a column-major (Fortran) layout, so perturbed copies of a non-contiguous input
-    /// stay non-contiguous.
+    /// Keeps the dtype, and a column-major (Fortran) layout, so perturbed copies of a
+    /// non-contiguous input stay non-contiguous.
     fn with_f64_vec(&self, values: &[f64]) -> Self {
-        let c = NdTensor::<E>::from_f64(values, self.shape());
-        let fortran = self.data.ndim() > 1
-            && !self.data.is_standard_layout()
-            && self.data.t().is_standard_layout();
-        if fortran {
-            let mut f = Array::<E, _>::zeros(IxDyn(self.shape()).f());
-            f.assign(&c.data);
-            NdTensor::from_array(f)
-        } else {
-            c
+        let shape = self.shape();
+        match &self.data {
+            Data::Int(_) => NdTensor::from_i64(values.iter().map(|x| *x as i64).collect(), shape),
+            Data::Bool(_) => NdTensor::from_bool(values.iter().map(|x| *x != 0.0).collect(), shape),
+            Data::Float(a) => {
+                let c = FloatTensor::<E>::from_f64(values, shape);
+                let fortran = a.ndim() > 1 && !a.is_standard_layout() && a.t().is_standard_layout();
+                if fortran {
+                    let mut f = Array::<E, _>::zeros(IxDyn(shape).f());
+                    f.assign(&c.data);
+                    NdTensor::from_array(f)
+                } else {
+                    NdTensor::new(c.data)
+                }
+            }
         }
     }
 }

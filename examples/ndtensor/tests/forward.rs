@@ -286,7 +286,7 @@ fn hvp_double_backward(f: &dyn Fn(&[Var]) -> Var, x: &T, dir: &T) -> Vec<f64> {
 #[test]
 fn forward_over_reverse_hvp_equals_double_backward() {
     let r = Rng::new(99);
-    let target = Var::from_data(v(&[0.0, 2.0, 1.0, 1.0], &[4]));
+    let target = Var::from_data(T::from_i64(vec![0, 2, 1, 1], &[4]));
     let w2: T = r.t::<T>(&[3, 3]);
     type G = Box<dyn Fn(&[Var]) -> Var>;
     let fs: Vec<(&str, T, G)> = vec![

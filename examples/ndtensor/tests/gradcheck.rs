@@ -61,7 +61,7 @@ fn embedding_padding_idx_and_scale_grad_by_freq_follow_pytorch() {
     // Not true gradients by design (PyTorch's documented behaviour): the padding row gets no
     // gradient, and with scale_grad_by_freq each row's gradient is divided by its count.
     let w = ndtensor::param(NdTensor::<f64>::zeros(&[4, 2]));
-    let idx = Var::from_data(v(&[1.0, 0.0, 1.0, 3.0, 1.0], &[5]));
+    let idx = Var::from_data(T::from_i64(vec![1, 0, 1, 3, 1], &[5]));
     let y = embedding(&w, &idx, 0, true, false).unwrap();
     sum(&y, None).unwrap().backward().unwrap();
     let g = w.grad().unwrap().data().to_vec();

@@ -468,14 +468,14 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
 
     // ---- indexing
     {
-        let idx = v(&[2.0, 0.0, 2.0, 1.0], &[4]);
+        let idx = iv(&[2, 0, 2, 1], &[4]);
         cs.push(case(
             "index_select",
             "repeated indices",
             vec![r.t(&[3, s2[1]])],
             move |x| index_select(&x[0], 0, &c(&idx)).unwrap(),
         ));
-        let idx = v(&[1.0, 1.0, 0.0], &[3]);
+        let idx = iv(&[1, 1, 0], &[3]);
         cs.push(case(
             "index_add",
             "",
@@ -506,8 +506,8 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     }
     {
         let (nb, nc) = (5, 3);
-        let target: B = v(&[0.0, 2.0, 1.0, 2.0, 1.0], &[nb]);
-        let ignored: B = v(&[0.0, -100.0, 1.0, 2.0, 2.0], &[nb]);
+        let target: B = iv(&[0, 2, 1, 2, 1], &[nb]);
+        let ignored: B = iv(&[0, -100, 1, 2, 2], &[nb]);
         let weight: B = v(&[0.5, 2.0, 1.0], &[nc]);
         for red in [0, 1, 2] {
             let (tg, w) = (target.clone(), weight.clone());
@@ -583,7 +583,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
             "(N, C, d) input, reduction none",
             vec![r.t(&[nb, nc, 2])],
             |x| {
-                let t = from_vec::<B>(vec![0.0; x[0].shape()[0] * 2], &[x[0].shape()[0], 2]);
+                let t: B = iv(&vec![0; x[0].shape()[0] * 2], &[x[0].shape()[0], 2]);
                 cross_entropy_loss(&x[0], &c(&t), None, 0, -100, 0.1).unwrap()
             },
         ));
@@ -610,7 +610,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
         native_dropout(&x[0], 0.4, Some(false)).unwrap().0
     }));
     {
-        let mask = r.index(&s2, 2);
+        let mask = r.mask(&s2, 0.5);
         cs.push(case(
             "native_dropout_backward",
             "",
@@ -631,7 +631,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
         |x| layer_norm(&x[0], &[2, 4], None, None, 1e-5, true).unwrap(),
     ));
     {
-        let idx = v(&[1.0, 4.0, 1.0, 0.0, 2.0, 1.0], &[2, 3]);
+        let idx = iv(&[1, 4, 1, 0, 2, 1], &[2, 3]);
         cs.push(case(
             "embedding",
             "repeated indices",

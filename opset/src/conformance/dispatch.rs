@@ -111,6 +111,19 @@ impl<B: ConformanceTensor> Args<'_, B> {
             Some(_) => self.ints(k).map(Some),
         }
     }
+    /// A `ScalarType?` argument: `null`, or the dtype's name (`"f64"`, `"f32"`, `"i64"`,
+    /// `"bool"`).
+    pub fn dtype(&self, k: &str) -> R<Option<autograd::types::ScalarType>> {
+        use autograd::types::ScalarType as S;
+        match self.a.get(k).and_then(Value::as_str) {
+            None => Ok(None),
+            Some("f64") => Ok(Some(S::F64)),
+            Some("f32") => Ok(Some(S::F32)),
+            Some("i64") => Ok(Some(S::I64)),
+            Some("bool") => Ok(Some(S::Bool)),
+            Some(d) => Err(format!("{k}: unknown dtype {d}")),
+        }
+    }
     pub fn s(&self, k: &str) -> R<String> {
         Ok(self
             .get(k)?
@@ -245,12 +258,12 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "mm.out" => ip(mm_out(&a.t("self")?, &a.t("mat2")?, &a.t("out")?)),
         "matmul" => one(matmul(&a.t("self")?, &a.t("other")?)),
         "bmm" => one(bmm(&a.t("self")?, &a.t("mat2")?)),
-        "sum" => one(sum(&a.t("self")?, None)),
+        "sum" => one(sum(&a.t("self")?, a.dtype("dtype")?)),
         "sum.dim_IntList" => one(sum_dim_intlist(
             &a.t("self")?,
             a.oints("dim")?.as_deref(),
             a.b("keepdim")?,
-            None,
+            a.dtype("dtype")?,
         )),
         "sum.IntList_out" => ip(sum_intlist_out(
             &a.t("self")?,
@@ -259,17 +272,21 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
             None,
             &a.t("out")?,
         )),
-        "mean" => one(mean(&a.t("self")?, None)),
+        "mean" => one(mean(&a.t("self")?, a.dtype("dtype")?)),
         "mean.dim" => one(mean_dim(
             &a.t("self")?,
             a.oints("dim")?.as_deref(),
             a.b("keepdim")?,
-            None,
+            a.dtype("dtype")?,
         )),
         "max.dim" => two(max_dim(&a.t("self")?, a.i("dim")?, a.b("keepdim")?)),
         "amax" => one(amax(&a.t("self")?, &a.ints("dim")?, a.b("keepdim")?)),
-        "softmax.int" => one(softmax_int(&a.t("self")?, a.i("dim")?, None)),
-        "log_softmax.int" => one(log_softmax_int(&a.t("self")?, a.i("dim")?, None)),
+        "softmax.int" => one(softmax_int(&a.t("self")?, a.i("dim")?, a.dtype("dtype")?)),
+        "log_softmax.int" => one(log_softmax_int(
+            &a.t("self")?,
+            a.i("dim")?,
+            a.dtype("dtype")?,
+        )),
         "logsumexp" => one(logsumexp(&a.t("self")?, &a.ints("dim")?, a.b("keepdim")?)),
         "transpose.int" => one(transpose_int(&a.t("self")?, a.i("dim0")?, a.i("dim1")?)),
         "t" => one(t(&a.t("self")?)),

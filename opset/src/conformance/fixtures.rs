@@ -4,7 +4,8 @@
 //! (the op's schema name and its arguments by schema name) to the op set's generated
 //! function; the values, the gradients of `sum(output * proj)` (or `sum(output)`), the
 //! second-order gradients, tangents (jvp) and Hessian-vector products, and PyTorch's error
-//! messages are compared (rtol 1e-6).
+//! messages are compared (rtol 1e-6), and the dtypes of values where the fixture records
+//! them (`"f64"`, `"i64"`, `"bool"`). Inputs are built with their recorded dtype.
 
 use super::ConformanceTensor;
 use super::dispatch::{Args, R, dispatch, es, guarded, num};
@@ -52,9 +53,32 @@ fn tensor<B: ConformanceTensor>(data: &Value, shape: &[usize]) -> B {
     B::from_f64(&d, shape)
 }
 
+/// A fixture's input with its recorded dtype (`"f64"`, `"i64"` or `"bool"`).
+fn input<B: ConformanceTensor>(i: &Value) -> R<B> {
+    let shape = shape_of(&i["shape"]);
+    let data = i["data"].as_array().ok_or("input data")?;
+    match i.get("dtype").and_then(Value::as_str) {
+        Some("i64") => {
+            let v: Option<Vec<i64>> = data.iter().map(Value::as_i64).collect();
+            Ok(B::from_i64(&v.ok_or("i64 input data")?, &shape))
+        }
+        Some("bool") => {
+            let v: Option<Vec<bool>> = data.iter().map(Value::as_bool).collect();
+            Ok(B::from_bool(&v.ok_or("bool input data")?, &shape))
+        }
+        _ => Ok(tensor(&i["data"], &shape)),
+    }
+}
+
 // ------------------------------------------------------------------------------- replay
 
 fn close<B: ConformanceTensor>(got: &B, want: &Value, what: &str) -> R<()> {
+    if let Some(d) = want.get("dtype").and_then(Value::as_str) {
+        let dtype = autograd::runtime::Tensor::dtype(got);
+        if dtype != d {
+            return Err(format!("{what}: dtype {dtype}, PyTorch {d}"));
+        }
+    }
     let shape = shape_of(&want["shape"]);
     if got.shape() != shape.as_slice() {
         return Err(format!(
@@ -118,9 +142,8 @@ fn replay_in<B: ConformanceTensor>(fx: &Value, st: &mut State<B>) -> R<()> {
     let err = expect.get("error");
     let mut leaves = Vec::new();
     for i in fx["inputs"].as_array().unwrap() {
-        let shape = shape_of(&i["shape"]);
         let rg = i["requires_grad"].as_bool().unwrap();
-        let v = Variable::new(tensor(&i["data"], &shape), rg);
+        let v = Variable::new(input(i)?, rg);
         if rg {
             leaves.push(v.clone());
         }
@@ -149,10 +172,7 @@ fn replay_forward<B: ConformanceTensor>(fx: &Value, st: &mut State<B>) -> R<()> 
     let (mut leaves, mut duals) = (Vec::new(), 0);
     for i in fx["inputs"].as_array().unwrap() {
         let shape = shape_of(&i["shape"]);
-        let mut v = Variable::new(
-            tensor(&i["data"], &shape),
-            i["requires_grad"].as_bool().unwrap(),
-        );
+        let mut v = Variable::new(input(i)?, i["requires_grad"].as_bool().unwrap());
         if v.requires_grad() {
             leaves.push(v.clone());
         }

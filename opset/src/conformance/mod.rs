@@ -40,8 +40,10 @@ use std::collections::BTreeSet;
 
 /// What the kit needs of a backend's tensor beyond the op set's kernels.
 ///
-/// Its constructor is [`FromValues::from_f64`](crate::nn::FromValues) (indices and masks
-/// hold integers and 0/1 as values).
+/// Its constructors are [`FromValues`](crate::nn::FromValues)'s: `from_f64` for
+/// floating-point tensors, `from_i64` for indices and class targets, `from_bool` for masks;
+/// the runtime's `Tensor::dtype` names the dtype (`"f32"`/`"f64"`, `"i64"`, `"bool"`), and
+/// the fixture replay compares it with PyTorch's.
 pub trait ConformanceTensor: crate::nn::FromValues + ElementAccess {
     /// The same values in another (strided, non-contiguous) layout, where the backend has
     /// layouts; the identity otherwise.
@@ -106,19 +108,30 @@ impl Rng {
     pub fn nc<B: ConformanceTensor>(&self, shape: &[usize]) -> B {
         self.t::<B>(shape).noncontiguous()
     }
-    /// Integer values in `0..n` (index tensors).
+    /// An `i64` tensor of values in `0..n` (index tensors).
     pub fn index<B: ConformanceTensor>(&self, shape: &[usize], n: usize) -> B {
         let len: usize = shape.iter().product();
-        let v: Vec<f64> = (0..len)
-            .map(|_| (self.0.next_u64() % n as u64) as f64)
+        let v: Vec<i64> = (0..len)
+            .map(|_| (self.0.next_u64() % n as u64) as i64)
             .collect();
-        B::from_f64(&v, shape)
+        B::from_i64(&v, shape)
+    }
+    /// A `bool` tensor, each element `true` with probability `p` (masks).
+    pub fn mask<B: ConformanceTensor>(&self, shape: &[usize], p: f64) -> B {
+        let len: usize = shape.iter().product();
+        let v: Vec<bool> = (0..len).map(|_| self.0.next_f64() < p).collect();
+        B::from_bool(&v, shape)
     }
 }
 
-/// A tensor of these values.
+/// A floating-point tensor of these values.
 pub fn v<B: ConformanceTensor>(x: &[f64], shape: &[usize]) -> B {
     B::from_f64(x, shape)
+}
+
+/// An `i64` tensor of these values (indices, class targets).
+pub fn iv<B: ConformanceTensor>(x: &[i64], shape: &[usize]) -> B {
+    B::from_i64(x, shape)
 }
 
 /// The analysis of the op set's YAML files (what `autograd_ops!` generates from).

@@ -40,24 +40,48 @@ impl<B: ConformanceTensor> Gen<B> {
             .collect()
     }
 
-    /// A tensor in the environment; index-like ones hold small integers (some out of range).
-    fn tensor(&mut self, index_like: bool) -> Value {
+    /// The dtype of a random tensor: index arguments are mostly `i64`, masks mostly `bool`,
+    /// other tensors mostly floating point; each sometimes another dtype (the kernels'
+    /// dtype checks and promotion).
+    fn dtype(&self, name: &str) -> &'static str {
+        let usual = match name {
+            "index" | "target" | "indices" => "i64",
+            "condition" | "mask" => "bool",
+            _ => "f64",
+        };
+        match (usual, self.below(10)) {
+            ("f64", 0) => "i64",
+            ("f64", 1) => "bool",
+            (_, 0) => "f64",
+            (_, 1) => "bool",
+            (_, 2) => "i64",
+            _ => usual,
+        }
+    }
+
+    /// A tensor in the environment; integer ones hold small values (some out of range).
+    fn tensor(&mut self, name: &str) -> Value {
         let shape = self.shape();
         let n: usize = shape.iter().product();
-        let data: Vec<f64> = (0..n)
-            .map(|_| {
-                if index_like {
-                    self.below(6) as f64 - 1.0
-                } else {
-                    self.g.next_f64() * 4.0 - 2.0
-                }
-            })
-            .collect();
-        let mut t = B::from_f64(&data, &shape);
+        let dtype = self.dtype(name);
+        let mut t = match dtype {
+            "i64" => {
+                let v: Vec<i64> = (0..n).map(|_| self.below(6) as i64 - 1).collect();
+                B::from_i64(&v, &shape)
+            }
+            "bool" => {
+                let v: Vec<bool> = (0..n).map(|_| self.chance(0.5)).collect();
+                B::from_bool(&v, &shape)
+            }
+            _ => {
+                let v: Vec<f64> = (0..n).map(|_| self.g.next_f64() * 4.0 - 2.0).collect();
+                B::from_f64(&v, &shape)
+            }
+        };
         if shape.len() >= 2 && self.chance(0.3) {
             t = t.noncontiguous();
         }
-        let requires_grad = !index_like && self.chance(0.7);
+        let requires_grad = dtype == "f64" && self.chance(0.7);
         let leaf = Variable::new(t, requires_grad);
         // Most inputs are non-leaf (in-place on a leaf that requires grad is an error).
         let v = if requires_grad && self.chance(0.7) {
@@ -96,7 +120,7 @@ impl<B: ConformanceTensor> Gen<B> {
                 Type::Base(BaseTy::Tensor) => {
                     let n = self.below(4);
                     let names: Vec<Value> =
-                        (0..n).map(|_| self.tensor(false)["t"].clone()).collect();
+                        (0..n).map(|_| self.tensor(name)["t"].clone()).collect();
                     json!({ "tl": names })
                 }
                 Type::Base(BaseTy::Bool) => json!(
@@ -112,9 +136,8 @@ impl<B: ConformanceTensor> Gen<B> {
     }
 
     fn base(&mut self, name: &str, b: BaseTy) -> Value {
-        let index_like = matches!(name, "index" | "target" | "indices" | "condition" | "mask");
         match b {
-            BaseTy::Tensor => self.tensor(index_like),
+            BaseTy::Tensor => self.tensor(name),
             BaseTy::Int | BaseTy::SymInt => json!(self.int()),
             BaseTy::Float | BaseTy::Scalar => self.scalar(),
             BaseTy::Bool => json!(self.chance(0.5)),

@@ -261,6 +261,13 @@ pub fn cross_entropy_loss<T: Backend>(
         ));
     }
     if self_.shape() == target.shape() {
+        let dtype = target.with_data(|t| t.dtype());
+        if !matches!(dtype, "f16" | "bf16" | "f32" | "f64") {
+            return Err(runtime_error(format!(
+                "Expected floating point type for target with class probabilities, got {}",
+                if dtype == "bool" { "Bool" } else { "Long" }
+            )));
+        }
         if ignore_index >= 0 {
             return Err(runtime_error(
                 "ignore_index is not supported for floating point target".into(),
@@ -384,7 +391,7 @@ fn cross_entropy_label_smoothing<T: Backend>(
         2 => sum(&smooth, None)?,
         _ => {
             // Normalized by the total weight of the targets kept, as `nll_loss` is.
-            let kept = reshape(&add_scalar(&neg(&ignored)?, 1.0, 1.0)?, &[-1])?;
+            let kept = reshape(&ne_scalar(target, ignore_index as f64)?, &[-1])?;
             let total = match weight {
                 Some(w) => {
                     let t0 = where_self(&ignored, &zeros_of(target), target)?;

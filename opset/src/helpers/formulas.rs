@@ -192,14 +192,70 @@ pub fn pow_backward<T: Backend>(g: &V<T>, self_: &V<T>, exponent: f64) -> Res<V<
     }
 }
 
+/// Whether `v`'s dtype carries tangents: an integer or boolean operand never has one.
+fn has_tangents<T: Backend>(v: &V<T>) -> bool {
+    v.with_data(|t| t.is_differentiable())
+}
+
+/// The sum of the terms that exist (PyTorch's undefined tangents are zero tensors that
+/// annihilate their term, even where it would be NaN or infinite).
+fn sum_terms<T: Backend>(terms: [Option<V<T>>; 2], like: &V<T>) -> Res<V<T>> {
+    match terms {
+        [Some(a), Some(b)] => add_tensor(&a, &b, 1.0),
+        [Some(a), None] | [None, Some(a)] => Ok(a),
+        [None, None] => Ok(zeros_of(like)),
+    }
+}
+
+/// The tangent of `div.Tensor` (PyTorch's `self_t / other - other_t * (self / other) /
+/// other`), without the term of an operand that has no tangents (an integer or boolean).
+pub fn div_tensor_jvp<T: Backend>(
+    self_t: &V<T>,
+    other_t: &V<T>,
+    other_p: &V<T>,
+    result: &V<T>,
+) -> Res<V<T>> {
+    let a = match has_tangents(self_t) {
+        true => Some(div_tensor(self_t, other_p)?),
+        false => None,
+    };
+    let b = match has_tangents(other_t) {
+        true => Some(neg(&div_tensor(&mul_tensor(other_t, result)?, other_p)?)?),
+        false => None,
+    };
+    sum_terms([a, b], result)
+}
+
+/// The tangent of `pow.Tensor_Tensor`, without the term of an operand that has no tangents.
+pub fn pow_tensor_tensor_jvp<T: Backend>(
+    self_t: &V<T>,
+    exponent_t: &V<T>,
+    self_p: &V<T>,
+    exponent_p: &V<T>,
+    result: &V<T>,
+) -> Res<V<T>> {
+    let a = match has_tangents(self_t) {
+        true => Some(pow_backward_self(self_t, self_p, exponent_p)?),
+        false => None,
+    };
+    let b = match has_tangents(exponent_t) {
+        true => Some(pow_backward_exponent(
+            exponent_t, self_p, exponent_p, result,
+        )?),
+        false => None,
+    };
+    sum_terms([a, b], result)
+}
+
 /// Backward of `pow.Tensor_Tensor` for the base.
 pub fn pow_backward_self<T: Backend>(g: &V<T>, self_: &V<T>, exponent: &V<T>) -> Res<V<T>> {
+    // PyTorch: `where(exponent == 0, 0, grad * exponent * pow(self, exponent - 1))`.
     let d = mul_tensor(
         exponent,
         &pow_tensor_tensor(self_, &sub_scalar(exponent, 1.0, 1.0)?)?,
     )?;
-    let d = where_self(&eq_scalar(exponent, 0.0)?, &zeros_of(&d), &d)?;
-    mul_tensor(g, &d)
+    let d = mul_tensor(g, &d)?;
+    where_self(&eq_scalar(exponent, 0.0)?, &zeros_of(&d), &d)
 }
 
 /// Backward of `pow.Tensor_Tensor` for the exponent: `grad * result * log(self)`, zero where
@@ -210,9 +266,11 @@ pub fn pow_backward_exponent<T: Backend>(
     exponent: &V<T>,
     result: &V<T>,
 ) -> Res<V<T>> {
-    let d = mul_tensor(g, &mul_tensor(result, &log(self_)?)?)?;
+    // PyTorch: `grad * where(self == 0 & exponent >= 0, 0, result * log(self))` (the gradient
+    // outside the `where`: a NaN gradient stays NaN in second order).
+    let d = mul_tensor(result, &log(self_)?)?;
     let at_zero = mul_tensor(&eq_scalar(self_, 0.0)?, &ge_scalar(exponent, 0.0)?)?;
-    where_self(&at_zero, &zeros_of(&d), &d)
+    mul_tensor(g, &where_self(&at_zero, &zeros_of(&d), &d)?)
 }
 
 /// Backward of `gelu` (`approximate` is `"none"` or `"tanh"`).
@@ -275,11 +333,9 @@ pub fn clamp_backward<T: Backend>(
 pub fn maximum_mask<T: Backend>(a: &V<T>, b: &V<T>) -> Res<V<T>> {
     // PyTorch: `where(a == b, g / 2, g).masked_fill(a < b, 0)`, so a NaN on either side
     // passes the whole gradient.
-    add_scalar(
-        &neg(&add_tensor(&lt_tensor(a, b)?, &eq_tensor(a, b)?, 0.5)?)?,
-        1.0,
-        1.0,
-    )
+    // 1 - (a < b) - (a == b) / 2, the boolean masks promoted to the float type.
+    let lost = add_tensor(&mul_scalar(&eq_tensor(a, b)?, 0.5)?, &lt_tensor(a, b)?, 1.0)?;
+    add_scalar(&neg(&lost)?, 1.0, 1.0)
 }
 
 /// `expand`'s `view_inverse`: where nothing was broadcast (every size kept, new leading dims
@@ -291,6 +347,22 @@ pub fn expand_inverse<T: Backend>(base: &V<T>, mutated_view: &V<T>) -> Res<V<T>>
         return reshape(mutated_view, &dims(&b));
     }
     Err(AutogradError::msg(autograd::runtime::view::ERR_OVERLAP))
+}
+
+/// `base` with the elements a view selects replaced by `mutated_view` (PyTorch's
+/// `slice_scatter`, `select_scatter`, `diagonal_scatter`): `where(mask, scatter(view), base)`,
+/// where `scatter` is the view's backward (the view's elements in place, zeros elsewhere)
+/// and `mask` marks the elements it writes. Exact for every dtype (booleans included) and
+/// for non-finite values of the base; its gradients are the view's backward for the view
+/// and the base's gradient where the view did not write.
+pub fn view_scatter<T: Backend>(
+    base: &V<T>,
+    mutated_view: &V<T>,
+    scatter: impl Fn(&V<T>) -> Res<V<T>>,
+) -> Res<V<T>> {
+    let ones = V::<T>::from_data(mutated_view.with_data(|t| t.ones_like()));
+    let mask = ne_scalar(&scatter(&ones)?, 0.0)?;
+    where_self(&mask, &scatter(mutated_view)?, base)
 }
 
 /// The inverse of a permutation.
@@ -444,7 +516,15 @@ pub fn gather_backward<T: Backend>(g: &V<T>, sizes: &[usize], dim: i64, index: &
 
 /// Backward of `mse_loss` for its first argument `a` (the other's is this with `a`, `b` swapped).
 pub fn mse_loss_backward<T: Backend>(g: &V<T>, a: &V<T>, b: &V<T>, reduction: i64) -> Res<V<T>> {
-    let d = mul_scalar(&mul_tensor(&sub_tensor(a, b, 1.0)?, g)?, 2.0)?;
+    // PyTorch's kernel subtracts in the promoted type: a boolean operand counts as 0/1.
+    let number = |v: &V<T>| match v.with_data(|t| t.dtype()) {
+        "bool" => mul_scalar(v, 1.0),
+        _ => Ok(v.clone()),
+    };
+    let d = mul_scalar(
+        &mul_tensor(&sub_tensor(&number(a)?, &number(b)?, 1.0)?, g)?,
+        2.0,
+    )?;
     let d = if reduction == 1 {
         let n: usize = crate::shape::broadcast_shape(&a.shape(), &b.shape())
             .map_err(AutogradError::backend)?

@@ -46,9 +46,10 @@ fn rows<T: Backend>(data: &[f64], d: usize, idx: &[usize]) -> T {
     T::from_f64(&v, &[idx.len(), d])
 }
 
+/// Class indices (`i64`) of rows `idx`.
 fn labels<T: Backend>(t: &[usize], idx: &[usize]) -> T {
-    let v: Vec<f64> = idx.iter().map(|i| t[*i] as f64).collect();
-    T::from_f64(&v, &[idx.len()])
+    let v: Vec<i64> = idx.iter().map(|i| t[*i] as i64).collect();
+    T::from_i64(&v, &[idx.len()])
 }
 
 /// Loads Iris from `linfa-datasets`, shuffles it with `g` and splits it 80/20.
@@ -134,8 +135,8 @@ pub fn train_epoch<T: Backend>(
         order.swap(i, (g.next_u64() % (i as u64 + 1)) as usize);
     }
     for chunk in order.chunks(BATCH) {
-        let idx = Variable::from_data(T::from_f64(
-            &chunk.iter().map(|i| *i as f64).collect::<Vec<_>>(),
+        let idx = Variable::from_data(T::from_i64(
+            &chunk.iter().map(|i| *i as i64).collect::<Vec<_>>(),
             &[chunk.len()],
         ));
         let xb = index_select(&data.x_train, 0, &idx)?;

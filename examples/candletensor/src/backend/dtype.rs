@@ -1,0 +1,957 @@
+//! `impl Backend for CandleTensor`: PyTorch's dtype rules around the floating-point kernels
+//! of `backend.rs`, with candle's dtypes: `F32`/`F64` floating point, `I64` for PyTorch's
+//! `torch.long` (indices, class targets, `argmax`, `max.dim`'s indices) and `U8` holding 0/1
+//! for `torch.bool` (comparisons, `where`'s condition, dropout's mask).
+//!
+//! Floating-point tensors go to the kernels as they are, and so do integer and boolean ones
+//! for the kernels that only move elements (views, `cat`, `index_select`, `gather`,
+//! `embedding`): their elements stay exact. `add`, `sub`, `mul`, `maximum`, `sum` and the
+//! Scalar ops compute on `I64` with candle's integer arithmetic; the other kernels that
+//! compute on integers go through `F64` (exact for magnitudes below 2^53) and come back in
+//! their dtype: candle has no unary kernels for `I64`/`U8`.
+//! The rules (which op keeps integers, which promotes, which refuses a dtype, and PyTorch's
+//! messages) are those of ndtensor's `backend/dtype.rs`.
+
+use crate::tensor::CandleTensor;
+use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
+use autograd_opset::Backend;
+use autograd_opset::error::{Error, check};
+use candle_core::DType;
+
+type C = CandleTensor;
+type R<T> = Result<T, Error>;
+
+/// A candle error (a case the checks missed) as a `RuntimeError`.
+fn ce<T>(r: candle_core::Result<T>) -> R<T> {
+    r.map_err(|e| {
+        let m = e.to_string();
+        Error::runtime(format!("candle: {}", m.lines().next().unwrap_or_default()))
+    })
+}
+
+/// A dtype's rank in PyTorch's promotion: `Bool` < `Int` < `Float`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Kind {
+    Bool,
+    Int,
+    Float,
+}
+
+fn kind(t: &C) -> Kind {
+    match t.t.dtype() {
+        DType::U8 => Kind::Bool,
+        DType::I64 | DType::U32 => Kind::Int,
+        _ => Kind::Float,
+    }
+}
+
+/// PyTorch's name of a tensor's dtype in messages.
+fn name_of(t: &C) -> &'static str {
+    match t.t.dtype() {
+        DType::F64 => "Double",
+        DType::F32 => "Float",
+        DType::F16 => "Half",
+        DType::BF16 => "BFloat16",
+        DType::I64 => "Long",
+        DType::U32 => "UInt32",
+        _ => "Bool",
+    }
+}
+
+/// Whether a Scalar argument is an integer (the op set passes Scalars as `f64`).
+fn integral(x: f64) -> bool {
+    x.is_finite() && x.fract() == 0.0
+}
+
+/// The float dtype of an op's result: its first floating-point operand's, else `F64`.
+fn float_dtype(ts: &[&C]) -> DType {
+    ts.iter()
+        .map(|t| t.t.dtype())
+        .find(|d| d.is_float())
+        .unwrap_or(DType::F64)
+}
+
+/// `t` as the float dtype `d` (PyTorch's promotion of integers and booleans).
+fn promoted(t: &C, d: DType) -> R<C> {
+    if t.t.dtype() == d {
+        return Ok(t.clone());
+    }
+    Ok(C::new(ce(t.t.to_dtype(d))?))
+}
+
+/// The float dtype of `ts` and each of them promoted to it.
+fn promoted_all<const N: usize>(ts: [&C; N]) -> R<[C; N]> {
+    let d = float_dtype(&ts);
+    let mut out = ts.map(|t| t.clone());
+    for o in &mut out {
+        *o = promoted(o, d)?;
+    }
+    Ok(out)
+}
+
+/// `t` as `F64` (integer kernels' arithmetic).
+fn wide(t: &C) -> R<C> {
+    promoted(t, DType::F64)
+}
+
+/// An `F64` result as a tensor of `kind` (`I64`, or `U8` 0/1 for booleans).
+fn narrowed(t: C, k: Kind) -> R<C> {
+    Ok(C::new(match k {
+        Kind::Float => t.t,
+        Kind::Int => ce(t.t.to_dtype(DType::I64))?,
+        Kind::Bool => ce(ce(t.t.ne(0.0))?.to_dtype(DType::U8))?,
+    }))
+}
+
+/// A kernel PyTorch implements for floating-point types only.
+fn floats(t: &C, kernel: &str) -> R<()> {
+    check(kind(t) == Kind::Float, || {
+        format!("\"{kernel}\" not implemented for '{}'", name_of(t))
+    })
+}
+
+/// A 0/1 floating-point mask as `U8`.
+fn mask_out(t: C) -> R<C> {
+    Ok(C::new(ce(t.t.to_dtype(DType::U8))?))
+}
+
+/// Floating-point indices as `I64`.
+fn indices_out(t: C) -> R<C> {
+    Ok(C::new(ce(t.t.to_dtype(DType::I64))?))
+}
+
+/// An index argument: `I64` (PyTorch's `message` otherwise), as the float `like` for the
+/// kernels (which check the range on the host).
+fn index_arg(t: &C, like: &C, message: impl FnOnce(&str) -> String) -> R<C> {
+    check(t.t.dtype() == DType::I64, || message(name_of(t)))?;
+    promoted(t, float_dtype(&[like]))
+}
+
+/// A kernel that keeps integers (`bool_kind` for booleans) and takes floats as they are.
+fn int_kernel(t: &C, k: impl Fn(&C) -> R<C>, bool_kind: Kind) -> R<C> {
+    match kind(t) {
+        Kind::Float => k(t),
+        Kind::Int => narrowed(k(&wide(t)?)?, Kind::Int),
+        Kind::Bool => narrowed(k(&wide(t)?)?, bool_kind),
+    }
+}
+
+/// A kernel that only moves elements (candle's shape ops, `index_select`, `gather`, `cat`,
+/// ...): it runs on the tensor as it is, so `I64` and `U8` elements stay exact.
+fn moved<T>(t: &C, k: impl Fn(&C) -> R<T>) -> R<T> {
+    k(t)
+}
+
+/// A kernel that computes (`amax`, `index_add`, ...): integers through `F64`, the dtype kept.
+fn kept(t: &C, k: impl Fn(&C) -> R<C>) -> R<C> {
+    let kd = kind(t);
+    int_kernel(t, k, kd)
+}
+
+/// A binary op on two tensors promoted to their common dtype; `Int`/`Bool` results through
+/// `F64`.
+fn binary(a: &C, b: &C, k: impl Fn(&C, &C) -> R<C>) -> R<C> {
+    match kind(a).max(kind(b)) {
+        Kind::Float => {
+            let [x, y] = promoted_all([a, b])?;
+            k(&x, &y)
+        }
+        kd => narrowed(k(&wide(a)?, &wide(b)?)?, kd),
+    }
+}
+
+fn check_alpha(k: Kind, alpha: f64) -> R<()> {
+    check(k == Kind::Float || integral(alpha), || {
+        "For integral input tensors, argument alpha must not be a floating point number.".into()
+    })
+}
+
+const SUB_BOOL: &str = "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.";
+
+fn check_sub(a: Kind, b: Kind) -> R<()> {
+    if a == Kind::Bool && b == Kind::Bool {
+        return Err(Error::runtime(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+        ));
+    }
+    check(a != Kind::Bool && b != Kind::Bool, || SUB_BOOL.into())
+}
+
+/// `t` as `I64` (booleans 0/1).
+fn as_i64(t: &C) -> R<C> {
+    Ok(C::new(ce(t.t.to_dtype(DType::I64))?))
+}
+
+/// [`binary`] for the ops candle computes on `I64` itself (`add`, `sub`, `mul`, `maximum`):
+/// integer results are exact.
+fn binary_exact(a: &C, b: &C, k: impl Fn(&C, &C) -> R<C>) -> R<C> {
+    match kind(a).max(kind(b)) {
+        Kind::Int => k(&as_i64(a)?, &as_i64(b)?),
+        _ => binary(a, b, k),
+    }
+}
+
+/// The dtype of `tensor op scalar` (a non-integral Scalar promotes integers to float; an
+/// integral one turns booleans into `i64`).
+fn scalar_kind(t: &C, s: f64) -> Kind {
+    match kind(t) {
+        Kind::Float => Kind::Float,
+        _ if !integral(s) => Kind::Float,
+        _ => Kind::Int,
+    }
+}
+
+/// `tensor op scalar`: floats as they are, integers promoted to `F64` or kept.
+fn with_scalar(t: &C, s: f64, k: impl Fn(&C) -> R<C>) -> R<C> {
+    match scalar_kind(t, s) {
+        Kind::Float => k(&promoted(t, float_dtype(&[t]))?),
+        // Integral Scalars with integers: candle's `I64` arithmetic, exact.
+        _ => k(&as_i64(t)?),
+    }
+}
+
+/// A comparison (`U8` result) of two tensors promoted to their common dtype.
+fn compare(a: &C, b: &C, k: fn(&C, &C) -> R<C>) -> R<C> {
+    let r = match kind(a).max(kind(b)) {
+        Kind::Float => {
+            let [x, y] = promoted_all([a, b])?;
+            k(&x, &y)?
+        }
+        _ => k(&wide(a)?, &wide(b)?)?,
+    };
+    mask_out(r)
+}
+
+fn compare_scalar(t: &C, s: f64, k: fn(&C, f64) -> R<C>) -> R<C> {
+    let x = if kind(t) == Kind::Float {
+        t.clone()
+    } else {
+        wide(t)?
+    };
+    mask_out(k(&x, s)?)
+}
+
+/// `mean`'s dtype check (on the input, or on the `dtype=` it was cast to).
+fn check_mean(t: &C, requested: bool) -> R<()> {
+    let what = if requested { "Optional" } else { "Input" };
+    check(kind(t) == Kind::Float, || {
+        format!(
+            "mean(): could not infer output dtype. {what} dtype must be either a floating point or complex dtype. Got: {}",
+            name_of(t)
+        )
+    })
+}
+
+/// `t` cast to a reduction's `dtype=` argument (PyTorch casts the input first; floats to
+/// integers truncate, anything to `bool` is `!= 0`).
+fn cast_to(t: &C, dtype: Option<ScalarType>) -> R<C> {
+    Ok(match dtype {
+        None => t.clone(),
+        Some(ScalarType::Bool) => narrowed(wide(t)?, Kind::Bool)?,
+        Some(ScalarType::F32) => promoted(t, DType::F32)?,
+        Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F64) => promoted(t, DType::F64)?,
+        Some(_) => as_i64(t)?,
+    })
+}
+
+/// `mm`/`bmm`: both operands of one dtype.
+fn matmul_like(a: &C, b: &C, kernel: &str, k: fn(&C, &C) -> R<C>) -> R<C> {
+    let c_name = |t: &C| match t.t.dtype() {
+        DType::F32 => "float",
+        DType::F64 => "double",
+        DType::I64 => "long int",
+        _ => "bool",
+    };
+    check(a.t.dtype() == b.t.dtype(), || {
+        format!(
+            "expected m1 and m2 to have the same dtype, but got: {} != {}",
+            c_name(a),
+            c_name(b)
+        )
+    })?;
+    match kind(a) {
+        Kind::Bool => Err(Error::runtime(format!(
+            "\"{kernel}\" not implemented for 'Bool'"
+        ))),
+        _ => int_kernel(a, |x| k(x, &promoted(b, x.t.dtype())?), Kind::Int),
+    }
+}
+
+/// A tensor of `t`'s shape and dtype (or `dtype`'s) from the float zeros `z`.
+fn as_dtype_of(t: &C, dtype: Option<ScalarType>, z: C) -> R<C> {
+    let d = match dtype {
+        Some(ScalarType::Bool) => DType::U8,
+        Some(ScalarType::I64) => DType::I64,
+        Some(ScalarType::F32) => DType::F32,
+        Some(ScalarType::F64) => DType::F64,
+        _ => t.t.dtype(),
+    };
+    Ok(C::new(ce(z.t.to_dtype(d))?))
+}
+
+/// The result of an in-place op written into `self_`'s dtype, or PyTorch's cast error.
+fn write_back(self_: &mut C, r: C) -> R<()> {
+    check(kind(&r) <= kind(self_), || {
+        format!(
+            "result type {} can't be cast to the desired output type {}",
+            name_of(&r),
+            name_of(self_)
+        )
+    })?;
+    *self_ = C::new(ce(r.t.to_dtype(self_.t.dtype()))?);
+    Ok(())
+}
+
+/// `nll_loss`'s weight: of the input's dtype.
+fn nll_weight(input: &C, weight: Option<&C>) -> R<()> {
+    match weight {
+        Some(w) if w.t.dtype() != input.t.dtype() => Err(Error::runtime(format!(
+            "expected scalar type {} but found {}",
+            name_of(input),
+            name_of(w)
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The name of PyTorch's `softmax`/`log_softmax` CPU kernel for `dim`.
+fn softmax_kernel(op: &str, t: &C, dim: i64) -> &'static str {
+    let nd = t.shape().len() as i64;
+    let last = dim == -1 || dim == nd - 1 || nd == 0;
+    match (op, last) {
+        ("softmax", true) => "softmax_lastdim_kernel_impl",
+        ("softmax", false) => "softmax_kernel_impl",
+        (_, true) => "log_softmax_lastdim_kernel_impl",
+        _ => "log_softmax_kernel_impl",
+    }
+}
+
+/// In-place kernels: the functional kernel, written back in `self`'s dtype.
+macro_rules! written_back {
+    ($($name:ident => $f:ident($($a:ident: $t:ty),*);)*) => {$(
+        fn $name(self_: &mut Self, $($a: $t),*) -> R<()> {
+            let r = <Self as Backend>::$f(&*self_, $($a),*)?;
+            write_back(self_, r)
+        }
+    )*};
+}
+
+/// out= kernels, as [`written_back!`].
+macro_rules! out_kernels {
+    ($($name:ident => $f:ident($($a:ident: $t:ty),*);)*) => {$(
+        fn $name($($a: $t,)* out: &mut Self) -> R<()> {
+            let r = <Self as Backend>::$f($($a),*)?;
+            write_back(out, r)
+        }
+    )*};
+}
+
+impl Backend for CandleTensor {
+    type Error = Error;
+
+    written_back! {
+        add_tensor_ => add_tensor(other: &Self, alpha: f64);
+        add_scalar_ => add_scalar(other: f64, alpha: f64);
+        sub_tensor_ => sub_tensor(other: &Self, alpha: f64);
+        sub_scalar_ => sub_scalar(other: f64, alpha: f64);
+        mul_tensor_ => mul_tensor(other: &Self);
+        mul_scalar_ => mul_scalar(other: f64);
+        div_tensor_ => div_tensor(other: &Self);
+        div_scalar_ => div_scalar(other: f64);
+        neg_ => neg();
+        exp_ => exp();
+        log_ => log();
+        sqrt_ => sqrt();
+        pow_scalar_ => pow_tensor_scalar(exponent: f64);
+        abs_ => abs();
+        sin_ => sin();
+        tanh_ => tanh();
+        sigmoid_ => sigmoid();
+        relu_ => relu();
+        leaky_relu_ => leaky_relu(negative_slope: f64);
+        gelu_ => gelu(approximate: &str);
+        clamp_ => clamp(min: Option<f64>, max: Option<f64>);
+    }
+    out_kernels! {
+        add_out => add_tensor(self_: &Self, other: &Self, alpha: f64);
+        sub_out => sub_tensor(self_: &Self, other: &Self, alpha: f64);
+        mul_out => mul_tensor(self_: &Self, other: &Self);
+        div_out => div_tensor(self_: &Self, other: &Self);
+        neg_out => neg(self_: &Self);
+        exp_out => exp(self_: &Self);
+        tanh_out => tanh(self_: &Self);
+        clamp_out => clamp(self_: &Self, min: Option<f64>, max: Option<f64>);
+        mm_out => mm(self_: &Self, mat2: &Self);
+        cat_out => cat(tensors: &[Self], dim: i64);
+    }
+
+    fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
+        check_alpha(kind(self_).max(kind(other)), alpha)?;
+        binary_exact(self_, other, |a, b| C::add_tensor(a, b, alpha))
+    }
+    fn add_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
+        check_alpha(scalar_kind(self_, other), alpha)?;
+        with_scalar(self_, other, |x| C::add_scalar(x, other, alpha))
+    }
+    fn sub_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
+        check_sub(kind(self_), kind(other))?;
+        check_alpha(kind(self_).max(kind(other)), alpha)?;
+        binary_exact(self_, other, |a, b| C::sub_tensor(a, b, alpha))
+    }
+    fn sub_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
+        check(kind(self_) != Kind::Bool, || SUB_BOOL.into())?;
+        check_alpha(scalar_kind(self_, other), alpha)?;
+        with_scalar(self_, other, |x| C::sub_scalar(x, other, alpha))
+    }
+    fn mul_tensor(self_: &Self, other: &Self) -> R<Self> {
+        binary_exact(self_, other, C::mul_tensor)
+    }
+    fn mul_scalar(self_: &Self, other: f64) -> R<Self> {
+        with_scalar(self_, other, |x| C::mul_scalar(x, other))
+    }
+    fn div_tensor(self_: &Self, other: &Self) -> R<Self> {
+        let [a, b] = promoted_all([self_, other])?;
+        C::div_tensor(&a, &b)
+    }
+    fn div_scalar(self_: &Self, other: f64) -> R<Self> {
+        C::div_scalar(&promoted(self_, float_dtype(&[self_]))?, other)
+    }
+    fn neg(self_: &Self) -> R<Self> {
+        check(kind(self_) != Kind::Bool, || {
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.".into()
+        })?;
+        int_kernel(self_, C::neg, Kind::Int)
+    }
+    fn exp(self_: &Self) -> R<Self> {
+        C::exp(&promoted(self_, float_dtype(&[self_]))?)
+    }
+    fn log(self_: &Self) -> R<Self> {
+        C::log(&promoted(self_, float_dtype(&[self_]))?)
+    }
+    fn sqrt(self_: &Self) -> R<Self> {
+        C::sqrt(&promoted(self_, float_dtype(&[self_]))?)
+    }
+    fn rsqrt(self_: &Self) -> R<Self> {
+        C::rsqrt(&promoted(self_, float_dtype(&[self_]))?)
+    }
+    fn pow_tensor_scalar(self_: &Self, exponent: f64) -> R<Self> {
+        if scalar_kind(self_, exponent) != Kind::Float {
+            check(exponent >= 0.0, || {
+                "Integers to negative integer powers are not allowed.".into()
+            })?;
+        }
+        match scalar_kind(self_, exponent) {
+            Kind::Float => C::pow_tensor_scalar(&promoted(self_, float_dtype(&[self_]))?, exponent),
+            // candle's `powf` is for floats: integer powers go through `F64`.
+            _ => narrowed(C::pow_tensor_scalar(&wide(self_)?, exponent)?, Kind::Int),
+        }
+    }
+    fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> R<Self> {
+        check(kind(self_).max(kind(exponent)) != Kind::Bool, || {
+            "\"pow\" not implemented for 'Bool'".into()
+        })?;
+        binary(self_, exponent, C::pow_tensor_tensor)
+    }
+    fn abs(self_: &Self) -> R<Self> {
+        check(kind(self_) != Kind::Bool, || {
+            "\"abs_cpu\" not implemented for 'Bool'".into()
+        })?;
+        int_kernel(self_, C::abs, Kind::Int)
+    }
+    fn sign(self_: &Self) -> R<Self> {
+        int_kernel(self_, C::sign, Kind::Bool)
+    }
+    fn sin(self_: &Self) -> R<Self> {
+        C::sin(&promoted(self_, float_dtype(&[self_]))?)
+    }
+    fn cos(self_: &Self) -> R<Self> {
+        C::cos(&promoted(self_, float_dtype(&[self_]))?)
+    }
+    fn erf(self_: &Self) -> R<Self> {
+        C::erf(&promoted(self_, float_dtype(&[self_]))?)
+    }
+    fn tanh(self_: &Self) -> R<Self> {
+        C::tanh(&promoted(self_, float_dtype(&[self_]))?)
+    }
+    fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
+        // PyTorch promotes the two, and has the kernel for floats only.
+        let k = kind(grad_output).max(kind(output));
+        let t = if kind(grad_output) == k {
+            grad_output
+        } else {
+            output
+        };
+        floats(t, "tanh_backward_cpu")?;
+        let [g, o] = promoted_all([grad_output, output])?;
+        C::tanh_backward(&g, &o)
+    }
+    fn sigmoid(self_: &Self) -> R<Self> {
+        C::sigmoid(&promoted(self_, float_dtype(&[self_]))?)
+    }
+    fn relu(self_: &Self) -> R<Self> {
+        check(kind(self_) != Kind::Bool, || {
+            "Boolean inputs not supported for relu".into()
+        })?;
+        int_kernel(self_, C::relu, Kind::Int)
+    }
+    fn leaky_relu(self_: &Self, negative_slope: f64) -> R<Self> {
+        floats(self_, "leaky_relu_cpu")?;
+        C::leaky_relu(self_, negative_slope)
+    }
+    fn threshold_backward(grad_output: &Self, self_: &Self, threshold: f64) -> R<Self> {
+        check(kind(grad_output).max(kind(self_)) != Kind::Bool, || {
+            "\"threshold_cpu\" not implemented for 'Bool'".into()
+        })?;
+        binary(grad_output, self_, |g, x| {
+            C::threshold_backward(g, x, threshold)
+        })
+    }
+    fn gelu(self_: &Self, approximate: &str) -> R<Self> {
+        floats(self_, "GeluKernelImpl")?;
+        C::gelu(self_, approximate)
+    }
+    fn clamp(self_: &Self, min: Option<f64>, max: Option<f64>) -> R<Self> {
+        let whole = min.is_none_or(integral) && max.is_none_or(integral);
+        if kind(self_) == Kind::Float || !whole {
+            return C::clamp(&promoted(self_, float_dtype(&[self_]))?, min, max);
+        }
+        narrowed(C::clamp(&wide(self_)?, min, max)?, Kind::Int)
+    }
+    fn where_self(condition: &Self, self_: &Self, other: &Self) -> R<Self> {
+        check(kind(condition) == Kind::Bool, || {
+            format!(
+                "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+                name_of(condition)
+            )
+        })?;
+        match kind(self_).max(kind(other)) {
+            // candle's `where_cond` picks `I64` and `U8` elements as they are: exact.
+            Kind::Int => C::where_self(condition, &as_i64(self_)?, &as_i64(other)?),
+            Kind::Bool => C::where_self(condition, self_, other),
+            Kind::Float => binary(self_, other, |a, b| {
+                C::where_self(&promoted(condition, a.t.dtype())?, a, b)
+            }),
+        }
+    }
+    fn maximum(self_: &Self, other: &Self) -> R<Self> {
+        binary_exact(self_, other, C::maximum)
+    }
+    fn eq_tensor(self_: &Self, other: &Self) -> R<Self> {
+        compare(self_, other, C::eq_tensor)
+    }
+    fn eq_scalar(self_: &Self, other: f64) -> R<Self> {
+        compare_scalar(self_, other, C::eq_scalar)
+    }
+    fn ne_scalar(self_: &Self, other: f64) -> R<Self> {
+        compare_scalar(self_, other, C::ne_scalar)
+    }
+    fn gt_tensor(self_: &Self, other: &Self) -> R<Self> {
+        compare(self_, other, C::gt_tensor)
+    }
+    fn gt_scalar(self_: &Self, other: f64) -> R<Self> {
+        compare_scalar(self_, other, C::gt_scalar)
+    }
+    fn lt_tensor(self_: &Self, other: &Self) -> R<Self> {
+        compare(self_, other, C::lt_tensor)
+    }
+    fn lt_scalar(self_: &Self, other: f64) -> R<Self> {
+        compare_scalar(self_, other, C::lt_scalar)
+    }
+    fn ge_scalar(self_: &Self, other: f64) -> R<Self> {
+        compare_scalar(self_, other, C::ge_scalar)
+    }
+    fn le_scalar(self_: &Self, other: f64) -> R<Self> {
+        compare_scalar(self_, other, C::le_scalar)
+    }
+    fn argmax(self_: &Self, dim: Option<i64>, keepdim: bool) -> R<Self> {
+        check(kind(self_) != Kind::Bool, || {
+            "argmax(): does not support bool input".into()
+        })?;
+        let x = if kind(self_) == Kind::Float {
+            self_.clone()
+        } else {
+            wide(self_)?
+        };
+        indices_out(C::argmax(&x, dim, keepdim)?)
+    }
+    fn new_zeros(
+        self_: &Self,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> R<Self> {
+        let z = C::new_zeros(&wide(self_)?, size, dtype, layout, device, pin_memory)?;
+        as_dtype_of(self_, dtype, z)
+    }
+    fn zeros_like(
+        self_: &Self,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> R<Self> {
+        let args = (layout, device, pin_memory, memory_format);
+        let z = C::zeros_like(&wide(self_)?, dtype, args.0, args.1, args.2, args.3)?;
+        as_dtype_of(self_, dtype, z)
+    }
+    fn zero_(self_: &mut Self) -> R<()> {
+        C::zero_(self_)
+    }
+    fn fill_scalar_(self_: &mut Self, value: f64) -> R<()> {
+        let mut w = wide(self_)?;
+        // PyTorch converts the value to the tensor's dtype (truncating, or != 0 for bool).
+        let v = match kind(self_) {
+            Kind::Float => value,
+            Kind::Int => value.trunc(),
+            Kind::Bool => f64::from(u8::from(value != 0.0)),
+        };
+        C::fill_scalar_(&mut w, v)?;
+        *self_ = C::new(ce(w.t.to_dtype(self_.t.dtype()))?);
+        Ok(())
+    }
+    fn mm(self_: &Self, mat2: &Self) -> R<Self> {
+        matmul_like(self_, mat2, "addmm_impl_cpu_", C::mm)
+    }
+    fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
+        check(self_.t.dtype() == mat2.t.dtype(), || {
+            format!(
+                "expected scalar type {} but found {}",
+                name_of(self_),
+                name_of(mat2)
+            )
+        })?;
+        matmul_like(self_, mat2, "bmm", C::bmm)
+    }
+    fn sum(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
+        let t = &cast_to(self_, dtype)?;
+        match (kind(t), dtype) {
+            (Kind::Float, _) => C::sum(t, None),
+            // A sum asked for as `bool` is a boolean (PyTorch casts the sum back: any); a
+            // sum of booleans is otherwise an `I64` count.
+            (_, Some(ScalarType::Bool)) => narrowed(wide(&C::sum(&as_i64(t)?, None)?)?, Kind::Bool),
+            _ => C::sum(&as_i64(t)?, None),
+        }
+    }
+    fn sum_dim_intlist(
+        self_: &Self,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> R<Self> {
+        let t = &cast_to(self_, dtype)?;
+        match (kind(t), dtype) {
+            (Kind::Float, _) => C::sum_dim_intlist(t, dim, keepdim, None),
+            (_, Some(ScalarType::Bool)) => {
+                let s = C::sum_dim_intlist(&as_i64(t)?, dim, keepdim, None)?;
+                narrowed(wide(&s)?, Kind::Bool)
+            }
+            _ => C::sum_dim_intlist(&as_i64(t)?, dim, keepdim, None),
+        }
+    }
+    fn mean(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
+        let t = &cast_to(self_, dtype)?;
+        check_mean(t, dtype.is_some())?;
+        C::mean(t, None)
+    }
+    fn mean_dim(
+        self_: &Self,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> R<Self> {
+        let t = &cast_to(self_, dtype)?;
+        check_mean(t, dtype.is_some())?;
+        C::mean_dim(t, dim, keepdim, None)
+    }
+    fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
+        if kind(self_) == Kind::Float {
+            let (v, i) = C::max_dim(self_, dim, keepdim)?;
+            return Ok((v, indices_out(i)?));
+        }
+        let (v, i) = C::max_dim(&wide(self_)?, dim, keepdim)?;
+        Ok((narrowed(v, kind(self_))?, indices_out(i)?))
+    }
+    fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
+        kept(self_, |x| C::amax(x, dim, keepdim))
+    }
+    fn softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
+        let t = &cast_to(self_, dtype)?;
+        floats(t, softmax_kernel("softmax", t, dim))?;
+        C::softmax_int(t, dim, None)
+    }
+    fn log_softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
+        let t = &cast_to(self_, dtype)?;
+        floats(t, softmax_kernel("log_softmax", t, dim))?;
+        C::log_softmax_int(t, dim, None)
+    }
+    fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
+        C::logsumexp(&promoted(self_, float_dtype(&[self_]))?, dim, keepdim)
+    }
+    fn transpose_int(self_: &Self, dim0: i64, dim1: i64) -> R<Self> {
+        moved(self_, |x| C::transpose_int(x, dim0, dim1))
+    }
+    fn t(self_: &Self) -> R<Self> {
+        moved(self_, C::t)
+    }
+    fn permute(self_: &Self, dims: &[i64]) -> R<Self> {
+        moved(self_, |x| C::permute(x, dims))
+    }
+    fn reshape(self_: &Self, shape: &[i64]) -> R<Self> {
+        moved(self_, |x| C::reshape(x, shape))
+    }
+    fn view(self_: &Self, size: &[i64]) -> R<Self> {
+        // The kernel is candle's `reshape` after a stride check: any dtype, and the check
+        // must see the tensor's own layout (a conversion to `F64` would make it contiguous).
+        C::view(self_, size)
+    }
+    fn expand(self_: &Self, size: &[i64], implicit: bool) -> R<Self> {
+        moved(self_, |x| C::expand(x, size, implicit))
+    }
+    fn squeeze(self_: &Self) -> R<Self> {
+        moved(self_, C::squeeze)
+    }
+    fn squeeze_dims(self_: &Self, dim: &[i64]) -> R<Self> {
+        moved(self_, |x| C::squeeze_dims(x, dim))
+    }
+    fn clone(self_: &Self, memory_format: Option<MemoryFormat>) -> R<Self> {
+        moved(self_, |x| C::clone(x, memory_format))
+    }
+    fn squeeze_dim(self_: &Self, dim: i64) -> R<Self> {
+        moved(self_, |x| C::squeeze_dim(x, dim))
+    }
+    fn unsqueeze(self_: &Self, dim: i64) -> R<Self> {
+        moved(self_, |x| C::unsqueeze(x, dim))
+    }
+    fn slice_tensor(
+        self_: &Self,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> R<Self> {
+        moved(self_, |x| C::slice_tensor(x, dim, start, end, step))
+    }
+    fn slice_backward(
+        grad_output: &Self,
+        input_sizes: &[i64],
+        dim: i64,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> R<Self> {
+        moved(grad_output, |x| {
+            C::slice_backward(x, input_sizes, dim, start, end, step)
+        })
+    }
+    fn cat(tensors: &[Self], dim: i64) -> R<Self> {
+        joined(tensors, |ts| C::cat(ts, dim))
+    }
+    fn stack(tensors: &[Self], dim: i64) -> R<Self> {
+        joined(tensors, |ts| C::stack(ts, dim))
+    }
+    fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> R<Self> {
+        moved(self_, |x| C::narrow(x, dim, start, length))
+    }
+    fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
+        moved(self_, |x| C::diagonal(x, offset, dim1, dim2))
+    }
+    fn diagonal_backward(
+        grad_output: &Self,
+        input_sizes: &[i64],
+        offset: i64,
+        dim1: i64,
+        dim2: i64,
+    ) -> R<Self> {
+        moved(grad_output, |x| {
+            C::diagonal_backward(x, input_sizes, offset, dim1, dim2)
+        })
+    }
+    fn select_int(self_: &Self, dim: i64, index: i64) -> R<Self> {
+        moved(self_, |x| C::select_int(x, dim, index))
+    }
+    fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
+        moved(self_, |x| C::split_tensor(x, split_size, dim))
+    }
+    fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
+        moved(self_, |x| C::unbind_int(x, dim))
+    }
+    fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
+        moved(self_, |x| {
+            let i = index_arg(index, x, |_| {
+                "index_select(): Expected dtype int32 or int64 for index".into()
+            })?;
+            C::index_select(x, dim, &i)
+        })
+    }
+    fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
+        let i = index_arg(index, self_, |d| {
+            format!("index_add_(): Expected dtype int32/int64 for index but got: {d}")
+        })?;
+        check(self_.t.dtype() == source.t.dtype(), || {
+            format!(
+                "index_add_(): self ({}) and source ({}) must have the same scalar type",
+                name_of(self_),
+                name_of(source)
+            )
+        })?;
+        let s = wide(source)?;
+        // PyTorch converts alpha to the integer dtype (truncates; for bools, != 0).
+        let alpha = match kind(self_) {
+            Kind::Float => alpha,
+            Kind::Int => alpha.trunc(),
+            Kind::Bool => f64::from(u8::from(alpha != 0.0)),
+        };
+        kept(self_, |x| {
+            C::index_add(
+                x,
+                dim,
+                &promoted(&i, x.t.dtype())?,
+                &promoted(&s, x.t.dtype())?,
+                alpha,
+            )
+        })
+    }
+    fn gather(self_: &Self, dim: i64, index: &Self, sparse_grad: bool) -> R<Self> {
+        moved(self_, |x| {
+            let i = index_arg(index, x, |_| {
+                "gather(): Expected dtype int32/int64 for index".into()
+            })?;
+            C::gather(x, dim, &i, sparse_grad)
+        })
+    }
+    fn scatter_add(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
+        let i = index_arg(index, self_, |_| {
+            "scatter(): Expected dtype int32/int64 for index".into()
+        })?;
+        check(self_.t.dtype() == src.t.dtype(), || {
+            "scatter(): Expected self.dtype to be equal to src.dtype".into()
+        })?;
+        let s = wide(src)?;
+        kept(self_, |x| {
+            C::scatter_add(
+                x,
+                dim,
+                &promoted(&i, x.t.dtype())?,
+                &promoted(&s, x.t.dtype())?,
+            )
+        })
+    }
+    fn mse_loss(self_: &Self, target: &Self, reduction: i64) -> R<Self> {
+        let k = kind(self_).max(kind(target));
+        check(k == Kind::Float, || {
+            let t = if kind(self_) == k { self_ } else { target };
+            format!("\"mse_cpu\" not implemented for '{}'", name_of(t))
+        })?;
+        let [a, b] = promoted_all([self_, target])?;
+        C::mse_loss(&a, &b, reduction)
+    }
+    fn nll_loss_forward(
+        self_: &Self,
+        target: &Self,
+        weight: Option<&Self>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> R<(Self, Self)> {
+        let t = index_arg(target, self_, |d| {
+            format!("expected target dtype to be Long or Byte, but got {d}")
+        })?;
+        floats(self_, "nll_loss_out_frame")?;
+        nll_weight(self_, weight)?;
+        C::nll_loss_forward(self_, &t, weight, reduction, ignore_index)
+    }
+    fn nll_loss_backward(
+        grad_output: &Self,
+        self_: &Self,
+        target: &Self,
+        weight: Option<&Self>,
+        reduction: i64,
+        ignore_index: i64,
+        total_weight: &Self,
+    ) -> R<Self> {
+        let t = index_arg(target, self_, |d| {
+            format!("expected scalar type Long but found {d}")
+        })?;
+        floats(self_, "nll_loss_backward_out_frame")?;
+        nll_weight(self_, weight)?;
+        let d = self_.t.dtype();
+        let (g, tw) = (promoted(grad_output, d)?, promoted(total_weight, d)?);
+        C::nll_loss_backward(&g, self_, &t, weight, reduction, ignore_index, &tw)
+    }
+    fn native_dropout(input: &Self, p: f64, train: Option<bool>) -> R<(Self, Self)> {
+        check(kind(input) == Kind::Float, || {
+            format!(
+                "result type Double can't be cast to the desired output type {}",
+                name_of(input)
+            )
+        })?;
+        let (y, mask) = C::native_dropout(input, p, train)?;
+        Ok((y, mask_out(mask)?))
+    }
+    fn native_dropout_backward(grad_output: &Self, mask: &Self, scale: f64) -> R<Self> {
+        let [g, m] = promoted_all([grad_output, mask])?;
+        C::native_dropout_backward(&g, &m, scale)
+    }
+    fn layer_norm(
+        input: &Self,
+        normalized_shape: &[i64],
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        eps: f64,
+        cudnn_enable: bool,
+    ) -> R<Self> {
+        floats(input, "LayerNormKernelImpl")?;
+        for t in weight.iter().chain(bias.iter()) {
+            check(kind(t) == Kind::Float, || {
+                "mixed dtype (CPU): expect parameter to have scalar type of Float".into()
+            })?;
+        }
+        C::layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
+    }
+    fn embedding(
+        weight: &Self,
+        indices: &Self,
+        padding_idx: i64,
+        scale_grad_by_freq: bool,
+        sparse: bool,
+    ) -> R<Self> {
+        moved(weight, |x| {
+            let i = index_arg(indices, x, |d| {
+                let got = match d {
+                    "Bool" => "CPUBoolType".to_string(),
+                    d => format!("torch.{d}Tensor"),
+                };
+                format!(
+                    "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {got} instead (while checking arguments for embedding)"
+                )
+            })?;
+            C::embedding(x, &i, padding_idx, scale_grad_by_freq, sparse)
+        })
+    }
+}
+
+/// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.
+fn joined(tensors: &[C], k: impl Fn(&[C]) -> R<C>) -> R<C> {
+    let kd = tensors.iter().map(kind).max().unwrap_or(Kind::Float);
+    if kd == Kind::Float {
+        let d = float_dtype(&tensors.iter().collect::<Vec<_>>());
+        let ts = tensors
+            .iter()
+            .map(|t| promoted(t, d))
+            .collect::<R<Vec<_>>>()?;
+        return k(&ts);
+    }
+    // Integers and booleans are moved as they are (booleans joined with integers as `I64`).
+    let d = if kd == Kind::Int {
+        DType::I64
+    } else {
+        DType::U8
+    };
+    let ts = tensors
+        .iter()
+        .map(|t| Ok(C::new(ce(t.t.to_dtype(d))?)))
+        .collect::<R<Vec<_>>>()?;
+    k(&ts)
+}

@@ -1,0 +1,1288 @@
+//! `impl Backend for NdTensor<E>`: PyTorch's dtype rules around the floating-point kernels
+//! of `backend.rs`.
+//!
+//! * Floating-point tensors go to the kernels as they are.
+//! * Ops that only move elements (views, `cat`, `index_select`, `gather`, `embedding`'s rows,
+//!   ...) work on every dtype: for `i64`/`bool` tensors the kernel runs on the elements'
+//!   positions (exact in `f64`) and the elements are looked up, so integers stay exact.
+//! * Comparisons give `bool`; `argmax` and `max.dim`'s indices `i64`.
+//! * Arithmetic promotes as PyTorch does (`bool` < `i64` < `E`; true division and `exp`,
+//!   `log`, ... of integers give `E`, PyTorch's default float type); `add`/`sub`/`mul`/`neg`/
+//!   `abs`/`sign`/`relu`/`maximum`/`sum` of integers are computed in `i64`; the rarer integer
+//!   kernels (`mm`, `pow`, `clamp`, `amax`, `max.dim`, `index_add`, `scatter_add`, ...) in
+//!   `f64`, exact for magnitudes below 2^53.
+//! * Index arguments must be `i64`, `where`'s condition `bool`, and float-only kernels
+//!   refuse other dtypes: each with PyTorch's message.
+
+use crate::tensor::{Data, Element, FloatTensor, NdTensor};
+use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
+use autograd_opset::Backend;
+use autograd_opset::error::{Error, check};
+use autograd_opset::shape::{broadcast_shape, reduce_axes};
+use ndarray::{ArcArray, Array, ArrayView, Axis, IxDyn, Zip};
+
+type F<E> = FloatTensor<E>;
+type R<T> = Result<T, Error>;
+type A<T> = ArcArray<T, IxDyn>;
+
+// ------------------------------------------------------------------------------- dtypes
+
+/// A dtype's rank in PyTorch's promotion: `Bool` < `Int` < `Float`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Kind {
+    Bool,
+    Int,
+    Float,
+}
+
+fn kind<E: Element>(t: &NdTensor<E>) -> Kind {
+    match t.data() {
+        Data::Bool(_) => Kind::Bool,
+        Data::Int(_) => Kind::Int,
+        Data::Float(_) => Kind::Float,
+    }
+}
+
+/// PyTorch's name of a dtype in messages (`Double`, `Long`, ...).
+fn torch_name(dtype: &str) -> &'static str {
+    match dtype {
+        "f32" => "Float",
+        "f64" => "Double",
+        "i64" => "Long",
+        _ => "Bool",
+    }
+}
+
+fn name_of<E: Element>(t: &NdTensor<E>) -> &'static str {
+    torch_name(t.dtype())
+}
+
+/// Whether a Scalar argument is an integer (PyTorch's Python `int`; the op set passes
+/// Scalars as `f64`, so an integral value counts as an `int`).
+fn integral(x: f64) -> bool {
+    x.is_finite() && x.fract() == 0.0
+}
+
+fn fl<E: Element>(a: A<E>) -> F<E> {
+    F::new(a)
+}
+
+fn float_out<E: Element>(t: F<E>) -> NdTensor<E> {
+    NdTensor::new(t.data)
+}
+
+/// The tensor as `E`: PyTorch's promotion of integers and booleans to the default float type.
+fn promoted<E: Element>(t: &NdTensor<E>) -> F<E> {
+    fl(t.to_float())
+}
+
+/// The tensor as `f64` (the integer kernels' arithmetic).
+fn wide<E: Element>(t: &NdTensor<E>) -> F<f64> {
+    fl(match t.data() {
+        Data::Float(a) => a.mapv(|x| x.as_f64()).into_shared(),
+        Data::Int(a) => a.mapv(|x| x as f64).into_shared(),
+        Data::Bool(a) => a.mapv(|x| f64::from(u8::from(x))).into_shared(),
+    })
+}
+
+/// An `f64` result as a tensor of `kind`.
+fn narrowed<E: Element>(t: F<f64>, kind: Kind) -> NdTensor<E> {
+    NdTensor::from_data(match kind {
+        Kind::Float => Data::Float(t.data.mapv(E::of).into_shared()),
+        Kind::Int => Data::Int(t.data.mapv(|x| x as i64).into_shared()),
+        Kind::Bool => Data::Bool(t.data.mapv(|x| x != 0.0).into_shared()),
+    })
+}
+
+/// `t` converted to `kind` (upwards in the promotion order).
+fn to_kind<E: Element>(t: &NdTensor<E>, k: Kind) -> NdTensor<E> {
+    match (t.data(), k) {
+        (_, Kind::Float) => NdTensor::new(t.to_float()),
+        (Data::Bool(a), Kind::Int) => {
+            NdTensor::from_data(Data::Int(a.mapv(i64::from).into_shared()))
+        }
+        _ => t.clone(),
+    }
+}
+
+/// The elements as `i64` (booleans 0/1) for integer arithmetic.
+fn ints<E: Element>(t: &NdTensor<E>) -> A<i64> {
+    match t.data() {
+        Data::Int(a) => a.clone(),
+        Data::Bool(a) => a.mapv(i64::from).into_shared(),
+        Data::Float(a) => a.mapv(|x| x.as_f64() as i64).into_shared(),
+    }
+}
+
+/// A kernel PyTorch implements for floating-point types only.
+fn floats<E: Element>(t: &NdTensor<E>, kernel: &str) -> R<F<E>> {
+    match t.data() {
+        Data::Float(a) => Ok(fl(a.clone())),
+        _ => Err(Error::runtime(format!(
+            "\"{kernel}\" not implemented for '{}'",
+            name_of(t)
+        ))),
+    }
+}
+
+fn int_out<E: Element>(a: Array<i64, IxDyn>) -> NdTensor<E> {
+    NdTensor::from_data(Data::Int(a.into_shared()))
+}
+
+fn bool_out<E: Element>(a: Array<bool, IxDyn>) -> NdTensor<E> {
+    NdTensor::from_data(Data::Bool(a.into_shared()))
+}
+
+/// A 0/1 floating-point mask as `bool`.
+fn mask_out<E: Element>(t: F<E>) -> NdTensor<E> {
+    bool_out(t.data.mapv(|x| x != E::zero()))
+}
+
+/// Indices as floating-point values for the kernels (which check their range).
+fn idx<G: Element>(a: &A<i64>) -> F<G> {
+    fl(a.mapv(|x| G::of(x as f64)).into_shared())
+}
+
+/// Whether every index is exactly an `F` (an `f32` holds integers up to 2^24 exactly).
+fn exact<F: Element>(i: &A<i64>) -> bool {
+    i.iter().all(|v| F::of(*v as f64).as_f64() == *v as f64)
+}
+
+/// Whether indices must go through `f64` kernels to stay exact (an `f32` library with an
+/// index above 2^24); the call then runs on `NdTensor<f64>` and comes back as `E`.
+fn needs_f64<E: Element>(i: &A<i64>) -> bool {
+    !exact::<E>(i) && exact::<f64>(i)
+}
+
+/// The `i64` elements of an index argument, or `message` (PyTorch's dtype error).
+fn index_arg<E: Element>(t: &NdTensor<E>, message: impl FnOnce(&str) -> String) -> R<A<i64>> {
+    match t.data() {
+        Data::Int(a) => Ok(a.clone()),
+        _ => Err(Error::runtime(message(name_of(t)))),
+    }
+}
+
+// ------------------------------------------------------------------------------- broadcasting
+
+fn bview<'a, T>(a: &'a A<T>, shape: &[usize]) -> R<ArrayView<'a, T, IxDyn>> {
+    a.broadcast(IxDyn(shape)).ok_or_else(|| {
+        Error::runtime(format!(
+            "The size of tensor a ({:?}) must match the size of tensor b ({shape:?})",
+            a.shape()
+        ))
+    })
+}
+
+/// Elementwise `f` of two broadcast arrays.
+fn bzip<T: Clone, U: Clone, V>(a: &A<T>, b: &A<U>, f: impl Fn(T, U) -> V) -> R<Array<V, IxDyn>> {
+    let shape = broadcast_shape(a.shape(), b.shape())?;
+    let (av, bv) = (bview(a, &shape)?, bview(b, &shape)?);
+    Ok(Zip::from(&av)
+        .and(&bv)
+        .map_collect(|x, y| f(x.clone(), y.clone())))
+}
+
+// ------------------------------------------------------------------------------- moved elements
+
+/// The positions `0..n` (in logical order) of `a`'s elements, laid out as `a` is.
+fn positions<T>(a: &A<T>) -> F<f64> {
+    let mut p = a.map(|_| 0.0f64);
+    for (k, x) in p.iter_mut().enumerate() {
+        *x = k as f64;
+    }
+    fl(p.into_shared())
+}
+
+/// The elements of `src` (flat, logical order) at positions `p`.
+fn lookup<T: Clone>(p: &F<f64>, src: &[T]) -> A<T> {
+    p.data.mapv(|k| src[k as usize].clone()).into_shared()
+}
+
+/// Runs a kernel that places elements among zeros (`slice_backward`, `diagonal_backward`)
+/// on `i64`/`bool` elements, exactly: it places the positions plus one, and 0 stays 0.
+fn placed<T: Clone + Default>(a: &A<T>, k: impl Fn(&F<f64>) -> R<F<f64>>) -> R<A<T>> {
+    let p = positions(a);
+    let r = k(&fl(p.data.mapv(|x| x + 1.0).into_shared()))?;
+    let v: Vec<T> = a.iter().cloned().collect();
+    let at = |x: f64| match x as usize {
+        0 => T::default(),
+        i => v[i - 1].clone(),
+    };
+    Ok(r.data.mapv(at).into_shared())
+}
+
+/// [`placed`] on a tensor of any dtype (floats go to the kernel as they are).
+fn placed_any<E: Element>(
+    t: &NdTensor<E>,
+    float: impl Fn(&F<E>) -> R<F<E>>,
+    k: impl Fn(&F<f64>) -> R<F<f64>>,
+) -> R<NdTensor<E>> {
+    Ok(match t.data() {
+        Data::Float(a) => float_out(float(&fl(a.clone()))?),
+        Data::Int(a) => NdTensor::from_data(Data::Int(placed(a, k)?)),
+        Data::Bool(a) => NdTensor::from_data(Data::Bool(placed(a, k)?)),
+    })
+}
+
+/// Runs a kernel that only moves elements on a tensor of any dtype (see the module's docs):
+/// `$x` is the kernel's input, of the float type of the arm.
+macro_rules! moved {
+    ($t:expr, $x:ident => $call:expr) => {
+        match $t.data() {
+            Data::Float(a) => {
+                let $x = &fl(a.clone());
+                Ok(float_out($call?))
+            }
+            Data::Int(a) => {
+                let $x = &positions(a);
+                let v: Vec<i64> = a.iter().copied().collect();
+                Ok(NdTensor::from_data(Data::Int(lookup(&$call?, &v))))
+            }
+            Data::Bool(a) => {
+                let $x = &positions(a);
+                let v: Vec<bool> = a.iter().copied().collect();
+                Ok(NdTensor::from_data(Data::Bool(lookup(&$call?, &v))))
+            }
+        }
+    };
+}
+
+/// [`moved!`] for kernels with several outputs (`split`, `unbind`).
+macro_rules! moved_all {
+    ($t:expr, $x:ident => $call:expr) => {
+        match $t.data() {
+            Data::Float(a) => {
+                let $x = &fl(a.clone());
+                Ok($call?.into_iter().map(float_out).collect())
+            }
+            Data::Int(a) => {
+                let $x = &positions(a);
+                let v: Vec<i64> = a.iter().copied().collect();
+                Ok($call?
+                    .iter()
+                    .map(|p| NdTensor::from_data(Data::Int(lookup(p, &v))))
+                    .collect())
+            }
+            Data::Bool(a) => {
+                let $x = &positions(a);
+                let v: Vec<bool> = a.iter().copied().collect();
+                Ok($call?
+                    .iter()
+                    .map(|p| NdTensor::from_data(Data::Bool(lookup(p, &v))))
+                    .collect())
+            }
+        }
+    };
+}
+
+/// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype, elements moved.
+fn joined<E: Element>(
+    tensors: &[NdTensor<E>],
+    float: impl Fn(&[F<E>]) -> R<F<E>>,
+    moving: impl Fn(&[F<f64>]) -> R<F<f64>>,
+) -> R<NdTensor<E>> {
+    let k = tensors.iter().map(kind).max().unwrap_or(Kind::Float);
+    if k == Kind::Float {
+        let fs: Vec<F<E>> = tensors.iter().map(promoted).collect();
+        return Ok(float_out(float(&fs)?));
+    }
+    // Positions numbered across the tensors, elements concatenated.
+    let (mut ps, mut vals, mut offset) = (Vec::new(), Vec::new(), 0.0);
+    for t in tensors {
+        let a = ints(&to_kind(t, k));
+        let p = positions(&a);
+        ps.push(fl(p.data.mapv(|x| x + offset).into_shared()));
+        offset += a.len() as f64;
+        vals.extend(a.iter().copied());
+    }
+    let r = lookup(&moving(&ps)?, &vals);
+    Ok(match k {
+        Kind::Bool => NdTensor::from_data(Data::Bool(r.mapv(|x| x != 0).into_shared())),
+        _ => NdTensor::from_data(Data::Int(r)),
+    })
+}
+
+// ------------------------------------------------------------------------------- arithmetic
+
+/// PyTorch's check of `alpha` for integral results.
+fn check_alpha(k: Kind, alpha: f64) -> R<()> {
+    check(k == Kind::Float || integral(alpha), || {
+        "For integral input tensors, argument alpha must not be a floating point number.".into()
+    })
+}
+
+const SUB_BOOL: &str = "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.";
+
+/// `sub`'s refusal of boolean operands.
+fn check_sub(a: Kind, b: Kind) -> R<()> {
+    if a == Kind::Bool && b == Kind::Bool {
+        return Err(Error::runtime(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+        ));
+    }
+    check(a != Kind::Bool && b != Kind::Bool, || SUB_BOOL.into())
+}
+
+/// `a + alpha * b` (`sign` -1 for `sub`) with promotion.
+fn add_sub<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, alpha: f64, sign: i64) -> R<NdTensor<E>> {
+    let k = kind(a).max(kind(b));
+    if sign < 0 {
+        check_sub(kind(a), kind(b))?;
+    }
+    check_alpha(k, alpha)?;
+    match k {
+        Kind::Float => {
+            let (x, y) = (promoted(a), promoted(b));
+            Ok(float_out(if sign < 0 {
+                F::sub_tensor(&x, &y, alpha)?
+            } else {
+                F::add_tensor(&x, &y, alpha)?
+            }))
+        }
+        Kind::Int => {
+            let al = sign.wrapping_mul(alpha as i64);
+            Ok(int_out(bzip(&ints(a), &ints(b), |x, y| {
+                x.wrapping_add(al.wrapping_mul(y))
+            })?))
+        }
+        Kind::Bool => {
+            let on = alpha != 0.0;
+            Ok(bool_out(bzip(&ints(a), &ints(b), |x, y| {
+                x != 0 || (on && y != 0)
+            })?))
+        }
+    }
+}
+
+/// The dtype of `tensor op scalar` (a non-integral Scalar promotes integers to float; an
+/// integral one turns booleans into `i64`, as a Python `int` does).
+fn scalar_kind<E: Element>(t: &NdTensor<E>, s: f64) -> Kind {
+    match kind(t) {
+        Kind::Float => Kind::Float,
+        _ if !integral(s) => Kind::Float,
+        _ => Kind::Int,
+    }
+}
+
+fn add_sub_scalar<E: Element>(t: &NdTensor<E>, s: f64, alpha: f64, sign: i64) -> R<NdTensor<E>> {
+    if sign < 0 {
+        check(kind(t) != Kind::Bool, || SUB_BOOL.into())?;
+    }
+    let k = scalar_kind(t, s);
+    check_alpha(k, alpha)?;
+    if k == Kind::Float {
+        let x = promoted(t);
+        return Ok(float_out(if sign < 0 {
+            F::sub_scalar(&x, s, alpha)?
+        } else {
+            F::add_scalar(&x, s, alpha)?
+        }));
+    }
+    let d = (s as i64).wrapping_mul(alpha as i64).wrapping_mul(sign);
+    Ok(int_out(ints(t).mapv(|x| x.wrapping_add(d))))
+}
+
+fn mul<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>) -> R<NdTensor<E>> {
+    match kind(a).max(kind(b)) {
+        Kind::Float => Ok(float_out(F::mul_tensor(&promoted(a), &promoted(b))?)),
+        Kind::Int => Ok(int_out(bzip(&ints(a), &ints(b), i64::wrapping_mul)?)),
+        Kind::Bool => Ok(bool_out(bzip(&ints(a), &ints(b), |x, y| x != 0 && y != 0)?)),
+    }
+}
+
+/// A comparison: `bool` elements, the operands promoted to their common dtype.
+fn compare<E: Element>(
+    a: &NdTensor<E>,
+    b: &NdTensor<E>,
+    float: fn(&F<E>, &F<E>) -> R<F<E>>,
+    int: fn(&i64, &i64) -> bool,
+) -> R<NdTensor<E>> {
+    if kind(a).max(kind(b)) == Kind::Float {
+        return Ok(mask_out(float(&promoted(a), &promoted(b))?));
+    }
+    Ok(bool_out(bzip(&ints(a), &ints(b), |x, y| int(&x, &y))?))
+}
+
+/// A comparison with a Scalar.
+fn compare_scalar<E: Element>(
+    t: &NdTensor<E>,
+    s: f64,
+    float: fn(&F<E>, f64) -> R<F<E>>,
+    cmp: fn(&f64, &f64) -> bool,
+) -> R<NdTensor<E>> {
+    match t.data() {
+        Data::Float(a) => Ok(mask_out(float(&fl(a.clone()), s)?)),
+        _ => Ok(bool_out(wide(t).data.mapv(|x| cmp(&x, &s)))),
+    }
+}
+
+/// An elementwise op PyTorch computes in the integer dtype for integers (`i64`, booleans
+/// as `i64` unless `bool_ok`), here through `f64`.
+fn int_kernel<E: Element>(
+    t: &NdTensor<E>,
+    float: impl Fn(&F<E>) -> R<F<E>>,
+    wide_kernel: impl Fn(&F<f64>) -> R<F<f64>>,
+    bool_kind: Kind,
+) -> R<NdTensor<E>> {
+    match kind(t) {
+        Kind::Float => Ok(float_out(float(&promoted(t))?)),
+        Kind::Int => Ok(narrowed(wide_kernel(&wide(t))?, Kind::Int)),
+        Kind::Bool => Ok(narrowed(wide_kernel(&wide(t))?, bool_kind)),
+    }
+}
+
+/// `mm`/`bmm`: both operands of one dtype.
+fn matmul_like<E: Element>(
+    a: &NdTensor<E>,
+    b: &NdTensor<E>,
+    kernel: &str,
+    float: fn(&F<E>, &F<E>) -> R<F<E>>,
+    wide_kernel: fn(&F<f64>, &F<f64>) -> R<F<f64>>,
+) -> R<NdTensor<E>> {
+    let c_name = |t: &NdTensor<E>| match t.dtype() {
+        "f32" => "float",
+        "f64" => "double",
+        "i64" => "long int",
+        _ => "bool",
+    };
+    check(kind(a) == kind(b), || {
+        format!(
+            "expected m1 and m2 to have the same dtype, but got: {} != {}",
+            c_name(a),
+            c_name(b)
+        )
+    })?;
+    match kind(a) {
+        Kind::Float => Ok(float_out(float(&promoted(a), &promoted(b))?)),
+        Kind::Int => Ok(narrowed(wide_kernel(&wide(a), &wide(b))?, Kind::Int)),
+        Kind::Bool => Err(Error::runtime(format!(
+            "\"{kernel}\" not implemented for 'Bool'"
+        ))),
+    }
+}
+
+/// `sum` over `axes` of integers (booleans count as 1).
+fn sum_ints<E: Element>(t: &NdTensor<E>, axes: &[usize], keepdim: bool) -> NdTensor<E> {
+    let mut r = ints(t).into_owned();
+    for ax in axes.iter().rev() {
+        r = r.sum_axis(Axis(*ax));
+    }
+    if keepdim {
+        for ax in axes {
+            r = r.insert_axis(Axis(*ax));
+        }
+    }
+    int_out(r)
+}
+
+/// `mean`'s dtype check (on the input, or on the `dtype=` it was cast to).
+fn check_mean<E: Element>(t: &NdTensor<E>, requested: bool) -> R<()> {
+    let what = if requested { "Optional" } else { "Input" };
+    check(kind(t) == Kind::Float, || {
+        format!(
+            "mean(): could not infer output dtype. {what} dtype must be either a floating point or complex dtype. Got: {}",
+            name_of(t)
+        )
+    })
+}
+
+/// `t` cast to a reduction's `dtype=` argument (PyTorch casts the input first; floats to
+/// integers truncate, anything to `bool` is `!= 0`).
+fn cast_to<E: Element>(t: &NdTensor<E>, dtype: Option<ScalarType>) -> NdTensor<E> {
+    match dtype {
+        None => t.clone(),
+        Some(ScalarType::Bool) => to_bool(t),
+        Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64) => {
+            NdTensor::new(t.to_float())
+        }
+        Some(_) => int_out(ints(t).into_owned()),
+    }
+}
+
+/// `t != 0` as `bool`.
+fn to_bool<E: Element>(t: &NdTensor<E>) -> NdTensor<E> {
+    bool_out(wide(t).data.mapv(|x| x != 0.0))
+}
+
+/// Zeros of `shape` with `t`'s dtype, or `dtype`'s when given.
+fn zeros_as<E: Element>(
+    t: &NdTensor<E>,
+    dtype: Option<ScalarType>,
+    shape: &[usize],
+) -> NdTensor<E> {
+    let k = match dtype {
+        Some(ScalarType::Bool) => Kind::Bool,
+        Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64) => Kind::Float,
+        Some(_) => Kind::Int,
+        None => kind(t),
+    };
+    let s = IxDyn(shape);
+    NdTensor::from_data(match k {
+        Kind::Float => Data::Float(Array::zeros(s).into_shared()),
+        Kind::Int => Data::Int(Array::zeros(s).into_shared()),
+        Kind::Bool => Data::Bool(Array::from_elem(s, false).into_shared()),
+    })
+}
+
+/// `max.dim` / `argmax`'s refusal of boolean inputs and the indices as `i64`.
+fn indices_out<E: Element, G: Element>(t: F<G>) -> NdTensor<E> {
+    int_out(t.data.mapv(|x| x.as_f64() as i64))
+}
+
+/// The result of an in-place op written into `self_`'s dtype, or PyTorch's cast error.
+fn write_back<E: Element>(self_: &mut NdTensor<E>, r: NdTensor<E>) -> R<()> {
+    check(kind(&r) <= kind(self_), || {
+        format!(
+            "result type {} can't be cast to the desired output type {}",
+            name_of(&r),
+            name_of(self_)
+        )
+    })?;
+    *self_ = to_kind(&r, kind(self_));
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------- the impl
+
+/// In-place and out= kernels: the functional kernel, its result written back in the
+/// destination's dtype (PyTorch refuses a result it cannot cast: a float into an `i64`).
+macro_rules! written_back {
+    ($($name:ident => $f:ident($($a:ident: $t:ty),*);)*) => {$(
+        fn $name(self_: &mut Self, $($a: $t),*) -> R<()> {
+            let r = <Self as Backend>::$f(&*self_, $($a),*)?;
+            write_back(self_, r)
+        }
+    )*};
+}
+
+/// out= kernels, as [`written_back!`].
+macro_rules! out_kernels {
+    ($($name:ident => $f:ident($($a:ident: $t:ty),*);)*) => {$(
+        fn $name($($a: $t,)* out: &mut Self) -> R<()> {
+            let r = <Self as Backend>::$f($($a),*)?;
+            write_back(out, r)
+        }
+    )*};
+}
+
+impl<E: Element> Backend for NdTensor<E> {
+    type Error = Error;
+
+    written_back! {
+        add_tensor_ => add_tensor(other: &Self, alpha: f64);
+        add_scalar_ => add_scalar(other: f64, alpha: f64);
+        sub_tensor_ => sub_tensor(other: &Self, alpha: f64);
+        sub_scalar_ => sub_scalar(other: f64, alpha: f64);
+        mul_tensor_ => mul_tensor(other: &Self);
+        mul_scalar_ => mul_scalar(other: f64);
+        div_tensor_ => div_tensor(other: &Self);
+        div_scalar_ => div_scalar(other: f64);
+        neg_ => neg();
+        exp_ => exp();
+        log_ => log();
+        sqrt_ => sqrt();
+        pow_scalar_ => pow_tensor_scalar(exponent: f64);
+        abs_ => abs();
+        sin_ => sin();
+        tanh_ => tanh();
+        sigmoid_ => sigmoid();
+        relu_ => relu();
+        leaky_relu_ => leaky_relu(negative_slope: f64);
+        gelu_ => gelu(approximate: &str);
+        clamp_ => clamp(min: Option<f64>, max: Option<f64>);
+    }
+    out_kernels! {
+        add_out => add_tensor(self_: &Self, other: &Self, alpha: f64);
+        sub_out => sub_tensor(self_: &Self, other: &Self, alpha: f64);
+        mul_out => mul_tensor(self_: &Self, other: &Self);
+        div_out => div_tensor(self_: &Self, other: &Self);
+        neg_out => neg(self_: &Self);
+        exp_out => exp(self_: &Self);
+        tanh_out => tanh(self_: &Self);
+        clamp_out => clamp(self_: &Self, min: Option<f64>, max: Option<f64>);
+        mm_out => mm(self_: &Self, mat2: &Self);
+        cat_out => cat(tensors: &[Self], dim: i64);
+    }
+
+    fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
+        add_sub(self_, other, alpha, 1)
+    }
+    fn add_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
+        add_sub_scalar(self_, other, alpha, 1)
+    }
+    fn sub_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
+        add_sub(self_, other, alpha, -1)
+    }
+    fn sub_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
+        add_sub_scalar(self_, other, alpha, -1)
+    }
+    fn mul_tensor(self_: &Self, other: &Self) -> R<Self> {
+        mul(self_, other)
+    }
+    fn mul_scalar(self_: &Self, other: f64) -> R<Self> {
+        if scalar_kind(self_, other) == Kind::Float {
+            return Ok(float_out(F::mul_scalar(&promoted(self_), other)?));
+        }
+        let s = other as i64;
+        Ok(int_out(ints(self_).mapv(|x| x.wrapping_mul(s))))
+    }
+    fn div_tensor(self_: &Self, other: &Self) -> R<Self> {
+        Ok(float_out(F::div_tensor(
+            &promoted(self_),
+            &promoted(other),
+        )?))
+    }
+    fn div_scalar(self_: &Self, other: f64) -> R<Self> {
+        Ok(float_out(F::div_scalar(&promoted(self_), other)?))
+    }
+    fn neg(self_: &Self) -> R<Self> {
+        match self_.data() {
+            Data::Float(a) => Ok(float_out(F::neg(&fl(a.clone()))?)),
+            Data::Int(a) => Ok(int_out(a.mapv(i64::wrapping_neg))),
+            Data::Bool(_) => Err(Error::runtime(
+                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+            )),
+        }
+    }
+    fn exp(self_: &Self) -> R<Self> {
+        Ok(float_out(F::exp(&promoted(self_))?))
+    }
+    fn log(self_: &Self) -> R<Self> {
+        Ok(float_out(F::log(&promoted(self_))?))
+    }
+    fn sqrt(self_: &Self) -> R<Self> {
+        Ok(float_out(F::sqrt(&promoted(self_))?))
+    }
+    fn rsqrt(self_: &Self) -> R<Self> {
+        Ok(float_out(F::rsqrt(&promoted(self_))?))
+    }
+    fn pow_tensor_scalar(self_: &Self, exponent: f64) -> R<Self> {
+        if scalar_kind(self_, exponent) == Kind::Float {
+            return Ok(float_out(F::pow_tensor_scalar(&promoted(self_), exponent)?));
+        }
+        check(exponent >= 0.0, || {
+            "Integers to negative integer powers are not allowed.".into()
+        })?;
+        let e = exponent as u32;
+        Ok(int_out(ints(self_).mapv(|x| x.wrapping_pow(e))))
+    }
+    fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> R<Self> {
+        match kind(self_).max(kind(exponent)) {
+            Kind::Float => Ok(float_out(F::pow_tensor_tensor(
+                &promoted(self_),
+                &promoted(exponent),
+            )?)),
+            Kind::Int => Ok(narrowed(
+                F::pow_tensor_tensor(&wide(self_), &wide(exponent))?,
+                Kind::Int,
+            )),
+            Kind::Bool => Err(Error::runtime("\"pow\" not implemented for 'Bool'")),
+        }
+    }
+    fn abs(self_: &Self) -> R<Self> {
+        match self_.data() {
+            Data::Int(a) => Ok(int_out(a.mapv(i64::wrapping_abs))),
+            Data::Bool(_) => Err(Error::runtime("\"abs_cpu\" not implemented for 'Bool'")),
+            Data::Float(a) => Ok(float_out(F::abs(&fl(a.clone()))?)),
+        }
+    }
+    fn sign(self_: &Self) -> R<Self> {
+        match self_.data() {
+            Data::Int(a) => Ok(int_out(a.mapv(i64::signum))),
+            Data::Bool(_) => Ok(self_.clone()),
+            Data::Float(a) => Ok(float_out(F::sign(&fl(a.clone()))?)),
+        }
+    }
+    fn sin(self_: &Self) -> R<Self> {
+        Ok(float_out(F::sin(&promoted(self_))?))
+    }
+    fn cos(self_: &Self) -> R<Self> {
+        Ok(float_out(F::cos(&promoted(self_))?))
+    }
+    fn erf(self_: &Self) -> R<Self> {
+        Ok(float_out(F::erf(&promoted(self_))?))
+    }
+    fn tanh(self_: &Self) -> R<Self> {
+        Ok(float_out(F::tanh(&promoted(self_))?))
+    }
+    fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
+        // PyTorch promotes the two, and has the kernel for floats only.
+        let k = kind(grad_output).max(kind(output));
+        let t = if kind(grad_output) == k {
+            grad_output
+        } else {
+            output
+        };
+        floats(t, "tanh_backward_cpu")?;
+        Ok(float_out(F::tanh_backward(
+            &promoted(grad_output),
+            &promoted(output),
+        )?))
+    }
+    fn sigmoid(self_: &Self) -> R<Self> {
+        Ok(float_out(F::sigmoid(&promoted(self_))?))
+    }
+    fn relu(self_: &Self) -> R<Self> {
+        match self_.data() {
+            Data::Int(a) => Ok(int_out(a.mapv(|x| x.max(0)))),
+            Data::Bool(_) => Err(Error::runtime("Boolean inputs not supported for relu")),
+            Data::Float(a) => Ok(float_out(F::relu(&fl(a.clone()))?)),
+        }
+    }
+    fn leaky_relu(self_: &Self, negative_slope: f64) -> R<Self> {
+        Ok(float_out(F::leaky_relu(
+            &floats(self_, "leaky_relu_cpu")?,
+            negative_slope,
+        )?))
+    }
+    fn threshold_backward(grad_output: &Self, self_: &Self, threshold: f64) -> R<Self> {
+        match kind(grad_output).max(kind(self_)) {
+            Kind::Float => Ok(float_out(F::threshold_backward(
+                &promoted(grad_output),
+                &promoted(self_),
+                threshold,
+            )?)),
+            Kind::Int => Ok(narrowed(
+                F::threshold_backward(&wide(grad_output), &wide(self_), threshold)?,
+                Kind::Int,
+            )),
+            Kind::Bool => Err(Error::runtime(
+                "\"threshold_cpu\" not implemented for 'Bool'",
+            )),
+        }
+    }
+    fn gelu(self_: &Self, approximate: &str) -> R<Self> {
+        Ok(float_out(F::gelu(
+            &floats(self_, "GeluKernelImpl")?,
+            approximate,
+        )?))
+    }
+    fn clamp(self_: &Self, min: Option<f64>, max: Option<f64>) -> R<Self> {
+        let whole = min.is_none_or(integral) && max.is_none_or(integral);
+        if kind(self_) == Kind::Float || !whole {
+            return Ok(float_out(F::clamp(&promoted(self_), min, max)?));
+        }
+        Ok(narrowed(F::clamp(&wide(self_), min, max)?, Kind::Int))
+    }
+    fn where_self(condition: &Self, self_: &Self, other: &Self) -> R<Self> {
+        let Data::Bool(c) = condition.data() else {
+            return Err(Error::runtime(format!(
+                "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+                name_of(condition)
+            )));
+        };
+        let k = kind(self_).max(kind(other));
+        if k == Kind::Float {
+            let cf = F::from_array(c.mapv(|x| if x { E::one() } else { E::zero() }));
+            return Ok(float_out(F::where_self(
+                &cf,
+                &promoted(self_),
+                &promoted(other),
+            )?));
+        }
+        let (a, b) = (ints(self_), ints(other));
+        let shape = broadcast_shape(&broadcast_shape(c.shape(), a.shape())?, b.shape())?;
+        let r = Zip::from(&bview(c, &shape)?)
+            .and(&bview(&a, &shape)?)
+            .and(&bview(&b, &shape)?)
+            .map_collect(|c, x, y| if *c { *x } else { *y });
+        Ok(match k {
+            Kind::Bool => bool_out(r.mapv(|x| x != 0)),
+            _ => int_out(r),
+        })
+    }
+    fn maximum(self_: &Self, other: &Self) -> R<Self> {
+        match kind(self_).max(kind(other)) {
+            Kind::Float => Ok(float_out(F::maximum(&promoted(self_), &promoted(other))?)),
+            Kind::Int => Ok(int_out(bzip(&ints(self_), &ints(other), i64::max)?)),
+            Kind::Bool => Ok(bool_out(bzip(&ints(self_), &ints(other), |x, y| {
+                x != 0 || y != 0
+            })?)),
+        }
+    }
+    fn eq_tensor(self_: &Self, other: &Self) -> R<Self> {
+        compare(self_, other, F::eq_tensor, i64::eq)
+    }
+    fn eq_scalar(self_: &Self, other: f64) -> R<Self> {
+        compare_scalar(self_, other, F::eq_scalar, f64::eq)
+    }
+    fn ne_scalar(self_: &Self, other: f64) -> R<Self> {
+        compare_scalar(self_, other, F::ne_scalar, f64::ne)
+    }
+    fn gt_tensor(self_: &Self, other: &Self) -> R<Self> {
+        compare(self_, other, F::gt_tensor, i64::gt)
+    }
+    fn gt_scalar(self_: &Self, other: f64) -> R<Self> {
+        compare_scalar(self_, other, F::gt_scalar, f64::gt)
+    }
+    fn lt_tensor(self_: &Self, other: &Self) -> R<Self> {
+        compare(self_, other, F::lt_tensor, i64::lt)
+    }
+    fn lt_scalar(self_: &Self, other: f64) -> R<Self> {
+        compare_scalar(self_, other, F::lt_scalar, f64::lt)
+    }
+    fn ge_scalar(self_: &Self, other: f64) -> R<Self> {
+        compare_scalar(self_, other, F::ge_scalar, f64::ge)
+    }
+    fn le_scalar(self_: &Self, other: f64) -> R<Self> {
+        compare_scalar(self_, other, F::le_scalar, f64::le)
+    }
+    fn argmax(self_: &Self, dim: Option<i64>, keepdim: bool) -> R<Self> {
+        match self_.data() {
+            Data::Float(a) => Ok(indices_out(F::argmax(&fl(a.clone()), dim, keepdim)?)),
+            Data::Int(_) => Ok(indices_out(F::argmax(&wide(self_), dim, keepdim)?)),
+            Data::Bool(_) => Err(Error::runtime("argmax(): does not support bool input")),
+        }
+    }
+    fn new_zeros(
+        self_: &Self,
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+    ) -> R<Self> {
+        // The kernel checks the sizes; the dtype is `self`'s (or `dtype`).
+        let z = F::<E>::new_zeros(&promoted(self_), size, dtype, layout, device, pin_memory)?;
+        Ok(zeros_as(self_, dtype, z.shape()))
+    }
+    fn zeros_like(
+        self_: &Self,
+        dtype: Option<ScalarType>,
+        layout: Option<Layout>,
+        device: Option<Device>,
+        pin_memory: Option<bool>,
+        memory_format: Option<MemoryFormat>,
+    ) -> R<Self> {
+        if let (Data::Float(a), None) = (self_.data(), dtype) {
+            let args = (layout, device, pin_memory, memory_format);
+            let z = F::zeros_like(&fl(a.clone()), None, args.0, args.1, args.2, args.3)?;
+            return Ok(float_out(z));
+        }
+        Ok(zeros_as(self_, dtype, self_.shape()))
+    }
+    fn zero_(self_: &mut Self) -> R<()> {
+        if let Data::Float(a) = self_.data() {
+            let mut f = fl(a.clone());
+            F::zero_(&mut f)?;
+            *self_ = float_out(f);
+            return Ok(());
+        }
+        *self_ = zeros_as(self_, None, self_.shape());
+        Ok(())
+    }
+    fn fill_scalar_(self_: &mut Self, value: f64) -> R<()> {
+        let s = IxDyn(self_.shape());
+        let d = match self_.data() {
+            Data::Float(a) => {
+                let mut f = fl(a.clone());
+                F::fill_scalar_(&mut f, value)?;
+                Data::Float(f.data)
+            }
+            Data::Int(_) => Data::Int(Array::from_elem(s, value as i64).into_shared()),
+            Data::Bool(_) => Data::Bool(Array::from_elem(s, value != 0.0).into_shared()),
+        };
+        *self_ = NdTensor::from_data(d);
+        Ok(())
+    }
+    fn mm(self_: &Self, mat2: &Self) -> R<Self> {
+        matmul_like(self_, mat2, "addmm_impl_cpu_", F::mm, F::mm)
+    }
+    fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
+        check(self_.dtype() == mat2.dtype(), || {
+            format!(
+                "expected scalar type {} but found {}",
+                name_of(self_),
+                name_of(mat2)
+            )
+        })?;
+        matmul_like(self_, mat2, "bmm", F::bmm, F::bmm)
+    }
+    fn sum(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
+        let t = &cast_to(self_, dtype);
+        if kind(t) == Kind::Float {
+            return Ok(float_out(F::sum(&promoted(t), None)?));
+        }
+        let axes: Vec<usize> = (0..t.shape().len()).collect();
+        let r = sum_ints(t, &axes, false);
+        // A sum asked for as `bool` is a boolean (any); of booleans otherwise an `i64` count.
+        Ok(match dtype {
+            Some(ScalarType::Bool) => to_bool(&r),
+            _ => r,
+        })
+    }
+    fn sum_dim_intlist(
+        self_: &Self,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> R<Self> {
+        let t = &cast_to(self_, dtype);
+        if kind(t) == Kind::Float {
+            return Ok(float_out(F::sum_dim_intlist(
+                &promoted(t),
+                dim,
+                keepdim,
+                None,
+            )?));
+        }
+        let axes = reduce_axes(dim, t.shape().len())?;
+        let r = sum_ints(t, &axes, keepdim);
+        // A sum asked for as `bool` is a boolean (PyTorch casts the sum back: any); a sum
+        // of booleans is otherwise an `i64` count.
+        Ok(match dtype {
+            Some(ScalarType::Bool) => to_bool(&r),
+            _ => r,
+        })
+    }
+    fn mean(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
+        let t = &cast_to(self_, dtype);
+        check_mean(t, dtype.is_some())?;
+        Ok(float_out(F::mean(&promoted(t), None)?))
+    }
+    fn mean_dim(
+        self_: &Self,
+        dim: Option<&[i64]>,
+        keepdim: bool,
+        dtype: Option<ScalarType>,
+    ) -> R<Self> {
+        let t = &cast_to(self_, dtype);
+        check_mean(t, dtype.is_some())?;
+        Ok(float_out(F::mean_dim(&promoted(t), dim, keepdim, None)?))
+    }
+    fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
+        if let Data::Float(a) = self_.data() {
+            let (v, i) = F::max_dim(&fl(a.clone()), dim, keepdim)?;
+            return Ok((float_out(v), indices_out(i)));
+        }
+        let (v, i) = F::max_dim(&wide(self_), dim, keepdim)?;
+        Ok((narrowed(v, kind(self_)), indices_out(i)))
+    }
+    fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
+        let k = kind(self_);
+        int_kernel(
+            self_,
+            |x| F::amax(x, dim, keepdim),
+            |x| F::amax(x, dim, keepdim),
+            k,
+        )
+    }
+    fn softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
+        let t = &cast_to(self_, dtype);
+        let x = floats(t, softmax_kernel("softmax", t, dim))?;
+        Ok(float_out(F::softmax_int(&x, dim, None)?))
+    }
+    fn log_softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
+        let t = &cast_to(self_, dtype);
+        let x = floats(t, softmax_kernel("log_softmax", t, dim))?;
+        Ok(float_out(F::log_softmax_int(&x, dim, None)?))
+    }
+    fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
+        Ok(float_out(F::logsumexp(&promoted(self_), dim, keepdim)?))
+    }
+    fn transpose_int(self_: &Self, dim0: i64, dim1: i64) -> R<Self> {
+        moved!(self_, x => F::transpose_int(x, dim0, dim1))
+    }
+    fn t(self_: &Self) -> R<Self> {
+        moved!(self_, x => F::t(x))
+    }
+    fn permute(self_: &Self, dims: &[i64]) -> R<Self> {
+        moved!(self_, x => F::permute(x, dims))
+    }
+    fn reshape(self_: &Self, shape: &[i64]) -> R<Self> {
+        moved!(self_, x => F::reshape(x, shape))
+    }
+    fn view(self_: &Self, size: &[i64]) -> R<Self> {
+        moved!(self_, x => F::view(x, size))
+    }
+    fn expand(self_: &Self, size: &[i64], implicit: bool) -> R<Self> {
+        moved!(self_, x => F::expand(x, size, implicit))
+    }
+    fn squeeze(self_: &Self) -> R<Self> {
+        moved!(self_, x => F::squeeze(x))
+    }
+    fn squeeze_dims(self_: &Self, dim: &[i64]) -> R<Self> {
+        moved!(self_, x => F::squeeze_dims(x, dim))
+    }
+    fn clone(self_: &Self, memory_format: Option<MemoryFormat>) -> R<Self> {
+        moved!(self_, x => F::clone(x, memory_format))
+    }
+    fn squeeze_dim(self_: &Self, dim: i64) -> R<Self> {
+        moved!(self_, x => F::squeeze_dim(x, dim))
+    }
+    fn unsqueeze(self_: &Self, dim: i64) -> R<Self> {
+        moved!(self_, x => F::unsqueeze(x, dim))
+    }
+    fn slice_tensor(
+        self_: &Self,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> R<Self> {
+        moved!(self_, x => F::slice_tensor(x, dim, start, end, step))
+    }
+    fn slice_backward(
+        grad_output: &Self,
+        input_sizes: &[i64],
+        dim: i64,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> R<Self> {
+        let f = |x: &F<E>| F::slice_backward(x, input_sizes, dim, start, end, step);
+        let w = |x: &F<f64>| F::slice_backward(x, input_sizes, dim, start, end, step);
+        placed_any(grad_output, f, w)
+    }
+    fn cat(tensors: &[Self], dim: i64) -> R<Self> {
+        joined(tensors, |ts| F::cat(ts, dim), |ts| F::cat(ts, dim))
+    }
+    fn stack(tensors: &[Self], dim: i64) -> R<Self> {
+        joined(tensors, |ts| F::stack(ts, dim), |ts| F::stack(ts, dim))
+    }
+    fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> R<Self> {
+        moved!(self_, x => F::narrow(x, dim, start, length))
+    }
+    fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
+        moved!(self_, x => F::diagonal(x, offset, dim1, dim2))
+    }
+    fn diagonal_backward(
+        grad_output: &Self,
+        input_sizes: &[i64],
+        offset: i64,
+        dim1: i64,
+        dim2: i64,
+    ) -> R<Self> {
+        let f = |x: &F<E>| F::diagonal_backward(x, input_sizes, offset, dim1, dim2);
+        let w = |x: &F<f64>| F::diagonal_backward(x, input_sizes, offset, dim1, dim2);
+        placed_any(grad_output, f, w)
+    }
+    fn select_int(self_: &Self, dim: i64, index: i64) -> R<Self> {
+        moved!(self_, x => F::select_int(x, dim, index))
+    }
+    fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
+        moved_all!(self_, x => F::split_tensor(x, split_size, dim))
+    }
+    fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
+        moved_all!(self_, x => F::unbind_int(x, dim))
+    }
+    fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
+        let i = index_arg(index, |_| {
+            "index_select(): Expected dtype int32 or int64 for index".into()
+        })?;
+        if needs_f64::<E>(&i) {
+            let r = <NdTensor<f64> as Backend>::index_select(&self_.cast(), dim, &index.cast());
+            return r.map(|r| r.cast());
+        }
+        moved!(self_, x => F::index_select(x, dim, &idx(&i)))
+    }
+    fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
+        let i = index_arg(index, |d| {
+            format!("index_add_(): Expected dtype int32/int64 for index but got: {d}")
+        })?;
+        check(self_.dtype() == source.dtype(), || {
+            format!(
+                "index_add_(): self ({}) and source ({}) must have the same scalar type",
+                name_of(self_),
+                name_of(source)
+            )
+        })?;
+        if needs_f64::<E>(&i) {
+            let (x, ix, src) = (self_.cast(), index.cast(), source.cast());
+            let r = <NdTensor<f64> as Backend>::index_add(&x, dim, &ix, &src, alpha);
+            return r.map(|r| r.cast());
+        }
+        if let (Data::Float(a), Data::Float(s)) = (self_.data(), source.data()) {
+            let r = F::index_add(&fl(a.clone()), dim, &idx(&i), &fl(s.clone()), alpha)?;
+            return Ok(float_out(r));
+        }
+        // PyTorch converts alpha to the integer dtype (truncates; for bools, != 0).
+        let alpha = match kind(self_) {
+            Kind::Bool => f64::from(u8::from(alpha != 0.0)),
+            _ => alpha.trunc(),
+        };
+        let r = F::index_add(&wide(self_), dim, &idx(&i), &wide(source), alpha)?;
+        Ok(narrowed(r, kind(self_)))
+    }
+    fn gather(self_: &Self, dim: i64, index: &Self, sparse_grad: bool) -> R<Self> {
+        let i = index_arg(index, |_| {
+            "gather(): Expected dtype int32/int64 for index".into()
+        })?;
+        if needs_f64::<E>(&i) {
+            let r =
+                <NdTensor<f64> as Backend>::gather(&self_.cast(), dim, &index.cast(), sparse_grad);
+            return r.map(|r| r.cast());
+        }
+        moved!(self_, x => F::gather(x, dim, &idx(&i), sparse_grad))
+    }
+    fn scatter_add(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
+        let i = index_arg(index, |_| {
+            "scatter(): Expected dtype int32/int64 for index".into()
+        })?;
+        check(self_.dtype() == src.dtype(), || {
+            "scatter(): Expected self.dtype to be equal to src.dtype".into()
+        })?;
+        if needs_f64::<E>(&i) {
+            let (x, ix, s) = (self_.cast(), index.cast(), src.cast());
+            return <NdTensor<f64> as Backend>::scatter_add(&x, dim, &ix, &s).map(|r| r.cast());
+        }
+        if let (Data::Float(a), Data::Float(s)) = (self_.data(), src.data()) {
+            let r = F::scatter_add(&fl(a.clone()), dim, &idx(&i), &fl(s.clone()))?;
+            return Ok(float_out(r));
+        }
+        let r = F::scatter_add(&wide(self_), dim, &idx(&i), &wide(src))?;
+        Ok(narrowed(r, kind(self_)))
+    }
+    fn mse_loss(self_: &Self, target: &Self, reduction: i64) -> R<Self> {
+        let k = kind(self_).max(kind(target));
+        check(k == Kind::Float, || {
+            let t = if kind(self_) == k { self_ } else { target };
+            format!("\"mse_cpu\" not implemented for '{}'", name_of(t))
+        })?;
+        Ok(float_out(F::mse_loss(
+            &promoted(self_),
+            &promoted(target),
+            reduction,
+        )?))
+    }
+    fn nll_loss_forward(
+        self_: &Self,
+        target: &Self,
+        weight: Option<&Self>,
+        reduction: i64,
+        ignore_index: i64,
+    ) -> R<(Self, Self)> {
+        let t = index_arg(target, |d| {
+            format!("expected target dtype to be Long or Byte, but got {d}")
+        })?;
+        let x = floats(self_, "nll_loss_out_frame")?;
+        let w = nll_weight(self_, weight)?;
+        let (l, tw) = F::nll_loss_forward(&x, &idx(&t), w.as_ref(), reduction, ignore_index)?;
+        Ok((float_out(l), float_out(tw)))
+    }
+    fn nll_loss_backward(
+        grad_output: &Self,
+        self_: &Self,
+        target: &Self,
+        weight: Option<&Self>,
+        reduction: i64,
+        ignore_index: i64,
+        total_weight: &Self,
+    ) -> R<Self> {
+        let t = index_arg(target, |d| {
+            format!("expected scalar type Long but found {d}")
+        })?;
+        let x = floats(self_, "nll_loss_backward_out_frame")?;
+        let w = nll_weight(self_, weight)?;
+        let r = F::nll_loss_backward(
+            &promoted(grad_output),
+            &x,
+            &idx(&t),
+            w.as_ref(),
+            reduction,
+            ignore_index,
+            &promoted(total_weight),
+        )?;
+        Ok(float_out(r))
+    }
+    fn native_dropout(input: &Self, p: f64, train: Option<bool>) -> R<(Self, Self)> {
+        check(kind(input) == Kind::Float, || {
+            format!(
+                "result type {} can't be cast to the desired output type {}",
+                torch_name(E::NAME),
+                name_of(input)
+            )
+        })?;
+        let (y, mask) = F::native_dropout(&promoted(input), p, train)?;
+        Ok((float_out(y), mask_out(mask)))
+    }
+    fn native_dropout_backward(grad_output: &Self, mask: &Self, scale: f64) -> R<Self> {
+        Ok(float_out(F::native_dropout_backward(
+            &promoted(grad_output),
+            &promoted(mask),
+            scale,
+        )?))
+    }
+    fn layer_norm(
+        input: &Self,
+        normalized_shape: &[i64],
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        eps: f64,
+        cudnn_enable: bool,
+    ) -> R<Self> {
+        let x = floats(input, "LayerNormKernelImpl")?;
+        let param = |p: &Self| {
+            check(kind(p) == Kind::Float, || {
+                "mixed dtype (CPU): expect parameter to have scalar type of Float".into()
+            })
+            .map(|()| promoted(p))
+        };
+        let w = weight.map(param).transpose()?;
+        let b = bias.map(param).transpose()?;
+        let r = F::layer_norm(
+            &x,
+            normalized_shape,
+            w.as_ref(),
+            b.as_ref(),
+            eps,
+            cudnn_enable,
+        )?;
+        Ok(float_out(r))
+    }
+    fn embedding(
+        weight: &Self,
+        indices: &Self,
+        padding_idx: i64,
+        scale_grad_by_freq: bool,
+        sparse: bool,
+    ) -> R<Self> {
+        let i = index_arg(indices, |_| {
+            let got = match indices.dtype() {
+                "bool" => "CPUBoolType".to_string(),
+                d => format!("torch.{}Tensor", torch_name(d)),
+            };
+            format!(
+                "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {got} instead (while checking arguments for embedding)"
+            )
+        })?;
+        if needs_f64::<E>(&i) {
+            let (w, ix) = (weight.cast(), indices.cast());
+            let r = <NdTensor<f64> as Backend>::embedding(
+                &w,
+                &ix,
+                padding_idx,
+                scale_grad_by_freq,
+                sparse,
+            );
+            return r.map(|r| r.cast());
+        }
+        moved!(weight, x => F::embedding(x, &idx(&i), padding_idx, scale_grad_by_freq, sparse))
+    }
+}
+
+/// The name of PyTorch's `softmax`/`log_softmax` CPU kernel for `dim` (in its dtype error).
+fn softmax_kernel<E: Element>(op: &str, t: &NdTensor<E>, dim: i64) -> &'static str {
+    let nd = t.shape().len() as i64;
+    let last = dim == -1 || dim == nd - 1 || nd == 0;
+    match (op, last) {
+        ("softmax", true) => "softmax_lastdim_kernel_impl",
+        ("softmax", false) => "softmax_kernel_impl",
+        (_, true) => "log_softmax_lastdim_kernel_impl",
+        _ => "log_softmax_kernel_impl",
+    }
+}
+
+/// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
+/// found Long").
+fn nll_weight<E: Element>(input: &NdTensor<E>, weight: Option<&NdTensor<E>>) -> R<Option<F<E>>> {
+    let Some(w) = weight else { return Ok(None) };
+    check(w.dtype() == input.dtype(), || {
+        format!(
+            "expected scalar type {} but found {}",
+            name_of(input),
+            name_of(w)
+        )
+    })?;
+    Ok(Some(promoted(w)))
+}
