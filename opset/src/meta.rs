@@ -64,22 +64,6 @@ pub fn split(shape: &[usize], split_size: i64, dim: i64) -> R<(usize, Vec<Range<
     Ok((ax, ranges))
 }
 
-/// `split.Tensor`'s kernel for any backend: [`split`]'s pieces, each a `slice.Tensor`.
-pub fn split_by_slices<T: crate::Backend>(
-    self_: &T,
-    split_size: i64,
-    dim: i64,
-) -> Result<Vec<T>, T::Error>
-where
-    T::Error: From<Error>,
-{
-    let (ax, pieces) = split(self_.shape(), split_size, dim)?;
-    pieces
-        .into_iter()
-        .map(|r| T::slice_tensor(self_, ax as i64, Some(r.start), Some(r.end), 1))
-        .collect()
-}
-
 /// `unbind.int`: the axis.
 pub fn unbind(shape: &[usize], dim: i64) -> R<usize> {
     if shape.is_empty() {

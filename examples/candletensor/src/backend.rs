@@ -593,16 +593,6 @@ impl CandleTensor {
         let s = new_shape(size)?;
         Ok(w(Tensor::zeros(s, self_.t.dtype(), &cpu()).ce()?))
     }
-    fn zeros_like(
-        self_: &Self,
-        _dtype: Option<ScalarType>,
-        _layout: Option<Layout>,
-        _device: Option<Device>,
-        _pin_memory: Option<bool>,
-        _memory_format: Option<MemoryFormat>,
-    ) -> R<Self> {
-        Ok(w(self_.t.zeros_like().ce()?))
-    }
     fn zero_(self_: &mut Self) -> R<()> {
         self_.t = self_.t.zeros_like().ce()?;
         Ok(())
@@ -620,9 +610,6 @@ impl CandleTensor {
         meta::bmm(self_.shape(), mat2.shape())?;
         Ok(w(matmul(&self_.t, &mat2.t)?))
     }
-    fn sum(self_: &Self, _dtype: Option<ScalarType>) -> R<Self> {
-        Ok(w(self_.t.sum_all().ce()?))
-    }
     fn sum_dim_intlist(
         self_: &Self,
         dim: Option<&[i64]>,
@@ -631,11 +618,6 @@ impl CandleTensor {
     ) -> R<Self> {
         let axes = reduce_axes(dim, self_.t.rank())?;
         Ok(w(sum_axes(&self_.t, &axes, keepdim)?))
-    }
-    fn mean(self_: &Self, _dtype: Option<ScalarType>) -> R<Self> {
-        let t = &self_.t;
-        let s = t.sum_all().ce()?;
-        Ok(w(s.broadcast_div(&sc(t.elem_count() as f64, t)?).ce()?))
     }
     fn mean_dim(
         self_: &Self,
@@ -741,13 +723,6 @@ impl CandleTensor {
         }
         Ok(w(self_.t.transpose(a, b).ce()?))
     }
-    fn t(self_: &Self) -> R<Self> {
-        meta::t(self_.t.rank())?;
-        if self_.t.rank() < 2 {
-            return Ok(self_.clone());
-        }
-        Ok(w(self_.t.t().ce()?))
-    }
     fn permute(self_: &Self, dims: &[i64]) -> R<Self> {
         let p = meta::permute(self_.t.rank(), dims)?;
         if p.is_empty() {
@@ -769,26 +744,9 @@ impl CandleTensor {
         // Materialized, as ndtensor's (a later `view` sees a contiguous tensor).
         Ok(w(broadcast_to(&self_.t, &s)?.contiguous().ce()?))
     }
-    fn squeeze(self_: &Self) -> R<Self> {
-        Ok(w(reshape_to(&self_.t, &meta::squeeze(self_.shape()))?))
-    }
-    fn squeeze_dims(self_: &Self, dim: &[i64]) -> R<Self> {
-        let s = meta::squeeze_dims(self_.shape(), dim)?;
-        Ok(w(reshape_to(&self_.t, &s)?))
-    }
     fn clone(self_: &Self, _memory_format: Option<MemoryFormat>) -> R<Self> {
         // candle's tensors are immutable: sharing the storage is a copy.
         Ok(self_.clone())
-    }
-    fn squeeze_dim(self_: &Self, dim: i64) -> R<Self> {
-        match meta::squeeze_dim(self_.shape(), dim)? {
-            Some(ax) => Ok(w(self_.t.squeeze(ax).ce()?)),
-            None => Ok(self_.clone()),
-        }
-    }
-    fn unsqueeze(self_: &Self, dim: i64) -> R<Self> {
-        let ax = meta::unsqueeze(self_.t.rank(), dim)?;
-        Ok(w(self_.t.unsqueeze(ax).ce()?))
     }
     fn slice_tensor(
         self_: &Self,
@@ -832,15 +790,6 @@ impl CandleTensor {
         let ax = meta::cat(&shapes(tensors), dim)?;
         let ts: Vec<&Tensor> = tensors.iter().map(|t| &t.t).collect();
         Ok(w(Tensor::cat(&ts, ax).ce()?))
-    }
-    fn stack(tensors: &[Self], dim: i64) -> R<Self> {
-        let ax = meta::stack(&shapes(tensors), dim)?;
-        let ts: Vec<&Tensor> = tensors.iter().map(|t| &t.t).collect();
-        Ok(w(Tensor::stack(&ts, ax).ce()?))
-    }
-    fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> R<Self> {
-        let (ax, s) = meta::narrow(self_.shape(), dim, start, length)?;
-        Ok(w(narrow(&self_.t, ax, s, length as usize)?))
     }
     fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
         // The two dims moved last and flattened, then candle's index_select.
@@ -897,15 +846,6 @@ impl CandleTensor {
     fn select_int(self_: &Self, dim: i64, index: i64) -> R<Self> {
         let (ax, i) = meta::select(self_.shape(), dim, index)?;
         Ok(w(narrow(&self_.t, ax, i, 1)?.squeeze(ax).ce()?))
-    }
-    fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
-        meta::split_by_slices(self_, split_size, dim)
-    }
-    fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
-        let ax = meta::unbind(self_.shape(), dim)?;
-        (0..self_.shape()[ax])
-            .map(|i| Ok(w(narrow(&self_.t, ax, i, 1)?.squeeze(ax).ce()?)))
-            .collect()
     }
     fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
         let ax = norm_dim(dim, self_.t.rank())?;

@@ -585,18 +585,6 @@ impl Backend for CandleTensor {
         let z = C::new_zeros(&wide(self_)?, size, dtype, layout, device, pin_memory)?;
         as_dtype_of(self_, dtype, z)
     }
-    fn zeros_like(
-        self_: &Self,
-        dtype: Option<ScalarType>,
-        layout: Option<Layout>,
-        device: Option<Device>,
-        pin_memory: Option<bool>,
-        memory_format: Option<MemoryFormat>,
-    ) -> R<Self> {
-        let args = (layout, device, pin_memory, memory_format);
-        let z = C::zeros_like(&wide(self_)?, dtype, args.0, args.1, args.2, args.3)?;
-        as_dtype_of(self_, dtype, z)
-    }
     fn zero_(self_: &mut Self) -> R<()> {
         C::zero_(self_)
     }
@@ -625,16 +613,6 @@ impl Backend for CandleTensor {
         })?;
         matmul_like(self_, mat2, "bmm", C::bmm)
     }
-    fn sum(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &cast_to(self_, dtype)?;
-        match (kind(t), dtype) {
-            (Kind::Float, _) => C::sum(t, None),
-            // A sum asked for as `bool` is a boolean (PyTorch casts the sum back: any); a
-            // sum of booleans is otherwise an `I64` count.
-            (_, Some(ScalarType::Bool)) => narrowed(wide(&C::sum(&as_i64(t)?, None)?)?, Kind::Bool),
-            _ => C::sum(&as_i64(t)?, None),
-        }
-    }
     fn sum_dim_intlist(
         self_: &Self,
         dim: Option<&[i64]>,
@@ -650,11 +628,6 @@ impl Backend for CandleTensor {
             }
             _ => C::sum_dim_intlist(&as_i64(t)?, dim, keepdim, None),
         }
-    }
-    fn mean(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &cast_to(self_, dtype)?;
-        check_mean(t, dtype.is_some())?;
-        C::mean(t, None)
     }
     fn mean_dim(
         self_: &Self,
@@ -693,9 +666,6 @@ impl Backend for CandleTensor {
     fn transpose_int(self_: &Self, dim0: i64, dim1: i64) -> R<Self> {
         moved(self_, |x| C::transpose_int(x, dim0, dim1))
     }
-    fn t(self_: &Self) -> R<Self> {
-        moved(self_, C::t)
-    }
     fn permute(self_: &Self, dims: &[i64]) -> R<Self> {
         moved(self_, |x| C::permute(x, dims))
     }
@@ -710,20 +680,8 @@ impl Backend for CandleTensor {
     fn expand(self_: &Self, size: &[i64], implicit: bool) -> R<Self> {
         moved(self_, |x| C::expand(x, size, implicit))
     }
-    fn squeeze(self_: &Self) -> R<Self> {
-        moved(self_, C::squeeze)
-    }
-    fn squeeze_dims(self_: &Self, dim: &[i64]) -> R<Self> {
-        moved(self_, |x| C::squeeze_dims(x, dim))
-    }
     fn clone(self_: &Self, memory_format: Option<MemoryFormat>) -> R<Self> {
         moved(self_, |x| C::clone(x, memory_format))
-    }
-    fn squeeze_dim(self_: &Self, dim: i64) -> R<Self> {
-        moved(self_, |x| C::squeeze_dim(x, dim))
-    }
-    fn unsqueeze(self_: &Self, dim: i64) -> R<Self> {
-        moved(self_, |x| C::unsqueeze(x, dim))
     }
     fn slice_tensor(
         self_: &Self,
@@ -749,12 +707,6 @@ impl Backend for CandleTensor {
     fn cat(tensors: &[Self], dim: i64) -> R<Self> {
         joined(tensors, |ts| C::cat(ts, dim))
     }
-    fn stack(tensors: &[Self], dim: i64) -> R<Self> {
-        joined(tensors, |ts| C::stack(ts, dim))
-    }
-    fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> R<Self> {
-        moved(self_, |x| C::narrow(x, dim, start, length))
-    }
     fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
         moved(self_, |x| C::diagonal(x, offset, dim1, dim2))
     }
@@ -771,12 +723,6 @@ impl Backend for CandleTensor {
     }
     fn select_int(self_: &Self, dim: i64, index: i64) -> R<Self> {
         moved(self_, |x| C::select_int(x, dim, index))
-    }
-    fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
-        moved(self_, |x| C::split_tensor(x, split_size, dim))
-    }
-    fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
-        moved(self_, |x| C::unbind_int(x, dim))
     }
     fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
         moved(self_, |x| {
