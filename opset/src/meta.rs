@@ -111,7 +111,7 @@ pub fn slice(
     Ok((ax, s as usize..e as usize))
 }
 
-/// `slice_backward`: the input's shape, the axis and the slice's range (as [`slice`]).
+/// `slice_backward`: the input's shape, the axis and the slice's range (as [`slice()`]).
 pub fn slice_backward(
     input_sizes: &[i64],
     dim: i64,

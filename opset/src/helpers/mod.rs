@@ -3,7 +3,7 @@
 //! differentiable ops, so gradients of gradients flow through them. Masks (comparisons) and
 //! index tensors are constants: their ops have no derivative entry.
 //!
-//! The code is written once ([`formulas.rs`](formulas)) over a value type `V<T>` and compiled
+//! The code is written once (`formulas.rs`) over a value type `V<T>` and compiled
 //! twice: here over `Variable<T>`, and in [`raw`] over raw tensors, for the backward
 //! formulas' raw form (backward without `create_graph`, no `Variable` per gradient).
 
