@@ -729,8 +729,6 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
     let mut out = OptList::<G, 2>::new();
     while let Some(i) = task.pop_ready() {
         let st = &mut task.states[i as usize];
-        let mut buf = std::mem::take(&mut st.buffer);
-        task.buffers_left -= 1;
         let (vertex, exec, capture) = (st.vertex, st.exec, st.capture);
         // Nothing is delivered to a vertex after it ran: give its slot back
         // now, while it is in cache, rather than in a second pass at the end.
@@ -739,6 +737,9 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
             task.claimed_left -= 1;
             vertex.slot().store(0, Ordering::Release);
         }
+        // The gradient buffer is used where it is (not moved out) and emptied
+        // before `buffers_left` counts it done: an error on the way leaves it
+        // counted, so dropping the task drops what it holds.
         match vertex {
             Vertex::Node(cell) => {
                 let hooks = if cell.has_hooks() {
@@ -746,11 +747,12 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
                 } else {
                     None
                 };
+                let buf = &mut task.states[i as usize].buffer;
                 if let Some(h) = &hooks {
-                    let mut vars = G::to_vars(buf);
+                    let mut vars = G::to_vars(std::mem::take(buf));
                     run_tensor_hooks(h, &mut vars, create_graph)
                         .map_err(|e| anomaly_wrap(cell, e))?;
-                    buf = G::from_vars(vars);
+                    *buf = G::from_vars(vars);
                 }
                 if capture {
                     for &(j, nr, pos) in &slots {
@@ -760,10 +762,14 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
                     }
                 }
                 if !exec {
+                    buf.reset(0);
+                    task.buffers_left -= 1;
                     continue;
                 }
                 out.reset(0);
                 call_node(cell, hooks.as_ref(), buf, &mut out, keep_graph)?;
+                buf.reset(0);
+                task.buffers_left -= 1;
                 for (edge, g) in cell.edges.iter().zip(out.iter_mut()) {
                     if let Some(edge) = edge {
                         task.deliver(edge, g);
@@ -771,7 +777,10 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
                 }
             }
             Vertex::Leaf(var) => {
+                let buf = &mut task.states[i as usize].buffer;
                 let mut g = buf.take(0);
+                buf.reset(0);
+                task.buffers_left -= 1;
                 if let Some(cur) = g.take() {
                     // A snapshot: the hooks run with no lock held and stay
                     // registered whatever they do (remove themselves, panic).
@@ -893,22 +902,22 @@ fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, mut e: AutogradError) -> AutogradE
 fn call_node<T: Tensor, G: Grad<T>>(
     cell: &DynCell<T>,
     hooks: Option<&HooksSnapshot<T>>,
-    mut grads: OptList<G, 2>,
+    grads: &mut OptList<G, 2>,
     outputs: &mut OptList<G, 2>,
     keep_graph: bool,
 ) -> Result<(), AutogradError> {
     let mut post_inputs = None;
     if let Some(h) = hooks {
-        let mut vars = G::to_vars(grads);
+        let mut vars = G::to_vars(std::mem::take(grads));
         hooks::run_pre_hooks(&h.pre, &mut vars).map_err(|e| anomaly_wrap(cell, e))?;
         if !h.post.is_empty() {
             post_inputs = Some(vars.clone());
         }
-        grads = G::from_vars(vars);
+        *grads = G::from_vars(vars);
     }
     let result = {
         let mut node = lock(&cell.node);
-        let r = G::apply(&mut *node, &mut grads, outputs);
+        let r = G::apply(&mut *node, grads, outputs);
         if !keep_graph && r.is_ok() {
             node.release_variables();
         }
