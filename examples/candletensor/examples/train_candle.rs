@@ -2,7 +2,7 @@
 //! model (`Linear(4, 16) -> ReLU -> Dropout(0.1) -> Linear(16, 3)`), Adam and epochs, with
 //! the op set's `nn` and generated autograd over `CandleTensor` (f64).
 //!
-//! `cargo run --release -p candletensor --example train`
+//! `cargo run --release -p candletensor --example train_candle`
 
 #[path = "../../ndtensor/examples/iris/mod.rs"]
 mod iris;
