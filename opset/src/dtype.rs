@@ -1,8 +1,10 @@
 //! PyTorch's dtype rules, once for every backend: pure functions over the dtype names a
 //! backend's `Tensor::dtype` returns (`"f32"`, `"f64"`, `"i64"`, `"bool"`; candle also
 //! `"u32"`, `"f16"`, `"bf16"`) that decide a result's [`Kind`] and return PyTorch's errors
-//! for the wrong dtypes, and [`written_back_kernels!`](crate::written_back_kernels), the
-//! in-place and out= kernels with PyTorch's cast check.
+//! for the wrong dtypes; [`written_back_kernels!`](crate::written_back_kernels), the
+//! in-place and out= kernels with PyTorch's cast check, and
+//! [`float_unary_kernels!`](crate::float_unary_kernels), the unary kernels that promote
+//! integers and booleans to float.
 //!
 //! A backend keeps what only it can do: convert its arrays between kinds and call its
 //! floating-point and integer kernels.
@@ -397,6 +399,30 @@ macro_rules! written_back_kernels {
             cat_out => cat(tensors: &[Self], dim: i64);
         }
     };
+}
+
+/// The kernels PyTorch computes in floating point for every input dtype (`exp`, `log`,
+/// `sqrt`, `rsqrt`, `sin`, `cos`, `erf`, `tanh`, `sigmoid`: integers and booleans are
+/// promoted to the default float dtype), each written as `$promote(self_, <$kernels>::op)`:
+/// the backend's `$promote(t: &Self, kernel: fn(&K) -> Result<K, E>) -> Result<Self, E>`
+/// converts `t` to its float type `K` and calls the kernel. Invoke inside `impl Backend`:
+/// `autograd_opset::float_unary_kernels!(float_unary, MyFloatTensor);`.
+#[macro_export]
+macro_rules! float_unary_kernels {
+    ($promote:path, $kernels:ty) => {
+        $crate::__float_unary! { $promote, $kernels; exp log sqrt rsqrt sin cos erf tanh sigmoid }
+    };
+}
+
+/// The kernels of [`float_unary_kernels!`](crate::float_unary_kernels).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __float_unary {
+    ($promote:path, $kernels:ty; $($name:ident)*) => {$(
+        fn $name(self_: &Self) -> Result<Self, Self::Error> {
+            $promote(self_, <$kernels>::$name)
+        }
+    )*};
 }
 
 /// In-place kernels for [`written_back_kernels!`](crate::written_back_kernels).

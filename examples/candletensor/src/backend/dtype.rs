@@ -207,6 +207,11 @@ fn as_dtype_of(t: &C, dtype: Option<ScalarType>, z: C) -> R<C> {
     Ok(C::new(ce(z.t.to_dtype(d))?))
 }
 
+/// A kernel PyTorch computes in floating point (integers and booleans promoted to `F64`).
+fn float_unary(t: &C, kernel: fn(&C) -> R<C>) -> R<C> {
+    kernel(&promoted(t, float_dtype(&[t]))?)
+}
+
 /// The result of an in-place op written into `self_`'s dtype, or PyTorch's cast error.
 fn write_back(self_: &mut C, r: C) -> R<()> {
     rules::check_cast(r.dtype(), self_.dtype())?;
@@ -223,6 +228,7 @@ impl Backend for CandleTensor {
     type Error = Error;
 
     autograd_opset::written_back_kernels!(write_back);
+    autograd_opset::float_unary_kernels!(float_unary, C);
 
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         rules::check_alpha(kind(self_).max(kind(other)), alpha)?;
@@ -259,18 +265,6 @@ impl Backend for CandleTensor {
         rules::check_neg(kind(self_))?;
         int_kernel(self_, C::neg, Kind::Int)
     }
-    fn exp(self_: &Self) -> R<Self> {
-        C::exp(&promoted(self_, float_dtype(&[self_]))?)
-    }
-    fn log(self_: &Self) -> R<Self> {
-        C::log(&promoted(self_, float_dtype(&[self_]))?)
-    }
-    fn sqrt(self_: &Self) -> R<Self> {
-        C::sqrt(&promoted(self_, float_dtype(&[self_]))?)
-    }
-    fn rsqrt(self_: &Self) -> R<Self> {
-        C::rsqrt(&promoted(self_, float_dtype(&[self_]))?)
-    }
     fn pow_tensor_scalar(self_: &Self, exponent: f64) -> R<Self> {
         rules::check_int_pow(scalar_kind(self_, exponent), exponent)?;
         match scalar_kind(self_, exponent) {
@@ -290,26 +284,11 @@ impl Backend for CandleTensor {
     fn sign(self_: &Self) -> R<Self> {
         int_kernel(self_, C::sign, Kind::Bool)
     }
-    fn sin(self_: &Self) -> R<Self> {
-        C::sin(&promoted(self_, float_dtype(&[self_]))?)
-    }
-    fn cos(self_: &Self) -> R<Self> {
-        C::cos(&promoted(self_, float_dtype(&[self_]))?)
-    }
-    fn erf(self_: &Self) -> R<Self> {
-        C::erf(&promoted(self_, float_dtype(&[self_]))?)
-    }
-    fn tanh(self_: &Self) -> R<Self> {
-        C::tanh(&promoted(self_, float_dtype(&[self_]))?)
-    }
     fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
         // PyTorch promotes the two, and has the kernel for floats only.
         rules::check_promoted_floats("tanh_backward_cpu", grad_output.dtype(), output.dtype())?;
         let [g, o] = promoted_all([grad_output, output])?;
         C::tanh_backward(&g, &o)
-    }
-    fn sigmoid(self_: &Self) -> R<Self> {
-        C::sigmoid(&promoted(self_, float_dtype(&[self_]))?)
     }
     fn relu(self_: &Self) -> R<Self> {
         rules::check_relu(kind(self_))?;

@@ -432,6 +432,11 @@ fn indices_out<E: Element, G: Element>(t: F<G>) -> NdTensor<E> {
     int_out(t.data.mapv(|x| x.as_f64() as i64))
 }
 
+/// A kernel PyTorch computes in floating point (integers and booleans promoted to `E`).
+fn float_unary<E: Element>(t: &NdTensor<E>, kernel: fn(&F<E>) -> R<F<E>>) -> R<NdTensor<E>> {
+    Ok(float_out(kernel(&promoted(t))?))
+}
+
 /// The result of an in-place op written into `self_`'s dtype, or PyTorch's cast error.
 fn write_back<E: Element>(self_: &mut NdTensor<E>, r: NdTensor<E>) -> R<()> {
     rules::check_cast(r.dtype(), self_.dtype())?;
@@ -445,6 +450,7 @@ impl<E: Element> Backend for NdTensor<E> {
     type Error = Error;
 
     autograd_opset::written_back_kernels!(write_back);
+    autograd_opset::float_unary_kernels!(float_unary, F<E>);
 
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         add_sub(self_, other, alpha, 1)
@@ -484,18 +490,6 @@ impl<E: Element> Backend for NdTensor<E> {
             _ => Ok(int_out(ints(self_).mapv(i64::wrapping_neg))),
         }
     }
-    fn exp(self_: &Self) -> R<Self> {
-        Ok(float_out(F::exp(&promoted(self_))?))
-    }
-    fn log(self_: &Self) -> R<Self> {
-        Ok(float_out(F::log(&promoted(self_))?))
-    }
-    fn sqrt(self_: &Self) -> R<Self> {
-        Ok(float_out(F::sqrt(&promoted(self_))?))
-    }
-    fn rsqrt(self_: &Self) -> R<Self> {
-        Ok(float_out(F::rsqrt(&promoted(self_))?))
-    }
     fn pow_tensor_scalar(self_: &Self, exponent: f64) -> R<Self> {
         if scalar_kind(self_, exponent) == Kind::Float {
             return Ok(float_out(F::pow_tensor_scalar(&promoted(self_), exponent)?));
@@ -532,18 +526,6 @@ impl<E: Element> Backend for NdTensor<E> {
             Data::Float(a) => Ok(float_out(F::sign(&fl(a.clone()))?)),
         }
     }
-    fn sin(self_: &Self) -> R<Self> {
-        Ok(float_out(F::sin(&promoted(self_))?))
-    }
-    fn cos(self_: &Self) -> R<Self> {
-        Ok(float_out(F::cos(&promoted(self_))?))
-    }
-    fn erf(self_: &Self) -> R<Self> {
-        Ok(float_out(F::erf(&promoted(self_))?))
-    }
-    fn tanh(self_: &Self) -> R<Self> {
-        Ok(float_out(F::tanh(&promoted(self_))?))
-    }
     fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
         // PyTorch promotes the two, and has the kernel for floats only.
         rules::check_promoted_floats("tanh_backward_cpu", grad_output.dtype(), output.dtype())?;
@@ -551,9 +533,6 @@ impl<E: Element> Backend for NdTensor<E> {
             &promoted(grad_output),
             &promoted(output),
         )?))
-    }
-    fn sigmoid(self_: &Self) -> R<Self> {
-        Ok(float_out(F::sigmoid(&promoted(self_))?))
     }
     fn relu(self_: &Self) -> R<Self> {
         rules::check_relu(kind(self_))?;
