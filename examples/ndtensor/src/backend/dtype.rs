@@ -21,6 +21,7 @@ use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index};
 use autograd_opset::error::Error;
 use autograd_opset::shape::{broadcast_shape, reduce_axes};
 use ndarray::{ArcArray, Array, ArrayView, Axis, IxDyn, Zip};
+use std::borrow::Cow;
 
 type F<E> = FloatTensor<E>;
 type R<T> = Result<T, Error>;
@@ -41,14 +42,18 @@ fn float_out<E: Element>(t: F<E>) -> NdTensor<E> {
 }
 
 /// The tensor as `E`: PyTorch's promotion of integers and booleans to the default float type.
-fn promoted<E: Element>(t: &NdTensor<E>) -> F<E> {
-    fl(t.to_float())
+/// A floating-point tensor is borrowed, not copied.
+fn promoted<E: Element>(t: &NdTensor<E>) -> Cow<'_, F<E>> {
+    match t.data() {
+        Data::Float(a) => Cow::Borrowed(a),
+        _ => Cow::Owned(fl(t.to_float())),
+    }
 }
 
 /// The tensor as `f64` (the integer kernels' arithmetic).
 fn wide<E: Element>(t: &NdTensor<E>) -> F<f64> {
     fl(match t.data() {
-        Data::Float(a) => a.mapv(|x| x.as_f64()).into_shared(),
+        Data::Float(a) => a.data.mapv(|x| x.as_f64()).into_shared(),
         Data::Int(a) => a.mapv(|x| x as f64).into_shared(),
         Data::Bool(a) => a.mapv(|x| f64::from(u8::from(x))).into_shared(),
     })
@@ -57,7 +62,7 @@ fn wide<E: Element>(t: &NdTensor<E>) -> F<f64> {
 /// An `f64` result as a tensor of `kind`.
 fn narrowed<E: Element>(t: F<f64>, kind: Kind) -> NdTensor<E> {
     NdTensor::from_data(match kind {
-        Kind::Float => Data::Float(t.data.mapv(E::of).into_shared()),
+        Kind::Float => Data::Float(fl(t.data.mapv(E::of).into_shared())),
         Kind::Int => Data::Int(t.data.mapv(|x| x as i64).into_shared()),
         Kind::Bool => Data::Bool(t.data.mapv(|x| x != 0.0).into_shared()),
     })
@@ -79,12 +84,12 @@ fn ints<E: Element>(t: &NdTensor<E>) -> A<i64> {
     match t.data() {
         Data::Int(a) => a.clone(),
         Data::Bool(a) => a.mapv(i64::from).into_shared(),
-        Data::Float(a) => a.mapv(|x| x.as_f64() as i64).into_shared(),
+        Data::Float(a) => a.data.mapv(|x| x.as_f64() as i64).into_shared(),
     }
 }
 
 /// A kernel PyTorch implements for floating-point types only.
-fn floats<E: Element>(t: &NdTensor<E>, kernel: &str) -> R<F<E>> {
+fn floats<'a, E: Element>(t: &'a NdTensor<E>, kernel: &str) -> R<Cow<'a, F<E>>> {
     rules::check_floats(t.dtype(), kernel).map(|()| promoted(t))
 }
 
@@ -178,7 +183,7 @@ fn placed_any<E: Element>(
     k: impl Fn(&F<f64>) -> R<F<f64>>,
 ) -> R<NdTensor<E>> {
     Ok(match t.data() {
-        Data::Float(a) => float_out(float(&fl(a.clone()))?),
+        Data::Float(a) => float_out(float(a)?),
         Data::Int(a) => NdTensor::from_data(Data::Int(placed(a, k)?)),
         Data::Bool(a) => NdTensor::from_data(Data::Bool(placed(a, k)?)),
     })
@@ -190,7 +195,7 @@ macro_rules! moved {
     ($t:expr, $x:ident => $call:expr) => {
         match $t.data() {
             Data::Float(a) => {
-                let $x = &fl(a.clone());
+                let $x = a;
                 Ok(float_out($call?))
             }
             Data::Int(a) => {
@@ -212,7 +217,7 @@ macro_rules! moved_all {
     ($t:expr, $x:ident => $call:expr) => {
         match $t.data() {
             Data::Float(a) => {
-                let $x = &fl(a.clone());
+                let $x = a;
                 Ok($call?.into_iter().map(float_out).collect())
             }
             Data::Int(a) => {
@@ -243,7 +248,7 @@ fn joined<E: Element>(
 ) -> R<NdTensor<E>> {
     let k = tensors.iter().map(kind).max().unwrap_or(Kind::Float);
     if k == Kind::Float {
-        let fs: Vec<F<E>> = tensors.iter().map(promoted).collect();
+        let fs: Vec<F<E>> = tensors.iter().map(|t| promoted(t).into_owned()).collect();
         return Ok(float_out(float(&fs)?));
     }
     // Positions numbered across the tensors, elements concatenated.
@@ -346,7 +351,7 @@ fn compare_scalar<E: Element>(
     cmp: fn(&f64, &f64) -> bool,
 ) -> R<NdTensor<E>> {
     match t.data() {
-        Data::Float(a) => Ok(mask_out(float(&fl(a.clone()), s)?)),
+        Data::Float(a) => Ok(mask_out(float(a, s)?)),
         _ => Ok(bool_out(wide(t).data.mapv(|x| cmp(&x, &s)))),
     }
 }
@@ -396,15 +401,13 @@ fn sum_ints<E: Element>(t: &NdTensor<E>, axes: &[usize], keepdim: bool) -> NdTen
 
 /// `t` cast to a reduction's `dtype=` argument (PyTorch casts the input first; floats to
 /// integers truncate, anything to `bool` is `!= 0`).
-fn cast_to<E: Element>(t: &NdTensor<E>, dtype: Option<ScalarType>) -> NdTensor<E> {
-    match dtype {
-        None => t.clone(),
-        Some(d) => match Kind::requested(d) {
-            Kind::Bool => to_bool(t),
-            Kind::Float => NdTensor::new(t.to_float()),
-            Kind::Int => int_out(ints(t).into_owned()),
-        },
-    }
+fn cast_to<E: Element>(t: &NdTensor<E>, dtype: Option<ScalarType>) -> Cow<'_, NdTensor<E>> {
+    Cow::Owned(match dtype.map(Kind::requested) {
+        None => return Cow::Borrowed(t),
+        Some(Kind::Bool) => to_bool(t),
+        Some(Kind::Float) => NdTensor::new(t.to_float()),
+        Some(Kind::Int) => int_out(ints(t).into_owned()),
+    })
 }
 
 /// `t != 0` as `bool`.
@@ -421,7 +424,7 @@ fn zeros_as<E: Element>(
     let k = dtype.map_or(kind(t), Kind::requested);
     let s = IxDyn(shape);
     NdTensor::from_data(match k {
-        Kind::Float => Data::Float(Array::zeros(s).into_shared()),
+        Kind::Float => Data::Float(fl(Array::zeros(s).into_shared())),
         Kind::Int => Data::Int(Array::zeros(s).into_shared()),
         Kind::Bool => Data::Bool(Array::from_elem(s, false).into_shared()),
     })
@@ -440,7 +443,11 @@ fn float_unary<E: Element>(t: &NdTensor<E>, kernel: fn(&F<E>) -> R<F<E>>) -> R<N
 /// The result of an in-place op written into `self_`'s dtype, or PyTorch's cast error.
 fn write_back<E: Element>(self_: &mut NdTensor<E>, r: NdTensor<E>) -> R<()> {
     rules::check_cast(r.dtype(), self_.dtype())?;
-    *self_ = to_kind(&r, kind(self_));
+    *self_ = if kind(&r) == kind(self_) {
+        r
+    } else {
+        to_kind(&r, kind(self_))
+    };
     Ok(())
 }
 
@@ -486,7 +493,7 @@ impl<E: Element> Backend for NdTensor<E> {
     fn neg(self_: &Self) -> R<Self> {
         rules::check_neg(kind(self_))?;
         match self_.data() {
-            Data::Float(a) => Ok(float_out(F::neg(&fl(a.clone()))?)),
+            Data::Float(a) => Ok(float_out(F::neg(a)?)),
             _ => Ok(int_out(ints(self_).mapv(i64::wrapping_neg))),
         }
     }
@@ -515,7 +522,7 @@ impl<E: Element> Backend for NdTensor<E> {
     fn abs(self_: &Self) -> R<Self> {
         rules::check_not_bool(kind(self_), "abs_cpu")?;
         match self_.data() {
-            Data::Float(a) => Ok(float_out(F::abs(&fl(a.clone()))?)),
+            Data::Float(a) => Ok(float_out(F::abs(a)?)),
             _ => Ok(int_out(ints(self_).mapv(i64::wrapping_abs))),
         }
     }
@@ -523,7 +530,7 @@ impl<E: Element> Backend for NdTensor<E> {
         match self_.data() {
             Data::Int(a) => Ok(int_out(a.mapv(i64::signum))),
             Data::Bool(_) => Ok(self_.clone()),
-            Data::Float(a) => Ok(float_out(F::sign(&fl(a.clone()))?)),
+            Data::Float(a) => Ok(float_out(F::sign(a)?)),
         }
     }
     fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
@@ -537,13 +544,13 @@ impl<E: Element> Backend for NdTensor<E> {
     fn relu(self_: &Self) -> R<Self> {
         rules::check_relu(kind(self_))?;
         match self_.data() {
-            Data::Float(a) => Ok(float_out(F::relu(&fl(a.clone()))?)),
+            Data::Float(a) => Ok(float_out(F::relu(a)?)),
             _ => Ok(int_out(ints(self_).mapv(|x| x.max(0)))),
         }
     }
     fn leaky_relu(self_: &Self, negative_slope: f64) -> R<Self> {
         Ok(float_out(F::leaky_relu(
-            &floats(self_, "leaky_relu_cpu")?,
+            &*floats(self_, "leaky_relu_cpu")?,
             negative_slope,
         )?))
     }
@@ -564,7 +571,7 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn gelu(self_: &Self, approximate: &str) -> R<Self> {
         Ok(float_out(F::gelu(
-            &floats(self_, "GeluKernelImpl")?,
+            &*floats(self_, "GeluKernelImpl")?,
             approximate,
         )?))
     }
@@ -636,7 +643,7 @@ impl<E: Element> Backend for NdTensor<E> {
     fn argmax(self_: &Self, dim: Option<i64>, keepdim: bool) -> R<Self> {
         rules::check_argmax(kind(self_))?;
         match self_.data() {
-            Data::Float(a) => Ok(indices_out(F::argmax(&fl(a.clone()), dim, keepdim)?)),
+            Data::Float(a) => Ok(indices_out(F::argmax(a, dim, keepdim)?)),
             _ => Ok(indices_out(F::argmax(&wide(self_), dim, keepdim)?)),
         }
     }
@@ -662,14 +669,14 @@ impl<E: Element> Backend for NdTensor<E> {
     ) -> R<Self> {
         if let (Data::Float(a), None) = (self_.data(), dtype) {
             let args = (layout, device, pin_memory, memory_format);
-            let z = F::zeros_like(&fl(a.clone()), None, args.0, args.1, args.2, args.3)?;
+            let z = F::zeros_like(a, None, args.0, args.1, args.2, args.3)?;
             return Ok(float_out(z));
         }
         Ok(zeros_as(self_, dtype, self_.shape()))
     }
     fn zero_(self_: &mut Self) -> R<()> {
         if let Data::Float(a) = self_.data() {
-            let mut f = fl(a.clone());
+            let mut f = a.clone();
             F::zero_(&mut f)?;
             *self_ = float_out(f);
             return Ok(());
@@ -681,9 +688,9 @@ impl<E: Element> Backend for NdTensor<E> {
         let s = IxDyn(self_.shape());
         let d = match self_.data() {
             Data::Float(a) => {
-                let mut f = fl(a.clone());
+                let mut f = a.clone();
                 F::fill_scalar_(&mut f, value)?;
-                Data::Float(f.data)
+                Data::Float(f)
             }
             Data::Int(_) => Data::Int(Array::from_elem(s, value as i64).into_shared()),
             Data::Bool(_) => Data::Bool(Array::from_elem(s, value != 0.0).into_shared()),
@@ -699,7 +706,7 @@ impl<E: Element> Backend for NdTensor<E> {
         matmul_like(self_, mat2, "bmm", F::bmm, F::bmm)
     }
     fn sum(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &cast_to(self_, dtype);
+        let t = &*cast_to(self_, dtype);
         if kind(t) == Kind::Float {
             return Ok(float_out(F::sum(&promoted(t), None)?));
         }
@@ -717,7 +724,7 @@ impl<E: Element> Backend for NdTensor<E> {
         keepdim: bool,
         dtype: Option<ScalarType>,
     ) -> R<Self> {
-        let t = &cast_to(self_, dtype);
+        let t = &*cast_to(self_, dtype);
         if kind(t) == Kind::Float {
             return Ok(float_out(F::sum_dim_intlist(
                 &promoted(t),
@@ -736,7 +743,7 @@ impl<E: Element> Backend for NdTensor<E> {
         })
     }
     fn mean(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &cast_to(self_, dtype);
+        let t = &*cast_to(self_, dtype);
         rules::check_mean(t.dtype(), dtype.is_some())?;
         Ok(float_out(F::mean(&promoted(t), None)?))
     }
@@ -746,13 +753,13 @@ impl<E: Element> Backend for NdTensor<E> {
         keepdim: bool,
         dtype: Option<ScalarType>,
     ) -> R<Self> {
-        let t = &cast_to(self_, dtype);
+        let t = &*cast_to(self_, dtype);
         rules::check_mean(t.dtype(), dtype.is_some())?;
         Ok(float_out(F::mean_dim(&promoted(t), dim, keepdim, None)?))
     }
     fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
         if let Data::Float(a) = self_.data() {
-            let (v, i) = F::max_dim(&fl(a.clone()), dim, keepdim)?;
+            let (v, i) = F::max_dim(a, dim, keepdim)?;
             return Ok((float_out(v), indices_out(i)));
         }
         let (v, i) = F::max_dim(&wide(self_), dim, keepdim)?;
@@ -768,13 +775,13 @@ impl<E: Element> Backend for NdTensor<E> {
         )
     }
     fn softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &cast_to(self_, dtype);
+        let t = &*cast_to(self_, dtype);
         rules::check_softmax("softmax", t.dtype(), t.shape().len(), dim)?;
         let x = promoted(t);
         Ok(float_out(F::softmax_int(&x, dim, None)?))
     }
     fn log_softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &cast_to(self_, dtype);
+        let t = &*cast_to(self_, dtype);
         rules::check_softmax("log_softmax", t.dtype(), t.shape().len(), dim)?;
         let x = promoted(t);
         Ok(float_out(F::log_softmax_int(&x, dim, None)?))
@@ -885,7 +892,7 @@ impl<E: Element> Backend for NdTensor<E> {
             return r.map(|r| r.cast());
         }
         if let (Data::Float(a), Data::Float(s)) = (self_.data(), source.data()) {
-            let r = F::index_add(&fl(a.clone()), dim, &idx(&i), &fl(s.clone()), alpha)?;
+            let r = F::index_add(a, dim, &idx(&i), s, alpha)?;
             return Ok(float_out(r));
         }
         // PyTorch converts alpha to the integer dtype (truncates; for bools, != 0).
@@ -910,7 +917,7 @@ impl<E: Element> Backend for NdTensor<E> {
             return <NdTensor<f64> as Backend>::scatter_add(&x, dim, &ix, &s).map(|r| r.cast());
         }
         if let (Data::Float(a), Data::Float(s)) = (self_.data(), src.data()) {
-            let r = F::scatter_add(&fl(a.clone()), dim, &idx(&i), &fl(s.clone()))?;
+            let r = F::scatter_add(a, dim, &idx(&i), s)?;
             return Ok(float_out(r));
         }
         let r = F::scatter_add(&wide(self_), dim, &idx(&i), &wide(src))?;
@@ -934,7 +941,7 @@ impl<E: Element> Backend for NdTensor<E> {
         let t = index_arg(target, IndexUse::NllTarget)?;
         let x = floats(self_, "nll_loss_out_frame")?;
         let w = nll_weight(self_, weight)?;
-        let (l, tw) = F::nll_loss_forward(&x, &idx(&t), w.as_ref(), reduction, ignore_index)?;
+        let (l, tw) = F::nll_loss_forward(&x, &idx(&t), w.as_deref(), reduction, ignore_index)?;
         Ok((float_out(l), float_out(tw)))
     }
     fn nll_loss_backward(
@@ -953,7 +960,7 @@ impl<E: Element> Backend for NdTensor<E> {
             &promoted(grad_output),
             &x,
             &idx(&t),
-            w.as_ref(),
+            w.as_deref(),
             reduction,
             ignore_index,
             &promoted(total_weight),
@@ -987,8 +994,8 @@ impl<E: Element> Backend for NdTensor<E> {
         let r = F::layer_norm(
             &x,
             normalized_shape,
-            w.as_ref(),
-            b.as_ref(),
+            w.as_deref(),
+            b.as_deref(),
             eps,
             cudnn_enable,
         )?;
@@ -1019,7 +1026,10 @@ impl<E: Element> Backend for NdTensor<E> {
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
 /// found Long").
-fn nll_weight<E: Element>(input: &NdTensor<E>, weight: Option<&NdTensor<E>>) -> R<Option<F<E>>> {
+fn nll_weight<'a, E: Element>(
+    input: &NdTensor<E>,
+    weight: Option<&'a NdTensor<E>>,
+) -> R<Option<Cow<'a, F<E>>>> {
     let Some(w) = weight else { return Ok(None) };
     rules::check_same(input.dtype(), w.dtype())?;
     Ok(Some(promoted(w)))
