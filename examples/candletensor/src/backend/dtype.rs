@@ -9,8 +9,9 @@
 //! Scalar ops compute on `I64` with candle's integer arithmetic; the other kernels that
 //! compute on integers go through `F64` (exact for magnitudes below 2^53) and come back in
 //! their dtype: candle has no unary kernels for `I64`/`U8`.
-//! The rules (which op keeps integers, which promotes, which refuses a dtype, and PyTorch's
-//! messages) are those of ndtensor's `backend/dtype.rs`.
+//! The rules (promotion, which refuses a dtype, and PyTorch's messages) are the op set's
+//! (`autograd_opset::dtype`, shared with ndtensor); this file converts candle's tensors
+//! between dtypes and calls the kernels.
 
 use crate::tensor::CandleTensor;
 use autograd::runtime::Tensor as _;

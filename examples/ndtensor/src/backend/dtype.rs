@@ -1,7 +1,8 @@
 //! `impl Backend for NdTensor<E>`: PyTorch's dtype rules around the floating-point kernels
 //! of `backend.rs`.
 //!
-//! * Floating-point tensors go to the kernels as they are.
+//! * Floating-point tensors go to the kernels as they are, borrowed (`Data::Float` holds the
+//!   kernels' `FloatTensor`).
 //! * Ops that only move elements (views, `cat`, `index_select`, `gather`, `embedding`'s rows,
 //!   ...) work on every dtype: for `i64`/`bool` tensors the kernel runs on the elements'
 //!   positions (exact in `f64`) and the elements are looked up, so integers stay exact.
@@ -12,7 +13,9 @@
 //!   kernels (`mm`, `pow`, `clamp`, `amax`, `max.dim`, `index_add`, `scatter_add`, ...) in
 //!   `f64`, exact for magnitudes below 2^53.
 //! * Index arguments must be `i64`, `where`'s condition `bool`, and float-only kernels
-//!   refuse other dtypes: each with PyTorch's message.
+//!   refuse other dtypes: each with PyTorch's message. These checks and the promotion are
+//!   the op set's (`autograd_opset::dtype`, shared with candletensor); this file converts
+//!   ndarray's arrays between dtypes and calls the kernels.
 
 use crate::tensor::{Data, Element, FloatTensor, NdTensor};
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
