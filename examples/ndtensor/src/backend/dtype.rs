@@ -415,7 +415,15 @@ fn cast_to<E: Element>(t: &NdTensor<E>, dtype: Option<ScalarType>) -> Cow<'_, Nd
 
 /// `t != 0` as `bool`.
 fn to_bool<E: Element>(t: &NdTensor<E>) -> NdTensor<E> {
-    bool_out(wide(t).data.mapv(|x| x != 0.0))
+    NdTensor::from_data(Data::Bool(bools(t)))
+}
+
+/// The elements `!= 0` (a boolean tensor's array itself, shared).
+fn bools<E: Element>(t: &NdTensor<E>) -> A<bool> {
+    match t.data() {
+        Data::Bool(a) => a.clone(),
+        _ => wide(t).data.mapv(|x| x != 0.0).into_shared(),
+    }
 }
 
 /// Zeros of `shape` with `t`'s dtype, or `dtype`'s when given.
@@ -586,7 +594,7 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn where_self(condition: &Self, self_: &Self, other: &Self) -> R<Self> {
         rules::check_where_condition(condition.dtype())?;
-        let c = &ints(condition).mapv(|x| x != 0).into_shared();
+        let c = &bools(condition);
         let k = kind(self_).max(kind(other));
         if k == Kind::Float {
             let cf = F::from_array(c.mapv(|x| if x { E::one() } else { E::zero() }));
