@@ -20,6 +20,7 @@
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
+pub mod dtype;
 pub mod error;
 pub mod helpers;
 pub mod meta;

@@ -36,7 +36,7 @@ mod tensor;
 
 pub use autograd_opset::random::manual_seed;
 pub use autograd_opset::{Error, ErrorKind, helpers, nn, ops};
-pub use tensor::{Data, Element, NdTensor};
+pub use tensor::{Data, Element, FloatTensor, NdTensor};
 
 pub use ops::{Backend, VariableOps};
 
@@ -65,7 +65,7 @@ impl<E: Element> autograd_opset::conformance::ConformanceTensor for NdTensor<E> 
             tr.into_shared().reversed_axes()
         }
         NdTensor::from_data(match self.data() {
-            Data::Float(a) => Data::Float(reversed(a)),
+            Data::Float(a) => Data::Float(tensor::FloatTensor::new(reversed(&a.data))),
             Data::Int(a) => Data::Int(reversed(a)),
             Data::Bool(a) => Data::Bool(reversed(a)),
         })

@@ -43,11 +43,12 @@ impl Element for f64 {
 }
 
 /// The floating-point tensor the kernels of `backend.rs` are written over (there it is
-/// imported as `FloatTensor`): an `ArcArray` of `E`. [`FloatTensor`] holds one of these, or `i64`
-/// or `bool` elements; its `Backend` impl (`backend/dtype.rs`) applies PyTorch's dtype rules
-/// and calls these kernels.
+/// imported as `NdTensor`): an `ArcArray` of `E`, [`Data::Float`]'s elements. [`NdTensor`]
+/// holds one of these, or `i64` or `bool` elements; its `Backend` impl (`backend/dtype.rs`)
+/// applies PyTorch's dtype rules and calls these kernels on the floating-point tensor it
+/// holds, borrowed.
 #[derive(Clone, PartialEq)]
-pub(crate) struct FloatTensor<E: Element = f64> {
+pub struct FloatTensor<E: Element = f64> {
     /// The array. Views (`transpose`, `permute`, `slice`) share storage and have strides.
     pub data: ArcArray<E, IxDyn>,
 }
@@ -120,7 +121,7 @@ impl<E: Element> FloatTensor<E> {
 #[derive(Clone, PartialEq)]
 pub enum Data<E: Element> {
     /// Floating point: values, gradients, parameters.
-    Float(ArcArray<E, IxDyn>),
+    Float(FloatTensor<E>),
     /// 64-bit integers: indices (`gather`, `index_select`, `embedding`), class targets,
     /// `max.dim`'s indices and `argmax`.
     Int(ArcArray<i64, IxDyn>),
@@ -165,7 +166,7 @@ impl<E: Element> NdTensor<E> {
     /// Wraps a floating-point array.
     pub fn new(data: ArcArray<E, IxDyn>) -> Self {
         NdTensor {
-            data: Data::Float(data),
+            data: Data::Float(FloatTensor { data }),
         }
     }
 
@@ -277,7 +278,7 @@ impl<E: Element> NdTensor<E> {
     /// The floating-point array, if the tensor is floating point.
     pub fn as_float(&self) -> Option<&ArcArray<E, IxDyn>> {
         match &self.data {
-            Data::Float(a) => Some(a),
+            Data::Float(a) => Some(&a.data),
             _ => None,
         }
     }
@@ -286,7 +287,7 @@ impl<E: Element> NdTensor<E> {
     /// booleans converted, `true` = 1), like PyTorch's `.to(dtype)`.
     pub fn to_float(&self) -> ArcArray<E, IxDyn> {
         match &self.data {
-            Data::Float(a) => a.clone(),
+            Data::Float(a) => a.data.clone(),
             Data::Int(a) => convert(a, |x| E::of(x as f64)),
             Data::Bool(a) => convert(a, |x| if x { E::one() } else { E::zero() }),
         }
@@ -345,7 +346,7 @@ impl<E: Element> NdTensor<E> {
     /// Whether the elements are laid out contiguously in row-major order.
     pub fn is_contiguous(&self) -> bool {
         match &self.data {
-            Data::Float(a) => a.is_standard_layout(),
+            Data::Float(a) => a.data.is_standard_layout(),
             Data::Int(a) => a.is_standard_layout(),
             Data::Bool(a) => a.is_standard_layout(),
         }
@@ -355,7 +356,9 @@ impl<E: Element> NdTensor<E> {
     /// boolean tensors are returned unchanged: their dtype does not depend on `E`).
     pub fn cast<F: Element>(&self) -> NdTensor<F> {
         NdTensor::from_data(match &self.data {
-            Data::Float(a) => Data::Float(convert(a, |x| F::of(x.as_f64()))),
+            Data::Float(a) => {
+                Data::Float(FloatTensor::new(convert(&a.data, |x| F::of(x.as_f64()))))
+            }
             Data::Int(a) => Data::Int(a.clone()),
             Data::Bool(a) => Data::Bool(a.clone()),
         })
@@ -371,7 +374,7 @@ impl<E: Element> fmt::Debug for NdTensor<E> {
 impl<E: Element> fmt::Display for NdTensor<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.data {
-            Data::Float(a) => write!(f, "{a}"),
+            Data::Float(a) => write!(f, "{}", a.data),
             Data::Int(a) => write!(f, "{a}"),
             Data::Bool(a) => write!(f, "{a}"),
         }
@@ -388,7 +391,7 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
     fn ones_like(&self) -> Self {
         let s = IxDyn(self.shape());
         NdTensor::from_data(match &self.data {
-            Data::Float(_) => Data::Float(Array::ones(s).into_shared()),
+            Data::Float(_) => Data::Float(FloatTensor::from_array(Array::ones(s))),
             Data::Int(_) => Data::Int(Array::ones(s).into_shared()),
             Data::Bool(_) => Data::Bool(Array::from_elem(s, true).into_shared()),
         })
@@ -396,7 +399,7 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
     fn zeros_like(&self) -> Self {
         let s = IxDyn(self.shape());
         NdTensor::from_data(match &self.data {
-            Data::Float(_) => Data::Float(Array::zeros(s).into_shared()),
+            Data::Float(_) => Data::Float(FloatTensor::from_array(Array::zeros(s))),
             Data::Int(_) => Data::Int(Array::zeros(s).into_shared()),
             Data::Bool(_) => Data::Bool(Array::from_elem(s, false).into_shared()),
         })
@@ -434,7 +437,7 @@ impl<E: Element> ElementAccess for NdTensor<E> {
         match &self.data {
             Data::Int(_) => NdTensor::from_i64(values.iter().map(|x| *x as i64).collect(), shape),
             Data::Bool(_) => NdTensor::from_bool(values.iter().map(|x| *x != 0.0).collect(), shape),
-            Data::Float(a) => {
+            Data::Float(FloatTensor { data: a }) => {
                 let c = FloatTensor::<E>::from_f64(values, shape);
                 let fortran = a.ndim() > 1 && !a.is_standard_layout() && a.t().is_standard_layout();
                 if fortran {

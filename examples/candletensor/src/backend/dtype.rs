@@ -9,13 +9,16 @@
 //! Scalar ops compute on `I64` with candle's integer arithmetic; the other kernels that
 //! compute on integers go through `F64` (exact for magnitudes below 2^53) and come back in
 //! their dtype: candle has no unary kernels for `I64`/`U8`.
-//! The rules (which op keeps integers, which promotes, which refuses a dtype, and PyTorch's
-//! messages) are those of ndtensor's `backend/dtype.rs`.
+//! The rules (promotion, which refuses a dtype, and PyTorch's messages) are the op set's
+//! (`autograd_opset::dtype`, shared with ndtensor); this file converts candle's tensors
+//! between dtypes and calls the kernels.
 
 use crate::tensor::CandleTensor;
+use autograd::runtime::Tensor as _;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::Backend;
-use autograd_opset::error::{Error, check};
+use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index};
+use autograd_opset::error::Error;
 use candle_core::DType;
 
 type C = CandleTensor;
@@ -29,38 +32,8 @@ fn ce<T>(r: candle_core::Result<T>) -> R<T> {
     })
 }
 
-/// A dtype's rank in PyTorch's promotion: `Bool` < `Int` < `Float`.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-enum Kind {
-    Bool,
-    Int,
-    Float,
-}
-
 fn kind(t: &C) -> Kind {
-    match t.t.dtype() {
-        DType::U8 => Kind::Bool,
-        DType::I64 | DType::U32 => Kind::Int,
-        _ => Kind::Float,
-    }
-}
-
-/// PyTorch's name of a tensor's dtype in messages.
-fn name_of(t: &C) -> &'static str {
-    match t.t.dtype() {
-        DType::F64 => "Double",
-        DType::F32 => "Float",
-        DType::F16 => "Half",
-        DType::BF16 => "BFloat16",
-        DType::I64 => "Long",
-        DType::U32 => "UInt32",
-        _ => "Bool",
-    }
-}
-
-/// Whether a Scalar argument is an integer (the op set passes Scalars as `f64`).
-fn integral(x: f64) -> bool {
-    x.is_finite() && x.fract() == 0.0
+    Kind::of(t.dtype())
 }
 
 /// The float dtype of an op's result: its first floating-point operand's, else `F64`.
@@ -103,13 +76,6 @@ fn narrowed(t: C, k: Kind) -> R<C> {
     }))
 }
 
-/// A kernel PyTorch implements for floating-point types only.
-fn floats(t: &C, kernel: &str) -> R<()> {
-    check(kind(t) == Kind::Float, || {
-        format!("\"{kernel}\" not implemented for '{}'", name_of(t))
-    })
-}
-
 /// A 0/1 floating-point mask as `U8`.
 fn mask_out(t: C) -> R<C> {
     Ok(C::new(ce(t.t.to_dtype(DType::U8))?))
@@ -120,10 +86,10 @@ fn indices_out(t: C) -> R<C> {
     Ok(C::new(ce(t.t.to_dtype(DType::I64))?))
 }
 
-/// An index argument: `I64` (PyTorch's `message` otherwise), as the float `like` for the
-/// kernels (which check the range on the host).
-fn index_arg(t: &C, like: &C, message: impl FnOnce(&str) -> String) -> R<C> {
-    check(t.t.dtype() == DType::I64, || message(name_of(t)))?;
+/// An index argument: `I64` (PyTorch's error for `arg` otherwise), as the float `like` for
+/// the kernels (which check the range on the host).
+fn index_arg(t: &C, like: &C, arg: IndexUse) -> R<C> {
+    check_index(arg, t.dtype())?;
     promoted(t, float_dtype(&[like]))
 }
 
@@ -160,23 +126,6 @@ fn binary(a: &C, b: &C, k: impl Fn(&C, &C) -> R<C>) -> R<C> {
     }
 }
 
-fn check_alpha(k: Kind, alpha: f64) -> R<()> {
-    check(k == Kind::Float || integral(alpha), || {
-        "For integral input tensors, argument alpha must not be a floating point number.".into()
-    })
-}
-
-const SUB_BOOL: &str = "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.";
-
-fn check_sub(a: Kind, b: Kind) -> R<()> {
-    if a == Kind::Bool && b == Kind::Bool {
-        return Err(Error::runtime(
-            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
-        ));
-    }
-    check(a != Kind::Bool && b != Kind::Bool, || SUB_BOOL.into())
-}
-
 /// `t` as `I64` (booleans 0/1).
 fn as_i64(t: &C) -> R<C> {
     Ok(C::new(ce(t.t.to_dtype(DType::I64))?))
@@ -191,14 +140,8 @@ fn binary_exact(a: &C, b: &C, k: impl Fn(&C, &C) -> R<C>) -> R<C> {
     }
 }
 
-/// The dtype of `tensor op scalar` (a non-integral Scalar promotes integers to float; an
-/// integral one turns booleans into `i64`).
 fn scalar_kind(t: &C, s: f64) -> Kind {
-    match kind(t) {
-        Kind::Float => Kind::Float,
-        _ if !integral(s) => Kind::Float,
-        _ => Kind::Int,
-    }
+    rules::scalar_kind(kind(t), s)
 }
 
 /// `tensor op scalar`: floats as they are, integers promoted to `F64` or kept.
@@ -231,49 +174,25 @@ fn compare_scalar(t: &C, s: f64, k: fn(&C, f64) -> R<C>) -> R<C> {
     mask_out(k(&x, s)?)
 }
 
-/// `mean`'s dtype check (on the input, or on the `dtype=` it was cast to).
-fn check_mean(t: &C, requested: bool) -> R<()> {
-    let what = if requested { "Optional" } else { "Input" };
-    check(kind(t) == Kind::Float, || {
-        format!(
-            "mean(): could not infer output dtype. {what} dtype must be either a floating point or complex dtype. Got: {}",
-            name_of(t)
-        )
-    })
-}
-
 /// `t` cast to a reduction's `dtype=` argument (PyTorch casts the input first; floats to
 /// integers truncate, anything to `bool` is `!= 0`).
 fn cast_to(t: &C, dtype: Option<ScalarType>) -> R<C> {
     Ok(match dtype {
         None => t.clone(),
-        Some(ScalarType::Bool) => narrowed(wide(t)?, Kind::Bool)?,
         Some(ScalarType::F32) => promoted(t, DType::F32)?,
-        Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F64) => promoted(t, DType::F64)?,
-        Some(_) => as_i64(t)?,
+        Some(d) => match Kind::requested(d) {
+            Kind::Bool => narrowed(wide(t)?, Kind::Bool)?,
+            Kind::Float => promoted(t, DType::F64)?,
+            Kind::Int => as_i64(t)?,
+        },
     })
 }
 
 /// `mm`/`bmm`: both operands of one dtype.
 fn matmul_like(a: &C, b: &C, kernel: &str, k: fn(&C, &C) -> R<C>) -> R<C> {
-    let c_name = |t: &C| match t.t.dtype() {
-        DType::F32 => "float",
-        DType::F64 => "double",
-        DType::I64 => "long int",
-        _ => "bool",
-    };
-    check(a.t.dtype() == b.t.dtype(), || {
-        format!(
-            "expected m1 and m2 to have the same dtype, but got: {} != {}",
-            c_name(a),
-            c_name(b)
-        )
-    })?;
-    match kind(a) {
-        Kind::Bool => Err(Error::runtime(format!(
-            "\"{kernel}\" not implemented for 'Bool'"
-        ))),
-        _ => int_kernel(a, |x| k(x, &promoted(b, x.t.dtype())?), Kind::Int),
+    match rules::check_matmul(a.dtype(), b.dtype(), kernel)? {
+        Kind::Float => k(a, b),
+        _ => narrowed(k(&wide(a)?, &wide(b)?)?, Kind::Int),
     }
 }
 
@@ -289,118 +208,45 @@ fn as_dtype_of(t: &C, dtype: Option<ScalarType>, z: C) -> R<C> {
     Ok(C::new(ce(z.t.to_dtype(d))?))
 }
 
+/// A kernel PyTorch computes in floating point (integers and booleans promoted to `F64`).
+fn float_unary(t: &C, kernel: fn(&C) -> R<C>) -> R<C> {
+    kernel(&promoted(t, float_dtype(&[t]))?)
+}
+
 /// The result of an in-place op written into `self_`'s dtype, or PyTorch's cast error.
 fn write_back(self_: &mut C, r: C) -> R<()> {
-    check(kind(&r) <= kind(self_), || {
-        format!(
-            "result type {} can't be cast to the desired output type {}",
-            name_of(&r),
-            name_of(self_)
-        )
-    })?;
+    rules::check_cast(r.dtype(), self_.dtype())?;
     *self_ = C::new(ce(r.t.to_dtype(self_.t.dtype()))?);
     Ok(())
 }
 
 /// `nll_loss`'s weight: of the input's dtype.
 fn nll_weight(input: &C, weight: Option<&C>) -> R<()> {
-    match weight {
-        Some(w) if w.t.dtype() != input.t.dtype() => Err(Error::runtime(format!(
-            "expected scalar type {} but found {}",
-            name_of(input),
-            name_of(w)
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// The name of PyTorch's `softmax`/`log_softmax` CPU kernel for `dim`.
-fn softmax_kernel(op: &str, t: &C, dim: i64) -> &'static str {
-    let nd = t.shape().len() as i64;
-    let last = dim == -1 || dim == nd - 1 || nd == 0;
-    match (op, last) {
-        ("softmax", true) => "softmax_lastdim_kernel_impl",
-        ("softmax", false) => "softmax_kernel_impl",
-        (_, true) => "log_softmax_lastdim_kernel_impl",
-        _ => "log_softmax_kernel_impl",
-    }
-}
-
-/// In-place kernels: the functional kernel, written back in `self`'s dtype.
-macro_rules! written_back {
-    ($($name:ident => $f:ident($($a:ident: $t:ty),*);)*) => {$(
-        fn $name(self_: &mut Self, $($a: $t),*) -> R<()> {
-            let r = <Self as Backend>::$f(&*self_, $($a),*)?;
-            write_back(self_, r)
-        }
-    )*};
-}
-
-/// out= kernels, as [`written_back!`].
-macro_rules! out_kernels {
-    ($($name:ident => $f:ident($($a:ident: $t:ty),*);)*) => {$(
-        fn $name($($a: $t,)* out: &mut Self) -> R<()> {
-            let r = <Self as Backend>::$f($($a),*)?;
-            write_back(out, r)
-        }
-    )*};
+    weight.map_or(Ok(()), |w| rules::check_same(input.dtype(), w.dtype()))
 }
 
 impl Backend for CandleTensor {
     type Error = Error;
 
-    written_back! {
-        add_tensor_ => add_tensor(other: &Self, alpha: f64);
-        add_scalar_ => add_scalar(other: f64, alpha: f64);
-        sub_tensor_ => sub_tensor(other: &Self, alpha: f64);
-        sub_scalar_ => sub_scalar(other: f64, alpha: f64);
-        mul_tensor_ => mul_tensor(other: &Self);
-        mul_scalar_ => mul_scalar(other: f64);
-        div_tensor_ => div_tensor(other: &Self);
-        div_scalar_ => div_scalar(other: f64);
-        neg_ => neg();
-        exp_ => exp();
-        log_ => log();
-        sqrt_ => sqrt();
-        pow_scalar_ => pow_tensor_scalar(exponent: f64);
-        abs_ => abs();
-        sin_ => sin();
-        tanh_ => tanh();
-        sigmoid_ => sigmoid();
-        relu_ => relu();
-        leaky_relu_ => leaky_relu(negative_slope: f64);
-        gelu_ => gelu(approximate: &str);
-        clamp_ => clamp(min: Option<f64>, max: Option<f64>);
-    }
-    out_kernels! {
-        add_out => add_tensor(self_: &Self, other: &Self, alpha: f64);
-        sub_out => sub_tensor(self_: &Self, other: &Self, alpha: f64);
-        mul_out => mul_tensor(self_: &Self, other: &Self);
-        div_out => div_tensor(self_: &Self, other: &Self);
-        neg_out => neg(self_: &Self);
-        exp_out => exp(self_: &Self);
-        tanh_out => tanh(self_: &Self);
-        clamp_out => clamp(self_: &Self, min: Option<f64>, max: Option<f64>);
-        mm_out => mm(self_: &Self, mat2: &Self);
-        cat_out => cat(tensors: &[Self], dim: i64);
-    }
+    autograd_opset::written_back_kernels!(write_back);
+    autograd_opset::float_unary_kernels!(float_unary, C);
 
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
-        check_alpha(kind(self_).max(kind(other)), alpha)?;
+        rules::check_alpha(kind(self_).max(kind(other)), alpha)?;
         binary_exact(self_, other, |a, b| C::add_tensor(a, b, alpha))
     }
     fn add_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
-        check_alpha(scalar_kind(self_, other), alpha)?;
+        rules::check_alpha(scalar_kind(self_, other), alpha)?;
         with_scalar(self_, other, |x| C::add_scalar(x, other, alpha))
     }
     fn sub_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
-        check_sub(kind(self_), kind(other))?;
-        check_alpha(kind(self_).max(kind(other)), alpha)?;
+        rules::check_sub(kind(self_), kind(other))?;
+        rules::check_alpha(kind(self_).max(kind(other)), alpha)?;
         binary_exact(self_, other, |a, b| C::sub_tensor(a, b, alpha))
     }
     fn sub_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
-        check(kind(self_) != Kind::Bool, || SUB_BOOL.into())?;
-        check_alpha(scalar_kind(self_, other), alpha)?;
+        rules::check_sub_scalar(kind(self_))?;
+        rules::check_alpha(scalar_kind(self_, other), alpha)?;
         with_scalar(self_, other, |x| C::sub_scalar(x, other, alpha))
     }
     fn mul_tensor(self_: &Self, other: &Self) -> R<Self> {
@@ -417,29 +263,11 @@ impl Backend for CandleTensor {
         C::div_scalar(&promoted(self_, float_dtype(&[self_]))?, other)
     }
     fn neg(self_: &Self) -> R<Self> {
-        check(kind(self_) != Kind::Bool, || {
-            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.".into()
-        })?;
+        rules::check_neg(kind(self_))?;
         int_kernel(self_, C::neg, Kind::Int)
     }
-    fn exp(self_: &Self) -> R<Self> {
-        C::exp(&promoted(self_, float_dtype(&[self_]))?)
-    }
-    fn log(self_: &Self) -> R<Self> {
-        C::log(&promoted(self_, float_dtype(&[self_]))?)
-    }
-    fn sqrt(self_: &Self) -> R<Self> {
-        C::sqrt(&promoted(self_, float_dtype(&[self_]))?)
-    }
-    fn rsqrt(self_: &Self) -> R<Self> {
-        C::rsqrt(&promoted(self_, float_dtype(&[self_]))?)
-    }
     fn pow_tensor_scalar(self_: &Self, exponent: f64) -> R<Self> {
-        if scalar_kind(self_, exponent) != Kind::Float {
-            check(exponent >= 0.0, || {
-                "Integers to negative integer powers are not allowed.".into()
-            })?;
-        }
+        rules::check_int_pow(scalar_kind(self_, exponent), exponent)?;
         match scalar_kind(self_, exponent) {
             Kind::Float => C::pow_tensor_scalar(&promoted(self_, float_dtype(&[self_]))?, exponent),
             // candle's `powf` is for floats: integer powers go through `F64`.
@@ -447,83 +275,48 @@ impl Backend for CandleTensor {
         }
     }
     fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> R<Self> {
-        check(kind(self_).max(kind(exponent)) != Kind::Bool, || {
-            "\"pow\" not implemented for 'Bool'".into()
-        })?;
+        rules::check_not_bool(kind(self_).max(kind(exponent)), "pow")?;
         binary(self_, exponent, C::pow_tensor_tensor)
     }
     fn abs(self_: &Self) -> R<Self> {
-        check(kind(self_) != Kind::Bool, || {
-            "\"abs_cpu\" not implemented for 'Bool'".into()
-        })?;
+        rules::check_not_bool(kind(self_), "abs_cpu")?;
         int_kernel(self_, C::abs, Kind::Int)
     }
     fn sign(self_: &Self) -> R<Self> {
         int_kernel(self_, C::sign, Kind::Bool)
     }
-    fn sin(self_: &Self) -> R<Self> {
-        C::sin(&promoted(self_, float_dtype(&[self_]))?)
-    }
-    fn cos(self_: &Self) -> R<Self> {
-        C::cos(&promoted(self_, float_dtype(&[self_]))?)
-    }
-    fn erf(self_: &Self) -> R<Self> {
-        C::erf(&promoted(self_, float_dtype(&[self_]))?)
-    }
-    fn tanh(self_: &Self) -> R<Self> {
-        C::tanh(&promoted(self_, float_dtype(&[self_]))?)
-    }
     fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
         // PyTorch promotes the two, and has the kernel for floats only.
-        let k = kind(grad_output).max(kind(output));
-        let t = if kind(grad_output) == k {
-            grad_output
-        } else {
-            output
-        };
-        floats(t, "tanh_backward_cpu")?;
+        rules::check_promoted_floats("tanh_backward_cpu", grad_output.dtype(), output.dtype())?;
         let [g, o] = promoted_all([grad_output, output])?;
         C::tanh_backward(&g, &o)
     }
-    fn sigmoid(self_: &Self) -> R<Self> {
-        C::sigmoid(&promoted(self_, float_dtype(&[self_]))?)
-    }
     fn relu(self_: &Self) -> R<Self> {
-        check(kind(self_) != Kind::Bool, || {
-            "Boolean inputs not supported for relu".into()
-        })?;
+        rules::check_relu(kind(self_))?;
         int_kernel(self_, C::relu, Kind::Int)
     }
     fn leaky_relu(self_: &Self, negative_slope: f64) -> R<Self> {
-        floats(self_, "leaky_relu_cpu")?;
+        rules::check_floats(self_.dtype(), "leaky_relu_cpu")?;
         C::leaky_relu(self_, negative_slope)
     }
     fn threshold_backward(grad_output: &Self, self_: &Self, threshold: f64) -> R<Self> {
-        check(kind(grad_output).max(kind(self_)) != Kind::Bool, || {
-            "\"threshold_cpu\" not implemented for 'Bool'".into()
-        })?;
+        rules::check_not_bool(kind(grad_output).max(kind(self_)), "threshold_cpu")?;
         binary(grad_output, self_, |g, x| {
             C::threshold_backward(g, x, threshold)
         })
     }
     fn gelu(self_: &Self, approximate: &str) -> R<Self> {
-        floats(self_, "GeluKernelImpl")?;
+        rules::check_floats(self_.dtype(), "GeluKernelImpl")?;
         C::gelu(self_, approximate)
     }
     fn clamp(self_: &Self, min: Option<f64>, max: Option<f64>) -> R<Self> {
-        let whole = min.is_none_or(integral) && max.is_none_or(integral);
-        if kind(self_) == Kind::Float || !whole {
+        if rules::clamp_kind(kind(self_), min, max) == Kind::Float {
             return C::clamp(&promoted(self_, float_dtype(&[self_]))?, min, max);
         }
         narrowed(C::clamp(&wide(self_)?, min, max)?, Kind::Int)
     }
     fn where_self(condition: &Self, self_: &Self, other: &Self) -> R<Self> {
-        check(kind(condition) == Kind::Bool, || {
-            format!(
-                "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
-                name_of(condition)
-            )
-        })?;
+        rules::check_where_condition(condition.dtype())?;
         match kind(self_).max(kind(other)) {
             // candle's `where_cond` picks `I64` and `U8` elements as they are: exact.
             Kind::Int => C::where_self(condition, &as_i64(self_)?, &as_i64(other)?),
@@ -564,9 +357,7 @@ impl Backend for CandleTensor {
         compare_scalar(self_, other, C::le_scalar)
     }
     fn argmax(self_: &Self, dim: Option<i64>, keepdim: bool) -> R<Self> {
-        check(kind(self_) != Kind::Bool, || {
-            "argmax(): does not support bool input".into()
-        })?;
+        rules::check_argmax(kind(self_))?;
         let x = if kind(self_) == Kind::Float {
             self_.clone()
         } else {
@@ -591,11 +382,7 @@ impl Backend for CandleTensor {
     fn fill_scalar_(self_: &mut Self, value: f64) -> R<()> {
         let mut w = wide(self_)?;
         // PyTorch converts the value to the tensor's dtype (truncating, or != 0 for bool).
-        let v = match kind(self_) {
-            Kind::Float => value,
-            Kind::Int => value.trunc(),
-            Kind::Bool => f64::from(u8::from(value != 0.0)),
-        };
+        let v = rules::converted_scalar(kind(self_), value);
         C::fill_scalar_(&mut w, v)?;
         *self_ = C::new(ce(w.t.to_dtype(self_.t.dtype()))?);
         Ok(())
@@ -604,13 +391,7 @@ impl Backend for CandleTensor {
         matmul_like(self_, mat2, "addmm_impl_cpu_", C::mm)
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
-        check(self_.t.dtype() == mat2.t.dtype(), || {
-            format!(
-                "expected scalar type {} but found {}",
-                name_of(self_),
-                name_of(mat2)
-            )
-        })?;
+        rules::check_same(self_.dtype(), mat2.dtype())?;
         matmul_like(self_, mat2, "bmm", C::bmm)
     }
     fn sum_dim_intlist(
@@ -636,7 +417,7 @@ impl Backend for CandleTensor {
         dtype: Option<ScalarType>,
     ) -> R<Self> {
         let t = &cast_to(self_, dtype)?;
-        check_mean(t, dtype.is_some())?;
+        rules::check_mean(t.dtype(), dtype.is_some())?;
         C::mean_dim(t, dim, keepdim, None)
     }
     fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
@@ -652,12 +433,12 @@ impl Backend for CandleTensor {
     }
     fn softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
         let t = &cast_to(self_, dtype)?;
-        floats(t, softmax_kernel("softmax", t, dim))?;
+        rules::check_softmax("softmax", t.dtype(), t.shape().len(), dim)?;
         C::softmax_int(t, dim, None)
     }
     fn log_softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
         let t = &cast_to(self_, dtype)?;
-        floats(t, softmax_kernel("log_softmax", t, dim))?;
+        rules::check_softmax("log_softmax", t.dtype(), t.shape().len(), dim)?;
         C::log_softmax_int(t, dim, None)
     }
     fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
@@ -726,30 +507,16 @@ impl Backend for CandleTensor {
     }
     fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
         moved(self_, |x| {
-            let i = index_arg(index, x, |_| {
-                "index_select(): Expected dtype int32 or int64 for index".into()
-            })?;
+            let i = index_arg(index, x, IndexUse::IndexSelect)?;
             C::index_select(x, dim, &i)
         })
     }
     fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
-        let i = index_arg(index, self_, |d| {
-            format!("index_add_(): Expected dtype int32/int64 for index but got: {d}")
-        })?;
-        check(self_.t.dtype() == source.t.dtype(), || {
-            format!(
-                "index_add_(): self ({}) and source ({}) must have the same scalar type",
-                name_of(self_),
-                name_of(source)
-            )
-        })?;
+        let i = index_arg(index, self_, IndexUse::IndexAdd)?;
+        rules::check_index_add_source(self_.dtype(), source.dtype())?;
         let s = wide(source)?;
         // PyTorch converts alpha to the integer dtype (truncates; for bools, != 0).
-        let alpha = match kind(self_) {
-            Kind::Float => alpha,
-            Kind::Int => alpha.trunc(),
-            Kind::Bool => f64::from(u8::from(alpha != 0.0)),
-        };
+        let alpha = rules::converted_scalar(kind(self_), alpha);
         kept(self_, |x| {
             C::index_add(
                 x,
@@ -762,19 +529,13 @@ impl Backend for CandleTensor {
     }
     fn gather(self_: &Self, dim: i64, index: &Self, sparse_grad: bool) -> R<Self> {
         moved(self_, |x| {
-            let i = index_arg(index, x, |_| {
-                "gather(): Expected dtype int32/int64 for index".into()
-            })?;
+            let i = index_arg(index, x, IndexUse::Gather)?;
             C::gather(x, dim, &i, sparse_grad)
         })
     }
     fn scatter_add(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
-        let i = index_arg(index, self_, |_| {
-            "scatter(): Expected dtype int32/int64 for index".into()
-        })?;
-        check(self_.t.dtype() == src.t.dtype(), || {
-            "scatter(): Expected self.dtype to be equal to src.dtype".into()
-        })?;
+        let i = index_arg(index, self_, IndexUse::Scatter)?;
+        rules::check_scatter_src(self_.dtype(), src.dtype())?;
         let s = wide(src)?;
         kept(self_, |x| {
             C::scatter_add(
@@ -786,11 +547,7 @@ impl Backend for CandleTensor {
         })
     }
     fn mse_loss(self_: &Self, target: &Self, reduction: i64) -> R<Self> {
-        let k = kind(self_).max(kind(target));
-        check(k == Kind::Float, || {
-            let t = if kind(self_) == k { self_ } else { target };
-            format!("\"mse_cpu\" not implemented for '{}'", name_of(t))
-        })?;
+        rules::check_promoted_floats("mse_cpu", self_.dtype(), target.dtype())?;
         let [a, b] = promoted_all([self_, target])?;
         C::mse_loss(&a, &b, reduction)
     }
@@ -801,10 +558,8 @@ impl Backend for CandleTensor {
         reduction: i64,
         ignore_index: i64,
     ) -> R<(Self, Self)> {
-        let t = index_arg(target, self_, |d| {
-            format!("expected target dtype to be Long or Byte, but got {d}")
-        })?;
-        floats(self_, "nll_loss_out_frame")?;
+        let t = index_arg(target, self_, IndexUse::NllTarget)?;
+        rules::check_floats(self_.dtype(), "nll_loss_out_frame")?;
         nll_weight(self_, weight)?;
         C::nll_loss_forward(self_, &t, weight, reduction, ignore_index)
     }
@@ -817,22 +572,15 @@ impl Backend for CandleTensor {
         ignore_index: i64,
         total_weight: &Self,
     ) -> R<Self> {
-        let t = index_arg(target, self_, |d| {
-            format!("expected scalar type Long but found {d}")
-        })?;
-        floats(self_, "nll_loss_backward_out_frame")?;
+        let t = index_arg(target, self_, IndexUse::NllBackwardTarget)?;
+        rules::check_floats(self_.dtype(), "nll_loss_backward_out_frame")?;
         nll_weight(self_, weight)?;
         let d = self_.t.dtype();
         let (g, tw) = (promoted(grad_output, d)?, promoted(total_weight, d)?);
         C::nll_loss_backward(&g, self_, &t, weight, reduction, ignore_index, &tw)
     }
     fn native_dropout(input: &Self, p: f64, train: Option<bool>) -> R<(Self, Self)> {
-        check(kind(input) == Kind::Float, || {
-            format!(
-                "result type Double can't be cast to the desired output type {}",
-                name_of(input)
-            )
-        })?;
+        rules::check_dropout(input.dtype(), "f64")?;
         let (y, mask) = C::native_dropout(input, p, train)?;
         Ok((y, mask_out(mask)?))
     }
@@ -848,12 +596,8 @@ impl Backend for CandleTensor {
         eps: f64,
         cudnn_enable: bool,
     ) -> R<Self> {
-        floats(input, "LayerNormKernelImpl")?;
-        for t in weight.iter().chain(bias.iter()) {
-            check(kind(t) == Kind::Float, || {
-                "mixed dtype (CPU): expect parameter to have scalar type of Float".into()
-            })?;
-        }
+        let dtype = |t: &Self| t.dtype();
+        rules::check_layer_norm(input.dtype(), weight.map(dtype), bias.map(dtype))?;
         C::layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
     }
     fn embedding(
@@ -864,15 +608,7 @@ impl Backend for CandleTensor {
         sparse: bool,
     ) -> R<Self> {
         moved(weight, |x| {
-            let i = index_arg(indices, x, |d| {
-                let got = match d {
-                    "Bool" => "CPUBoolType".to_string(),
-                    d => format!("torch.{d}Tensor"),
-                };
-                format!(
-                    "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {got} instead (while checking arguments for embedding)"
-                )
-            })?;
+            let i = index_arg(indices, x, IndexUse::Embedding)?;
             C::embedding(x, &i, padding_idx, scale_grad_by_freq, sparse)
         })
     }

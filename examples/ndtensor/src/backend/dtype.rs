@@ -1,7 +1,8 @@
 //! `impl Backend for NdTensor<E>`: PyTorch's dtype rules around the floating-point kernels
 //! of `backend.rs`.
 //!
-//! * Floating-point tensors go to the kernels as they are.
+//! * Floating-point tensors go to the kernels as they are, borrowed (`Data::Float` holds the
+//!   kernels' `FloatTensor`).
 //! * Ops that only move elements (views, `cat`, `index_select`, `gather`, `embedding`'s rows,
 //!   ...) work on every dtype: for `i64`/`bool` tensors the kernel runs on the elements'
 //!   positions (exact in `f64`) and the elements are looked up, so integers stay exact.
@@ -12,14 +13,18 @@
 //!   kernels (`mm`, `pow`, `clamp`, `amax`, `max.dim`, `index_add`, `scatter_add`, ...) in
 //!   `f64`, exact for magnitudes below 2^53.
 //! * Index arguments must be `i64`, `where`'s condition `bool`, and float-only kernels
-//!   refuse other dtypes: each with PyTorch's message.
+//!   refuse other dtypes: each with PyTorch's message. These checks and the promotion are
+//!   the op set's (`autograd_opset::dtype`, shared with candletensor); this file converts
+//!   ndarray's arrays between dtypes and calls the kernels.
 
 use crate::tensor::{Data, Element, FloatTensor, NdTensor};
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::Backend;
-use autograd_opset::error::{Error, check};
+use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index};
+use autograd_opset::error::Error;
 use autograd_opset::shape::{broadcast_shape, reduce_axes};
 use ndarray::{ArcArray, Array, ArrayView, Axis, IxDyn, Zip};
+use std::borrow::Cow;
 
 type F<E> = FloatTensor<E>;
 type R<T> = Result<T, Error>;
@@ -27,40 +32,8 @@ type A<T> = ArcArray<T, IxDyn>;
 
 // ------------------------------------------------------------------------------- dtypes
 
-/// A dtype's rank in PyTorch's promotion: `Bool` < `Int` < `Float`.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-enum Kind {
-    Bool,
-    Int,
-    Float,
-}
-
 fn kind<E: Element>(t: &NdTensor<E>) -> Kind {
-    match t.data() {
-        Data::Bool(_) => Kind::Bool,
-        Data::Int(_) => Kind::Int,
-        Data::Float(_) => Kind::Float,
-    }
-}
-
-/// PyTorch's name of a dtype in messages (`Double`, `Long`, ...).
-fn torch_name(dtype: &str) -> &'static str {
-    match dtype {
-        "f32" => "Float",
-        "f64" => "Double",
-        "i64" => "Long",
-        _ => "Bool",
-    }
-}
-
-fn name_of<E: Element>(t: &NdTensor<E>) -> &'static str {
-    torch_name(t.dtype())
-}
-
-/// Whether a Scalar argument is an integer (PyTorch's Python `int`; the op set passes
-/// Scalars as `f64`, so an integral value counts as an `int`).
-fn integral(x: f64) -> bool {
-    x.is_finite() && x.fract() == 0.0
+    Kind::of(t.dtype())
 }
 
 fn fl<E: Element>(a: A<E>) -> F<E> {
@@ -72,14 +45,18 @@ fn float_out<E: Element>(t: F<E>) -> NdTensor<E> {
 }
 
 /// The tensor as `E`: PyTorch's promotion of integers and booleans to the default float type.
-fn promoted<E: Element>(t: &NdTensor<E>) -> F<E> {
-    fl(t.to_float())
+/// A floating-point tensor is borrowed, not copied.
+fn promoted<E: Element>(t: &NdTensor<E>) -> Cow<'_, F<E>> {
+    match t.data() {
+        Data::Float(a) => Cow::Borrowed(a),
+        _ => Cow::Owned(fl(t.to_float())),
+    }
 }
 
 /// The tensor as `f64` (the integer kernels' arithmetic).
 fn wide<E: Element>(t: &NdTensor<E>) -> F<f64> {
     fl(match t.data() {
-        Data::Float(a) => a.mapv(|x| x.as_f64()).into_shared(),
+        Data::Float(a) => a.data.mapv(|x| x.as_f64()).into_shared(),
         Data::Int(a) => a.mapv(|x| x as f64).into_shared(),
         Data::Bool(a) => a.mapv(|x| f64::from(u8::from(x))).into_shared(),
     })
@@ -88,7 +65,7 @@ fn wide<E: Element>(t: &NdTensor<E>) -> F<f64> {
 /// An `f64` result as a tensor of `kind`.
 fn narrowed<E: Element>(t: F<f64>, kind: Kind) -> NdTensor<E> {
     NdTensor::from_data(match kind {
-        Kind::Float => Data::Float(t.data.mapv(E::of).into_shared()),
+        Kind::Float => Data::Float(fl(t.data.mapv(E::of).into_shared())),
         Kind::Int => Data::Int(t.data.mapv(|x| x as i64).into_shared()),
         Kind::Bool => Data::Bool(t.data.mapv(|x| x != 0.0).into_shared()),
     })
@@ -110,19 +87,13 @@ fn ints<E: Element>(t: &NdTensor<E>) -> A<i64> {
     match t.data() {
         Data::Int(a) => a.clone(),
         Data::Bool(a) => a.mapv(i64::from).into_shared(),
-        Data::Float(a) => a.mapv(|x| x.as_f64() as i64).into_shared(),
+        Data::Float(a) => a.data.mapv(|x| x.as_f64() as i64).into_shared(),
     }
 }
 
 /// A kernel PyTorch implements for floating-point types only.
-fn floats<E: Element>(t: &NdTensor<E>, kernel: &str) -> R<F<E>> {
-    match t.data() {
-        Data::Float(a) => Ok(fl(a.clone())),
-        _ => Err(Error::runtime(format!(
-            "\"{kernel}\" not implemented for '{}'",
-            name_of(t)
-        ))),
-    }
+fn floats<'a, E: Element>(t: &'a NdTensor<E>, kernel: &str) -> R<Cow<'a, F<E>>> {
+    rules::check_floats(t.dtype(), kernel).map(|()| promoted(t))
 }
 
 fn int_out<E: Element>(a: Array<i64, IxDyn>) -> NdTensor<E> {
@@ -154,12 +125,9 @@ fn needs_f64<E: Element>(i: &A<i64>) -> bool {
     !exact::<E>(i) && exact::<f64>(i)
 }
 
-/// The `i64` elements of an index argument, or `message` (PyTorch's dtype error).
-fn index_arg<E: Element>(t: &NdTensor<E>, message: impl FnOnce(&str) -> String) -> R<A<i64>> {
-    match t.data() {
-        Data::Int(a) => Ok(a.clone()),
-        _ => Err(Error::runtime(message(name_of(t)))),
-    }
+/// The `i64` elements of an index argument, or PyTorch's dtype error for `arg`.
+fn index_arg<E: Element>(t: &NdTensor<E>, arg: IndexUse) -> R<A<i64>> {
+    check_index(arg, t.dtype()).map(|()| ints(t))
 }
 
 // ------------------------------------------------------------------------------- broadcasting
@@ -218,7 +186,7 @@ fn placed_any<E: Element>(
     k: impl Fn(&F<f64>) -> R<F<f64>>,
 ) -> R<NdTensor<E>> {
     Ok(match t.data() {
-        Data::Float(a) => float_out(float(&fl(a.clone()))?),
+        Data::Float(a) => float_out(float(a)?),
         Data::Int(a) => NdTensor::from_data(Data::Int(placed(a, k)?)),
         Data::Bool(a) => NdTensor::from_data(Data::Bool(placed(a, k)?)),
     })
@@ -230,7 +198,7 @@ macro_rules! moved {
     ($t:expr, $x:ident => $call:expr) => {
         match $t.data() {
             Data::Float(a) => {
-                let $x = &fl(a.clone());
+                let $x = a;
                 Ok(float_out($call?))
             }
             Data::Int(a) => {
@@ -252,7 +220,7 @@ macro_rules! moved_all {
     ($t:expr, $x:ident => $call:expr) => {
         match $t.data() {
             Data::Float(a) => {
-                let $x = &fl(a.clone());
+                let $x = a;
                 Ok($call?.into_iter().map(float_out).collect())
             }
             Data::Int(a) => {
@@ -283,7 +251,7 @@ fn joined<E: Element>(
 ) -> R<NdTensor<E>> {
     let k = tensors.iter().map(kind).max().unwrap_or(Kind::Float);
     if k == Kind::Float {
-        let fs: Vec<F<E>> = tensors.iter().map(promoted).collect();
+        let fs: Vec<F<E>> = tensors.iter().map(|t| promoted(t).into_owned()).collect();
         return Ok(float_out(float(&fs)?));
     }
     // Positions numbered across the tensors, elements concatenated.
@@ -304,32 +272,13 @@ fn joined<E: Element>(
 
 // ------------------------------------------------------------------------------- arithmetic
 
-/// PyTorch's check of `alpha` for integral results.
-fn check_alpha(k: Kind, alpha: f64) -> R<()> {
-    check(k == Kind::Float || integral(alpha), || {
-        "For integral input tensors, argument alpha must not be a floating point number.".into()
-    })
-}
-
-const SUB_BOOL: &str = "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.";
-
-/// `sub`'s refusal of boolean operands.
-fn check_sub(a: Kind, b: Kind) -> R<()> {
-    if a == Kind::Bool && b == Kind::Bool {
-        return Err(Error::runtime(
-            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
-        ));
-    }
-    check(a != Kind::Bool && b != Kind::Bool, || SUB_BOOL.into())
-}
-
 /// `a + alpha * b` (`sign` -1 for `sub`) with promotion.
 fn add_sub<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, alpha: f64, sign: i64) -> R<NdTensor<E>> {
     let k = kind(a).max(kind(b));
     if sign < 0 {
-        check_sub(kind(a), kind(b))?;
+        rules::check_sub(kind(a), kind(b))?;
     }
-    check_alpha(k, alpha)?;
+    rules::check_alpha(k, alpha)?;
     match k {
         Kind::Float => {
             let (x, y) = (promoted(a), promoted(b));
@@ -354,22 +303,16 @@ fn add_sub<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, alpha: f64, sign: i64) 
     }
 }
 
-/// The dtype of `tensor op scalar` (a non-integral Scalar promotes integers to float; an
-/// integral one turns booleans into `i64`, as a Python `int` does).
 fn scalar_kind<E: Element>(t: &NdTensor<E>, s: f64) -> Kind {
-    match kind(t) {
-        Kind::Float => Kind::Float,
-        _ if !integral(s) => Kind::Float,
-        _ => Kind::Int,
-    }
+    rules::scalar_kind(kind(t), s)
 }
 
 fn add_sub_scalar<E: Element>(t: &NdTensor<E>, s: f64, alpha: f64, sign: i64) -> R<NdTensor<E>> {
     if sign < 0 {
-        check(kind(t) != Kind::Bool, || SUB_BOOL.into())?;
+        rules::check_sub_scalar(kind(t))?;
     }
     let k = scalar_kind(t, s);
-    check_alpha(k, alpha)?;
+    rules::check_alpha(k, alpha)?;
     if k == Kind::Float {
         let x = promoted(t);
         return Ok(float_out(if sign < 0 {
@@ -411,7 +354,7 @@ fn compare_scalar<E: Element>(
     cmp: fn(&f64, &f64) -> bool,
 ) -> R<NdTensor<E>> {
     match t.data() {
-        Data::Float(a) => Ok(mask_out(float(&fl(a.clone()), s)?)),
+        Data::Float(a) => Ok(mask_out(float(a, s)?)),
         _ => Ok(bool_out(wide(t).data.mapv(|x| cmp(&x, &s)))),
     }
 }
@@ -439,25 +382,9 @@ fn matmul_like<E: Element>(
     float: fn(&F<E>, &F<E>) -> R<F<E>>,
     wide_kernel: fn(&F<f64>, &F<f64>) -> R<F<f64>>,
 ) -> R<NdTensor<E>> {
-    let c_name = |t: &NdTensor<E>| match t.dtype() {
-        "f32" => "float",
-        "f64" => "double",
-        "i64" => "long int",
-        _ => "bool",
-    };
-    check(kind(a) == kind(b), || {
-        format!(
-            "expected m1 and m2 to have the same dtype, but got: {} != {}",
-            c_name(a),
-            c_name(b)
-        )
-    })?;
-    match kind(a) {
+    match rules::check_matmul(a.dtype(), b.dtype(), kernel)? {
         Kind::Float => Ok(float_out(float(&promoted(a), &promoted(b))?)),
-        Kind::Int => Ok(narrowed(wide_kernel(&wide(a), &wide(b))?, Kind::Int)),
-        Kind::Bool => Err(Error::runtime(format!(
-            "\"{kernel}\" not implemented for 'Bool'"
-        ))),
+        _ => Ok(narrowed(wide_kernel(&wide(a), &wide(b))?, Kind::Int)),
     }
 }
 
@@ -475,33 +402,28 @@ fn sum_ints<E: Element>(t: &NdTensor<E>, axes: &[usize], keepdim: bool) -> NdTen
     int_out(r)
 }
 
-/// `mean`'s dtype check (on the input, or on the `dtype=` it was cast to).
-fn check_mean<E: Element>(t: &NdTensor<E>, requested: bool) -> R<()> {
-    let what = if requested { "Optional" } else { "Input" };
-    check(kind(t) == Kind::Float, || {
-        format!(
-            "mean(): could not infer output dtype. {what} dtype must be either a floating point or complex dtype. Got: {}",
-            name_of(t)
-        )
-    })
-}
-
 /// `t` cast to a reduction's `dtype=` argument (PyTorch casts the input first; floats to
 /// integers truncate, anything to `bool` is `!= 0`).
-fn cast_to<E: Element>(t: &NdTensor<E>, dtype: Option<ScalarType>) -> NdTensor<E> {
-    match dtype {
-        None => t.clone(),
-        Some(ScalarType::Bool) => to_bool(t),
-        Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64) => {
-            NdTensor::new(t.to_float())
-        }
-        Some(_) => int_out(ints(t).into_owned()),
-    }
+fn cast_to<E: Element>(t: &NdTensor<E>, dtype: Option<ScalarType>) -> Cow<'_, NdTensor<E>> {
+    Cow::Owned(match dtype.map(Kind::requested) {
+        None => return Cow::Borrowed(t),
+        Some(Kind::Bool) => to_bool(t),
+        Some(Kind::Float) => NdTensor::new(t.to_float()),
+        Some(Kind::Int) => int_out(ints(t).into_owned()),
+    })
 }
 
 /// `t != 0` as `bool`.
 fn to_bool<E: Element>(t: &NdTensor<E>) -> NdTensor<E> {
-    bool_out(wide(t).data.mapv(|x| x != 0.0))
+    NdTensor::from_data(Data::Bool(bools(t)))
+}
+
+/// The elements `!= 0` (a boolean tensor's array itself, shared).
+fn bools<E: Element>(t: &NdTensor<E>) -> A<bool> {
+    match t.data() {
+        Data::Bool(a) => a.clone(),
+        _ => wide(t).data.mapv(|x| x != 0.0).into_shared(),
+    }
 }
 
 /// Zeros of `shape` with `t`'s dtype, or `dtype`'s when given.
@@ -510,15 +432,10 @@ fn zeros_as<E: Element>(
     dtype: Option<ScalarType>,
     shape: &[usize],
 ) -> NdTensor<E> {
-    let k = match dtype {
-        Some(ScalarType::Bool) => Kind::Bool,
-        Some(ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64) => Kind::Float,
-        Some(_) => Kind::Int,
-        None => kind(t),
-    };
+    let k = dtype.map_or(kind(t), Kind::requested);
     let s = IxDyn(shape);
     NdTensor::from_data(match k {
-        Kind::Float => Data::Float(Array::zeros(s).into_shared()),
+        Kind::Float => Data::Float(fl(Array::zeros(s).into_shared())),
         Kind::Int => Data::Int(Array::zeros(s).into_shared()),
         Kind::Bool => Data::Bool(Array::from_elem(s, false).into_shared()),
     })
@@ -529,80 +446,29 @@ fn indices_out<E: Element, G: Element>(t: F<G>) -> NdTensor<E> {
     int_out(t.data.mapv(|x| x.as_f64() as i64))
 }
 
+/// A kernel PyTorch computes in floating point (integers and booleans promoted to `E`).
+fn float_unary<E: Element>(t: &NdTensor<E>, kernel: fn(&F<E>) -> R<F<E>>) -> R<NdTensor<E>> {
+    Ok(float_out(kernel(&promoted(t))?))
+}
+
 /// The result of an in-place op written into `self_`'s dtype, or PyTorch's cast error.
 fn write_back<E: Element>(self_: &mut NdTensor<E>, r: NdTensor<E>) -> R<()> {
-    check(kind(&r) <= kind(self_), || {
-        format!(
-            "result type {} can't be cast to the desired output type {}",
-            name_of(&r),
-            name_of(self_)
-        )
-    })?;
-    *self_ = to_kind(&r, kind(self_));
+    rules::check_cast(r.dtype(), self_.dtype())?;
+    *self_ = if kind(&r) == kind(self_) {
+        r
+    } else {
+        to_kind(&r, kind(self_))
+    };
     Ok(())
 }
 
 // ------------------------------------------------------------------------------- the impl
 
-/// In-place and out= kernels: the functional kernel, its result written back in the
-/// destination's dtype (PyTorch refuses a result it cannot cast: a float into an `i64`).
-macro_rules! written_back {
-    ($($name:ident => $f:ident($($a:ident: $t:ty),*);)*) => {$(
-        fn $name(self_: &mut Self, $($a: $t),*) -> R<()> {
-            let r = <Self as Backend>::$f(&*self_, $($a),*)?;
-            write_back(self_, r)
-        }
-    )*};
-}
-
-/// out= kernels, as [`written_back!`].
-macro_rules! out_kernels {
-    ($($name:ident => $f:ident($($a:ident: $t:ty),*);)*) => {$(
-        fn $name($($a: $t,)* out: &mut Self) -> R<()> {
-            let r = <Self as Backend>::$f($($a),*)?;
-            write_back(out, r)
-        }
-    )*};
-}
-
 impl<E: Element> Backend for NdTensor<E> {
     type Error = Error;
 
-    written_back! {
-        add_tensor_ => add_tensor(other: &Self, alpha: f64);
-        add_scalar_ => add_scalar(other: f64, alpha: f64);
-        sub_tensor_ => sub_tensor(other: &Self, alpha: f64);
-        sub_scalar_ => sub_scalar(other: f64, alpha: f64);
-        mul_tensor_ => mul_tensor(other: &Self);
-        mul_scalar_ => mul_scalar(other: f64);
-        div_tensor_ => div_tensor(other: &Self);
-        div_scalar_ => div_scalar(other: f64);
-        neg_ => neg();
-        exp_ => exp();
-        log_ => log();
-        sqrt_ => sqrt();
-        pow_scalar_ => pow_tensor_scalar(exponent: f64);
-        abs_ => abs();
-        sin_ => sin();
-        tanh_ => tanh();
-        sigmoid_ => sigmoid();
-        relu_ => relu();
-        leaky_relu_ => leaky_relu(negative_slope: f64);
-        gelu_ => gelu(approximate: &str);
-        clamp_ => clamp(min: Option<f64>, max: Option<f64>);
-    }
-    out_kernels! {
-        add_out => add_tensor(self_: &Self, other: &Self, alpha: f64);
-        sub_out => sub_tensor(self_: &Self, other: &Self, alpha: f64);
-        mul_out => mul_tensor(self_: &Self, other: &Self);
-        div_out => div_tensor(self_: &Self, other: &Self);
-        neg_out => neg(self_: &Self);
-        exp_out => exp(self_: &Self);
-        tanh_out => tanh(self_: &Self);
-        clamp_out => clamp(self_: &Self, min: Option<f64>, max: Option<f64>);
-        mm_out => mm(self_: &Self, mat2: &Self);
-        cat_out => cat(tensors: &[Self], dim: i64);
-    }
+    autograd_opset::written_back_kernels!(write_back);
+    autograd_opset::float_unary_kernels!(float_unary, F<E>);
 
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         add_sub(self_, other, alpha, 1)
@@ -636,141 +502,99 @@ impl<E: Element> Backend for NdTensor<E> {
         Ok(float_out(F::div_scalar(&promoted(self_), other)?))
     }
     fn neg(self_: &Self) -> R<Self> {
+        rules::check_neg(kind(self_))?;
         match self_.data() {
-            Data::Float(a) => Ok(float_out(F::neg(&fl(a.clone()))?)),
-            Data::Int(a) => Ok(int_out(a.mapv(i64::wrapping_neg))),
-            Data::Bool(_) => Err(Error::runtime(
-                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
-            )),
+            Data::Float(a) => Ok(float_out(F::neg(a)?)),
+            _ => Ok(int_out(ints(self_).mapv(i64::wrapping_neg))),
         }
-    }
-    fn exp(self_: &Self) -> R<Self> {
-        Ok(float_out(F::exp(&promoted(self_))?))
-    }
-    fn log(self_: &Self) -> R<Self> {
-        Ok(float_out(F::log(&promoted(self_))?))
-    }
-    fn sqrt(self_: &Self) -> R<Self> {
-        Ok(float_out(F::sqrt(&promoted(self_))?))
-    }
-    fn rsqrt(self_: &Self) -> R<Self> {
-        Ok(float_out(F::rsqrt(&promoted(self_))?))
     }
     fn pow_tensor_scalar(self_: &Self, exponent: f64) -> R<Self> {
         if scalar_kind(self_, exponent) == Kind::Float {
             return Ok(float_out(F::pow_tensor_scalar(&promoted(self_), exponent)?));
         }
-        check(exponent >= 0.0, || {
-            "Integers to negative integer powers are not allowed.".into()
-        })?;
+        rules::check_int_pow(Kind::Int, exponent)?;
         let e = exponent as u32;
         Ok(int_out(ints(self_).mapv(|x| x.wrapping_pow(e))))
     }
     fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> R<Self> {
-        match kind(self_).max(kind(exponent)) {
+        let k = kind(self_).max(kind(exponent));
+        rules::check_not_bool(k, "pow")?;
+        match k {
             Kind::Float => Ok(float_out(F::pow_tensor_tensor(
                 &promoted(self_),
                 &promoted(exponent),
             )?)),
-            Kind::Int => Ok(narrowed(
+            _ => Ok(narrowed(
                 F::pow_tensor_tensor(&wide(self_), &wide(exponent))?,
                 Kind::Int,
             )),
-            Kind::Bool => Err(Error::runtime("\"pow\" not implemented for 'Bool'")),
         }
     }
     fn abs(self_: &Self) -> R<Self> {
+        rules::check_not_bool(kind(self_), "abs_cpu")?;
         match self_.data() {
-            Data::Int(a) => Ok(int_out(a.mapv(i64::wrapping_abs))),
-            Data::Bool(_) => Err(Error::runtime("\"abs_cpu\" not implemented for 'Bool'")),
-            Data::Float(a) => Ok(float_out(F::abs(&fl(a.clone()))?)),
+            Data::Float(a) => Ok(float_out(F::abs(a)?)),
+            _ => Ok(int_out(ints(self_).mapv(i64::wrapping_abs))),
         }
     }
     fn sign(self_: &Self) -> R<Self> {
         match self_.data() {
             Data::Int(a) => Ok(int_out(a.mapv(i64::signum))),
             Data::Bool(_) => Ok(self_.clone()),
-            Data::Float(a) => Ok(float_out(F::sign(&fl(a.clone()))?)),
+            Data::Float(a) => Ok(float_out(F::sign(a)?)),
         }
-    }
-    fn sin(self_: &Self) -> R<Self> {
-        Ok(float_out(F::sin(&promoted(self_))?))
-    }
-    fn cos(self_: &Self) -> R<Self> {
-        Ok(float_out(F::cos(&promoted(self_))?))
-    }
-    fn erf(self_: &Self) -> R<Self> {
-        Ok(float_out(F::erf(&promoted(self_))?))
-    }
-    fn tanh(self_: &Self) -> R<Self> {
-        Ok(float_out(F::tanh(&promoted(self_))?))
     }
     fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
         // PyTorch promotes the two, and has the kernel for floats only.
-        let k = kind(grad_output).max(kind(output));
-        let t = if kind(grad_output) == k {
-            grad_output
-        } else {
-            output
-        };
-        floats(t, "tanh_backward_cpu")?;
+        rules::check_promoted_floats("tanh_backward_cpu", grad_output.dtype(), output.dtype())?;
         Ok(float_out(F::tanh_backward(
             &promoted(grad_output),
             &promoted(output),
         )?))
     }
-    fn sigmoid(self_: &Self) -> R<Self> {
-        Ok(float_out(F::sigmoid(&promoted(self_))?))
-    }
     fn relu(self_: &Self) -> R<Self> {
+        rules::check_relu(kind(self_))?;
         match self_.data() {
-            Data::Int(a) => Ok(int_out(a.mapv(|x| x.max(0)))),
-            Data::Bool(_) => Err(Error::runtime("Boolean inputs not supported for relu")),
-            Data::Float(a) => Ok(float_out(F::relu(&fl(a.clone()))?)),
+            Data::Float(a) => Ok(float_out(F::relu(a)?)),
+            _ => Ok(int_out(ints(self_).mapv(|x| x.max(0)))),
         }
     }
     fn leaky_relu(self_: &Self, negative_slope: f64) -> R<Self> {
         Ok(float_out(F::leaky_relu(
-            &floats(self_, "leaky_relu_cpu")?,
+            &*floats(self_, "leaky_relu_cpu")?,
             negative_slope,
         )?))
     }
     fn threshold_backward(grad_output: &Self, self_: &Self, threshold: f64) -> R<Self> {
-        match kind(grad_output).max(kind(self_)) {
+        let k = kind(grad_output).max(kind(self_));
+        rules::check_not_bool(k, "threshold_cpu")?;
+        match k {
             Kind::Float => Ok(float_out(F::threshold_backward(
                 &promoted(grad_output),
                 &promoted(self_),
                 threshold,
             )?)),
-            Kind::Int => Ok(narrowed(
+            _ => Ok(narrowed(
                 F::threshold_backward(&wide(grad_output), &wide(self_), threshold)?,
                 Kind::Int,
-            )),
-            Kind::Bool => Err(Error::runtime(
-                "\"threshold_cpu\" not implemented for 'Bool'",
             )),
         }
     }
     fn gelu(self_: &Self, approximate: &str) -> R<Self> {
         Ok(float_out(F::gelu(
-            &floats(self_, "GeluKernelImpl")?,
+            &*floats(self_, "GeluKernelImpl")?,
             approximate,
         )?))
     }
     fn clamp(self_: &Self, min: Option<f64>, max: Option<f64>) -> R<Self> {
-        let whole = min.is_none_or(integral) && max.is_none_or(integral);
-        if kind(self_) == Kind::Float || !whole {
+        if rules::clamp_kind(kind(self_), min, max) == Kind::Float {
             return Ok(float_out(F::clamp(&promoted(self_), min, max)?));
         }
         Ok(narrowed(F::clamp(&wide(self_), min, max)?, Kind::Int))
     }
     fn where_self(condition: &Self, self_: &Self, other: &Self) -> R<Self> {
-        let Data::Bool(c) = condition.data() else {
-            return Err(Error::runtime(format!(
-                "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
-                name_of(condition)
-            )));
-        };
+        rules::check_where_condition(condition.dtype())?;
+        let c = &bools(condition);
         let k = kind(self_).max(kind(other));
         if k == Kind::Float {
             let cf = F::from_array(c.mapv(|x| if x { E::one() } else { E::zero() }));
@@ -828,10 +652,10 @@ impl<E: Element> Backend for NdTensor<E> {
         compare_scalar(self_, other, F::le_scalar, f64::le)
     }
     fn argmax(self_: &Self, dim: Option<i64>, keepdim: bool) -> R<Self> {
+        rules::check_argmax(kind(self_))?;
         match self_.data() {
-            Data::Float(a) => Ok(indices_out(F::argmax(&fl(a.clone()), dim, keepdim)?)),
-            Data::Int(_) => Ok(indices_out(F::argmax(&wide(self_), dim, keepdim)?)),
-            Data::Bool(_) => Err(Error::runtime("argmax(): does not support bool input")),
+            Data::Float(a) => Ok(indices_out(F::argmax(a, dim, keepdim)?)),
+            _ => Ok(indices_out(F::argmax(&wide(self_), dim, keepdim)?)),
         }
     }
     fn new_zeros(
@@ -856,14 +680,14 @@ impl<E: Element> Backend for NdTensor<E> {
     ) -> R<Self> {
         if let (Data::Float(a), None) = (self_.data(), dtype) {
             let args = (layout, device, pin_memory, memory_format);
-            let z = F::zeros_like(&fl(a.clone()), None, args.0, args.1, args.2, args.3)?;
+            let z = F::zeros_like(a, None, args.0, args.1, args.2, args.3)?;
             return Ok(float_out(z));
         }
         Ok(zeros_as(self_, dtype, self_.shape()))
     }
     fn zero_(self_: &mut Self) -> R<()> {
         if let Data::Float(a) = self_.data() {
-            let mut f = fl(a.clone());
+            let mut f = a.clone();
             F::zero_(&mut f)?;
             *self_ = float_out(f);
             return Ok(());
@@ -875,9 +699,9 @@ impl<E: Element> Backend for NdTensor<E> {
         let s = IxDyn(self_.shape());
         let d = match self_.data() {
             Data::Float(a) => {
-                let mut f = fl(a.clone());
+                let mut f = a.clone();
                 F::fill_scalar_(&mut f, value)?;
-                Data::Float(f.data)
+                Data::Float(f)
             }
             Data::Int(_) => Data::Int(Array::from_elem(s, value as i64).into_shared()),
             Data::Bool(_) => Data::Bool(Array::from_elem(s, value != 0.0).into_shared()),
@@ -889,17 +713,11 @@ impl<E: Element> Backend for NdTensor<E> {
         matmul_like(self_, mat2, "addmm_impl_cpu_", F::mm, F::mm)
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
-        check(self_.dtype() == mat2.dtype(), || {
-            format!(
-                "expected scalar type {} but found {}",
-                name_of(self_),
-                name_of(mat2)
-            )
-        })?;
+        rules::check_same(self_.dtype(), mat2.dtype())?;
         matmul_like(self_, mat2, "bmm", F::bmm, F::bmm)
     }
     fn sum(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &cast_to(self_, dtype);
+        let t = &*cast_to(self_, dtype);
         if kind(t) == Kind::Float {
             return Ok(float_out(F::sum(&promoted(t), None)?));
         }
@@ -917,7 +735,7 @@ impl<E: Element> Backend for NdTensor<E> {
         keepdim: bool,
         dtype: Option<ScalarType>,
     ) -> R<Self> {
-        let t = &cast_to(self_, dtype);
+        let t = &*cast_to(self_, dtype);
         if kind(t) == Kind::Float {
             return Ok(float_out(F::sum_dim_intlist(
                 &promoted(t),
@@ -936,8 +754,8 @@ impl<E: Element> Backend for NdTensor<E> {
         })
     }
     fn mean(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &cast_to(self_, dtype);
-        check_mean(t, dtype.is_some())?;
+        let t = &*cast_to(self_, dtype);
+        rules::check_mean(t.dtype(), dtype.is_some())?;
         Ok(float_out(F::mean(&promoted(t), None)?))
     }
     fn mean_dim(
@@ -946,13 +764,13 @@ impl<E: Element> Backend for NdTensor<E> {
         keepdim: bool,
         dtype: Option<ScalarType>,
     ) -> R<Self> {
-        let t = &cast_to(self_, dtype);
-        check_mean(t, dtype.is_some())?;
+        let t = &*cast_to(self_, dtype);
+        rules::check_mean(t.dtype(), dtype.is_some())?;
         Ok(float_out(F::mean_dim(&promoted(t), dim, keepdim, None)?))
     }
     fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
         if let Data::Float(a) = self_.data() {
-            let (v, i) = F::max_dim(&fl(a.clone()), dim, keepdim)?;
+            let (v, i) = F::max_dim(a, dim, keepdim)?;
             return Ok((float_out(v), indices_out(i)));
         }
         let (v, i) = F::max_dim(&wide(self_), dim, keepdim)?;
@@ -968,13 +786,15 @@ impl<E: Element> Backend for NdTensor<E> {
         )
     }
     fn softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &cast_to(self_, dtype);
-        let x = floats(t, softmax_kernel("softmax", t, dim))?;
+        let t = &*cast_to(self_, dtype);
+        rules::check_softmax("softmax", t.dtype(), t.shape().len(), dim)?;
+        let x = promoted(t);
         Ok(float_out(F::softmax_int(&x, dim, None)?))
     }
     fn log_softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &cast_to(self_, dtype);
-        let x = floats(t, softmax_kernel("log_softmax", t, dim))?;
+        let t = &*cast_to(self_, dtype);
+        rules::check_softmax("log_softmax", t.dtype(), t.shape().len(), dim)?;
+        let x = promoted(t);
         Ok(float_out(F::log_softmax_int(&x, dim, None)?))
     }
     fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
@@ -1067,9 +887,7 @@ impl<E: Element> Backend for NdTensor<E> {
         moved_all!(self_, x => F::unbind_int(x, dim))
     }
     fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
-        let i = index_arg(index, |_| {
-            "index_select(): Expected dtype int32 or int64 for index".into()
-        })?;
+        let i = index_arg(index, IndexUse::IndexSelect)?;
         if needs_f64::<E>(&i) {
             let r = <NdTensor<f64> as Backend>::index_select(&self_.cast(), dim, &index.cast());
             return r.map(|r| r.cast());
@@ -1077,37 +895,24 @@ impl<E: Element> Backend for NdTensor<E> {
         moved!(self_, x => F::index_select(x, dim, &idx(&i)))
     }
     fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
-        let i = index_arg(index, |d| {
-            format!("index_add_(): Expected dtype int32/int64 for index but got: {d}")
-        })?;
-        check(self_.dtype() == source.dtype(), || {
-            format!(
-                "index_add_(): self ({}) and source ({}) must have the same scalar type",
-                name_of(self_),
-                name_of(source)
-            )
-        })?;
+        let i = index_arg(index, IndexUse::IndexAdd)?;
+        rules::check_index_add_source(self_.dtype(), source.dtype())?;
         if needs_f64::<E>(&i) {
             let (x, ix, src) = (self_.cast(), index.cast(), source.cast());
             let r = <NdTensor<f64> as Backend>::index_add(&x, dim, &ix, &src, alpha);
             return r.map(|r| r.cast());
         }
         if let (Data::Float(a), Data::Float(s)) = (self_.data(), source.data()) {
-            let r = F::index_add(&fl(a.clone()), dim, &idx(&i), &fl(s.clone()), alpha)?;
+            let r = F::index_add(a, dim, &idx(&i), s, alpha)?;
             return Ok(float_out(r));
         }
         // PyTorch converts alpha to the integer dtype (truncates; for bools, != 0).
-        let alpha = match kind(self_) {
-            Kind::Bool => f64::from(u8::from(alpha != 0.0)),
-            _ => alpha.trunc(),
-        };
+        let alpha = rules::converted_scalar(kind(self_), alpha);
         let r = F::index_add(&wide(self_), dim, &idx(&i), &wide(source), alpha)?;
         Ok(narrowed(r, kind(self_)))
     }
     fn gather(self_: &Self, dim: i64, index: &Self, sparse_grad: bool) -> R<Self> {
-        let i = index_arg(index, |_| {
-            "gather(): Expected dtype int32/int64 for index".into()
-        })?;
+        let i = index_arg(index, IndexUse::Gather)?;
         if needs_f64::<E>(&i) {
             let r =
                 <NdTensor<f64> as Backend>::gather(&self_.cast(), dim, &index.cast(), sparse_grad);
@@ -1116,29 +921,21 @@ impl<E: Element> Backend for NdTensor<E> {
         moved!(self_, x => F::gather(x, dim, &idx(&i), sparse_grad))
     }
     fn scatter_add(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
-        let i = index_arg(index, |_| {
-            "scatter(): Expected dtype int32/int64 for index".into()
-        })?;
-        check(self_.dtype() == src.dtype(), || {
-            "scatter(): Expected self.dtype to be equal to src.dtype".into()
-        })?;
+        let i = index_arg(index, IndexUse::Scatter)?;
+        rules::check_scatter_src(self_.dtype(), src.dtype())?;
         if needs_f64::<E>(&i) {
             let (x, ix, s) = (self_.cast(), index.cast(), src.cast());
             return <NdTensor<f64> as Backend>::scatter_add(&x, dim, &ix, &s).map(|r| r.cast());
         }
         if let (Data::Float(a), Data::Float(s)) = (self_.data(), src.data()) {
-            let r = F::scatter_add(&fl(a.clone()), dim, &idx(&i), &fl(s.clone()))?;
+            let r = F::scatter_add(a, dim, &idx(&i), s)?;
             return Ok(float_out(r));
         }
         let r = F::scatter_add(&wide(self_), dim, &idx(&i), &wide(src))?;
         Ok(narrowed(r, kind(self_)))
     }
     fn mse_loss(self_: &Self, target: &Self, reduction: i64) -> R<Self> {
-        let k = kind(self_).max(kind(target));
-        check(k == Kind::Float, || {
-            let t = if kind(self_) == k { self_ } else { target };
-            format!("\"mse_cpu\" not implemented for '{}'", name_of(t))
-        })?;
+        rules::check_promoted_floats("mse_cpu", self_.dtype(), target.dtype())?;
         Ok(float_out(F::mse_loss(
             &promoted(self_),
             &promoted(target),
@@ -1152,12 +949,10 @@ impl<E: Element> Backend for NdTensor<E> {
         reduction: i64,
         ignore_index: i64,
     ) -> R<(Self, Self)> {
-        let t = index_arg(target, |d| {
-            format!("expected target dtype to be Long or Byte, but got {d}")
-        })?;
+        let t = index_arg(target, IndexUse::NllTarget)?;
         let x = floats(self_, "nll_loss_out_frame")?;
         let w = nll_weight(self_, weight)?;
-        let (l, tw) = F::nll_loss_forward(&x, &idx(&t), w.as_ref(), reduction, ignore_index)?;
+        let (l, tw) = F::nll_loss_forward(&x, &idx(&t), w.as_deref(), reduction, ignore_index)?;
         Ok((float_out(l), float_out(tw)))
     }
     fn nll_loss_backward(
@@ -1169,16 +964,14 @@ impl<E: Element> Backend for NdTensor<E> {
         ignore_index: i64,
         total_weight: &Self,
     ) -> R<Self> {
-        let t = index_arg(target, |d| {
-            format!("expected scalar type Long but found {d}")
-        })?;
+        let t = index_arg(target, IndexUse::NllBackwardTarget)?;
         let x = floats(self_, "nll_loss_backward_out_frame")?;
         let w = nll_weight(self_, weight)?;
         let r = F::nll_loss_backward(
             &promoted(grad_output),
             &x,
             &idx(&t),
-            w.as_ref(),
+            w.as_deref(),
             reduction,
             ignore_index,
             &promoted(total_weight),
@@ -1186,13 +979,7 @@ impl<E: Element> Backend for NdTensor<E> {
         Ok(float_out(r))
     }
     fn native_dropout(input: &Self, p: f64, train: Option<bool>) -> R<(Self, Self)> {
-        check(kind(input) == Kind::Float, || {
-            format!(
-                "result type {} can't be cast to the desired output type {}",
-                torch_name(E::NAME),
-                name_of(input)
-            )
-        })?;
+        rules::check_dropout(input.dtype(), E::NAME)?;
         let (y, mask) = F::native_dropout(&promoted(input), p, train)?;
         Ok((float_out(y), mask_out(mask)))
     }
@@ -1211,20 +998,15 @@ impl<E: Element> Backend for NdTensor<E> {
         eps: f64,
         cudnn_enable: bool,
     ) -> R<Self> {
-        let x = floats(input, "LayerNormKernelImpl")?;
-        let param = |p: &Self| {
-            check(kind(p) == Kind::Float, || {
-                "mixed dtype (CPU): expect parameter to have scalar type of Float".into()
-            })
-            .map(|()| promoted(p))
-        };
-        let w = weight.map(param).transpose()?;
-        let b = bias.map(param).transpose()?;
+        let dtype = |t: &Self| t.dtype();
+        rules::check_layer_norm(input.dtype(), weight.map(dtype), bias.map(dtype))?;
+        let x = promoted(input);
+        let (w, b) = (weight.map(promoted), bias.map(promoted));
         let r = F::layer_norm(
             &x,
             normalized_shape,
-            w.as_ref(),
-            b.as_ref(),
+            w.as_deref(),
+            b.as_deref(),
             eps,
             cudnn_enable,
         )?;
@@ -1237,15 +1019,7 @@ impl<E: Element> Backend for NdTensor<E> {
         scale_grad_by_freq: bool,
         sparse: bool,
     ) -> R<Self> {
-        let i = index_arg(indices, |_| {
-            let got = match indices.dtype() {
-                "bool" => "CPUBoolType".to_string(),
-                d => format!("torch.{}Tensor", torch_name(d)),
-            };
-            format!(
-                "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {got} instead (while checking arguments for embedding)"
-            )
-        })?;
+        let i = index_arg(indices, IndexUse::Embedding)?;
         if needs_f64::<E>(&i) {
             let (w, ix) = (weight.cast(), indices.cast());
             let r = <NdTensor<f64> as Backend>::embedding(
@@ -1261,28 +1035,13 @@ impl<E: Element> Backend for NdTensor<E> {
     }
 }
 
-/// The name of PyTorch's `softmax`/`log_softmax` CPU kernel for `dim` (in its dtype error).
-fn softmax_kernel<E: Element>(op: &str, t: &NdTensor<E>, dim: i64) -> &'static str {
-    let nd = t.shape().len() as i64;
-    let last = dim == -1 || dim == nd - 1 || nd == 0;
-    match (op, last) {
-        ("softmax", true) => "softmax_lastdim_kernel_impl",
-        ("softmax", false) => "softmax_kernel_impl",
-        (_, true) => "log_softmax_lastdim_kernel_impl",
-        _ => "log_softmax_kernel_impl",
-    }
-}
-
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
 /// found Long").
-fn nll_weight<E: Element>(input: &NdTensor<E>, weight: Option<&NdTensor<E>>) -> R<Option<F<E>>> {
+fn nll_weight<'a, E: Element>(
+    input: &NdTensor<E>,
+    weight: Option<&'a NdTensor<E>>,
+) -> R<Option<Cow<'a, F<E>>>> {
     let Some(w) = weight else { return Ok(None) };
-    check(w.dtype() == input.dtype(), || {
-        format!(
-            "expected scalar type {} but found {}",
-            name_of(input),
-            name_of(w)
-        )
-    })?;
+    rules::check_same(input.dtype(), w.dtype())?;
     Ok(Some(promoted(w)))
 }

@@ -1,0 +1,453 @@
+//! PyTorch's dtype rules, once for every backend: pure functions over the dtype names a
+//! backend's `Tensor::dtype` returns (`"f32"`, `"f64"`, `"i64"`, `"bool"`; candle also
+//! `"u32"`, `"f16"`, `"bf16"`) that decide a result's [`Kind`] and return PyTorch's errors
+//! for the wrong dtypes; [`written_back_kernels!`](crate::written_back_kernels), the
+//! in-place and out= kernels with PyTorch's cast check, and
+//! [`float_unary_kernels!`](crate::float_unary_kernels), the unary kernels that promote
+//! integers and booleans to float.
+//!
+//! A backend keeps what only it can do: convert its arrays between kinds and call its
+//! floating-point and integer kernels.
+//!
+//! ```
+//! use autograd_opset::dtype::{Kind, check_cast, promoted_kind, torch_name};
+//! assert_eq!(promoted_kind(&["bool", "i64"]), Kind::Int);
+//! assert_eq!(torch_name("f64"), "Double");
+//! let e = check_cast("f64", "i64").unwrap_err();
+//! assert_eq!(e.message(), "result type Double can't be cast to the desired output type Long");
+//! ```
+
+use crate::error::{Error, check};
+use autograd::types::ScalarType;
+
+type R<T> = Result<T, Error>;
+
+/// A dtype's rank in PyTorch's promotion: `Bool` < `Int` < `Float`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Hash)]
+pub enum Kind {
+    /// `torch.bool`.
+    Bool,
+    /// An integer dtype (`torch.long`, ...).
+    Int,
+    /// A floating-point dtype.
+    Float,
+}
+
+impl Kind {
+    /// The kind of a dtype name (`"bool"`, `"i64"`/`"u32"`, or a float).
+    pub fn of(dtype: &str) -> Kind {
+        match dtype {
+            "bool" => Kind::Bool,
+            "i64" | "i32" | "i16" | "i8" | "u8" | "u32" => Kind::Int,
+            _ => Kind::Float,
+        }
+    }
+
+    /// The kind a reduction's or factory's `dtype=` argument asks for.
+    pub fn requested(dtype: ScalarType) -> Kind {
+        match dtype {
+            ScalarType::Bool => Kind::Bool,
+            ScalarType::F16 | ScalarType::BF16 | ScalarType::F32 | ScalarType::F64 => Kind::Float,
+            _ => Kind::Int,
+        }
+    }
+}
+
+/// The common kind of several dtypes (PyTorch's promotion; `Float` for none).
+pub fn promoted_kind(dtypes: &[&str]) -> Kind {
+    dtypes
+        .iter()
+        .map(|d| Kind::of(d))
+        .max()
+        .unwrap_or(Kind::Float)
+}
+
+/// PyTorch's name of a dtype in messages (`Double`, `Long`, `Bool`, ...).
+pub fn torch_name(dtype: &str) -> &'static str {
+    match dtype {
+        "f32" => "Float",
+        "f64" => "Double",
+        "f16" => "Half",
+        "bf16" => "BFloat16",
+        "i64" => "Long",
+        "i32" => "Int",
+        "u32" => "UInt32",
+        "bool" => "Bool",
+        _ => "Undefined",
+    }
+}
+
+/// Whether a Scalar argument is an integer (PyTorch's Python `int`; the op set passes
+/// Scalars as `f64`, so an integral value counts as an `int`).
+pub fn integral(x: f64) -> bool {
+    x.is_finite() && x.fract() == 0.0
+}
+
+/// The kind of `tensor op scalar`: a non-integral Scalar promotes integers and booleans to
+/// float; an integral one turns booleans into integers, as a Python `int` does.
+pub fn scalar_kind(tensor: Kind, scalar: f64) -> Kind {
+    match tensor {
+        Kind::Float => Kind::Float,
+        _ if !integral(scalar) => Kind::Float,
+        _ => Kind::Int,
+    }
+}
+
+/// A Scalar converted to a tensor's kind, as PyTorch does for `alpha` and `fill_`'s value:
+/// truncated for integers, `!= 0` (as 0/1) for booleans.
+pub fn converted_scalar(kind: Kind, x: f64) -> f64 {
+    match kind {
+        Kind::Float => x,
+        Kind::Int => x.trunc(),
+        Kind::Bool => f64::from(u8::from(x != 0.0)),
+    }
+}
+
+/// The kind of `clamp`'s result: integers stay integers with integral bounds.
+pub fn clamp_kind(tensor: Kind, min: Option<f64>, max: Option<f64>) -> Kind {
+    let whole = min.is_none_or(integral) && max.is_none_or(integral);
+    if tensor == Kind::Float || !whole {
+        Kind::Float
+    } else {
+        Kind::Int
+    }
+}
+
+/// PyTorch's error for a kernel it implements for floating-point types only.
+pub fn not_implemented(kernel: &str, dtype: &str) -> Error {
+    Error::runtime(format!(
+        "\"{kernel}\" not implemented for '{}'",
+        torch_name(dtype)
+    ))
+}
+
+/// A kernel PyTorch implements for floating-point types only.
+pub fn check_floats(dtype: &str, kernel: &str) -> R<()> {
+    match Kind::of(dtype) {
+        Kind::Float => Ok(()),
+        _ => Err(not_implemented(kernel, dtype)),
+    }
+}
+
+/// A float-only kernel of two operands PyTorch promotes first (`tanh_backward`,
+/// `mse_loss`): the message names the operand of the promoted kind.
+pub fn check_promoted_floats(kernel: &str, a: &str, b: &str) -> R<()> {
+    let k = promoted_kind(&[a, b]);
+    check_floats(if Kind::of(a) == k { a } else { b }, kernel)
+}
+
+/// A kernel PyTorch does not implement for booleans (`pow`, `abs`, `threshold_backward`).
+pub fn check_not_bool(kind: Kind, kernel: &str) -> R<()> {
+    match kind {
+        Kind::Bool => Err(not_implemented(kernel, "bool")),
+        _ => Ok(()),
+    }
+}
+
+/// `neg`'s refusal of booleans.
+pub fn check_neg(kind: Kind) -> R<()> {
+    check(kind != Kind::Bool, || {
+        "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.".into()
+    })
+}
+
+/// `relu`'s refusal of booleans.
+pub fn check_relu(kind: Kind) -> R<()> {
+    check(kind != Kind::Bool, || {
+        "Boolean inputs not supported for relu".into()
+    })
+}
+
+/// `argmax`'s refusal of booleans.
+pub fn check_argmax(kind: Kind) -> R<()> {
+    check(kind != Kind::Bool, || {
+        "argmax(): does not support bool input".into()
+    })
+}
+
+/// PyTorch's check of `alpha` for results of kind `result`.
+pub fn check_alpha(result: Kind, alpha: f64) -> R<()> {
+    check(result == Kind::Float || integral(alpha), || {
+        "For integral input tensors, argument alpha must not be a floating point number.".into()
+    })
+}
+
+const SUB_BOOL: &str = "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.";
+
+/// `sub`'s refusal of boolean operands.
+pub fn check_sub(a: Kind, b: Kind) -> R<()> {
+    if a == Kind::Bool && b == Kind::Bool {
+        return Err(Error::runtime(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` operator instead.",
+        ));
+    }
+    check(a != Kind::Bool && b != Kind::Bool, || SUB_BOOL.into())
+}
+
+/// `sub`'s refusal of a boolean tensor minus a Scalar.
+pub fn check_sub_scalar(kind: Kind) -> R<()> {
+    check(kind != Kind::Bool, || SUB_BOOL.into())
+}
+
+/// `pow`'s refusal of negative integral exponents for integral results.
+pub fn check_int_pow(result: Kind, exponent: f64) -> R<()> {
+    check(result == Kind::Float || exponent >= 0.0, || {
+        "Integers to negative integer powers are not allowed.".into()
+    })
+}
+
+/// `where`'s condition must be `bool`.
+pub fn check_where_condition(dtype: &str) -> R<()> {
+    check(Kind::of(dtype) == Kind::Bool, || {
+        format!(
+            "where expected condition to be a boolean tensor, but got a tensor with dtype {}",
+            torch_name(dtype)
+        )
+    })
+}
+
+/// Two operands of one dtype (`bmm`, `nll_loss`'s weight): PyTorch's "expected scalar type
+/// Double but found Long".
+pub fn check_same(expected: &str, found: &str) -> R<()> {
+    check(expected == found, || {
+        format!(
+            "expected scalar type {} but found {}",
+            torch_name(expected),
+            torch_name(found)
+        )
+    })
+}
+
+/// `mm`/`bmm`'s operands: one dtype, not `bool` (`kernel` names PyTorch's kernel). Returns
+/// their kind.
+pub fn check_matmul(a: &str, b: &str, kernel: &str) -> R<Kind> {
+    let c_name = |d: &str| match d {
+        "f32" => "float",
+        "f64" => "double",
+        "i64" => "long int",
+        "u32" => "unsigned int",
+        _ => "bool",
+    };
+    check(a == b, || {
+        format!(
+            "expected m1 and m2 to have the same dtype, but got: {} != {}",
+            c_name(a),
+            c_name(b)
+        )
+    })?;
+    check_not_bool(Kind::of(a), kernel)?;
+    Ok(Kind::of(a))
+}
+
+/// `mean`'s dtype check (on the input, or on the `dtype=` it was cast to: `requested`).
+pub fn check_mean(dtype: &str, requested: bool) -> R<()> {
+    let what = if requested { "Optional" } else { "Input" };
+    check(Kind::of(dtype) == Kind::Float, || {
+        format!(
+            "mean(): could not infer output dtype. {what} dtype must be either a floating point or complex dtype. Got: {}",
+            torch_name(dtype)
+        )
+    })
+}
+
+/// `softmax`/`log_softmax` (`op`) on floats only, with the name of PyTorch's CPU kernel for
+/// `dim` of an `ndim`-dimensional input.
+pub fn check_softmax(op: &str, dtype: &str, ndim: usize, dim: i64) -> R<()> {
+    let nd = ndim as i64;
+    let last = dim == -1 || dim == nd - 1 || nd == 0;
+    let kernel = match (op, last) {
+        ("softmax", true) => "softmax_lastdim_kernel_impl",
+        ("softmax", false) => "softmax_kernel_impl",
+        (_, true) => "log_softmax_lastdim_kernel_impl",
+        _ => "log_softmax_kernel_impl",
+    };
+    check_floats(dtype, kernel)
+}
+
+/// An in-place or out= result of dtype `result` written into a tensor of dtype `out`:
+/// PyTorch refuses a cast down the promotion order (a float into an `i64`).
+pub fn check_cast(result: &str, out: &str) -> R<()> {
+    check(Kind::of(result) <= Kind::of(out), || {
+        format!(
+            "result type {} can't be cast to the desired output type {}",
+            torch_name(result),
+            torch_name(out)
+        )
+    })
+}
+
+/// `native_dropout`'s input must be floating point (PyTorch's result type is the default
+/// float dtype, `default_float`).
+pub fn check_dropout(dtype: &str, default_float: &str) -> R<()> {
+    check_cast(default_float, dtype)
+}
+
+/// `layer_norm`'s input and its weight and bias (their dtypes) must be floating point.
+pub fn check_layer_norm(input: &str, weight: Option<&str>, bias: Option<&str>) -> R<()> {
+    check_floats(input, "LayerNormKernelImpl")?;
+    let mut params = weight.iter().chain(bias.iter());
+    check(params.all(|p| Kind::of(p) == Kind::Float), || {
+        "mixed dtype (CPU): expect parameter to have scalar type of Float".into()
+    })
+}
+
+/// An op's index argument, for [`check_index`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum IndexUse {
+    /// `index_select`'s `index`.
+    IndexSelect,
+    /// `index_add`'s `index`.
+    IndexAdd,
+    /// `gather`'s `index`.
+    Gather,
+    /// `scatter_add`'s `index`.
+    Scatter,
+    /// `nll_loss_forward`'s `target`.
+    NllTarget,
+    /// `nll_loss_backward`'s `target`.
+    NllBackwardTarget,
+    /// `embedding`'s `indices`.
+    Embedding,
+}
+
+/// An index argument must be `i64`: PyTorch's message for each op otherwise.
+pub fn check_index(arg: IndexUse, dtype: &str) -> R<()> {
+    if dtype == "i64" {
+        return Ok(());
+    }
+    let d = torch_name(dtype);
+    Err(Error::runtime(match arg {
+        IndexUse::IndexSelect => "index_select(): Expected dtype int32 or int64 for index".into(),
+        IndexUse::IndexAdd => {
+            format!("index_add_(): Expected dtype int32/int64 for index but got: {d}")
+        }
+        IndexUse::Gather => "gather(): Expected dtype int32/int64 for index".into(),
+        IndexUse::Scatter => "scatter(): Expected dtype int32/int64 for index".into(),
+        IndexUse::NllTarget => format!("expected target dtype to be Long or Byte, but got {d}"),
+        IndexUse::NllBackwardTarget => format!("expected scalar type Long but found {d}"),
+        IndexUse::Embedding => {
+            let got = match dtype {
+                "bool" => "CPUBoolType".to_string(),
+                _ => format!("torch.{d}Tensor"),
+            };
+            format!(
+                "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {got} instead (while checking arguments for embedding)"
+            )
+        }
+    }))
+}
+
+/// `index_add`'s `self` and `source` of one dtype.
+pub fn check_index_add_source(self_: &str, source: &str) -> R<()> {
+    check(self_ == source, || {
+        format!(
+            "index_add_(): self ({}) and source ({}) must have the same scalar type",
+            torch_name(self_),
+            torch_name(source)
+        )
+    })
+}
+
+/// `scatter_add`'s `self` and `src` of one dtype.
+pub fn check_scatter_src(self_: &str, src: &str) -> R<()> {
+    check(self_ == src, || {
+        "scatter(): Expected self.dtype to be equal to src.dtype".into()
+    })
+}
+
+/// The in-place and out= kernels of the `Backend` trait that have a functional kernel,
+/// written as that kernel followed by `$write_back(dest: &mut Self, result: Self) ->
+/// Result<(), Self::Error>`, which stores the result in the destination's dtype after
+/// [`check_cast`](crate::dtype::check_cast). Invoke inside `impl Backend for MyTensor`:
+/// `autograd_opset::written_back_kernels!(write_back);`.
+#[macro_export]
+macro_rules! written_back_kernels {
+    ($write_back:path) => {
+        $crate::__in_place! { $write_back;
+            add_tensor_ => add_tensor(other: &Self, alpha: f64);
+            add_scalar_ => add_scalar(other: f64, alpha: f64);
+            sub_tensor_ => sub_tensor(other: &Self, alpha: f64);
+            sub_scalar_ => sub_scalar(other: f64, alpha: f64);
+            mul_tensor_ => mul_tensor(other: &Self);
+            mul_scalar_ => mul_scalar(other: f64);
+            div_tensor_ => div_tensor(other: &Self);
+            div_scalar_ => div_scalar(other: f64);
+            neg_ => neg();
+            exp_ => exp();
+            log_ => log();
+            sqrt_ => sqrt();
+            pow_scalar_ => pow_tensor_scalar(exponent: f64);
+            abs_ => abs();
+            sin_ => sin();
+            tanh_ => tanh();
+            sigmoid_ => sigmoid();
+            relu_ => relu();
+            leaky_relu_ => leaky_relu(negative_slope: f64);
+            gelu_ => gelu(approximate: &str);
+            clamp_ => clamp(min: Option<f64>, max: Option<f64>);
+        }
+        $crate::__out_kernels! { $write_back;
+            add_out => add_tensor(self_: &Self, other: &Self, alpha: f64);
+            sub_out => sub_tensor(self_: &Self, other: &Self, alpha: f64);
+            mul_out => mul_tensor(self_: &Self, other: &Self);
+            div_out => div_tensor(self_: &Self, other: &Self);
+            neg_out => neg(self_: &Self);
+            exp_out => exp(self_: &Self);
+            tanh_out => tanh(self_: &Self);
+            clamp_out => clamp(self_: &Self, min: Option<f64>, max: Option<f64>);
+            mm_out => mm(self_: &Self, mat2: &Self);
+            cat_out => cat(tensors: &[Self], dim: i64);
+        }
+    };
+}
+
+/// The kernels PyTorch computes in floating point for every input dtype (`exp`, `log`,
+/// `sqrt`, `rsqrt`, `sin`, `cos`, `erf`, `tanh`, `sigmoid`: integers and booleans are
+/// promoted to the default float dtype), each written as `$promote(self_, <$kernels>::op)`:
+/// the backend's `$promote(t: &Self, kernel: fn(&K) -> Result<K, E>) -> Result<Self, E>`
+/// converts `t` to its float type `K` and calls the kernel. Invoke inside `impl Backend`:
+/// `autograd_opset::float_unary_kernels!(float_unary, MyFloatTensor);`.
+#[macro_export]
+macro_rules! float_unary_kernels {
+    ($promote:path, $kernels:ty) => {
+        $crate::__float_unary! { $promote, $kernels; exp log sqrt rsqrt sin cos erf tanh sigmoid }
+    };
+}
+
+/// The kernels of [`float_unary_kernels!`](crate::float_unary_kernels).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __float_unary {
+    ($promote:path, $kernels:ty; $($name:ident)*) => {$(
+        fn $name(self_: &Self) -> Result<Self, Self::Error> {
+            $promote(self_, <$kernels>::$name)
+        }
+    )*};
+}
+
+/// In-place kernels for [`written_back_kernels!`](crate::written_back_kernels).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __in_place {
+    ($wb:path; $($name:ident => $f:ident($($a:ident: $t:ty),*);)*) => {$(
+        fn $name(self_: &mut Self, $($a: $t),*) -> Result<(), Self::Error> {
+            let r = <Self as $crate::Backend>::$f(&*self_, $($a),*)?;
+            $wb(self_, r)
+        }
+    )*};
+}
+
+/// out= kernels for [`written_back_kernels!`](crate::written_back_kernels).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __out_kernels {
+    ($wb:path; $($name:ident => $f:ident($($a:ident: $t:ty),*);)*) => {$(
+        fn $name($($a: $t,)* out: &mut Self) -> Result<(), Self::Error> {
+            let r = <Self as $crate::Backend>::$f($($a),*)?;
+            $wb(out, r)
+        }
+    )*};
+}
+
+#[cfg(test)]
+mod tests;
