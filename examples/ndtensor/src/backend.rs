@@ -815,13 +815,6 @@ impl<E: Element> NdTensor<E> {
             data: self_.data.clone().index_axis_move(Axis(ax), i),
         })
     }
-    fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
-        let (ax, pieces) = meta::split(self_.shape(), split_size, dim)?;
-        pieces
-            .into_iter()
-            .map(|r| Self::slice_tensor(self_, ax as i64, Some(r.start), Some(r.end), 1))
-            .collect()
-    }
     fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
         let ax = meta::unbind(self_.shape(), dim)?;
         Ok((0..self_.shape()[ax])

@@ -880,9 +880,6 @@ impl<E: Element> Backend for NdTensor<E> {
     fn select_int(self_: &Self, dim: i64, index: i64) -> R<Self> {
         moved!(self_, x => F::select_int(x, dim, index))
     }
-    fn split_tensor(self_: &Self, split_size: i64, dim: i64) -> R<Vec<Self>> {
-        moved_all!(self_, x => F::split_tensor(x, split_size, dim))
-    }
     fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
         moved_all!(self_, x => F::unbind_int(x, dim))
     }
