@@ -2,7 +2,7 @@
 
 use super::Settings;
 use super::names::ident;
-use super::plan::FunctionPlan;
+use super::plan::{FunctionPlan, Param};
 use super::types::RustTy;
 use crate::model::schema::SchemaKind;
 use proc_macro2::TokenStream;
@@ -11,22 +11,15 @@ use quote::{format_ident, quote};
 /// The trait method of one function; in-place and out= kernels default to their functional
 /// variant's.
 pub(crate) fn backend_method(p: &FunctionPlan<'_>, s: &Settings) -> TokenStream {
+    let me = quote!(Self);
     let params = p.params.iter().map(|q| {
         let n = &q.ident;
-        let ty = match &q.ty {
-            RustTy::Tensor if q.arg.is_write() => quote!(&mut Self),
-            RustTy::Tensor => quote!(&Self),
-            RustTy::OptTensor => quote!(__ag::Option<&Self>),
-            RustTy::TensorList => quote!(&[Self]),
-            RustTy::OptTensorList => quote!(&[__ag::Option<Self>]),
-            RustTy::Value(v) => v.param.clone(),
-        };
+        let ty = raw_param(q, &me);
         quote!(#n: #ty)
     });
     let ret = match p.kind {
         SchemaKind::Inplace | SchemaKind::Out => quote!(),
-        _ if p.returns.is_empty() => quote!(),
-        _ => tuple(p.returns.iter().map(raw_type).collect()),
+        _ => raw_returns(p, &me),
     };
     let ret = match (s.fallible, ret.is_empty()) {
         (false, true) => quote!(),
@@ -42,12 +35,29 @@ pub(crate) fn backend_method(p: &FunctionPlan<'_>, s: &Settings) -> TokenStream 
     }
 }
 
-fn raw_type(t: &RustTy) -> TokenStream {
-    match t {
-        RustTy::TensorList => quote!(__ag::Vec<Self>),
-        RustTy::Value(v) => v.owned.clone(),
-        _ => quote!(Self),
+/// A parameter's type on raw tensors of type `me` (`Self` in the trait, `T` in `raw`).
+pub(crate) fn raw_param(q: &Param<'_>, me: &TokenStream) -> TokenStream {
+    match &q.ty {
+        RustTy::Tensor if q.arg.is_write() => quote!(&mut #me),
+        RustTy::Tensor => quote!(&#me),
+        RustTy::OptTensor => quote!(__ag::Option<&#me>),
+        RustTy::TensorList => quote!(&[#me]),
+        RustTy::OptTensorList => quote!(&[__ag::Option<#me>]),
+        RustTy::Value(v) => v.param.clone(),
     }
+}
+
+/// The returns on raw tensors of type `me` (empty when there are none).
+pub(crate) fn raw_returns(p: &FunctionPlan<'_>, me: &TokenStream) -> TokenStream {
+    if p.returns.is_empty() {
+        return quote!();
+    }
+    let types = p.returns.iter().map(|t| match t {
+        RustTy::TensorList => quote!(__ag::Vec<#me>),
+        RustTy::Value(v) => v.owned.clone(),
+        _ => quote!(#me),
+    });
+    tuple(types.collect())
 }
 
 /// `()`, the one element, or a tuple.

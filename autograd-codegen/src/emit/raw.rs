@@ -4,9 +4,8 @@
 //! so `mul_tensor(&grad, &other)?` calls the kernel instead of recording an op.
 
 use super::Settings;
-use super::backend::tuple;
+use super::backend::{raw_param, raw_returns};
 use super::plan::{FunctionPlan, Plan};
-use super::types::RustTy;
 use crate::model::schema::SchemaKind;
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -36,28 +35,17 @@ pub(crate) fn raw_module(p: &Plan<'_>, s: &Settings) -> TokenStream {
 }
 
 fn raw_fn(f: &FunctionPlan<'_>, s: &Settings) -> TokenStream {
+    let me = quote!(T);
     let params = f.params.iter().map(|q| {
-        let n = &q.ident;
-        let ty = match &q.ty {
-            RustTy::Tensor => quote!(&T),
-            RustTy::OptTensor => quote!(__ag::Option<&T>),
-            RustTy::TensorList => quote!(&[T]),
-            RustTy::OptTensorList => quote!(&[__ag::Option<T>]),
-            RustTy::Value(v) => v.param.clone(),
-        };
+        let (n, ty) = (&q.ident, raw_param(q, &me));
         quote!(#n: #ty)
     });
     let args = f.params.iter().map(|q| &q.ident);
-    let ret = tuple(
-        f.returns
-            .iter()
-            .map(|t| match t {
-                RustTy::TensorList => quote!(__ag::Vec<T>),
-                RustTy::Value(v) => v.owned.clone(),
-                _ => quote!(T),
-            })
-            .collect(),
-    );
+    // No returns: `()`.
+    let ret = match raw_returns(f, &me) {
+        r if r.is_empty() => quote!(()),
+        r => r,
+    };
     let name = &f.name;
     let call = quote!(<T as Backend>::#name(#(#args),*));
     let (ret, body) = match s.fallible {
