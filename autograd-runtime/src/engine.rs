@@ -799,7 +799,7 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
                     }
                 }
                 if exec && let Some(g) = g {
-                    G::accumulate(var, g, create_graph);
+                    G::accumulate(var, g);
                 }
             }
         }

@@ -26,8 +26,9 @@ pub(crate) trait Grad<T: Tensor>: Clone + Send + Sync + 'static {
         grads: &mut OptList<Self, 2>,
         out: &mut OptList<Self, 2>,
     ) -> Result<(), AutogradError>;
-    /// Adds `g` into the leaf's `.grad` (PyTorch's `AccumulateGrad`).
-    fn accumulate(var: &Variable<T>, g: Self, create_graph: bool);
+    /// Adds `g` into the leaf's `.grad` (PyTorch's `AccumulateGrad`): differentiably for a
+    /// variable (the pass records, `create_graph`), in place for a raw tensor.
+    fn accumulate(var: &Variable<T>, g: Self);
 
     /// A list as variables.
     fn to_vars(l: OptList<Self, 2>) -> VariableList<T> {
@@ -63,8 +64,12 @@ impl<T: Tensor> Grad<T> for Variable<T> {
         *out = node.apply(std::mem::take(grads))?;
         Ok(())
     }
-    fn accumulate(var: &Variable<T>, g: Self, create_graph: bool) {
-        accumulate_var(var, g, create_graph)
+    fn accumulate(var: &Variable<T>, g: Self) {
+        let new = match var.grad() {
+            None => g,
+            Some(old) => ops::add(&old, &g),
+        };
+        var.set_grad(Some(new));
     }
 }
 
@@ -93,7 +98,7 @@ impl<T: Tensor> Grad<T> for T {
     ) -> Result<(), AutogradError> {
         node.apply_raw(grads, out)
     }
-    fn accumulate(var: &Variable<T>, g: Self, _create_graph: bool) {
+    fn accumulate(var: &Variable<T>, g: Self) {
         var.with_grad_slot(|slot| match slot.take() {
             None => *slot = Some(Variable::from_data(g)),
             Some(old) => {
@@ -104,17 +109,4 @@ impl<T: Tensor> Grad<T> for T {
             }
         });
     }
-}
-
-/// PyTorch's `AccumulateGrad` on a variable gradient: under `create_graph` the sum is
-/// differentiable; otherwise only the values count (as the raw path).
-fn accumulate_var<T: Tensor>(var: &Variable<T>, g: Variable<T>, create_graph: bool) {
-    if !create_graph {
-        return <T as Grad<T>>::accumulate(var, g.data(), false);
-    }
-    let new = match var.grad() {
-        None => g,
-        Some(old) => ops::add(&old, &g),
-    };
-    var.set_grad(Some(new));
 }
