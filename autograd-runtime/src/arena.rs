@@ -76,15 +76,38 @@ fn new_chunk(size: usize, align: usize, live: usize) -> NonNull<Chunk> {
 
 /// Drops one count of `chunk`, freeing it with the last one.
 ///
+/// A node of the calling thread's current chunk is counted in the thread's
+/// own tally (no atomic read-modify-write); any other goes through the
+/// chunk's atomic count (see [`Current`]).
+///
 /// # Safety
 /// The caller owns one count (an allocation it made, or the current-chunk
 /// count) and does not use the chunk's memory afterwards.
 pub(crate) unsafe fn release(chunk: NonNull<Chunk>) {
-    // SAFETY: the caller's count keeps the chunk (allocated and its header
+    let local = CURRENT.try_with(|c| {
+        let mine = c.chunk.get() == Some(chunk);
+        if mine {
+            c.local.set(c.local.get() - 1);
+        }
+        mine
+    });
+    if local != Ok(true) {
+        // SAFETY: the caller's count, given up.
+        unsafe { release_counts(chunk, 1) };
+    }
+}
+
+/// Takes `n` counts off `chunk`'s atomic count, freeing it when none is left.
+///
+/// # Safety
+/// The caller owns those `n` counts and does not use the chunk's memory
+/// afterwards.
+unsafe fn release_counts(chunk: NonNull<Chunk>, n: usize) {
+    // SAFETY: the caller's counts keep the chunk (allocated and its header
     // initialised in `new_chunk`) alive until the `fetch_sub`; `c` is used
-    // after it only if that was the last count.
+    // after it only if those were the last counts.
     let c = unsafe { chunk.as_ref() };
-    if c.live.fetch_sub(1, Ordering::Release) != 1 {
+    if c.live.fetch_sub(n, Ordering::Release) != n {
         return;
     }
     // Every other user's writes (and drops) happen before the free.
@@ -104,18 +127,46 @@ pub(crate) unsafe fn release(chunk: NonNull<Chunk>) {
 }
 
 /// The calling thread's current chunk and the offset of its free space.
+///
+/// Biased counting: while a chunk is some thread's current chunk, its atomic
+/// `live` count holds [`BIAS`] for the owner, minus the nodes other threads
+/// (or the owner, once the chunk is no longer current) released, and the
+/// owner counts its own allocations and releases in `local`, with plain
+/// loads and stores. The chunk's live nodes are `local + live - BIAS`. When
+/// the chunk stops being current, the owner moves `local` into `live` (one
+/// `fetch_sub` of `BIAS - local`). Measured on the chain bench: the two
+/// atomic read-modify-writes per node (one at allocation, one at release)
+/// were a visible share of recording and freeing a graph.
 struct Current {
     chunk: Cell<Option<NonNull<Chunk>>>,
     offset: Cell<usize>,
+    /// Allocations in `chunk` not yet released on this thread.
+    local: Cell<usize>,
+}
+
+/// The owner's share of a current chunk's atomic count: larger than the
+/// number of nodes a chunk can hold (`CHUNK_SIZE / 16`), so releases by other
+/// threads never bring the count to zero while the chunk is current.
+const BIAS: usize = 1 << 30;
+
+impl Current {
+    /// Stops using the current chunk: its count gets the owner's tally.
+    fn retire(&self) {
+        if let Some(c) = self.chunk.take() {
+            let local = self.local.replace(0);
+            // SAFETY: while current, the chunk's count holds `BIAS` for the
+            // owner, of which `local` stand for nodes still alive (each of
+            // them now holds one count of the atomic); the other
+            // `BIAS - local` are given up here (the chunk was just taken out
+            // of the cell and is not used here again).
+            unsafe { release_counts(c, BIAS - local) };
+        }
+    }
 }
 
 impl Drop for Current {
     fn drop(&mut self) {
-        if let Some(c) = self.chunk.take() {
-            // SAFETY: `chunk` holds the thread's current-chunk count, given up
-            // here (it was just taken out of the cell).
-            unsafe { release(c) };
-        }
+        self.retire();
     }
 }
 
@@ -124,6 +175,7 @@ thread_local! {
         Current {
             chunk: Cell::new(None),
             offset: Cell::new(0),
+            local: Cell::new(0),
         }
     };
 }
@@ -138,18 +190,20 @@ impl Current {
     fn bump(&self, layout: Layout) -> (NonNull<u8>, NonNull<Chunk>) {
         debug_assert!(layout.size() <= MAX_SHARED && layout.align() <= CHUNK_ALIGN);
         if let Some(c) = self.chunk.get() {
-            // SAFETY: the current-chunk count keeps the chunk alive while it
-            // is in `self.chunk`, which is until the `release` below.
+            // SAFETY: the owner's share of the count keeps the chunk alive
+            // while it is in `self.chunk`, which is until `retire` below.
             let ch = unsafe { c.as_ref() };
             let mut offset = self.offset.get();
-            // Only this thread allocates here; if the count is just ours,
-            // nothing in the chunk is alive any more: start over.
-            if ch.live.load(Ordering::Acquire) == 1 {
+            // Only this thread allocates here; if no node in the chunk is
+            // alive any more (those released elsewhere are counted in
+            // `live`), start over. Acquire: their releases happen before the
+            // memory is reused.
+            if self.local.get() == BIAS - ch.live.load(Ordering::Acquire) {
                 offset = START;
             }
             let start = align_up(offset, layout.align());
             if start + layout.size() <= CHUNK_SIZE {
-                ch.live.fetch_add(1, Ordering::Relaxed);
+                self.local.set(self.local.get() + 1);
                 self.offset.set(start + layout.size());
                 // SAFETY: `start + layout.size() <= CHUNK_SIZE`, the chunk's
                 // size, so the offset is in bounds of its allocation (and the
@@ -159,14 +213,12 @@ impl Current {
                 let p = unsafe { NonNull::new_unchecked(c.as_ptr().cast::<u8>().add(start)) };
                 return (p, c);
             }
-            self.chunk.set(None);
-            // SAFETY: the current-chunk count, given up (the chunk was just
-            // taken out of `self.chunk` and is not used here again).
-            unsafe { release(c) };
+            self.retire();
         }
-        // One count for being current, one for this allocation.
-        let c = new_chunk(CHUNK_SIZE, CHUNK_ALIGN, 2);
+        let c = new_chunk(CHUNK_SIZE, CHUNK_ALIGN, BIAS);
         self.chunk.set(Some(c));
+        // This allocation, counted by the owner.
+        self.local.set(1);
         let start = align_up(START, layout.align());
         self.offset.set(start + layout.size());
         // SAFETY: `bump` is only called (by `alloc_node`) for layouts with
@@ -241,7 +293,9 @@ mod tests {
             let (b, cb) = alloc_node(l);
             assert_eq!(ca, cb);
             assert_eq!(b.as_ptr() as usize - a.as_ptr() as usize, 104);
-            assert_eq!(live(ca), 3);
+            // Counted by the owner: the atomic count holds just its share.
+            assert_eq!(live(ca), BIAS);
+            assert_eq!(CURRENT.with(|c| c.local.get()), 2);
             // SAFETY: one count per allocation, each given up once; the
             // memory is not used.
             unsafe {
@@ -265,6 +319,38 @@ mod tests {
             assert_eq!(p.as_ptr() as usize % 128, 0);
             // SAFETY: the allocation's count, given up once.
             unsafe { release(own) };
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_current_chunk_counts_releases_from_other_threads() {
+        std::thread::spawn(|| {
+            let l = Layout::from_size_align(64, 8).unwrap();
+            let (a, ca) = alloc_node(l);
+            let (_, cb) = alloc_node(l);
+            struct Count(NonNull<Chunk>);
+            // SAFETY: chunk counts are atomic and a chunk may be released on
+            // any thread (nodes are `Send`).
+            unsafe impl Send for Count {}
+            let remote = Count(cb);
+            std::thread::spawn(move || {
+                let remote = remote;
+                // SAFETY: the second allocation's count, given up once, on
+                // another thread while the chunk is still current.
+                unsafe { release(remote.0) };
+            })
+            .join()
+            .unwrap();
+            assert_eq!(live(ca), BIAS - 1);
+            // SAFETY: the first allocation's count, given up once.
+            unsafe { release(ca) };
+            // Both gone (one counted here, one there): the chunk starts over.
+            let (c, cc) = alloc_node(l);
+            assert_eq!(c, a);
+            // SAFETY: the allocation's count, given up once.
+            unsafe { release(cc) };
         })
         .join()
         .unwrap();
