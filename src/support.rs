@@ -290,7 +290,8 @@ pub mod __prelude {
     };
     pub use crate::runtime::__private::{
         check_out, is_retaining_graph, record_generated as record,
-        record_inplace_generated as record_inplace, record_vec_generated as record_vec,
+        record_inplace_generated as record_inplace, record_saving,
+        record_vec_generated as record_vec,
     };
     pub use crate::runtime::forward::{
         forbid as fw_forbid, original as fw_original, poison as fw_poison,

@@ -29,6 +29,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use autograd_runtime::__private::record_saving;
 use autograd_runtime::{
     AutogradError, Node, RawList, SavedVariable, Tensor, Variable, VariableList, record,
     should_record, variable_list,
@@ -168,7 +169,7 @@ fn mul_scalar<T: Raw>(a: &Variable<T>, s: f32) -> Variable<T> {
     if !should_record(&[a]) {
         return Variable::from_data(raw);
     }
-    let ([out], _) = record(MulScalarBackward { other: s }, &[Some(a)], [raw]);
+    let ([out], _) = record_saving(MulScalarBackward { other: s }, &[Some(a)], [raw], |_, _| {});
     out
 }
 
@@ -194,7 +195,7 @@ fn add_scalar<T: Raw>(a: &Variable<T>, s: f32) -> Variable<T> {
     if !should_record(&[a]) {
         return Variable::from_data(raw);
     }
-    let ([out], _) = record(AddScalarBackward, &[Some(a)], [raw]);
+    let ([out], _) = record_saving(AddScalarBackward, &[Some(a)], [raw], |_, _| {});
     out
 }
 
@@ -237,8 +238,11 @@ fn tanh<T: Raw>(a: &Variable<T>) -> Variable<T> {
     let node = TanhBackward0 {
         result: SavedVariable::default(),
     };
-    let ([out], h) = record(node, &[Some(a)], [raw]);
-    h.with(|n| n.result = SavedVariable::new(&out, true));
+    let ([out], h) = record_saving(node, &[Some(a)], [raw], |n, o| n.result = o.save(0));
+    if let Some(h) = h {
+        let saved = SavedVariable::new(&out, true);
+        h.with(|n| n.result = saved);
+    }
     out
 }
 

@@ -219,6 +219,7 @@ pub use variable::Variable;
 pub mod __private {
     pub use crate::engine::is_retaining_graph;
     pub use crate::node::{
-        check_out, record_generated, record_inplace_generated, record_vec_generated,
+        NewOutputs, check_out, record_generated, record_inplace_generated, record_saving,
+        record_vec_generated,
     };
 }

@@ -4,8 +4,10 @@
 //!
 //! All the unsafe code of the graph's nodes is here. The invariants:
 //!
-//! * A `NodeBox` is written once, by [`NodeHandle::new`], into memory from
-//!   [`arena::alloc_node`] that nothing else uses; its `strong` count is the
+//! * A `NodeBox` is written once, by [`NodeHandle::new`] (or header first
+//!   and cell later by [`Pending`], with a zero strong count until the cell
+//!   is written), into memory from [`arena::alloc_node`] that nothing else
+//!   uses; its `strong` count is the
 //!   number of `NodeRef`/`NodeHandle` values (and unclaimed
 //!   [`OutputRefs`] counts) pointing to it, its `weak` count the number of
 //!   `WeakNode`s plus one for all the strong references together, as in `Arc`.
@@ -25,9 +27,17 @@ use crate::arena::{self, Chunk};
 use crate::node::{DynCell, Node, NodeCell, drop_last_ref};
 use crate::tensor::Tensor;
 
-/// A node's allocation: reference counts (as in `Arc`: the strong references
-/// together hold one weak count), the arena chunk it lives in, the cell.
+/// A node's allocation: its header, then the cell.
 struct NodeBox<T: Tensor, N: ?Sized> {
+    head: Head,
+    cell: NodeCell<T, N>,
+}
+
+/// Reference counts (as in `Arc`: the strong references together hold one
+/// weak count), the arena chunk the node lives in, and the version counters
+/// of its first outputs. Written before the cell ([`Pending`]) and read
+/// through [`head`], never through a reference to the whole `NodeBox`.
+struct Head {
     strong: AtomicU32,
     weak: AtomicU32,
     chunk: NonNull<Chunk>,
@@ -35,7 +45,19 @@ struct NodeBox<T: Tensor, N: ?Sized> {
     /// [`Variable`](crate::Variable)): in the header, outside the cell, so
     /// that a weak reference can still read them after the node is dropped.
     versions: [AtomicU32; NODE_COUNTERS],
-    cell: NodeCell<T, N>,
+}
+
+/// The header of the node at `p`.
+///
+/// # Safety
+/// `p` is a node allocation whose header was written and stays alive for
+/// `'a` (the caller holds a count).
+#[inline]
+unsafe fn head<'a, T: Tensor, N: ?Sized>(p: NonNull<NodeBox<T, N>>) -> &'a Head {
+    // SAFETY: the header is initialised and alive by the caller's guarantee;
+    // the reference covers the header only, never the cell (which may not
+    // be written yet, or may be dropped already).
+    unsafe { &(*p.as_ptr()).head }
 }
 
 /// How many outputs of a node keep their version counter in its header
@@ -66,7 +88,7 @@ fn increment(count: &AtomicU32) {
 unsafe fn release_weak<T: Tensor>(p: NonNull<DynBox<T>>) {
     // SAFETY: the caller's weak count keeps the header alive until the
     // `fetch_sub` below; `b` is not used after it unless it was the last.
-    let b = unsafe { p.as_ref() };
+    let b = unsafe { head(p) };
     // The last count (the usual case: no saved output or shared counter
     // refers to the node) needs no read-modify-write: no other count exists
     // to be released concurrently, and none can be created (that needs a
@@ -122,7 +144,7 @@ impl<T: Tensor> Drop for NodeRef<T> {
     fn drop(&mut self) {
         // SAFETY: this handle owns one strong count, so the node is alive
         // until the `fetch_sub`.
-        if unsafe { self.0.as_ref() }
+        if unsafe { head(self.0) }
             .strong
             .fetch_sub(1, Ordering::Release)
             != 1
@@ -138,7 +160,7 @@ impl<T: Tensor> Clone for NodeRef<T> {
     #[inline]
     fn clone(&self) -> Self {
         // SAFETY: this handle's strong count keeps the node alive.
-        increment(unsafe { &self.0.as_ref().strong });
+        increment(unsafe { &head(self.0).strong });
         NodeRef(self.0)
     }
 }
@@ -148,7 +170,7 @@ impl<T: Tensor> NodeRef<T> {
     pub(crate) fn cell(&self) -> &DynCell<T> {
         // SAFETY: the strong count keeps the cell alive for as long as `self`
         // is borrowed.
-        unsafe { &self.0.as_ref().cell }
+        unsafe { &(*self.0.as_ptr()).cell }
     }
 
     /// The version counter of output `k` (`k < NODE_COUNTERS`).
@@ -156,12 +178,12 @@ impl<T: Tensor> NodeRef<T> {
     pub(crate) fn version_slot(&self, k: u32) -> &AtomicU32 {
         // SAFETY: the strong count keeps the header alive (indexing is
         // bounds-checked).
-        unsafe { &self.0.as_ref().versions[k as usize] }
+        unsafe { &head(self.0).versions[k as usize] }
     }
 
     pub(crate) fn downgrade(&self) -> WeakNode<T> {
         // SAFETY: this handle keeps the node alive.
-        increment(unsafe { &self.0.as_ref().weak });
+        increment(unsafe { &head(self.0).weak });
         WeakNode(self.0)
     }
 
@@ -186,13 +208,13 @@ impl<T: Tensor> WeakNode<T> {
     pub(crate) fn version_slot(&self, k: u32) -> &AtomicU32 {
         // SAFETY: the weak count keeps the header alive (indexing is
         // bounds-checked).
-        unsafe { &self.0.as_ref().versions[k as usize] }
+        unsafe { &head(self.0).versions[k as usize] }
     }
 
     /// A strong reference, if the node is still alive.
     pub(crate) fn upgrade(&self) -> Option<NodeRef<T>> {
         // SAFETY: the weak count keeps the header alive.
-        let strong = unsafe { &self.0.as_ref().strong };
+        let strong = unsafe { &head(self.0).strong };
         let mut n = strong.load(Ordering::Relaxed);
         loop {
             if n == 0 {
@@ -214,7 +236,7 @@ impl<T: Tensor> WeakNode<T> {
 impl<T: Tensor> Clone for WeakNode<T> {
     fn clone(&self) -> Self {
         // SAFETY: this handle's weak count keeps the header alive.
-        increment(unsafe { &self.0.as_ref().weak });
+        increment(unsafe { &head(self.0).weak });
         WeakNode(self.0)
     }
 }
@@ -242,44 +264,16 @@ impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
     /// per output variable).
     #[inline]
     pub(crate) fn new(cell: NodeCell<T, N>, refs: usize) -> (Self, OutputRefs<T>) {
-        // Records are rounded to 16 bytes. Measured on the chain bench: with
-        // 8-byte granularity its records (200 + 192 + 248 = 640 bytes per
-        // step) made freeing the graph twice as slow as at 656 bytes per step
-        // (cache set or store-forwarding aliasing of a power-of-two stride);
-        // 16-byte rounding gave 656 again, and costs at most 8 bytes a record.
-        let layout = Layout::new::<NodeBox<T, N>>()
-            .align_to(16)
-            .expect("alignment 16 is valid")
-            .pad_to_align();
-        let (mem, chunk) = arena::alloc_node(layout);
-        let p = mem.cast::<NodeBox<T, N>>();
-        let strong = u32::try_from(refs)
-            .ok()
-            .and_then(|r| r.checked_add(1))
-            .filter(|&n| n <= MAX_REFCOUNT)
-            .expect("too many outputs for one node");
-        // SAFETY: `alloc_node` returns memory of `layout` (at least
-        // `NodeBox<T, N>`'s size and alignment) that nothing else uses,
-        // plus one count of its chunk, which
-        // the node keeps (see `release_weak`).
-        unsafe {
-            p.as_ptr().write(NodeBox {
-                strong: AtomicU32::new(strong),
-                weak: AtomicU32::new(1),
-                chunk,
-                versions: [const { AtomicU32::new(0) }; NODE_COUNTERS],
-                cell,
-            })
-        };
-        let erased: NonNull<DynBox<T>> = p;
-        (NodeHandle(p), OutputRefs { node: erased, refs })
+        let count = refs.checked_add(1).expect("too many outputs for one node");
+        let (p, out) = put(cell, count, refs);
+        (NodeHandle(p), out)
     }
 
     /// Runs `f` with mutable access to the node (locks its mutex).
     pub fn with<R>(&self, f: impl FnOnce(&mut N) -> R) -> R {
         // SAFETY: the handle's strong count keeps the cell alive.
         f(&mut crate::node::lock(unsafe {
-            &self.0.as_ref().cell.node
+            &(*self.0.as_ptr()).cell.node
         }))
     }
 
@@ -288,6 +282,121 @@ impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
         let erased: NonNull<DynBox<T>> = self.0;
         // Cloning a borrowed `NodeRef` counts the new reference.
         (*std::mem::ManuallyDrop::new(NodeRef(erased))).clone()
+    }
+}
+
+/// Puts `cell` in the thread's arena with `strong` strong counts, `refs` of
+/// which are handed out by the returned [`OutputRefs`] (the caller owns the
+/// others).
+#[inline]
+fn put<T: Tensor, N: Node<T>>(
+    cell: NodeCell<T, N>,
+    strong: usize,
+    refs: usize,
+) -> (NonNull<NodeBox<T, N>>, OutputRefs<T>) {
+    // Records are rounded to 16 bytes. Measured on the chain bench: with
+    // 8-byte granularity its records (200 + 192 + 248 = 640 bytes per
+    // step) made freeing the graph twice as slow as at 656 bytes per step
+    // (cache set or store-forwarding aliasing of a power-of-two stride);
+    // 16-byte rounding gave 656 again, and costs at most 8 bytes a record.
+    let layout = Layout::new::<NodeBox<T, N>>()
+        .align_to(16)
+        .expect("alignment 16 is valid")
+        .pad_to_align();
+    let strong = u32::try_from(strong)
+        .ok()
+        .filter(|&n| n <= MAX_REFCOUNT && refs <= n as usize)
+        .expect("too many outputs for one node");
+    let (mem, chunk) = arena::alloc_node(layout);
+    let p = mem.cast::<NodeBox<T, N>>();
+    // SAFETY: `alloc_node` returns memory of `layout` (at least
+    // `NodeBox<T, N>`'s size and alignment) that nothing else uses,
+    // plus one count of its chunk, which
+    // the node keeps (see `release_weak`).
+    unsafe {
+        p.as_ptr().write(NodeBox {
+            head: Head {
+                strong: AtomicU32::new(strong),
+                weak: AtomicU32::new(1),
+                chunk,
+                versions: [const { AtomicU32::new(0) }; NODE_COUNTERS],
+            },
+            cell,
+        })
+    };
+    let erased: NonNull<DynBox<T>> = p;
+    (p, OutputRefs { node: erased, refs })
+}
+
+/// A node's memory with its header written and its cell not yet
+/// ([`record_saving`](crate::record_saving)): the node's saved outputs need
+/// weak references to it before the node value is complete. The strong
+/// count stays zero until [`publish`](Self::publish) writes the cell, so a
+/// weak reference cannot be upgraded before (the cell is never read).
+pub(crate) struct Pending<T: Tensor, N: Node<T>>(NonNull<NodeBox<T, N>>);
+
+impl<T: Tensor, N: Node<T>> Pending<T, N> {
+    /// Takes the memory for a `NodeBox<T, N>` and writes its header.
+    #[inline]
+    pub(crate) fn new() -> Self {
+        let layout = Layout::new::<NodeBox<T, N>>()
+            .align_to(16)
+            .expect("alignment 16 is valid")
+            .pad_to_align();
+        let (mem, chunk) = arena::alloc_node(layout);
+        let p = mem.cast::<NodeBox<T, N>>();
+        // SAFETY: `alloc_node` returns memory of `layout` (at least
+        // `NodeBox<T, N>`'s size and alignment) that nothing else uses, plus
+        // one count of its chunk, which the node keeps. Only the header is
+        // written; the weak count is the strong references' (none yet).
+        unsafe {
+            (&raw mut (*p.as_ptr()).head).write(Head {
+                strong: AtomicU32::new(0),
+                weak: AtomicU32::new(1),
+                chunk,
+                versions: [const { AtomicU32::new(0) }; NODE_COUNTERS],
+            })
+        };
+        Pending(p)
+    }
+
+    /// A weak reference to the node being built.
+    #[inline]
+    pub(crate) fn downgrade(&self) -> WeakNode<T> {
+        // SAFETY: the pending node's own weak count keeps the header alive.
+        increment(unsafe { &head(self.0).weak });
+        WeakNode(self.0)
+    }
+
+    /// Writes the cell and hands out `refs >= 1` strong references (the
+    /// node's outputs).
+    #[inline]
+    pub(crate) fn publish(self, cell: NodeCell<T, N>, refs: usize) -> OutputRefs<T> {
+        let count = u32::try_from(refs)
+            .ok()
+            .filter(|&n| n > 0 && n <= MAX_REFCOUNT)
+            .expect("a published node needs between 1 and 2^31 outputs");
+        let p = std::mem::ManuallyDrop::new(self).0;
+        // SAFETY: the cell's place in the allocation from `new` was never
+        // written nor read (the strong count is zero, so no reference to the
+        // cell exists). Release: a weak reference upgraded after this store
+        // (Acquire) sees the written cell.
+        unsafe {
+            (&raw mut (*p.as_ptr()).cell).write(cell);
+            head(p).strong.store(count, Ordering::Release);
+        }
+        let erased: NonNull<DynBox<T>> = p;
+        OutputRefs { node: erased, refs }
+    }
+}
+
+impl<T: Tensor, N: Node<T>> Drop for Pending<T, N> {
+    /// Never published (a panic while the node was being built): give up
+    /// the strong references' weak count without touching the cell.
+    fn drop(&mut self) {
+        let erased: NonNull<DynBox<T>> = self.0;
+        // SAFETY: the pending node owns that count; nothing reads the cell.
+        unsafe { release_weak(erased) };
     }
 }
 

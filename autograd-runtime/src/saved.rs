@@ -159,6 +159,23 @@ impl<T: Tensor> SavedVariable<T> {
         }
     }
 
+    /// What [`new`](Self::new)`(&output, true)` gives for output
+    /// `output_nr < NODE_COUNTERS` of a node being recorded, when no
+    /// saved-tensor hooks nor forward-mode AD are active: the output's data,
+    /// a weak reference to the node (whose header holds the output's version
+    /// counter, at 0), nothing rare ([`crate::record_saving`]).
+    pub(crate) fn fresh_output(data: T, grad_fn: WeakNode<T>, output_nr: u32) -> Self {
+        SavedVariable {
+            state: State::Output {
+                data,
+                grad_fn,
+                output_nr,
+                version: 0,
+                rare: None,
+            },
+        }
+    }
+
     /// Saves an optional variable (`None` unpacks to `None`).
     pub fn new_opt(var: Option<&Variable<T>>, is_output: bool) -> Self {
         var.map_or_else(Self::default, |v| Self::new(v, is_output))

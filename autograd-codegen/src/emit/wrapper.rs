@@ -210,8 +210,13 @@ fn functional_body(
     let needs = needs(&n.inputs);
     let (offsets, edges) = edges(&n.inputs);
     let init = node_init(n, false);
-    let record = record_outputs(p, &raw, &outs);
+    let (record, saving) = record_outputs(p, n, &raw, &outs);
     let save = save_outputs(n, &outs.iter().map(|o| quote!(#o)).collect::<Vec<_>>());
+    let save = match saving {
+        true if save.is_empty() => quote!(),
+        true => quote!(if let __ag::Some(__handle) = __handle { #save }),
+        false => save,
+    };
     let result = s.ok(tuple(outs.iter().map(|o| quote!(#o)).collect()));
     let body = quote! {
         #(#lets)*
@@ -278,25 +283,60 @@ fn not_implemented_functional(
 }
 
 /// Differentiable outputs go through `record` (`record_vec` for a `Tensor[]`); the others
-/// become plain variables.
-fn record_outputs(p: &FunctionPlan<'_>, raw: &[Ident], outs: &[Ident]) -> TokenStream {
+/// become plain variables. Returns whether the node went through `record_saving` (its
+/// handle is then an `Option`).
+fn record_outputs(
+    p: &FunctionPlan<'_>,
+    n: &NodePlan<'_>,
+    raw: &[Ident],
+    outs: &[Ident],
+) -> (TokenStream, bool) {
     let d = &p.diff_outputs;
-    let recorded = match &d[..] {
+    let (recorded, saving) = match &d[..] {
         [i] if matches!(p.returns[*i], RustTy::TensorList) => {
             let (r, o) = (&raw[*i], &outs[*i]);
-            quote!(let (#o, __handle) = __ag::record_vec(__node, &__edges, #r);)
+            (
+                quote!(let (#o, __handle) = __ag::record_vec(__node, &__edges, #r);),
+                false,
+            )
         }
         _ => {
             let rs = d.iter().map(|i| &raw[*i]);
             let os = d.iter().map(|i| &outs[*i]);
-            quote!(let ([#(#os),*], __handle) = __ag::record(__node, &__edges, [#(#rs),*]);)
+            match saves_in_place(n, d) {
+                Some(saves) => (
+                    quote!(let ([#(#os),*], __handle) = __ag::record_saving(__node, &__edges, [#(#rs),*], |__n, __s| { #(#saves)* });),
+                    true,
+                ),
+                None => (
+                    quote!(let ([#(#os),*], __handle) = __ag::record(__node, &__edges, [#(#rs),*]);),
+                    false,
+                ),
+            }
         }
     };
     let others = (0..raw.len()).filter(|i| !d.contains(i)).map(|i| {
         let (o, v) = (&outs[i], plain(&p.returns[i], &raw[i]));
         quote!(let #o = #v;)
     });
-    quote!(#recorded #(#others)*)
+    (quote!(#recorded #(#others)*), saving)
+}
+
+/// The saves `record_saving` can make before the node is in the graph (`__n.result =
+/// __s.save(0);`): every saved output is a differentiable one (a saved non-differentiable
+/// output, such as `max`'s indices, is a plain variable, saved after recording).
+fn saves_in_place(n: &NodePlan<'_>, diff_outputs: &[usize]) -> Option<Vec<TokenStream>> {
+    n.fields
+        .iter()
+        .filter_map(|f| match f.source {
+            FieldSource::Output { index, list } => Some((&f.ident, index, list)),
+            _ => None,
+        })
+        .map(|(id, index, list)| {
+            let k = diff_outputs.iter().position(|&i| i == index)?;
+            (!list).then(|| quote!(__n.#id = __s.save(#k);))
+        })
+        .collect()
 }
 
 fn needs(inputs: &[DiffInput<'_>]) -> Vec<TokenStream> {

@@ -320,7 +320,12 @@ pub fn mul_tensor<T: Backend>(
         __needs,
         __marker: __ag::PhantomData,
     };
-    let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+    let ([__o0], __handle) = __ag::record_saving(
+        __node,
+        &__edges,
+        [__r0],
+        |__n, __s| {},
+    );
     if __ag::is_forward_ad_enabled() {
         let _ = __ag::fw_forbid(&[self_, other], "mul", false)
             .map_err(|__e| {
@@ -375,15 +380,24 @@ pub fn exp<T: Backend>(self_: &__ag::Variable<T>) -> __ag::Variable<T> {
         __needs,
         __marker: __ag::PhantomData,
     };
-    let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+    let ([__o0], __handle) = __ag::record_saving(
+        __node,
+        &__edges,
+        [__r0],
+        |__n, __s| {
+            __n.result = __s.save(0usize);
+        },
+    );
     if __ag::is_forward_ad_enabled() {
         let _ = __fw::<T>(self_, &__o0);
     }
-    let __saved_result = __ag::SavedVariable::new(&__o0, true);
-    __handle
-        .with(|__n| {
-            __n.result = __saved_result;
-        });
+    if let __ag::Some(__handle) = __handle {
+        let __saved_result = __ag::SavedVariable::new(&__o0, true);
+        __handle
+            .with(|__n| {
+                __n.result = __saved_result;
+            });
+    }
     __o0
 }
 ///Differentiable `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
@@ -417,7 +431,12 @@ pub fn sum<T: Backend>(
         __needs,
         __marker: __ag::PhantomData,
     };
-    let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+    let ([__o0], __handle) = __ag::record_saving(
+        __node,
+        &__edges,
+        [__r0],
+        |__n, __s| {},
+    );
     if __ag::is_forward_ad_enabled() {
         let _ = __ag::fw_forbid(&[self_], "sum", false)
             .map_err(|__e| {
@@ -461,7 +480,12 @@ pub fn expand<T: Backend>(
             __needs,
             __marker: __ag::PhantomData,
         };
-        let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+        let ([__o0], __handle) = __ag::record_saving(
+            __node,
+            &__edges,
+            [__r0],
+            |__n, __s| {},
+        );
         if __ag::is_forward_ad_enabled() {
             let _ = __ag::fw_forbid(&[self_], "expand", false)
                 .map_err(|__e| {
@@ -519,7 +543,12 @@ pub fn max_dim<T: Backend>(
         __needs,
         __marker: __ag::PhantomData,
     };
-    let ([__o0], __handle) = __ag::record(__node, &__edges, [__r0]);
+    let ([__o0], __handle) = __ag::record_saving(
+        __node,
+        &__edges,
+        [__r0],
+        |__n, __s| {},
+    );
     let __o1 = __ag::Variable::from_data(__r1);
     if __ag::is_forward_ad_enabled() {
         let _ = __ag::fw_forbid(&[self_], "max", false)
