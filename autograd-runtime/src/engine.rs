@@ -22,7 +22,7 @@ use crate::grad::Grad;
 use crate::hooks;
 use crate::list::OptList;
 use crate::mode::{is_anomaly_enabled, set_grad_enabled};
-use crate::node::{DynCell, Edge, HooksSnapshot, VariableList, lock};
+use crate::node::{DynCell, Edge, HooksSnapshot, VariableList};
 use crate::reuse;
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::Variable;
@@ -877,7 +877,7 @@ fn run_tensor_hooks<T: Tensor>(
 }
 
 fn node_name<T: Tensor>(cell: &DynCell<T>) -> String {
-    lock(&cell.node).name().to_string()
+    cell.node.lock().name().to_string()
 }
 
 fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, mut e: AutogradError) -> AutogradError {
@@ -916,7 +916,7 @@ fn call_node<T: Tensor, G: Grad<T>>(
         *grads = G::from_vars(vars);
     }
     let result = {
-        let mut node = lock(&cell.node);
+        let mut node = cell.node.lock();
         let r = G::apply(&mut *node, grads, outputs);
         if !keep_graph && r.is_ok() {
             node.release_variables();

@@ -181,6 +181,8 @@ pub mod list;
 mod mode;
 mod node;
 #[allow(unsafe_code)]
+mod node_lock;
+#[allow(unsafe_code)]
 mod node_ptr;
 pub mod ops;
 pub mod raw_grad;

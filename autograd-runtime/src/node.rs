@@ -21,6 +21,7 @@ use crate::variable::{VarInner, Variable};
 
 pub(crate) use crate::node_ptr::{NODE_COUNTERS, WeakNode};
 pub use crate::node_ptr::{NodeHandle, NodeRef};
+use crate::node_lock::NodeLock;
 use crate::node_ptr::{OutputRefs, Pending};
 
 /// Gradients passed to and returned by [`Node::apply`]: one `Option<Variable<T>>`
@@ -149,7 +150,7 @@ pub(crate) struct NodeCell<T: Tensor, N: ?Sized> {
     /// neither): one pointer in the record instead of a mutex, a flag and a
     /// box.
     pub(crate) extras: CounterSlot<NodeExtras<T>>,
-    pub(crate) node: Mutex<N>,
+    pub(crate) node: NodeLock<N>,
 }
 
 /// The rarely present part of a node ([`NodeCell::extras`]).
@@ -261,16 +262,12 @@ impl<T: Tensor> fmt::Debug for NodeRef<T> {
 impl<T: Tensor> NodeRef<T> {
     /// The node's name (locks the node).
     pub fn name(&self) -> String {
-        lock(&self.cell().node).name().to_string()
+        self.cell().node.lock().name().to_string()
     }
 
     /// The name if the node is not locked right now.
     pub(crate) fn try_name(&self) -> Option<String> {
-        match self.cell().node.try_lock() {
-            Ok(n) => Some(n.name().to_string()),
-            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner().name().to_string()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
+        self.cell().node.try_lock().map(|n| n.name().to_string())
     }
 
     /// The next edges: one per input given to [`record`], `None` for inputs
@@ -353,7 +350,7 @@ impl<T: Tensor> NodeRef<T> {
 
     /// Calls [`Node::release_variables`] now.
     pub fn release_variables(&self) {
-        lock(&self.cell().node).release_variables();
+        self.cell().node.lock().release_variables();
     }
 
     /// Backtrace of the forward call that created this node, if it was
@@ -366,7 +363,7 @@ impl<T: Tensor> NodeRef<T> {
     /// never filled (a formula's input that needed no gradient) are left out.
     pub fn saved_tensors(&self) -> Vec<(String, Option<Vec<usize>>)> {
         let mut out = Vec::new();
-        lock(&self.cell().node).visit_saved(&mut |name, sv| {
+        self.cell().node.lock().visit_saved(&mut |name, sv| {
             if !sv.is_empty() {
                 out.push((name.to_string(), sv.shape()));
             }
@@ -427,7 +424,7 @@ impl<T: Tensor> NodeRef<T> {
 
     /// Runs `f` on the locked node (type-erased).
     pub fn with_node<R>(&self, f: impl FnOnce(&mut dyn Node<T>) -> R) -> R {
-        f(&mut *lock(&self.cell().node))
+        f(&mut *self.cell().node.lock())
     }
 }
 
@@ -548,7 +545,7 @@ fn build_cell<T: Tensor, N: Node<T>>(
         topo,
         task_slot: AtomicU64::new(0),
         extras,
-        node: Mutex::new(node),
+        node: NodeLock::new(node),
     }
 }
 

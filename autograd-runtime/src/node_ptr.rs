@@ -272,9 +272,7 @@ impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
     /// Runs `f` with mutable access to the node (locks its mutex).
     pub fn with<R>(&self, f: impl FnOnce(&mut N) -> R) -> R {
         // SAFETY: the handle's strong count keeps the cell alive.
-        f(&mut crate::node::lock(unsafe {
-            &(*self.0.as_ptr()).cell.node
-        }))
+        f(&mut unsafe { &(*self.0.as_ptr()).cell.node }.lock())
     }
 
     /// The type-erased reference (what `grad_fn()` returns).
