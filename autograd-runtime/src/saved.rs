@@ -135,17 +135,22 @@ impl<T: Tensor> SavedVariable<T> {
             return Self::hooked(var, is_output, hooks);
         }
         let version = var.version();
-        if is_output
-            && let Some((node, output_nr)) = var.with_history(|f, nr| f.map(|f| (f.clone(), nr)))
-        {
+        // The weak reference is taken from the borrowed history: no strong
+        // count is added and dropped (two atomic read-modify-writes).
+        let history = is_output
+            .then(|| {
+                var.with_history(|f, nr| {
+                    f.map(|f| (f.downgrade(), var.counter_is_slot_of(f, nr), nr))
+                })
+            })
+            .flatten();
+        if let Some((grad_fn, own_slot, output_nr)) = history {
+            let counter = (!own_slot).then(|| var.shared_counter());
             return SavedVariable {
                 state: State::Output {
                     data: var.data(),
-                    grad_fn: node.downgrade(),
-                    rare: OutputRare::boxed(
-                        var.saved_output_counter(&node, output_nr),
-                        crate::forward::snapshot(var),
-                    ),
+                    grad_fn,
+                    rare: OutputRare::boxed(counter, crate::forward::snapshot(var)),
                     output_nr,
                     version,
                 },

@@ -514,22 +514,15 @@ impl<T: Tensor> Variable<T> {
         SharedCounter::Cell(cell)
     }
 
-    /// The counter a saved output of `node` (output `nr`) checks: `None`
-    /// when it is that node's own slot, which the saved variable reaches
-    /// through its weak reference to the node.
-    pub(crate) fn saved_output_counter(
-        &self,
-        node: &NodeRef<T>,
-        nr: u32,
-    ) -> Option<SharedCounter<T>> {
-        if self.0.shared_version.get().is_none()
-            && let Some((f, k)) = self.node_counter()
-            && f.ptr_eq(node)
-            && k == nr
-        {
-            return None;
-        }
-        Some(self.shared_counter())
+    /// Whether this variable's version counter is the slot of output `nr`
+    /// of `node` (what a saved output of `node` reaches through its weak
+    /// reference to the node); otherwise a saved output keeps
+    /// [`shared_counter`](Self::shared_counter). Takes no lock.
+    pub(crate) fn counter_is_slot_of(&self, node: &NodeRef<T>, nr: u32) -> bool {
+        self.0.shared_version.get().is_none()
+            && self
+                .node_counter()
+                .is_some_and(|(f, k)| f.ptr_eq(node) && k == nr)
     }
 
     /// Makes this variable use `base`'s version counter, as a view or alias
