@@ -405,6 +405,13 @@ struct Task<'a, T: Tensor, G: 'static> {
     /// nodes never touches the heap.
     next: Option<u32>,
     stack: Vec<u32>,
+    /// `lazy` only: states of vertices that ran and were claimed by this
+    /// task, free for the next vertex found (nothing reaches a vertex after
+    /// it ran). A chain's backward then uses two states instead of one per
+    /// node: measured on the chain bench, the states of a 60,000-node graph
+    /// (4 MB, allocated anew each pass above the cached size) were a share
+    /// of the backward pass's memory traffic.
+    free: Vec<u32>,
 }
 
 static NEXT_TASK_ID: AtomicU32 = AtomicU32::new(1);
@@ -435,11 +442,13 @@ impl<T: Tensor, G: 'static> Drop for Task<'_, T, G> {
         self.index.clear();
         self.ready.clear();
         self.stack.clear();
+        self.free.clear();
         let bufs = TaskBuffers::<T, G> {
             states: reuse::recycle(std::mem::take(&mut self.states)),
             index: std::mem::take(&mut self.index),
             ready: std::mem::take(&mut self.ready),
             stack: std::mem::take(&mut self.stack),
+            free: std::mem::take(&mut self.free),
         };
         let _ = TASK_BUFFERS.try_with(|c| {
             let mut c = c.borrow_mut();
@@ -459,6 +468,7 @@ struct TaskBuffers<T: Tensor, G: 'static> {
     index: PtrMap<u32>,
     ready: BinaryHeap<((u64, u64), u32)>,
     stack: Vec<u32>,
+    free: Vec<u32>,
 }
 
 thread_local! {
@@ -491,6 +501,7 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
             index: PtrMap::default(),
             ready: BinaryHeap::new(),
             stack: Vec::new(),
+            free: Vec::new(),
         });
         Task {
             id: id as u64,
@@ -502,6 +513,7 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
             buffers_left: 0,
             next: None,
             stack: b.stack,
+            free: b.free,
         }
     }
 
@@ -521,7 +533,8 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
         if let Some(i) = self.find(&v) {
             return (i, false);
         }
-        let n = self.states.len() as u32;
+        let reused = self.free.pop();
+        let n = reused.unwrap_or(self.states.len() as u32);
         let claimed = v
             .slot()
             .compare_exchange(
@@ -536,15 +549,26 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
         } else {
             self.index.insert(v.key(), n);
         }
-        self.states.push(VState {
-            vertex: v,
-            claimed,
-            deps: 0,
-            exec: true,
-            capture: false,
-            needed: false,
-            buffer: OptList::new(),
-        });
+        match reused {
+            // The state of a vertex that ran: its buffer is already empty
+            // (reset after the run), the rest is set anew.
+            Some(i) => {
+                let st = &mut self.states[i as usize];
+                st.vertex = v;
+                st.claimed = claimed;
+                st.deps = 0;
+                (st.exec, st.capture, st.needed) = (true, false, false);
+            }
+            None => self.states.push(VState {
+                vertex: v,
+                claimed,
+                deps: 0,
+                exec: true,
+                capture: false,
+                needed: false,
+                buffer: OptList::new(),
+            }),
+        }
         (n, true)
     }
 
@@ -732,6 +756,9 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
         let (vertex, exec, capture) = (st.vertex, st.exec, st.capture);
         // Nothing is delivered to a vertex after it ran: give its slot back
         // now, while it is in cache, rather than in a second pass at the end.
+        // Its state is then free for another vertex (`lazy`; a vertex held
+        // by another task keeps its index in `index`).
+        let reusable = task.lazy && st.claimed;
         if st.claimed {
             st.claimed = false;
             task.claimed_left -= 1;
@@ -802,6 +829,9 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
                     G::accumulate(var, g);
                 }
             }
+        }
+        if reusable {
+            task.free.push(i);
         }
     }
     Ok(captured)
