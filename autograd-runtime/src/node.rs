@@ -19,9 +19,9 @@ use crate::saved_hooks::SavedHooks;
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::{VarInner, Variable};
 
+use crate::node_lock::NodeLock;
 pub(crate) use crate::node_ptr::{NODE_COUNTERS, WeakNode};
 pub use crate::node_ptr::{NodeHandle, NodeRef};
-use crate::node_lock::NodeLock;
 use crate::node_ptr::{OutputRefs, Pending};
 
 /// Gradients passed to and returned by [`Node::apply`]: one `Option<Variable<T>>`
