@@ -47,7 +47,7 @@ thread_local! {
     /// What holds tangents of each live level: cleared when the level exits (PyTorch's
     /// `ForwardADLevel::grads_`), which also breaks the reference cycles a tangent's graph
     /// can make with the variable it belongs to.
-    static HOLDERS: RefCell<Vec<(Level, Weak<dyn HoldsTangents>)>> = const { RefCell::new(Vec::new()) };
+    static HOLDERS: RefCell<Vec<(Level, Box<dyn WeakHolder>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Something that holds tangents (a variable, a saved output's snapshot).
@@ -56,24 +56,44 @@ pub(crate) trait HoldsTangents: Send + Sync {
     fn clear_level(&self, level: Level);
 }
 
+/// A weak reference to something that holds tangents.
+pub(crate) trait WeakHolder {
+    /// Forgets the tangents of `level` if the holder is still alive.
+    fn clear_level(&self, level: Level);
+}
+
+impl<H: HoldsTangents> WeakHolder for Weak<H> {
+    fn clear_level(&self, level: Level) {
+        if let Some(x) = self.upgrade() {
+            x.clear_level(level);
+        }
+    }
+}
+
+impl<T: Tensor> WeakHolder for crate::var_ptr::VarWeak<T> {
+    fn clear_level(&self, level: Level) {
+        if let Some(x) = self.upgrade() {
+            HoldsTangents::clear_level(&*x, level);
+        }
+    }
+}
+
 /// Registers `holder` as holding a tangent of `level`.
-pub(crate) fn register(level: Level, holder: Weak<dyn HoldsTangents>) {
+pub(crate) fn register(level: Level, holder: Box<dyn WeakHolder>) {
     HOLDERS.with(|h| h.borrow_mut().push((level, holder)));
 }
 
 /// Clears the tangents of an exited level (outside of any borrow: dropping them runs
 /// arbitrary drops).
 fn clear_exited(level: Level) {
-    let holders: Vec<Weak<dyn HoldsTangents>> = HOLDERS.with(|h| {
+    let holders: Vec<Box<dyn WeakHolder>> = HOLDERS.with(|h| {
         let mut h = h.borrow_mut();
         let (gone, kept): (Vec<_>, Vec<_>) = h.drain(..).partition(|(l, _)| *l == level);
         *h = kept;
         gone.into_iter().map(|(_, w)| w).collect()
     });
     for w in holders {
-        if let Some(x) = w.upgrade() {
-            x.clear_level(level);
-        }
+        w.clear_level(level);
     }
 }
 
@@ -555,8 +575,7 @@ pub(crate) fn snapshot<T: Tensor>(v: &Variable<T>) -> Option<Snapshot<T>> {
     let levels: Vec<Level> = ts.iter().map(|(l, _)| *l).collect();
     let cell: Snapshot<T> = Arc::new(Mutex::new(ts));
     for l in levels {
-        let w: Weak<dyn HoldsTangents> = Arc::downgrade(&cell) as Weak<Mutex<Tangents<T>>>;
-        register(l, w);
+        register(l, Box::new(Arc::downgrade(&cell)));
     }
     Some(cell)
 }

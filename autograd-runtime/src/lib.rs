@@ -191,6 +191,8 @@ mod reuse;
 mod saved;
 mod saved_hooks;
 mod tensor;
+#[allow(unsafe_code)]
+mod var_ptr;
 mod variable;
 pub mod view;
 

@@ -7,7 +7,7 @@ use std::backtrace::Backtrace;
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::counter_slot::CounterSlot;
 use crate::error::AutogradError;
@@ -17,7 +17,8 @@ use crate::mode::is_anomaly_enabled;
 use crate::saved::SavedVariable;
 use crate::saved_hooks::SavedHooks;
 use crate::tensor::{Tensor, TensorMeta};
-use crate::variable::{VarInner, Variable};
+use crate::var_ptr::VarWeak;
+use crate::variable::Variable;
 
 use crate::node_lock::NodeLock;
 pub(crate) use crate::node_ptr::{NODE_COUNTERS, WeakNode};
@@ -104,7 +105,7 @@ pub(crate) fn next_hook_id() -> HookId {
 
 pub(crate) struct NodeHooks<T: Tensor> {
     pub(crate) tensor_pre: Vec<(usize, Hook<TensorHookFn<T>>)>,
-    pub(crate) retain: Vec<(usize, Weak<VarInner<T>>)>,
+    pub(crate) retain: Vec<(usize, VarWeak<T>)>,
     pub(crate) pre: Vec<Hook<PreHookFn<T>>>,
     pub(crate) post: Vec<Hook<PostHookFn<T>>>,
 }
@@ -112,7 +113,7 @@ pub(crate) struct NodeHooks<T: Tensor> {
 /// A copy of a node's hooks, taken so that they run with no lock held.
 pub(crate) struct HooksSnapshot<T: Tensor> {
     pub(crate) tensor_pre: Vec<(usize, Hook<TensorHookFn<T>>)>,
-    pub(crate) retain: Vec<(usize, Weak<VarInner<T>>)>,
+    pub(crate) retain: Vec<(usize, VarWeak<T>)>,
     pub(crate) pre: Vec<Hook<PreHookFn<T>>>,
     pub(crate) post: Vec<Hook<PostHookFn<T>>>,
 }

@@ -10,11 +10,12 @@ use crate::hooks::{Hook, TensorHookFn};
 use crate::mode::is_grad_enabled;
 use crate::node::{Edge, HookId, NODE_COUNTERS, NodeRef, WeakNode, lock, next_hook_id};
 use crate::tensor::{Tensor, TensorMeta};
+use crate::var_ptr::VarArc;
 
 /// A tensor with autograd metadata (PyTorch's `Variable`/`at::Tensor` with
 /// `AutogradMeta`).
 ///
-/// A cheap handle (`Arc`): clones refer to the same variable, exactly like
+/// A cheap reference-counted handle: clones refer to the same variable, exactly like
 /// Python references to one tensor object. `Send + Sync`.
 ///
 /// * **leaf** (no `grad_fn`): created by [`new`](Self::new); if it requires
@@ -37,7 +38,7 @@ use crate::tensor::{Tensor, TensorMeta};
 /// immutably at creation; [`rebase_history`](Self::rebase_history) stores
 /// the new one beside it and sets a flag, and from then on history reads go
 /// through a mutex.
-pub struct Variable<T: Tensor>(pub(crate) Arc<VarInner<T>>);
+pub struct Variable<T: Tensor>(pub(crate) VarArc<T>);
 
 const REQUIRES_GRAD: u8 = 1;
 /// History was replaced: read it from `mutable`.
@@ -148,17 +149,17 @@ impl<T: Tensor> Variable<T> {
     /// A variable that does not require grad (no history).
     #[inline]
     pub fn from_data(data: T) -> Self {
-        Variable(Arc::new(VarInner::new(data, None, 0, false)))
+        Variable(VarArc::new(VarInner::new(data, None, 0, false)))
     }
 
     /// A leaf variable; with `requires_grad`, backward accumulates into its `.grad`.
     pub fn new(data: T, requires_grad: bool) -> Self {
-        Variable(Arc::new(VarInner::new(data, None, 0, requires_grad)))
+        Variable(VarArc::new(VarInner::new(data, None, 0, requires_grad)))
     }
 
     #[inline]
     pub(crate) fn with_grad_fn(data: T, grad_fn: NodeRef<T>, output_nr: u32) -> Self {
-        Variable(Arc::new(VarInner::new(
+        Variable(VarArc::new(VarInner::new(
             data,
             Some(grad_fn),
             output_nr,
@@ -177,7 +178,7 @@ impl<T: Tensor> Variable<T> {
     ) -> Self {
         let inner = VarInner::new(data, grad_fn, output_nr, requires_grad);
         let _ = inner.shared_version.set(counter);
-        Variable(Arc::new(inner))
+        Variable(VarArc::new(inner))
     }
 
     /// The history lives in the mutable part (replaced, or a view brought up to date
@@ -284,9 +285,7 @@ impl<T: Tensor> Variable<T> {
             (old, had)
         };
         if !had {
-            let w: std::sync::Weak<dyn crate::forward::HoldsTangents> =
-                Arc::downgrade(&self.0) as std::sync::Weak<VarInner<T>>;
-            crate::forward::register(level, w);
+            crate::forward::register(level, Box::new(VarArc::downgrade(&self.0)));
         }
         // The old tangents drop here, outside of the lock.
         drop(old);
@@ -569,7 +568,7 @@ impl<T: Tensor> Variable<T> {
 
     /// Whether both handles refer to the same variable.
     pub fn ptr_eq(&self, other: &Variable<T>) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        VarArc::ptr_eq(&self.0, &other.0)
     }
 
     /// The variable's name (shown by [`to_dot`](crate::to_dot)).
@@ -609,7 +608,7 @@ impl<T: Tensor> Variable<T> {
         }
         self.0.flags.fetch_or(RETAINS_GRAD, Ordering::Relaxed);
         drop(g);
-        let weak = Arc::downgrade(&self.0);
+        let weak = VarArc::downgrade(&self.0);
         f.cell().add_hooks(|h| h.retain.push((nr as usize, weak)));
         Ok(())
     }
@@ -722,13 +721,13 @@ impl<T: Tensor> Variable<T> {
             .fetch_or(REPLACED | REQUIRES_GRAD, Ordering::Release);
         drop(g);
         if self.retains_grad() {
-            let me = Arc::as_ptr(&self.0);
+            let me = VarArc::as_ptr(&self.0);
             if let Some(old) = old
                 && let Some(mut h) = old.cell().hooks()
             {
                 h.retain.retain(|(_, w)| w.as_ptr() != me);
             }
-            let weak = Arc::downgrade(&self.0);
+            let weak = VarArc::downgrade(&self.0);
             node.cell()
                 .add_hooks(|h| h.retain.push((nr as usize, weak)));
         }
@@ -770,7 +769,7 @@ impl<T: Tensor> Variable<T> {
     }
 
     pub(crate) fn inner_ptr(&self) -> usize {
-        Arc::as_ptr(&self.0) as usize
+        VarArc::as_ptr(&self.0) as usize
     }
 }
 

@@ -1,0 +1,198 @@
+//! [`VarArc`] and [`VarWeak`]: the reference-counted pointer of a [`Variable`](crate::Variable)
+//! (`Arc<VarInner<T>>` and `Weak` with the same semantics, 32-bit counts).
+//!
+//! Why not `Arc`: dropping the last `Arc` also gives back the strong references' weak count
+//! with an atomic read-modify-write, although hardly any variable ever had a weak reference
+//! (a retained gradient, a view's base, a tangent's level do). Here the last weak count is
+//! given back with a load (as the graph's node pointers do, `node_ptr.rs`): an op's output
+//! dies one op later, so this is one atomic operation fewer per op.
+//!
+//! The invariants, as in `Arc`: `strong` counts the `VarArc`s; `weak` counts the `VarWeak`s
+//! plus one for all the strong references together. The value is dropped by whoever brings
+//! `strong` to zero, the allocation freed by whoever brings `weak` to zero. Every pointer
+//! owns one count, so the memory it reads is alive while it exists.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, Ordering, fence};
+
+use crate::tensor::Tensor;
+use crate::variable::VarInner;
+
+struct VarBox<T: Tensor> {
+    strong: AtomicU32,
+    weak: AtomicU32,
+    inner: VarInner<T>,
+}
+
+/// Counts above this abort, like `Arc`'s (a leaked-handle loop, not a real program).
+const MAX_REFCOUNT: u32 = i32::MAX as u32;
+
+#[inline]
+fn increment(count: &AtomicU32) {
+    if count.fetch_add(1, Ordering::Relaxed) > MAX_REFCOUNT {
+        std::process::abort();
+    }
+}
+
+/// A strong reference to a variable's shared state.
+pub(crate) struct VarArc<T: Tensor>(NonNull<VarBox<T>>);
+
+/// A weak reference: keeps the allocation, not the value.
+pub(crate) struct VarWeak<T: Tensor>(NonNull<VarBox<T>>);
+
+// SAFETY: like `Arc<VarInner<T>>` and `Weak<VarInner<T>>`: the counts are atomic and the
+// value is only shared (`&VarInner<T>`), which is `Send + Sync` (atomics, locks, and
+// `T: Tensor`, which is `Send + Sync`).
+unsafe impl<T: Tensor> Send for VarArc<T> {}
+// SAFETY: as above.
+unsafe impl<T: Tensor> Sync for VarArc<T> {}
+// SAFETY: as above.
+unsafe impl<T: Tensor> Send for VarWeak<T> {}
+// SAFETY: as above.
+unsafe impl<T: Tensor> Sync for VarWeak<T> {}
+
+// As `Arc` is: a variable's state is behind locks and atomics.
+impl<T: Tensor> std::panic::UnwindSafe for VarArc<T> {}
+impl<T: Tensor> std::panic::RefUnwindSafe for VarArc<T> {}
+
+impl<T: Tensor> VarArc<T> {
+    /// A new allocation holding `inner`, with one strong reference.
+    #[inline]
+    pub(crate) fn new(inner: VarInner<T>) -> Self {
+        let b = Box::new(VarBox {
+            strong: AtomicU32::new(1),
+            weak: AtomicU32::new(1),
+            inner,
+        });
+        VarArc(NonNull::from(Box::leak(b)))
+    }
+
+    #[inline]
+    fn counts(&self) -> &VarBox<T> {
+        // SAFETY: this reference's strong count keeps the allocation and the value alive.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// A weak reference to the same variable.
+    pub(crate) fn downgrade(this: &Self) -> VarWeak<T> {
+        increment(&this.counts().weak);
+        VarWeak(this.0)
+    }
+
+    /// Whether both point to the same variable.
+    #[inline]
+    pub(crate) fn ptr_eq(a: &Self, b: &Self) -> bool {
+        a.0 == b.0
+    }
+
+    /// The address of the value (an identity, never dereferenced by callers).
+    #[inline]
+    pub(crate) fn as_ptr(this: &Self) -> *const VarInner<T> {
+        &this.counts().inner
+    }
+}
+
+impl<T: Tensor> std::ops::Deref for VarArc<T> {
+    type Target = VarInner<T>;
+    #[inline]
+    fn deref(&self) -> &VarInner<T> {
+        &self.counts().inner
+    }
+}
+
+impl<T: Tensor> Clone for VarArc<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        increment(&self.counts().strong);
+        VarArc(self.0)
+    }
+}
+
+impl<T: Tensor> Drop for VarArc<T> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.counts().strong.fetch_sub(1, Ordering::Release) != 1 {
+            return;
+        }
+        // Every other reference's use of the value happens before it is dropped.
+        fence(Ordering::Acquire);
+        // SAFETY: the strong count reached zero: no `VarArc` is left and none can be made
+        // (`upgrade` refuses a zero count), so this is the only access to the value, which
+        // was initialised in `new` and is dropped once, here. The strong references' weak
+        // count, still held, keeps the allocation alive until `release_weak`.
+        unsafe {
+            std::ptr::drop_in_place(&raw mut (*self.0.as_ptr()).inner);
+            release_weak(self.0);
+        }
+    }
+}
+
+/// Gives up one weak count of `p`, freeing the allocation with the last.
+///
+/// # Safety
+/// The caller owns one weak count of the live allocation `p`, whose value was dropped if
+/// this can be the last, and does not use `p` afterwards.
+unsafe fn release_weak<T: Tensor>(p: NonNull<VarBox<T>>) {
+    // SAFETY: the caller's count keeps the allocation alive until the `fetch_sub`. Only the
+    // count is read: the value may be dropped already.
+    let weak = unsafe { &(*p.as_ptr()).weak };
+    // The last count (the usual case: no weak reference was ever made) needs no
+    // read-modify-write: no other count exists to be released concurrently, and none can
+    // be made (that needs a count).
+    if weak.load(Ordering::Acquire) == 1 || weak.fetch_sub(1, Ordering::Release) == 1 {
+        fence(Ordering::Acquire);
+        // SAFETY: no counts are left, so nothing uses the allocation any more; it came
+        // from `Box::new` in `VarArc::new`, and its value was dropped when the strong count
+        // reached zero (`drop_in_place` above), so only the memory is freed (as
+        // `ManuallyDrop` contents).
+        unsafe {
+            drop(Box::from_raw(
+                p.as_ptr().cast::<std::mem::ManuallyDrop<VarBox<T>>>(),
+            ))
+        };
+    }
+}
+
+impl<T: Tensor> VarWeak<T> {
+    /// A strong reference, if the variable is still alive.
+    pub(crate) fn upgrade(&self) -> Option<VarArc<T>> {
+        // SAFETY: the weak count keeps the allocation (and its counts) alive.
+        let strong = unsafe { &(*self.0.as_ptr()).strong };
+        let mut n = strong.load(Ordering::Relaxed);
+        loop {
+            if n == 0 {
+                return None;
+            }
+            if n > MAX_REFCOUNT {
+                std::process::abort();
+            }
+            match strong.compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Some(VarArc(self.0)),
+                Err(cur) => n = cur,
+            }
+        }
+    }
+
+    /// The address of the value (what [`VarArc::as_ptr`] gives for the same variable).
+    pub(crate) fn as_ptr(&self) -> *const VarInner<T> {
+        // A place computed from the pointer, not a reference: the value may be dropped.
+        // SAFETY: in bounds of the live allocation (the weak count keeps it).
+        unsafe { &raw const (*self.0.as_ptr()).inner }
+    }
+}
+
+impl<T: Tensor> Clone for VarWeak<T> {
+    fn clone(&self) -> Self {
+        // SAFETY: the weak count keeps the allocation alive.
+        increment(unsafe { &(*self.0.as_ptr()).weak });
+        VarWeak(self.0)
+    }
+}
+
+impl<T: Tensor> Drop for VarWeak<T> {
+    fn drop(&mut self) {
+        // SAFETY: this reference owns one weak count, given up here. If it is the last, the
+        // strong references' count is gone too, so the value was dropped.
+        unsafe { release_weak(self.0) };
+    }
+}
