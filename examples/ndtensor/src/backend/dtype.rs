@@ -309,7 +309,12 @@ fn add_sub<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, alpha: f64, sign: i64) 
 }
 
 fn scalar_kind<E: Element>(t: &NdTensor<E>, s: f64) -> Kind {
-    rules::scalar_kind(kind(t), s)
+    match kind(t) {
+        // Decided before looking at the Scalar (the compiler otherwise computes
+        // `integral(s)`, a call to `trunc`, on every op).
+        Kind::Float => Kind::Float,
+        k => rules::scalar_kind(k, s),
+    }
 }
 
 fn add_sub_scalar<E: Element>(t: &NdTensor<E>, s: f64, alpha: f64, sign: i64) -> R<NdTensor<E>> {
