@@ -61,7 +61,30 @@ fn wrap<E: Element>(a: Array<E, IxDyn>) -> NdTensor<E> {
     }
 }
 
+/// Row-major values `v` (one per element) in an array of shape `shape`. Ranks 0 to 2 are
+/// built with static dimensions and converted (ndarray's `from_shape_vec` on an `IxDyn`
+/// checks the shape and computes the strides through the dynamic dimension, several times
+/// the cost of the elementwise loop for a small tensor).
+fn shaped<E: Element>(shape: &[usize], v: Vec<E>) -> NdTensor<E> {
+    let a = match *shape {
+        [] => Array::from_shape_vec((), v)
+            .expect("one value per element")
+            .into_dyn(),
+        [_] => Array::from_vec(v).into_dyn(),
+        [r, c] => Array::from_shape_vec((r, c), v)
+            .expect("one value per element")
+            .into_dyn(),
+        _ => Array::from_shape_vec(shape, v).expect("one value per element"),
+    };
+    wrap(a)
+}
+
 fn map<E: Element>(a: &NdTensor<E>, f: impl Fn(E) -> E) -> R<NdTensor<E>> {
+    // Row-major contiguous (the common case): a plain loop over the slice, without
+    // ndarray's general contiguity test (which sorts the strides of an `IxDyn`).
+    if let Some(s) = a.data.as_slice() {
+        return Ok(shaped(a.shape(), s.iter().map(|x| f(*x)).collect()));
+    }
     Ok(wrap(a.data.mapv(f)))
 }
 
@@ -74,8 +97,13 @@ fn broadcast_to<'a, E: Element>(a: &'a Arr<E>, shape: &[usize]) -> R<ArrayView<'
 }
 
 fn zip<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, f: impl Fn(E, E) -> E) -> R<NdTensor<E>> {
-    // Same shapes (the common case): no broadcast views, no shape computation.
+    // Same shapes (the common case): no broadcast views, no shape computation; a plain
+    // loop over the slices when both are row-major contiguous.
     if a.data.shape() == b.data.shape() {
+        if let (Some(x), Some(y)) = (a.data.as_slice(), b.data.as_slice()) {
+            let v = x.iter().zip(y).map(|(x, y)| f(*x, *y)).collect();
+            return Ok(shaped(a.shape(), v));
+        }
         return Ok(wrap(
             Zip::from(&a.data)
                 .and(&b.data)

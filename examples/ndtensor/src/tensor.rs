@@ -3,6 +3,7 @@
 use autograd::gradcheck::ElementAccess;
 use ndarray::{ArcArray, Array, IxDyn, NdFloat, ShapeBuilder};
 use std::fmt;
+use std::sync::Arc;
 
 /// An element type: `f32` or `f64`.
 pub trait Element: NdFloat + num_traits::Float + Default + 'static {
@@ -131,7 +132,7 @@ pub enum Data<E: Element> {
 
 /// A raw tensor: `f32` or `f64` (the element type `E`, the library's floating-point dtype),
 /// `i64` or `bool` elements ([`Data`]), any rank, possibly strided (non-contiguous), cheap to
-/// clone.
+/// clone: a pointer-sized handle (an `Arc`) to its [`Data`].
 ///
 /// Floating-point tensors carry gradients; `i64` and `bool` ones never do (PyTorch's rule:
 /// an op's integer or boolean result gets no history). Ops follow PyTorch's dtypes:
@@ -154,7 +155,10 @@ pub enum Data<E: Element> {
 /// ```
 #[derive(Clone, PartialEq)]
 pub struct NdTensor<E: Element = f64> {
-    data: Data<E>,
+    /// Behind an `Arc`: the tensor is a pointer-sized handle, so the runtime moves and clones
+    /// 8 bytes (the variable's data, saved outputs, gradients in the engine's buffers) instead
+    /// of the ~100-byte `ArcArray` with its inline dimensions and strides.
+    data: Arc<Data<E>>,
 }
 
 /// The same shape's elements as another dtype's array (row-major logical order kept).
@@ -165,14 +169,14 @@ fn convert<A: Clone, B: Clone>(a: &ArcArray<A, IxDyn>, f: impl Fn(A) -> B) -> Ar
 impl<E: Element> NdTensor<E> {
     /// Wraps a floating-point array.
     pub fn new(data: ArcArray<E, IxDyn>) -> Self {
-        NdTensor {
-            data: Data::Float(FloatTensor { data }),
-        }
+        NdTensor::from_data(Data::Float(FloatTensor { data }))
     }
 
     /// Wraps elements of any dtype.
     pub fn from_data(data: Data<E>) -> Self {
-        NdTensor { data }
+        NdTensor {
+            data: Arc::new(data),
+        }
     }
 
     /// From an owned floating-point array of any dimensionality.
@@ -277,7 +281,7 @@ impl<E: Element> NdTensor<E> {
 
     /// The floating-point array, if the tensor is floating point.
     pub fn as_float(&self) -> Option<&ArcArray<E, IxDyn>> {
-        match &self.data {
+        match &*self.data {
             Data::Float(a) => Some(&a.data),
             _ => None,
         }
@@ -286,7 +290,7 @@ impl<E: Element> NdTensor<E> {
     /// The elements as `E` (the array itself for a floating-point tensor; integers and
     /// booleans converted, `true` = 1), like PyTorch's `.to(dtype)`.
     pub fn to_float(&self) -> ArcArray<E, IxDyn> {
-        match &self.data {
+        match &*self.data {
             Data::Float(a) => a.data.clone(),
             Data::Int(a) => convert(a, |x| E::of(x as f64)),
             Data::Bool(a) => convert(a, |x| if x { E::one() } else { E::zero() }),
@@ -295,7 +299,7 @@ impl<E: Element> NdTensor<E> {
 
     /// `"f32"`/`"f64"` (`E`), `"i64"` or `"bool"`.
     pub fn dtype(&self) -> &'static str {
-        match &self.data {
+        match &*self.data {
             Data::Float(_) => E::NAME,
             Data::Int(_) => "i64",
             Data::Bool(_) => "bool",
@@ -304,7 +308,7 @@ impl<E: Element> NdTensor<E> {
 
     /// The dimensions.
     pub fn shape(&self) -> &[usize] {
-        match &self.data {
+        match &*self.data {
             Data::Float(a) => a.shape(),
             Data::Int(a) => a.shape(),
             Data::Bool(a) => a.shape(),
@@ -318,7 +322,7 @@ impl<E: Element> NdTensor<E> {
 
     /// The elements of an `"i64"` tensor in row-major order (`None` for another dtype).
     pub fn to_i64_vec(&self) -> Option<Vec<i64>> {
-        match &self.data {
+        match &*self.data {
             Data::Int(a) => Some(a.iter().copied().collect()),
             _ => None,
         }
@@ -326,7 +330,7 @@ impl<E: Element> NdTensor<E> {
 
     /// The elements of a `"bool"` tensor in row-major order (`None` for another dtype).
     pub fn to_bool_vec(&self) -> Option<Vec<bool>> {
-        match &self.data {
+        match &*self.data {
             Data::Bool(a) => Some(a.iter().copied().collect()),
             _ => None,
         }
@@ -345,7 +349,7 @@ impl<E: Element> NdTensor<E> {
 
     /// Whether the elements are laid out contiguously in row-major order.
     pub fn is_contiguous(&self) -> bool {
-        match &self.data {
+        match &*self.data {
             Data::Float(a) => a.data.is_standard_layout(),
             Data::Int(a) => a.is_standard_layout(),
             Data::Bool(a) => a.is_standard_layout(),
@@ -355,7 +359,7 @@ impl<E: Element> NdTensor<E> {
     /// A floating-point tensor's elements as another floating-point type (integer and
     /// boolean tensors are returned unchanged: their dtype does not depend on `E`).
     pub fn cast<F: Element>(&self) -> NdTensor<F> {
-        NdTensor::from_data(match &self.data {
+        NdTensor::from_data(match &*self.data {
             Data::Float(a) => {
                 Data::Float(FloatTensor::new(convert(&a.data, |x| F::of(x.as_f64()))))
             }
@@ -373,7 +377,7 @@ impl<E: Element> fmt::Debug for NdTensor<E> {
 
 impl<E: Element> fmt::Display for NdTensor<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.data {
+        match &*self.data {
             Data::Float(a) => write!(f, "{}", a.data),
             Data::Int(a) => write!(f, "{a}"),
             Data::Bool(a) => write!(f, "{a}"),
@@ -390,7 +394,7 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
     }
     fn ones_like(&self) -> Self {
         let s = IxDyn(self.shape());
-        NdTensor::from_data(match &self.data {
+        NdTensor::from_data(match &*self.data {
             Data::Float(_) => Data::Float(FloatTensor::from_array(Array::ones(s))),
             Data::Int(_) => Data::Int(Array::ones(s).into_shared()),
             Data::Bool(_) => Data::Bool(Array::from_elem(s, true).into_shared()),
@@ -398,7 +402,7 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
     }
     fn zeros_like(&self) -> Self {
         let s = IxDyn(self.shape());
-        NdTensor::from_data(match &self.data {
+        NdTensor::from_data(match &*self.data {
             Data::Float(_) => Data::Float(FloatTensor::from_array(Array::zeros(s))),
             Data::Int(_) => Data::Int(Array::zeros(s).into_shared()),
             Data::Bool(_) => Data::Bool(Array::from_elem(s, false).into_shared()),
@@ -406,7 +410,7 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
     }
     /// Gradients are floating point; the runtime adds only tensors of one dtype and shape.
     fn add(&self, other: &Self) -> Self {
-        match (&self.data, &other.data) {
+        match (&*self.data, &*other.data) {
             (Data::Int(a), Data::Int(b)) => NdTensor::from_data(Data::Int((a + b).into_shared())),
             (Data::Bool(a), Data::Bool(b)) => {
                 NdTensor::from_data(Data::Bool((a | b).into_shared()))
@@ -419,7 +423,7 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
             .is_some_and(|a| a.iter().any(|x| x.is_nan()))
     }
     fn is_differentiable(&self) -> bool {
-        matches!(self.data, Data::Float(_))
+        matches!(*self.data, Data::Float(_))
     }
     fn type_name(&self) -> String {
         format!("NdTensor<{}>", self.dtype())
@@ -434,7 +438,7 @@ impl<E: Element> ElementAccess for NdTensor<E> {
     /// non-contiguous input stay non-contiguous.
     fn with_f64_vec(&self, values: &[f64]) -> Self {
         let shape = self.shape();
-        match &self.data {
+        match &*self.data {
             Data::Int(_) => NdTensor::from_i64(values.iter().map(|x| *x as i64).collect(), shape),
             Data::Bool(_) => NdTensor::from_bool(values.iter().map(|x| *x != 0.0).collect(), shape),
             Data::Float(FloatTensor { data: a }) => {

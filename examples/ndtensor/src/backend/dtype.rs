@@ -33,7 +33,12 @@ type A<T> = ArcArray<T, IxDyn>;
 // ------------------------------------------------------------------------------- dtypes
 
 fn kind<E: Element>(t: &NdTensor<E>) -> Kind {
-    Kind::of(t.dtype())
+    // The variant, not `Kind::of(t.dtype())`: no string comparison per op.
+    match t.data() {
+        Data::Float(_) => Kind::Float,
+        Data::Int(_) => Kind::Int,
+        Data::Bool(_) => Kind::Bool,
+    }
 }
 
 fn fl<E: Element>(a: A<E>) -> F<E> {
@@ -304,7 +309,12 @@ fn add_sub<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, alpha: f64, sign: i64) 
 }
 
 fn scalar_kind<E: Element>(t: &NdTensor<E>, s: f64) -> Kind {
-    rules::scalar_kind(kind(t), s)
+    match kind(t) {
+        // Decided before looking at the Scalar (the compiler otherwise computes
+        // `integral(s)`, a call to `trunc`, on every op).
+        Kind::Float => Kind::Float,
+        k => rules::scalar_kind(k, s),
+    }
 }
 
 fn add_sub_scalar<E: Element>(t: &NdTensor<E>, s: f64, alpha: f64, sign: i64) -> R<NdTensor<E>> {
@@ -545,8 +555,11 @@ impl<E: Element> Backend for NdTensor<E> {
         }
     }
     fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
-        // PyTorch promotes the two, and has the kernel for floats only.
-        rules::check_promoted_floats("tanh_backward_cpu", grad_output.dtype(), output.dtype())?;
+        // PyTorch promotes the two, and has the kernel for floats only (two floats: nothing
+        // to check).
+        if kind(grad_output) != Kind::Float || kind(output) != Kind::Float {
+            rules::check_promoted_floats("tanh_backward_cpu", grad_output.dtype(), output.dtype())?;
+        }
         Ok(float_out(F::tanh_backward(
             &promoted(grad_output),
             &promoted(output),
