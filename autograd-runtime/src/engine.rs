@@ -24,7 +24,7 @@ use crate::list::OptList;
 use crate::mode::{is_anomaly_enabled, set_grad_enabled};
 use crate::node::{DynCell, Edge, HooksSnapshot, VariableList};
 use crate::reuse;
-use crate::tensor::{Tensor, TensorMeta};
+use crate::tensor::{Tensor, TensorMeta, same_dtype};
 use crate::variable::Variable;
 
 /// Computes the gradients of `tensors` w.r.t. the graph leaves and
@@ -993,8 +993,8 @@ fn validate<T: Tensor, G: Grad<T>>(
         };
         let ok = match edge {
             Edge::Node { node, input_nr } => {
-                let expected = node.cell().meta[*input_nr as usize].as_ref();
-                g.with_data(|d| expected.is_none_or(|m| shape_ok(m, d)))
+                let meta = &node.cell().meta;
+                g.with_data(|d| meta.matches(*input_nr as usize, d))
             }
             Edge::Leaf(v) => {
                 let got = g.with_data(TensorMeta::of);
@@ -1016,8 +1016,10 @@ fn invalid_gradient<T: Tensor>(
     got: TensorMeta,
 ) -> AutogradError {
     let expected = match edge {
-        Edge::Node { node, input_nr } => node.cell().meta[*input_nr as usize]
-            .clone()
+        Edge::Node { node, input_nr } => node
+            .cell()
+            .meta
+            .get(*input_nr as usize)
             .unwrap_or_else(|| got.clone()),
         Edge::Leaf(v) => v.with_data(TensorMeta::of),
     };
@@ -1039,12 +1041,4 @@ fn invalid_gradient<T: Tensor>(
 
 fn shape_ok<T: Tensor>(m: &TensorMeta, t: &T) -> bool {
     m.shape() == t.shape() && same_dtype(m.dtype(), t.dtype())
-}
-
-/// Dtype names compared by address first: a backend returns the same
-/// `&'static str` for a dtype every time, and a `memcmp` call per gradient
-/// showed in profiles (W1).
-#[inline]
-fn same_dtype(a: &'static str, b: &'static str) -> bool {
-    std::ptr::eq(a, b) || a == b
 }

@@ -182,6 +182,7 @@ mod mode;
 mod node;
 #[allow(unsafe_code)]
 mod node_lock;
+mod node_meta;
 #[allow(unsafe_code)]
 mod node_ptr;
 pub mod ops;

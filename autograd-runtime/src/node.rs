@@ -21,6 +21,7 @@ use crate::var_ptr::VarWeak;
 use crate::variable::Variable;
 
 use crate::node_lock::NodeLock;
+use crate::node_meta::NodeMeta;
 pub(crate) use crate::node_ptr::{NODE_COUNTERS, WeakNode};
 pub use crate::node_ptr::{NodeHandle, NodeRef};
 use crate::node_ptr::{OutputRefs, Pending};
@@ -139,7 +140,7 @@ pub(crate) struct AnomalyTrace(pub(crate) Backtrace);
 /// typed [`NodeHandle`] and the type-erased [`NodeRef`]s in the graph share it.
 pub(crate) struct NodeCell<T: Tensor, N: ?Sized> {
     pub(crate) edges: EdgeList<T>,
-    pub(crate) meta: OptList<TensorMeta, 1>,
+    pub(crate) meta: NodeMeta,
     pub(crate) seq: u64,
     /// 1 + the largest `topo` of the nodes the edges lead to (0 for none):
     /// every consumer of a node has a larger one, on any thread. 32 bits: a
@@ -282,9 +283,9 @@ impl<T: Tensor> NodeRef<T> {
         self.cell().meta.len()
     }
 
-    /// Shape and dtype of forward output `i`.
-    pub fn input_metadata(&self, i: usize) -> Option<&TensorMeta> {
-        self.cell().meta.get(i).and_then(Option::as_ref)
+    /// Shape and dtype of forward output `i` (a copy: the node keeps them packed).
+    pub fn input_metadata(&self, i: usize) -> Option<TensorMeta> {
+        self.cell().meta.get(i)
     }
 
     /// Creation order on the recording thread (the engine runs ready nodes
@@ -514,7 +515,7 @@ pub fn should_record<T: Tensor>(inputs: &[&Variable<T>]) -> bool {
 fn build_cell<T: Tensor, N: Node<T>>(
     node: N,
     inputs: &[Option<&Variable<T>>],
-    meta: OptList<TensorMeta, 1>,
+    meta: NodeMeta,
 ) -> NodeCell<T, N> {
     let mut edges = EdgeList::<T>::with_len(inputs.len());
     let mut depth = 0;
@@ -554,7 +555,7 @@ fn build_cell<T: Tensor, N: Node<T>>(
 fn new_cell<T: Tensor, N: Node<T>>(
     node: N,
     inputs: &[Option<&Variable<T>>],
-    meta: OptList<TensorMeta, 1>,
+    meta: NodeMeta,
     refs: usize,
 ) -> (NodeHandle<T, N>, OutputRefs<T>) {
     NodeHandle::new(build_cell(node, inputs, meta), refs)
@@ -607,7 +608,7 @@ pub fn record_saving<T: Tensor, N: Node<T>, const K: usize>(
             node: &pending,
         },
     );
-    let meta = OptList::from_array(outputs.each_ref().map(|t| Some(TensorMeta::of(t))));
+    let meta = NodeMeta::of(&outputs);
     let mut refs = pending.publish(build_cell(node, inputs, meta), K);
     let mut nr = 0u32;
     let outs = outputs.map(|data| {
@@ -653,7 +654,7 @@ pub fn record_generated<T: Tensor, N: Node<T>, const K: usize>(
     inputs: &[Option<&Variable<T>>],
     outputs: [T; K],
 ) -> ([Variable<T>; K], NodeHandle<T, N>) {
-    let meta = OptList::from_array(outputs.each_ref().map(|t| Some(TensorMeta::of(t))));
+    let meta = NodeMeta::of(&outputs);
     let (handle, mut refs) = new_cell(node, inputs, meta, K);
     let mut nr = 0u32;
     let outs = outputs.map(|data| {
@@ -682,7 +683,7 @@ pub fn record_vec_generated<T: Tensor, N: Node<T>>(
     inputs: &[Option<&Variable<T>>],
     outputs: Vec<T>,
 ) -> (Vec<Variable<T>>, NodeHandle<T, N>) {
-    let meta = outputs.iter().map(|t| Some(TensorMeta::of(t))).collect();
+    let meta = NodeMeta::of(&outputs);
     let (handle, refs) = new_cell(node, inputs, meta, outputs.len());
     let outs = outputs
         .into_iter()
@@ -748,11 +749,11 @@ pub fn record_inplace_generated<T: Tensor, N: Node<T>>(
     new_data: Option<T>,
 ) -> Result<NodeHandle<T, N>, AutogradError> {
     self_.check_inplace()?;
-    let meta_src = match &new_data {
-        Some(d) => TensorMeta::of(d),
-        None => self_.with_data(TensorMeta::of),
+    let meta = match &new_data {
+        Some(d) => NodeMeta::one(d),
+        None => self_.with_data(NodeMeta::one),
     };
-    let (handle, _) = new_cell(node, inputs, std::iter::once(Some(meta_src)).collect(), 0);
+    let (handle, _) = new_cell(node, inputs, meta, 0);
     if let Some(d) = new_data {
         self_.set_data(d);
     }
