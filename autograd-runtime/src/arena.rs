@@ -307,6 +307,28 @@ pub(crate) fn alloc_node(layout: Layout) -> (NonNull<u8>, NonNull<Chunk>) {
 mod tests {
     use super::*;
 
+    /// Releases one count of each of `chunks` on a new thread (pointers, not
+    /// addresses, so that Miri keeps their provenance).
+    ///
+    /// # Safety
+    /// The caller owns those counts and does not use the chunks afterwards.
+    unsafe fn release_elsewhere(chunks: Vec<NonNull<Chunk>>) {
+        struct Counts(Vec<NonNull<Chunk>>);
+        // SAFETY: chunk counts are atomic and a chunk may be released on any
+        // thread (nodes are `Send`).
+        unsafe impl Send for Counts {}
+        let counts = Counts(chunks);
+        std::thread::spawn(move || {
+            let counts = counts;
+            for c in counts.0 {
+                // SAFETY: a count the caller gave up, released once.
+                unsafe { release(c) };
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
     fn live(c: NonNull<Chunk>) -> usize {
         // SAFETY: called only while the test holds a count of `c`.
         unsafe { c.as_ref() }.live.load(Ordering::Relaxed)
@@ -357,19 +379,9 @@ mod tests {
             let l = Layout::from_size_align(64, 8).unwrap();
             let (a, ca) = alloc_node(l);
             let (_, cb) = alloc_node(l);
-            struct Count(NonNull<Chunk>);
-            // SAFETY: chunk counts are atomic and a chunk may be released on
-            // any thread (nodes are `Send`).
-            unsafe impl Send for Count {}
-            let remote = Count(cb);
-            std::thread::spawn(move || {
-                let remote = remote;
-                // SAFETY: the second allocation's count, given up once, on
-                // another thread while the chunk is still current.
-                unsafe { release(remote.0) };
-            })
-            .join()
-            .unwrap();
+            // SAFETY: the second allocation's count, given up once, on another
+            // thread while the chunk is still current.
+            unsafe { release_elsewhere(vec![cb]) };
             assert_eq!(live(ca), BIAS - 1);
             // SAFETY: the first allocation's count, given up once.
             unsafe { release(ca) };
@@ -409,23 +421,8 @@ mod tests {
             let allocs: Vec<_> = (0..20).map(|_| alloc_node(l)).collect();
             let first = allocs[0].1;
             assert!(allocs.iter().any(|(_, c)| *c != first));
-            // Freed on another thread (a pointer, not an address, so that
-            // Miri keeps its provenance).
-            struct Counts(Vec<NonNull<Chunk>>);
-            // SAFETY: chunk counts are atomic and a chunk may be released on
-            // any thread (nodes are `Send`).
-            unsafe impl Send for Counts {}
-            let counts = Counts(allocs.iter().map(|(_, c)| *c).collect());
-            std::thread::spawn(move || {
-                let counts = counts;
-                for c in counts.0 {
-                    // SAFETY: one count per allocation above, each given up
-                    // once (on this other thread).
-                    unsafe { release(c) };
-                }
-            })
-            .join()
-            .unwrap();
+            // SAFETY: one count per allocation above, each given up once.
+            unsafe { release_elsewhere(allocs.iter().map(|(_, c)| *c).collect()) };
         })
         .join()
         .unwrap();

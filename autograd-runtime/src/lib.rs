@@ -187,6 +187,7 @@ mod node_meta;
 mod node_ptr;
 pub mod ops;
 pub mod raw_grad;
+mod refcount;
 #[allow(unsafe_code)]
 mod reuse;
 mod saved;

@@ -609,15 +609,23 @@ pub fn record_saving<T: Tensor, N: Node<T>, const K: usize>(
         },
     );
     let meta = NodeMeta::of(&outputs);
-    let mut refs = pending.publish(build_cell(node, inputs, meta), K);
+    let refs = pending.publish(build_cell(node, inputs, meta), K);
+    (wrap_outputs(outputs, refs), None)
+}
+
+/// The output variables of a new node: output `k` gets `grad_fn` = the node (one of the
+/// counts `refs` hands out) and `output_nr` = `k`.
+fn wrap_outputs<T: Tensor, const K: usize>(
+    outputs: [T; K],
+    mut refs: OutputRefs<T>,
+) -> [Variable<T>; K] {
     let mut nr = 0u32;
-    let outs = outputs.map(|data| {
+    outputs.map(|data| {
         let grad_fn = refs.next().expect("one reference per output");
         let v = Variable::with_grad_fn(data, grad_fn, nr);
         nr += 1;
         v
-    });
-    (outs, None)
+    })
 }
 
 /// Records an op: puts `node` in the graph with one edge per entry of
@@ -655,15 +663,8 @@ pub fn record_generated<T: Tensor, N: Node<T>, const K: usize>(
     outputs: [T; K],
 ) -> ([Variable<T>; K], NodeHandle<T, N>) {
     let meta = NodeMeta::of(&outputs);
-    let (handle, mut refs) = new_cell(node, inputs, meta, K);
-    let mut nr = 0u32;
-    let outs = outputs.map(|data| {
-        let grad_fn = refs.next().expect("one reference per output");
-        let v = Variable::with_grad_fn(data, grad_fn, nr);
-        nr += 1;
-        v
-    });
-    (outs, handle)
+    let (handle, refs) = new_cell(node, inputs, meta, K);
+    (wrap_outputs(outputs, refs), handle)
 }
 
 /// [`record`] for a number of outputs known only at run time.

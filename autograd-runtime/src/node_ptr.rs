@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU32, Ordering, fence};
 
 use crate::arena::{self, Chunk};
 use crate::node::{DynCell, Node, NodeCell, drop_last_ref};
+use crate::refcount::{MAX_REFCOUNT, increment, increment_if_alive, release_weak_count};
 use crate::tensor::Tensor;
 
 /// A node's allocation: its header, then the cell.
@@ -66,20 +67,6 @@ pub(crate) const NODE_COUNTERS: usize = 2;
 
 type DynBox<T> = NodeBox<T, dyn Node<T>>;
 
-/// Counts above this abort, like `Arc` (a leaked-handle loop, not a real
-/// graph). The counts are 32 bits (a smaller record; see docs/runtime.md):
-/// the abort is reached after 2^31 handles to one node, long before the
-/// count could wrap.
-const MAX_REFCOUNT: u32 = i32::MAX as u32;
-
-/// Adds a reference to a count that the caller's own reference keeps alive.
-#[inline]
-fn increment(count: &AtomicU32) {
-    if count.fetch_add(1, Ordering::Relaxed) > MAX_REFCOUNT {
-        std::process::abort();
-    }
-}
-
 /// Drops the weak count held by `p` and frees the memory with the last one.
 ///
 /// # Safety
@@ -89,11 +76,9 @@ unsafe fn release_weak<T: Tensor>(p: NonNull<DynBox<T>>) {
     // SAFETY: the caller's weak count keeps the header alive until the
     // `fetch_sub` below; `b` is not used after it unless it was the last.
     let b = unsafe { head(p) };
-    // The last count (the usual case: no saved output or shared counter
-    // refers to the node) needs no read-modify-write: no other count exists
-    // to be released concurrently, and none can be created (that needs a
-    // count).
-    if b.weak.load(Ordering::Acquire) == 1 || b.weak.fetch_sub(1, Ordering::Release) == 1 {
+    // Usually the last count: no saved output or shared counter refers to
+    // the node.
+    if release_weak_count(&b.weak) {
         // Every other user's accesses happen before the chunk is released.
         fence(Ordering::Acquire);
         let chunk = b.chunk;
@@ -215,21 +200,9 @@ impl<T: Tensor> WeakNode<T> {
     pub(crate) fn upgrade(&self) -> Option<NodeRef<T>> {
         // SAFETY: the weak count keeps the header alive.
         let strong = unsafe { &head(self.0).strong };
-        let mut n = strong.load(Ordering::Relaxed);
-        loop {
-            if n == 0 {
-                return None;
-            }
-            if n > MAX_REFCOUNT {
-                std::process::abort();
-            }
-            match strong.compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed) {
-                // The count was non-zero, so the cell is alive, and the new
-                // `NodeRef` owns the count just added.
-                Ok(_) => return Some(NodeRef(self.0)),
-                Err(cur) => n = cur,
-            }
-        }
+        // A non-zero count means the cell is alive; the new `NodeRef` owns
+        // the count just added.
+        increment_if_alive(strong).then(|| NodeRef(self.0))
     }
 }
 

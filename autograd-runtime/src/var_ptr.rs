@@ -15,6 +15,7 @@
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 
+use crate::refcount::{increment, increment_if_alive, release_weak_count};
 use crate::tensor::Tensor;
 use crate::variable::VarInner;
 
@@ -22,16 +23,6 @@ struct VarBox<T: Tensor> {
     strong: AtomicU32,
     weak: AtomicU32,
     inner: VarInner<T>,
-}
-
-/// Counts above this abort, like `Arc`'s (a leaked-handle loop, not a real program).
-const MAX_REFCOUNT: u32 = i32::MAX as u32;
-
-#[inline]
-fn increment(count: &AtomicU32) {
-    if count.fetch_add(1, Ordering::Relaxed) > MAX_REFCOUNT {
-        std::process::abort();
-    }
 }
 
 /// A strong reference to a variable's shared state.
@@ -136,10 +127,8 @@ unsafe fn release_weak<T: Tensor>(p: NonNull<VarBox<T>>) {
     // SAFETY: the caller's count keeps the allocation alive until the `fetch_sub`. Only the
     // count is read: the value may be dropped already.
     let weak = unsafe { &(*p.as_ptr()).weak };
-    // The last count (the usual case: no weak reference was ever made) needs no
-    // read-modify-write: no other count exists to be released concurrently, and none can
-    // be made (that needs a count).
-    if weak.load(Ordering::Acquire) == 1 || weak.fetch_sub(1, Ordering::Release) == 1 {
+    // Usually the last count: no weak reference was ever made.
+    if release_weak_count(weak) {
         fence(Ordering::Acquire);
         // SAFETY: no counts are left, so nothing uses the allocation any more; it came
         // from `Box::new` in `VarArc::new`, and its value was dropped when the strong count
@@ -158,19 +147,7 @@ impl<T: Tensor> VarWeak<T> {
     pub(crate) fn upgrade(&self) -> Option<VarArc<T>> {
         // SAFETY: the weak count keeps the allocation (and its counts) alive.
         let strong = unsafe { &(*self.0.as_ptr()).strong };
-        let mut n = strong.load(Ordering::Relaxed);
-        loop {
-            if n == 0 {
-                return None;
-            }
-            if n > MAX_REFCOUNT {
-                std::process::abort();
-            }
-            match strong.compare_exchange_weak(n, n + 1, Ordering::Acquire, Ordering::Relaxed) {
-                Ok(_) => return Some(VarArc(self.0)),
-                Err(cur) => n = cur,
-            }
-        }
+        increment_if_alive(strong).then(|| VarArc(self.0))
     }
 
     /// The address of the value (what [`VarArc::as_ptr`] gives for the same variable).
