@@ -380,6 +380,49 @@ fn validation_of_returned_gradients_names_the_node() {
     );
 }
 
+/// Returns a gradient of the given shape, whatever it receives.
+struct GradOfShape(Vec<usize>);
+impl Node<TT> for GradOfShape {
+    fn name(&self) -> &str {
+        "GradOfShapeBackward"
+    }
+    fn apply(&mut self, _grads: VariableList<TT>) -> Result<VariableList<TT>, AutogradError> {
+        let n = self.0.iter().product();
+        Ok(variable_list![Some(constant(&vec![1.0; n], &self.0))])
+    }
+}
+
+#[test]
+fn gradients_are_checked_against_packed_and_unpacked_output_shapes() {
+    // A node keeps one output's shape packed in a word when it fits (up to four
+    // dimensions, 15 bits each at four) and a list otherwise: both check the same way.
+    let shapes: [&[usize]; 5] = [
+        &[6],
+        &[2, 3],
+        &[1, 2, 1, 3],
+        &[1, 1, 1, 1, 6],
+        &[40000, 1, 1, 1],
+    ];
+    for s in shapes {
+        let n: usize = s.iter().product();
+        let x = leaf(&vec![0.5; n], s);
+        let h = exp(&x); // the producer whose metadata is checked
+        let ([y], _) = record(GradOfShape(s.to_vec()), &[Some(&h)], [h.data()]);
+        sum(&y).backward().unwrap();
+        assert_eq!(x.grad().unwrap().shape(), s.to_vec());
+        let mut other = s.to_vec();
+        other.reverse();
+        other.push(1);
+        let ([y], _) = record(GradOfShape(other.clone()), &[Some(&h)], [h.data()]);
+        assert_eq!(
+            sum(&y).backward().unwrap_err().to_string(),
+            format!(
+                "Function GradOfShapeBackward returned an invalid gradient at index 0 - got {other:?} but expected shape compatible with {s:?}"
+            )
+        );
+    }
+}
+
 #[test]
 fn not_implemented_error_from_a_formula() {
     struct Nope;
