@@ -724,8 +724,17 @@ fn run<'a, T: Tensor>(
     }
 }
 
-// The engine's loop in one piece (pop the deepest ready vertex, run it, route its
-// gradients): splitting it would spread the vertex state over several functions.
+/// What a pass keeps besides its task: where captured gradients go (`grad()`), the list
+/// a node writes its gradients into (reused node after node), and the pass's options.
+struct Pass<T: Tensor, G> {
+    /// `(vertex, input slot, position in captured)` of each `grad()` input.
+    slots: Vec<(u32, usize, usize)>,
+    captured: Vec<Option<Variable<T>>>,
+    out: OptList<G, 2>,
+    keep_graph: bool,
+    create_graph: bool,
+}
+
 fn run_with<'a, T: Tensor, G: Grad<T>>(
     roots: &'a [(Edge<T>, Option<Variable<T>>)],
     targets: Targets<'a, T>,
@@ -748,9 +757,13 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
     for (edge, g) in roots {
         task.deliver(edge, &mut g.clone().map(G::from_var));
     }
-    let mut captured: Vec<Option<Variable<T>>> = vec![None; n_captures];
-    // The gradients a node computes, written in place and reused node after node.
-    let mut out = OptList::<G, 2>::new();
+    let mut pass = Pass {
+        slots,
+        captured: vec![None; n_captures],
+        out: OptList::new(),
+        keep_graph,
+        create_graph,
+    };
     while let Some(i) = task.pop_ready() {
         let st = &mut task.states[i as usize];
         let (vertex, exec, capture) = (st.vertex, st.exec, st.capture);
@@ -764,77 +777,101 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
             task.claimed_left -= 1;
             vertex.slot().store(0, Ordering::Release);
         }
-        // The gradient buffer is used where it is (not moved out) and emptied
-        // before `buffers_left` counts it done: an error on the way leaves it
-        // counted, so dropping the task drops what it holds.
         match vertex {
-            Vertex::Node(cell) => {
-                let hooks = if cell.has_hooks() {
-                    cell.hooks_snapshot()
-                } else {
-                    None
-                };
-                let buf = &mut task.states[i as usize].buffer;
-                if let Some(h) = &hooks {
-                    let mut vars = G::to_vars(std::mem::take(buf));
-                    run_tensor_hooks(h, &mut vars, create_graph)
-                        .map_err(|e| anomaly_wrap(cell, e))?;
-                    *buf = G::from_vars(vars);
-                }
-                if capture {
-                    for &(j, nr, pos) in &slots {
-                        if j == i {
-                            captured[pos] = buf.get(nr).cloned().flatten().map(G::into_var);
-                        }
-                    }
-                }
-                if !exec {
-                    buf.reset(0);
-                    task.buffers_left -= 1;
-                    continue;
-                }
-                out.reset(0);
-                call_node(cell, hooks.as_ref(), buf, &mut out, keep_graph)?;
-                buf.reset(0);
-                task.buffers_left -= 1;
-                for (edge, g) in cell.edges.iter().zip(out.iter_mut()) {
-                    if let Some(edge) = edge {
-                        task.deliver(edge, g);
-                    }
-                }
-            }
-            Vertex::Leaf(var) => {
-                let buf = &mut task.states[i as usize].buffer;
-                let mut g = buf.take(0);
-                buf.reset(0);
-                task.buffers_left -= 1;
-                if let Some(cur) = g.take() {
-                    // A snapshot: the hooks run with no lock held and stay
-                    // registered whatever they do (remove themselves, panic).
-                    let hooks = var.leaf_hooks();
-                    g = Some(if hooks.is_empty() {
-                        cur
-                    } else {
-                        G::from_var(hooks::run_tensor_hooks(&hooks, cur.into_var())?)
-                    });
-                }
-                if capture {
-                    for &(j, _, pos) in &slots {
-                        if j == i {
-                            captured[pos] = g.clone().map(G::into_var);
-                        }
-                    }
-                }
-                if exec && let Some(g) = g {
-                    G::accumulate(var, g);
-                }
-            }
+            Vertex::Node(cell) => pass.run_node(&mut task, i, cell, exec, capture)?,
+            Vertex::Leaf(var) => pass.run_leaf(&mut task, i, var, exec, capture)?,
         }
         if reusable {
             task.free.push(i);
         }
     }
-    Ok(captured)
+    Ok(pass.captured)
+}
+
+// The gradient buffer of the running vertex is used where it is (not moved out) and
+// emptied before `buffers_left` counts it done: an error on the way leaves it counted, so
+// dropping the task drops what it holds.
+impl<T: Tensor, G: Grad<T>> Pass<T, G> {
+    /// Runs node vertex `i`: tensor hooks, captures, the node, then its gradients on to
+    /// the next vertices.
+    fn run_node<'a>(
+        &mut self,
+        task: &mut Task<'a, T, G>,
+        i: u32,
+        cell: &'a DynCell<T>,
+        exec: bool,
+        capture: bool,
+    ) -> Result<(), AutogradError> {
+        let hooks = if cell.has_hooks() {
+            cell.hooks_snapshot()
+        } else {
+            None
+        };
+        let buf = &mut task.states[i as usize].buffer;
+        if let Some(h) = &hooks {
+            let mut vars = G::to_vars(std::mem::take(buf));
+            run_tensor_hooks(h, &mut vars, self.create_graph).map_err(|e| anomaly_wrap(cell, e))?;
+            *buf = G::from_vars(vars);
+        }
+        if capture {
+            for &(j, nr, pos) in &self.slots {
+                if j == i {
+                    self.captured[pos] = buf.get(nr).cloned().flatten().map(G::into_var);
+                }
+            }
+        }
+        if !exec {
+            buf.reset(0);
+            task.buffers_left -= 1;
+            return Ok(());
+        }
+        self.out.reset(0);
+        call_node(cell, hooks.as_ref(), buf, &mut self.out, self.keep_graph)?;
+        buf.reset(0);
+        task.buffers_left -= 1;
+        for (edge, g) in cell.edges.iter().zip(self.out.iter_mut()) {
+            if let Some(edge) = edge {
+                task.deliver(edge, g);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs leaf vertex `i`: its hooks, captures, then accumulation into `.grad`.
+    fn run_leaf(
+        &mut self,
+        task: &mut Task<'_, T, G>,
+        i: u32,
+        var: &Variable<T>,
+        exec: bool,
+        capture: bool,
+    ) -> Result<(), AutogradError> {
+        let buf = &mut task.states[i as usize].buffer;
+        let mut g = buf.take(0);
+        buf.reset(0);
+        task.buffers_left -= 1;
+        if let Some(cur) = g.take() {
+            // A snapshot: the hooks run with no lock held and stay
+            // registered whatever they do (remove themselves, panic).
+            let hooks = var.leaf_hooks();
+            g = Some(if hooks.is_empty() {
+                cur
+            } else {
+                G::from_var(hooks::run_tensor_hooks(&hooks, cur.into_var())?)
+            });
+        }
+        if capture {
+            for &(j, _, pos) in &self.slots {
+                if j == i {
+                    self.captured[pos] = g.clone().map(G::into_var);
+                }
+            }
+        }
+        if exec && let Some(g) = g {
+            G::accumulate(var, g);
+        }
+        Ok(())
+    }
 }
 
 /// exec = a target of `backward(inputs)`, or some child must receive a
