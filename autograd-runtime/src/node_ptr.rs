@@ -4,10 +4,9 @@
 //!
 //! All the unsafe code of the graph's nodes is here. The invariants:
 //!
-//! * A `NodeBox` is written once, by [`NodeHandle::new`] (or header first
-//!   and cell later by [`Pending`], with a zero strong count until the cell
-//!   is written), into memory from [`arena::alloc_node`] that nothing else
-//!   uses; its `strong` count is the
+//! * A `NodeBox` is written once, header first and cell later, by
+//!   [`Pending`] (with a zero strong count until the cell is written), into
+//!   memory from [`arena::alloc_node`] that nothing else uses; its `strong` count is the
 //!   number of `NodeRef`/`NodeHandle` values (and unclaimed
 //!   [`OutputRefs`] counts) pointing to it, its `weak` count the number of
 //!   `WeakNode`s plus one for all the strong references together, as in `Arc`.
@@ -237,8 +236,8 @@ impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
     /// per output variable).
     #[inline]
     pub(crate) fn new(cell: NodeCell<T, N>, refs: usize) -> (Self, OutputRefs<T>) {
-        let count = refs.checked_add(1).expect("too many outputs for one node");
-        let (p, out) = put(cell, count, refs);
+        let strong = refs.checked_add(1).expect("too many outputs for one node");
+        let (p, out) = Pending::new().publish_counted(cell, strong, refs);
         (NodeHandle(p), out)
     }
 
@@ -256,49 +255,6 @@ impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
     }
 }
 
-/// Puts `cell` in the thread's arena with `strong` strong counts, `refs` of
-/// which are handed out by the returned [`OutputRefs`] (the caller owns the
-/// others).
-#[inline]
-fn put<T: Tensor, N: Node<T>>(
-    cell: NodeCell<T, N>,
-    strong: usize,
-    refs: usize,
-) -> (NonNull<NodeBox<T, N>>, OutputRefs<T>) {
-    // Records are rounded to 16 bytes. Measured on the chain bench: with
-    // 8-byte granularity its records (200 + 192 + 248 = 640 bytes per
-    // step) made freeing the graph twice as slow as at 656 bytes per step
-    // (cache set or store-forwarding aliasing of a power-of-two stride);
-    // 16-byte rounding gave 656 again, and costs at most 8 bytes a record.
-    let layout = Layout::new::<NodeBox<T, N>>()
-        .align_to(16)
-        .expect("alignment 16 is valid")
-        .pad_to_align();
-    let strong = u32::try_from(strong)
-        .ok()
-        .filter(|&n| n <= MAX_REFCOUNT && refs <= n as usize)
-        .expect("too many outputs for one node");
-    let (mem, chunk) = arena::alloc_node(layout);
-    let p = mem.cast::<NodeBox<T, N>>();
-    // SAFETY: `alloc_node` returns memory of `layout` (at least
-    // `NodeBox<T, N>`'s size and alignment) that nothing else uses,
-    // plus one count of its chunk, which
-    // the node keeps (see `release_weak`).
-    unsafe {
-        p.as_ptr().write(NodeBox {
-            head: Head {
-                strong: AtomicU32::new(strong),
-                weak: AtomicU32::new(1),
-                chunk,
-                versions: [const { AtomicU32::new(0) }; NODE_COUNTERS],
-            },
-            cell,
-        })
-    };
-    let erased: NonNull<DynBox<T>> = p;
-    (p, OutputRefs { node: erased, refs })
-}
-
 /// A node's memory with its header written and its cell not yet
 /// ([`record_saving`](crate::record_saving)): the node's saved outputs need
 /// weak references to it before the node value is complete. The strong
@@ -310,6 +266,11 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
     /// Takes the memory for a `NodeBox<T, N>` and writes its header.
     #[inline]
     pub(crate) fn new() -> Self {
+        // Records are rounded to 16 bytes. Measured on the chain bench: with
+        // 8-byte granularity its records (200 + 192 + 248 = 640 bytes per
+        // step) made freeing the graph twice as slow as at 656 bytes per step
+        // (cache set or store-forwarding aliasing of a power-of-two stride);
+        // 16-byte rounding gave 656 again, and costs at most 8 bytes a record.
         let layout = Layout::new::<NodeBox<T, N>>()
             .align_to(16)
             .expect("alignment 16 is valid")
@@ -343,10 +304,23 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
     /// node's outputs).
     #[inline]
     pub(crate) fn publish(self, cell: NodeCell<T, N>, refs: usize) -> OutputRefs<T> {
-        let count = u32::try_from(refs)
+        assert!(refs > 0, "a published node needs an output to keep it");
+        self.publish_counted(cell, refs, refs).1
+    }
+
+    /// Writes the cell with `strong` strong counts, `refs <= strong` of which
+    /// the returned [`OutputRefs`] hands out (the caller owns the others).
+    #[inline]
+    fn publish_counted(
+        self,
+        cell: NodeCell<T, N>,
+        strong: usize,
+        refs: usize,
+    ) -> (NonNull<NodeBox<T, N>>, OutputRefs<T>) {
+        let count = u32::try_from(strong)
             .ok()
-            .filter(|&n| n > 0 && n <= MAX_REFCOUNT)
-            .expect("a published node needs between 1 and 2^31 outputs");
+            .filter(|&n| n > 0 && n <= MAX_REFCOUNT && refs <= n as usize)
+            .expect("too many outputs for one node");
         let p = std::mem::ManuallyDrop::new(self).0;
         // SAFETY: the cell's place in the allocation from `new` was never
         // written nor read (the strong count is zero, so no reference to the
@@ -357,7 +331,7 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
             head(p).strong.store(count, Ordering::Release);
         }
         let erased: NonNull<DynBox<T>> = p;
-        OutputRefs { node: erased, refs }
+        (p, OutputRefs { node: erased, refs })
     }
 }
 
