@@ -396,6 +396,9 @@ impl Node<TT> for GradOfShape {
 fn gradients_are_checked_against_packed_and_unpacked_output_shapes() {
     // A node keeps one output's shape packed in a word when it fits (up to four
     // dimensions, 15 bits each at four) and a list otherwise: both check the same way.
+    // The text is PyTorch's: torch 2.15 says `Function FBackward returned an invalid gradient
+    // at index 0 - got [3, 2, 1] but expected shape compatible with [2, 3]` for a custom
+    // Function returning a [3, 2, 1] gradient for a [2, 3] input.
     let shapes: [&[usize]; 5] = [
         &[6],
         &[2, 3],
