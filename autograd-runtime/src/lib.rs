@@ -151,19 +151,20 @@
 //!
 //! # Unsafe code
 //!
-//! Unsafe code is confined to four private modules, each small enough to
+//! Unsafe code is confined to seven private modules, each small enough to
 //! review on its own: the node arena (`arena`), the reference-counted node
 //! pointers (`node_ptr`: `NodeRef`, `NodeHandle` and the weak reference saved
-//! outputs use), the set-once slot of a shared version counter
-//! (`counter_slot`) and the reuse of the engine's buffers between calls
+//! outputs use), the lock around a node's typed part (`node_lock`), a
+//! variable's reference-counted pointer (`var_ptr`) and the per-thread free
+//! list of its memory (`var_pool`), the set-once slot of a shared version
+//! counter (`counter_slot`) and the reuse of the engine's buffers between calls
 //! (`reuse`). The rest of the crate denies `unsafe_code`; every unsafe block
 //! carries a `SAFETY:` comment (`clippy::undocumented_unsafe_blocks` is
 //! denied). The test suite runs under Miri (`docs/runtime.md`).
 
 #![warn(missing_docs)]
-// Unsafe code only in the modules marked `#[allow(unsafe_code)]` below (the
-// node arena, the node pointers, the version-counter slot, the engine's
-// buffer reuse), every block with a `SAFETY:` comment saying why it is sound.
+// Unsafe code only in the modules marked `#[allow(unsafe_code)]` below (see
+// "Unsafe code" above), every block with a `SAFETY:` comment saying why it is sound.
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
@@ -193,6 +194,8 @@ mod reuse;
 mod saved;
 mod saved_hooks;
 mod tensor;
+#[allow(unsafe_code)]
+mod var_pool;
 #[allow(unsafe_code)]
 mod var_ptr;
 mod variable;

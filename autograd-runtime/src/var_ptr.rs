@@ -12,11 +12,13 @@
 //! `strong` to zero, the allocation freed by whoever brings `weak` to zero. Every pointer
 //! owns one count, so the memory it reads is alive while it exists.
 
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 
 use crate::refcount::{increment, increment_if_alive, release_weak_count};
 use crate::tensor::Tensor;
+use crate::var_pool;
 use crate::variable::VarInner;
 
 struct VarBox<T: Tensor> {
@@ -50,12 +52,17 @@ impl<T: Tensor> VarArc<T> {
     /// A new allocation holding `inner`, with one strong reference.
     #[inline]
     pub(crate) fn new(inner: VarInner<T>) -> Self {
-        let b = Box::new(VarBox {
-            strong: AtomicU32::new(1),
-            weak: AtomicU32::new(1),
-            inner,
-        });
-        VarArc(NonNull::from(Box::leak(b)))
+        let p = alloc_box::<T>();
+        // SAFETY: `p` is fresh memory for a `VarBox<T>` (its layout, or a larger block of
+        // at least its alignment) that nothing else uses.
+        unsafe {
+            p.write(VarBox {
+                strong: AtomicU32::new(1),
+                weak: AtomicU32::new(1),
+                inner,
+            })
+        };
+        VarArc(p)
     }
 
     #[inline]
@@ -131,14 +138,39 @@ unsafe fn release_weak<T: Tensor>(p: NonNull<VarBox<T>>) {
     if release_weak_count(weak) {
         fence(Ordering::Acquire);
         // SAFETY: no counts are left, so nothing uses the allocation any more; it came
-        // from `Box::new` in `VarArc::new`, and its value was dropped when the strong count
-        // reached zero (`drop_in_place` above), so only the memory is freed (as
-        // `ManuallyDrop` contents).
-        unsafe {
-            drop(Box::from_raw(
-                p.as_ptr().cast::<std::mem::ManuallyDrop<VarBox<T>>>(),
-            ))
-        };
+        // from `alloc_box` in `VarArc::new`, and its value was dropped when the strong
+        // count reached zero (`drop_in_place` above), so only the memory is freed.
+        unsafe { free_box(p) };
+    }
+}
+
+/// Memory for a `VarBox<T>`: a block of the thread's list (`var_pool.rs`) when it fits,
+/// else from the allocator.
+#[inline]
+fn alloc_box<T: Tensor>() -> NonNull<VarBox<T>> {
+    let layout = Layout::new::<VarBox<T>>();
+    if var_pool::fits(layout) {
+        return var_pool::take().cast();
+    }
+    // SAFETY: a `VarBox` has a non-zero size (it holds two counts).
+    let p = unsafe { alloc(layout) };
+    NonNull::new(p.cast()).unwrap_or_else(|| handle_alloc_error(layout))
+}
+
+/// Frees the memory of [`alloc_box`].
+///
+/// # Safety
+/// `p` came from `alloc_box::<T>()`, its value was dropped or moved out, and nothing uses
+/// it any more.
+#[inline]
+unsafe fn free_box<T: Tensor>(p: NonNull<VarBox<T>>) {
+    let layout = Layout::new::<VarBox<T>>();
+    if var_pool::fits(layout) {
+        // SAFETY: a block from `var_pool::take` (same `fits` test), no longer used.
+        unsafe { var_pool::give(p.cast()) };
+    } else {
+        // SAFETY: allocated with this layout in `alloc_box`, no longer used.
+        unsafe { dealloc(p.as_ptr().cast(), layout) };
     }
 }
 
@@ -171,5 +203,47 @@ impl<T: Tensor> Drop for VarWeak<T> {
         // SAFETY: this reference owns one weak count, given up here. If it is the last, the
         // strong references' count is gone too, so the value was dropped.
         unsafe { release_weak(self.0) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A tensor as the examples' backends have them: a shape and a shared buffer.
+    #[derive(Clone)]
+    struct Shared {
+        shape: Vec<usize>,
+        data: Arc<[f32]>,
+    }
+
+    impl Tensor for Shared {
+        fn shape(&self) -> &[usize] {
+            &self.shape
+        }
+        fn dtype(&self) -> &'static str {
+            "f32"
+        }
+        fn ones_like(&self) -> Self {
+            self.clone()
+        }
+        fn zeros_like(&self) -> Self {
+            self.clone()
+        }
+        fn add(&self, _: &Self) -> Self {
+            self.clone()
+        }
+        fn has_nan(&self) -> bool {
+            self.data.iter().any(|x| x.is_nan())
+        }
+    }
+
+    #[test]
+    fn variables_of_handle_sized_tensors_take_pool_blocks() {
+        // A five-word tensor (a shape `Vec` and an `Arc<[f32]>`) fills the 128-byte
+        // block exactly; a larger tensor, or a larger `VarInner`, would silently go back
+        // to `malloc` (`alloc_box`).
+        assert!(var_pool::fits(Layout::new::<VarBox<Shared>>()));
     }
 }
