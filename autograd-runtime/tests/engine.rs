@@ -59,6 +59,40 @@ fn diamond_graph_sums_gradients_and_runs_each_node_once() {
 }
 
 #[test]
+fn chains_of_unequal_length_meeting_at_one_leaf_run_each_node_once() {
+    // A single-input node whose gradient has nowhere else to come from runs next without
+    // being queued (`deliver_direct`); one that other pending nodes may still reach does
+    // not. y = sum(tanh(tanh(tanh(x))) * exp(x)) + sum(x * 2): a three-node chain, a
+    // one-node chain and a direct edge, all meeting at x; a hook and a retained gradient
+    // in the middle of the long chain.
+    let x = leaf(&[0.3, -0.7], &[2]);
+    let t1 = tanh(&x);
+    let t2 = tanh(&t1);
+    t2.retain_grad().unwrap();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c2 = calls.clone();
+    t2.grad_fn().unwrap().register_prehook(move |_| {
+        c2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    });
+    let t3 = tanh(&t2);
+    let e = exp(&x);
+    let y = add(&sum(&mul(&t3, &e)), &sum(&mul_scalar(&x, 2.0)));
+    y.backward().unwrap();
+    let (mut dx, mut dt2) = (Vec::new(), Vec::new());
+    for v in [0.3f64, -0.7] {
+        let (a, b) = (v.tanh(), v.tanh().tanh());
+        let c = b.tanh();
+        let d_t2 = v.exp() * (1.0 - c * c);
+        dt2.push(d_t2);
+        dx.push(d_t2 * (1.0 - b * b) * (1.0 - a * a) + c * v.exp() + 2.0);
+    }
+    assert_close(&grad_vals(&x), &dx);
+    assert_close(&grad_vals(&t2), &dt2);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[test]
 fn shared_input_used_twice_by_one_node() {
     let x = leaf(&[3.0], &[1]);
     let y = sum(&mul(&x, &x));
