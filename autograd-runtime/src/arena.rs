@@ -285,6 +285,7 @@ const PREFETCH_LINES: usize = 8;
 
 /// Memory for one node: `layout.size()` bytes aligned to `layout.align()`, and
 /// the chunk to [`release`] when the node's memory is no longer used.
+#[inline]
 pub(crate) fn alloc_node(layout: Layout) -> (NonNull<u8>, NonNull<Chunk>) {
     if layout.size() <= MAX_SHARED
         && layout.align() <= CHUNK_ALIGN

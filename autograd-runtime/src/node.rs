@@ -512,6 +512,7 @@ pub fn should_record<T: Tensor>(inputs: &[&Variable<T>]) -> bool {
 
 /// A node's cell: its edges to `inputs`, the outputs' `meta`, its place in
 /// the order of the thread's nodes (counted as live from here).
+#[inline(always)]
 fn build_cell<T: Tensor, N: Node<T>>(
     node: N,
     inputs: &[Option<&Variable<T>>],
