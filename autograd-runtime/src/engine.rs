@@ -862,7 +862,7 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
             return Ok(());
         }
         self.out.reset(0);
-        call_node(cell, hooks.as_ref(), buf, &mut self.out, self.keep_graph)?;
+        call_node(cell, hooks.as_deref(), buf, &mut self.out, self.keep_graph)?;
         buf.reset(0);
         task.buffers_left -= 1;
         if let ([Some(edge)], [g]) = (&cell.edges[..], &mut self.out[..])
