@@ -360,18 +360,36 @@ impl<T: Tensor> Variable<T> {
     pub fn requires_grad(&self) -> bool {
         let flags = self.0.flags.load(Ordering::Relaxed);
         if flags & IS_VIEW != 0 {
-            // A view requires grad when its base does, even one made in no_grad mode
-            // (PyTorch's `DifferentiableViewMeta::requires_grad`).
-            self.sync_view();
-            return self.0.flags.load(Ordering::Relaxed) & REQUIRES_GRAD != 0
-                || self.base().is_some_and(|b| b.requires_grad());
+            return self.view_requires_grad();
         }
         flags & REQUIRES_GRAD != 0
+    }
+
+    /// A view requires grad when its base does, even one made in no_grad mode
+    /// (PyTorch's `DifferentiableViewMeta::requires_grad`). Out of line: every recorded
+    /// op asks each input, and views are few.
+    #[cold]
+    #[inline(never)]
+    fn view_requires_grad(&self) -> bool {
+        self.sync_view();
+        self.0.flags.load(Ordering::Relaxed) & REQUIRES_GRAD != 0
+            || self.base().is_some_and(|b| b.requires_grad())
     }
 
     /// Runs `f` on `(grad_fn, output_nr)`.
     #[inline]
     pub(crate) fn with_history<R>(&self, f: impl FnOnce(Option<&NodeRef<T>>, u32) -> R) -> R {
+        if self.0.flags.load(Ordering::Acquire) & (REPLACED | IS_VIEW) == 0 {
+            return f(self.0.grad_fn.as_ref(), self.0.output_nr);
+        }
+        self.with_replaced_history(f)
+    }
+
+    /// [`with_history`](Self::with_history) of a variable whose history was replaced or
+    /// is a view's (read under the lock). Out of line: the common case is one flag test.
+    #[cold]
+    #[inline(never)]
+    fn with_replaced_history<R>(&self, f: impl FnOnce(Option<&NodeRef<T>>, u32) -> R) -> R {
         if !self.replaced() {
             return f(self.0.grad_fn.as_ref(), self.0.output_nr);
         }
