@@ -214,6 +214,7 @@ fn align_up(x: usize, align: usize) -> usize {
 impl Current {
     /// Memory for `layout` in the current chunk (a new one if it is full).
     /// Only for `layout.size() <= MAX_SHARED`, `layout.align() <= CHUNK_ALIGN`.
+    #[inline]
     fn bump(&self, layout: Layout) -> (NonNull<u8>, NonNull<Chunk>) {
         debug_assert!(layout.size() <= MAX_SHARED && layout.align() <= CHUNK_ALIGN);
         if let Some(c) = self.chunk.get() {

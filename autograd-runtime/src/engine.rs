@@ -765,6 +765,8 @@ fn run<'a, T: Tensor>(
 struct Pass<T: Tensor, G> {
     /// `(vertex, input slot, position in captured)` of each `grad()` input.
     slots: Vec<(u32, usize, usize)>,
+    /// The hooks of the node running (or of the last one that had some).
+    hooks: Option<Box<HooksSnapshot<T>>>,
     captured: Vec<Option<Variable<T>>>,
     out: OptList<G, 2>,
     keep_graph: bool,
@@ -795,6 +797,7 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
     }
     let mut pass = Pass {
         slots,
+        hooks: None,
         captured: vec![None; n_captures],
         out: OptList::new(),
         keep_graph,
@@ -838,13 +841,17 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
         exec: bool,
         capture: bool,
     ) -> Result<(), AutogradError> {
-        let hooks = if cell.has_hooks() {
-            cell.hooks_snapshot()
-        } else {
-            None
-        };
+        // The snapshot is kept in the pass (until the next node with hooks replaces it),
+        // not in a local: a hook-less node then drops nothing (dropping an empty
+        // `Option` was a call per node).
+        if cell.has_hooks() {
+            self.hooks = cell.hooks_snapshot();
+        } else if self.hooks.is_some() {
+            self.hooks = None;
+        }
+        let hooks = self.hooks.as_deref();
         let buf = &mut task.states[i as usize].buffer;
-        if let Some(h) = &hooks {
+        if let Some(h) = hooks {
             let mut vars = G::to_vars(std::mem::take(buf));
             run_tensor_hooks(h, &mut vars, self.create_graph).map_err(|e| anomaly_wrap(cell, e))?;
             *buf = G::from_vars(vars);
@@ -862,7 +869,7 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
             return Ok(());
         }
         self.out.reset(0);
-        call_node(cell, hooks.as_deref(), buf, &mut self.out, self.keep_graph)?;
+        call_node(cell, hooks, buf, &mut self.out, self.keep_graph)?;
         buf.reset(0);
         task.buffers_left -= 1;
         if let ([Some(edge)], [g]) = (&cell.edges[..], &mut self.out[..])
