@@ -19,15 +19,28 @@ pub(crate) enum NodeMeta {
 /// Bits per dimension for each rank, and the rank in the low 3 bits.
 const WIDTH: [u32; 5] = [0, 61, 30, 20, 15];
 
-/// `shape` in one word, if it fits.
+/// Dimension `d` at position `i` of a rank-`rank` word, if it fits in its field.
+#[inline(always)]
+fn field(d: usize, rank: usize, i: u32) -> Option<u64> {
+    let w = WIDTH[rank];
+    let d = d as u64; // `usize` is at most 64 bits on every target Rust supports
+    (d < 1 << w).then_some(d << (3 + w * i))
+}
+
+/// `shape` in one word, if it fits. One arm per rank (a loop over `WIDTH` cost about
+/// 30 instructions a call; the engine packs each gradient's shape to validate it).
+#[inline]
 fn pack(shape: &[usize]) -> Option<u64> {
-    let w = *WIDTH.get(shape.len())?;
-    let mut word = shape.len() as u64;
-    for (i, &d) in shape.iter().enumerate() {
-        let d = u64::try_from(d).ok().filter(|&d| d < 1 << w)?;
-        word |= d << (3 + w * i as u32);
+    match *shape {
+        [] => Some(0),
+        [a] => Some(1 | field(a, 1, 0)?),
+        [a, b] => Some(2 | field(a, 2, 0)? | field(b, 2, 1)?),
+        [a, b, c] => Some(3 | field(a, 3, 0)? | field(b, 3, 1)? | field(c, 3, 2)?),
+        [a, b, c, d] => {
+            Some(4 | field(a, 4, 0)? | field(b, 4, 1)? | field(c, 4, 2)? | field(d, 4, 3)?)
+        }
+        _ => None,
     }
-    Some(word)
 }
 
 /// The dimensions of a packed word, into `out` (at least 4 long); returns the rank.
