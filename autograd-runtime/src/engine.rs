@@ -345,7 +345,7 @@ impl<'a, T: Tensor> Vertex<'a, T> {
     fn slot(&self) -> &'a AtomicU64 {
         match self {
             Vertex::Node(c) => &c.task_slot,
-            Vertex::Leaf(v) => &v.0.task_slot,
+            Vertex::Leaf(v) => &v.0.rare().task_slot,
         }
     }
 
