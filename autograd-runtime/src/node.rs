@@ -561,7 +561,7 @@ fn new_cell<T: Tensor, N: Node<T>>(
     inputs: &[Option<&Variable<T>>],
     meta: NodeMeta,
     refs: usize,
-) -> (NodeHandle<T, N>, OutputRefs<T>) {
+) -> (NodeHandle<T, N>, OutputRefs<T, N>) {
     NodeHandle::new(build_cell(node, inputs, meta), refs)
 }
 
@@ -619,9 +619,9 @@ pub fn record_saving<T: Tensor, N: Node<T>, const K: usize>(
 
 /// The output variables of a new node: output `k` gets `grad_fn` = the node (one of the
 /// counts `refs` hands out) and `output_nr` = `k`.
-fn wrap_outputs<T: Tensor, const K: usize>(
+fn wrap_outputs<T: Tensor, N: Node<T>, const K: usize>(
     outputs: [T; K],
-    mut refs: OutputRefs<T>,
+    mut refs: OutputRefs<T, N>,
 ) -> [Variable<T>; K] {
     let mut nr = 0u32;
     outputs.map(|data| {

@@ -176,7 +176,7 @@ impl<T: Tensor> Variable<T> {
     /// A variable that does not require grad (no history).
     #[inline]
     pub fn from_data(data: T) -> Self {
-        Variable(VarArc::new(VarInner::new(data, None, 0, false)))
+        Variable(VarArc::new_with(|| VarInner::new(data, None, 0, false)))
     }
 
     /// A leaf variable; with `requires_grad`, backward accumulates into its `.grad`.
@@ -184,14 +184,11 @@ impl<T: Tensor> Variable<T> {
         Variable(VarArc::new(VarInner::new(data, None, 0, requires_grad)))
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn with_grad_fn(data: T, grad_fn: NodeRef<T>, output_nr: u32) -> Self {
-        Variable(VarArc::new(VarInner::new(
-            data,
-            Some(grad_fn),
-            output_nr,
-            true,
-        )))
+        Variable(VarArc::new_with(|| {
+            VarInner::new(data, Some(grad_fn), output_nr, true)
+        }))
     }
 
     /// Rebuilds a saved output or makes an alias: given data and history,
