@@ -856,8 +856,9 @@ impl<T: Tensor> SharedCounter<T> {
 mod tests {
     use super::*;
 
+    /// A two-word tensor handle (what the size check below is about).
     #[derive(Clone)]
-    struct S(std::sync::Arc<[f32]>);
+    struct S(#[allow(dead_code)] std::sync::Arc<[f32]>);
 
     impl Tensor for S {
         fn shape(&self) -> &[usize] {
