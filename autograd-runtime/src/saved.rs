@@ -276,6 +276,9 @@ impl<T: Tensor> SavedVariable<T> {
             } if output_version(grad_fn, *output_nr, rare_counter(rare)) == *version => {
                 Ok(data.clone())
             }
+            // The data without a handle of the variable (its clone and drop were two
+            // atomic operations per saved input and backward).
+            State::Var { var, version } if var.version() == *version => Ok(var.data()),
             _ => self.unpack().map(|v| v.data()),
         }
     }
