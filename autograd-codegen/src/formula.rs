@@ -159,6 +159,62 @@ impl Formula {
             .collect()
     }
 
+    /// Whether every use of the identifier `name` borrows it (`&name`, not `&&name`) or calls
+    /// a method or reads a field on it (`name.f()`), and there is one: a binding of `name`
+    /// as a reference then serves the formula once [`unborrowed`](Self::unborrowed) drops
+    /// those `&`. `x.name` and `path::name` are not uses.
+    pub fn only_borrowed(&self, name: &str) -> bool {
+        let mut used = false;
+        for (i, t) in self.toks.iter().enumerate() {
+            if !t.is_ident(name) || self.is_member(i) {
+                continue;
+            }
+            used = true;
+            let borrowed = self.borrowed_at(i);
+            let receiver = self.toks.get(i + 1).is_some_and(|n| n.is_punct("."))
+                && !self.toks.get(i + 2).is_some_and(|n| n.is_punct("."));
+            if !borrowed && !receiver {
+                return false;
+            }
+        }
+        used
+    }
+
+    /// The formula with the `&` before each use of the identifiers `names` removed (see
+    /// [`only_borrowed`](Self::only_borrowed)); the identifier takes the `&`'s spacing.
+    pub fn unborrowed(&self, names: &[&str]) -> Formula {
+        let mut toks: Vec<Tok> = Vec::with_capacity(self.toks.len());
+        let mut space = None;
+        for (i, t) in self.toks.iter().enumerate() {
+            let drop_amp = self
+                .toks
+                .get(i + 1)
+                .is_some_and(|n| n.kind == TokKind::Ident && names.contains(&n.text.as_str()))
+                && !self.is_member(i + 1)
+                && self.borrowed_at(i + 1);
+            if drop_amp {
+                space = Some(t.space_before.clone());
+                continue;
+            }
+            let mut t = t.clone();
+            if let Some(s) = space.take() {
+                t.space_before = s;
+            }
+            toks.push(t);
+        }
+        Formula { toks }
+    }
+
+    /// Token `i` is a field or path segment (`x.i`, `p::i`), not a variable.
+    fn is_member(&self, i: usize) -> bool {
+        i > 0 && (self.toks[i - 1].is_punct(".") || self.toks[i - 1].is_punct(":"))
+    }
+
+    /// Token `i` is preceded by a single `&` (not `&&`, which may be a logical and).
+    fn borrowed_at(&self, i: usize) -> bool {
+        i > 0 && self.toks[i - 1].is_punct("&") && !(i > 1 && self.toks[i - 2].is_punct("&"))
+    }
+
     /// Replace every identifier `name` with the tokens of `with`.
     pub fn replace_ident(&mut self, name: &str, with: &str) {
         let repl = Formula::parse(with).unwrap_or_default();
@@ -507,6 +563,39 @@ fn push(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn borrowed_uses_are_found_and_unborrowed() {
+        let f = Formula::parse("mul_tensor(&grad, &mul_scalar(&result, 2.0)?)?").unwrap();
+        assert!(f.only_borrowed("result") && f.only_borrowed("grad"));
+        assert_eq!(
+            f.unborrowed(&["result"]).render(),
+            "mul_tensor(&grad, &mul_scalar(result, 2.0)?)?"
+        );
+        // A method call or field read works on a reference too.
+        assert!(
+            Formula::parse("sum_to(&grad, result.shape())")
+                .unwrap()
+                .only_borrowed("result")
+        );
+        // By value, `&&`, `&mut`, a range and no use at all are not borrows.
+        for (src, name) in [
+            ("foo(result)", "result"),
+            ("a && result", "result"),
+            ("foo(&mut result)", "result"),
+            ("foo(result..x)", "result"),
+            ("foo(&grad)", "result"),
+        ] {
+            assert!(!Formula::parse(src).unwrap().only_borrowed(name), "{src}");
+        }
+        // `x.result` and `p::result` are not the binding.
+        let g = Formula::parse("foo(&result, x.result, p::result)").unwrap();
+        assert!(g.only_borrowed("result"));
+        assert_eq!(
+            g.unborrowed(&["result"]).render(),
+            "foo(result, x.result, p::result)"
+        );
+    }
 
     /// C++ (PyTorch's) and Rust formulas.
     const FORMULAS: &[&str] = &[

@@ -222,7 +222,8 @@ impl<T: Raw> Node<T> for TanhBackward0<T> {
             out.push(None);
             return Ok(());
         };
-        let y = self.result.unpack_data()?;
+        // As the generator binds a saved tensor a raw formula only borrows.
+        let y = self.result.data_ref()?;
         out.push(Some(T::tanh_backward(g, &y)));
         Ok(())
     }

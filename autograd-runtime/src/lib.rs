@@ -217,7 +217,7 @@ pub use node::{
     ERR_NO_JVP, Edge, HookId, Node, NodeHandle, NodeRef, RawList, VariableList, live_nodes, record,
     record_inplace, record_vec, should_record,
 };
-pub use saved::SavedVariable;
+pub use saved::{SavedData, SavedVariable};
 pub use saved_hooks::{SavedTensorsHooksGuard, saved_tensors_hooks};
 pub use tensor::{Tensor, TensorMeta};
 pub use variable::Variable;

@@ -53,6 +53,27 @@ enum State<T: Tensor> {
     Hooked(Box<Hooked<T>>),
 }
 
+/// A saved tensor's data from [`SavedVariable::data_ref`]: dereferences to the raw tensor.
+pub struct SavedData<'a, T: Tensor>(DataRepr<'a, T>);
+
+enum DataRepr<'a, T: Tensor> {
+    Borrowed(&'a T),
+    Read(std::sync::RwLockReadGuard<'a, T>),
+    Owned(T),
+}
+
+impl<T: Tensor> std::ops::Deref for SavedData<'_, T> {
+    type Target = T;
+    #[inline]
+    fn deref(&self) -> &T {
+        match &self.0 {
+            DataRepr::Borrowed(t) => t,
+            DataRepr::Read(g) => g,
+            DataRepr::Owned(t) => t,
+        }
+    }
+}
+
 /// The rarely present part of a saved output.
 struct OutputRare<T: Tensor> {
     /// The version counter when it is not the node's own slot for this
@@ -281,6 +302,30 @@ impl<T: Tensor> SavedVariable<T> {
             State::Var { var, version } if var.version() == *version => Ok(var.data()),
             _ => self.unpack().map(|v| v.data()),
         }
+    }
+
+    /// The saved raw tensor, checked like [`unpack_data`](Self::unpack_data), borrowed where
+    /// it can be: a saved output's own data, a saved input's data under its variable's read
+    /// lock (held while the result lives: do not modify that variable meanwhile), or a
+    /// tensor given back by an unpack hook. The generated raw formulas read saved tensors
+    /// this way when they only borrow them (no clone of the tensor handle).
+    pub fn data_ref(&self) -> Result<SavedData<'_, T>, AutogradError> {
+        let repr = match &self.state {
+            State::Output {
+                data,
+                grad_fn,
+                output_nr,
+                version,
+                rare,
+            } if output_version(grad_fn, *output_nr, rare_counter(rare)) == *version => {
+                DataRepr::Borrowed(data)
+            }
+            State::Var { var, version } if var.version() == *version => {
+                DataRepr::Read(var.read_data())
+            }
+            _ => DataRepr::Owned(self.unpack()?.data()),
+        };
+        Ok(SavedData(repr))
     }
 
     /// [`unpack_data`](Self::unpack_data) for an optional tensor argument: `Ok(None)` when

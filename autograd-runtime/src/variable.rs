@@ -351,6 +351,15 @@ impl<T: Tensor> Variable<T> {
         self.with_data(T::clone)
     }
 
+    /// The raw tensor under the read lock (brought up to date first if a view), for a
+    /// caller that needs it beyond a closure ([`crate::SavedVariable::data_ref`]).
+    pub(crate) fn read_data(&self) -> std::sync::RwLockReadGuard<'_, T> {
+        if self.0.flags.load(Ordering::Acquire) & IS_VIEW != 0 {
+            self.sync_view();
+        }
+        self.0.data.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Runs `f` on the raw tensor without cloning it.
     #[inline]
     pub fn with_data<R>(&self, f: impl FnOnce(&T) -> R) -> R {

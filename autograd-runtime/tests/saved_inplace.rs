@@ -397,3 +397,37 @@ fn outputs_beyond_the_node_slots_have_counters_of_their_own() {
     sum(&total).backward().unwrap();
     assert_close(&grad_vals(&x), &[3.0]);
 }
+
+#[test]
+fn data_ref_borrows_checks_versions_and_follows_the_states() {
+    // A saved input: its variable's data, read under the lock, equal to `unpack_data`.
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let s = SavedVariable::new(&x, false);
+    assert_eq!(
+        s.data_ref().unwrap().shape(),
+        s.unpack_data().unwrap().shape()
+    );
+    // A saved output: the saved data itself.
+    let y = exp(&x);
+    let o = SavedVariable::new(&y, true);
+    assert_eq!(
+        format!("{:?}", &*o.data_ref().unwrap()),
+        format!("{:?}", y.data())
+    );
+    // Modified in place: the same error as `unpack`.
+    add_scalar_(&y, 1.0).unwrap();
+    assert_eq!(
+        o.data_ref().err().map(|e| e.to_string()),
+        o.unpack().err().map(|e| e.to_string())
+    );
+    assert!(o.data_ref().is_err());
+    // Released and empty, as `unpack`.
+    let mut r = SavedVariable::new(&x, false);
+    r.reset();
+    assert_eq!(r.data_ref().err(), Some(AutogradError::BackwardTwice));
+    let e: SavedVariable<TT> = SavedVariable::default();
+    assert_eq!(
+        e.data_ref().err(),
+        Some(AutogradError::UndefinedSavedVariable)
+    );
+}

@@ -214,8 +214,11 @@ impl Settings {
     }
 
     /// A formula as an expression.
-    fn formula_expr(&self, f: &plan::FormulaPlan) -> TokenStream {
-        self.placeholder(&f.expr, &f.line, &f.location)
+    fn formula_expr(&self, f: &plan::FormulaPlan, form: node::Form) -> TokenStream {
+        match form {
+            node::Form::Var => self.placeholder(&f.expr, &f.line, &f.location),
+            node::Form::Raw => self.placeholder(&f.raw_expr, &f.raw_line, &f.location),
+        }
     }
 
     /// `expr` as a block, or (for the generated file) a placeholder that becomes the formula

@@ -3,7 +3,7 @@
 use super::Settings;
 use super::plan::{FieldSource, FormulaPlan, NodePlan, Property, SavedField, TensorKind};
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{format_ident, quote};
 
 /// The node's struct and its `Node` impl.
 pub(crate) fn node(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
@@ -124,7 +124,7 @@ fn field_type(f: &SavedField) -> TokenStream {
 /// `create_graph`) or on raw tensors (`apply_raw`: the `raw` module's kernels and the raw
 /// helpers).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Form {
+pub(crate) enum Form {
     Var,
     Raw,
 }
@@ -193,7 +193,10 @@ fn apply_body(n: &NodePlan<'_>, s: &Settings, form: Form) -> TokenStream {
 /// `if` some input of the formula needs a gradient: bind what it reads, run it, place the
 /// gradients.
 fn formula_block(n: &NodePlan<'_>, f: &FormulaPlan, s: &Settings, form: Form) -> TokenStream {
-    let binds = f.fields.iter().map(|i| bind(&n.fields[*i], form));
+    let binds = f.fields.iter().map(|i| match form {
+        Form::Raw if f.borrowed.contains(i) => bind_borrowed(&n.fields[*i]),
+        _ => bind(&n.fields[*i], form),
+    });
     let grad_ty = match form {
         Form::Var => quote!(__ag::Variable<T>),
         Form::Raw => quote!(T),
@@ -222,7 +225,7 @@ fn formula_block(n: &NodePlan<'_>, f: &FormulaPlan, s: &Settings, form: Form) ->
         ));
     }
     let cond = f.positions.iter().map(|p| quote!(self.__needs[#p]));
-    let value = s.formula_expr(f);
+    let value = s.formula_expr(f, form);
     let place = place(n, f, form);
     quote! {
         if #(#cond)||* {
@@ -232,6 +235,14 @@ fn formula_block(n: &NodePlan<'_>, f: &FormulaPlan, s: &Settings, form: Form) ->
             #place
         }
     }
+}
+
+/// A saved tensor the raw form's formula only borrows: a reference to the saved data
+/// (`FormulaPlan::borrowed`), held for the formula.
+fn bind_borrowed(f: &SavedField) -> TokenStream {
+    let id = &f.ident;
+    let guard = format_ident!("__{}_data", id);
+    quote!(let #guard = self.#id.data_ref()?; let #id: &T = &#guard;)
 }
 
 /// A saved field as the formula sees it.

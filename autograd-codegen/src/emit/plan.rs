@@ -144,6 +144,14 @@ pub(crate) struct SavedField {
 }
 
 impl SavedField {
+    /// One saved tensor (an input or an output, not a list nor an optional one).
+    pub(crate) fn single_tensor(&self) -> bool {
+        matches!(
+            self.source,
+            FieldSource::Tensor(TensorKind::One) | FieldSource::Output { list: false, .. }
+        )
+    }
+
     /// Holds `SavedVariable`s (released after backward, visited by `visit_saved`).
     pub(crate) fn saved_variables(&self) -> Option<bool> {
         match &self.source {
@@ -168,6 +176,13 @@ pub(crate) struct FormulaPlan {
     pub expr: TokenStream,
     /// The same on one line, for the generated file.
     pub line: String,
+    /// `expr` and `line` for `apply_raw`: without the `&` before the fields in `borrowed`,
+    /// which the raw form binds as references to the saved data (no clone of a tensor
+    /// handle: two atomic operations for an `Arc`-backed tensor).
+    pub raw_expr: TokenStream,
+    pub raw_line: String,
+    /// Fields (indices into the node's fields) the raw form borrows.
+    pub borrowed: Vec<usize>,
     /// The inputs it computes, as positions in the node's inputs.
     pub positions: Vec<usize>,
     /// Fields it reads (indices into the node's fields).
@@ -572,14 +587,35 @@ impl<'a> Builder<'a, '_> {
             .iter()
             .filter(|d| d.tokens.has_ident("grad"))
             .count();
+        let used: Vec<usize> = (0..fields.len())
+            .filter(|i| uses(&fields[*i].name))
+            .collect();
+        let mut borrowed: Vec<usize> = used
+            .iter()
+            .copied()
+            .filter(|i| fields[*i].single_tensor() && d.tokens.only_borrowed(&fields[*i].name))
+            .collect();
+        let names: Vec<&str> = borrowed.iter().map(|i| fields[*i].name.as_str()).collect();
+        let mut raw = d.tokens.unborrowed(&names);
+        // Dropping a `&` before a name leaves an expression; should it not, clone instead.
+        let raw_expr = formula_tokens(&raw, rename).unwrap_or_else(|_| {
+            borrowed.clear();
+            raw = d.tokens.clone();
+            expr.clone()
+        });
         Some(FormulaPlan {
             location,
             line: formula_line(&d.tokens, rename),
+            raw_line: formula_line(&raw, rename),
+            raw_expr,
+            borrowed,
             expr,
-            fields: (0..fields.len())
-                .filter(|i| uses(&fields[*i].name))
-                .collect(),
-            clone_grad: d.tokens.has_ident("grad") && grad_users > 1,
+            fields: used,
+            // A formula that only borrows `grad` reads the one binding (a clone is two
+            // atomic operations for an `Arc`-backed tensor).
+            clone_grad: d.tokens.has_ident("grad")
+                && grad_users > 1
+                && !d.tokens.only_borrowed("grad"),
             grads: d.tokens.has_ident("grads"),
             grad_input_mask: d.tokens.has_ident("grad_input_mask"),
             retain_variables: d.tokens.has_ident("retain_variables"),

@@ -42,13 +42,11 @@ impl<T: Backend> __ag::Node<T> for MulBackward0<T> {
         let __ag::Some(grad) = grads[0].clone() else { return Ok(__out) };
         if self.__needs[1usize] {
             let self_ = self.self_.unpack()?;
-            let grad = grad.clone();
             let __r = { mul_tensor(&grad, &self_) }; // tests/fixtures/small.yaml:4: `mul.Tensor(Tensor self, Tensor other) -> Tensor`: formula for `other`
             __out[1usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
         if self.__needs[0usize] {
             let other = self.other.unpack()?;
-            let grad = grad.clone();
             let __r = { mul_tensor(&grad, &other) }; // tests/fixtures/small.yaml:3: `mul.Tensor(Tensor self, Tensor other) -> Tensor`: formula for `self`
             __out[0usize] = __ag::IntoGrad::<T>::into_grad(__r)?;
         }
@@ -68,15 +66,15 @@ impl<T: Backend> __ag::Node<T> for MulBackward0<T> {
         }
         let __ag::Some(grad) = grads[0].take() else { return Ok(()) };
         if self.__needs[1usize] {
-            let self_ = self.self_.unpack_data()?;
-            let grad = grad.clone();
-            let __r = { mul_tensor(&grad, &self_) }; // tests/fixtures/small.yaml:4: `mul.Tensor(Tensor self, Tensor other) -> Tensor`: formula for `other`
+            let __self__data = self.self_.data_ref()?;
+            let self_: &T = &__self__data;
+            let __r = { mul_tensor(&grad, self_) }; // tests/fixtures/small.yaml:4: `mul.Tensor(Tensor self, Tensor other) -> Tensor`: formula for `other`
             __out[1usize] = __ag::IntoRawGrad::<T>::into_raw_grad(__r)?;
         }
         if self.__needs[0usize] {
-            let other = self.other.unpack_data()?;
-            let grad = grad.clone();
-            let __r = { mul_tensor(&grad, &other) }; // tests/fixtures/small.yaml:3: `mul.Tensor(Tensor self, Tensor other) -> Tensor`: formula for `self`
+            let __other_data = self.other.data_ref()?;
+            let other: &T = &__other_data;
+            let __r = { mul_tensor(&grad, other) }; // tests/fixtures/small.yaml:3: `mul.Tensor(Tensor self, Tensor other) -> Tensor`: formula for `self`
             __out[0usize] = __ag::IntoRawGrad::<T>::into_raw_grad(__r)?;
         }
         Ok(())
@@ -141,8 +139,9 @@ impl<T: Backend> __ag::Node<T> for ExpBackward0<T> {
         }
         let __ag::Some(grad) = grads[0].take() else { return Ok(()) };
         if self.__needs[0usize] {
-            let result = self.result.unpack_data()?;
-            let __r = { mul_tensor(&grad, &result) }; // tests/fixtures/small.yaml:7: `exp(Tensor self) -> Tensor`: formula for `self`
+            let __result_data = self.result.data_ref()?;
+            let result: &T = &__result_data;
+            let __r = { mul_tensor(&grad, result) }; // tests/fixtures/small.yaml:7: `exp(Tensor self) -> Tensor`: formula for `self`
             __out[0usize] = __ag::IntoRawGrad::<T>::into_raw_grad(__r)?;
         }
         Ok(())
