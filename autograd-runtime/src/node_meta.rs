@@ -55,6 +55,7 @@ fn unpack(word: u64, out: &mut [usize; 4]) -> usize {
 
 impl NodeMeta {
     /// The metadata of `outputs`.
+    #[inline]
     pub(crate) fn of<T: Tensor>(outputs: &[T]) -> Self {
         if let [t] = outputs
             && let Some(dims) = pack(t.shape())
