@@ -151,12 +151,12 @@
 //!
 //! # Unsafe code
 //!
-//! Unsafe code is confined to seven private modules, each small enough to
+//! Unsafe code is confined to eight private modules, each small enough to
 //! review on its own: the node arena (`arena`), the reference-counted node
 //! pointers (`node_ptr`: `NodeRef`, `NodeHandle` and the weak reference saved
 //! outputs use), the lock around a node's typed part (`node_lock`), a
 //! variable's reference-counted pointer (`var_ptr`) and the per-thread free
-//! list of its memory (`var_pool`), the set-once slot of a shared version
+//! list of its memory (`var_pool`), the lock around its data (`data_lock`), the set-once slot of a shared version
 //! counter (`counter_slot`) and the reuse of the engine's buffers between calls
 //! (`reuse`). The rest of the crate denies `unsafe_code`; every unsafe block
 //! carries a `SAFETY:` comment (`clippy::undocumented_unsafe_blocks` is
@@ -172,6 +172,8 @@
 mod arena;
 #[allow(unsafe_code)]
 mod counter_slot;
+#[allow(unsafe_code)]
+mod data_lock;
 mod dot;
 mod engine;
 mod error;

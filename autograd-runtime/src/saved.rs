@@ -58,7 +58,7 @@ pub struct SavedData<'a, T: Tensor>(DataRepr<'a, T>);
 
 enum DataRepr<'a, T: Tensor> {
     Borrowed(&'a T),
-    Read(std::sync::RwLockReadGuard<'a, T>),
+    Read(crate::data_lock::ReadGuard<'a, T>),
     Owned(T),
 }
 

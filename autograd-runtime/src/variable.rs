@@ -2,9 +2,10 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::counter_slot::CounterSlot;
+use crate::data_lock::{DataLock, ReadGuard};
 use crate::error::AutogradError;
 use crate::hooks::{Hook, TensorHookFn};
 use crate::mode::is_grad_enabled;
@@ -53,8 +54,9 @@ pub(crate) struct VarInner<T: Tensor> {
     version: AtomicU32,
     output_nr: u32,
     /// The current raw tensor. A lock rather than a value read without one: a
-    /// replaced tensor must be freed, and a reader may be using it.
-    data: RwLock<T>,
+    /// replaced tensor must be freed, and a reader may be using it. One reader at a time
+    /// takes it with one atomic operation (`data_lock.rs`).
+    data: DataLock<T>,
     grad_fn: Option<NodeRef<T>>,
     /// What an op's output hardly ever needs, allocated on first use: one pointer in every
     /// variable instead of 32 bytes (measured: a variable of the chain bench's tensor went
@@ -164,7 +166,7 @@ impl<T: Tensor> VarInner<T> {
         VarInner {
             flags: AtomicU8::new(if requires_grad { REQUIRES_GRAD } else { 0 }),
             version: AtomicU32::new(0),
-            data: RwLock::new(data),
+            data: DataLock::new(data),
             grad_fn,
             output_nr,
             rare: CounterSlot::empty(),
@@ -353,11 +355,11 @@ impl<T: Tensor> Variable<T> {
 
     /// The raw tensor under the read lock (brought up to date first if a view), for a
     /// caller that needs it beyond a closure ([`crate::SavedVariable::data_ref`]).
-    pub(crate) fn read_data(&self) -> std::sync::RwLockReadGuard<'_, T> {
+    pub(crate) fn read_data(&self) -> ReadGuard<'_, T> {
         if self.0.flags.load(Ordering::Acquire) & IS_VIEW != 0 {
             self.sync_view();
         }
-        self.0.data.read().unwrap_or_else(PoisonError::into_inner)
+        self.0.data.read()
     }
 
     /// Runs `f` on the raw tensor without cloning it.
@@ -366,7 +368,7 @@ impl<T: Tensor> Variable<T> {
         if self.0.flags.load(Ordering::Acquire) & IS_VIEW != 0 {
             self.sync_view();
         }
-        let data = self.0.data.read().unwrap_or_else(PoisonError::into_inner);
+        let data = self.0.data.read();
         f(&data)
     }
 
@@ -383,7 +385,7 @@ impl<T: Tensor> Variable<T> {
     /// or this plus [`bump_version`](Self::bump_version).
     /// The old raw tensor is dropped (after the lock is released).
     pub fn set_data(&self, data: T) {
-        let mut slot = self.0.data.write().unwrap_or_else(PoisonError::into_inner);
+        let mut slot = self.0.data.write();
         let old = std::mem::replace(&mut *slot, data);
         drop(slot);
         drop(old);
