@@ -19,7 +19,8 @@ use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::Duration;
+
+use crate::backoff::Backoff;
 
 /// The flag is free.
 const FREE: u32 = 0;
@@ -84,20 +85,13 @@ impl<T> DataLock<T> {
     /// Exclusive access: the write lock, then the flag once its reader (if any) left.
     pub(crate) fn write(&self) -> WriteGuard<'_, T> {
         let g = self.lock.write().unwrap_or_else(PoisonError::into_inner);
-        let mut spins = 0u32;
+        let mut backoff = Backoff::default();
         while self
             .flag
             .compare_exchange(FREE, WRITER, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            spins = spins.saturating_add(1);
-            if spins < 100 {
-                std::hint::spin_loop();
-            } else if spins < 200 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(Duration::from_micros(20));
-            }
+            backoff.snooze();
         }
         WriteGuard {
             lock: self,

@@ -170,6 +170,7 @@
 
 #[allow(unsafe_code)]
 mod arena;
+mod backoff;
 #[allow(unsafe_code)]
 mod counter_slot;
 #[allow(unsafe_code)]

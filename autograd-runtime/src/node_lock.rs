@@ -14,7 +14,8 @@
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+
+use crate::backoff::Backoff;
 
 /// A lock around a node's typed part (see the module documentation).
 pub(crate) struct NodeLock<N: ?Sized> {
@@ -56,21 +57,14 @@ impl<N: ?Sized> NodeLock<N> {
 
     #[cold]
     fn lock_contended(&self) -> NodeGuard<'_, N> {
-        let mut spins = 0u32;
+        let mut backoff = Backoff::default();
         loop {
             if !self.held.load(Ordering::Relaxed)
                 && let Some(g) = self.try_lock()
             {
                 return g;
             }
-            spins = spins.saturating_add(1);
-            if spins < 100 {
-                std::hint::spin_loop();
-            } else if spins < 200 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(Duration::from_micros(20));
-            }
+            backoff.snooze();
         }
     }
 

@@ -62,6 +62,18 @@ enum DataRepr<'a, T: Tensor> {
     Owned(T),
 }
 
+impl<T: Tensor> SavedData<'_, T> {
+    /// The tensor itself: moved out if it was given back by an unpack hook, else a clone
+    /// of the handle.
+    pub fn into_owned(self) -> T {
+        match self.0 {
+            DataRepr::Owned(t) => t,
+            DataRepr::Borrowed(t) => t.clone(),
+            DataRepr::Read(g) => (*g).clone(),
+        }
+    }
+}
+
 impl<T: Tensor> std::ops::Deref for SavedData<'_, T> {
     type Target = T;
     #[inline]
@@ -287,21 +299,7 @@ impl<T: Tensor> SavedVariable<T> {
     /// without building a variable. Use it only for values a formula treats
     /// as constants (their gradient is never needed, even with `create_graph`).
     pub fn unpack_data(&self) -> Result<T, AutogradError> {
-        match &self.state {
-            State::Output {
-                data,
-                grad_fn,
-                output_nr,
-                version,
-                rare,
-            } if output_version(grad_fn, *output_nr, rare_counter(rare)) == *version => {
-                Ok(data.clone())
-            }
-            // The data without a handle of the variable (its clone and drop were two
-            // atomic operations per saved input and backward).
-            State::Var { var, version } if var.version() == *version => Ok(var.data()),
-            _ => self.unpack().map(|v| v.data()),
-        }
+        self.data_ref().map(SavedData::into_owned)
     }
 
     /// The saved raw tensor, checked like [`unpack_data`](Self::unpack_data), borrowed where
