@@ -129,3 +129,42 @@ impl fmt::Debug for TensorMeta {
 pub(crate) fn same_dtype(a: &'static str, b: &'static str) -> bool {
     std::ptr::eq(a, b) || a == b
 }
+
+/// A tensor type for the runtime's unit tests whose size is its payload's: `Handle<X>` is as
+/// large as `X` (a two-word `Arc<[f32]>`, or a backend's five-word shape and buffer), for the
+/// tests of what fits where.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::Tensor;
+
+    /// A payload and nothing else: no shape (`[]`), dtype `f32`, no NaN.
+    #[derive(Clone)]
+    pub(crate) struct Handle<X>(#[allow(dead_code)] X);
+
+    impl<X> Handle<X> {
+        pub(crate) fn new(x: X) -> Self {
+            Handle(x)
+        }
+    }
+
+    impl<X: Clone + Send + Sync + 'static> Tensor for Handle<X> {
+        fn shape(&self) -> &[usize] {
+            &[]
+        }
+        fn dtype(&self) -> &'static str {
+            "f32"
+        }
+        fn ones_like(&self) -> Self {
+            self.clone()
+        }
+        fn zeros_like(&self) -> Self {
+            self.clone()
+        }
+        fn add(&self, _: &Self) -> Self {
+            self.clone()
+        }
+        fn has_nan(&self) -> bool {
+            false
+        }
+    }
+}

@@ -235,32 +235,7 @@ mod tests {
     use std::sync::Arc;
 
     /// A tensor as the examples' backends have them: a shape and a shared buffer.
-    #[derive(Clone)]
-    struct Shared {
-        shape: Vec<usize>,
-        data: Arc<[f32]>,
-    }
-
-    impl Tensor for Shared {
-        fn shape(&self) -> &[usize] {
-            &self.shape
-        }
-        fn dtype(&self) -> &'static str {
-            "f32"
-        }
-        fn ones_like(&self) -> Self {
-            self.clone()
-        }
-        fn zeros_like(&self) -> Self {
-            self.clone()
-        }
-        fn add(&self, _: &Self) -> Self {
-            self.clone()
-        }
-        fn has_nan(&self) -> bool {
-            self.data.iter().any(|x| x.is_nan())
-        }
-    }
+    type Shared = crate::tensor::testing::Handle<(Vec<usize>, Arc<[f32]>)>;
 
     #[test]
     fn variables_of_handle_sized_tensors_take_pool_blocks() {

@@ -868,33 +868,11 @@ mod tests {
     use super::*;
 
     /// A two-word tensor handle (what the size check below is about).
-    #[derive(Clone)]
-    struct S(#[allow(dead_code)] std::sync::Arc<[f32]>);
-
-    impl Tensor for S {
-        fn shape(&self) -> &[usize] {
-            &[]
-        }
-        fn dtype(&self) -> &'static str {
-            "f32"
-        }
-        fn ones_like(&self) -> Self {
-            self.clone()
-        }
-        fn zeros_like(&self) -> Self {
-            self.clone()
-        }
-        fn add(&self, _: &Self) -> Self {
-            self.clone()
-        }
-        fn has_nan(&self) -> bool {
-            false
-        }
-    }
+    type S = crate::tensor::testing::Handle<std::sync::Arc<[f32]>>;
 
     #[test]
     fn reads_allocate_no_rare_part_and_writes_do() {
-        let v = Variable::new(S(std::sync::Arc::from([1.0f32])), true);
+        let v = Variable::new(S::new(std::sync::Arc::from([1.0f32])), true);
         assert!(v.grad().is_none() && v.name().is_none() && v.leaf_hooks().is_empty());
         assert_eq!(v.version(), 0);
         assert!(v.0.rare.get().is_none(), "a read allocated the rare part");
