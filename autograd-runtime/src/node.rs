@@ -248,7 +248,13 @@ pub(crate) fn drop_last_ref<X: 'static>(x: X) {
     DROP_DEPTH.set(depth + 1);
     drop(x);
     if depth == 0 {
-        while let Some(next) = DEFERRED_DROPS.with(|d| d.borrow_mut().pop()) {
+        // `try_with`: this may run in a thread-local's destructor at thread exit
+        // (`bias.rs` merges queued nodes there), after this list is gone.
+        while let Some(next) = DEFERRED_DROPS
+            .try_with(|d| d.borrow_mut().pop())
+            .ok()
+            .flatten()
+        {
             drop(next);
         }
     }

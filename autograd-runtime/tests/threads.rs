@@ -160,3 +160,22 @@ fn graphs_recorded_on_one_thread_and_freed_on_another_while_recording_goes_on() 
     producer.join().unwrap();
     assert_eq!(count, n);
 }
+
+#[test]
+fn a_graph_in_a_thread_local_is_freed_at_thread_exit() {
+    // The thread-local holding the graph is set before the runtime's own
+    // thread-locals exist, so its destructor runs after theirs (last in,
+    // first out): freeing the graph then must not touch them (it aborted the
+    // process with "thread local panicked on drop").
+    thread_local! {
+        static KEEP: std::cell::RefCell<Option<V>> = const { std::cell::RefCell::new(None) };
+    }
+    std::thread::spawn(|| {
+        let x = leaf(&[0.5], &[1]);
+        KEEP.with(|k| *k.borrow_mut() = Some(tanh(&mul_scalar(&x, 2.0))));
+        // A graph freed now makes the runtime's thread-locals.
+        drop(tanh(&mul_scalar(&x, 3.0)));
+    })
+    .join()
+    .unwrap();
+}
