@@ -747,6 +747,8 @@ fn run<'a, T: Tensor>(
     keep_graph: bool,
     create_graph: bool,
 ) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
+    // Counts other threads dropped for this thread's nodes are merged first.
+    crate::bias::drain();
     let _mode = set_grad_enabled(create_graph);
     let _retain = RetainGuard(RETAINING_GRAPH.with(|c| c.replace(keep_graph)));
     if create_graph {

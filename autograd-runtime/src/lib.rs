@@ -171,6 +171,7 @@
 #[allow(unsafe_code)]
 mod arena;
 mod backoff;
+mod bias;
 #[allow(unsafe_code)]
 mod counter_slot;
 #[allow(unsafe_code)]

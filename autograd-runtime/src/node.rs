@@ -180,6 +180,8 @@ thread_local! {
 /// frees graphs on one thread must bring it back to its starting value;
 /// anything else is a leak (e.g. a reference cycle).
 pub fn live_nodes() -> isize {
+    // Nodes whose last references other threads dropped are freed first.
+    crate::bias::drain();
     LIVE_NODES.with(Cell::get)
 }
 

@@ -5,15 +5,20 @@
 //! All the unsafe code of the graph's nodes is here. The invariants:
 //!
 //! * A `NodeBox` is written once, header first and cell later, by
-//!   [`Pending`] (with a zero strong count until the cell is written), into
-//!   memory from [`arena::alloc_node`] that nothing else uses; its `strong` count is the
-//!   number of `NodeRef`/`NodeHandle` values (and unclaimed
-//!   [`OutputRefs`] counts) pointing to it, its `weak` count the number of
-//!   `WeakNode`s plus one for all the strong references together, as in `Arc`.
-//! * The cell (`NodeBox::cell`) is alive while `strong > 0`; it is dropped by
-//!   whoever brings `strong` to zero ([`LastRef`]). The header (counts,
-//!   chunk, version counters) is alive while `weak > 0`; whoever brings
-//!   `weak` to zero gives the node's count of its arena chunk back.
+//!   [`Pending`] (with no strong count until the cell is written), into
+//!   memory from [`arena::alloc_node`] that nothing else uses. Its strong
+//!   count, the number of `NodeRef`/`NodeHandle` values (and unclaimed
+//!   [`OutputRefs`] counts) pointing to it, is biased (`bias.rs`): `local`
+//!   (the owner thread's plain count) plus the count in `shared` (every other
+//!   thread's, atomic, possibly negative until merged); its `weak` count is the
+//!   number of `WeakNode`s plus one for all the strong references together, as
+//!   in `Arc`.
+//! * The cell (`NodeBox::cell`) is alive until the strong count is known to be
+//!   zero: `shared` is marked `MERGED` (the owner gave up `local`, adding it
+//!   in) and its count is zero. Whoever makes that state drops the cell
+//!   ([`LastRef`]); nothing leaves it (an upgrade refuses it). The header
+//!   (counts, chunk, version counters) is alive while `weak > 0`; whoever
+//!   brings `weak` to zero gives the node's count of its arena chunk back.
 //! * Every pointer type here owns exactly one count, so while it exists the
 //!   memory it reads is alive; the fields are private to this module, so no
 //!   other code can make a pointer without a count.
@@ -23,8 +28,9 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 
 use crate::arena::{self, Chunk};
+use crate::bias::{self, NO_OWNER};
 use crate::node::{DynCell, Node, NodeCell, drop_last_ref};
-use crate::refcount::{MAX_REFCOUNT, increment, increment_if_alive, release_weak_count};
+use crate::refcount::{MAX_REFCOUNT, increment, release_weak_count};
 use crate::tensor::Tensor;
 
 /// A node's allocation: its header, then the cell.
@@ -38,7 +44,16 @@ struct NodeBox<T: Tensor, N: ?Sized> {
 /// of its first outputs. Written before the cell ([`Pending`]) and read
 /// through [`head`], never through a reference to the whole `NodeBox`.
 struct Head {
-    strong: AtomicU32,
+    /// The owner thread's strong references (read and written by that thread
+    /// only, with relaxed loads and stores; by another thread only to merge
+    /// after the owner exited, ordered by `bias.rs`'s mutex).
+    local: AtomicU32,
+    /// Other threads' strong references: a signed count in steps of
+    /// [`STEP`], with the flags [`MERGED`] and [`QUEUED`].
+    shared: AtomicU32,
+    /// The owner's tag (`bias.rs`); [`NO_OWNER`] once merged. Written by the
+    /// owner (or, after it exited, by the thread merging for it).
+    owner: AtomicU32,
     weak: AtomicU32,
     chunk: NonNull<Chunk>,
     /// The version counters of outputs `0..NODE_COUNTERS` (see
@@ -58,6 +73,23 @@ unsafe fn head<'a, T: Tensor, N: ?Sized>(p: NonNull<NodeBox<T, N>>) -> &'a Head 
     // the reference covers the header only, never the cell (which may not
     // be written yet, or may be dropped already).
     unsafe { &(*p.as_ptr()).head }
+}
+
+/// `shared`: the owner's count was added in; from then on every thread counts in
+/// `shared` alone, and a zero count there means the node is dead.
+const MERGED: u32 = 1;
+/// `shared`: its count went below zero once and the node was queued to its
+/// owner for a merge (it is queued at most once).
+const QUEUED: u32 = 2;
+/// `shared`: one reference (the count sits above the two flags).
+const STEP: u32 = 4;
+/// Counts in `shared` above this abort, like `Arc`'s.
+const MAX_SHARED: i32 = i32::MAX >> 3;
+
+/// The signed count in a `shared` word.
+#[inline]
+fn count(shared: u32) -> i32 {
+    (shared as i32) >> 2
 }
 
 /// How many outputs of a node keep their version counter in its header
@@ -124,19 +156,128 @@ unsafe impl<T: Tensor> Send for NodeRef<T> {}
 unsafe impl<T: Tensor> Sync for NodeRef<T> {}
 
 impl<T: Tensor> Drop for NodeRef<T> {
+    /// The owner thread gives a reference back with a plain store, unless it
+    /// is its last one.
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: this handle owns one strong count, so the node is alive
-        // until the `fetch_sub`.
-        if unsafe { head(self.0) }
-            .strong
-            .fetch_sub(1, Ordering::Release)
-            != 1
-        {
-            return;
+        // SAFETY: this handle owns one strong count, so the node is alive.
+        let h = unsafe { head(self.0) };
+        if bias::owns(h.owner.load(Ordering::Relaxed)) {
+            let n = h.local.load(Ordering::Relaxed);
+            if n > 1 {
+                h.local.store(n - 1, Ordering::Relaxed);
+                return;
+            }
         }
+        release_strong(self.0);
+    }
+}
+
+/// Gives up a strong count of `p` that is not one the owner can drop with a
+/// plain store: the owner's last local one (the merge), or any count on
+/// another thread.
+#[inline(never)]
+fn release_strong<T: Tensor>(p: NonNull<DynBox<T>>) {
+    // SAFETY: the caller owns one strong count of `p`, so the node is alive.
+    let h = unsafe { head(p) };
+    if bias::owns(h.owner.load(Ordering::Relaxed)) {
+        debug_assert_eq!(h.local.load(Ordering::Relaxed), 1);
+        // The owner's last local count (its `drop` takes the others): merge.
+        // Release: the owner's uses of the node happen before whoever drops
+        // the cell; Acquire: other threads' uses happen before this thread
+        // drops it.
+        h.local.store(0, Ordering::Relaxed);
+        h.owner.store(NO_OWNER, Ordering::Relaxed);
+        // `fetch_add`: the flag is clear (the owner has not merged), and
+        // unlike `fetch_or` it is one instruction, not a loop.
+        if count(h.shared.fetch_add(MERGED, Ordering::AcqRel)) == 0 {
+            drop_last_ref(LastRef(p));
+        }
+        return;
+    }
+    // A weak count for the queue, taken while this reference keeps the node
+    // alive, if this drop may be the one that queues it.
+    let mut weak_taken = false;
+    let mut cur = h.shared.load(Ordering::Relaxed);
+    let new = loop {
+        let mut new = cur.wrapping_sub(STEP);
+        if cur & (MERGED | QUEUED) == 0 && count(new) < 0 {
+            // The first count of the owner's dropped here: queue it.
+            new |= QUEUED;
+            if !weak_taken {
+                increment(&h.weak);
+                weak_taken = true;
+            }
+        }
+        match h
+            .shared
+            .compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed)
+        {
+            Ok(_) => break new,
+            Err(c) => cur = c,
+        }
+    };
+    let queued = new & QUEUED != 0 && cur & QUEUED == 0;
+    if queued {
+        // The merge owns the weak count. `owner` may have merged meanwhile
+        // (counts are interchangeable: its `local` may have gone to zero
+        // through references counted here): the merge then does nothing.
+        bias::enqueue(h.owner.load(Ordering::Relaxed), merge_fn(p));
+    } else if new & MERGED != 0 && count(new) == 0 {
+        // Every other reference's use of the cell happens before this.
         fence(Ordering::Acquire);
-        drop_last_ref(LastRef(self.0));
+        drop_last_ref(LastRef(p));
+    }
+    if weak_taken && !queued {
+        // SAFETY: the count taken above, not handed to a merge.
+        unsafe { release_weak(p) };
+    }
+}
+
+/// The merge of a queued node, holding a weak count of it: unless the owner
+/// merged already, its `local` count is added to `shared`, and the cell
+/// dropped if the sum is zero. Runs on the owner thread or, if it exited,
+/// after it left `bias.rs`'s map (ordered by its mutex); nothing else merges
+/// then (a node is queued once), so the check and the merge do not race.
+fn merge_fn<T: Tensor>(p: NonNull<DynBox<T>>) -> bias::Merge {
+    struct Queued<T: Tensor>(NonNull<DynBox<T>>);
+    // SAFETY: as for `NodeRef`; the merge is the only use of the pointer.
+    unsafe impl<T: Tensor> Send for Queued<T> {}
+    let q = Queued(p);
+    Box::new(move || {
+        // The whole `Queued` (a closure would capture just its field).
+        let Queued(p) = { q };
+        // SAFETY: the merge's weak count keeps the header alive.
+        let h = unsafe { head(p) };
+        if h.shared.load(Ordering::Acquire) & MERGED == 0 {
+            // Not merged, so not dead: the cell is alive.
+            let local = h.local.load(Ordering::Relaxed);
+            if i32::try_from(local).map_or(true, |l| l > MAX_SHARED) {
+                std::process::abort();
+            }
+            h.local.store(0, Ordering::Relaxed);
+            h.owner.store(NO_OWNER, Ordering::Relaxed);
+            let old = h.shared.fetch_add(local * STEP + MERGED, Ordering::AcqRel);
+            if count(old) + local as i32 == 0 {
+                drop_last_ref(LastRef(p));
+            }
+        }
+        // SAFETY: the merge's weak count, given up once.
+        unsafe { release_weak(p) };
+    })
+}
+
+/// Adds a strong count to a node the caller keeps alive.
+#[inline]
+fn acquire_strong(h: &Head) {
+    if bias::owns(h.owner.load(Ordering::Relaxed)) {
+        let n = h.local.load(Ordering::Relaxed);
+        if n > MAX_REFCOUNT {
+            std::process::abort();
+        }
+        h.local.store(n + 1, Ordering::Relaxed);
+    } else if count(h.shared.fetch_add(STEP, Ordering::Relaxed)) > MAX_SHARED {
+        std::process::abort();
     }
 }
 
@@ -144,7 +285,7 @@ impl<T: Tensor> Clone for NodeRef<T> {
     #[inline]
     fn clone(&self) -> Self {
         // SAFETY: this handle's strong count keeps the node alive.
-        increment(unsafe { &head(self.0).strong });
+        acquire_strong(unsafe { head(self.0) });
         NodeRef(self.0)
     }
 }
@@ -195,13 +336,34 @@ impl<T: Tensor> WeakNode<T> {
         unsafe { &head(self.0).versions[k as usize] }
     }
 
-    /// A strong reference, if the node is still alive.
+    /// A strong reference, if the node is still alive (not yet known dead:
+    /// a node whose last references were dropped on other threads stays
+    /// alive until its owner merges the counts).
     pub(crate) fn upgrade(&self) -> Option<NodeRef<T>> {
         // SAFETY: the weak count keeps the header alive.
-        let strong = unsafe { &head(self.0).strong };
-        // A non-zero count means the cell is alive; the new `NodeRef` owns
-        // the count just added.
-        increment_if_alive(strong).then(|| NodeRef(self.0))
+        let h = unsafe { head(self.0) };
+        if bias::owns(h.owner.load(Ordering::Relaxed)) {
+            let n = h.local.load(Ordering::Relaxed);
+            if n > 0 {
+                // The owner's own references keep the node alive.
+                h.local.store(n + 1, Ordering::Relaxed);
+                return Some(NodeRef(self.0));
+            }
+        }
+        // Refused only when merged with a zero count (dead, or not yet
+        // published). Acquire: the new reference sees the written cell.
+        h.shared
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |cur| {
+                if cur & MERGED != 0 && count(cur) == 0 {
+                    None
+                } else if count(cur) >= MAX_SHARED {
+                    std::process::abort()
+                } else {
+                    Some(cur.wrapping_add(STEP))
+                }
+            })
+            .is_ok()
+            .then(|| NodeRef(self.0))
     }
 }
 
@@ -266,6 +428,7 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
     /// Takes the memory for a `NodeBox<T, N>` and writes its header.
     #[inline]
     pub(crate) fn new() -> Self {
+        bias::before_record();
         // Records are rounded to 16 bytes. Measured on the chain bench: with
         // 8-byte granularity its records (200 + 192 + 248 = 640 bytes per
         // step) made freeing the graph twice as slow as at 656 bytes per step
@@ -280,10 +443,13 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
         // SAFETY: `alloc_node` returns memory of `layout` (at least
         // `NodeBox<T, N>`'s size and alignment) that nothing else uses, plus
         // one count of its chunk, which the node keeps. Only the header is
-        // written; the weak count is the strong references' (none yet).
+        // written; the weak count is the strong references' (none yet), and
+        // `shared` is merged with a zero count, so no upgrade succeeds.
         unsafe {
             (&raw mut (*p.as_ptr()).head).write(Head {
-                strong: AtomicU32::new(0),
+                local: AtomicU32::new(0),
+                shared: AtomicU32::new(MERGED),
+                owner: AtomicU32::new(NO_OWNER),
                 weak: AtomicU32::new(1),
                 chunk,
                 versions: [const { AtomicU32::new(0) }; NODE_COUNTERS],
@@ -302,7 +468,7 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
 
     /// Writes the cell and hands out `refs >= 1` strong references (the
     /// node's outputs).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn publish(self, cell: NodeCell<T, N>, refs: usize) -> OutputRefs<T, N> {
         assert!(refs > 0, "a published node needs an output to keep it");
         self.publish_counted(cell, refs, refs).1
@@ -310,16 +476,18 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
 
     /// Writes the cell with `strong` strong counts, `refs <= strong` of which
     /// the returned [`OutputRefs`] hands out (the caller owns the others).
-    #[inline]
+    /// Always inlined: out of line it cost the chain bench 50 instructions an op
+    /// (the cell is moved through memory).
+    #[inline(always)]
     fn publish_counted(
         self,
         cell: NodeCell<T, N>,
         strong: usize,
         refs: usize,
     ) -> (NonNull<NodeBox<T, N>>, OutputRefs<T, N>) {
-        let count = u32::try_from(strong)
+        let n = u32::try_from(strong)
             .ok()
-            .filter(|&n| n > 0 && n <= MAX_REFCOUNT && refs <= n as usize)
+            .filter(|&n| n > 0 && n <= MAX_SHARED as u32 && refs <= n as usize)
             .expect("too many outputs for one node");
         let p = std::mem::ManuallyDrop::new(self).0;
         // SAFETY: the cell's place in the allocation from `new` was never
@@ -328,7 +496,18 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
         // (Acquire) sees the written cell.
         unsafe {
             (&raw mut (*p.as_ptr()).cell).write(cell);
-            head(p).strong.store(count, Ordering::Release);
+            // After the write: a call before it made the cell go through a
+            // `memcpy` (the chain bench's `tanh`).
+            let owner = bias::owner_for_new();
+            let h = head(p);
+            // A thread without a tag counts in `shared` from the start.
+            let (local, shared) = match owner {
+                NO_OWNER => (0, n * STEP + MERGED),
+                _ => (n, 0),
+            };
+            h.local.store(local, Ordering::Relaxed);
+            h.owner.store(owner, Ordering::Relaxed);
+            h.shared.store(shared, Ordering::Release);
         }
         (p, OutputRefs { node: p, refs })
     }
@@ -391,5 +570,53 @@ impl<T: Tensor, N: Node<T>> ExactSizeIterator for OutputRefs<T, N> {}
 impl<T: Tensor, N: Node<T>> Drop for OutputRefs<T, N> {
     fn drop(&mut self) {
         self.for_each(drop);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::error::AutogradError;
+    use crate::node::{Node, VariableList};
+    use crate::tensor::testing::Handle;
+    use std::sync::Arc;
+
+    type T = Handle<u8>;
+
+    /// A node that says when it is dropped (the count of its `Arc`).
+    struct Probe(#[allow(dead_code)] Arc<()>);
+
+    impl Node<T> for Probe {
+        fn name(&self) -> &str {
+            "Probe"
+        }
+        fn apply(&mut self, grads: VariableList<T>) -> Result<VariableList<T>, AutogradError> {
+            Ok(grads)
+        }
+    }
+
+    #[test]
+    fn a_queued_node_the_owner_merged_meanwhile_is_freed_once() {
+        // Counts are interchangeable: the owner's last local count can go with a
+        // reference another thread counted, while a merge is queued for a
+        // reference the owner counted and another thread dropped. The owner's
+        // merge frees the node; the queued one must then leave it alone (it
+        // holds a weak count, so it reads a live header, and sees `MERGED`).
+        let probe = Arc::new(());
+        let ([y], h) = crate::record(Probe(probe.clone()), &[], [Handle::new(0u8)]);
+        drop(h);
+        let weak = y.grad_fn().unwrap().downgrade();
+        let weak2 = weak.clone();
+        // Counted by this thread, dropped there: `shared` goes to -1, queued here.
+        std::thread::spawn(move || drop(y)).join().unwrap();
+        // Upgraded there (`shared` back to 0), dropped here with the last local count.
+        let r = std::thread::spawn(move || weak2.upgrade().unwrap())
+            .join()
+            .unwrap();
+        assert_eq!(Arc::strong_count(&probe), 2);
+        drop(r);
+        assert_eq!(Arc::strong_count(&probe), 1, "freed by the owner's merge");
+        crate::bias::drain();
+        assert_eq!(Arc::strong_count(&probe), 1);
+        assert!(weak.upgrade().is_none(), "dead: an upgrade is refused");
     }
 }

@@ -179,3 +179,106 @@ fn a_graph_in_a_thread_local_is_freed_at_thread_exit() {
     .join()
     .unwrap();
 }
+
+/// The data of `v`, shared with whatever keeps it (a saved output in its node): the
+/// count of the returned handle says whether the node is gone.
+fn probe(v: &V) -> std::sync::Arc<Vec<f64>> {
+    v.data().data.clone()
+}
+
+#[test]
+fn a_node_whose_last_reference_goes_on_another_thread_is_freed_by_its_owner() {
+    // The recording thread counts its references to a node without atomics
+    // (biased counts); a reference it counted, dropped on another thread, is
+    // queued back to it and merged at its next backward pass, `live_nodes()`
+    // or record. Without the merge the node would leak.
+    let x = leaf(&[0.5], &[1]);
+    let y = tanh(&mul_scalar(&x, 2.0));
+    let p = probe(&y);
+    std::thread::spawn(move || drop(y)).join().unwrap();
+    live_nodes();
+    assert_eq!(
+        std::sync::Arc::strong_count(&p),
+        1,
+        "merged at live_nodes()"
+    );
+
+    let y = tanh(&mul_scalar(&x, 3.0));
+    let p = probe(&y);
+    std::thread::spawn(move || drop(y)).join().unwrap();
+    sum(&mul_scalar(&x, 1.0)).backward().unwrap();
+    assert_eq!(std::sync::Arc::strong_count(&p), 1, "merged at backward");
+
+    let y = tanh(&mul_scalar(&x, 4.0));
+    let p = probe(&y);
+    std::thread::spawn(move || drop(y)).join().unwrap();
+    for _ in 0..300 {
+        drop(mul_scalar(&x, 1.0));
+    }
+    assert_eq!(
+        std::sync::Arc::strong_count(&p),
+        1,
+        "merged while recording"
+    );
+}
+
+#[test]
+fn a_node_whose_owner_exited_is_freed_where_its_last_reference_goes() {
+    let x = leaf(&[0.5], &[1]);
+    let xc = x.clone();
+    let (y, p) = std::thread::spawn(move || {
+        let y = tanh(&mul_scalar(&xc, 2.0));
+        let p = probe(&y);
+        (y, p)
+    })
+    .join()
+    .unwrap();
+    let g = y.grad_fn().unwrap();
+    drop(y);
+    assert_eq!(std::sync::Arc::strong_count(&p), 2, "the node is alive");
+    drop(g);
+    assert_eq!(std::sync::Arc::strong_count(&p), 1, "freed at once");
+}
+
+#[test]
+fn references_to_one_node_taken_and_dropped_on_several_threads_at_once() {
+    // The owner counts in `local`, the others in `shared`; whoever drops last
+    // (here: any of them), the node is freed once, after the owner's merge.
+    let rounds = if cfg!(miri) { 20 } else { 2_000 };
+    let x = leaf(&[0.5], &[1]);
+    let y = tanh(&mul_scalar(&x, 2.0));
+    let p = probe(&y);
+    let workers: Vec<_> = (0..3)
+        .map(|_| {
+            let y = y.clone();
+            std::thread::spawn(move || {
+                let mut kept = Vec::new();
+                for i in 0..rounds {
+                    let g = y.grad_fn().unwrap();
+                    if i % 7 == 0 {
+                        kept.push(g);
+                    }
+                }
+                kept
+            })
+        })
+        .collect();
+    let mut mine = Vec::new();
+    for i in 0..rounds {
+        let g = y.grad_fn().unwrap();
+        if i % 5 == 0 {
+            mine.push(g);
+        }
+    }
+    let theirs: Vec<_> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    drop(y);
+    drop(mine);
+    assert_eq!(
+        std::sync::Arc::strong_count(&p),
+        2,
+        "their references keep it"
+    );
+    std::thread::spawn(move || drop(theirs)).join().unwrap();
+    live_nodes();
+    assert_eq!(std::sync::Arc::strong_count(&p), 1);
+}
