@@ -178,7 +178,10 @@ thread_local! {
 /// Thread-local so that tests running in parallel do not disturb each other
 /// (and so that counting costs nothing measurable). A loop that builds and
 /// frees graphs on one thread must bring it back to its starting value;
-/// anything else is a leak (e.g. a reference cycle).
+/// anything else is a leak (e.g. a reference cycle). A node this thread recorded
+/// whose last reference went on another thread is freed by this thread (its
+/// counts are merged here: at the next backward pass, record, or this call), so
+/// it is subtracted here too.
 pub fn live_nodes() -> isize {
     // Nodes whose last references other threads dropped are freed first.
     crate::bias::drain();
