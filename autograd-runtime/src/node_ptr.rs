@@ -162,39 +162,33 @@ impl<T: Tensor> Drop for NodeRef<T> {
     fn drop(&mut self) {
         // SAFETY: this handle owns one strong count, so the node is alive.
         let h = unsafe { head(self.0) };
-        if bias::owns(h.owner.load(Ordering::Relaxed)) {
-            let n = h.local.load(Ordering::Relaxed);
-            if n > 1 {
-                h.local.store(n - 1, Ordering::Relaxed);
-                return;
-            }
+        if !bias::owns(h.owner.load(Ordering::Relaxed)) {
+            return release_shared(self.0);
         }
-        release_strong(self.0);
+        let n = h.local.load(Ordering::Relaxed);
+        if n > 1 {
+            h.local.store(n - 1, Ordering::Relaxed);
+            return;
+        }
+        debug_assert_eq!(n, 1);
+        // The owner's last local count: merge. Release: the owner's uses of the
+        // node happen before whoever drops the cell; Acquire: other threads'
+        // uses happen before this thread drops it.
+        h.local.store(0, Ordering::Relaxed);
+        h.owner.store(NO_OWNER, Ordering::Relaxed);
+        // `fetch_add`: the flag is clear (the owner has not merged), and unlike
+        // `fetch_or` it is one instruction, not a loop.
+        if count(h.shared.fetch_add(MERGED, Ordering::AcqRel)) == 0 {
+            drop_last_ref(LastRef(self.0));
+        }
     }
 }
 
-/// Gives up a strong count of `p` that is not one the owner can drop with a
-/// plain store: the owner's last local one (the merge), or any count on
-/// another thread.
+/// Gives up a strong count of `p` on a thread that does not own it.
 #[inline(never)]
-fn release_strong<T: Tensor>(p: NonNull<DynBox<T>>) {
+fn release_shared<T: Tensor>(p: NonNull<DynBox<T>>) {
     // SAFETY: the caller owns one strong count of `p`, so the node is alive.
     let h = unsafe { head(p) };
-    if bias::owns(h.owner.load(Ordering::Relaxed)) {
-        debug_assert_eq!(h.local.load(Ordering::Relaxed), 1);
-        // The owner's last local count (its `drop` takes the others): merge.
-        // Release: the owner's uses of the node happen before whoever drops
-        // the cell; Acquire: other threads' uses happen before this thread
-        // drops it.
-        h.local.store(0, Ordering::Relaxed);
-        h.owner.store(NO_OWNER, Ordering::Relaxed);
-        // `fetch_add`: the flag is clear (the owner has not merged), and
-        // unlike `fetch_or` it is one instruction, not a loop.
-        if count(h.shared.fetch_add(MERGED, Ordering::AcqRel)) == 0 {
-            drop_last_ref(LastRef(p));
-        }
-        return;
-    }
     // A weak count for the queue, taken while this reference keeps the node
     // alive, if this drop may be the one that queues it.
     let mut weak_taken = false;
