@@ -45,10 +45,10 @@ impl<E: Element> Node<NdTensor<E>> for SoftplusBackward<E> {
 /// `softplus(x) = log(1 + exp(x))`, fused: one raw pass (numerically stable) and one node.
 pub fn softplus<E: Element>(x: &Var<E>) -> Var<E> {
     let raw = x.with_data(|t| {
-        NdTensor::new(
+        NdTensor::from_array(
             t.to_float()
-                .mapv(|v| v.max(E::zero()) + (E::one() + (-v.abs()).exp()).ln())
-                .into_shared(),
+                .arr()
+                .mapv(|v| v.max(E::zero()) + (E::one() + (-v.abs()).exp()).ln()),
         )
     });
     let out = if should_record(&[x]) {

@@ -11,7 +11,8 @@
 mod dtype;
 
 // The kernels below see the floating-point tensor under the name `NdTensor`.
-use crate::tensor::{Element, FloatTensor as NdTensor};
+use crate::storage::FloatTensor as NdTensor;
+use crate::tensor::Element;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::error::{Error, check};
 use autograd_opset::meta;
@@ -20,9 +21,9 @@ use autograd_opset::shape::{
     check_nonempty_reduction, check_weight, expanded_shape, infer_shape, new_shape, norm_dim,
     out_of_bounds, reduce_axes,
 };
-use ndarray::{ArcArray, Array, ArrayView, Axis, Dimension, IxDyn, Slice, Zip};
+use ndarray::{Array, ArrayView, Axis, CowArray, Dimension, IxDyn, Slice, Zip};
 
-type Arr<E> = ArcArray<E, IxDyn>;
+type View<'a, E> = ArrayView<'a, E, IxDyn>;
 type R<T> = Result<T, Error>;
 
 /// An element of an index tensor as an index below `n`; `message` words PyTorch's error.
@@ -56,9 +57,7 @@ fn diagonal_source(ix: &IxDyn, shape: &[usize], d: &meta::Diagonal, offset: i64)
 }
 
 fn wrap<E: Element>(a: Array<E, IxDyn>) -> NdTensor<E> {
-    NdTensor {
-        data: a.into_shared(),
-    }
+    NdTensor::from_array(a)
 }
 
 /// Row-major values `v` (one per element) in an array of shape `shape`. Ranks 0 to 2 are
@@ -82,15 +81,15 @@ fn shaped<E: Element>(shape: &[usize], v: Vec<E>) -> NdTensor<E> {
 fn map<E: Element>(a: &NdTensor<E>, f: impl Fn(E) -> E) -> R<NdTensor<E>> {
     // Row-major contiguous (the common case): a plain loop over the slice, without
     // ndarray's general contiguity test (which sorts the strides of an `IxDyn`).
-    if let Some(s) = a.data.as_slice() {
+    if let Some(s) = a.as_slice() {
         return Ok(shaped(a.shape(), s.iter().map(|x| f(*x)).collect()));
     }
-    Ok(wrap(a.data.mapv(f)))
+    Ok(wrap(a.arr().mapv(f)))
 }
 
 /// `a` broadcast to `shape`, or PyTorch's error for a value of shape `a` written into a
 /// tensor of shape `shape`.
-fn broadcast_to<'a, E: Element>(a: &'a Arr<E>, shape: &[usize]) -> R<ArrayView<'a, E, IxDyn>> {
+fn broadcast_to<'a, E: Element>(a: &'a View<'_, E>, shape: &[usize]) -> R<View<'a, E>> {
     meta::broadcast_to(a.shape(), shape)?;
     a.broadcast(IxDyn(shape))
         .ok_or_else(|| Error::runtime(format!("cannot broadcast {:?} to {shape:?}", a.shape())))
@@ -99,20 +98,20 @@ fn broadcast_to<'a, E: Element>(a: &'a Arr<E>, shape: &[usize]) -> R<ArrayView<'
 fn zip<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, f: impl Fn(E, E) -> E) -> R<NdTensor<E>> {
     // Same shapes (the common case): no broadcast views, no shape computation; a plain
     // loop over the slices when both are row-major contiguous.
-    if a.data.shape() == b.data.shape() {
-        if let (Some(x), Some(y)) = (a.data.as_slice(), b.data.as_slice()) {
+    if a.shape() == b.shape() {
+        if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
             let v = x.iter().zip(y).map(|(x, y)| f(*x, *y)).collect();
             return Ok(shaped(a.shape(), v));
         }
         return Ok(wrap(
-            Zip::from(&a.data)
-                .and(&b.data)
+            Zip::from(a.arr())
+                .and(b.arr())
                 .map_collect(|x, y| f(*x, *y)),
         ));
     }
     let shape = broadcast_shape(a.shape(), b.shape())?;
-    let av = broadcast_to(&a.data, &shape)?;
-    let bv = broadcast_to(&b.data, &shape)?;
+    let av = broadcast_to(a.arr(), &shape)?;
+    let bv = broadcast_to(b.arr(), &shape)?;
     Ok(wrap(Zip::from(&av).and(&bv).map_collect(|x, y| f(*x, *y))))
 }
 
@@ -120,24 +119,28 @@ fn mask<E: Element>(c: bool) -> E {
     if c { E::one() } else { E::zero() }
 }
 
-fn contiguous<E: Element>(a: &Arr<E>) -> Arr<E> {
-    if a.is_standard_layout() {
-        a.clone()
-    } else {
-        a.as_standard_layout().into_owned().into_shared()
+/// `t` reshaped to `shape` (row-major order; one dimension may be `-1`): a view of a
+/// row-major contiguous `t`, a reshaped copy of another.
+fn reshape_arr<E: Element>(t: &NdTensor<E>, shape: &[i64]) -> R<NdTensor<E>> {
+    let s = infer_shape(shape, t.len())?;
+    let error = |e| Error::runtime(format!("cannot reshape {:?} to {s:?}: {e}", t.shape()));
+    if t.is_standard_layout() {
+        return t
+            .try_derive(|a| a.into_shape_with_order(IxDyn(&s)))
+            .map_err(error);
     }
+    let a = t.arr().as_standard_layout().into_owned();
+    a.into_shape_with_order(IxDyn(&s)).map(wrap).map_err(error)
 }
 
-fn reshape_arr<E: Element>(a: &Arr<E>, shape: &[i64]) -> R<Arr<E>> {
-    let s = infer_shape(shape, a.len())?;
-    contiguous(a)
-        .into_shape_with_order(IxDyn(&s))
-        .map_err(|e| Error::runtime(format!("cannot reshape {:?} to {s:?}: {e}", a.shape())))
-}
-
-fn sum_axes<E: Element>(a: &Arr<E>, axes: &[usize], keepdim: bool) -> Arr<E> {
+/// The sums over `axes` (`a` itself, borrowed, for no axes).
+fn sum_axes<'a, E: Element>(
+    a: &View<'a, E>,
+    axes: &[usize],
+    keepdim: bool,
+) -> CowArray<'a, E, IxDyn> {
     if axes.is_empty() {
-        return a.clone();
+        return a.clone().into();
     }
     let mut r = a.sum_axis(Axis(axes[axes.len() - 1]));
     for ax in axes[..axes.len() - 1].iter().rev() {
@@ -148,16 +151,16 @@ fn sum_axes<E: Element>(a: &Arr<E>, axes: &[usize], keepdim: bool) -> Arr<E> {
             r = r.insert_axis(Axis(*ax));
         }
     }
-    r.into_shared()
+    r.into()
 }
 
 fn fold_axes<E: Element>(
-    a: &Arr<E>,
+    a: &View<'_, E>,
     axes: &[usize],
     keepdim: bool,
     init: E,
     f: impl Fn(E, E) -> E + Copy,
-) -> Arr<E> {
+) -> Array<E, IxDyn> {
     let mut r: Array<E, IxDyn> = a.to_owned();
     for ax in axes.iter().rev() {
         r = r.fold_axis(Axis(*ax), init, |acc, x| f(*acc, *x));
@@ -167,19 +170,23 @@ fn fold_axes<E: Element>(
             r = r.insert_axis(Axis(*ax));
         }
     }
-    r.into_shared()
+    r
 }
 
 /// Applies `f` to every 1-D lane along `axis` of a copy of `a`.
-fn per_lane<E: Element>(a: &Arr<E>, axis: usize, f: impl Fn(ndarray::ArrayViewMut1<E>)) -> Arr<E> {
+fn per_lane<E: Element>(
+    a: &View<'_, E>,
+    axis: usize,
+    f: impl Fn(ndarray::ArrayViewMut1<E>),
+) -> NdTensor<E> {
     let mut r: Array<E, IxDyn> = a.to_owned();
     if r.ndim() == 0 {
         let mut r1 = r.insert_axis(Axis(0));
         r1.lanes_mut(Axis(0)).into_iter().for_each(&f);
-        return r1.index_axis_move(Axis(0), 0).into_shared();
+        return wrap(r1.index_axis_move(Axis(0), 0));
     }
     r.lanes_mut(Axis(axis)).into_iter().for_each(f);
-    r.into_shared()
+    wrap(r)
 }
 
 fn log_softmax_lane<E: Element>(mut lane: ndarray::ArrayViewMut1<E>) {
@@ -190,7 +197,7 @@ fn log_softmax_lane<E: Element>(mut lane: ndarray::ArrayViewMut1<E>) {
 }
 
 /// The product of two matrices whose shapes the caller has checked.
-fn matmul2<E: Element>(a: ArrayView<E, IxDyn>, b: ArrayView<E, IxDyn>) -> Array<E, IxDyn> {
+fn matmul2<E: Element>(a: View<'_, E>, b: View<'_, E>) -> Array<E, IxDyn> {
     let a2 = a.into_dimensionality::<ndarray::Ix2>();
     let b2 = b.into_dimensionality::<ndarray::Ix2>();
     match (a2, b2) {
@@ -200,7 +207,7 @@ fn matmul2<E: Element>(a: ArrayView<E, IxDyn>, b: ArrayView<E, IxDyn>) -> Array<
 }
 
 /// Batched matrix product with broadcast batch dimensions (both inputs at least 2-D).
-fn batched_matmul<E: Element>(a: &Arr<E>, b: &Arr<E>) -> R<Arr<E>> {
+fn batched_matmul<E: Element>(a: &View<'_, E>, b: &View<'_, E>) -> R<NdTensor<E>> {
     let (an, bn) = (a.ndim(), b.ndim());
     let (m, k) = (a.shape()[an - 2], a.shape()[an - 1]);
     let (k2, n) = (b.shape()[bn - 2], b.shape()[bn - 1]);
@@ -228,10 +235,10 @@ fn batched_matmul<E: Element>(a: &Arr<E>, b: &Arr<E>) -> R<Arr<E>> {
         let r = matmul2(av.index_axis(Axis(0), i), bv.index_axis(Axis(0), i));
         out.index_axis_mut(Axis(0), i).assign(&r);
     }
-    Ok(out
-        .into_shape_with_order(IxDyn(&out_shape))
-        .expect("same numel")
-        .into_shared())
+    Ok(wrap(
+        out.into_shape_with_order(IxDyn(&out_shape))
+            .expect("same numel"),
+    ))
 }
 
 fn scale_for_reduction<E: Element>(loss_sum: E, n: f64, reduction: i64) -> E {
@@ -243,32 +250,29 @@ fn scale_for_reduction<E: Element>(loss_sum: E, n: f64, reduction: i64) -> E {
 
 /// `nll_loss`'s input as `(M, C)` (classes last, one row per target element): PyTorch accepts
 /// `(C)` with a 0-d target, `(N, C)` with `(N)`, and `(N, C, d1, ...)` with `(N, d1, ...)`.
-fn nll_rows<E: Element>(input: &NdTensor<E>) -> R<Arr<E>> {
-    let nd = input.data.ndim();
+fn nll_rows<E: Element>(input: &NdTensor<E>) -> R<NdTensor<E>> {
+    let nd = input.ndim();
     if nd == 0 {
-        return reshape_arr(&input.data, &[1, 1]);
+        return reshape_arr(input, &[1, 1]);
     }
     if nd == 1 {
-        return reshape_arr(&input.data, &[1, input.shape()[0] as i64]);
+        return reshape_arr(input, &[1, input.shape()[0] as i64]);
     }
     if nd == 2 {
-        return Ok(input.data.clone());
+        return Ok(input.clone());
     }
     // (N, C, d1, ...) -> (N, d1, ..., C) -> (M, C)
     let mut perm: Vec<usize> = vec![0];
     perm.extend(2..nd);
     perm.push(1);
-    let moved = input.data.clone().permuted_axes(IxDyn(&perm));
+    let moved = input.arr().view().permuted_axes(IxDyn(&perm));
     let c = input.shape()[1] as i64;
     let rows = if c == 0 { 0 } else { moved.len() as i64 / c };
-    reshape_arr(
-        &moved.as_standard_layout().to_owned().into_shared(),
-        &[rows, c],
-    )
+    reshape_arr(&wrap(moved.as_standard_layout().to_owned()), &[rows, c])
 }
 
 /// The inverse of [`nll_rows`]: `(M, C)` back to the input's layout.
-fn nll_unrows<E: Element>(rows: Arr<E>, shape: &[usize]) -> R<Arr<E>> {
+fn nll_unrows<E: Element>(rows: NdTensor<E>, shape: &[usize]) -> R<NdTensor<E>> {
     let nd = shape.len();
     if nd <= 2 {
         let s: Vec<i64> = shape.iter().map(|d| *d as i64).collect();
@@ -281,10 +285,13 @@ fn nll_unrows<E: Element>(rows: Arr<E>, shape: &[usize]) -> R<Arr<E>> {
     // (N, d1, ..., C) -> (N, C, d1, ...)
     let mut perm: Vec<usize> = vec![0, nd - 1];
     perm.extend(1..nd - 1);
-    Ok(m.permuted_axes(IxDyn(&perm))
-        .as_standard_layout()
-        .to_owned()
-        .into_shared())
+    Ok(wrap(
+        m.arr()
+            .view()
+            .permuted_axes(IxDyn(&perm))
+            .as_standard_layout()
+            .to_owned(),
+    ))
 }
 
 /// `nll_loss`'s checks on `(M, C)` rows, a target of `M` classes and a weight, as PyTorch's
@@ -295,7 +302,7 @@ fn check_nll<E: Element>(
     weight: Option<&NdTensor<E>>,
     c: usize,
 ) -> R<()> {
-    check(target.data.ndim() <= 1, || {
+    check(target.ndim() <= 1, || {
         "0D or 1D target tensor expected, multi-target not supported".into()
     })?;
     let batch = if input_shape.len() == 2 {
@@ -303,7 +310,7 @@ fn check_nll<E: Element>(
     } else {
         1
     };
-    check(target.data.len() == batch, || {
+    check(target.len() == batch, || {
         format!(
             "size mismatch (got input: {input_shape:?}, target: {:?})",
             target.shape()
@@ -330,20 +337,18 @@ fn nll_forward<E: Element>(
     reduction: i64,
     ignore_index: i64,
 ) -> R<(NdTensor<E>, NdTensor<E>)> {
-    let rows = NdTensor {
-        data: nll_rows(input)?,
-    };
+    let rows = nll_rows(input)?;
     let (input, target_shape) = (&rows, target.shape().to_vec());
     let c = input.shape()[1];
     let mut losses = Vec::with_capacity(input.shape()[0]);
     let mut total = E::zero();
-    for (i, t) in target.data.iter().enumerate() {
+    for (i, t) in target.iter().enumerate() {
         let Some(t) = nll_class(*t, c, ignore_index)? else {
             losses.push(E::zero());
             continue;
         };
-        let w = weight.map_or(E::one(), |w| w.data[[t].as_slice()]);
-        losses.push(-w * input.data[[i, t].as_slice()]);
+        let w = weight.map_or(E::one(), |w| w.arr()[[t].as_slice()]);
+        losses.push(-w * input.arr()[[i, t].as_slice()]);
         total += w;
     }
     let out = match reduction {
@@ -494,9 +499,9 @@ impl<E: Element> NdTensor<E> {
     }
     fn where_self(condition: &Self, self_: &Self, other: &Self) -> R<Self> {
         let shape = meta::where_self(condition.shape(), self_.shape(), other.shape())?;
-        let c = broadcast_to(&condition.data, &shape)?;
-        let a = broadcast_to(&self_.data, &shape)?;
-        let b = broadcast_to(&other.data, &shape)?;
+        let c = broadcast_to(condition.arr(), &shape)?;
+        let a = broadcast_to(self_.arr(), &shape)?;
+        let b = broadcast_to(other.arr(), &shape)?;
         Ok(wrap(Zip::from(&c).and(&a).and(&b).map_collect(
             |c, a, b| if *c != E::zero() { *a } else { *b },
         )))
@@ -550,23 +555,23 @@ impl<E: Element> NdTensor<E> {
         match dim {
             None => {
                 check_nonempty_reduction("argmax", None, self_.shape())?;
-                let flat = contiguous(&self_.data);
+                let flat = self_.arr().as_standard_layout();
                 let flat = flat.view().into_shape_with_order(flat.len()).expect("flat");
                 let r = NdTensor::scalar(arg(flat));
                 Ok(if keepdim {
-                    let ones = vec![1; self_.data.ndim()];
+                    let ones = vec![1; self_.ndim()];
                     NdTensor::from_vec(r.to_vec(), &ones)
                 } else {
                     r
                 })
             }
             Some(d) => {
-                let ax = norm_dim(d, self_.data.ndim())?;
+                let ax = norm_dim(d, self_.ndim())?;
                 check_nonempty_reduction("argmax", Some(ax), self_.shape())?;
-                if self_.data.ndim() == 0 {
+                if self_.ndim() == 0 {
                     return Ok(NdTensor::scalar(E::zero()));
                 }
-                let r = self_.data.map_axis(Axis(ax), arg);
+                let r = self_.arr().map_axis(Axis(ax), arg);
                 let r = if keepdim { r.insert_axis(Axis(ax)) } else { r };
                 Ok(wrap(r))
             }
@@ -602,16 +607,14 @@ impl<E: Element> NdTensor<E> {
     }
     fn mm(self_: &Self, mat2: &Self) -> R<Self> {
         check_mm(self_.shape(), mat2.shape())?;
-        Ok(wrap(matmul2(self_.data.view(), mat2.data.view())))
+        Ok(wrap(matmul2(self_.arr().view(), mat2.arr().view())))
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
         meta::bmm(self_.shape(), mat2.shape())?;
-        Ok(NdTensor {
-            data: batched_matmul(&self_.data, &mat2.data)?,
-        })
+        batched_matmul(self_.arr(), mat2.arr())
     }
     fn sum(self_: &Self, _dtype: Option<ScalarType>) -> R<Self> {
-        Ok(NdTensor::scalar(self_.data.sum()))
+        Ok(NdTensor::scalar(self_.arr().sum()))
     }
     fn sum_dim_intlist(
         self_: &Self,
@@ -619,14 +622,15 @@ impl<E: Element> NdTensor<E> {
         keepdim: bool,
         _dtype: Option<ScalarType>,
     ) -> R<Self> {
-        let axes = reduce_axes(dim, self_.data.ndim())?;
-        Ok(NdTensor {
-            data: sum_axes(&self_.data, &axes, keepdim),
-        })
+        let axes = reduce_axes(dim, self_.ndim())?;
+        if axes.is_empty() {
+            return Ok(self_.clone());
+        }
+        Ok(wrap(sum_axes(self_.arr(), &axes, keepdim).into_owned()))
     }
     fn mean(self_: &Self, _dtype: Option<ScalarType>) -> R<Self> {
         Ok(NdTensor::scalar(
-            self_.data.sum() / E::of(self_.data.len() as f64),
+            self_.arr().sum() / E::of(self_.len() as f64),
         ))
     }
     fn mean_dim(
@@ -635,21 +639,19 @@ impl<E: Element> NdTensor<E> {
         keepdim: bool,
         _dtype: Option<ScalarType>,
     ) -> R<Self> {
-        let axes = reduce_axes(dim, self_.data.ndim())?;
+        let axes = reduce_axes(dim, self_.ndim())?;
         let n: usize = axes.iter().map(|a| self_.shape()[*a]).product();
-        let s = sum_axes(&self_.data, &axes, keepdim);
-        Ok(NdTensor {
-            data: s.mapv(|x| x / E::of(n as f64)).into_shared(),
-        })
+        let s = sum_axes(self_.arr(), &axes, keepdim);
+        Ok(wrap(s.mapv(|x| x / E::of(n as f64))))
     }
     fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
-        let nd = self_.data.ndim();
+        let nd = self_.ndim();
         let ax = norm_dim(dim, nd)?;
         check_nonempty_reduction("max", Some(ax), self_.shape())?;
         let src = if nd == 0 {
-            self_.data.clone().insert_axis(Axis(0))
+            self_.arr().view().insert_axis(Axis(0))
         } else {
-            self_.data.clone()
+            self_.arr().view()
         };
         let mut values = src.map_axis(Axis(ax), |l| l[best_index(l.view())]);
         let mut indices = src.map_axis(Axis(ax), |l| E::of(best_index(l) as f64));
@@ -660,86 +662,75 @@ impl<E: Element> NdTensor<E> {
         Ok((wrap(values), wrap(indices)))
     }
     fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
-        let axes = reduce_axes(Some(dim), self_.data.ndim())?;
+        let axes = reduce_axes(Some(dim), self_.ndim())?;
         for ax in &axes {
             check_nonempty_reduction("amax", Some(*ax), self_.shape())?;
         }
-        Ok(NdTensor {
-            // NaN propagates, as in PyTorch (`f64::max` would drop it).
-            data: fold_axes(&self_.data, &axes, keepdim, E::neg_infinity(), |a, b| {
+        // NaN propagates, as in PyTorch (`f64::max` would drop it).
+        Ok(wrap(fold_axes(
+            self_.arr(),
+            &axes,
+            keepdim,
+            E::neg_infinity(),
+            |a, b| {
                 if a.is_nan() || b.is_nan() {
                     E::nan()
                 } else {
                     a.max(b)
                 }
-            }),
-        })
+            },
+        )))
     }
     fn softmax_int(self_: &Self, dim: i64, _dtype: Option<ScalarType>) -> R<Self> {
-        let ax = norm_dim(dim, self_.data.ndim())?;
-        Ok(NdTensor {
-            data: per_lane(&self_.data, ax, |mut l| {
-                log_softmax_lane(l.view_mut());
-                l.mapv_inplace(|x| x.exp());
-            }),
-        })
+        let ax = norm_dim(dim, self_.ndim())?;
+        Ok(per_lane(self_.arr(), ax, |mut l| {
+            log_softmax_lane(l.view_mut());
+            l.mapv_inplace(|x| x.exp());
+        }))
     }
     fn log_softmax_int(self_: &Self, dim: i64, _dtype: Option<ScalarType>) -> R<Self> {
-        let ax = norm_dim(dim, self_.data.ndim())?;
-        Ok(NdTensor {
-            data: per_lane(&self_.data, ax, log_softmax_lane),
-        })
+        let ax = norm_dim(dim, self_.ndim())?;
+        Ok(per_lane(self_.arr(), ax, log_softmax_lane))
     }
     fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
-        let axes = reduce_axes(Some(dim), self_.data.ndim())?;
-        let m = fold_axes(&self_.data, &axes, true, E::neg_infinity(), |a, b| a.max(b));
+        let axes = reduce_axes(Some(dim), self_.ndim())?;
+        let m = fold_axes(self_.arr(), &axes, true, E::neg_infinity(), |a, b| a.max(b));
         let m = m.mapv(|x| if x.is_infinite() { E::zero() } else { x });
-        let e = Zip::from(&self_.data)
+        let e = Zip::from(self_.arr())
             .and_broadcast(&m)
-            .map_collect(|x, m| (*x - *m).exp())
-            .into_shared();
-        let s = sum_axes(&e, &axes, true);
-        let r = Zip::from(&s)
-            .and(&m)
-            .map_collect(|s, m| s.ln() + *m)
-            .into_shared();
+            .map_collect(|x, m| (*x - *m).exp());
+        let s = sum_axes(&e.view(), &axes, true);
+        let r = Zip::from(&s).and(&m).map_collect(|s, m| s.ln() + *m);
         let r = if keepdim { r } else { r.remove_axes(&axes) };
-        Ok(NdTensor { data: r })
+        Ok(wrap(r))
     }
     fn transpose_int(self_: &Self, dim0: i64, dim1: i64) -> R<Self> {
-        let (a, b) = meta::transpose(self_.data.ndim(), dim0, dim1)?;
-        let mut r = self_.data.clone();
-        if r.ndim() > 0 {
-            r.swap_axes(a, b);
-        }
-        Ok(NdTensor { data: r })
+        let (a, b) = meta::transpose(self_.ndim(), dim0, dim1)?;
+        Ok(self_.derive(|mut r| {
+            if r.ndim() > 0 {
+                r.swap_axes(a, b);
+            }
+            r
+        }))
     }
     fn t(self_: &Self) -> R<Self> {
-        meta::t(self_.data.ndim())?;
-        Ok(NdTensor {
-            data: self_.data.clone().reversed_axes(),
-        })
+        meta::t(self_.ndim())?;
+        Ok(self_.derive(|r| r.reversed_axes()))
     }
     fn permute(self_: &Self, dims: &[i64]) -> R<Self> {
-        let p = meta::permute(self_.data.ndim(), dims)?;
-        Ok(NdTensor {
-            data: self_.data.clone().permuted_axes(IxDyn(&p)),
-        })
+        let p = meta::permute(self_.ndim(), dims)?;
+        Ok(self_.derive(|r| r.permuted_axes(IxDyn(&p))))
     }
     fn reshape(self_: &Self, shape: &[i64]) -> R<Self> {
-        Ok(NdTensor {
-            data: reshape_arr(&self_.data, shape)?,
-        })
+        reshape_arr(self_, shape)
     }
     fn view(self_: &Self, size: &[i64]) -> R<Self> {
-        meta::view(self_.shape(), self_.data.strides(), size)?;
-        Ok(NdTensor {
-            data: reshape_arr(&self_.data, size)?,
-        })
+        meta::view(self_.shape(), self_.arr().strides(), size)?;
+        reshape_arr(self_, size)
     }
     fn expand(self_: &Self, size: &[i64], _implicit: bool) -> R<Self> {
         let s = expanded_shape(self_.shape(), size)?;
-        Ok(wrap(broadcast_to(&self_.data, &s)?.to_owned()))
+        Ok(wrap(broadcast_to(self_.arr(), &s)?.to_owned()))
     }
     fn squeeze(self_: &Self) -> R<Self> {
         reshape_to(self_, &meta::squeeze(self_.shape()))
@@ -748,23 +739,17 @@ impl<E: Element> NdTensor<E> {
         reshape_to(self_, &meta::squeeze_dims(self_.shape(), dim)?)
     }
     fn clone(self_: &Self, _memory_format: Option<MemoryFormat>) -> R<Self> {
-        Ok(NdTensor {
-            data: self_.data.to_owned().into_shared(),
-        })
+        Ok(wrap(self_.to_owned()))
     }
     fn squeeze_dim(self_: &Self, dim: i64) -> R<Self> {
         let Some(ax) = meta::squeeze_dim(self_.shape(), dim)? else {
             return Ok(self_.clone());
         };
-        Ok(NdTensor {
-            data: self_.data.clone().index_axis_move(Axis(ax), 0),
-        })
+        Ok(self_.derive(|r| r.index_axis_move(Axis(ax), 0)))
     }
     fn unsqueeze(self_: &Self, dim: i64) -> R<Self> {
-        let ax = meta::unsqueeze(self_.data.ndim(), dim)?;
-        Ok(NdTensor {
-            data: self_.data.clone().insert_axis(Axis(ax)),
-        })
+        let ax = meta::unsqueeze(self_.ndim(), dim)?;
+        Ok(self_.derive(|r| r.insert_axis(Axis(ax))))
     }
     fn slice_tensor(
         self_: &Self,
@@ -774,9 +759,10 @@ impl<E: Element> NdTensor<E> {
         step: i64,
     ) -> R<Self> {
         let (ax, range) = meta::slice(self_.shape(), dim, start, end, step)?;
-        let mut r = self_.data.clone();
-        r.slice_axis_inplace(Axis(ax), axis_slice(range, step));
-        Ok(NdTensor { data: r })
+        Ok(self_.derive(|mut r| {
+            r.slice_axis_inplace(Axis(ax), axis_slice(range, step));
+            r
+        }))
     }
     fn slice_backward(
         grad_output: &Self,
@@ -789,20 +775,20 @@ impl<E: Element> NdTensor<E> {
         let (s, ax, range) = meta::slice_backward(input_sizes, dim, start, end, step)?;
         let mut out = Array::<E, _>::zeros(IxDyn(&s));
         let mut region = out.slice_axis_mut(Axis(ax), axis_slice(range, step));
-        let src = broadcast_to(&grad_output.data, region.shape())?;
+        let src = broadcast_to(grad_output.arr(), region.shape())?;
         region.assign(&src);
         Ok(wrap(out))
     }
     fn cat(tensors: &[Self], dim: i64) -> R<Self> {
         let ax = meta::cat(&shapes(tensors), dim)?;
-        let views: Vec<_> = tensors.iter().map(|t| t.data.view()).collect();
+        let views: Vec<_> = tensors.iter().map(|t| t.arr().view()).collect();
         ndarray::concatenate(Axis(ax), &views)
             .map(wrap)
             .map_err(|e| Error::runtime(format!("cat: {e}")))
     }
     fn stack(tensors: &[Self], dim: i64) -> R<Self> {
         let ax = meta::stack(&shapes(tensors), dim)?;
-        let views: Vec<_> = tensors.iter().map(|t| t.data.view()).collect();
+        let views: Vec<_> = tensors.iter().map(|t| t.arr().view()).collect();
         ndarray::stack(Axis(ax), &views)
             .map(wrap)
             .map_err(|e| Error::runtime(format!("stack: {e}")))
@@ -815,7 +801,7 @@ impl<E: Element> NdTensor<E> {
     fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
         let shape = self_.shape();
         let d = meta::diagonal(shape, offset, dim1, dim2)?;
-        let src = &self_.data;
+        let src = self_.arr();
         let out = Array::from_shape_fn(IxDyn(&d.out_shape()), |ix| {
             src[diagonal_source(&ix, shape, &d, offset)]
         });
@@ -830,7 +816,7 @@ impl<E: Element> NdTensor<E> {
     ) -> R<Self> {
         let shape = new_shape(input_sizes)?;
         let d = meta::diagonal(&shape, offset, dim1, dim2)?;
-        let g = broadcast_to(&grad_output.data, &d.out_shape())?;
+        let g = broadcast_to(grad_output.arr(), &d.out_shape())?;
         let mut out = Array::<E, _>::zeros(IxDyn(&shape));
         for (ix, g) in g.indexed_iter() {
             out[diagonal_source(&ix, &shape, &d, offset)] = *g;
@@ -839,95 +825,90 @@ impl<E: Element> NdTensor<E> {
     }
     fn select_int(self_: &Self, dim: i64, index: i64) -> R<Self> {
         let (ax, i) = meta::select(self_.shape(), dim, index)?;
-        Ok(NdTensor {
-            data: self_.data.clone().index_axis_move(Axis(ax), i),
-        })
+        Ok(self_.derive(|r| r.index_axis_move(Axis(ax), i)))
     }
     fn unbind_int(self_: &Self, dim: i64) -> R<Vec<Self>> {
         let ax = meta::unbind(self_.shape(), dim)?;
         Ok((0..self_.shape()[ax])
-            .map(|i| NdTensor {
-                data: self_.data.clone().index_axis_move(Axis(ax), i),
-            })
+            .map(|i| self_.derive(|r| r.index_axis_move(Axis(ax), i)))
             .collect())
     }
     fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
-        let ax = norm_dim(dim, self_.data.ndim())?;
-        if index.data.ndim() > 1 {
+        let ax = norm_dim(dim, self_.ndim())?;
+        if index.ndim() > 1 {
             return Err(Error::index(
                 "index_select(): Index is supposed to be a vector",
             ));
         }
         let n = axis_len(self_, ax);
         let idx = index
-            .data
             .iter()
             .map(|i| index_below(*i, n, |_| Error::index("index out of range in self")))
             .collect::<R<Vec<usize>>>()?;
-        if self_.data.ndim() == 0 {
+        if self_.ndim() == 0 {
             return Ok(self_.clone());
         }
-        Ok(wrap(self_.data.select(Axis(ax), &idx)))
+        Ok(wrap(self_.arr().select(Axis(ax), &idx)))
     }
     fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
-        let ax = norm_dim(dim, self_.data.ndim())?;
+        let ax = norm_dim(dim, self_.ndim())?;
         check_index_add(self_.shape(), ax, index.shape(), source.shape())?;
         let a = E::of(alpha);
-        let mut out = self_.data.to_owned();
-        for (i, ix) in index.data.iter().enumerate() {
+        let mut out = self_.arr().to_owned();
+        for (i, ix) in index.iter().enumerate() {
             let j = index_below(*ix, axis_len(self_, ax), |_| {
                 Error::index("index out of range in self")
             })?;
-            let src = source.data.index_axis(Axis(ax), i);
+            let src = source.arr().index_axis(Axis(ax), i);
             let mut dst = out.index_axis_mut(Axis(ax), j);
             dst.zip_mut_with(&src, |d, s| *d += a * *s);
         }
         Ok(wrap(out))
     }
     fn gather(self_: &Self, dim: i64, index: &Self, _sparse_grad: bool) -> R<Self> {
-        let ax = norm_dim(dim, self_.data.ndim())?;
+        let ax = norm_dim(dim, self_.ndim())?;
         check_gather_shapes(self_.shape(), ax, index.shape(), None)?;
-        if self_.data.ndim() == 0 {
-            for i in &index.data {
+        if self_.ndim() == 0 {
+            for i in index.arr() {
                 index_below(*i, 1, |v| out_of_bounds(v, 0, 1))?;
             }
             return Ok(wrap(Array::from_elem(IxDyn(index.shape()), self_.item())));
         }
-        if index.data.ndim() == 0 {
+        if index.ndim() == 0 {
             let r = Self::gather(self_, dim, &promote(index), false)?;
             return Ok(NdTensor::scalar(
-                r.data.iter().copied().next().unwrap_or_default(),
+                r.iter().copied().next().unwrap_or_default(),
             ));
         }
         let n = axis_len(self_, ax);
         let mut out = Array::<E, _>::zeros(IxDyn(index.shape()));
         for (pos, o) in out.indexed_iter_mut() {
             let mut p: Vec<usize> = pos.slice().to_vec();
-            p[ax] = index_below(index.data[pos.slice()], n, |v| out_of_bounds(v, ax, n))?;
-            *o = self_.data[p.as_slice()];
+            p[ax] = index_below(index.arr()[pos.slice()], n, |v| out_of_bounds(v, ax, n))?;
+            *o = self_.arr()[p.as_slice()];
         }
         Ok(wrap(out))
     }
     fn scatter_add(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
-        let ax = norm_dim(dim, self_.data.ndim())?;
+        let ax = norm_dim(dim, self_.ndim())?;
         check_gather_shapes(self_.shape(), ax, index.shape(), Some(src.shape()))?;
-        if self_.data.ndim() == 0 {
+        if self_.ndim() == 0 {
             let mut acc = self_.item();
-            for (i, s) in index.data.iter().zip(&src.data) {
+            for (i, s) in index.iter().zip(src.arr()) {
                 index_below(*i, 1, |v| out_of_bounds(v, 0, 1))?;
                 acc += *s;
             }
             return Ok(NdTensor::scalar(acc));
         }
-        if index.data.ndim() == 0 || src.data.ndim() == 0 {
+        if index.ndim() == 0 || src.ndim() == 0 {
             return Self::scatter_add(self_, dim, &promote(index), &promote(src));
         }
         let n = axis_len(self_, ax);
-        let mut out = self_.data.to_owned();
-        for (pos, ix) in index.data.indexed_iter() {
+        let mut out = self_.arr().to_owned();
+        for (pos, ix) in index.arr().indexed_iter() {
             let mut p: Vec<usize> = pos.slice().to_vec();
             p[ax] = index_below(*ix, n, |v| out_of_bounds(v, ax, n))?;
-            out[p.as_slice()] += src.data[pos.slice()];
+            out[p.as_slice()] += src.arr()[pos.slice()];
         }
         Ok(wrap(out))
     }
@@ -935,7 +916,7 @@ impl<E: Element> NdTensor<E> {
         let d = zip(self_, target, |x, y| (x - y) * (x - y))?;
         Ok(match reduction {
             0 => d,
-            r => NdTensor::scalar(scale_for_reduction(d.data.sum(), d.data.len() as f64, r)),
+            r => NdTensor::scalar(scale_for_reduction(d.arr().sum(), d.len() as f64, r)),
         })
     }
     fn nll_loss_forward(
@@ -946,7 +927,7 @@ impl<E: Element> NdTensor<E> {
         ignore_index: i64,
     ) -> R<(Self, Self)> {
         // PyTorch's `aten::nll_loss` takes (C) or (N, C); more dims are `nll_loss2d`/`_nd`.
-        let nd = self_.data.ndim();
+        let nd = self_.ndim();
         check((1..=2).contains(&nd), || {
             "input tensor should be 1D or 2D".into()
         })?;
@@ -964,7 +945,7 @@ impl<E: Element> NdTensor<E> {
     ) -> R<Self> {
         let rows = nll_rows(self_)?;
         let c = rows.shape()[1];
-        check(target.data.len() == rows.shape()[0], || {
+        check(target.len() == rows.shape()[0], || {
             format!(
                 "size mismatch (got input: {:?}, target: {:?})",
                 self_.shape(),
@@ -973,37 +954,37 @@ impl<E: Element> NdTensor<E> {
         })?;
         check_weight(weight.map(|w| w.shape()), c)?;
         check(
-            reduction != 0 || grad_output.data.len() == rows.shape()[0],
+            reduction != 0 || grad_output.len() == rows.shape()[0],
             || {
                 format!(
                     "Expected a tensor of dimension 1 and tensor.size[0] == {} but got: dimension {} and tensor.size[0] == {}",
                     rows.shape()[0],
-                    grad_output.data.ndim(),
-                    grad_output.data.len()
+                    grad_output.ndim(),
+                    grad_output.len()
                 )
             },
         )?;
-        check(reduction == 0 || grad_output.data.len() == 1, || {
+        check(reduction == 0 || grad_output.len() == 1, || {
             format!(
                 "Expected a single element grad_output tensor, but got: {:?}",
                 grad_output.shape()
             )
         })?;
-        check(total_weight.data.len() == 1, || {
+        check(total_weight.len() == 1, || {
             format!(
                 "expected total_weight to be a single element tensor, got: {:?} ({} elements)",
                 total_weight.shape(),
-                total_weight.data.len()
+                total_weight.len()
             )
         })?;
         let mut out = Array::<E, _>::zeros(IxDyn(rows.shape()));
         let tw = total_weight.item();
-        let grads: Vec<E> = grad_output.data.iter().copied().collect();
-        for (i, t) in target.data.iter().enumerate() {
+        let grads: Vec<E> = grad_output.iter().copied().collect();
+        for (i, t) in target.iter().enumerate() {
             let Some(t) = nll_class(*t, c, ignore_index)? else {
                 continue;
             };
-            let w = weight.map_or(E::one(), |w| w.data[[t].as_slice()]);
+            let w = weight.map_or(E::one(), |w| w.arr()[[t].as_slice()]);
             let g = match reduction {
                 0 => grads[i],
                 1 => grads[0] / tw,
@@ -1011,9 +992,7 @@ impl<E: Element> NdTensor<E> {
             };
             out[[i, t].as_slice()] = -w * g;
         }
-        Ok(NdTensor {
-            data: nll_unrows(out.into_shared(), self_.shape())?,
-        })
+        nll_unrows(wrap(out), self_.shape())
     }
     fn native_dropout(input: &Self, p: f64, train: Option<bool>) -> R<(Self, Self)> {
         if !train.unwrap_or(true) {
@@ -1046,25 +1025,24 @@ impl<E: Element> NdTensor<E> {
             weight.map(|w| w.shape()),
             bias.map(|w| w.shape()),
         )?;
-        let nd = input.data.ndim();
+        let nd = input.ndim();
         let axes: Vec<usize> = (nd - normalized_shape.len()..nd).collect();
         let n: usize = axes.iter().map(|a| input.shape()[*a]).product();
-        let mean = sum_axes(&input.data, &axes, true).mapv(|x| x / E::of(n as f64));
-        let xc = Zip::from(&input.data)
+        let mean = sum_axes(input.arr(), &axes, true).mapv(|x| x / E::of(n as f64));
+        let xc = Zip::from(input.arr())
             .and_broadcast(&mean)
-            .map_collect(|x, m| *x - *m)
-            .into_shared();
-        let var =
-            sum_axes(&xc.mapv(|x| x * x).into_shared(), &axes, true).mapv(|x| x / E::of(n as f64));
+            .map_collect(|x, m| *x - *m);
+        let sq = xc.mapv(|x| x * x);
+        let var = sum_axes(&sq.view(), &axes, true).mapv(|x| x / E::of(n as f64));
         let e = E::of(eps);
         let mut y = Zip::from(&xc)
             .and_broadcast(&var)
             .map_collect(|x, v| *x / (*v + e).sqrt());
         if let Some(w) = weight {
-            y = &y * &w.data;
+            y = &y * w.arr();
         }
         if let Some(b) = bias {
-            y = &y + &b.data;
+            y = &y + b.arr();
         }
         Ok(wrap(y))
     }
@@ -1075,14 +1053,13 @@ impl<E: Element> NdTensor<E> {
         _scale_grad_by_freq: bool,
         _sparse: bool,
     ) -> R<Self> {
-        check(weight.data.ndim() == 2, || "'weight' must be 2-D".into())?;
+        check(weight.ndim() == 2, || "'weight' must be 2-D".into())?;
         let n = weight.shape()[0];
         let idx = indices
-            .data
             .iter()
             .map(|i| index_below(*i, n, |_| Error::index("index out of range in self")))
             .collect::<R<Vec<usize>>>()?;
-        let rows = weight.data.select(Axis(0), &idx);
+        let rows = weight.arr().select(Axis(0), &idx);
         let mut s = indices.shape().to_vec();
         s.push(weight.shape()[1]);
         Ok(wrap(
@@ -1110,10 +1087,8 @@ fn axis_len<E: Element>(t: &NdTensor<E>, ax: usize) -> usize {
 
 /// A 0-d tensor as a 1-element 1-d one (PyTorch's `ensure_nonempty_dim`).
 fn promote<E: Element>(t: &NdTensor<E>) -> NdTensor<E> {
-    if t.data.ndim() == 0 {
-        NdTensor {
-            data: t.data.clone().insert_axis(Axis(0)),
-        }
+    if t.ndim() == 0 {
+        t.derive(|r| r.insert_axis(Axis(0)))
     } else {
         t.clone()
     }
@@ -1123,7 +1098,7 @@ trait RemoveAxes {
     fn remove_axes(self, axes: &[usize]) -> Self;
 }
 
-impl<E: Element> RemoveAxes for Arr<E> {
+impl<E: Element> RemoveAxes for Array<E, IxDyn> {
     fn remove_axes(mut self, axes: &[usize]) -> Self {
         for ax in axes.iter().rev() {
             self = self.index_axis_move(Axis(*ax), 0);
@@ -1149,7 +1124,5 @@ fn axis_slice(range: std::ops::Range<usize>, step: i64) -> Slice {
 /// `t` reshaped to `shape` (same number of elements).
 fn reshape_to<E: Element>(t: &NdTensor<E>, shape: &[usize]) -> R<NdTensor<E>> {
     let s: Vec<i64> = shape.iter().map(|d| *d as i64).collect();
-    Ok(NdTensor {
-        data: reshape_arr(&t.data, &s)?,
-    })
+    reshape_arr(t, &s)
 }

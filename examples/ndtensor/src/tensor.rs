@@ -1,7 +1,9 @@
-//! The raw tensor: an `ArcArray` of `f32` or `f64` with a dynamic number of dimensions.
+//! The raw tensor: an array of `f32` or `f64` (or `i64`, `bool`) with a dynamic number of
+//! dimensions.
 
+use crate::storage::FloatTensor;
 use autograd::gradcheck::ElementAccess;
-use ndarray::{ArcArray, Array, IxDyn, NdFloat, ShapeBuilder};
+use ndarray::{ArcArray, Array, ArrayView, IxDyn, NdFloat, ShapeBuilder};
 use std::fmt;
 use std::sync::Arc;
 
@@ -43,30 +45,8 @@ impl Element for f64 {
     }
 }
 
-/// The floating-point tensor the kernels of `backend.rs` are written over (there it is
-/// imported as `NdTensor`): an `ArcArray` of `E`, [`Data::Float`]'s elements. [`NdTensor`]
-/// holds one of these, or `i64` or `bool` elements; its `Backend` impl (`backend/dtype.rs`)
-/// applies PyTorch's dtype rules and calls these kernels on the floating-point tensor it
-/// holds, borrowed.
-#[derive(Clone, PartialEq)]
-pub struct FloatTensor<E: Element = f64> {
-    /// The array. Views (`transpose`, `permute`, `slice`) share storage and have strides.
-    pub data: ArcArray<E, IxDyn>,
-}
-
+/// The constructors and accessors the kernels use.
 impl<E: Element> FloatTensor<E> {
-    /// Wraps an array.
-    pub(crate) fn new(data: ArcArray<E, IxDyn>) -> Self {
-        FloatTensor { data }
-    }
-
-    /// From an owned array of any dimensionality.
-    pub(crate) fn from_array<D: ndarray::Dimension>(a: Array<E, D>) -> Self {
-        FloatTensor {
-            data: a.into_dyn().into_shared(),
-        }
-    }
-
     /// Row-major values with a shape.
     pub(crate) fn from_vec(v: Vec<E>, shape: &[usize]) -> Self {
         FloatTensor::from_array(
@@ -94,45 +74,54 @@ impl<E: Element> FloatTensor<E> {
         FloatTensor::from_array(Array::<E, _>::ones(IxDyn(shape)))
     }
 
-    /// The dimensions.
-    pub(crate) fn shape(&self) -> &[usize] {
-        self.data.shape()
-    }
-
     /// The elements in row-major (logical) order.
     pub(crate) fn to_vec(&self) -> Vec<E> {
-        self.data.iter().copied().collect()
+        self.iter().copied().collect()
     }
 
     /// The only element of a one-element tensor (the kernels check the count first).
     pub(crate) fn item(&self) -> E {
         assert_eq!(
-            self.data.len(),
+            self.len(),
             1,
             "item() of a tensor with {} elements",
-            self.data.len()
+            self.len()
         );
-        *self.data.iter().next().expect("one element")
+        *self.iter().next().expect("one element")
     }
 }
 
 /// The elements of an [`NdTensor`], by dtype: PyTorch's floating-point `E` (`"f32"` or
-/// `"f64"`), `torch.long` (`"i64"`) and `torch.bool` (`"bool"`). Each is a cheaply cloneable,
-/// possibly strided `ArcArray` of any rank.
+/// `"f64"`), `torch.long` (`"i64"`) and `torch.bool` (`"bool"`). Each variant is one pointer
+/// (an `Arc`) to a possibly strided array of any rank: cloning is one atomic increment.
 #[derive(Clone, PartialEq)]
 pub enum Data<E: Element> {
     /// Floating point: values, gradients, parameters.
     Float(FloatTensor<E>),
     /// 64-bit integers: indices (`gather`, `index_select`, `embedding`), class targets,
     /// `max.dim`'s indices and `argmax`.
-    Int(ArcArray<i64, IxDyn>),
+    Int(Arc<ArcArray<i64, IxDyn>>),
     /// Booleans: the masks of comparisons (`eq`, `gt`, ...), `where`'s condition, dropout's mask.
-    Bool(ArcArray<bool, IxDyn>),
+    Bool(Arc<ArcArray<bool, IxDyn>>),
+    // (Integer and boolean tensors are rare: their `Arc` around an `ArcArray` costs one more
+    // allocation than `FloatTensor`'s storage, for no new code.)
+}
+
+impl<E: Element> Data<E> {
+    /// `i64` elements.
+    pub(crate) fn int(a: ArcArray<i64, IxDyn>) -> Self {
+        Data::Int(Arc::new(a))
+    }
+
+    /// Boolean elements.
+    pub(crate) fn bool(a: ArcArray<bool, IxDyn>) -> Self {
+        Data::Bool(Arc::new(a))
+    }
 }
 
 /// A raw tensor: `f32` or `f64` (the element type `E`, the library's floating-point dtype),
 /// `i64` or `bool` elements ([`Data`]), any rank, possibly strided (non-contiguous), cheap to
-/// clone: a pointer-sized handle (an `Arc`) to its [`Data`].
+/// clone: its [`Data`], a dtype tag and a pointer-sized handle (an `Arc`) to the array.
 ///
 /// Floating-point tensors carry gradients; `i64` and `bool` ones never do (PyTorch's rule:
 /// an op's integer or boolean result gets no history). Ops follow PyTorch's dtypes:
@@ -155,33 +144,28 @@ pub enum Data<E: Element> {
 /// ```
 #[derive(Clone, PartialEq)]
 pub struct NdTensor<E: Element = f64> {
-    /// Behind an `Arc`: the tensor is a pointer-sized handle, so the runtime moves and clones
-    /// 8 bytes (the variable's data, saved outputs, gradients in the engine's buffers) instead
-    /// of the ~100-byte `ArcArray` with its inline dimensions and strides.
-    data: Arc<Data<E>>,
-}
-
-/// The same shape's elements as another dtype's array (row-major logical order kept).
-fn convert<A: Clone, B: Clone>(a: &ArcArray<A, IxDyn>, f: impl Fn(A) -> B) -> ArcArray<B, IxDyn> {
-    a.mapv(f).into_shared()
+    /// The dtype's tag and one `Arc` (16 bytes): the runtime moves and clones the tensor
+    /// constantly (the variable's data, saved outputs, gradients in the engine's buffers), so
+    /// it holds no ~100-byte array header with inline dimensions and strides. A fresh
+    /// floating-point tensor is two heap allocations: the `Arc` and the element buffer.
+    data: Data<E>,
 }
 
 impl<E: Element> NdTensor<E> {
-    /// Wraps a floating-point array.
+    /// Wraps a floating-point array, taking over its buffer if the array is its only owner
+    /// (a shared buffer is copied).
     pub fn new(data: ArcArray<E, IxDyn>) -> Self {
-        NdTensor::from_data(Data::Float(FloatTensor { data }))
+        NdTensor::from_array(data.into_owned())
     }
 
     /// Wraps elements of any dtype.
     pub fn from_data(data: Data<E>) -> Self {
-        NdTensor {
-            data: Arc::new(data),
-        }
+        NdTensor { data }
     }
 
-    /// From an owned floating-point array of any dimensionality.
+    /// From an owned floating-point array of any dimensionality (its buffer taken over).
     pub fn from_array<D: ndarray::Dimension>(a: Array<E, D>) -> Self {
-        NdTensor::new(a.into_dyn().into_shared())
+        NdTensor::from_data(Data::Float(FloatTensor::from_array(a)))
     }
 
     /// Row-major floating-point values with a shape.
@@ -213,7 +197,7 @@ impl<E: Element> NdTensor<E> {
     /// If the number of values is not the product of the shape.
     pub fn from_i64(v: Vec<i64>, shape: &[usize]) -> Self {
         let a = Array::from_shape_vec(IxDyn(shape), v).expect("values do not fit the shape");
-        NdTensor::from_data(Data::Int(a.into_shared()))
+        NdTensor::from_data(Data::int(a.into_shared()))
     }
 
     /// Row-major booleans with a shape: a `"bool"` tensor (a mask, `where`'s condition).
@@ -229,7 +213,7 @@ impl<E: Element> NdTensor<E> {
     /// If the number of values is not the product of the shape.
     pub fn from_bool(v: Vec<bool>, shape: &[usize]) -> Self {
         let a = Array::from_shape_vec(IxDyn(shape), v).expect("values do not fit the shape");
-        NdTensor::from_data(Data::Bool(a.into_shared()))
+        NdTensor::from_data(Data::bool(a.into_shared()))
     }
 
     /// Row-major `f64` values with a shape, converted to `E`.
@@ -280,26 +264,28 @@ impl<E: Element> NdTensor<E> {
     }
 
     /// The floating-point array, if the tensor is floating point.
-    pub fn as_float(&self) -> Option<&ArcArray<E, IxDyn>> {
-        match &*self.data {
-            Data::Float(a) => Some(&a.data),
+    pub fn as_float(&self) -> Option<&ArrayView<'_, E, IxDyn>> {
+        match &self.data {
+            Data::Float(a) => Some(a.arr()),
             _ => None,
         }
     }
 
-    /// The elements as `E` (the array itself for a floating-point tensor; integers and
-    /// booleans converted, `true` = 1), like PyTorch's `.to(dtype)`.
-    pub fn to_float(&self) -> ArcArray<E, IxDyn> {
-        match &*self.data {
-            Data::Float(a) => a.data.clone(),
-            Data::Int(a) => convert(a, |x| E::of(x as f64)),
-            Data::Bool(a) => convert(a, |x| if x { E::one() } else { E::zero() }),
+    /// The elements as `E` (the tensor itself, shared, for a floating-point tensor; integers
+    /// and booleans converted, `true` = 1), like PyTorch's `.to(dtype)`.
+    pub fn to_float(&self) -> FloatTensor<E> {
+        match &self.data {
+            Data::Float(a) => a.clone(),
+            Data::Int(a) => FloatTensor::from_array(a.mapv(|x| E::of(x as f64))),
+            Data::Bool(a) => {
+                FloatTensor::from_array(a.mapv(|x| if x { E::one() } else { E::zero() }))
+            }
         }
     }
 
     /// `"f32"`/`"f64"` (`E`), `"i64"` or `"bool"`.
     pub fn dtype(&self) -> &'static str {
-        match &*self.data {
+        match &self.data {
             Data::Float(_) => E::NAME,
             Data::Int(_) => "i64",
             Data::Bool(_) => "bool",
@@ -308,7 +294,7 @@ impl<E: Element> NdTensor<E> {
 
     /// The dimensions.
     pub fn shape(&self) -> &[usize] {
-        match &*self.data {
+        match &self.data {
             Data::Float(a) => a.shape(),
             Data::Int(a) => a.shape(),
             Data::Bool(a) => a.shape(),
@@ -322,7 +308,7 @@ impl<E: Element> NdTensor<E> {
 
     /// The elements of an `"i64"` tensor in row-major order (`None` for another dtype).
     pub fn to_i64_vec(&self) -> Option<Vec<i64>> {
-        match &*self.data {
+        match &self.data {
             Data::Int(a) => Some(a.iter().copied().collect()),
             _ => None,
         }
@@ -330,7 +316,7 @@ impl<E: Element> NdTensor<E> {
 
     /// The elements of a `"bool"` tensor in row-major order (`None` for another dtype).
     pub fn to_bool_vec(&self) -> Option<Vec<bool>> {
-        match &*self.data {
+        match &self.data {
             Data::Bool(a) => Some(a.iter().copied().collect()),
             _ => None,
         }
@@ -349,8 +335,8 @@ impl<E: Element> NdTensor<E> {
 
     /// Whether the elements are laid out contiguously in row-major order.
     pub fn is_contiguous(&self) -> bool {
-        match &*self.data {
-            Data::Float(a) => a.data.is_standard_layout(),
+        match &self.data {
+            Data::Float(a) => a.is_standard_layout(),
             Data::Int(a) => a.is_standard_layout(),
             Data::Bool(a) => a.is_standard_layout(),
         }
@@ -359,9 +345,9 @@ impl<E: Element> NdTensor<E> {
     /// A floating-point tensor's elements as another floating-point type (integer and
     /// boolean tensors are returned unchanged: their dtype does not depend on `E`).
     pub fn cast<F: Element>(&self) -> NdTensor<F> {
-        NdTensor::from_data(match &*self.data {
+        NdTensor::from_data(match &self.data {
             Data::Float(a) => {
-                Data::Float(FloatTensor::new(convert(&a.data, |x| F::of(x.as_f64()))))
+                Data::Float(FloatTensor::from_array(a.arr().mapv(|x| F::of(x.as_f64()))))
             }
             Data::Int(a) => Data::Int(a.clone()),
             Data::Bool(a) => Data::Bool(a.clone()),
@@ -377,8 +363,8 @@ impl<E: Element> fmt::Debug for NdTensor<E> {
 
 impl<E: Element> fmt::Display for NdTensor<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &*self.data {
-            Data::Float(a) => write!(f, "{}", a.data),
+        match &self.data {
+            Data::Float(a) => write!(f, "{}", a.arr()),
             Data::Int(a) => write!(f, "{a}"),
             Data::Bool(a) => write!(f, "{a}"),
         }
@@ -394,28 +380,30 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
     }
     fn ones_like(&self) -> Self {
         let s = IxDyn(self.shape());
-        NdTensor::from_data(match &*self.data {
+        NdTensor::from_data(match &self.data {
             Data::Float(_) => Data::Float(FloatTensor::from_array(Array::ones(s))),
-            Data::Int(_) => Data::Int(Array::ones(s).into_shared()),
-            Data::Bool(_) => Data::Bool(Array::from_elem(s, true).into_shared()),
+            Data::Int(_) => Data::int(Array::ones(s).into_shared()),
+            Data::Bool(_) => Data::bool(Array::from_elem(s, true).into_shared()),
         })
     }
     fn zeros_like(&self) -> Self {
         let s = IxDyn(self.shape());
-        NdTensor::from_data(match &*self.data {
+        NdTensor::from_data(match &self.data {
             Data::Float(_) => Data::Float(FloatTensor::from_array(Array::zeros(s))),
-            Data::Int(_) => Data::Int(Array::zeros(s).into_shared()),
-            Data::Bool(_) => Data::Bool(Array::from_elem(s, false).into_shared()),
+            Data::Int(_) => Data::int(Array::zeros(s).into_shared()),
+            Data::Bool(_) => Data::bool(Array::from_elem(s, false).into_shared()),
         })
     }
     /// Gradients are floating point; the runtime adds only tensors of one dtype and shape.
     fn add(&self, other: &Self) -> Self {
-        match (&*self.data, &*other.data) {
-            (Data::Int(a), Data::Int(b)) => NdTensor::from_data(Data::Int((a + b).into_shared())),
-            (Data::Bool(a), Data::Bool(b)) => {
-                NdTensor::from_data(Data::Bool((a | b).into_shared()))
+        match (&self.data, &other.data) {
+            (Data::Int(a), Data::Int(b)) => {
+                NdTensor::from_data(Data::int((&**a + &**b).into_shared()))
             }
-            _ => NdTensor::new((&self.to_float() + &other.to_float()).into_shared()),
+            (Data::Bool(a), Data::Bool(b)) => {
+                NdTensor::from_data(Data::bool((&**a | &**b).into_shared()))
+            }
+            _ => NdTensor::from_array(self.to_float().arr() + other.to_float().arr()),
         }
     }
     fn has_nan(&self) -> bool {
@@ -423,7 +411,7 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
             .is_some_and(|a| a.iter().any(|x| x.is_nan()))
     }
     fn is_differentiable(&self) -> bool {
-        matches!(*self.data, Data::Float(_))
+        matches!(self.data, Data::Float(_))
     }
     fn type_name(&self) -> String {
         format!("NdTensor<{}>", self.dtype())
@@ -438,18 +426,18 @@ impl<E: Element> ElementAccess for NdTensor<E> {
     /// non-contiguous input stay non-contiguous.
     fn with_f64_vec(&self, values: &[f64]) -> Self {
         let shape = self.shape();
-        match &*self.data {
+        match &self.data {
             Data::Int(_) => NdTensor::from_i64(values.iter().map(|x| *x as i64).collect(), shape),
             Data::Bool(_) => NdTensor::from_bool(values.iter().map(|x| *x != 0.0).collect(), shape),
-            Data::Float(FloatTensor { data: a }) => {
-                let c = FloatTensor::<E>::from_f64(values, shape);
+            Data::Float(a) => {
+                let (a, c) = (a.arr(), FloatTensor::<E>::from_f64(values, shape));
                 let fortran = a.ndim() > 1 && !a.is_standard_layout() && a.t().is_standard_layout();
                 if fortran {
                     let mut f = Array::<E, _>::zeros(IxDyn(shape).f());
-                    f.assign(&c.data);
+                    f.assign(c.arr());
                     NdTensor::from_array(f)
                 } else {
-                    NdTensor::new(c.data)
+                    NdTensor::from_data(Data::Float(c))
                 }
             }
         }

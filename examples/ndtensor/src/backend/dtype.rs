@@ -17,7 +17,8 @@
 //!   the op set's (`autograd_opset::dtype`, shared with candletensor); this file converts
 //!   ndarray's arrays between dtypes and calls the kernels.
 
-use crate::tensor::{Data, Element, FloatTensor, NdTensor};
+use crate::storage::FloatTensor;
+use crate::tensor::{Data, Element, NdTensor};
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index};
@@ -41,12 +42,12 @@ fn kind<E: Element>(t: &NdTensor<E>) -> Kind {
     }
 }
 
-fn fl<E: Element>(a: A<E>) -> F<E> {
-    F::new(a)
+fn fl<E: Element>(a: Array<E, IxDyn>) -> F<E> {
+    F::from_array(a)
 }
 
 fn float_out<E: Element>(t: F<E>) -> NdTensor<E> {
-    NdTensor::new(t.data)
+    NdTensor::from_data(Data::Float(t))
 }
 
 /// The tensor as `E`: PyTorch's promotion of integers and booleans to the default float type.
@@ -54,35 +55,33 @@ fn float_out<E: Element>(t: F<E>) -> NdTensor<E> {
 fn promoted<E: Element>(t: &NdTensor<E>) -> Cow<'_, F<E>> {
     match t.data() {
         Data::Float(a) => Cow::Borrowed(a),
-        _ => Cow::Owned(fl(t.to_float())),
+        _ => Cow::Owned(t.to_float()),
     }
 }
 
 /// The tensor as `f64` (the integer kernels' arithmetic).
 fn wide<E: Element>(t: &NdTensor<E>) -> F<f64> {
     fl(match t.data() {
-        Data::Float(a) => a.data.mapv(|x| x.as_f64()).into_shared(),
-        Data::Int(a) => a.mapv(|x| x as f64).into_shared(),
-        Data::Bool(a) => a.mapv(|x| f64::from(u8::from(x))).into_shared(),
+        Data::Float(a) => a.arr().mapv(|x| x.as_f64()),
+        Data::Int(a) => a.mapv(|x| x as f64),
+        Data::Bool(a) => a.mapv(|x| f64::from(u8::from(x))),
     })
 }
 
 /// An `f64` result as a tensor of `kind`.
 fn narrowed<E: Element>(t: F<f64>, kind: Kind) -> NdTensor<E> {
     NdTensor::from_data(match kind {
-        Kind::Float => Data::Float(fl(t.data.mapv(E::of).into_shared())),
-        Kind::Int => Data::Int(t.data.mapv(|x| x as i64).into_shared()),
-        Kind::Bool => Data::Bool(t.data.mapv(|x| x != 0.0).into_shared()),
+        Kind::Float => Data::Float(fl(t.arr().mapv(E::of))),
+        Kind::Int => Data::int(t.arr().mapv(|x| x as i64).into_shared()),
+        Kind::Bool => Data::bool(t.arr().mapv(|x| x != 0.0).into_shared()),
     })
 }
 
 /// `t` converted to `kind` (upwards in the promotion order).
 fn to_kind<E: Element>(t: &NdTensor<E>, k: Kind) -> NdTensor<E> {
     match (t.data(), k) {
-        (_, Kind::Float) => NdTensor::new(t.to_float()),
-        (Data::Bool(a), Kind::Int) => {
-            NdTensor::from_data(Data::Int(a.mapv(i64::from).into_shared()))
-        }
+        (_, Kind::Float) => float_out(t.to_float()),
+        (Data::Bool(a), Kind::Int) => int_out(a.mapv(i64::from)),
         _ => t.clone(),
     }
 }
@@ -90,9 +89,9 @@ fn to_kind<E: Element>(t: &NdTensor<E>, k: Kind) -> NdTensor<E> {
 /// The elements as `i64` (booleans 0/1) for integer arithmetic.
 fn ints<E: Element>(t: &NdTensor<E>) -> A<i64> {
     match t.data() {
-        Data::Int(a) => a.clone(),
+        Data::Int(a) => A::clone(a),
         Data::Bool(a) => a.mapv(i64::from).into_shared(),
-        Data::Float(a) => a.data.mapv(|x| x.as_f64() as i64).into_shared(),
+        Data::Float(a) => a.arr().mapv(|x| x.as_f64() as i64).into_shared(),
     }
 }
 
@@ -102,21 +101,21 @@ fn floats<'a, E: Element>(t: &'a NdTensor<E>, kernel: &str) -> R<Cow<'a, F<E>>> 
 }
 
 fn int_out<E: Element>(a: Array<i64, IxDyn>) -> NdTensor<E> {
-    NdTensor::from_data(Data::Int(a.into_shared()))
+    NdTensor::from_data(Data::int(a.into_shared()))
 }
 
 fn bool_out<E: Element>(a: Array<bool, IxDyn>) -> NdTensor<E> {
-    NdTensor::from_data(Data::Bool(a.into_shared()))
+    NdTensor::from_data(Data::bool(a.into_shared()))
 }
 
 /// A 0/1 floating-point mask as `bool`.
 fn mask_out<E: Element>(t: F<E>) -> NdTensor<E> {
-    bool_out(t.data.mapv(|x| x != E::zero()))
+    bool_out(t.arr().mapv(|x| x != E::zero()))
 }
 
 /// Indices as floating-point values for the kernels (which check their range).
 fn idx<G: Element>(a: &A<i64>) -> F<G> {
-    fl(a.mapv(|x| G::of(x as f64)).into_shared())
+    fl(a.mapv(|x| G::of(x as f64)))
 }
 
 /// Whether every index is exactly an `F` (an `f32` holds integers up to 2^24 exactly).
@@ -163,25 +162,25 @@ fn positions<T>(a: &A<T>) -> F<f64> {
     for (k, x) in p.iter_mut().enumerate() {
         *x = k as f64;
     }
-    fl(p.into_shared())
+    fl(p)
 }
 
 /// The elements of `src` (flat, logical order) at positions `p`.
 fn lookup<T: Clone>(p: &F<f64>, src: &[T]) -> A<T> {
-    p.data.mapv(|k| src[k as usize].clone()).into_shared()
+    p.arr().mapv(|k| src[k as usize].clone()).into_shared()
 }
 
 /// Runs a kernel that places elements among zeros (`slice_backward`, `diagonal_backward`)
 /// on `i64`/`bool` elements, exactly: it places the positions plus one, and 0 stays 0.
 fn placed<T: Clone + Default>(a: &A<T>, k: impl Fn(&F<f64>) -> R<F<f64>>) -> R<A<T>> {
     let p = positions(a);
-    let r = k(&fl(p.data.mapv(|x| x + 1.0).into_shared()))?;
+    let r = k(&fl(p.arr().mapv(|x| x + 1.0)))?;
     let v: Vec<T> = a.iter().cloned().collect();
     let at = |x: f64| match x as usize {
         0 => T::default(),
         i => v[i - 1].clone(),
     };
-    Ok(r.data.mapv(at).into_shared())
+    Ok(r.arr().mapv(at).into_shared())
 }
 
 /// [`placed`] on a tensor of any dtype (floats go to the kernel as they are).
@@ -192,8 +191,8 @@ fn placed_any<E: Element>(
 ) -> R<NdTensor<E>> {
     Ok(match t.data() {
         Data::Float(a) => float_out(float(a)?),
-        Data::Int(a) => NdTensor::from_data(Data::Int(placed(a, k)?)),
-        Data::Bool(a) => NdTensor::from_data(Data::Bool(placed(a, k)?)),
+        Data::Int(a) => NdTensor::from_data(Data::int(placed(a, k)?)),
+        Data::Bool(a) => NdTensor::from_data(Data::bool(placed(a, k)?)),
     })
 }
 
@@ -209,12 +208,12 @@ macro_rules! moved {
             Data::Int(a) => {
                 let $x = &positions(a);
                 let v: Vec<i64> = a.iter().copied().collect();
-                Ok(NdTensor::from_data(Data::Int(lookup(&$call?, &v))))
+                Ok(NdTensor::from_data(Data::int(lookup(&$call?, &v))))
             }
             Data::Bool(a) => {
                 let $x = &positions(a);
                 let v: Vec<bool> = a.iter().copied().collect();
-                Ok(NdTensor::from_data(Data::Bool(lookup(&$call?, &v))))
+                Ok(NdTensor::from_data(Data::bool(lookup(&$call?, &v))))
             }
         }
     };
@@ -233,7 +232,7 @@ macro_rules! moved_all {
                 let v: Vec<i64> = a.iter().copied().collect();
                 Ok($call?
                     .iter()
-                    .map(|p| NdTensor::from_data(Data::Int(lookup(p, &v))))
+                    .map(|p| NdTensor::from_data(Data::int(lookup(p, &v))))
                     .collect())
             }
             Data::Bool(a) => {
@@ -241,7 +240,7 @@ macro_rules! moved_all {
                 let v: Vec<bool> = a.iter().copied().collect();
                 Ok($call?
                     .iter()
-                    .map(|p| NdTensor::from_data(Data::Bool(lookup(p, &v))))
+                    .map(|p| NdTensor::from_data(Data::bool(lookup(p, &v))))
                     .collect())
             }
         }
@@ -264,14 +263,14 @@ fn joined<E: Element>(
     for t in tensors {
         let a = ints(&to_kind(t, k));
         let p = positions(&a);
-        ps.push(fl(p.data.mapv(|x| x + offset).into_shared()));
+        ps.push(fl(p.arr().mapv(|x| x + offset)));
         offset += a.len() as f64;
         vals.extend(a.iter().copied());
     }
     let r = lookup(&moving(&ps)?, &vals);
     Ok(match k {
-        Kind::Bool => NdTensor::from_data(Data::Bool(r.mapv(|x| x != 0).into_shared())),
-        _ => NdTensor::from_data(Data::Int(r)),
+        Kind::Bool => bool_out(r.mapv(|x| x != 0)),
+        _ => NdTensor::from_data(Data::int(r)),
     })
 }
 
@@ -365,7 +364,7 @@ fn compare_scalar<E: Element>(
 ) -> R<NdTensor<E>> {
     match t.data() {
         Data::Float(a) => Ok(mask_out(float(a, s)?)),
-        _ => Ok(bool_out(wide(t).data.mapv(|x| cmp(&x, &s)))),
+        _ => Ok(bool_out(wide(t).arr().mapv(|x| cmp(&x, &s)))),
     }
 }
 
@@ -418,21 +417,24 @@ fn cast_to<E: Element>(t: &NdTensor<E>, dtype: Option<ScalarType>) -> Cow<'_, Nd
     Cow::Owned(match dtype.map(Kind::requested) {
         None => return Cow::Borrowed(t),
         Some(Kind::Bool) => to_bool(t),
-        Some(Kind::Float) => NdTensor::new(t.to_float()),
+        Some(Kind::Float) => float_out(t.to_float()),
         Some(Kind::Int) => int_out(ints(t).into_owned()),
     })
 }
 
 /// `t != 0` as `bool`.
 fn to_bool<E: Element>(t: &NdTensor<E>) -> NdTensor<E> {
-    NdTensor::from_data(Data::Bool(bools(t)))
+    match t.data() {
+        Data::Bool(_) => t.clone(),
+        _ => NdTensor::from_data(Data::bool(bools(t))),
+    }
 }
 
 /// The elements `!= 0` (a boolean tensor's array itself, shared).
 fn bools<E: Element>(t: &NdTensor<E>) -> A<bool> {
     match t.data() {
-        Data::Bool(a) => a.clone(),
-        _ => wide(t).data.mapv(|x| x != 0.0).into_shared(),
+        Data::Bool(a) => A::clone(a),
+        _ => wide(t).arr().mapv(|x| x != 0.0).into_shared(),
     }
 }
 
@@ -445,15 +447,15 @@ fn zeros_as<E: Element>(
     let k = dtype.map_or(kind(t), Kind::requested);
     let s = IxDyn(shape);
     NdTensor::from_data(match k {
-        Kind::Float => Data::Float(fl(Array::zeros(s).into_shared())),
-        Kind::Int => Data::Int(Array::zeros(s).into_shared()),
-        Kind::Bool => Data::Bool(Array::from_elem(s, false).into_shared()),
+        Kind::Float => Data::Float(fl(Array::zeros(s))),
+        Kind::Int => Data::int(Array::zeros(s).into_shared()),
+        Kind::Bool => Data::bool(Array::from_elem(s, false).into_shared()),
     })
 }
 
 /// `max.dim` / `argmax`'s refusal of boolean inputs and the indices as `i64`.
 fn indices_out<E: Element, G: Element>(t: F<G>) -> NdTensor<E> {
-    int_out(t.data.mapv(|x| x.as_f64() as i64))
+    int_out(t.arr().mapv(|x| x.as_f64() as i64))
 }
 
 /// A kernel PyTorch computes in floating point (integers and booleans promoted to `E`).
@@ -716,8 +718,8 @@ impl<E: Element> Backend for NdTensor<E> {
                 F::fill_scalar_(&mut f, value)?;
                 Data::Float(f)
             }
-            Data::Int(_) => Data::Int(Array::from_elem(s, value as i64).into_shared()),
-            Data::Bool(_) => Data::Bool(Array::from_elem(s, value != 0.0).into_shared()),
+            Data::Int(_) => Data::int(Array::from_elem(s, value as i64).into_shared()),
+            Data::Bool(_) => Data::bool(Array::from_elem(s, value != 0.0).into_shared()),
         };
         *self_ = NdTensor::from_data(d);
         Ok(())

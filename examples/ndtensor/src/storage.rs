@@ -1,0 +1,318 @@
+//! The storage of a floating-point tensor: [`FloatTensor`], one `Arc` around an array view
+//! and the element buffer it points into. A fresh tensor costs two heap allocations (that
+//! `Arc` and the buffer), a view (`transpose`, `slice`, ...) one, sharing the buffer.
+//!
+//! This module holds the crate's only `unsafe` code: the view's lifetime is extended to
+//! `'static` while the `Arc` it lives in keeps its buffer alive, and it is handed out only
+//! re-borrowed for as long as the tensor is borrowed.
+
+use crate::tensor::Element;
+use ndarray::{Array, ArrayView, Dimension, IxDyn};
+use std::convert::Infallible;
+use std::fmt;
+use std::sync::Arc;
+
+/// An immutable n-d array of `E` (any rank, possibly strided): a view into a buffer that this
+/// value, or the tensor it is a view of, owns. Cloning is one atomic increment; views made by
+/// [`derive`](FloatTensor::derive) share the buffer. The kernels of `backend.rs` are written
+/// over it, and [`Data::Float`](crate::Data::Float) holds one.
+///
+/// ```
+/// use ndtensor::FloatTensor;
+/// let a = FloatTensor::from_array(ndarray::arr2(&[[1.0, 2.0], [3.0, 4.0]]).into_dyn());
+/// let t = a.derive(|v| v.reversed_axes());
+/// assert_eq!(t.arr().strides(), &[1, 2]);
+/// assert_eq!(t.arr().as_ptr(), a.arr().as_ptr()); // no copy
+/// ```
+pub struct FloatTensor<E: Element = f64> {
+    inner: Arc<Inner<E>>,
+}
+
+struct Inner<E: 'static> {
+    /// Points into the buffer of `owner` (or of the tensor `owner` holds). Never handed out
+    /// with its `'static` lifetime: only re-borrowed for as long as the tensor is.
+    view: ArrayView<'static, E, IxDyn>,
+    owner: Owner<E>,
+}
+
+enum Owner<E: 'static> {
+    /// The elements, never read through the `Vec` (only through `view`), never mutated nor
+    /// reallocated, dropped with `view`.
+    Buffer(#[allow(dead_code, reason = "owned, only dropped")] Vec<E>),
+    /// The root tensor, whose owner is a `Buffer`: a view of a view holds the root, not the
+    /// middle view.
+    Base(Arc<Inner<E>>),
+}
+
+/// `v` with its lifetime extended to `'static`.
+///
+/// # Safety
+///
+/// The elements `v` points to must stay alive and unmutated for as long as the result (or
+/// anything derived from it) is used.
+unsafe fn forever<'a, E>(v: ArrayView<'a, E, IxDyn>) -> ArrayView<'static, E, IxDyn> {
+    // SAFETY: the types differ only in the lifetime (same layout); the caller keeps the
+    // elements alive and unmutated as long as the result is used.
+    unsafe { std::mem::transmute::<ArrayView<'a, E, IxDyn>, ArrayView<'static, E, IxDyn>>(v) }
+}
+
+impl<E: Element> FloatTensor<E> {
+    /// Takes over `a`'s buffer, without copying: the tensor has `a`'s shape, strides and
+    /// first element (an array sliced in place keeps its offset into the buffer).
+    pub fn from_array<D: Dimension>(a: Array<E, D>) -> Self {
+        let a = a.into_dyn();
+        // SAFETY: the view points into `a`'s heap buffer. `into_raw_vec_and_offset` hands
+        // that buffer over as a `Vec` without moving or reallocating it (checked below in
+        // debug builds); `Inner` keeps the `Vec`, never mutates it, and drops it only with
+        // the view. A zero-element array's pointer is dangling but aligned, and never read.
+        let view = unsafe { forever(a.view()) };
+        let (buffer, offset) = a.into_raw_vec_and_offset();
+        debug_assert_eq!(
+            offset.map(|o| buffer.as_ptr().wrapping_add(o)),
+            (!view.is_empty()).then(|| view.as_ptr()),
+            "the buffer moved"
+        );
+        FloatTensor {
+            inner: Arc::new(Inner {
+                view,
+                owner: Owner::Buffer(buffer),
+            }),
+        }
+    }
+
+    /// The array, borrowed from `self`.
+    pub fn arr(&self) -> &ArrayView<'_, E, IxDyn> {
+        let view: *const ArrayView<'static, E, IxDyn> = &self.inner.view;
+        // SAFETY: only the view's lifetime shrinks, to the borrow of `self` (which keeps the
+        // elements alive): the same cast as ndarray's safe `ArrayView::reborrow`, behind a
+        // shared reference (no coercion does it: `ArrayBase` is invariant over its storage
+        // type, for want of variance through its associated types, not for soundness).
+        unsafe { &*view.cast::<ArrayView<'_, E, IxDyn>>() }
+    }
+
+    /// A view of `self` without copying: `f` gets the array (as [`arr`](Self::arr) gives
+    /// it) and returns a view of it (`reversed_axes`, `index_axis_move`, `insert_axis`,
+    /// ...), whose strides the result keeps.
+    pub fn derive(
+        &self,
+        f: impl for<'a> FnOnce(ArrayView<'a, E, IxDyn>) -> ArrayView<'a, E, IxDyn>,
+    ) -> Self {
+        match self.try_derive(|v| Ok::<_, Infallible>(f(v))) {
+            Ok(t) => t,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`derive`](Self::derive) with a fallible `f` (`into_shape_with_order`, ...).
+    pub fn try_derive<Err>(
+        &self,
+        f: impl for<'a> FnOnce(ArrayView<'a, E, IxDyn>) -> Result<ArrayView<'a, E, IxDyn>, Err>,
+    ) -> Result<Self, Err> {
+        let view = f(self.arr().view())?;
+        let root = match &self.inner.owner {
+            Owner::Base(root) => Arc::clone(root),
+            Owner::Buffer(_) => Arc::clone(&self.inner),
+        };
+        // SAFETY: `f` returns an `ArrayView<'a>` for every `'a` (and `E: 'static` bounds no
+        // `'a` from above), so the view borrows only from its input, the elements of `root`'s
+        // buffer, or from `'static` data. The new `Inner` holds `root`, whose buffer is never
+        // mutated, so the view stays valid for as long as it is used.
+        let view = unsafe { forever(view) };
+        Ok(FloatTensor {
+            inner: Arc::new(Inner {
+                view,
+                owner: Owner::Base(root),
+            }),
+        })
+    }
+
+    /// The dimensions.
+    pub fn shape(&self) -> &[usize] {
+        self.arr().shape()
+    }
+
+    /// The number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.arr().ndim()
+    }
+
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.arr().len()
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.arr().is_empty()
+    }
+
+    /// The elements as a slice, if they are contiguous in row-major order.
+    pub fn as_slice(&self) -> Option<&[E]> {
+        self.arr().to_slice()
+    }
+
+    /// Whether the elements are laid out contiguously in row-major order.
+    pub fn is_standard_layout(&self) -> bool {
+        self.arr().is_standard_layout()
+    }
+
+    /// The elements in logical (row-major) order.
+    pub fn iter(&self) -> ndarray::iter::Iter<'_, E, IxDyn> {
+        self.arr().iter()
+    }
+
+    /// A copy as an owned array (keeping a layout that is contiguous in memory).
+    pub fn to_owned(&self) -> Array<E, IxDyn> {
+        self.arr().to_owned()
+    }
+}
+
+impl<E: Element> Clone for FloatTensor<E> {
+    fn clone(&self) -> Self {
+        FloatTensor {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+/// Same shape and equal elements (as ndarray's arrays compare).
+impl<E: Element> PartialEq for FloatTensor<E> {
+    fn eq(&self, other: &Self) -> bool {
+        self.arr() == other.arr()
+    }
+}
+
+impl<E: Element> fmt::Debug for FloatTensor<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.arr(), f)
+    }
+}
+
+impl<E: Element> fmt::Display for FloatTensor<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self.arr(), f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Axis, Slice, array};
+
+    fn matrix() -> FloatTensor<f64> {
+        FloatTensor::from_array(array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    }
+
+    #[test]
+    fn a_view_of_a_view_keeps_the_root_alive() {
+        let root = matrix();
+        let ptr = root.arr().as_ptr();
+        let middle = root.derive(|v| v.reversed_axes());
+        let leaf = middle.derive(|v| v.index_axis_move(Axis(1), 1));
+        assert!(matches!(&leaf.inner.owner, Owner::Base(r) if Arc::ptr_eq(r, &root.inner)));
+        drop((root, middle));
+        assert_eq!(leaf.iter().copied().collect::<Vec<_>>(), [4.0, 5.0, 6.0]);
+        assert_eq!(leaf.arr().as_ptr(), ptr.wrapping_add(3));
+        assert_eq!(leaf.arr().strides(), &[1]);
+    }
+
+    #[test]
+    fn derive_shares_the_buffer_and_keeps_the_strides() {
+        let a = matrix();
+        let t = a.derive(|v| v.reversed_axes());
+        assert_eq!(t.arr().as_ptr(), a.arr().as_ptr());
+        assert_eq!(t.shape(), &[3, 2]);
+        assert_eq!(t.arr().strides(), &[1, 3]);
+        assert!(!t.is_standard_layout());
+        assert_eq!(
+            t.to_owned(),
+            array![[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]].into_dyn()
+        );
+        let r: Result<_, ndarray::ShapeError> =
+            t.try_derive(|v| v.into_shape_with_order(IxDyn(&[6])));
+        assert!(r.is_err());
+        let s = a
+            .try_derive(|v| v.into_shape_with_order(IxDyn(&[6])))
+            .unwrap();
+        assert_eq!(
+            (s.arr().as_ptr(), s.as_slice().map(<[_]>::len)),
+            (a.arr().as_ptr(), Some(6))
+        );
+    }
+
+    #[test]
+    fn from_array_keeps_the_offset_of_an_array_sliced_in_place() {
+        let mut a = array![[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]].into_dyn();
+        a.slice_axis_inplace(Axis(1), Slice::new(1, None, -1));
+        a.slice_axis_inplace(Axis(0), Slice::from(1..));
+        let t = FloatTensor::from_array(a.clone());
+        assert_eq!(t.arr(), &a.view());
+        assert_eq!(t.iter().copied().collect::<Vec<_>>(), [6.0, 5.0, 9.0, 8.0]);
+        assert_eq!(t.arr().strides(), &[3, -1]);
+        let column = t.derive(|v| v.index_axis_move(Axis(1), 1));
+        assert_eq!(column.iter().copied().collect::<Vec<_>>(), [5.0, 8.0]);
+    }
+
+    #[test]
+    fn zero_elements() {
+        let t = FloatTensor::<f32>::from_array(Array::zeros(IxDyn(&[2, 0, 3])));
+        assert!(t.is_empty());
+        assert_eq!(t.shape(), &[2, 0, 3]);
+        let u = t.derive(|v| v.permuted_axes(IxDyn(&[2, 0, 1])));
+        assert_eq!((u.shape(), u.iter().count()), (&[3, 2, 0][..], 0));
+        assert_eq!(u, FloatTensor::from_array(Array::zeros(IxDyn(&[3, 2, 0]))));
+        let e = FloatTensor::<f64>::from_array(Array::zeros(IxDyn(&[0])));
+        assert_eq!(e.derive(|v| v.insert_axis(Axis(0))).shape(), &[1, 0]);
+    }
+
+    /// Counts this thread's allocations (the tests run on several threads).
+    struct Counting;
+
+    thread_local! {
+        static ALLOCATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    // SAFETY: forwards to the system allocator; the counter is a `const`-initialized
+    // thread-local without a destructor, so counting allocates nothing.
+    unsafe impl std::alloc::GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+            ALLOCATIONS.with(|n| n.set(n.get() + 1));
+            // SAFETY: the caller's contract is `System.alloc`'s.
+            unsafe { std::alloc::System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+            // SAFETY: `ptr` was allocated by `System` with `layout`.
+            unsafe { std::alloc::System.dealloc(ptr, layout) }
+        }
+    }
+
+    #[global_allocator]
+    static COUNTING: Counting = Counting;
+
+    fn allocations<T>(f: impl FnOnce() -> T) -> (T, usize) {
+        let before = ALLOCATIONS.with(|n| n.get());
+        let r = f();
+        (r, ALLOCATIONS.with(|n| n.get()) - before)
+    }
+
+    #[test]
+    fn a_fresh_tensor_is_two_allocations_and_a_view_one() {
+        use crate::{Backend, NdTensor};
+        let x = NdTensor::<f32>::from_vec(vec![2.0], &[1]);
+        let (y, n) = allocations(|| NdTensor::mul_tensor(&x, &x).unwrap());
+        assert_eq!((y.to_vec(), n), (vec![4.0], 2));
+        let (t, n) = allocations(|| NdTensor::unsqueeze(&y, 0).unwrap());
+        assert_eq!((t.shape(), n), (&[1, 1][..], 1));
+        let (_, n) = allocations(|| drop((x, y, t)));
+        assert_eq!(n, 0);
+    }
+
+    #[test]
+    fn a_tensor_is_at_most_three_words() {
+        // The autograd runtime keeps tensors inline (in variables, saved values, gradient
+        // lists) and moves and clones them constantly.
+        assert!(size_of::<crate::NdTensor<f32>>() <= 24);
+        assert_eq!(size_of::<crate::NdTensor<f64>>(), 16);
+        assert_eq!(size_of::<FloatTensor<f32>>(), size_of::<usize>());
+    }
+}
