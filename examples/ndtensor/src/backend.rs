@@ -60,22 +60,9 @@ fn wrap<E: Element>(a: Array<E, IxDyn>) -> NdTensor<E> {
     NdTensor::from_array(a)
 }
 
-/// Row-major values `v` (one per element) in an array of shape `shape`. Ranks 0 to 2 are
-/// built with static dimensions and converted (ndarray's `from_shape_vec` on an `IxDyn`
-/// checks the shape and computes the strides through the dynamic dimension, several times
-/// the cost of the elementwise loop for a small tensor).
+/// Row-major values `v` (one per element) with dimensions `shape`.
 fn shaped<E: Element>(shape: &[usize], v: Vec<E>) -> NdTensor<E> {
-    let a = match *shape {
-        [] => Array::from_shape_vec((), v)
-            .expect("one value per element")
-            .into_dyn(),
-        [_] => Array::from_vec(v).into_dyn(),
-        [r, c] => Array::from_shape_vec((r, c), v)
-            .expect("one value per element")
-            .into_dyn(),
-        _ => Array::from_shape_vec(shape, v).expect("one value per element"),
-    };
-    wrap(a)
+    NdTensor::from_row_major(v, shape)
 }
 
 fn map<E: Element>(a: &NdTensor<E>, f: impl Fn(E) -> E) -> R<NdTensor<E>> {

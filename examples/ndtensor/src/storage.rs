@@ -2,6 +2,10 @@
 //! and the element buffer it points into. A fresh tensor costs two heap allocations (that
 //! `Arc` and the buffer), a view (`transpose`, `slice`, ...) one, sharing the buffer.
 //!
+//! A tensor made from row-major values ([`FloatTensor::from_row_major`]: the elementwise
+//! kernels' results) keeps its dimensions inline and builds the view when first asked for;
+//! its shape and slice, all an elementwise kernel reads, need none.
+//!
 //! This module holds the crate's only `unsafe` code: the view's lifetime is extended to
 //! `'static` while the `Arc` it lives in keeps its buffer alive, and it is handed out only
 //! re-borrowed for as long as the tensor is borrowed.
@@ -10,7 +14,7 @@ use crate::tensor::Element;
 use ndarray::{Array, ArrayView, Dimension, IxDyn};
 use std::convert::Infallible;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// An immutable n-d array of `E` (any rank, possibly strided): a view into a buffer that this
 /// value, or the tensor it is a view of, owns. Cloning is one atomic increment; views made by
@@ -30,15 +34,30 @@ pub struct FloatTensor<E: Element = f64> {
 
 struct Inner<E: 'static> {
     /// Points into the buffer of `owner` (or of the tensor `owner` holds). Never handed out
-    /// with its `'static` lifetime: only re-borrowed for as long as the tensor is.
-    view: ArrayView<'static, E, IxDyn>,
+    /// with its `'static` lifetime: only re-borrowed for as long as the tensor is. Built
+    /// when first asked for on a tensor with `dims` (see there), at once on the others.
+    view: OnceLock<ArrayView<'static, E, IxDyn>>,
+    /// The dimensions of a tensor made by [`FloatTensor::from_row_major`] (rank at most
+    /// [`INLINE_DIMS`]): its owner is a `Buffer` with the elements in row-major order. The
+    /// elementwise kernels read a tensor's shape and slice and make their result this way,
+    /// without ndarray's dynamic dimensions (building one from a slice, twice per view, was
+    /// about 170 instructions per result and a store-forwarding stall on the W1 benchmark).
+    dims: Option<Dims>,
     owner: Owner<E>,
 }
 
+/// Up to this many dimensions are kept inline ([`Inner::dims`]).
+const INLINE_DIMS: usize = 4;
+
+struct Dims {
+    len: u8,
+    d: [usize; INLINE_DIMS],
+}
+
 enum Owner<E: 'static> {
-    /// The elements, never read through the `Vec` (only through `view`), never mutated nor
-    /// reallocated, dropped with `view`.
-    Buffer(#[allow(dead_code, reason = "owned, only dropped")] Vec<E>),
+    /// The elements, never mutated nor reallocated, dropped with `view` (read directly only
+    /// when `dims` is set: then they are the row-major elements).
+    Buffer(Vec<E>),
     /// The root tensor, whose owner is a `Buffer`: a view of a view holds the root, not the
     /// middle view.
     Base(Arc<Inner<E>>),
@@ -74,15 +93,58 @@ impl<E: Element> FloatTensor<E> {
         );
         FloatTensor {
             inner: Arc::new(Inner {
-                view,
+                view: OnceLock::from(view),
+                dims: None,
                 owner: Owner::Buffer(buffer),
+            }),
+        }
+    }
+
+    /// Row-major values `v` (one per element) with dimensions `shape`, taking over `v`
+    /// without copying (the elementwise kernels' results are made here).
+    ///
+    /// # Panics
+    ///
+    /// If the number of values is not the product of the shape.
+    pub fn from_row_major(v: Vec<E>, shape: &[usize]) -> Self {
+        if shape.len() > INLINE_DIMS {
+            let a = Array::from_shape_vec(IxDyn(shape), v);
+            return FloatTensor::from_array(a.expect("values do not fit the shape"));
+        }
+        let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        assert_eq!(n, Some(v.len()), "values do not fit the shape {shape:?}");
+        let mut d = [0; INLINE_DIMS];
+        d[..shape.len()].copy_from_slice(shape);
+        FloatTensor {
+            inner: Arc::new(Inner {
+                view: OnceLock::new(),
+                dims: Some(Dims {
+                    len: shape.len() as u8,
+                    d,
+                }),
+                owner: Owner::Buffer(v),
             }),
         }
     }
 
     /// The array, borrowed from `self`.
     pub fn arr(&self) -> &ArrayView<'_, E, IxDyn> {
-        let view: *const ArrayView<'static, E, IxDyn> = &self.inner.view;
+        let view: *const ArrayView<'static, E, IxDyn> = self.inner.view.get_or_init(|| {
+            let (Some(dims), Owner::Buffer(v)) = (&self.inner.dims, &self.inner.owner) else {
+                unreachable!("only a tensor from `from_row_major` has no view yet");
+            };
+            // SAFETY: `v` holds one element per position of `dims` in row-major order (checked
+            // in `from_row_major`, where the product of the dimensions did not overflow), its
+            // pointer is aligned and non-null (dangling for no elements, never read then).
+            // `Inner` keeps the `Vec`, never mutates nor reallocates it, and drops it only
+            // with the view.
+            unsafe {
+                forever(ArrayView::from_shape_ptr(
+                    IxDyn(&dims.d[..usize::from(dims.len)]),
+                    v.as_ptr(),
+                ))
+            }
+        });
         // SAFETY: only the view's lifetime shrinks, to the borrow of `self` (which keeps the
         // elements alive): the same cast as ndarray's safe `ArrayView::reborrow`, behind a
         // shared reference (no coercion does it: `ArrayBase` is invariant over its storage
@@ -120,7 +182,8 @@ impl<E: Element> FloatTensor<E> {
         let view = unsafe { forever(view) };
         Ok(FloatTensor {
             inner: Arc::new(Inner {
-                view,
+                view: OnceLock::from(view),
+                dims: None,
                 owner: Owner::Base(root),
             }),
         })
@@ -128,17 +191,23 @@ impl<E: Element> FloatTensor<E> {
 
     /// The dimensions.
     pub fn shape(&self) -> &[usize] {
-        self.arr().shape()
+        match &self.inner.dims {
+            Some(dims) => &dims.d[..usize::from(dims.len)],
+            None => self.arr().shape(),
+        }
     }
 
     /// The number of dimensions.
     pub fn ndim(&self) -> usize {
-        self.arr().ndim()
+        self.shape().len()
     }
 
     /// The number of elements.
     pub fn len(&self) -> usize {
-        self.arr().len()
+        match (&self.inner.dims, &self.inner.owner) {
+            (Some(_), Owner::Buffer(v)) => v.len(),
+            _ => self.arr().len(),
+        }
     }
 
     /// Whether there are no elements.
@@ -148,12 +217,15 @@ impl<E: Element> FloatTensor<E> {
 
     /// The elements as a slice, if they are contiguous in row-major order.
     pub fn as_slice(&self) -> Option<&[E]> {
-        self.arr().to_slice()
+        match (&self.inner.dims, &self.inner.owner) {
+            (Some(_), Owner::Buffer(v)) => Some(v),
+            _ => self.arr().to_slice(),
+        }
     }
 
     /// Whether the elements are laid out contiguously in row-major order.
     pub fn is_standard_layout(&self) -> bool {
-        self.arr().is_standard_layout()
+        self.inner.dims.is_some() || self.arr().is_standard_layout()
     }
 
     /// The elements in logical (row-major) order.
@@ -263,6 +335,41 @@ mod tests {
         assert_eq!(u, FloatTensor::from_array(Array::zeros(IxDyn(&[3, 2, 0]))));
         let e = FloatTensor::<f64>::from_array(Array::zeros(IxDyn(&[0])));
         assert_eq!(e.derive(|v| v.insert_axis(Axis(0))).shape(), &[1, 0]);
+    }
+
+    #[test]
+    fn a_row_major_tensor_builds_its_view_only_when_asked() {
+        let t = FloatTensor::from_row_major(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+        assert_eq!((t.shape(), t.ndim(), t.len()), (&[2, 3][..], 2, 6));
+        assert_eq!(t.as_slice(), Some(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0][..]));
+        assert!(t.is_standard_layout());
+        assert!(t.inner.view.get().is_none(), "shape and slice need no view");
+        assert_eq!(t, matrix());
+        assert_eq!(t.arr().strides(), &[3, 1]);
+        assert_eq!(
+            t.arr().as_ptr(),
+            t.as_slice().unwrap().as_ptr(),
+            "a view, not a copy"
+        );
+        let c = t.derive(|v| v.index_axis_move(Axis(1), 2));
+        drop(t);
+        assert_eq!(c.iter().copied().collect::<Vec<_>>(), [3.0, 6.0]);
+        let s = FloatTensor::from_row_major(vec![7.0f32], &[]);
+        assert_eq!((s.shape(), s.arr().ndim(), s.len()), (&[][..], 0, 1));
+        let e = FloatTensor::<f64>::from_row_major(vec![], &[3, 0]);
+        assert_eq!((e.is_empty(), e.arr().shape()), (true, &[3, 0][..]));
+        let big = FloatTensor::from_row_major((0..32).map(f64::from).collect(), &[2; 5]);
+        assert!(
+            big.inner.view.get().is_some(),
+            "more than four dimensions: built at once"
+        );
+        assert_eq!(big.arr()[[1, 1, 1, 1, 1].as_slice()], 31.0);
+    }
+
+    #[test]
+    #[should_panic(expected = "values do not fit the shape")]
+    fn a_row_major_tensor_needs_one_value_per_element() {
+        FloatTensor::from_row_major(vec![1.0f32; 5], &[2, 3]);
     }
 
     /// Counts this thread's allocations (the tests run on several threads).

@@ -49,9 +49,7 @@ impl Element for f64 {
 impl<E: Element> FloatTensor<E> {
     /// Row-major values with a shape.
     pub(crate) fn from_vec(v: Vec<E>, shape: &[usize]) -> Self {
-        FloatTensor::from_array(
-            Array::from_shape_vec(IxDyn(shape), v).expect("values do not fit the shape"),
-        )
+        FloatTensor::from_row_major(v, shape)
     }
 
     /// Row-major `f64` values with a shape, converted to `E`.
@@ -179,9 +177,7 @@ impl<E: Element> NdTensor<E> {
     ///
     /// If the number of values is not the product of the shape.
     pub fn from_vec(v: Vec<E>, shape: &[usize]) -> Self {
-        NdTensor::from_array(
-            Array::from_shape_vec(IxDyn(shape), v).expect("values do not fit the shape"),
-        )
+        NdTensor::from_data(Data::Float(FloatTensor::from_row_major(v, shape)))
     }
 
     /// Row-major `i64` values with a shape: an `"i64"` tensor (indices, class targets).
