@@ -114,7 +114,10 @@ impl<E: Element> FloatTensor<E> {
         let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
         assert_eq!(n, Some(v.len()), "values do not fit the shape {shape:?}");
         let mut d = [0; INLINE_DIMS];
-        d[..shape.len()].copy_from_slice(shape);
+        // A loop, not `copy_from_slice` (a `memcpy` call for a length known only here).
+        for (x, s) in d.iter_mut().zip(shape) {
+            *x = *s;
+        }
         FloatTensor {
             inner: Arc::new(Inner {
                 view: OnceLock::new(),
