@@ -4,7 +4,9 @@
 //!
 //! A tensor made from row-major values ([`FloatTensor::from_row_major`]: the elementwise
 //! kernels' results) keeps its dimensions inline and builds the view when first asked for;
-//! its shape and slice, all an elementwise kernel reads, need none.
+//! its shape and slice, all an elementwise kernel reads, need none. Up to four such values
+//! ([`FloatTensor::from_row_major_iter`]) are kept in the `Arc`'s own allocation: a scalar
+//! result is one heap allocation.
 //!
 //! This module holds the crate's only `unsafe` code: the view's lifetime is extended to
 //! `'static` while the `Arc` it lives in keeps its buffer alive, and it is handed out only
@@ -49,15 +51,52 @@ struct Inner<E: 'static> {
 /// Up to this many dimensions are kept inline ([`Inner::dims`]).
 const INLINE_DIMS: usize = 4;
 
+/// Up to this many elements of a row-major result are kept inline ([`Owner::Small`]):
+/// scalars (losses, reductions, one-element chains) and tiny vectors.
+const SMALL: usize = 4;
+
 struct Dims {
     len: u8,
     d: [usize; INLINE_DIMS],
+}
+
+impl Dims {
+    /// `shape` (at most [`INLINE_DIMS`] dimensions) of `count` elements.
+    ///
+    /// # Panics
+    ///
+    /// If `count` is not the product of the shape.
+    fn of(shape: &[usize], count: usize) -> Dims {
+        let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        assert_eq!(n, Some(count), "values do not fit the shape {shape:?}");
+        let mut d = [0; INLINE_DIMS];
+        // A loop, not `copy_from_slice` (a `memcpy` call for a length known only here).
+        for (x, s) in d.iter_mut().zip(shape) {
+            *x = *s;
+        }
+        Dims {
+            len: shape.len() as u8,
+            d,
+        }
+    }
+
+    fn shape(&self) -> &[usize] {
+        &self.d[..usize::from(self.len)]
+    }
+
+    fn count(&self) -> usize {
+        self.shape().iter().product()
+    }
 }
 
 enum Owner<E: 'static> {
     /// The elements, never mutated nor reallocated, dropped with `view` (read directly only
     /// when `dims` is set: then they are the row-major elements).
     Buffer(Vec<E>),
+    /// Up to [`SMALL`] row-major elements (with `dims` set), in the `Arc`'s own allocation:
+    /// a one-element result is one heap allocation, not two. The `Arc` never moves them, so
+    /// the view (built on first use, after the `Arc` exists) may point here.
+    Small([E; SMALL]),
     /// The root tensor, whose owner is a `Buffer`: a view of a view holds the root, not the
     /// middle view.
     Base(Arc<Inner<E>>),
@@ -111,42 +150,62 @@ impl<E: Element> FloatTensor<E> {
             let a = Array::from_shape_vec(IxDyn(shape), v);
             return FloatTensor::from_array(a.expect("values do not fit the shape"));
         }
-        let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-        assert_eq!(n, Some(v.len()), "values do not fit the shape {shape:?}");
-        let mut d = [0; INLINE_DIMS];
-        // A loop, not `copy_from_slice` (a `memcpy` call for a length known only here).
-        for (x, s) in d.iter_mut().zip(shape) {
-            *x = *s;
+        FloatTensor {
+            inner: Arc::new(Inner {
+                view: OnceLock::new(),
+                dims: Some(Dims::of(shape, v.len())),
+                owner: Owner::Buffer(v),
+            }),
+        }
+    }
+
+    /// The values of `values` (one per element, row-major) with dimensions `shape`: up to
+    /// [`SMALL`] of them inline, in the tensor's one allocation; more in a `Vec`
+    /// ([`from_row_major`](Self::from_row_major)).
+    ///
+    /// # Panics
+    ///
+    /// If the number of values is not the product of the shape.
+    pub fn from_row_major_iter(values: impl ExactSizeIterator<Item = E>, shape: &[usize]) -> Self {
+        if values.len() > SMALL || shape.len() > INLINE_DIMS {
+            return FloatTensor::from_row_major(values.collect(), shape);
+        }
+        let dims = Dims::of(shape, values.len());
+        let mut small = [E::zero(); SMALL];
+        for (x, v) in small.iter_mut().zip(values) {
+            *x = v;
         }
         FloatTensor {
             inner: Arc::new(Inner {
                 view: OnceLock::new(),
-                dims: Some(Dims {
-                    len: shape.len() as u8,
-                    d,
-                }),
-                owner: Owner::Buffer(v),
+                dims: Some(dims),
+                owner: Owner::Small(small),
             }),
+        }
+    }
+
+    /// The row-major elements of a tensor with inline dimensions.
+    fn row_major(&self) -> Option<&[E]> {
+        match (&self.inner.dims, &self.inner.owner) {
+            (Some(_), Owner::Buffer(v)) => Some(v),
+            (Some(dims), Owner::Small(s)) => Some(&s[..dims.count()]),
+            _ => None,
         }
     }
 
     /// The array, borrowed from `self`.
     pub fn arr(&self) -> &ArrayView<'_, E, IxDyn> {
         let view: *const ArrayView<'static, E, IxDyn> = self.inner.view.get_or_init(|| {
-            let (Some(dims), Owner::Buffer(v)) = (&self.inner.dims, &self.inner.owner) else {
-                unreachable!("only a tensor from `from_row_major` has no view yet");
+            let (Some(dims), Some(v)) = (&self.inner.dims, self.row_major()) else {
+                unreachable!("only a tensor with inline dimensions has no view yet");
             };
             // SAFETY: `v` holds one element per position of `dims` in row-major order (checked
-            // in `from_row_major`, where the product of the dimensions did not overflow), its
-            // pointer is aligned and non-null (dangling for no elements, never read then).
-            // `Inner` keeps the `Vec`, never mutates nor reallocates it, and drops it only
-            // with the view.
-            unsafe {
-                forever(ArrayView::from_shape_ptr(
-                    IxDyn(&dims.d[..usize::from(dims.len)]),
-                    v.as_ptr(),
-                ))
-            }
+            // where the tensor was made, where the product of the dimensions did not
+            // overflow), its pointer is aligned and non-null (dangling for no elements, never
+            // read then). The elements are the `Vec`'s or the inline ones of this `Inner`,
+            // which lives in the `Arc`'s allocation and does not move; neither is mutated, and
+            // both are dropped only with the view.
+            unsafe { forever(ArrayView::from_shape_ptr(IxDyn(dims.shape()), v.as_ptr())) }
         });
         // SAFETY: only the view's lifetime shrinks, to the borrow of `self` (which keeps the
         // elements alive): the same cast as ndarray's safe `ArrayView::reborrow`, behind a
@@ -176,7 +235,7 @@ impl<E: Element> FloatTensor<E> {
         let view = f(self.arr().view())?;
         let root = match &self.inner.owner {
             Owner::Base(root) => Arc::clone(root),
-            Owner::Buffer(_) => Arc::clone(&self.inner),
+            Owner::Buffer(_) | Owner::Small(_) => Arc::clone(&self.inner),
         };
         // SAFETY: `f` returns an `ArrayView<'a>` for every `'a` (and `E: 'static` bounds no
         // `'a` from above), so the view borrows only from its input, the elements of `root`'s
@@ -195,7 +254,7 @@ impl<E: Element> FloatTensor<E> {
     /// The dimensions.
     pub fn shape(&self) -> &[usize] {
         match &self.inner.dims {
-            Some(dims) => &dims.d[..usize::from(dims.len)],
+            Some(dims) => dims.shape(),
             None => self.arr().shape(),
         }
     }
@@ -207,9 +266,9 @@ impl<E: Element> FloatTensor<E> {
 
     /// The number of elements.
     pub fn len(&self) -> usize {
-        match (&self.inner.dims, &self.inner.owner) {
-            (Some(_), Owner::Buffer(v)) => v.len(),
-            _ => self.arr().len(),
+        match &self.inner.dims {
+            Some(dims) => dims.count(),
+            None => self.arr().len(),
         }
     }
 
@@ -220,10 +279,7 @@ impl<E: Element> FloatTensor<E> {
 
     /// The elements as a slice, if they are contiguous in row-major order.
     pub fn as_slice(&self) -> Option<&[E]> {
-        match (&self.inner.dims, &self.inner.owner) {
-            (Some(_), Owner::Buffer(v)) => Some(v),
-            _ => self.arr().to_slice(),
-        }
+        self.row_major().or_else(|| self.arr().to_slice())
     }
 
     /// Whether the elements are laid out contiguously in row-major order.
@@ -406,15 +462,43 @@ mod tests {
     }
 
     #[test]
-    fn a_fresh_tensor_is_two_allocations_and_a_view_one() {
+    fn a_fresh_tensor_is_two_allocations_a_small_one_one_and_a_view_one() {
         use crate::{Backend, NdTensor};
-        let x = NdTensor::<f32>::from_vec(vec![2.0], &[1]);
+        let x = NdTensor::<f32>::from_vec(vec![2.0; 5], &[5]);
         let (y, n) = allocations(|| NdTensor::mul_tensor(&x, &x).unwrap());
-        assert_eq!((y.to_vec(), n), (vec![4.0], 2));
+        assert_eq!((y.to_vec(), n), (vec![4.0; 5], 2));
         let (t, n) = allocations(|| NdTensor::unsqueeze(&y, 0).unwrap());
-        assert_eq!((t.shape(), n), (&[1, 1][..], 1));
-        let (_, n) = allocations(|| drop((x, y, t)));
+        assert_eq!((t.shape(), n), (&[1, 5][..], 1));
+        let s = NdTensor::<f32>::from_vec(vec![3.0], &[1]);
+        let (z, n) = allocations(|| NdTensor::mul_tensor(&s, &s).unwrap());
+        assert_eq!((z.to_vec(), n), (vec![9.0], 1), "inline elements");
+        let (_, n) = allocations(|| drop((x, y, t, s, z)));
         assert_eq!(n, 0);
+    }
+
+    #[test]
+    fn a_small_tensor_keeps_its_elements_in_its_allocation() {
+        let t = FloatTensor::from_row_major_iter([1.0, 2.0, 3.0, 4.0].into_iter(), &[2, 2]);
+        assert!(matches!(t.inner.owner, Owner::Small(_)));
+        assert_eq!(t.as_slice(), Some(&[1.0, 2.0, 3.0, 4.0][..]));
+        assert_eq!(
+            t.arr().as_ptr(),
+            t.as_slice().unwrap().as_ptr(),
+            "the view points inline"
+        );
+        let col = t.derive(|v| v.index_axis_move(Axis(1), 1));
+        let moved = vec![t.clone()];
+        drop((t, moved));
+        assert_eq!(col.iter().copied().collect::<Vec<_>>(), [2.0, 4.0]);
+        let s = FloatTensor::from_row_major_iter(std::iter::once(5.0f32), &[]);
+        assert_eq!((s.shape(), s.len(), s.arr().sum()), (&[][..], 1, 5.0));
+        let e = FloatTensor::<f64>::from_row_major_iter(std::iter::empty(), &[0, 3]);
+        assert_eq!((e.len(), e.arr().shape()), (0, &[0, 3][..]));
+        let big = FloatTensor::from_row_major_iter((0..5).map(f64::from), &[5]);
+        assert!(
+            matches!(big.inner.owner, Owner::Buffer(_)),
+            "more than SMALL: a Vec"
+        );
     }
 
     #[test]
