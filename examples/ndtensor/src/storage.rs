@@ -160,7 +160,7 @@ impl<E: Element> FloatTensor<E> {
     }
 
     /// The values of `values` (one per element, row-major) with dimensions `shape`: up to
-    /// [`SMALL`] of them inline, in the tensor's one allocation; more in a `Vec`
+    /// four of them inline, in the tensor's one allocation; more in a `Vec`
     /// ([`from_row_major`](Self::from_row_major)).
     ///
     /// # Panics
