@@ -17,7 +17,9 @@
 //! A tensor is a dtype tag and one `Arc` (16 bytes; a clone is one atomic increment). A fresh
 //! floating-point tensor ([`FloatTensor`]) is two heap allocations, that `Arc` and the element
 //! buffer; views (`transpose`, `permute`, `select`, `slice`, `unsqueeze`, the reshape of a
-//! contiguous tensor, ...) share the buffer of the tensor they view.
+//! contiguous tensor, ...) share the buffer of the tensor they view. An elementwise result
+//! keeps its shape inline and builds ndarray's view of itself only when a kernel asks for it,
+//! and one of up to four elements is a single allocation (its elements inside the `Arc`).
 //!
 //! Every op returns a `Result`: a shape or argument error comes back as an `Err` with
 //! PyTorch's message (see [`Error`]), never as a panic.
