@@ -60,16 +60,11 @@ fn wrap<E: Element>(a: Array<E, IxDyn>) -> NdTensor<E> {
     NdTensor::from_array(a)
 }
 
-/// Row-major values (one per element) with dimensions `shape`.
-fn shaped<E: Element>(shape: &[usize], values: impl ExactSizeIterator<Item = E>) -> NdTensor<E> {
-    NdTensor::from_row_major_iter(values, shape)
-}
-
 fn map<E: Element>(a: &NdTensor<E>, f: impl Fn(E) -> E) -> R<NdTensor<E>> {
     // Row-major contiguous (the common case): a plain loop over the slice, without
     // ndarray's general contiguity test (which sorts the strides of an `IxDyn`).
     if let Some(s) = a.as_slice() {
-        return Ok(shaped(a.shape(), s.iter().map(|x| f(*x))));
+        return Ok(a.with_values(s.iter().map(|x| f(*x))));
     }
     Ok(wrap(a.arr().mapv(f)))
 }
@@ -87,7 +82,7 @@ fn zip<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, f: impl Fn(E, E) -> E) -> R
     // loop over the slices when both are row-major contiguous.
     if a.shape() == b.shape() {
         if let (Some(x), Some(y)) = (a.as_slice(), b.as_slice()) {
-            return Ok(shaped(a.shape(), x.iter().zip(y).map(|(x, y)| f(*x, *y))));
+            return Ok(a.with_values(x.iter().zip(y).map(|(x, y)| f(*x, *y))));
         }
         return Ok(wrap(
             Zip::from(a.arr())

@@ -55,9 +55,12 @@ const INLINE_DIMS: usize = 4;
 /// scalars (losses, reductions, one-element chains) and tiny vectors.
 const SMALL: usize = 4;
 
+#[derive(Clone, Copy)]
 struct Dims {
     len: u8,
     d: [usize; INLINE_DIMS],
+    /// The number of elements (the product of the dimensions).
+    n: usize,
 }
 
 impl Dims {
@@ -77,15 +80,18 @@ impl Dims {
         Dims {
             len: shape.len() as u8,
             d,
+            n: count,
         }
     }
 
+    #[inline]
     fn shape(&self) -> &[usize] {
         &self.d[..usize::from(self.len)]
     }
 
+    #[inline]
     fn count(&self) -> usize {
-        self.shape().iter().product()
+        self.n
     }
 }
 
@@ -171,6 +177,27 @@ impl<E: Element> FloatTensor<E> {
             return FloatTensor::from_row_major(values.collect(), shape);
         }
         let dims = Dims::of(shape, values.len());
+        FloatTensor::small(values, dims)
+    }
+
+    /// A tensor of `self`'s shape holding `values` (one per element, row-major): an
+    /// elementwise kernel's result. The dimensions are copied from `self` when it keeps them
+    /// inline (no shape checks then).
+    ///
+    /// # Panics
+    ///
+    /// If the number of values is not `self`'s number of elements.
+    pub fn with_values(&self, values: impl ExactSizeIterator<Item = E>) -> Self {
+        match self.inner.dims {
+            Some(dims) if values.len() == dims.n && dims.n <= SMALL => {
+                FloatTensor::small(values, dims)
+            }
+            _ => FloatTensor::from_row_major_iter(values, self.shape()),
+        }
+    }
+
+    /// Up to [`SMALL`] values with `dims` (whose count they match), inline.
+    fn small(values: impl Iterator<Item = E>, dims: Dims) -> Self {
         let mut small = [E::zero(); SMALL];
         for (x, v) in small.iter_mut().zip(values) {
             *x = v;
@@ -429,6 +456,31 @@ mod tests {
     #[should_panic(expected = "values do not fit the shape")]
     fn a_row_major_tensor_needs_one_value_per_element() {
         FloatTensor::from_row_major(vec![1.0f32; 5], &[2, 3]);
+    }
+
+    #[test]
+    fn with_values_takes_the_shape_of_self() {
+        let a = FloatTensor::from_row_major_iter([1.0, 2.0].into_iter(), &[2, 1]);
+        let b = a.with_values([3.0, 4.0].into_iter());
+        assert_eq!(
+            (b.shape(), b.as_slice()),
+            (&[2, 1][..], Some(&[3.0, 4.0][..]))
+        );
+        let t = matrix().derive(|v| v.reversed_axes());
+        let c = t.with_values((0..6).map(f64::from));
+        assert_eq!((c.shape(), c.arr().strides()), (&[3, 2][..], &[2, 1][..]));
+        let d = matrix().derive(|v| v.index_axis_move(Axis(0), 0));
+        assert!(matches!(
+            d.with_values([7.0; 3].into_iter()).inner.owner,
+            Owner::Small(_)
+        ));
+    }
+
+    #[test]
+    #[should_panic(expected = "values do not fit the shape")]
+    fn with_values_needs_one_value_per_element() {
+        let a = FloatTensor::from_row_major_iter([1.0f32, 2.0].into_iter(), &[2]);
+        a.with_values([1.0].into_iter());
     }
 
     /// Counts this thread's allocations (the tests run on several threads).
