@@ -25,6 +25,9 @@ pub(crate) const NO_OWNER: u32 = 0;
 /// The tag of a thread that has none (not assigned yet, or exiting): no node
 /// has this owner, so [`owns`] is one comparison.
 const NO_TAG: u32 = u32::MAX;
+/// A flag beside the owner's tag in a node's `owner` word (`node_ptr.rs`): a weak
+/// reference to the node was made. Tags stay below it.
+pub(crate) const WEAKENED: u32 = 1 << 31;
 
 /// A queued merge: run once, on the owner thread or (after it exited) on the
 /// thread that queued it.
@@ -65,11 +68,11 @@ fn owners() -> MutexGuard<'static, Option<HashMap<u32, Arc<Queue>>>> {
     OWNERS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Whether this thread owns a node whose owner tag is `owner` (never, once the
-/// thread is exiting: its thread-local is gone).
+/// Whether this thread owns a node whose `owner` word is `owner` (its tag and
+/// maybe [`WEAKENED`]); never once the thread is exiting (its thread-local is gone).
 #[inline]
 pub(crate) fn owns(owner: u32) -> bool {
-    TAG.get() == owner
+    TAG.get() == owner & !WEAKENED
 }
 
 /// Called before a node is recorded: every 256th call runs the merges queued
@@ -103,7 +106,7 @@ fn assign() -> u32 {
     STATE
         .try_with(|s| {
             let Ok(tag) = NEXT_TAG.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
-                (t < NO_TAG - 1).then_some(t + 1)
+                (t < WEAKENED - 1).then_some(t + 1)
             }) else {
                 return NO_OWNER;
             };

@@ -28,7 +28,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 
 use crate::arena::{self, Chunk};
-use crate::bias::{self, NO_OWNER};
+use crate::bias::{self, NO_OWNER, WEAKENED};
 use crate::node::{DynCell, Node, NodeCell, drop_last_ref};
 use crate::refcount::{MAX_REFCOUNT, increment, release_weak_count};
 use crate::tensor::Tensor;
@@ -51,8 +51,11 @@ struct Head {
     /// Other threads' strong references: a signed count in steps of
     /// [`STEP`], with the flags [`MERGED`] and [`QUEUED`].
     shared: AtomicU32,
-    /// The owner's tag (`bias.rs`); [`NO_OWNER`] once merged. Written by the
-    /// owner (or, after it exited, by the thread merging for it).
+    /// The owner's tag (`bias.rs`), [`NO_OWNER`] once merged, and the flag
+    /// [`WEAKENED`] once a weak reference was made (set with a `fetch_or` by other
+    /// threads, before they give up the strong reference they made it from). The
+    /// tag is written by the owner (or, after it exited, by the thread merging for
+    /// it).
     owner: AtomicU32,
     weak: AtomicU32,
     chunk: NonNull<Chunk>,
@@ -170,17 +173,38 @@ impl<T: Tensor> Drop for NodeRef<T> {
             h.local.store(n - 1, Ordering::Relaxed);
             return;
         }
-        debug_assert_eq!(n, 1);
-        // The owner's last local count: merge. Release: the owner's uses of the
-        // node happen before whoever drops the cell; Acquire: other threads'
-        // uses happen before this thread drops it.
-        h.local.store(0, Ordering::Relaxed);
-        h.owner.store(NO_OWNER, Ordering::Relaxed);
-        // `fetch_add`: the flag is clear (the owner has not merged), and unlike
-        // `fetch_or` it is one instruction, not a loop.
-        if count(h.shared.fetch_add(MERGED, Ordering::AcqRel)) == 0 {
-            drop_last_ref(LastRef(self.0));
-        }
+        release_last_local(self.0);
+    }
+}
+
+/// The owner's last local count of `p` goes: the node dies, or its counts are
+/// merged. Out of line: inlined into every drop of a `NodeRef`, the two paths
+/// cost the chain bench more instructions than the atomic they save.
+#[inline(never)]
+fn release_last_local<T: Tensor>(p: NonNull<DynBox<T>>) {
+    // SAFETY: the caller owns the owner's last local count of `p`.
+    let h = unsafe { head(p) };
+    debug_assert_eq!(h.local.load(Ordering::Relaxed), 1);
+    // The owner's last local count. No other thread counts a reference
+    // (`shared` is zero, no flags) and no weak reference was ever made: no
+    // reference is left and none can be made, so the node is dead without a
+    // read-modify-write. `shared` first, with Acquire: other threads' uses
+    // happen before (each gave its reference back with a release), and so
+    // does their `WEAKENED` (set before that release), which the second load
+    // then sees.
+    if h.shared.load(Ordering::Acquire) == 0 && h.owner.load(Ordering::Relaxed) & WEAKENED == 0 {
+        drop_last_ref(LastRef(p));
+        return;
+    }
+    // Otherwise merge. Release: the owner's uses of the node happen before
+    // whoever drops the cell; Acquire: other threads' uses happen before
+    // this thread drops it.
+    h.local.store(0, Ordering::Relaxed);
+    h.owner.store(NO_OWNER, Ordering::Relaxed);
+    // `fetch_add`: the flag is clear (the owner has not merged), and unlike
+    // `fetch_or` it is one instruction, not a loop.
+    if count(h.shared.fetch_add(MERGED, Ordering::AcqRel)) == 0 {
+        drop_last_ref(LastRef(p));
     }
 }
 
@@ -216,7 +240,7 @@ fn release_shared<T: Tensor>(p: NonNull<DynBox<T>>) {
         // The merge owns the weak count. `owner` may have merged meanwhile
         // (counts are interchangeable: its `local` may have gone to zero
         // through references counted here): the merge then does nothing.
-        bias::enqueue(h.owner.load(Ordering::Relaxed), merge_fn(p));
+        bias::enqueue(h.owner.load(Ordering::Relaxed) & !WEAKENED, merge_fn(p));
     } else if new & MERGED != 0 && count(new) == 0 {
         // Every other reference's use of the cell happens before this.
         fence(Ordering::Acquire);
@@ -261,6 +285,23 @@ fn merge_fn<T: Tensor>(p: NonNull<DynBox<T>>) -> bias::Merge {
     })
 }
 
+/// Notes in `h` that a weak reference was made, so that the owner's last count
+/// is not taken for the node's last (see `NodeRef::drop`): the owner with a plain
+/// store (no other thread changes the word while it owns the node, but for
+/// setting this same flag), others with a `fetch_or`, before the strong
+/// reference they hold is given back.
+fn mark_weakened(h: &Head) {
+    let o = h.owner.load(Ordering::Relaxed);
+    if o & WEAKENED != 0 {
+        return;
+    }
+    if bias::owns(o) {
+        h.owner.store(o | WEAKENED, Ordering::Relaxed);
+    } else {
+        h.owner.fetch_or(WEAKENED, Ordering::Relaxed);
+    }
+}
+
 /// Adds a strong count to a node the caller keeps alive.
 #[inline]
 fn acquire_strong(h: &Head) {
@@ -302,7 +343,9 @@ impl<T: Tensor> NodeRef<T> {
 
     pub(crate) fn downgrade(&self) -> WeakNode<T> {
         // SAFETY: this handle keeps the node alive.
-        increment(unsafe { &head(self.0).weak });
+        let h = unsafe { head(self.0) };
+        increment(&h.weak);
+        mark_weakened(h);
         WeakNode(self.0)
     }
 
@@ -456,7 +499,11 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
     #[inline]
     pub(crate) fn downgrade(&self) -> WeakNode<T> {
         // SAFETY: the pending node's own weak count keeps the header alive.
-        increment(unsafe { &head(self.0).weak });
+        let h = unsafe { head(self.0) };
+        increment(&h.weak);
+        // Only this thread knows the pending node: a plain store (`publish`
+        // keeps the flag).
+        h.owner.store(WEAKENED, Ordering::Relaxed);
         WeakNode(self.0)
     }
 
@@ -500,7 +547,8 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
                 _ => (n, 0),
             };
             h.local.store(local, Ordering::Relaxed);
-            h.owner.store(owner, Ordering::Relaxed);
+            let weakened = h.owner.load(Ordering::Relaxed) & WEAKENED;
+            h.owner.store(owner | weakened, Ordering::Relaxed);
             h.shared.store(shared, Ordering::Release);
         }
         (p, OutputRefs { node: p, refs })
@@ -612,5 +660,48 @@ mod tests {
         crate::bias::drain();
         assert_eq!(Arc::strong_count(&probe), 1);
         assert!(weak.upgrade().is_none(), "dead: an upgrade is refused");
+    }
+
+    #[test]
+    fn a_weak_reference_made_on_another_thread_keeps_the_owner_from_a_plain_death() {
+        // The owner's last count dies without a read-modify-write only if no weak
+        // reference was ever made. Here another thread made one from a reference
+        // it counted and gave back: `shared` is zero again, and only `WEAKENED`
+        // tells the owner to merge, which marks the node dead for the upgrade.
+        let probe = Arc::new(());
+        let ([y], h) = crate::record(Probe(probe.clone()), &[], [Handle::new(0u8)]);
+        drop(h);
+        let g = y.grad_fn().unwrap();
+        let (g, weak) = std::thread::spawn(move || {
+            let mine = g.clone();
+            let weak = mine.downgrade();
+            drop(mine);
+            (g, weak)
+        })
+        .join()
+        .unwrap();
+        drop(y);
+        drop(g);
+        assert_eq!(Arc::strong_count(&probe), 1, "dead");
+        assert!(weak.upgrade().is_none(), "an upgrade is refused");
+    }
+
+    #[test]
+    fn a_node_without_weak_references_dies_with_its_owners_last_count() {
+        let probe = Arc::new(());
+        let ([y], h) = crate::record(Probe(probe.clone()), &[], [Handle::new(0u8)]);
+        drop(h);
+        let g = y.grad_fn().unwrap();
+        // Another thread takes and gives back a reference of its own.
+        let g = std::thread::spawn(move || {
+            drop(g.clone());
+            g
+        })
+        .join()
+        .unwrap();
+        drop(y);
+        assert_eq!(Arc::strong_count(&probe), 2);
+        drop(g);
+        assert_eq!(Arc::strong_count(&probe), 1);
     }
 }
