@@ -636,6 +636,13 @@ mod tests {
         }
     }
 
+    /// A variable whose node is a `Probe` recorded on this thread, and the probe.
+    fn probed() -> (Arc<()>, crate::Variable<T>) {
+        let probe = Arc::new(());
+        let ([y], _) = crate::record(Probe(probe.clone()), &[], [Handle::new(0u8)]);
+        (probe, y)
+    }
+
     #[test]
     fn a_queued_node_the_owner_merged_meanwhile_is_freed_once() {
         // Counts are interchangeable: the owner's last local count can go with a
@@ -643,9 +650,7 @@ mod tests {
         // reference the owner counted and another thread dropped. The owner's
         // merge frees the node; the queued one must then leave it alone (it
         // holds a weak count, so it reads a live header, and sees `MERGED`).
-        let probe = Arc::new(());
-        let ([y], h) = crate::record(Probe(probe.clone()), &[], [Handle::new(0u8)]);
-        drop(h);
+        let (probe, y) = probed();
         let weak = y.grad_fn().unwrap().downgrade();
         let weak2 = weak.clone();
         // Counted by this thread, dropped there: `shared` goes to -1, queued here.
@@ -668,9 +673,7 @@ mod tests {
         // reference was ever made. Here another thread made one from a reference
         // it counted and gave back: `shared` is zero again, and only `WEAKENED`
         // tells the owner to merge, which marks the node dead for the upgrade.
-        let probe = Arc::new(());
-        let ([y], h) = crate::record(Probe(probe.clone()), &[], [Handle::new(0u8)]);
-        drop(h);
+        let (probe, y) = probed();
         let g = y.grad_fn().unwrap();
         let (g, weak) = std::thread::spawn(move || {
             let mine = g.clone();
@@ -688,9 +691,7 @@ mod tests {
 
     #[test]
     fn a_node_without_weak_references_dies_with_its_owners_last_count() {
-        let probe = Arc::new(());
-        let ([y], h) = crate::record(Probe(probe.clone()), &[], [Handle::new(0u8)]);
-        drop(h);
+        let (probe, y) = probed();
         let g = y.grad_fn().unwrap();
         // Another thread takes and gives back a reference of its own.
         let g = std::thread::spawn(move || {
