@@ -333,7 +333,7 @@ fn nll_forward<E: Element>(
         total += w;
     }
     let out = match reduction {
-        0 => NdTensor::from_vec(losses, &target_shape),
+        0 => NdTensor::from_row_major(losses, &target_shape),
         1 => NdTensor::scalar(losses.iter().fold(E::zero(), |a, b| a + *b) / total),
         _ => NdTensor::scalar(losses.iter().fold(E::zero(), |a, b| a + *b)),
     };
@@ -541,7 +541,7 @@ impl<E: Element> NdTensor<E> {
                 let r = NdTensor::scalar(arg(flat));
                 Ok(if keepdim {
                     let ones = vec![1; self_.ndim()];
-                    NdTensor::from_vec(r.to_vec(), &ones)
+                    NdTensor::from_row_major(r.to_vec(), &ones)
                 } else {
                     r
                 })

@@ -47,19 +47,14 @@ impl Element for f64 {
 
 /// The constructors and accessors the kernels use.
 impl<E: Element> FloatTensor<E> {
-    /// Row-major values with a shape.
-    pub(crate) fn from_vec(v: Vec<E>, shape: &[usize]) -> Self {
-        FloatTensor::from_row_major(v, shape)
-    }
-
     /// Row-major `f64` values with a shape, converted to `E`.
     pub(crate) fn from_f64(v: &[f64], shape: &[usize]) -> Self {
-        FloatTensor::from_vec(v.iter().map(|x| E::of(*x)).collect(), shape)
+        FloatTensor::from_row_major(v.iter().map(|x| E::of(*x)).collect(), shape)
     }
 
     /// A 0-dimensional tensor.
     pub(crate) fn scalar(x: E) -> Self {
-        FloatTensor::from_vec(vec![x], &[])
+        FloatTensor::from_row_major(vec![x], &[])
     }
 
     /// Zeros.
