@@ -22,7 +22,7 @@ use crate::grad::Grad;
 use crate::hooks;
 use crate::list::OptList;
 use crate::mode::{is_anomaly_enabled, set_grad_enabled};
-use crate::node::{DynCell, Edge, HooksSnapshot, VariableList};
+use crate::node::{DynCell, Edge, HooksSnapshot, NodeRef, VariableList};
 use crate::reuse;
 use crate::tensor::{Tensor, TensorMeta, same_dtype};
 use crate::variable::Variable;
@@ -322,7 +322,8 @@ impl Hasher for PtrHasher {
 type PtrMap<V> = HashMap<usize, V, BuildHasherDefault<PtrHasher>>;
 
 enum Vertex<'a, T: Tensor> {
-    Node(&'a DynCell<T>),
+    /// A node, by the edge's reference to it (its apply runs as that node: `run_as`).
+    Node(&'a NodeRef<T>),
     Leaf(&'a Variable<T>),
 }
 
@@ -337,28 +338,28 @@ impl<T: Tensor> Copy for Vertex<'_, T> {}
 impl<'a, T: Tensor> Vertex<'a, T> {
     fn of(edge: &'a Edge<T>) -> (Self, usize) {
         match edge {
-            Edge::Node { node, input_nr } => (Vertex::Node(node.cell()), *input_nr as usize),
+            Edge::Node { node, input_nr } => (Vertex::Node(node), *input_nr as usize),
             Edge::Leaf(v) => (Vertex::Leaf(v), 0),
         }
     }
 
     fn slot(&self) -> &'a AtomicU64 {
         match self {
-            Vertex::Node(c) => &c.task_slot,
+            Vertex::Node(n) => &n.cell().task_slot,
             Vertex::Leaf(v) => &v.0.rare().task_slot,
         }
     }
 
     fn key(&self) -> usize {
         match self {
-            Vertex::Node(c) => *c as *const DynCell<T> as *const u8 as usize,
+            Vertex::Node(n) => n.cell() as *const DynCell<T> as *const u8 as usize,
             Vertex::Leaf(v) => v.inner_ptr(),
         }
     }
 
     fn num_inputs(&self) -> usize {
         match self {
-            Vertex::Node(c) => c.meta.len(),
+            Vertex::Node(n) => n.cell().meta.len(),
             Vertex::Leaf(_) => 1,
         }
     }
@@ -369,7 +370,10 @@ impl<'a, T: Tensor> Vertex<'a, T> {
     /// equals... they have depth 0, below every node).
     fn priority(&self) -> (u64, u64) {
         match self {
-            Vertex::Node(c) => (u64::from(c.topo), c.seq),
+            Vertex::Node(n) => {
+                let c = n.cell();
+                (u64::from(c.topo), c.seq)
+            }
             Vertex::Leaf(_) => (0, u64::MAX),
         }
     }
@@ -668,8 +672,8 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
             self.states[i as usize].deps += 1;
         }
         while let Some(i) = stack.pop() {
-            if let Vertex::Node(cell) = self.states[i as usize].vertex {
-                for edge in cell.edges.iter().flatten() {
+            if let Vertex::Node(node) = self.states[i as usize].vertex {
+                for edge in node.cell().edges.iter().flatten() {
                     let (j, new) = self.insert(Vertex::of(edge).0);
                     if new {
                         stack.push(j);
@@ -815,7 +819,7 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
             vertex.slot().store(0, Ordering::Release);
         }
         match vertex {
-            Vertex::Node(cell) => pass.run_node(&mut task, i, cell, exec, capture)?,
+            Vertex::Node(node) => pass.run_node(&mut task, i, node, exec, capture)?,
             Vertex::Leaf(var) => pass.run_leaf(&mut task, i, var, exec, capture)?,
         }
         if reusable {
@@ -835,10 +839,11 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
         &mut self,
         task: &mut Task<'a, T, G>,
         i: u32,
-        cell: &'a DynCell<T>,
+        node: &'a NodeRef<T>,
         exec: bool,
         capture: bool,
     ) -> Result<(), AutogradError> {
+        let cell = node.cell();
         // The snapshot is kept in the pass, not in a local: a node without hooks after
         // one without hooks drops nothing (dropping a local's empty `Option` was a call
         // of 19 instructions per node on the chain bench).
@@ -867,7 +872,7 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
             return Ok(());
         }
         self.out.reset(0);
-        call_node(cell, hooks, buf, &mut self.out, self.keep_graph)?;
+        call_node(node, hooks, buf, &mut self.out, self.keep_graph)?;
         buf.reset(0);
         task.buffers_left -= 1;
         if let ([Some(edge)], [g]) = (&cell.edges[..], &mut self.out[..])
@@ -927,8 +932,8 @@ fn mark_needed<'a, T: Tensor, G: Grad<T>>(task: &mut Task<'a, T, G>) {
     let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut indeg = vec![0u32; n];
     for (i, ch) in children.iter_mut().enumerate() {
-        if let Vertex::Node(cell) = task.states[i].vertex {
-            for edge in cell.edges.iter().flatten() {
+        if let Vertex::Node(node) = task.states[i].vertex {
+            for edge in node.cell().edges.iter().flatten() {
                 if let Some(j) = task.lookup(edge) {
                     ch.push(j);
                     indeg[j as usize] += 1;
@@ -1013,12 +1018,13 @@ fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, mut e: AutogradError) -> AutogradE
 }
 
 fn call_node<T: Tensor, G: Grad<T>>(
-    cell: &DynCell<T>,
+    node_ref: &NodeRef<T>,
     hooks: Option<&HooksSnapshot<T>>,
     grads: &mut OptList<G, 2>,
     outputs: &mut OptList<G, 2>,
     keep_graph: bool,
 ) -> Result<(), AutogradError> {
+    let cell = node_ref.cell();
     let mut post_inputs = None;
     if let Some(h) = hooks {
         let mut vars = G::to_vars(std::mem::take(grads));
@@ -1028,14 +1034,15 @@ fn call_node<T: Tensor, G: Grad<T>>(
         }
         *grads = G::from_vars(vars);
     }
-    let result = {
+    // As the node: its own saved outputs reach it (`run_as`).
+    let result = crate::node_ptr::run_as(node_ref, || {
         let mut node = cell.node.lock();
         let r = G::apply(&mut *node, grads, outputs);
         if !keep_graph && r.is_ok() {
             node.release_variables();
         }
         r
-    };
+    });
     result.map_err(|e| anomaly_wrap(cell, e))?;
     validate(cell, outputs).map_err(|e| anomaly_wrap(cell, e))?;
     if is_anomaly_enabled() {

@@ -419,9 +419,12 @@ impl<T: Tensor> NodeRef<T> {
             )));
         }
         let hooks = Arc::new(SavedHooks::new(pack, unpack));
-        let result: Result<(), AutogradError> = taken
-            .iter_mut()
-            .try_for_each(|sv| sv.register_shared_hooks(hooks.clone()));
+        // As the node's: its own saved outputs reach it (unlocked, for `pack`).
+        let result: Result<(), AutogradError> = crate::node_ptr::run_as(self, || {
+            taken
+                .iter_mut()
+                .try_for_each(|sv| sv.register_shared_hooks(hooks.clone()))
+        });
         let mut back = taken.into_iter();
         self.with_node(|n| {
             n.visit_saved_mut(&mut |k, sv| {
@@ -435,9 +438,10 @@ impl<T: Tensor> NodeRef<T> {
         result
     }
 
-    /// Runs `f` on the locked node (type-erased).
+    /// Runs `f` on the locked node (type-erased). The node runs meanwhile: its own saved
+    /// outputs unpack.
     pub fn with_node<R>(&self, f: impl FnOnce(&mut dyn Node<T>) -> R) -> R {
-        f(&mut *self.cell().node.lock())
+        crate::node_ptr::run_as(self, || f(&mut *self.cell().node.lock()))
     }
 }
 
@@ -587,7 +591,7 @@ pub struct NewOutputs<'a, T: Tensor, N: Node<T>, const K: usize> {
 impl<T: Tensor, N: Node<T>, const K: usize> NewOutputs<'_, T, N, K> {
     /// Output `k` (`k < K`), saved by its own node.
     pub fn save(&self, k: usize) -> SavedVariable<T> {
-        SavedVariable::fresh_output(self.raw[k].clone(), self.node.downgrade(), k as u32)
+        SavedVariable::fresh_output(self.raw[k].clone(), self.node.own(), k as u32)
     }
 }
 

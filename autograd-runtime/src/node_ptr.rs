@@ -24,6 +24,9 @@
 //!   other code can make a pointer without a count.
 
 use std::alloc::Layout;
+use std::any::TypeId;
+use std::cell::Cell;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 
@@ -33,7 +36,9 @@ use crate::node::{DynCell, Node, NodeCell, drop_last_ref};
 use crate::refcount::{MAX_REFCOUNT, increment, release_weak_count};
 use crate::tensor::Tensor;
 
-/// A node's allocation: its header, then the cell.
+/// A node's allocation: its header, then the cell, at [`CELL_OFFSET`] for every
+/// node type (`repr(C)`, checked in [`Pending::new`]).
+#[repr(C)]
 struct NodeBox<T: Tensor, N: ?Sized> {
     head: Head,
     cell: NodeCell<T, N>,
@@ -63,6 +68,25 @@ struct Head {
     /// [`Variable`](crate::Variable)): in the header, outside the cell, so
     /// that a weak reference can still read them after the node is dropped.
     versions: [AtomicU32; NODE_COUNTERS],
+}
+
+/// Where the cell starts in every `NodeBox`: right after the 32-byte header (a node
+/// type aligned to more than the header would move it; `Pending::new` refuses
+/// those at compile time). A constant, so that reaching the cell of a type-erased
+/// node is one addition: Rust computes a `dyn` field's offset from the alignment
+/// in the vtable (measured: about 20 instructions a node in backward).
+const CELL_OFFSET: usize = std::mem::size_of::<Head>();
+
+/// The cell of the node at `p`, reached with the constant offset.
+///
+/// # Safety
+/// `p` is a node allocation (from `Pending::new`, so its cell is at
+/// `CELL_OFFSET`).
+#[inline]
+unsafe fn cell_ptr<T: Tensor>(p: NonNull<DynBox<T>>) -> *mut DynCell<T> {
+    // SAFETY: in bounds of the allocation by the caller's guarantee; the cast
+    // keeps the vtable (same `dyn Node<T>` tail).
+    unsafe { (p.as_ptr() as *mut DynCell<T>).byte_add(CELL_OFFSET) }
 }
 
 /// The header of the node at `p`.
@@ -137,7 +161,7 @@ impl<T: Tensor> Drop for LastRef<T> {
         // references' weak count is still held, so the memory is alive, and
         // it is given up by `release_weak` after the cell is gone.
         unsafe {
-            std::ptr::drop_in_place(&raw mut (*self.0.as_ptr()).cell);
+            std::ptr::drop_in_place(cell_ptr(self.0));
             release_weak(self.0);
         }
     }
@@ -330,7 +354,7 @@ impl<T: Tensor> NodeRef<T> {
     pub(crate) fn cell(&self) -> &DynCell<T> {
         // SAFETY: the strong count keeps the cell alive for as long as `self`
         // is borrowed.
-        unsafe { &(*self.0.as_ptr()).cell }
+        unsafe { &*cell_ptr(self.0) }
     }
 
     /// The version counter of output `k` (`k < NODE_COUNTERS`).
@@ -419,6 +443,95 @@ impl<T: Tensor> Drop for WeakNode<T> {
     }
 }
 
+/// The node whose `apply` (or whose typed access: [`NodeRef::with_node`],
+/// [`NodeHandle::with`]) runs on this thread: what an [`OwnNode`] is compared
+/// with. Lives on the stack of [`run_as`] for as long as the thread-local points
+/// to it.
+struct Frame {
+    /// The node's address (its identity: the data part of the pointer).
+    addr: usize,
+    /// The tensor type, so that `node` is read as the right `NodeRef<T>`.
+    tensor: TypeId,
+    /// The running `&NodeRef<T>`, type-erased.
+    node: *const (),
+}
+
+thread_local! {
+    static RUNNING: Cell<*const Frame> = const { Cell::new(std::ptr::null()) };
+}
+
+/// The address that identifies the node at `p`.
+#[inline]
+fn addr_of_node<T: Tensor>(p: NonNull<DynBox<T>>) -> usize {
+    p.as_ptr().cast::<u8>() as usize
+}
+
+/// Runs `f` with `node` as this thread's running node (restored afterwards,
+/// also on a panic): inside, the [`OwnNode`]s of `node` reach it.
+#[inline(always)]
+pub(crate) fn run_as<T: Tensor, R>(node: &NodeRef<T>, f: impl FnOnce() -> R) -> R {
+    struct Restore(*const Frame);
+    impl Drop for Restore {
+        #[inline]
+        fn drop(&mut self) {
+            RUNNING.set(self.0);
+        }
+    }
+    let frame = Frame {
+        addr: addr_of_node(node.0),
+        tensor: TypeId::of::<T>(),
+        node: std::ptr::from_ref(node).cast(),
+    };
+    let _restore = Restore(RUNNING.replace(&raw const frame));
+    f()
+}
+
+/// A node's own saved output's way back to its node, without a count
+/// ([`SavedVariable`](crate::SavedVariable)s made by
+/// [`record_saving`](crate::record_saving)): the node's address, compared with
+/// the node running on this thread ([`run_as`]: the engine's `apply`, or typed
+/// access to the node). A saved output lives in its node's cell, so it is unpacked
+/// while its node runs; a weak reference (`WeakNode`) would cost a weak count taken
+/// and given back and the node's death one read-modify-write more, three atomic
+/// operations per such node. Outside its node (moved out of it) it reaches nothing:
+/// it is never dereferenced, only compared.
+pub(crate) struct OwnNode<T: Tensor> {
+    addr: usize,
+    _tensor: PhantomData<fn() -> T>,
+}
+
+impl<T: Tensor> OwnNode<T> {
+    /// `f` on the node, if it is the one running on this thread.
+    #[inline]
+    pub(crate) fn with_running<R>(&self, f: impl FnOnce(&NodeRef<T>) -> R) -> Option<R> {
+        let frame = RUNNING.get();
+        if frame.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null `RUNNING` points to the frame of a `run_as` call
+        // still running on this thread (it restores the previous value before
+        // its frame goes), which borrows `node` for the whole call.
+        let frame = unsafe { &*frame };
+        if frame.addr != self.addr || frame.tensor != TypeId::of::<T>() {
+            return None;
+        }
+        // SAFETY: the frame's `node` is a `&NodeRef<T>` (the type checked just
+        // above) borrowed for the whole `run_as` call, which outlives this one.
+        Some(f(unsafe { &*frame.node.cast::<NodeRef<T>>() }))
+    }
+
+    /// The version counter of output `k` (`k < NODE_COUNTERS`), if the node runs.
+    #[inline]
+    pub(crate) fn version(&self, k: u32) -> Option<u32> {
+        self.with_running(|n| n.version_slot(k).load(Ordering::Acquire))
+    }
+
+    /// A strong reference, if the node runs on this thread.
+    pub(crate) fn upgrade(&self) -> Option<NodeRef<T>> {
+        self.with_running(NodeRef::clone)
+    }
+}
+
 /// Typed access to a node after it was put in the graph, returned by
 /// [`record`](crate::record): the generated code uses it to save the op's
 /// outputs (`handle.with(|n| n.result = SavedVariable::new(&out, true))`).
@@ -440,10 +553,15 @@ impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
         (NodeHandle(p), out)
     }
 
-    /// Runs `f` with mutable access to the node (locks its mutex).
+    /// Runs `f` with mutable access to the node (locks its mutex). The node runs
+    /// meanwhile: its own saved outputs unpack.
     pub fn with<R>(&self, f: impl FnOnce(&mut N) -> R) -> R {
+        let erased: NonNull<DynBox<T>> = self.0;
+        // A borrowed reference: the handle's count, not given back.
+        let node = std::mem::ManuallyDrop::new(NodeRef(erased));
         // SAFETY: the handle's strong count keeps the cell alive.
-        f(&mut unsafe { &(*self.0.as_ptr()).cell.node }.lock())
+        let cell = unsafe { &(*self.0.as_ptr()).cell };
+        run_as(&node, || f(&mut cell.node.lock()))
     }
 
     /// The type-erased reference (what `grad_fn()` returns).
@@ -477,6 +595,12 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
             .pad_to_align();
         let (mem, chunk) = arena::alloc_node(layout);
         let p = mem.cast::<NodeBox<T, N>>();
+        const {
+            assert!(
+                std::mem::offset_of!(NodeBox<T, N>, cell) == CELL_OFFSET,
+                "a node type aligned to more than 32 bytes"
+            )
+        };
         // SAFETY: `alloc_node` returns memory of `layout` (at least
         // `NodeBox<T, N>`'s size and alignment) that nothing else uses, plus
         // one count of its chunk, which the node keeps. Only the header is
@@ -495,16 +619,14 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
         Pending(p)
     }
 
-    /// A weak reference to the node being built.
+    /// The pending node's identity for its own saved outputs ([`OwnNode`]).
     #[inline]
-    pub(crate) fn downgrade(&self) -> WeakNode<T> {
-        // SAFETY: the pending node's own weak count keeps the header alive.
-        let h = unsafe { head(self.0) };
-        increment(&h.weak);
-        // Only this thread knows the pending node: a plain store (`publish`
-        // keeps the flag).
-        h.owner.store(WEAKENED, Ordering::Relaxed);
-        WeakNode(self.0)
+    pub(crate) fn own(&self) -> OwnNode<T> {
+        let erased: NonNull<DynBox<T>> = self.0;
+        OwnNode {
+            addr: addr_of_node(erased),
+            _tensor: PhantomData,
+        }
     }
 
     /// Writes the cell and hands out `refs >= 1` strong references (the
@@ -547,8 +669,7 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
                 _ => (n, 0),
             };
             h.local.store(local, Ordering::Relaxed);
-            let weakened = h.owner.load(Ordering::Relaxed) & WEAKENED;
-            h.owner.store(owner | weakened, Ordering::Relaxed);
+            h.owner.store(owner, Ordering::Relaxed);
             h.shared.store(shared, Ordering::Release);
         }
         (p, OutputRefs { node: p, refs })

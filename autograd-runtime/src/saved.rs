@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::error::AutogradError;
 use crate::mode::{is_anomaly_enabled, is_grad_enabled, no_grad};
 use crate::node::{Node, NodeRef, VariableList, WeakNode};
+use crate::node_ptr::OwnNode;
 use crate::saved_hooks::{Packed, SavedHooks, default_hooks};
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::{SharedCounter, Variable};
@@ -48,6 +49,15 @@ enum State<T: Tensor> {
         /// What most saved outputs do not have, boxed to keep the node that
         /// saves them small (`None`: neither).
         rare: Option<Box<OutputRare<T>>>,
+    },
+    /// An op's own output saved by its node as generated code records it
+    /// ([`crate::record_saving`]): no weak reference, the node is reached while it
+    /// runs (`OwnNode`); its version counter is the node's slot.
+    OwnOutput {
+        data: T,
+        node: OwnNode<T>,
+        output_nr: u32,
+        version: u32,
     },
     /// Packed by saved-tensor hooks.
     Hooked(Box<Hooked<T>>),
@@ -152,7 +162,9 @@ impl<T: Tensor> fmt::Debug for SavedVariable<T> {
         match &self.state {
             State::Empty => f.write_str("SavedVariable(empty)"),
             State::Released => f.write_str("SavedVariable(released)"),
-            State::Var { version, .. } | State::Output { version, .. } => {
+            State::Var { version, .. }
+            | State::Output { version, .. }
+            | State::OwnOutput { version, .. } => {
                 write!(f, "SavedVariable({:?}, version {version})", self.shape())
             }
             State::Hooked(_) => write!(f, "SavedVariable({:?}, packed)", self.shape()),
@@ -199,17 +211,19 @@ impl<T: Tensor> SavedVariable<T> {
 
     /// What [`new`](Self::new)`(&output, true)` gives for output
     /// `output_nr < NODE_COUNTERS` of a node being recorded, when no
-    /// saved-tensor hooks nor forward-mode AD are active: the output's data,
-    /// a weak reference to the node (whose header holds the output's version
-    /// counter, at 0), nothing rare ([`crate::record_saving`]).
-    pub(crate) fn fresh_output(data: T, grad_fn: WeakNode<T>, output_nr: u32) -> Self {
+    /// saved-tensor hooks nor forward-mode AD are active: the output's data and
+    /// the node's identity (whose header holds the output's version counter, at
+    /// 0) ([`crate::record_saving`]). It unpacks only while its node runs: in the
+    /// node's `apply` or through [`NodeRef::with_node`] /
+    /// [`NodeHandle::with`](crate::NodeHandle::with) (it lives in the node);
+    /// moved out of the node, unpacking it fails ([`ERR_OWN_OUTPUT`]).
+    pub(crate) fn fresh_output(data: T, node: OwnNode<T>, output_nr: u32) -> Self {
         SavedVariable {
-            state: State::Output {
+            state: State::OwnOutput {
                 data,
-                grad_fn,
+                node,
                 output_nr,
                 version: 0,
-                rare: None,
             },
         }
     }
@@ -241,7 +255,9 @@ impl<T: Tensor> SavedVariable<T> {
     pub fn shape(&self) -> Option<Vec<usize>> {
         match &self.state {
             State::Var { var, .. } => Some(var.shape()),
-            State::Output { data, .. } => Some(data.shape().to_vec()),
+            State::Output { data, .. } | State::OwnOutput { data, .. } => {
+                Some(data.shape().to_vec())
+            }
             State::Hooked(h) => Some(h.meta.shape().to_vec()),
             _ => None,
         }
@@ -291,6 +307,12 @@ impl<T: Tensor> SavedVariable<T> {
                 }
                 Ok(Some(v))
             }
+            State::OwnOutput {
+                data,
+                node,
+                output_nr,
+                version,
+            } => unpack_own(data, node, *output_nr, *version).map(Some),
             State::Hooked(h) => h.unpack().map(Some),
         }
     }
@@ -318,6 +340,12 @@ impl<T: Tensor> SavedVariable<T> {
             } if output_version(grad_fn, *output_nr, rare_counter(rare)) == *version => {
                 DataRepr::Borrowed(data)
             }
+            State::OwnOutput {
+                data,
+                node,
+                output_nr,
+                version,
+            } if node.version(*output_nr) == Some(*version) => DataRepr::Borrowed(data),
             State::Var { var, version } if var.version() == *version => {
                 DataRepr::Read(var.read_data())
             }
@@ -334,6 +362,41 @@ impl<T: Tensor> SavedVariable<T> {
             _ => self.unpack_data().map(Some),
         }
     }
+}
+
+/// PyTorch has no such case: a saved output lives in its node.
+const ERR_OWN_OUTPUT: &str = "a saved output made by record_saving was unpacked outside its node (it unpacks in the node's apply, NodeRef::with_node or NodeHandle::with)";
+
+/// An own saved output (`State::OwnOutput`) as a variable again, checked against its
+/// version, with the running node as `grad_fn`.
+fn unpack_own<T: Tensor>(
+    data: &T,
+    node: &OwnNode<T>,
+    output_nr: u32,
+    version: u32,
+) -> Result<Variable<T>, AutogradError> {
+    let v = own_variable(data, node, output_nr)?;
+    let current = v.version();
+    if current != version {
+        // Unpacked inside `apply`, with the node locked: the engine fills in the name.
+        let output_of =
+            v.with_history(|f, nr| f.map(|f| (nr as usize, f.try_name().unwrap_or_default())));
+        return Err(mismatch(data, output_of, current, version));
+    }
+    Ok(v)
+}
+
+/// An own saved output as a variable again (no version check), with the running node as
+/// `grad_fn`, sharing the node's version counter for it.
+fn own_variable<T: Tensor>(
+    data: &T,
+    node: &OwnNode<T>,
+    output_nr: u32,
+) -> Result<Variable<T>, AutogradError> {
+    let node = node
+        .upgrade()
+        .ok_or_else(|| AutogradError::msg(ERR_OWN_OUTPUT))?;
+    Ok(Variable::with_grad_fn(data.clone(), node, output_nr))
 }
 
 /// A saved output as a variable again: its data, with the node (if alive) as `grad_fn`,
@@ -467,6 +530,12 @@ impl<T: Tensor> SavedVariable<T> {
                 rebuild_output(data, grad_fn, *output_nr, rare_counter(rare)),
                 true,
             ),
+            State::OwnOutput {
+                data,
+                node,
+                output_nr,
+                ..
+            } => (own_variable(data, node, *output_nr)?, true),
         };
         *self = Self::hooked(&var, is_output, hooks);
         Ok(())

@@ -136,14 +136,45 @@ fn a_saved_output_cannot_reach_its_node_before_it_is_recorded() {
     };
     let ([y], _) = record_saving(node, &[Some(&x)], [x.data()], |n, o| {
         let early = o.save(0);
-        // The node is not in the graph yet: the unpacked output has no history.
-        let v = early.unpack().unwrap();
-        assert!(v.grad_fn().is_none());
+        // The node is not in the graph yet (nor running): the saved output reaches nothing.
+        let e = early.unpack().unwrap_err().to_string();
+        assert!(e.contains("unpacked outside its node"), "{e}");
         n.result = o.save(0);
     });
     assert_eq!(y.grad_fn().unwrap().name(), "ExpBackward0");
     sum(&y).backward().unwrap();
     assert_eq!(x.grad().unwrap().data().data, x.data().data);
+}
+
+#[test]
+fn a_saved_output_unpacks_through_its_node_and_nowhere_else() {
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let (y, _) = exp_saving(&x);
+    let f = y.grad_fn().unwrap();
+    // Through the node: the output again, with the node as its history and its counter.
+    let (same, nr) = f.with_node(|n| {
+        let mut got = None;
+        n.visit_saved_mut(&mut |_, sv| {
+            let v = sv.unpack().unwrap();
+            got = Some((v.grad_fn().unwrap().ptr_eq(&f), v.output_nr()));
+        });
+        got.unwrap()
+    });
+    assert!(same && nr == 0);
+    // Moved out of its node, it reaches nothing, even while another node runs.
+    let moved = f.with_node(|n| {
+        let mut out = None;
+        n.visit_saved_mut(&mut |_, sv| out = Some(std::mem::take(sv)));
+        out.unwrap()
+    });
+    let e = moved.unpack().unwrap_err().to_string();
+    assert!(e.contains("unpacked outside its node"), "{e}");
+    let (z, _) = exp_saving(&x);
+    let other = z.grad_fn().unwrap();
+    let e = other.with_node(|_| moved.unpack().unwrap_err().to_string());
+    assert!(e.contains("unpacked outside its node"), "{e}");
+    // Its node's backward now fails where the saved output is missing.
+    assert!(sum(&y).backward().is_err());
 }
 
 #[test]

@@ -234,6 +234,9 @@ impl Node<TT> for ExpBackward0 {
     fn visit_saved(&self, f: &mut dyn FnMut(&str, &SavedVariable<TT>)) {
         f("result", &self.result);
     }
+    fn visit_saved_mut(&mut self, f: &mut dyn FnMut(&str, &mut SavedVariable<TT>)) {
+        f("result", &mut self.result);
+    }
 }
 pub fn exp(a: &V) -> V {
     let raw = a.data().map(f64::exp);
