@@ -493,8 +493,10 @@ pub(crate) fn run_as<T: Tensor, R>(node: &NodeRef<T>, f: impl FnOnce() -> R) -> 
 /// access to the node). A saved output lives in its node's cell, so it is unpacked
 /// while its node runs; a weak reference (`WeakNode`) would cost a weak count taken
 /// and given back and the node's death one read-modify-write more, three atomic
-/// operations per such node. Outside its node (moved out of it) it reaches nothing:
-/// it is never dereferenced, only compared.
+/// operations per such node. It is never dereferenced, only compared: moved out of
+/// its node, it reaches nothing (or, once its node is gone and another node of the
+/// same tensor type got the address and runs, that node: a wrong history for a
+/// misused saved output, never a dangling pointer).
 pub(crate) struct OwnNode<T: Tensor> {
     addr: usize,
     _tensor: PhantomData<fn() -> T>,

@@ -25,6 +25,10 @@ use crate::variable::{SharedCounter, Variable};
 ///   reference cycle and saving allocates nothing; unpacking rebuilds a
 ///   variable with the node as `grad_fn` sharing that counter, as PyTorch
 ///   does (with or without grad mode).
+///   Generated code saves its outputs through `record_saving`, with no weak
+///   reference at all: such a saved output reaches its node only while the node
+///   runs (its `apply`, [`NodeRef::with_node`], [`NodeHandle::with`](crate::NodeHandle::with)),
+///   which is where it lives; moved out of its node, unpacking it is an error.
 /// * Saving anything else (inputs, leaves) keeps the variable itself.
 /// * With saved-tensor hooks in scope ([`saved_tensors_hooks`](crate::saved_tensors_hooks))
 ///   or registered on it ([`register_hooks`](Self::register_hooks)), it keeps what the pack
