@@ -174,6 +174,7 @@ mod backoff;
 mod bias;
 #[allow(unsafe_code)]
 mod counter_slot;
+mod counts;
 #[allow(unsafe_code)]
 mod data_lock;
 mod dot;

@@ -31,9 +31,10 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 
 use crate::arena::{self, Chunk};
-use crate::bias::{self, NO_OWNER, WEAKENED};
+use crate::bias;
+use crate::counts::Counts;
 use crate::node::{DynCell, Node, NodeCell, drop_last_ref};
-use crate::refcount::{MAX_REFCOUNT, increment, release_weak_count};
+use crate::refcount::{increment, release_weak_count};
 use crate::tensor::Tensor;
 
 /// A node's allocation: its header, then the cell, at [`CELL_OFFSET`] for every
@@ -49,20 +50,8 @@ struct NodeBox<T: Tensor, N: ?Sized> {
 /// of its first outputs. Written before the cell ([`Pending`]) and read
 /// through [`head`], never through a reference to the whole `NodeBox`.
 struct Head {
-    /// The owner thread's strong references (read and written by that thread
-    /// only, with relaxed loads and stores; by another thread only to merge
-    /// after the owner exited, ordered by `bias.rs`'s mutex).
-    local: AtomicU32,
-    /// Other threads' strong references: a signed count in steps of
-    /// [`STEP`], with the flags [`MERGED`] and [`QUEUED`].
-    shared: AtomicU32,
-    /// The owner's tag (`bias.rs`), [`NO_OWNER`] once merged, and the flag
-    /// [`WEAKENED`] once a weak reference was made (set with a `fetch_or` by other
-    /// threads, before they give up the strong reference they made it from). The
-    /// tag is written by the owner (or, after it exited, by the thread merging for
-    /// it).
-    owner: AtomicU32,
-    weak: AtomicU32,
+    /// The strong (biased) and weak counts (`counts.rs`).
+    counts: Counts,
     chunk: NonNull<Chunk>,
     /// The version counters of outputs `0..NODE_COUNTERS` (see
     /// [`Variable`](crate::Variable)): in the header, outside the cell, so
@@ -102,23 +91,6 @@ unsafe fn head<'a, T: Tensor, N: ?Sized>(p: NonNull<NodeBox<T, N>>) -> &'a Head 
     unsafe { &(*p.as_ptr()).head }
 }
 
-/// `shared`: the owner's count was added in; from then on every thread counts in
-/// `shared` alone, and a zero count there means the node is dead.
-const MERGED: u32 = 1;
-/// `shared`: its count went below zero once and the node was queued to its
-/// owner for a merge (it is queued at most once).
-const QUEUED: u32 = 2;
-/// `shared`: one reference (the count sits above the two flags).
-const STEP: u32 = 4;
-/// Counts in `shared` above this abort, like `Arc`'s.
-const MAX_SHARED: i32 = i32::MAX >> 3;
-
-/// The signed count in a `shared` word.
-#[inline]
-fn count(shared: u32) -> i32 {
-    (shared as i32) >> 2
-}
-
 /// How many outputs of a node keep their version counter in its header
 /// (outputs beyond keep theirs inline, like leaves).
 pub(crate) const NODE_COUNTERS: usize = 2;
@@ -136,7 +108,7 @@ unsafe fn release_weak<T: Tensor>(p: NonNull<DynBox<T>>) {
     let b = unsafe { head(p) };
     // Usually the last count: no saved output or shared counter refers to
     // the node.
-    if release_weak_count(&b.weak) {
+    if release_weak_count(&b.counts.weak) {
         // Every other user's accesses happen before the chunk is released.
         fence(Ordering::Acquire);
         let chunk = b.chunk;
@@ -189,15 +161,12 @@ impl<T: Tensor> Drop for NodeRef<T> {
     fn drop(&mut self) {
         // SAFETY: this handle owns one strong count, so the node is alive.
         let h = unsafe { head(self.0) };
-        if !bias::owns(h.owner.load(Ordering::Relaxed)) {
+        if !h.counts.owned() {
             return release_shared(self.0);
         }
-        let n = h.local.load(Ordering::Relaxed);
-        if n > 1 {
-            h.local.store(n - 1, Ordering::Relaxed);
-            return;
+        if h.counts.release_local() {
+            release_last_local(self.0);
         }
-        release_last_local(self.0);
     }
 }
 
@@ -208,26 +177,7 @@ impl<T: Tensor> Drop for NodeRef<T> {
 fn release_last_local<T: Tensor>(p: NonNull<DynBox<T>>) {
     // SAFETY: the caller owns the owner's last local count of `p`.
     let h = unsafe { head(p) };
-    debug_assert_eq!(h.local.load(Ordering::Relaxed), 1);
-    // The owner's last local count. No other thread counts a reference
-    // (`shared` is zero, no flags) and no weak reference was ever made: no
-    // reference is left and none can be made, so the node is dead without a
-    // read-modify-write. `shared` first, with Acquire: other threads' uses
-    // happen before (each gave its reference back with a release), and so
-    // does their `WEAKENED` (set before that release), which the second load
-    // then sees.
-    if h.shared.load(Ordering::Acquire) == 0 && h.owner.load(Ordering::Relaxed) & WEAKENED == 0 {
-        drop_last_ref(LastRef(p));
-        return;
-    }
-    // Otherwise merge. Release: the owner's uses of the node happen before
-    // whoever drops the cell; Acquire: other threads' uses happen before
-    // this thread drops it.
-    h.local.store(0, Ordering::Relaxed);
-    h.owner.store(NO_OWNER, Ordering::Relaxed);
-    // `fetch_add`: the flag is clear (the owner has not merged), and unlike
-    // `fetch_or` it is one instruction, not a loop.
-    if count(h.shared.fetch_add(MERGED, Ordering::AcqRel)) == 0 {
+    if h.counts.release_last_local() {
         drop_last_ref(LastRef(p));
     }
 }
@@ -236,42 +186,14 @@ fn release_last_local<T: Tensor>(p: NonNull<DynBox<T>>) {
 #[inline(never)]
 fn release_shared<T: Tensor>(p: NonNull<DynBox<T>>) {
     // SAFETY: the caller owns one strong count of `p`, so the node is alive.
-    let h = unsafe { head(p) };
-    // A weak count for the queue, taken while this reference keeps the node
-    // alive, if this drop may be the one that queues it.
-    let mut weak_taken = false;
-    let mut cur = h.shared.load(Ordering::Relaxed);
-    let new = loop {
-        let mut new = cur.wrapping_sub(STEP);
-        if cur & (MERGED | QUEUED) == 0 && count(new) < 0 {
-            // The first count of the owner's dropped here: queue it.
-            new |= QUEUED;
-            if !weak_taken {
-                increment(&h.weak);
-                weak_taken = true;
-            }
-        }
-        match h
-            .shared
-            .compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed)
-        {
-            Ok(_) => break new,
-            Err(c) => cur = c,
-        }
-    };
-    let queued = new & QUEUED != 0 && cur & QUEUED == 0;
-    if queued {
-        // The merge owns the weak count. `owner` may have merged meanwhile
-        // (counts are interchangeable: its `local` may have gone to zero
-        // through references counted here): the merge then does nothing.
-        bias::enqueue(h.owner.load(Ordering::Relaxed) & !WEAKENED, merge_fn(p));
-    } else if new & MERGED != 0 && count(new) == 0 {
-        // Every other reference's use of the cell happens before this.
-        fence(Ordering::Acquire);
+    let r = unsafe { head(p) }.counts.release_shared();
+    if let Some(owner) = r.queue_to {
+        bias::enqueue(owner, merge_fn(p));
+    } else if r.dead {
         drop_last_ref(LastRef(p));
     }
-    if weak_taken && !queued {
-        // SAFETY: the count taken above, not handed to a merge.
+    if r.extra_weak {
+        // SAFETY: the count taken for a merge that was not queued.
         unsafe { release_weak(p) };
     }
 }
@@ -289,62 +211,21 @@ fn merge_fn<T: Tensor>(p: NonNull<DynBox<T>>) -> bias::Merge {
     Box::new(move || {
         // The whole `Queued` (a closure would capture just its field).
         let Queued(p) = { q };
-        // SAFETY: the merge's weak count keeps the header alive.
-        let h = unsafe { head(p) };
-        if h.shared.load(Ordering::Acquire) & MERGED == 0 {
-            // Not merged, so not dead: the cell is alive.
-            let local = h.local.load(Ordering::Relaxed);
-            if i32::try_from(local).map_or(true, |l| l > MAX_SHARED) {
-                std::process::abort();
-            }
-            h.local.store(0, Ordering::Relaxed);
-            h.owner.store(NO_OWNER, Ordering::Relaxed);
-            let old = h.shared.fetch_add(local * STEP + MERGED, Ordering::AcqRel);
-            if count(old) + local as i32 == 0 {
-                drop_last_ref(LastRef(p));
-            }
+        // SAFETY: the merge's weak count keeps the header alive; a merge that finds
+        // the node not merged yet knows it alive, and drops it if the sum is zero.
+        if unsafe { head(p) }.counts.merge() {
+            drop_last_ref(LastRef(p));
         }
         // SAFETY: the merge's weak count, given up once.
         unsafe { release_weak(p) };
     })
 }
 
-/// Notes in `h` that a weak reference was made, so that the owner's last count
-/// is not taken for the node's last (see `NodeRef::drop`): the owner with a plain
-/// store (no other thread changes the word while it owns the node, but for
-/// setting this same flag), others with a `fetch_or`, before the strong
-/// reference they hold is given back.
-fn mark_weakened(h: &Head) {
-    let o = h.owner.load(Ordering::Relaxed);
-    if o & WEAKENED != 0 {
-        return;
-    }
-    if bias::owns(o) {
-        h.owner.store(o | WEAKENED, Ordering::Relaxed);
-    } else {
-        h.owner.fetch_or(WEAKENED, Ordering::Relaxed);
-    }
-}
-
-/// Adds a strong count to a node the caller keeps alive.
-#[inline]
-fn acquire_strong(h: &Head) {
-    if bias::owns(h.owner.load(Ordering::Relaxed)) {
-        let n = h.local.load(Ordering::Relaxed);
-        if n > MAX_REFCOUNT {
-            std::process::abort();
-        }
-        h.local.store(n + 1, Ordering::Relaxed);
-    } else if count(h.shared.fetch_add(STEP, Ordering::Relaxed)) > MAX_SHARED {
-        std::process::abort();
-    }
-}
-
 impl<T: Tensor> Clone for NodeRef<T> {
     #[inline]
     fn clone(&self) -> Self {
         // SAFETY: this handle's strong count keeps the node alive.
-        acquire_strong(unsafe { head(self.0) });
+        unsafe { head(self.0) }.counts.acquire();
         NodeRef(self.0)
     }
 }
@@ -367,9 +248,7 @@ impl<T: Tensor> NodeRef<T> {
 
     pub(crate) fn downgrade(&self) -> WeakNode<T> {
         // SAFETY: this handle keeps the node alive.
-        let h = unsafe { head(self.0) };
-        increment(&h.weak);
-        mark_weakened(h);
+        unsafe { head(self.0) }.counts.downgrade();
         WeakNode(self.0)
     }
 
@@ -403,35 +282,14 @@ impl<T: Tensor> WeakNode<T> {
     pub(crate) fn upgrade(&self) -> Option<NodeRef<T>> {
         // SAFETY: the weak count keeps the header alive.
         let h = unsafe { head(self.0) };
-        if bias::owns(h.owner.load(Ordering::Relaxed)) {
-            let n = h.local.load(Ordering::Relaxed);
-            if n > 0 {
-                // The owner's own references keep the node alive.
-                h.local.store(n + 1, Ordering::Relaxed);
-                return Some(NodeRef(self.0));
-            }
-        }
-        // Refused only when merged with a zero count (dead, or not yet
-        // published). Acquire: the new reference sees the written cell.
-        h.shared
-            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |cur| {
-                if cur & MERGED != 0 && count(cur) == 0 {
-                    None
-                } else if count(cur) >= MAX_SHARED {
-                    std::process::abort()
-                } else {
-                    Some(cur.wrapping_add(STEP))
-                }
-            })
-            .is_ok()
-            .then(|| NodeRef(self.0))
+        h.counts.try_upgrade().then(|| NodeRef(self.0))
     }
 }
 
 impl<T: Tensor> Clone for WeakNode<T> {
     fn clone(&self) -> Self {
         // SAFETY: this handle's weak count keeps the header alive.
-        increment(unsafe { &head(self.0).weak });
+        increment(unsafe { &head(self.0).counts.weak });
         WeakNode(self.0)
     }
 }
@@ -610,10 +468,7 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
         // `shared` is merged with a zero count, so no upgrade succeeds.
         unsafe {
             (&raw mut (*p.as_ptr()).head).write(Head {
-                local: AtomicU32::new(0),
-                shared: AtomicU32::new(MERGED),
-                owner: AtomicU32::new(NO_OWNER),
-                weak: AtomicU32::new(1),
+                counts: Counts::unpublished(),
                 chunk,
                 versions: [const { AtomicU32::new(0) }; NODE_COUNTERS],
             })
@@ -652,28 +507,19 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
     ) -> (NonNull<NodeBox<T, N>>, OutputRefs<T, N>) {
         let n = u32::try_from(strong)
             .ok()
-            .filter(|&n| n > 0 && n <= MAX_SHARED as u32 && refs <= n as usize)
+            .filter(|&n| n > 0 && refs <= n as usize)
             .expect("too many outputs for one node");
         let p = std::mem::ManuallyDrop::new(self).0;
         // SAFETY: the cell's place in the allocation from `new` was never
         // written nor read (the strong count is zero, so no reference to the
-        // cell exists). Release: a weak reference upgraded after this store
-        // (Acquire) sees the written cell.
-        unsafe {
-            (&raw mut (*p.as_ptr()).cell).write(cell);
-            // After the write: a call before it made the cell go through a
-            // `memcpy` (the chain bench's `tanh`).
-            let owner = bias::owner_for_new();
-            let h = head(p);
-            // A thread without a tag counts in `shared` from the start.
-            let (local, shared) = match owner {
-                NO_OWNER => (0, n * STEP + MERGED),
-                _ => (n, 0),
-            };
-            h.local.store(local, Ordering::Relaxed);
-            h.owner.store(owner, Ordering::Relaxed);
-            h.shared.store(shared, Ordering::Release);
-        }
+        // cell exists).
+        unsafe { (&raw mut (*p.as_ptr()).cell).write(cell) };
+        // After the write: the owner's tag read before it made the cell go
+        // through a `memcpy` (the chain bench's `tanh`). Release (in
+        // `publish`): a weak reference upgraded after this sees the cell.
+        // SAFETY: the header was written by `new`; the pending node's count
+        // keeps it alive.
+        unsafe { head(p) }.counts.publish(n);
         (p, OutputRefs { node: p, refs })
     }
 }
