@@ -1,5 +1,6 @@
-//! [`Counts`]: the biased strong count and the weak count of a node (`node_ptr.rs`) or a
-//! variable (`var_ptr.rs`). The threads' tags and the merge queues are in `bias.rs`.
+//! [`Counts`]: the biased strong count and the weak count of a node (`node_ptr.rs`). The
+//! threads' tags and the merge queues are in `bias.rs`. Variables keep plain atomic counts
+//! (`var_ptr.rs`): biased as nodes are, they measured no faster (docs/runtime.md).
 //!
 //! The strong count is split: `local`, the owner thread's references, read and written by
 //! that thread alone with relaxed loads and stores; `shared`, every other thread's, atomic,
@@ -75,14 +76,6 @@ impl Counts {
         }
     }
 
-    /// The counts of a new object with one strong reference, owned by this thread.
-    #[inline]
-    pub(crate) fn new_owned() -> Self {
-        let c = Self::unpublished();
-        c.publish(1);
-        c
-    }
-
     /// Gives an unpublished object `n > 0` strong counts, owned by this thread (a thread
     /// without a tag counts in `shared` from the start). Release: a weak reference upgraded
     /// after this (Acquire) sees the object as it was written before.
@@ -131,7 +124,9 @@ impl Counts {
         true
     }
 
-    /// The owner's last local count goes: `true` if the object is dead.
+    /// The owner's last local count goes: `true` if the object is dead. Inlined into
+    /// the pointer modules' out-of-line `release_last_local`.
+    #[inline]
     pub(crate) fn release_last_local(&self) -> bool {
         debug_assert_eq!(self.local.load(Ordering::Relaxed), 1);
         // No other thread counts a reference (`shared` is zero, no flags) and no weak
