@@ -81,7 +81,10 @@ impl Counts {
     /// after this (Acquire) sees the object as it was written before.
     #[inline]
     pub(crate) fn publish(&self, n: u32) {
-        assert!(n > 0 && n <= MAX_SHARED as u32, "a strong count out of range");
+        assert!(
+            n > 0 && n <= MAX_SHARED as u32,
+            "a strong count out of range"
+        );
         let owner = bias::owner_for_new();
         let (local, shared) = match owner {
             NO_OWNER => (0, n * STEP + MERGED),

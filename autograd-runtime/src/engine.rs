@@ -1034,15 +1034,20 @@ fn call_node<T: Tensor, G: Grad<T>>(
         }
         *grads = G::from_vars(vars);
     }
-    // As the node: its own saved outputs reach it (`run_as`).
-    let result = crate::node_ptr::run_as(node_ref, || {
+    let mut apply = || {
         let mut node = cell.node.lock();
         let r = G::apply(&mut *node, grads, outputs);
         if !keep_graph && r.is_ok() {
             node.release_variables();
         }
         r
-    });
+    };
+    // As the node when its own saved outputs must reach it (`run_as`).
+    let result = if cell.own_outputs {
+        crate::node_ptr::run_as(node_ref, apply)
+    } else {
+        apply()
+    };
     result.map_err(|e| anomaly_wrap(cell, e))?;
     validate(cell, outputs).map_err(|e| anomaly_wrap(cell, e))?;
     if is_anomaly_enabled() {

@@ -148,6 +148,9 @@ pub(crate) struct NodeCell<T: Tensor, N: ?Sized> {
     pub(crate) topo: u32,
     /// Claimed by the running graph task: `task id << 32 | vertex index`.
     pub(crate) task_slot: AtomicU64,
+    /// The node saved an output of its own through `record_saving` (an `OwnNode`):
+    /// the engine runs its `apply` as the node (`run_as`), which the others skip.
+    pub(crate) own_outputs: bool,
     /// Hooks and the anomaly trace, allocated on first use (most nodes have
     /// neither): one pointer in the record instead of a mutex, a flag and a
     /// box.
@@ -565,6 +568,7 @@ fn build_cell<T: Tensor, N: Node<T>>(
         seq,
         topo,
         task_slot: AtomicU64::new(0),
+        own_outputs: false,
         extras,
         node: NodeLock::new(node),
     }
@@ -586,11 +590,14 @@ fn new_cell<T: Tensor, N: Node<T>>(
 pub struct NewOutputs<'a, T: Tensor, N: Node<T>, const K: usize> {
     raw: &'a [T; K],
     node: &'a Pending<T, N>,
+    /// Whether [`save`](Self::save) was called (the node's `own_outputs`).
+    saved: Cell<bool>,
 }
 
 impl<T: Tensor, N: Node<T>, const K: usize> NewOutputs<'_, T, N, K> {
     /// Output `k` (`k < K`), saved by its own node.
     pub fn save(&self, k: usize) -> SavedVariable<T> {
+        self.saved.set(true);
         SavedVariable::fresh_output(self.raw[k].clone(), self.node.own(), k as u32)
     }
 }
@@ -620,15 +627,17 @@ pub fn record_saving<T: Tensor, N: Node<T>, const K: usize>(
         return (outs, Some(handle));
     }
     let pending = Pending::<T, N>::new();
-    save(
-        &mut node,
-        &NewOutputs {
-            raw: &outputs,
-            node: &pending,
-        },
-    );
+    let new = NewOutputs {
+        raw: &outputs,
+        node: &pending,
+        saved: Cell::new(false),
+    };
+    save(&mut node, &new);
+    let own_outputs = new.saved.get();
     let meta = NodeMeta::of(&outputs);
-    let refs = pending.publish(build_cell(node, inputs, meta), K);
+    let mut cell = build_cell(node, inputs, meta);
+    cell.own_outputs = own_outputs;
+    let refs = pending.publish(cell, K);
     (wrap_outputs(outputs, refs), None)
 }
 
