@@ -8,7 +8,7 @@
 //!   [`Pending`] (with no strong count until the cell is written), into
 //!   memory from [`arena::alloc_node`] that nothing else uses. Its strong
 //!   count, the number of `NodeRef`/`NodeHandle` values (and unclaimed
-//!   [`OutputRefs`] counts) pointing to it, is biased (`bias.rs`): `local`
+//!   [`OutputRefs`] counts) pointing to it, is biased (`counts.rs`, `bias.rs`): `local`
 //!   (the owner thread's plain count) plus the count in `shared` (every other
 //!   thread's, atomic, possibly negative until merged); its `weak` count is the
 //!   number of `WeakNode`s plus one for all the strong references together, as
