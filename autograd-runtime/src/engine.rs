@@ -593,7 +593,7 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
     /// the chain bench, finding, claiming and queueing each vertex was about a fifth of
     /// the backward pass's instructions.
     fn deliver_direct(&mut self, edge: &'a Edge<T>, grad: &mut Option<G>) -> bool {
-        if !self.lazy || self.next.is_some() || !self.ready.is_empty() {
+        if !self.direct_possible() {
             return false;
         }
         let (v, nr) = Vertex::of(edge);
@@ -606,6 +606,13 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
         }
         self.next = Some(i);
         true
+    }
+
+    /// Whether every vertex found so far has run (a lazy pass with nothing ready): then
+    /// the one input of a node that just ran can be reached by nothing else.
+    #[inline]
+    fn direct_possible(&self) -> bool {
+        self.lazy && self.next.is_none() && self.ready.is_empty()
     }
 
     fn lookup(&self, edge: &'a Edge<T>) -> Option<u32> {
@@ -876,15 +883,61 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
         buf.reset(0);
         task.buffers_left -= 1;
         if let ([Some(edge)], [g]) = (&cell.edges[..], &mut self.out[..])
-            && task.deliver_direct(edge, g)
+            && task.direct_possible()
         {
-            return Ok(());
+            let g = g.take();
+            return self.run_chain(task, edge, g);
         }
+        self.deliver_all(task, cell);
+        Ok(())
+    }
+
+    /// Hands the gradients the node of `cell` returned (in `self.out`) to its edges.
+    fn deliver_all<'a>(&mut self, task: &mut Task<'a, T, G>, cell: &'a DynCell<T>) {
         for (edge, g) in cell.edges.iter().zip(self.out.iter_mut()) {
             if let Some(edge) = edge {
                 task.deliver(edge, g);
             }
         }
+    }
+
+    /// Runs the chain below a node whose one gradient `g`, for `edge`, nothing else can
+    /// reach ([`Task::direct_possible`]): each node without hooks in turn, its gradients in
+    /// a local list rather than a vertex state, for as long as each has one input (which
+    /// keeps the condition true: nothing is found or queued meanwhile). What ends the
+    /// chain goes the usual way: a leaf or a node with hooks as a direct vertex
+    /// ([`Task::deliver_direct`]), the gradients of a node with several inputs delivered.
+    /// Measured on the chain bench: the vertex state of each node (taken, filled, run,
+    /// given back) was about 50 instructions a node.
+    fn run_chain<'a>(
+        &mut self,
+        task: &mut Task<'a, T, G>,
+        mut edge: &'a Edge<T>,
+        mut g: Option<G>,
+    ) -> Result<(), AutogradError> {
+        let mut buf = OptList::<G, 2>::new();
+        while let Edge::Node { node, input_nr } = edge {
+            let cell = node.cell();
+            if cell.has_hooks() {
+                break;
+            }
+            buf.set_none_len(cell.meta.len());
+            if let Some(slot) = buf.get_mut(*input_nr as usize) {
+                *slot = g.take();
+            }
+            self.out.reset(0);
+            call_node(node, None, &mut buf, &mut self.out, self.keep_graph)?;
+            buf.reset(0);
+            match (&cell.edges[..], &mut self.out[..]) {
+                ([Some(next)], [o]) => (edge, g) = (next, o.take()),
+                _ => {
+                    self.deliver_all(task, cell);
+                    return Ok(());
+                }
+            }
+        }
+        let delivered = task.deliver_direct(edge, &mut g);
+        debug_assert!(delivered, "nothing was found or queued in the chain");
         Ok(())
     }
 

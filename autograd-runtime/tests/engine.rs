@@ -93,6 +93,39 @@ fn chains_of_unequal_length_meeting_at_one_leaf_run_each_node_once() {
 }
 
 #[test]
+fn hooks_and_retained_gradients_inside_a_chain_run_from_its_top() {
+    // Backward from a chain's top runs its hook-less single-input nodes one after the
+    // other without vertex states (`run_chain`); a node with hooks, a tensor hook or a
+    // retained gradient goes through the usual vertex, and the chain goes on below it.
+    // y = sum(tanh(3 * tanh(2 * x))): a tensor hook doubling the gradient of t1 = tanh(2x),
+    // a retained gradient on s = 3 * t1, a pre-hook on t2 = tanh(s)'s node.
+    let x = leaf(&[0.3, -0.7], &[2]);
+    let t1 = tanh(&mul_scalar(&x, 2.0));
+    t1.register_hook(|g| Ok(Some(mul_scalar(g, 2.0)))).unwrap();
+    let s = mul_scalar(&t1, 3.0);
+    s.retain_grad().unwrap();
+    let t2 = tanh(&s);
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = calls.clone();
+    t2.grad_fn().unwrap().register_prehook(move |_| {
+        c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    });
+    sum(&t2).backward().unwrap();
+    let (mut dx, mut ds) = (Vec::new(), Vec::new());
+    for v in [0.3f64, -0.7] {
+        let a = (2.0 * v).tanh();
+        let b = (3.0 * a).tanh();
+        let d_s = 1.0 - b * b;
+        ds.push(d_s);
+        dx.push(d_s * 3.0 * 2.0 * (1.0 - a * a) * 2.0);
+    }
+    assert_close(&grad_vals(&s), &ds);
+    assert_close(&grad_vals(&x), &dx);
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[test]
 fn shared_input_used_twice_by_one_node() {
     let x = leaf(&[3.0], &[1]);
     let y = sum(&mul(&x, &x));
