@@ -926,7 +926,7 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
                 *slot = g.take();
             }
             self.out.reset(0);
-            call_node(node, None, &mut buf, &mut self.out, self.keep_graph)?;
+            apply_checked(node, &mut buf, &mut self.out, self.keep_graph)?;
             buf.reset(0);
             match (&cell.edges[..], &mut self.out[..]) {
                 ([Some(next)], [o]) => (edge, g) = (next, o.take()),
@@ -1070,6 +1070,7 @@ fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, mut e: AutogradError) -> AutogradE
     }
 }
 
+/// Runs a node: its pre-hooks, `apply` (checked: [`apply_checked`]), its post-hooks.
 fn call_node<T: Tensor, G: Grad<T>>(
     node_ref: &NodeRef<T>,
     hooks: Option<&HooksSnapshot<T>>,
@@ -1077,16 +1078,34 @@ fn call_node<T: Tensor, G: Grad<T>>(
     outputs: &mut OptList<G, 2>,
     keep_graph: bool,
 ) -> Result<(), AutogradError> {
+    let Some(h) = hooks else {
+        return apply_checked(node_ref, grads, outputs, keep_graph);
+    };
     let cell = node_ref.cell();
-    let mut post_inputs = None;
-    if let Some(h) = hooks {
-        let mut vars = G::to_vars(std::mem::take(grads));
-        hooks::run_pre_hooks(&h.pre, &mut vars).map_err(|e| anomaly_wrap(cell, e))?;
-        if !h.post.is_empty() {
-            post_inputs = Some(vars.clone());
-        }
-        *grads = G::from_vars(vars);
+    let mut vars = G::to_vars(std::mem::take(grads));
+    hooks::run_pre_hooks(&h.pre, &mut vars).map_err(|e| anomaly_wrap(cell, e))?;
+    let post_inputs = (!h.post.is_empty()).then(|| vars.clone());
+    *grads = G::from_vars(vars);
+    apply_checked(node_ref, grads, outputs, keep_graph)?;
+    if let Some(inputs) = post_inputs {
+        let mut vars = G::to_vars(std::mem::take(outputs));
+        hooks::run_post_hooks(&h.post, &mut vars, &inputs).map_err(|e| anomaly_wrap(cell, e))?;
+        *outputs = G::from_vars(vars);
     }
+    Ok(())
+}
+
+/// The node's `apply` under its lock (as the node when it saved outputs of its own), then
+/// PyTorch's checks of what it returned: count, shapes and dtypes, and NaNs in anomaly
+/// mode. What a node without hooks runs ([`Pass::run_chain`] calls it directly).
+#[inline(always)]
+fn apply_checked<T: Tensor, G: Grad<T>>(
+    node_ref: &NodeRef<T>,
+    grads: &mut OptList<G, 2>,
+    outputs: &mut OptList<G, 2>,
+    keep_graph: bool,
+) -> Result<(), AutogradError> {
+    let cell = node_ref.cell();
     let mut apply = || {
         let mut node = cell.node.lock();
         let r = G::apply(&mut *node, grads, outputs);
@@ -1115,11 +1134,6 @@ fn call_node<T: Tensor, G: Grad<T>>(
                 return Err(anomaly_wrap(cell, e));
             }
         }
-    }
-    if let (Some(h), Some(inputs)) = (hooks, post_inputs) {
-        let mut vars = G::to_vars(std::mem::take(outputs));
-        hooks::run_post_hooks(&h.post, &mut vars, &inputs).map_err(|e| anomaly_wrap(cell, e))?;
-        *outputs = G::from_vars(vars);
     }
     Ok(())
 }
