@@ -2,6 +2,17 @@
 mod common;
 use common::*;
 
+/// A pre-hook on the node of `v` that counts its calls.
+fn count_prehook_calls(v: &V) -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = calls.clone();
+    v.grad_fn().unwrap().register_prehook(move |_| {
+        c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    });
+    calls
+}
+
 #[test]
 fn simple_backward_accumulates_into_leaves() {
     let x = leaf(&[1.0, 2.0, 3.0], &[3]);
@@ -40,12 +51,7 @@ fn diamond_graph_sums_gradients_and_runs_each_node_once() {
     // a = exp(x); b = a * 2; c = a * 3; y = sum(b * c) = 6 exp(2x)
     let x = leaf(&[0.5, -1.0], &[2]);
     let a = exp(&x);
-    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let c2 = calls.clone();
-    a.grad_fn().unwrap().register_prehook(move |_| {
-        c2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Ok(())
-    });
+    let calls = count_prehook_calls(&a);
     let b = mul_scalar(&a, 2.0);
     let c = mul_scalar(&a, 3.0);
     let y = sum(&mul(&b, &c));
@@ -69,12 +75,7 @@ fn chains_of_unequal_length_meeting_at_one_leaf_run_each_node_once() {
     let t1 = tanh(&x);
     let t2 = tanh(&t1);
     t2.retain_grad().unwrap();
-    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let c2 = calls.clone();
-    t2.grad_fn().unwrap().register_prehook(move |_| {
-        c2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Ok(())
-    });
+    let calls = count_prehook_calls(&t2);
     let t3 = tanh(&t2);
     let e = exp(&x);
     let y = add(&sum(&mul(&t3, &e)), &sum(&mul_scalar(&x, 2.0)));
@@ -105,12 +106,7 @@ fn hooks_and_retained_gradients_inside_a_chain_run_from_its_top() {
     let s = mul_scalar(&t1, 3.0);
     s.retain_grad().unwrap();
     let t2 = tanh(&s);
-    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let c = calls.clone();
-    t2.grad_fn().unwrap().register_prehook(move |_| {
-        c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Ok(())
-    });
+    let calls = count_prehook_calls(&t2);
     sum(&t2).backward().unwrap();
     let (mut dx, mut ds) = (Vec::new(), Vec::new());
     for v in [0.3f64, -0.7] {
