@@ -57,6 +57,8 @@ pub(crate) fn lock<X: ?Sized>(m: &Mutex<X>) -> MutexGuard<'_, X> {
 ///   "Trying to backward through the graph a second time" message.
 /// * [`visit_saved`](Self::visit_saved) lists the saved variables by name, for
 ///   [`to_dot`](crate::to_dot).
+/// * A node type may be aligned to at most 32 bytes (a record keeps its node right
+///   after a 32-byte header); recording one aligned to more fails to compile.
 ///
 /// A user-written node is the equivalent of `torch.autograd.Function`.
 pub trait Node<T: Tensor>: Send + 'static {
