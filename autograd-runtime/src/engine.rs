@@ -598,12 +598,13 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
         }
         let (v, nr) = Vertex::of(edge);
         let i = self.new_state(v, false, true);
-        let st = &mut self.states[i as usize];
-        st.buffer.set_none_len(v.num_inputs());
+        hand_in(
+            &mut self.states[i as usize].buffer,
+            v.num_inputs(),
+            nr,
+            grad,
+        );
         self.buffers_left += 1;
-        if let Some(slot) = st.buffer.get_mut(nr) {
-            *slot = grad.take();
-        }
         self.next = Some(i);
         true
     }
@@ -921,10 +922,7 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
             if cell.has_hooks() {
                 break;
             }
-            buf.set_none_len(cell.meta.len());
-            if let Some(slot) = buf.get_mut(*input_nr as usize) {
-                *slot = g.take();
-            }
+            hand_in(&mut buf, cell.meta.len(), *input_nr as usize, &mut g);
             self.out.reset(0);
             apply_checked(node, &mut buf, &mut self.out, self.keep_graph)?;
             buf.reset(0);
@@ -975,6 +973,16 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
             G::accumulate(var, g);
         }
         Ok(())
+    }
+}
+
+/// Makes `buf` a vertex's gradient list of `len` slots holding the one gradient `g` in
+/// slot `nr` (a direct vertex's, or a chain node's in `run_chain`).
+#[inline]
+fn hand_in<G>(buf: &mut OptList<G, 2>, len: usize, nr: usize, g: &mut Option<G>) {
+    buf.set_none_len(len);
+    if let Some(slot) = buf.get_mut(nr) {
+        *slot = g.take();
     }
 }
 
