@@ -151,7 +151,9 @@ fn a_saved_output_unpacks_through_its_node_and_nowhere_else() {
     let x = leaf(&[1.0, 2.0], &[2]);
     let (y, _) = exp_saving(&x);
     let f = y.grad_fn().unwrap();
-    // Through the node: the output again, with the node as its history and its counter.
+    // Through the node: the output again, with the node as its history and its counter
+    // (PyTorch 2.15.0: `y.grad_fn._saved_result` equals `y`, its `grad_fn` is `y.grad_fn`,
+    // its `output_nr` 0).
     let (same, nr) = f.with_node(|n| {
         let mut got = None;
         n.visit_saved_mut(&mut |_, sv| {
