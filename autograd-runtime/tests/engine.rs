@@ -552,6 +552,32 @@ fn long_chain_backward_and_drop_do_not_overflow_the_stack() {
 }
 
 #[test]
+fn chains_of_two_input_nodes_are_freed_whichever_edge_holds_them() {
+    // Each node holds the last reference of two nodes: the chain's previous one
+    // and a one-node branch. A node's first such edge is freed in the dropping
+    // loop, any other by guarded recursion: with the chain on either side, all
+    // nodes are freed and the stack does not overflow (under Miri, a chain
+    // still deeper than the recursion's guard of 48).
+    let n = if cfg!(miri) { 100 } else { 50_000 };
+    let start = autograd_runtime::live_nodes();
+    let x = scalar(0.5);
+    for chain_first in [true, false] {
+        let mut y = mul_scalar(&x, 1.0);
+        for _ in 0..n {
+            let branch = mul_scalar(&x, 2.0);
+            y = if chain_first {
+                add(&y, &branch)
+            } else {
+                add(&branch, &y)
+            };
+        }
+        assert_eq!(autograd_runtime::live_nodes() - start, 2 * n as isize + 1);
+        drop(y);
+        assert_eq!(autograd_runtime::live_nodes(), start);
+    }
+}
+
+#[test]
 fn formulas_see_whether_the_graph_is_retained() {
     use autograd_runtime::__private::is_retaining_graph;
     use autograd_runtime::{AutogradError, Node, VariableList, record};
