@@ -12,10 +12,15 @@ Usage (docs/runtime.md, "The chain benchmark"):
 
 OLD and NEW are chain bench binaries (copy one aside before rebuilding); the third argument
 is the `--profile` implementation (`runtime`, `runtime-inline`, `tape`, ...). Prints the
-median ratio NEW / OLD of the processes' times. Standard library only.
+median ratio NEW / OLD of the processes' times: wall-clock and user CPU time. The second
+leaves out the kernel's time, mostly page faults: a run of the chain frees its 64 KiB node
+chunks, `malloc` gives the memory back to the system, and the next run faults it in again
+(a third of an `Inline` profile run's time; the bench's own interleaved mode hardly pays
+it). Standard library only.
 """
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -24,10 +29,12 @@ import time
 
 def timed(binary, impl, runs):
     env = dict(os.environ, PROFILE_RUNS=str(runs))
+    user = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
     start = time.perf_counter()
     subprocess.run([binary, "--profile", impl], env=env, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    return wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - user
 
 
 def main():
@@ -40,13 +47,14 @@ def main():
     for _ in range(pairs):
         a.append(timed(old, impl, runs))
         b.append(timed(new, impl, runs))
-    ratios = sorted(y / x for x, y in zip(a, b))
-    q = len(ratios) // 4
-    print(f"{impl}: new / old median {statistics.median(ratios):.3f} "
-          f"(interquartile range {ratios[q]:.3f}-{ratios[-q - 1]:.3f}; "
-          f"ratio of minima {min(b) / min(a):.3f}; {pairs} pairs, PROFILE_RUNS={runs}; "
-          f"old median {statistics.median(a) * 1e3:.1f} ms, new {statistics.median(b) * 1e3:.1f} ms)")
-
+    for k, what in enumerate(["wall", "user"]):
+        x, y = [t[k] for t in a], [t[k] for t in b]
+        ratios = sorted(n / o for o, n in zip(x, y))
+        q = len(ratios) // 4
+        print(f"{impl} ({what}): new / old median {statistics.median(ratios):.3f} "
+              f"(interquartile range {ratios[q]:.3f}-{ratios[-q - 1]:.3f}; "
+              f"ratio of minima {min(y) / min(x):.3f}; {pairs} pairs, PROFILE_RUNS={runs}; "
+              f"old median {statistics.median(x) * 1e3:.1f} ms, new {statistics.median(y) * 1e3:.1f} ms)")
 
 if __name__ == "__main__":
     main()
