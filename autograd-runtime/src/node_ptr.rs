@@ -510,8 +510,9 @@ impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
 pub(crate) struct Pending<T: Tensor, N: Node<T>>(NonNull<NodeBox<T, N>>);
 
 impl<T: Tensor, N: Node<T>> Pending<T, N> {
-    /// Takes the memory for a `NodeBox<T, N>` and writes its header.
-    #[inline]
+    /// Takes the memory for a `NodeBox<T, N>` and writes its header. Always inlined:
+    /// called, it was 9 more instructions an op on the chain bench.
+    #[inline(always)]
     pub(crate) fn new() -> Self {
         bias::before_record();
         // Records are rounded to 16 bytes. Measured on the chain bench: with
