@@ -1132,14 +1132,7 @@ fn apply_node<T: Tensor, G: Grad<T>>(
     keep_graph: bool,
 ) -> Result<(), AutogradError> {
     let cell = node_ref.cell();
-    let mut apply = || {
-        let mut node = cell.node.lock();
-        let r = G::apply(&mut *node, grads, outputs);
-        if !keep_graph && r.is_ok() {
-            node.release_variables();
-        }
-        r
-    };
+    let mut apply = || G::apply(&mut *cell.node.lock(), grads, outputs, !keep_graph);
     // As the node when its own saved outputs must reach it (`run_as`).
     let result = if cell.own_outputs {
         crate::node_ptr::run_as(node_ref, apply)

@@ -20,11 +20,13 @@ pub(crate) trait Grad<T: Tensor>: Clone + Send + Sync + 'static {
     fn sum(a: Self, b: &Self) -> Self;
     /// Runs `f` on the raw tensor.
     fn with_data<R>(&self, f: impl FnOnce(&T) -> R) -> R;
-    /// Runs the node's formulas: `grads` in, the inputs' gradients into `out` (empty).
+    /// Runs the node's formulas: `grads` in, the inputs' gradients into `out` (empty);
+    /// then, if `release` and they succeeded, frees its saved variables.
     fn apply(
         node: &mut dyn Node<T>,
         grads: &mut OptList<Self, 2>,
         out: &mut OptList<Self, 2>,
+        release: bool,
     ) -> Result<(), AutogradError>;
     /// Adds `g` into the leaf's `.grad` (PyTorch's `AccumulateGrad`): differentiably for a
     /// variable (the pass records, `create_graph`), in place for a raw tensor.
@@ -60,8 +62,9 @@ impl<T: Tensor> Grad<T> for Variable<T> {
         node: &mut dyn Node<T>,
         grads: &mut VariableList<T>,
         out: &mut VariableList<T>,
+        release: bool,
     ) -> Result<(), AutogradError> {
-        *out = node.apply(std::mem::take(grads))?;
+        *out = node.run_vars(std::mem::take(grads), release)?;
         Ok(())
     }
     fn accumulate(var: &Variable<T>, g: Self) {
@@ -95,8 +98,9 @@ impl<T: Tensor> Grad<T> for T {
         node: &mut dyn Node<T>,
         grads: &mut OptList<T, 2>,
         out: &mut OptList<T, 2>,
+        release: bool,
     ) -> Result<(), AutogradError> {
-        node.apply_raw(grads, out)
+        node.run_raw(grads, out, release)
     }
     fn accumulate(var: &Variable<T>, g: Self) {
         var.with_grad_slot(|slot| match slot.take() {
