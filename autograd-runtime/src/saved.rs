@@ -47,12 +47,12 @@ enum State<T: Tensor> {
     },
     Output {
         data: T,
-        grad_fn: WeakNode<T>,
         output_nr: u32,
         version: u32,
-        /// What most saved outputs do not have, boxed to keep the node that
-        /// saves them small (`None`: neither).
-        rare: Option<Box<OutputRare<T>>>,
+        /// The node and the rest, boxed: this is the path of custom nodes
+        /// (`SavedVariable::new(&output, true)`), and inline it made every saved
+        /// tensor, `OwnOutput`s and saved inputs included, 16 bytes larger.
+        link: Box<OutputLink<T>>,
     },
     /// An op's own output saved by its node as generated code records it
     /// ([`crate::record_saving`]): no weak reference, the node is reached while it
@@ -100,8 +100,9 @@ impl<T: Tensor> std::ops::Deref for SavedData<'_, T> {
     }
 }
 
-/// The rarely present part of a saved output.
-struct OutputRare<T: Tensor> {
+/// A saved output's node and what few saved outputs have ([`State::Output`]).
+struct OutputLink<T: Tensor> {
+    grad_fn: WeakNode<T>,
     /// The version counter when it is not the node's own slot for this
     /// output (the output shares another variable's, or had its history
     /// replaced by an in-place op).
@@ -109,20 +110,6 @@ struct OutputRare<T: Tensor> {
     /// Its tangents when it was saved under forward AD (forward-over-reverse: the
     /// backward formula that unpacks it sees them).
     fw: Option<crate::forward::Snapshot<T>>,
-}
-
-impl<T: Tensor> OutputRare<T> {
-    fn boxed(
-        counter: Option<SharedCounter<T>>,
-        fw: Option<crate::forward::Snapshot<T>>,
-    ) -> Option<Box<Self>> {
-        (counter.is_some() || fw.is_some()).then(|| Box::new(OutputRare { counter, fw }))
-    }
-}
-
-/// The counter of a saved output that is not its node's slot.
-fn rare_counter<T: Tensor>(rare: &Option<Box<OutputRare<T>>>) -> Option<&SharedCounter<T>> {
-    rare.as_ref().and_then(|r| r.counter.as_ref())
 }
 
 /// A tensor packed by saved-tensor hooks, and what is needed to give the unpacked tensor
@@ -198,10 +185,13 @@ impl<T: Tensor> SavedVariable<T> {
             return SavedVariable {
                 state: State::Output {
                     data: var.data(),
-                    grad_fn,
-                    rare: OutputRare::boxed(counter, crate::forward::snapshot(var)),
                     output_nr,
                     version,
+                    link: Box::new(OutputLink {
+                        grad_fn,
+                        counter,
+                        fw: crate::forward::snapshot(var),
+                    }),
                 },
             };
         }
@@ -289,12 +279,11 @@ impl<T: Tensor> SavedVariable<T> {
             }
             State::Output {
                 data,
-                grad_fn,
                 output_nr,
                 version,
-                rare,
+                link,
             } => {
-                let counter = rare_counter(rare);
+                let (grad_fn, counter) = (&link.grad_fn, link.counter.as_ref());
                 let current = output_version(grad_fn, *output_nr, counter);
                 if current != *version {
                     // The node that saved its output is usually the one
@@ -306,7 +295,7 @@ impl<T: Tensor> SavedVariable<T> {
                     return Err(mismatch(data, output_of, current, *version));
                 }
                 let v = rebuild_output(data, grad_fn, *output_nr, counter);
-                if let Some(fw) = rare.as_ref().and_then(|r| r.fw.as_ref()) {
+                if let Some(fw) = &link.fw {
                     crate::forward::restore(&v, fw);
                 }
                 Ok(Some(v))
@@ -337,11 +326,10 @@ impl<T: Tensor> SavedVariable<T> {
         let repr = match &self.state {
             State::Output {
                 data,
-                grad_fn,
                 output_nr,
                 version,
-                rare,
-            } if output_version(grad_fn, *output_nr, rare_counter(rare)) == *version => {
+                link,
+            } if output_version(&link.grad_fn, *output_nr, link.counter.as_ref()) == *version => {
                 DataRepr::Borrowed(data)
             }
             State::OwnOutput {
@@ -526,12 +514,11 @@ impl<T: Tensor> SavedVariable<T> {
             State::Var { var, .. } => (var.clone(), false),
             State::Output {
                 data,
-                grad_fn,
                 output_nr,
-                rare,
+                link,
                 ..
             } => (
-                rebuild_output(data, grad_fn, *output_nr, rare_counter(rare)),
+                rebuild_output(data, &link.grad_fn, *output_nr, link.counter.as_ref()),
                 true,
             ),
             State::OwnOutput {
@@ -614,5 +601,23 @@ impl<T: Tensor> Node<T> for AliasBackward0 {
     }
     fn apply(&mut self, grads: VariableList<T>) -> Result<VariableList<T>, AutogradError> {
         Ok(grads)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SavedVariable;
+    use crate::tensor::testing::Handle;
+
+    #[test]
+    fn a_saved_tensor_is_its_data_and_two_words() {
+        // Every node keeps its saved tensors inline: the largest state is the data plus the
+        // output number and version (one word) and a pointer (the node's identity, or the
+        // box of a custom node's saved output), plus the tag. With the weak pointer and the
+        // rare part inline it was 16 bytes more (56 for a two-word tensor).
+        type Two = Handle<[usize; 2]>;
+        type One = Handle<usize>;
+        assert!(std::mem::size_of::<SavedVariable<Two>>() <= 40);
+        assert!(std::mem::size_of::<SavedVariable<One>>() <= 32);
     }
 }
