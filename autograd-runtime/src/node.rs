@@ -60,7 +60,9 @@ pub(crate) fn lock<X: ?Sized>(m: &Mutex<X>) -> MutexGuard<'_, X> {
 /// * A node type may be aligned to at most 32 bytes (a record keeps its node right
 ///   after a 32-byte header); recording one aligned to more fails to compile.
 ///
-/// A user-written node is the equivalent of `torch.autograd.Function`.
+/// A user-written node is the equivalent of `torch.autograd.Function`. (The supertrait
+/// `Run` is the runtime's: it is implemented for every node type, and there is nothing to
+/// write for it.)
 pub trait Node<T: Tensor>: Send + 'static + run::Run<T> {
     /// The node's name, e.g. `"MulBackward0"`.
     fn name(&self) -> &str;
