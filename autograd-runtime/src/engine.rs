@@ -1083,7 +1083,8 @@ fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, mut e: AutogradError) -> AutogradE
     }
 }
 
-/// Runs a node: its pre-hooks, `apply` (checked: [`apply_checked`]), its post-hooks.
+/// Runs a node: its pre-hooks, `apply` ([`apply_node`]) and PyTorch's checks of what it
+/// returned ([`check_outputs`]), its post-hooks.
 fn call_node<T: Tensor, G: Grad<T>>(
     node_ref: &NodeRef<T>,
     hooks: Option<&HooksSnapshot<T>>,
@@ -1091,35 +1092,22 @@ fn call_node<T: Tensor, G: Grad<T>>(
     outputs: &mut OptList<G, 2>,
     keep_graph: bool,
 ) -> Result<(), AutogradError> {
-    let Some(h) = hooks else {
-        return apply_checked(node_ref, grads, outputs, keep_graph);
-    };
     let cell = node_ref.cell();
-    let mut vars = G::to_vars(std::mem::take(grads));
-    hooks::run_pre_hooks(&h.pre, &mut vars).map_err(|e| anomaly_wrap(cell, e))?;
-    let post_inputs = (!h.post.is_empty()).then(|| vars.clone());
-    *grads = G::from_vars(vars);
-    apply_checked(node_ref, grads, outputs, keep_graph)?;
-    if let Some(inputs) = post_inputs {
+    let mut post = None;
+    if let Some(h) = hooks {
+        let mut vars = G::to_vars(std::mem::take(grads));
+        hooks::run_pre_hooks(&h.pre, &mut vars).map_err(|e| anomaly_wrap(cell, e))?;
+        post = (!h.post.is_empty()).then(|| (h, vars.clone()));
+        *grads = G::from_vars(vars);
+    }
+    apply_node(node_ref, grads, outputs, keep_graph)?;
+    check_outputs(cell, outputs)?;
+    if let Some((h, inputs)) = post {
         let mut vars = G::to_vars(std::mem::take(outputs));
         hooks::run_post_hooks(&h.post, &mut vars, &inputs).map_err(|e| anomaly_wrap(cell, e))?;
         *outputs = G::from_vars(vars);
     }
     Ok(())
-}
-
-/// The node's `apply` under its lock (as the node when it saved outputs of its own), then
-/// PyTorch's checks of what it returned ([`check_outputs`]). What a node without hooks
-/// runs.
-#[inline(always)]
-fn apply_checked<T: Tensor, G: Grad<T>>(
-    node_ref: &NodeRef<T>,
-    grads: &mut OptList<G, 2>,
-    outputs: &mut OptList<G, 2>,
-    keep_graph: bool,
-) -> Result<(), AutogradError> {
-    apply_node(node_ref, grads, outputs, keep_graph)?;
-    check_outputs(node_ref.cell(), outputs)
 }
 
 /// The node's `apply` under its lock, its saved variables released unless the graph is
