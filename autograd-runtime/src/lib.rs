@@ -151,14 +151,14 @@
 //!
 //! # Unsafe code
 //!
-//! Unsafe code is confined to eight private modules, each small enough to
+//! Unsafe code is confined to private modules, each small enough to
 //! review on its own: the node arena (`arena`), the reference-counted node
 //! pointers (`node_ptr`: `NodeRef`, `NodeHandle` and the weak reference saved
 //! outputs use), the lock around a node's typed part (`node_lock`), a
 //! variable's reference-counted pointer (`var_ptr`) and the per-thread free
 //! list of its memory (`var_pool`), the lock around its data (`data_lock`), the set-once slot of a shared version
-//! counter (`counter_slot`) and the reuse of the engine's buffers between calls
-//! (`reuse`). The rest of the crate denies `unsafe_code`; every unsafe block
+//! counter (`counter_slot`), the reuse of the engine's buffers between calls
+//! (`reuse`) and a record's dtype name packed beside its shape (`str_word`). The rest of the crate denies `unsafe_code`; every unsafe block
 //! carries a `SAFETY:` comment (`clippy::undocumented_unsafe_blocks` is
 //! denied). The test suite runs under Miri (`docs/runtime.md`).
 
@@ -198,6 +198,8 @@ mod refcount;
 mod reuse;
 mod saved;
 mod saved_hooks;
+#[allow(unsafe_code)]
+mod str_word;
 mod tensor;
 #[allow(unsafe_code)]
 mod var_pool;

@@ -1,23 +1,26 @@
 //! [`NodeMeta`]: the shape and dtype of each forward output of a node (PyTorch's
 //! `InputMetadata`), packed: one output whose shape fits in one word (up to four
-//! dimensions: 61 bits for one, 30 each for two, 20 for three, 15 for four) takes 24
-//! bytes of the record instead of 64 for a list of [`TensorMeta`]. Every other case (no
-//! output, several, larger shapes) is a boxed list. Measured on the chain bench: the
-//! backward and freeing passes wait on the records' memory, and this was a sixth of a
-//! record.
+//! dimensions: 53 bits for one, 26 each for two, 17 for three, 13 for four) and whose
+//! dtype name is at most 255 bytes takes 16 bytes of the record (the dtype name's address,
+//! and one word with the shape and the name's length) instead of 64 for a list of
+//! [`TensorMeta`]. Every other case (no output, several, larger shapes) is a boxed list.
+//! Measured on the chain bench: the backward and freeing passes wait on the records'
+//! memory, and this was a sixth of a record (24 bytes until the dtype's length moved into
+//! the shape's word).
 
+use crate::str_word::StrWord;
 use crate::tensor::{Tensor, TensorMeta, same_dtype};
 
 /// The metadata of a node's forward outputs (see the module documentation).
 pub(crate) enum NodeMeta {
-    /// Exactly one output, its shape packed by [`pack`].
-    One { dtype: &'static str, dims: u64 },
-    /// Anything else.
-    List(Box<[Option<TensorMeta>]>),
+    /// Exactly one output: its dtype name, and its shape packed by [`pack`].
+    One(StrWord),
+    /// Anything else (boxed twice: one word, so that the enum is two).
+    List(Box<Box<[Option<TensorMeta>]>>),
 }
 
 /// Bits per dimension for each rank, and the rank in the low 3 bits.
-const WIDTH: [u32; 5] = [0, 61, 30, 20, 15];
+const WIDTH: [u32; 5] = [0, 53, 26, 17, 13];
 
 /// Dimension `d` at position `i` of a rank-`rank` word, if it fits in its field.
 #[inline(always)]
@@ -27,8 +30,9 @@ fn field(d: usize, rank: usize, i: u32) -> Option<u64> {
     (d < 1 << w).then_some(d << (3 + w * i))
 }
 
-/// `shape` in one word, if it fits. One arm per rank (a loop over `WIDTH` cost about
-/// 30 instructions a call; the engine packs each gradient's shape to validate it).
+/// `shape` in one word (below `2^56`, for [`StrWord`]), if it fits. One arm per rank (a loop over
+/// `WIDTH` cost about 30 instructions a call; the engine packs each gradient's shape to
+/// validate it).
 #[inline]
 fn pack(shape: &[usize]) -> Option<u64> {
     match *shape {
@@ -59,13 +63,13 @@ impl NodeMeta {
     pub(crate) fn of<T: Tensor>(outputs: &[T]) -> Self {
         if let [t] = outputs
             && let Some(dims) = pack(t.shape())
+            && let Some(w) = StrWord::new(t.dtype(), dims)
         {
-            return NodeMeta::One {
-                dtype: t.dtype(),
-                dims,
-            };
+            return NodeMeta::One(w);
         }
-        NodeMeta::List(outputs.iter().map(|t| Some(TensorMeta::of(t))).collect())
+        NodeMeta::List(Box::new(
+            outputs.iter().map(|t| Some(TensorMeta::of(t))).collect(),
+        ))
     }
 
     /// The metadata of one output.
@@ -76,7 +80,7 @@ impl NodeMeta {
     /// Number of outputs.
     pub(crate) fn len(&self) -> usize {
         match self {
-            NodeMeta::One { .. } => 1,
+            NodeMeta::One(_) => 1,
             NodeMeta::List(l) => l.len(),
         }
     }
@@ -85,10 +89,12 @@ impl NodeMeta {
     #[inline]
     pub(crate) fn matches<T: Tensor>(&self, i: usize, t: &T) -> bool {
         match self {
-            NodeMeta::One { dtype, dims } if i == 0 => {
-                pack(t.shape()) == Some(*dims) && same_dtype(dtype, t.dtype())
+            NodeMeta::One(w) if i == 0 => {
+                let dtype = t.dtype();
+                pack(t.shape()).and_then(|d| StrWord::word_of(dtype, d)) == Some(w.word())
+                    && same_dtype(w.str(), dtype)
             }
-            NodeMeta::One { .. } => true,
+            NodeMeta::One(_) => true,
             NodeMeta::List(l) => l
                 .get(i)
                 .and_then(Option::as_ref)
@@ -99,12 +105,12 @@ impl NodeMeta {
     /// Output `i`'s metadata, if recorded.
     pub(crate) fn get(&self, i: usize) -> Option<TensorMeta> {
         match self {
-            NodeMeta::One { dtype, dims } if i == 0 => {
+            NodeMeta::One(w) if i == 0 => {
                 let mut d = [0; 4];
-                let rank = unpack(*dims, &mut d);
-                Some(TensorMeta::new(&d[..rank], dtype))
+                let rank = unpack(w.value(), &mut d);
+                Some(TensorMeta::new(&d[..rank], w.str()))
             }
-            NodeMeta::One { .. } => None,
+            NodeMeta::One(_) => None,
             NodeMeta::List(l) => l.get(i).cloned().flatten(),
         }
     }
@@ -118,10 +124,10 @@ mod tests {
     fn shapes_pack_and_unpack_exactly_or_not_at_all() {
         let fits: [&[usize]; 7] = [
             &[],
-            &[(1 << 61) - 1],
-            &[3, (1 << 30) - 1],
-            &[1, 2, (1 << 20) - 1],
-            &[32767, 1, 0, 5],
+            &[(1 << 53) - 1],
+            &[3, (1 << 26) - 1],
+            &[1, 2, (1 << 17) - 1],
+            &[8191, 1, 0, 5],
             &[0],
             &[7, 7],
         ];
@@ -131,9 +137,9 @@ mod tests {
             assert_eq!(&d[..r], s);
         }
         let too_big: [&[usize]; 4] = [
-            &[1 << 61],
-            &[1 << 30, 1],
-            &[1, 1, 1 << 20],
+            &[1 << 53],
+            &[1 << 26, 1],
+            &[1, 1, 1 << 17],
             &[1, 2, 3, 4, 5],
         ];
         for s in too_big {
@@ -142,6 +148,6 @@ mod tests {
         // Different shapes never pack to the same word.
         assert_ne!(pack(&[2, 3]), pack(&[3, 2]));
         assert_ne!(pack(&[6]), pack(&[6, 1]));
-        assert_eq!(std::mem::size_of::<NodeMeta>(), 24);
+        assert_eq!(std::mem::size_of::<NodeMeta>(), 16);
     }
 }
