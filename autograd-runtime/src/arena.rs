@@ -285,7 +285,9 @@ pub(crate) fn prefetch_below(p: *const u8) {
 const PREFETCH_LINES: usize = 8;
 
 /// Memory for one node: `layout.size()` bytes aligned to `layout.align()`, and
-/// the chunk to [`release`] when the node's memory is no longer used.
+/// the chunk to [`release`] when the node's memory is no longer used. The memory
+/// starts less than 64 KiB after the chunk (a node records the distance in 16 bits)
+/// when `layout.align() <= CHUNK_ALIGN`.
 #[inline]
 pub(crate) fn alloc_node(layout: Layout) -> (NonNull<u8>, NonNull<Chunk>) {
     if layout.size() <= MAX_SHARED

@@ -370,10 +370,7 @@ impl<'a, T: Tensor> Vertex<'a, T> {
     /// equals... they have depth 0, below every node).
     fn priority(&self) -> (u64, u64) {
         match self {
-            Vertex::Node(n) => {
-                let c = n.cell();
-                (u64::from(c.topo), c.seq)
-            }
+            Vertex::Node(n) => (u64::from(n.topo()), n.cell().seq),
             Vertex::Leaf(_) => (0, u64::MAX),
         }
     }
@@ -864,7 +861,7 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
         let buf = &mut task.states[i as usize].buffer;
         if let Some(h) = hooks {
             let mut vars = G::to_vars(std::mem::take(buf));
-            run_tensor_hooks(h, &mut vars, self.create_graph).map_err(|e| anomaly_wrap(cell, e))?;
+            run_tensor_hooks(h, &mut vars, self.create_graph).map_err(|e| anomaly_wrap(node, e))?;
             *buf = G::from_vars(vars);
         }
         if capture {
@@ -929,11 +926,11 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
             // The one-edge case checked here, where the lists are matched anyway.
             match (&cell.edges[..], &mut self.out[..]) {
                 ([Some(next)], [o]) if fits_edge(next, o) => {
-                    check_nan(cell, std::slice::from_ref(o))?;
+                    check_nan(node, std::slice::from_ref(o))?;
                     (edge, g) = (next, o.take());
                 }
                 _ => {
-                    check_outputs(cell, &self.out)?;
+                    check_outputs(node, &self.out)?;
                     self.deliver_all(task, cell);
                     return Ok(());
                 }
@@ -1060,25 +1057,25 @@ fn run_tensor_hooks<T: Tensor>(
     Ok(())
 }
 
-fn node_name<T: Tensor>(cell: &DynCell<T>) -> String {
-    cell.node.lock().name().to_string()
+fn node_name<T: Tensor>(this: &NodeRef<T>) -> String {
+    this.lock().name().to_string()
 }
 
-fn anomaly_wrap<T: Tensor>(cell: &DynCell<T>, mut e: AutogradError) -> AutogradError {
+fn anomaly_wrap<T: Tensor>(this: &NodeRef<T>, mut e: AutogradError) -> AutogradError {
     if let AutogradError::VersionMismatch {
         output_of: Some((_, name)),
         ..
     } = &mut e
         && name.is_empty()
     {
-        *name = node_name(cell);
+        *name = node_name(this);
     }
     if !is_anomaly_enabled() || matches!(e, AutogradError::Anomaly { .. }) {
         return e;
     }
     AutogradError::Anomaly {
-        node: node_name(cell),
-        forward_trace: cell.anomaly().map(|a| a.0.to_string()),
+        node: node_name(this),
+        forward_trace: this.cell().anomaly().map(|a| a.0.to_string()),
         source: Box::new(e),
     }
 }
@@ -1092,19 +1089,19 @@ fn call_node<T: Tensor, G: Grad<T>>(
     outputs: &mut OptList<G, 2>,
     keep_graph: bool,
 ) -> Result<(), AutogradError> {
-    let cell = node_ref.cell();
     let mut post = None;
     if let Some(h) = hooks {
         let mut vars = G::to_vars(std::mem::take(grads));
-        hooks::run_pre_hooks(&h.pre, &mut vars).map_err(|e| anomaly_wrap(cell, e))?;
+        hooks::run_pre_hooks(&h.pre, &mut vars).map_err(|e| anomaly_wrap(node_ref, e))?;
         post = (!h.post.is_empty()).then(|| (h, vars.clone()));
         *grads = G::from_vars(vars);
     }
     apply_node(node_ref, grads, outputs, keep_graph)?;
-    check_outputs(cell, outputs)?;
+    check_outputs(node_ref, outputs)?;
     if let Some((h, inputs)) = post {
         let mut vars = G::to_vars(std::mem::take(outputs));
-        hooks::run_post_hooks(&h.post, &mut vars, &inputs).map_err(|e| anomaly_wrap(cell, e))?;
+        hooks::run_post_hooks(&h.post, &mut vars, &inputs)
+            .map_err(|e| anomaly_wrap(node_ref, e))?;
         *outputs = G::from_vars(vars);
     }
     Ok(())
@@ -1119,32 +1116,31 @@ fn apply_node<T: Tensor, G: Grad<T>>(
     outputs: &mut OptList<G, 2>,
     keep_graph: bool,
 ) -> Result<(), AutogradError> {
-    let cell = node_ref.cell();
-    let mut apply = || G::apply(&mut *cell.node.lock(), grads, outputs, !keep_graph);
+    let mut apply = || G::apply(&mut *node_ref.lock(), grads, outputs, !keep_graph);
     // As the node when its own saved outputs must reach it (`run_as`).
-    let result = if cell.own_outputs {
+    let result = if node_ref.own_outputs() {
         crate::node_ptr::run_as(node_ref, apply)
     } else {
         apply()
     };
-    result.map_err(|e| anomaly_wrap(cell, e))
+    result.map_err(|e| anomaly_wrap(node_ref, e))
 }
 
 /// PyTorch's checks of a node's gradients: count, shapes and dtypes ([`validate`]),
 /// and NaNs in anomaly mode ([`check_nan`]).
 #[inline(always)]
 fn check_outputs<T: Tensor, G: Grad<T>>(
-    cell: &DynCell<T>,
+    this: &NodeRef<T>,
     outputs: &OptList<G, 2>,
 ) -> Result<(), AutogradError> {
-    validate(cell, outputs).map_err(|e| anomaly_wrap(cell, e))?;
-    check_nan(cell, outputs)
+    validate(this, outputs).map_err(|e| anomaly_wrap(this, e))?;
+    check_nan(this, outputs)
 }
 
 /// In anomaly mode, PyTorch's error for a NaN in one of `outputs`.
 #[inline(always)]
 fn check_nan<T: Tensor, G: Grad<T>>(
-    cell: &DynCell<T>,
+    this: &NodeRef<T>,
     outputs: &[Option<G>],
 ) -> Result<(), AutogradError> {
     if !is_anomaly_enabled() {
@@ -1155,10 +1151,10 @@ fn check_nan<T: Tensor, G: Grad<T>>(
             && g.with_data(T::has_nan)
         {
             let e = AutogradError::NanInGradient {
-                node: node_name(cell),
+                node: node_name(this),
                 index: i,
             };
-            return Err(anomaly_wrap(cell, e));
+            return Err(anomaly_wrap(this, e));
         }
     }
     Ok(())
@@ -1171,14 +1167,14 @@ fn check_nan<T: Tensor, G: Grad<T>>(
 /// error paths.
 #[inline(always)]
 fn validate<T: Tensor, G: Grad<T>>(
-    cell: &DynCell<T>,
+    this: &NodeRef<T>,
     outputs: &OptList<G, 2>,
 ) -> Result<(), AutogradError> {
-    let (edges, grads) = (&cell.edges[..], &outputs[..]);
+    let (edges, grads) = (&this.cell().edges[..], &outputs[..]);
     if edges.len() == grads.len() && edges.iter().zip(grads).all(|(e, g)| fits(e, g)) {
         return Ok(());
     }
-    Err(invalid_gradients(cell, outputs))
+    Err(invalid_gradients(this, outputs))
 }
 
 /// Whether gradient `g` (if any) may flow along `edge` (if any).
@@ -1209,12 +1205,13 @@ fn fits_edge<T: Tensor, G: Grad<T>>(edge: &Edge<T>, g: &Option<G>) -> bool {
 #[cold]
 #[inline(never)]
 fn invalid_gradients<T: Tensor, G: Grad<T>>(
-    cell: &DynCell<T>,
+    this: &NodeRef<T>,
     outputs: &OptList<G, 2>,
 ) -> AutogradError {
+    let cell = this.cell();
     if outputs.len() != cell.edges.len() {
         return AutogradError::InvalidGradientCount {
-            node: node_name(cell),
+            node: node_name(this),
             expected: cell.edges.len(),
             got: outputs.len(),
         };
@@ -1229,12 +1226,12 @@ fn invalid_gradients<T: Tensor, G: Grad<T>>(
     let (Some(edge), Some(g)) = (edge, g) else {
         unreachable!("a missing edge or gradient always fits")
     };
-    invalid_gradient(cell, i, edge, g.with_data(TensorMeta::of))
+    invalid_gradient(this, i, edge, g.with_data(TensorMeta::of))
 }
 
-/// The error for gradient `i` of `cell` whose shape or dtype is not its input's.
+/// The error for gradient `i` of node `this` whose shape or dtype is not its input's.
 fn invalid_gradient<T: Tensor>(
-    cell: &DynCell<T>,
+    this: &NodeRef<T>,
     i: usize,
     edge: &Edge<T>,
     got: TensorMeta,
@@ -1249,14 +1246,14 @@ fn invalid_gradient<T: Tensor>(
     };
     if got.shape() != expected.shape() {
         return AutogradError::InvalidGradientShape {
-            node: node_name(cell),
+            node: node_name(this),
             index: i,
             got: got.shape().to_vec(),
             expected: expected.shape().to_vec(),
         };
     }
     AutogradError::InvalidGradientDtype {
-        node: node_name(cell),
+        node: node_name(this),
         index: i,
         got: got.dtype().to_string(),
         expected: expected.dtype().to_string(),

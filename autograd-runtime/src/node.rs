@@ -20,7 +20,7 @@ use crate::tensor::{Tensor, TensorMeta};
 use crate::var_ptr::VarWeak;
 use crate::variable::Variable;
 
-use crate::node_lock::NodeLock;
+use crate::node_lock::Locked;
 use crate::node_meta::NodeMeta;
 pub(crate) use crate::node_ptr::{NODE_COUNTERS, WeakNode};
 pub use crate::node_ptr::{NodeHandle, NodeRef};
@@ -204,20 +204,14 @@ pub(crate) struct NodeCell<T: Tensor, N: ?Sized> {
     pub(crate) edges: EdgeList<T>,
     pub(crate) meta: NodeMeta,
     pub(crate) seq: u64,
-    /// 1 + the largest `topo` of the nodes the edges lead to (0 for none):
-    /// every consumer of a node has a larger one, on any thread. 32 bits: a
-    /// chain of 2^32 nodes would not fit in memory (a record is over 100 bytes).
-    pub(crate) topo: u32,
     /// Claimed by the running graph task: `task id << 32 | vertex index`.
     pub(crate) task_slot: AtomicU64,
-    /// The node saved an output of its own through `record_saving` (an `OwnNode`):
-    /// the engine runs its `apply` as the node (`run_as`), which the others skip.
-    pub(crate) own_outputs: bool,
     /// Hooks and the anomaly trace, allocated on first use (most nodes have
     /// neither): one pointer in the record instead of a mutex, a flag and a
     /// box.
     pub(crate) extras: CounterSlot<NodeExtras<T>>,
-    pub(crate) node: NodeLock<N>,
+    /// The typed node, locked with the flag in the record's header (`NodeRef::lock`).
+    pub(crate) node: Locked<N>,
 }
 
 /// The rarely present part of a node ([`NodeCell::extras`]).
@@ -340,12 +334,12 @@ impl<T: Tensor> fmt::Debug for NodeRef<T> {
 impl<T: Tensor> NodeRef<T> {
     /// The node's name (locks the node).
     pub fn name(&self) -> String {
-        self.cell().node.lock().name().to_string()
+        self.lock().name().to_string()
     }
 
     /// The name if the node is not locked right now.
     pub(crate) fn try_name(&self) -> Option<String> {
-        self.cell().node.try_lock().map(|n| n.name().to_string())
+        self.try_lock().map(|n| n.name().to_string())
     }
 
     /// The next edges: one per input given to [`record`], `None` for inputs
@@ -428,7 +422,7 @@ impl<T: Tensor> NodeRef<T> {
 
     /// Calls [`Node::release_variables`] now.
     pub fn release_variables(&self) {
-        self.cell().node.lock().release_variables();
+        self.lock().release_variables();
     }
 
     /// Backtrace of the forward call that created this node, if it was
@@ -441,7 +435,7 @@ impl<T: Tensor> NodeRef<T> {
     /// never filled (a formula's input that needed no gradient) are left out.
     pub fn saved_tensors(&self) -> Vec<(String, Option<Vec<usize>>)> {
         let mut out = Vec::new();
-        self.cell().node.lock().visit_saved(&mut |name, sv| {
+        self.lock().visit_saved(&mut |name, sv| {
             if !sv.is_empty() {
                 out.push((name.to_string(), sv.shape()));
             }
@@ -506,7 +500,7 @@ impl<T: Tensor> NodeRef<T> {
     /// Runs `f` on the locked node (type-erased). The node runs meanwhile: its own saved
     /// outputs unpack.
     pub fn with_node<R>(&self, f: impl FnOnce(&mut dyn Node<T>) -> R) -> R {
-        crate::node_ptr::run_as(self, || f(&mut *self.cell().node.lock()))
+        crate::node_ptr::run_as(self, || f(&mut *self.lock()))
     }
 }
 
@@ -600,13 +594,13 @@ fn build_cell<T: Tensor, N: Node<T>>(
     node: N,
     inputs: &[Option<&Variable<T>>],
     meta: NodeMeta,
-) -> NodeCell<T, N> {
+) -> (NodeCell<T, N>, u32) {
     let mut edges = EdgeList::<T>::with_len(inputs.len());
     let mut depth = 0;
     for (slot, v) in edges.iter_mut().zip(inputs) {
         *slot = v.and_then(Variable::gradient_edge);
         if let Some(Edge::Node { node, .. }) = slot {
-            depth = depth.max(node.cell().topo);
+            depth = depth.max(node.topo());
         }
     }
     let topo = depth + 1;
@@ -624,16 +618,15 @@ fn build_cell<T: Tensor, N: Node<T>>(
         n
     });
     LIVE_NODES.with(|c| c.set(c.get() + 1));
-    NodeCell {
+    let cell = NodeCell {
         edges,
         meta,
         seq,
-        topo,
         task_slot: AtomicU64::new(0),
-        own_outputs: false,
         extras,
-        node: NodeLock::new(node),
-    }
+        node: Locked::new(node),
+    };
+    (cell, topo)
 }
 
 /// Puts a node in the arena: a handle, and `refs` references for the outputs.
@@ -643,7 +636,8 @@ fn new_cell<T: Tensor, N: Node<T>>(
     meta: NodeMeta,
     refs: usize,
 ) -> (NodeHandle<T, N>, OutputRefs<T, N>) {
-    NodeHandle::new(build_cell(node, inputs, meta), refs)
+    let (cell, topo) = build_cell(node, inputs, meta);
+    NodeHandle::new(cell, topo, refs)
 }
 
 /// The outputs of an op being recorded by [`record_saving`], for the node to
@@ -695,11 +689,12 @@ pub fn record_saving<T: Tensor, N: Node<T>, const K: usize>(
         saved: Cell::new(false),
     };
     save(&mut node, &new);
-    let own_outputs = new.saved.get();
+    if new.saved.get() {
+        pending.set_own_outputs();
+    }
     let meta = NodeMeta::of(&outputs);
-    let mut cell = build_cell(node, inputs, meta);
-    cell.own_outputs = own_outputs;
-    let refs = pending.publish(cell, K);
+    let (cell, topo) = build_cell(node, inputs, meta);
+    let refs = pending.publish(cell, topo, K);
     (wrap_outputs(outputs, refs), None)
 }
 

@@ -1,4 +1,4 @@
-//! [`NodeLock`]: the lock around a node's typed part (its formula state and saved
+//! [`LockFlag`] and [`Locked`]: the lock around a node's typed part (its formula state and saved
 //! variables).
 //!
 //! A node is locked once per backward pass (by the engine, around `apply`) and seldom
@@ -17,50 +17,64 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::backoff::Backoff;
 
-/// A lock around a node's typed part (see the module documentation).
-pub(crate) struct NodeLock<N: ?Sized> {
-    held: AtomicBool,
-    value: UnsafeCell<N>,
-}
+/// The flag of a node's lock (see the module documentation). It sits in the record's
+/// header, away from the node it guards ([`Locked`]): beside the node, a one-byte flag
+/// took eight bytes of every record whose node has pointer-aligned fields.
+pub(crate) struct LockFlag(AtomicBool);
 
-// SAFETY: the value is reached only through a guard, which exists only while `held` was
-// set by its owner's compare-and-swap: one thread at a time, so
-// `N: Send` suffices for both, as for `Mutex`.
-unsafe impl<N: ?Sized + Send> Send for NodeLock<N> {}
+/// A node's typed part, reached only through a [`NodeGuard`] from the one [`LockFlag`]
+/// its record pairs it with (`node_ptr.rs`).
+pub(crate) struct Locked<N: ?Sized>(UnsafeCell<N>);
+
+// SAFETY: the value is reached only through a guard, which exists only while its flag
+// was set by the guard's compare-and-swap, and a value is only ever locked with one flag
+// (the contract of `LockFlag::lock`): one thread at a time, so `N: Send` suffices for
+// both, as for `Mutex`.
+unsafe impl<N: ?Sized + Send> Send for Locked<N> {}
 // SAFETY: as above.
-unsafe impl<N: ?Sized + Send> Sync for NodeLock<N> {}
+unsafe impl<N: ?Sized + Send> Sync for Locked<N> {}
 
 // As `Mutex` is, whose poisoning the runtime ignored: a formula that panics leaves its
 // node as it was, and the graph stays usable (variables and nodes stay `RefUnwindSafe`).
-impl<N: ?Sized> std::panic::RefUnwindSafe for NodeLock<N> {}
-impl<N: ?Sized> std::panic::UnwindSafe for NodeLock<N> {}
+impl<N: ?Sized> std::panic::RefUnwindSafe for Locked<N> {}
+impl<N: ?Sized> std::panic::UnwindSafe for Locked<N> {}
 
-impl<N> NodeLock<N> {
-    /// A free lock around `value`.
+impl<N> Locked<N> {
+    /// `value`, to be locked by one flag.
     pub(crate) const fn new(value: N) -> Self {
-        NodeLock {
-            held: AtomicBool::new(false),
-            value: UnsafeCell::new(value),
-        }
+        Locked(UnsafeCell::new(value))
     }
 }
 
-impl<N: ?Sized> NodeLock<N> {
-    /// Takes the lock, waiting for it if another thread holds it.
-    #[inline]
-    pub(crate) fn lock(&self) -> NodeGuard<'_, N> {
-        if let Some(g) = self.try_lock() {
-            return g;
-        }
-        self.lock_contended()
+impl LockFlag {
+    /// A free lock's flag.
+    pub(crate) const fn new() -> Self {
+        LockFlag(AtomicBool::new(false))
     }
 
+    /// Takes the lock of `value`, waiting for it if another thread holds it.
+    ///
+    /// # Safety
+    /// `self` is the only flag ever used to lock `value`.
+    #[inline]
+    pub(crate) unsafe fn lock<'a, N: ?Sized>(&'a self, value: &'a Locked<N>) -> NodeGuard<'a, N> {
+        // SAFETY: the caller's guarantee, passed on.
+        if let Some(g) = unsafe { self.try_lock(value) } {
+            return g;
+        }
+        // SAFETY: as above.
+        unsafe { self.lock_contended(value) }
+    }
+
+    /// # Safety
+    /// As for [`lock`](Self::lock).
     #[cold]
-    fn lock_contended(&self) -> NodeGuard<'_, N> {
+    unsafe fn lock_contended<'a, N: ?Sized>(&'a self, value: &'a Locked<N>) -> NodeGuard<'a, N> {
         let mut backoff = Backoff::default();
         loop {
-            if !self.held.load(Ordering::Relaxed)
-                && let Some(g) = self.try_lock()
+            if !self.0.load(Ordering::Relaxed)
+                // SAFETY: the caller's guarantee, passed on.
+                && let Some(g) = unsafe { self.try_lock(value) }
             {
                 return g;
             }
@@ -68,28 +82,35 @@ impl<N: ?Sized> NodeLock<N> {
         }
     }
 
-    /// The lock if it is free now.
+    /// The lock of `value` if it is free now.
+    ///
+    /// # Safety
+    /// As for [`lock`](Self::lock).
     #[inline]
-    pub(crate) fn try_lock(&self) -> Option<NodeGuard<'_, N>> {
-        self.held
+    pub(crate) unsafe fn try_lock<'a, N: ?Sized>(
+        &'a self,
+        value: &'a Locked<N>,
+    ) -> Option<NodeGuard<'a, N>> {
+        self.0
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .ok()
-            .map(|_| NodeGuard { lock: self })
+            .map(|_| NodeGuard { flag: self, value })
     }
 }
 
 /// The held lock: gives access to the value and frees the lock when dropped.
 pub(crate) struct NodeGuard<'a, N: ?Sized> {
-    lock: &'a NodeLock<N>,
+    flag: &'a LockFlag,
+    value: &'a Locked<N>,
 }
 
 impl<N: ?Sized> Deref for NodeGuard<'_, N> {
     type Target = N;
     #[inline]
     fn deref(&self) -> &N {
-        // SAFETY: the guard exists only while this thread holds the lock (see `try_lock`),
-        // so no other reference to the value exists.
-        unsafe { &*self.lock.value.get() }
+        // SAFETY: the guard exists only while this thread holds the value's one flag (see
+        // `try_lock`), so no other reference to the value exists.
+        unsafe { &*self.value.0.get() }
     }
 }
 
@@ -97,7 +118,7 @@ impl<N: ?Sized> DerefMut for NodeGuard<'_, N> {
     #[inline]
     fn deref_mut(&mut self) -> &mut N {
         // SAFETY: as in `deref`; the guard is borrowed uniquely.
-        unsafe { &mut *self.lock.value.get() }
+        unsafe { &mut *self.value.0.get() }
     }
 }
 
@@ -105,7 +126,7 @@ impl<N: ?Sized> Drop for NodeGuard<'_, N> {
     #[inline]
     fn drop(&mut self) {
         // Release: the accesses made under the lock happen before the next holder's.
-        self.lock.held.store(false, Ordering::Release);
+        self.flag.0.store(false, Ordering::Release);
     }
 }
 
@@ -114,9 +135,32 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
+    /// A flag and the value it locks, as a record pairs them.
+    struct Pair {
+        flag: LockFlag,
+        value: Locked<u64>,
+    }
+
+    impl Pair {
+        fn new(v: u64) -> Self {
+            Pair {
+                flag: LockFlag::new(),
+                value: Locked::new(v),
+            }
+        }
+        fn lock(&self) -> NodeGuard<'_, u64> {
+            // SAFETY: `value` is only ever locked with `flag`.
+            unsafe { self.flag.lock(&self.value) }
+        }
+        fn try_lock(&self) -> Option<NodeGuard<'_, u64>> {
+            // SAFETY: as in `lock`.
+            unsafe { self.flag.try_lock(&self.value) }
+        }
+    }
+
     #[test]
     fn one_holder_at_a_time_across_threads() {
-        let l = Arc::new(NodeLock::new(0u64));
+        let l = Arc::new(Pair::new(0));
         let rounds = if cfg!(miri) { 50 } else { 20_000 };
         let threads: Vec<_> = (0..2)
             .map(|_| {
@@ -140,7 +184,7 @@ mod tests {
 
     #[test]
     fn try_lock_fails_while_held() {
-        let l = NodeLock::new(1);
+        let l = Pair::new(1);
         let g = l.lock();
         assert!(l.try_lock().is_none());
         drop(g);

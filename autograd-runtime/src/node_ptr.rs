@@ -17,7 +17,7 @@
 //!   zero: `shared` is marked `MERGED` (the owner gave up `local`, adding it
 //!   in) and its count is zero. Whoever makes that state drops the cell
 //!   ([`LastRef`]); nothing leaves it (an upgrade refuses it). The header
-//!   (counts, chunk, version counters) is alive while `weak > 0`; whoever
+//!   (counts, chunk offset, flags, depth, version counters) is alive while `weak > 0`; whoever
 //!   brings `weak` to zero gives the node's count of its arena chunk back.
 //! * Every pointer type here owns exactly one count, so while it exists the
 //!   memory it reads is alive; the fields are private to this module, so no
@@ -28,12 +28,13 @@ use std::any::TypeId;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
 
 use crate::arena::{self, Chunk};
 use crate::bias;
 use crate::counts::Counts;
 use crate::node::{DynCell, Edge, Node, NodeCell, drop_last_ref};
+use crate::node_lock::{LockFlag, NodeGuard};
 use crate::refcount::{increment, release_weak_count};
 use crate::tensor::Tensor;
 
@@ -46,13 +47,27 @@ struct NodeBox<T: Tensor, N: ?Sized> {
 }
 
 /// Reference counts (as in `Arc`: the strong references together hold one
-/// weak count), the arena chunk the node lives in, and the version counters
-/// of its first outputs. Written before the cell ([`Pending`]) and read
-/// through [`head`], never through a reference to the whole `NodeBox`.
+/// weak count), where the arena chunk the node lives in starts, the version counters
+/// of its first outputs, and the cell's few small fields (packed here, where the chunk's
+/// pointer left room: each took eight bytes of the cell with its padding). Written
+/// before the cell ([`Pending`]) and read through [`head`], never through a reference
+/// to the whole `NodeBox`.
 struct Head {
     /// The strong (biased) and weak counts (`counts.rs`).
     counts: Counts,
-    chunk: NonNull<Chunk>,
+    /// The node's offset in its arena chunk: the chunk starts this many bytes below
+    /// (chunks are 64 KiB, and a record of its own chunk starts near the chunk's start).
+    chunk_offset: u16,
+    /// The node saved an output of its own through `record_saving` (an `OwnNode`): the
+    /// engine runs its `apply` as the node (`run_as`), which the others skip. Set once,
+    /// before the node is published.
+    own_outputs: AtomicBool,
+    /// The lock of the cell's typed node (`node_lock.rs`).
+    lock: LockFlag,
+    /// 1 + the largest `topo` of the nodes the edges lead to (0 for none): every
+    /// consumer of a node has a larger one, on any thread. Set once, before the node is
+    /// published. 32 bits: a chain of 2^32 nodes would not fit in memory.
+    topo: AtomicU32,
     /// The version counters of outputs `0..NODE_COUNTERS` (see
     /// [`Variable`](crate::Variable)): in the header, outside the cell, so
     /// that a weak reference can still read them after the node is dropped.
@@ -111,11 +126,13 @@ unsafe fn release_weak<T: Tensor>(p: NonNull<DynBox<T>>) {
     if release_weak_count(&b.counts.weak) {
         // Every other user's accesses happen before the chunk is released.
         fence(Ordering::Acquire);
-        let chunk = b.chunk;
+        // SAFETY: the node lies `chunk_offset` bytes into its chunk (`Pending::new`), so
+        // the chunk's start is in the same allocation.
+        let chunk = unsafe { p.cast::<u8>().byte_sub(usize::from(b.chunk_offset)) };
         // SAFETY: no counts are left, so nothing reads the node's memory any
-        // more; the node's allocation holds one count of `chunk` (taken in
-        // `NodeHandle::new`), given back here exactly once.
-        unsafe { arena::release(chunk) };
+        // more; the node's allocation holds one count of its chunk (taken in
+        // `Pending::new`), given back here exactly once.
+        unsafe { arena::release(chunk.cast::<Chunk>()) };
     }
 }
 
@@ -319,6 +336,35 @@ impl<T: Tensor> NodeRef<T> {
         unsafe { &head(self.0).versions[k as usize] }
     }
 
+    /// The node's depth: 1 + the largest of the nodes its edges lead to (0 for none).
+    #[inline]
+    pub(crate) fn topo(&self) -> u32 {
+        // SAFETY: the strong count keeps the header alive.
+        unsafe { head(self.0) }.topo.load(Ordering::Relaxed)
+    }
+
+    /// Whether the node saved an output of its own ([`OwnNode`]).
+    #[inline]
+    pub(crate) fn own_outputs(&self) -> bool {
+        // SAFETY: the strong count keeps the header alive.
+        unsafe { head(self.0) }.own_outputs.load(Ordering::Relaxed)
+    }
+
+    /// Locks the typed node, waiting while another thread holds it.
+    #[inline]
+    pub(crate) fn lock(&self) -> NodeGuard<'_, dyn Node<T>> {
+        // SAFETY: the strong count keeps the header and cell alive while `self` is
+        // borrowed; a record's node is only ever locked with its header's flag.
+        unsafe { head(self.0).lock.lock(&self.cell().node) }
+    }
+
+    /// The typed node's lock, if it is free now.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<NodeGuard<'_, dyn Node<T>>> {
+        // SAFETY: as in `lock`.
+        unsafe { head(self.0).lock.try_lock(&self.cell().node) }
+    }
+
     pub(crate) fn downgrade(&self) -> WeakNode<T> {
         // SAFETY: this handle keeps the node alive.
         unsafe { head(self.0) }.counts.downgrade();
@@ -480,9 +526,9 @@ impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
     /// for the returned handle, `refs` for the returned [`OutputRefs`] (one
     /// per output variable).
     #[inline]
-    pub(crate) fn new(cell: NodeCell<T, N>, refs: usize) -> (Self, OutputRefs<T, N>) {
+    pub(crate) fn new(cell: NodeCell<T, N>, topo: u32, refs: usize) -> (Self, OutputRefs<T, N>) {
         let strong = refs.checked_add(1).expect("too many outputs for one node");
-        let (p, out) = Pending::new().publish_counted(cell, strong, refs);
+        let (p, out) = Pending::new().publish_counted(cell, topo, strong, refs);
         (NodeHandle(p), out)
     }
 
@@ -492,9 +538,13 @@ impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
         let erased: NonNull<DynBox<T>> = self.0;
         // A borrowed reference: the handle's count, not given back.
         let node = std::mem::ManuallyDrop::new(NodeRef(erased));
-        // SAFETY: the handle's strong count keeps the cell alive.
-        let cell = unsafe { &(*self.0.as_ptr()).cell };
-        run_as(&node, || f(&mut cell.node.lock()))
+        // SAFETY: the handle's strong count keeps the header and cell alive; a record's
+        // node is only ever locked with its header's flag.
+        let mut guard = unsafe {
+            let cell = &(*self.0.as_ptr()).cell;
+            head(self.0).lock.lock(&cell.node)
+        };
+        run_as(&node, || f(&mut guard))
     }
 
     /// The type-erased reference (what `grad_fn()` returns).
@@ -529,6 +579,10 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
             .pad_to_align();
         let (mem, chunk) = arena::alloc_node(layout);
         let p = mem.cast::<NodeBox<T, N>>();
+        // Under 64 KiB (`alloc_node`'s guarantee): the chunk's start is found from the
+        // node's address when the node's memory is given back.
+        let chunk_offset = u16::try_from(mem.as_ptr().addr() - chunk.as_ptr().addr())
+            .expect("a node starts within 64 KiB of its chunk");
         const {
             assert!(
                 std::mem::offset_of!(NodeBox<T, N>, cell) == CELL_OFFSET,
@@ -543,11 +597,25 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
         unsafe {
             (&raw mut (*p.as_ptr()).head).write(Head {
                 counts: Counts::unpublished(),
-                chunk,
+                chunk_offset,
+                own_outputs: AtomicBool::new(false),
+                lock: LockFlag::new(),
+                topo: AtomicU32::new(0),
                 versions: [const { AtomicU32::new(0) }; NODE_COUNTERS],
             })
         };
         Pending(p)
+    }
+
+    /// Marks the node as one that saved an output of its own ([`OwnNode`]): the engine
+    /// runs it as itself (`run_as`).
+    #[inline]
+    pub(crate) fn set_own_outputs(&self) {
+        // SAFETY: the header was written by `new`; the pending node's count keeps it
+        // alive. Published with the cell (a release store in `publish`).
+        unsafe { head(self.0) }
+            .own_outputs
+            .store(true, Ordering::Relaxed);
     }
 
     /// The pending node's identity for its own saved outputs ([`OwnNode`]).
@@ -563,9 +631,9 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
     /// Writes the cell and hands out `refs >= 1` strong references (the
     /// node's outputs).
     #[inline(always)]
-    pub(crate) fn publish(self, cell: NodeCell<T, N>, refs: usize) -> OutputRefs<T, N> {
+    pub(crate) fn publish(self, cell: NodeCell<T, N>, topo: u32, refs: usize) -> OutputRefs<T, N> {
         assert!(refs > 0, "a published node needs an output to keep it");
-        self.publish_counted(cell, refs, refs).1
+        self.publish_counted(cell, topo, refs, refs).1
     }
 
     /// Writes the cell with `strong` strong counts, `refs <= strong` of which
@@ -576,6 +644,7 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
     fn publish_counted(
         self,
         cell: NodeCell<T, N>,
+        topo: u32,
         strong: usize,
         refs: usize,
     ) -> (NonNull<NodeBox<T, N>>, OutputRefs<T, N>) {
@@ -588,6 +657,9 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
         // written nor read (the strong count is zero, so no reference to the
         // cell exists).
         unsafe { (&raw mut (*p.as_ptr()).cell).write(cell) };
+        // SAFETY: the header was written by `new`; the pending node's count keeps it
+        // alive.
+        unsafe { head(p) }.topo.store(topo, Ordering::Relaxed);
         // After the write: the owner's tag read before it made the cell go
         // through a `memcpy` (the chain bench's `tanh`). Release (in
         // `publish`): a weak reference upgraded after this sees the cell.
@@ -747,5 +819,30 @@ mod tests {
         assert_eq!(Arc::strong_count(&probe), 2);
         drop(g);
         assert_eq!(Arc::strong_count(&probe), 1);
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod sizes {
+    use super::{CELL_OFFSET, NodeBox};
+    use crate::saved::SavedVariable;
+    use crate::tensor::testing::Handle;
+
+    #[test]
+    fn a_record_is_a_32_byte_header_and_96_bytes_of_cell_before_its_node() {
+        // The header: counts (16), the chunk offset, two flags and the depth (8), the
+        // version counters (8). The cell: edges (56), meta (16), sequence number, task
+        // slot, extras (8 each). Before the flags and depth moved into the header, and
+        // the meta lost its dtype's length word, a node with nothing in it took 144.
+        type One = Handle<u32>;
+        type Two = Handle<[usize; 2]>;
+        assert_eq!(CELL_OFFSET, 32);
+        assert_eq!(std::mem::size_of::<NodeBox<One, ()>>(), 128);
+        // 128 + 4, padded to the alignment of 8.
+        assert_eq!(std::mem::size_of::<NodeBox<One, f32>>(), 136);
+        assert_eq!(
+            std::mem::size_of::<NodeBox<Two, SavedVariable<Two>>>(),
+            128 + std::mem::size_of::<SavedVariable<Two>>()
+        );
     }
 }
