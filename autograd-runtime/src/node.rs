@@ -24,7 +24,7 @@ use crate::node_lock::Locked;
 use crate::node_meta::NodeMeta;
 pub(crate) use crate::node_ptr::{NODE_COUNTERS, WeakNode};
 pub use crate::node_ptr::{NodeHandle, NodeRef};
-use crate::node_ptr::{OutputRefs, Pending};
+use crate::node_ptr::{OutputRefs, Pending, ToDyn};
 
 /// Gradients passed to and returned by [`Node::apply`]: one `Option<Variable<T>>`
 /// per slot, `None` meaning an undefined (all-zero) gradient. Inline for up to
@@ -195,12 +195,22 @@ impl<T: Tensor> Default for NodeHooks<T> {
 /// The backtrace of the forward call that created a node (anomaly mode).
 pub(crate) struct AnomalyTrace(pub(crate) Backtrace);
 
-/// A node in the graph: graph metadata plus the user's node behind a mutex,
+/// A node in the graph: graph metadata plus the user's node behind a lock,
 /// in one arena allocation.
 ///
 /// `NodeCell<T, MulBackward0<T>>` coerces to `NodeCell<T, dyn Node<T>>`, so a
 /// typed [`NodeHandle`] and the type-erased [`NodeRef`]s in the graph share it.
+/// `repr(C)`: the graph metadata (`info`) is at the cell's start for every node type,
+/// so that a [`NodeRef`], a thin pointer, reaches it without the node's vtable.
+#[repr(C)]
 pub(crate) struct NodeCell<T: Tensor, N: ?Sized> {
+    pub(crate) info: CellInfo<T>,
+    /// The typed node, locked with the flag in the record's header (`NodeRef::lock`).
+    pub(crate) node: Locked<N>,
+}
+
+/// A node's graph metadata: the part of its cell every node type has.
+pub(crate) struct CellInfo<T: Tensor> {
     pub(crate) edges: EdgeList<T>,
     pub(crate) meta: NodeMeta,
     pub(crate) seq: u64,
@@ -210,11 +220,12 @@ pub(crate) struct NodeCell<T: Tensor, N: ?Sized> {
     /// neither): one pointer in the record instead of a mutex, a flag and a
     /// box.
     pub(crate) extras: CounterSlot<NodeExtras<T>>,
-    /// The typed node, locked with the flag in the record's header (`NodeRef::lock`).
-    pub(crate) node: Locked<N>,
+    /// The node's type, for what needs its vtable (`apply`, `drop`): references to the
+    /// node are thin pointers (an edge is 16 bytes instead of 24).
+    pub(crate) to_dyn: ToDyn<T>,
 }
 
-/// The rarely present part of a node ([`NodeCell::extras`]).
+/// The rarely present part of a node ([`CellInfo::extras`]).
 pub(crate) struct NodeExtras<T: Tensor> {
     /// Set once a hook was registered (the engine then takes a snapshot).
     has_hooks: AtomicBool,
@@ -223,7 +234,8 @@ pub(crate) struct NodeExtras<T: Tensor> {
     anomaly: Option<AnomalyTrace>,
 }
 
-pub(crate) type DynCell<T> = NodeCell<T, dyn Node<T>>;
+/// What the engine reads of a type-erased node.
+pub(crate) type DynCell<T> = CellInfo<T>;
 
 thread_local! {
     static LIVE_NODES: Cell<isize> = const { Cell::new(0) };
@@ -247,13 +259,13 @@ pub fn live_nodes() -> isize {
     LIVE_NODES.with(Cell::get)
 }
 
-impl<T: Tensor, N: ?Sized> Drop for NodeCell<T, N> {
+impl<T: Tensor> Drop for CellInfo<T> {
     fn drop(&mut self) {
         let _ = LIVE_NODES.try_with(|c| c.set(c.get() - 1));
     }
 }
 
-impl<T: Tensor, N: ?Sized> NodeCell<T, N> {
+impl<T: Tensor> CellInfo<T> {
     /// The hooks, locked; `None` if none was ever registered.
     pub(crate) fn hooks(&self) -> Option<MutexGuard<'_, NodeHooks<T>>> {
         self.extras.get().map(|e| lock(&e.hooks))
@@ -619,11 +631,14 @@ fn build_cell<T: Tensor, N: Node<T>>(
     });
     LIVE_NODES.with(|c| c.set(c.get() + 1));
     let cell = NodeCell {
-        edges,
-        meta,
-        seq,
-        task_slot: AtomicU64::new(0),
-        extras,
+        info: CellInfo {
+            edges,
+            meta,
+            seq,
+            task_slot: AtomicU64::new(0),
+            extras,
+            to_dyn: ToDyn::of::<N>(),
+        },
         node: Locked::new(node),
     };
     (cell, topo)

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
 use crate::arena::{self, Chunk};
 use crate::bias;
 use crate::counts::Counts;
-use crate::node::{DynCell, Edge, Node, NodeCell, drop_last_ref};
+use crate::node::{CellInfo, DynCell, Edge, Node, NodeCell, drop_last_ref};
 use crate::node_lock::{LockFlag, NodeGuard};
 use crate::refcount::{increment, release_weak_count};
 use crate::tensor::Tensor;
@@ -81,16 +81,52 @@ struct Head {
 /// in the vtable (measured: about 20 instructions a node in backward).
 const CELL_OFFSET: usize = std::mem::size_of::<Head>();
 
-/// The cell of the node at `p`, reached with the constant offset.
+/// The graph metadata of the node at `p` (the start of its cell), reached with the
+/// constant offset.
 ///
 /// # Safety
-/// `p` is a node allocation (from `Pending::new`, so its cell is at
-/// `CELL_OFFSET`).
+/// `p` is a node allocation of tensor type `T` (from `Pending::new`, so its cell is at
+/// `CELL_OFFSET`, with its `CellInfo<T>` first).
 #[inline]
-unsafe fn cell_ptr<T: Tensor>(p: NonNull<DynBox<T>>) -> *mut DynCell<T> {
-    // SAFETY: in bounds of the allocation by the caller's guarantee; the cast
-    // keeps the vtable (same `dyn Node<T>` tail).
-    unsafe { (p.as_ptr() as *mut DynCell<T>).byte_add(CELL_OFFSET) }
+unsafe fn info_ptr<T: Tensor>(p: Ptr) -> *mut CellInfo<T> {
+    // SAFETY: in bounds of the allocation by the caller's guarantee.
+    unsafe { p.as_ptr().byte_add(CELL_OFFSET).cast::<CellInfo<T>>() }
+}
+
+/// The type-erased (fat) pointer of the node at `p`, made by its type's [`ToDyn`].
+///
+/// # Safety
+/// `p` is a node allocation of tensor type `T` whose cell is alive.
+#[inline]
+unsafe fn fat<T: Tensor>(p: Ptr) -> NonNull<DynBox<T>> {
+    // SAFETY: the cell is alive (the caller's guarantee); `to_dyn` was set by `build_cell`
+    // for the node type written into this allocation.
+    let to_dyn = unsafe { (*info_ptr::<T>(p)).to_dyn.0 };
+    to_dyn(p)
+}
+
+/// A record's thin pointer: the address of its header, which every node type has at
+/// the start of its allocation (`NodeBox` is `repr(C)`). A thin pointer (one word)
+/// makes an [`Edge`] 16 bytes instead of 24; what needs the node's vtable gets it from
+/// the cell ([`fat`]).
+type Ptr = NonNull<Head>;
+
+/// The thin pointer of a typed record.
+#[inline]
+fn thin<T: Tensor, N: ?Sized>(p: NonNull<NodeBox<T, N>>) -> Ptr {
+    p.cast::<Head>()
+}
+
+/// How a record's thin pointer becomes the type-erased pointer of its node type (an
+/// unsizing cast), kept in the cell ([`CellInfo::to_dyn`]).
+pub(crate) struct ToDyn<T: Tensor>(fn(Ptr) -> NonNull<DynBox<T>>);
+
+impl<T: Tensor> ToDyn<T> {
+    /// The cast for records of node type `N`.
+    #[inline]
+    pub(crate) fn of<N: Node<T>>() -> Self {
+        ToDyn(|p| -> NonNull<DynBox<T>> { p.cast::<NodeBox<T, N>>() })
+    }
 }
 
 /// The header of the node at `p`.
@@ -99,11 +135,11 @@ unsafe fn cell_ptr<T: Tensor>(p: NonNull<DynBox<T>>) -> *mut DynCell<T> {
 /// `p` is a node allocation whose header was written and stays alive for
 /// `'a` (the caller holds a count).
 #[inline]
-unsafe fn head<'a, T: Tensor, N: ?Sized>(p: NonNull<NodeBox<T, N>>) -> &'a Head {
+unsafe fn head<'a>(p: Ptr) -> &'a Head {
     // SAFETY: the header is initialised and alive by the caller's guarantee;
     // the reference covers the header only, never the cell (which may not
     // be written yet, or may be dropped already).
-    unsafe { &(*p.as_ptr()).head }
+    unsafe { &*p.as_ptr() }
 }
 
 /// How many outputs of a node keep their version counter in its header
@@ -117,7 +153,7 @@ type DynBox<T> = NodeBox<T, dyn Node<T>>;
 /// # Safety
 /// `p` is a live allocation and the caller owns one weak count of it, which
 /// it gives up (it does not use `p` afterwards).
-unsafe fn release_weak<T: Tensor>(p: NonNull<DynBox<T>>) {
+unsafe fn release_weak(p: Ptr) {
     // SAFETY: the caller's weak count keeps the header alive until the
     // `fetch_sub` below; `b` is not used after it unless it was the last.
     let b = unsafe { head(p) };
@@ -138,7 +174,7 @@ unsafe fn release_weak<T: Tensor>(p: NonNull<DynBox<T>>) {
 
 /// The last strong reference of a node: dropping it drops the cell, then the
 /// nodes its edges held the last references of, in a loop (see [`free_node`]).
-struct LastRef<T: Tensor>(NonNull<DynBox<T>>);
+struct LastRef<T: Tensor>(Ptr, PhantomData<fn() -> T>);
 
 impl<T: Tensor> Drop for LastRef<T> {
     /// A chain of nodes (each the only holder of the next) is freed in this
@@ -155,7 +191,7 @@ impl<T: Tensor> Drop for LastRef<T> {
             // `free_node`): `self.0` by construction, the next ones as
             // `free_node` hands them over (forgotten right away, so owned
             // once, here).
-            let Some(next) = (unsafe { free_node(p) }) else {
+            let Some(next) = (unsafe { free_node::<T>(p) }) else {
                 return;
             };
             p = next.0;
@@ -177,9 +213,9 @@ impl<T: Tensor> Drop for LastRef<T> {
 /// count is still held, so the memory is alive; it is given up by
 /// `release_weak` after the cell is gone. The caller does not use `p` again.
 #[inline]
-unsafe fn free_node<T: Tensor>(p: NonNull<DynBox<T>>) -> Option<LastRef<T>> {
+unsafe fn free_node<T: Tensor>(p: Ptr) -> Option<LastRef<T>> {
     // SAFETY: the only access to a live cell (above).
-    let cell = unsafe { &mut *cell_ptr(p) };
+    let cell = unsafe { &mut *info_ptr::<T>(p) };
     let mut next = None;
     for e in cell.edges.iter_mut() {
         if !matches!(e, Some(Edge::Node { .. })) {
@@ -195,9 +231,10 @@ unsafe fn free_node<T: Tensor>(p: NonNull<DynBox<T>>) -> Option<LastRef<T>> {
             }
         }
     }
-    // SAFETY: as above; `cell` is not used after this.
+    // SAFETY: as above; `cell` is not used after this (the cast reads `to_dyn` from the
+    // cell before it is dropped).
     unsafe {
-        std::ptr::drop_in_place(cell_ptr(p));
+        std::ptr::drop_in_place(&raw mut (*fat::<T>(p).as_ptr()).cell);
         release_weak(p);
     }
     next
@@ -207,7 +244,7 @@ unsafe fn free_node<T: Tensor>(p: NonNull<DynBox<T>>) -> Option<LastRef<T>> {
 /// `std::shared_ptr<Node>`): what [`Variable::grad_fn`](crate::Variable::grad_fn)
 /// returns and what [`Edge`](crate::Edge)s point to. Cheap to clone (one
 /// atomic increment).
-pub struct NodeRef<T: Tensor>(NonNull<DynBox<T>>);
+pub struct NodeRef<T: Tensor>(Ptr, PhantomData<fn() -> T>);
 
 // SAFETY: like `Arc<NodeCell<T, dyn Node<T>>>`: the counts are atomic, the
 // cell's mutable parts are behind mutexes or atomics (its other fields are
@@ -229,7 +266,7 @@ impl<T: Tensor> NodeRef<T> {
         // SAFETY: the forgotten handle owned one strong count, so the node is alive.
         let h = unsafe { head(p) };
         if !h.counts.owned() {
-            release_shared(p);
+            release_shared::<T>(p);
             return None;
         }
         // `drop`'s steps, with the last count's check inlined: in this one loop it
@@ -237,7 +274,7 @@ impl<T: Tensor> NodeRef<T> {
         // an op more on the chain bench). Not `then_some`: it would make (and
         // drop) a `LastRef` of a live node.
         if h.counts.release_local() && h.counts.release_last_local() {
-            Some(LastRef(p))
+            Some(LastRef(p, PhantomData))
         } else {
             None
         }
@@ -252,10 +289,10 @@ impl<T: Tensor> Drop for NodeRef<T> {
         // SAFETY: this handle owns one strong count, so the node is alive.
         let h = unsafe { head(self.0) };
         if !h.counts.owned() {
-            return release_shared(self.0);
+            return release_shared::<T>(self.0);
         }
         if h.counts.release_local() {
-            release_last_local(self.0);
+            release_last_local::<T>(self.0);
         }
     }
 }
@@ -264,23 +301,23 @@ impl<T: Tensor> Drop for NodeRef<T> {
 /// merged. Out of line: inlined into every drop of a `NodeRef`, the two paths
 /// cost the chain bench more instructions than the atomic they save.
 #[inline(never)]
-fn release_last_local<T: Tensor>(p: NonNull<DynBox<T>>) {
+fn release_last_local<T: Tensor>(p: Ptr) {
     // SAFETY: the caller owns the owner's last local count of `p`.
     let h = unsafe { head(p) };
     if h.counts.release_last_local() {
-        drop_last_ref(LastRef(p));
+        drop_last_ref(LastRef::<T>(p, PhantomData));
     }
 }
 
 /// Gives up a strong count of `p` on a thread that does not own it.
 #[inline(never)]
-fn release_shared<T: Tensor>(p: NonNull<DynBox<T>>) {
+fn release_shared<T: Tensor>(p: Ptr) {
     // SAFETY: the caller owns one strong count of `p`, so the node is alive.
     let r = unsafe { head(p) }.counts.release_shared();
     if let Some(owner) = r.queue_to {
-        bias::enqueue(owner, merge_fn(p));
+        bias::enqueue(owner, merge_fn::<T>(p));
     } else if r.dead {
-        drop_last_ref(LastRef(p));
+        drop_last_ref(LastRef::<T>(p, PhantomData));
     }
     if r.extra_weak {
         // SAFETY: the count taken for a merge that was not queued.
@@ -293,18 +330,18 @@ fn release_shared<T: Tensor>(p: NonNull<DynBox<T>>) {
 /// dropped if the sum is zero. Runs on the owner thread or, if it exited,
 /// after it left `bias.rs`'s map (ordered by its mutex); nothing else merges
 /// then (a node is queued once), so the check and the merge do not race.
-fn merge_fn<T: Tensor>(p: NonNull<DynBox<T>>) -> bias::Merge {
-    struct Queued<T: Tensor>(NonNull<DynBox<T>>);
+fn merge_fn<T: Tensor>(p: Ptr) -> bias::Merge {
+    struct Queued<T: Tensor>(Ptr, PhantomData<fn() -> T>);
     // SAFETY: as for `NodeRef`; the merge is the only use of the pointer.
     unsafe impl<T: Tensor> Send for Queued<T> {}
-    let q = Queued(p);
+    let q = Queued::<T>(p, PhantomData);
     Box::new(move || {
         // The whole `Queued` (a closure would capture just its field).
-        let Queued(p) = { q };
+        let Queued(p, _) = { q };
         // SAFETY: the merge's weak count keeps the header alive; a merge that finds
         // the node not merged yet knows it alive, and drops it if the sum is zero.
         if unsafe { head(p) }.counts.merge() {
-            drop_last_ref(LastRef(p));
+            drop_last_ref(LastRef::<T>(p, PhantomData));
         }
         // SAFETY: the merge's weak count, given up once.
         unsafe { release_weak(p) };
@@ -316,7 +353,7 @@ impl<T: Tensor> Clone for NodeRef<T> {
     fn clone(&self) -> Self {
         // SAFETY: this handle's strong count keeps the node alive.
         unsafe { head(self.0) }.counts.acquire();
-        NodeRef(self.0)
+        NodeRef(self.0, PhantomData)
     }
 }
 
@@ -325,7 +362,7 @@ impl<T: Tensor> NodeRef<T> {
     pub(crate) fn cell(&self) -> &DynCell<T> {
         // SAFETY: the strong count keeps the cell alive for as long as `self`
         // is borrowed.
-        unsafe { &*cell_ptr(self.0) }
+        unsafe { &*info_ptr::<T>(self.0) }
     }
 
     /// The version counter of output `k` (`k < NODE_COUNTERS`).
@@ -355,31 +392,39 @@ impl<T: Tensor> NodeRef<T> {
     pub(crate) fn lock(&self) -> NodeGuard<'_, dyn Node<T>> {
         // SAFETY: the strong count keeps the header and cell alive while `self` is
         // borrowed; a record's node is only ever locked with its header's flag.
-        unsafe { head(self.0).lock.lock(&self.cell().node) }
+        unsafe {
+            head(self.0)
+                .lock
+                .lock(&(*fat::<T>(self.0).as_ptr()).cell.node)
+        }
     }
 
     /// The typed node's lock, if it is free now.
     #[inline]
     pub(crate) fn try_lock(&self) -> Option<NodeGuard<'_, dyn Node<T>>> {
         // SAFETY: as in `lock`.
-        unsafe { head(self.0).lock.try_lock(&self.cell().node) }
+        unsafe {
+            head(self.0)
+                .lock
+                .try_lock(&(*fat::<T>(self.0).as_ptr()).cell.node)
+        }
     }
 
     pub(crate) fn downgrade(&self) -> WeakNode<T> {
         // SAFETY: this handle keeps the node alive.
         unsafe { head(self.0) }.counts.downgrade();
-        WeakNode(self.0)
+        WeakNode(self.0, PhantomData)
     }
 
     /// Whether both refer to the same node.
     pub fn ptr_eq(&self, other: &NodeRef<T>) -> bool {
-        std::ptr::addr_eq(self.0.as_ptr(), other.0.as_ptr())
+        self.0 == other.0
     }
 }
 
 /// A weak reference to a node: keeps its memory, not the node (saved outputs
 /// refer to their own node this way, so that there is no cycle).
-pub(crate) struct WeakNode<T: Tensor>(NonNull<DynBox<T>>);
+pub(crate) struct WeakNode<T: Tensor>(Ptr, PhantomData<fn() -> T>);
 
 // SAFETY: as for `NodeRef`; a `WeakNode` only reads the header's atomics.
 unsafe impl<T: Tensor> Send for WeakNode<T> {}
@@ -401,7 +446,7 @@ impl<T: Tensor> WeakNode<T> {
     pub(crate) fn upgrade(&self) -> Option<NodeRef<T>> {
         // SAFETY: the weak count keeps the header alive.
         let h = unsafe { head(self.0) };
-        h.counts.try_upgrade().then(|| NodeRef(self.0))
+        h.counts.try_upgrade().then(|| NodeRef(self.0, PhantomData))
     }
 }
 
@@ -409,7 +454,7 @@ impl<T: Tensor> Clone for WeakNode<T> {
     fn clone(&self) -> Self {
         // SAFETY: this handle's weak count keeps the header alive.
         increment(unsafe { &head(self.0).counts.weak });
-        WeakNode(self.0)
+        WeakNode(self.0, PhantomData)
     }
 }
 
@@ -439,8 +484,8 @@ thread_local! {
 
 /// The address that identifies the node at `p`.
 #[inline]
-fn addr_of_node<T: Tensor>(p: NonNull<DynBox<T>>) -> usize {
-    p.as_ptr().cast::<u8>() as usize
+fn addr_of_node(p: Ptr) -> usize {
+    p.as_ptr().addr()
 }
 
 /// Runs `f` with `node` as this thread's running node (restored afterwards,
@@ -535,23 +580,21 @@ impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
     /// Runs `f` with mutable access to the node (locks its mutex). The node runs
     /// meanwhile: its own saved outputs unpack.
     pub fn with<R>(&self, f: impl FnOnce(&mut N) -> R) -> R {
-        let erased: NonNull<DynBox<T>> = self.0;
         // A borrowed reference: the handle's count, not given back.
-        let node = std::mem::ManuallyDrop::new(NodeRef(erased));
+        let node = std::mem::ManuallyDrop::new(NodeRef::<T>(thin(self.0), PhantomData));
         // SAFETY: the handle's strong count keeps the header and cell alive; a record's
         // node is only ever locked with its header's flag.
         let mut guard = unsafe {
             let cell = &(*self.0.as_ptr()).cell;
-            head(self.0).lock.lock(&cell.node)
+            head(thin(self.0)).lock.lock(&cell.node)
         };
         run_as(&node, || f(&mut guard))
     }
 
     /// The type-erased reference (what `grad_fn()` returns).
     pub fn node_ref(&self) -> NodeRef<T> {
-        let erased: NonNull<DynBox<T>> = self.0;
         // Cloning a borrowed `NodeRef` counts the new reference.
-        (*std::mem::ManuallyDrop::new(NodeRef(erased))).clone()
+        (*std::mem::ManuallyDrop::new(NodeRef::<T>(thin(self.0), PhantomData))).clone()
     }
 }
 
@@ -613,7 +656,7 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
     pub(crate) fn set_own_outputs(&self) {
         // SAFETY: the header was written by `new`; the pending node's count keeps it
         // alive. Published with the cell (a release store in `publish`).
-        unsafe { head(self.0) }
+        unsafe { head(thin(self.0)) }
             .own_outputs
             .store(true, Ordering::Relaxed);
     }
@@ -621,9 +664,8 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
     /// The pending node's identity for its own saved outputs ([`OwnNode`]).
     #[inline]
     pub(crate) fn own(&self) -> OwnNode<T> {
-        let erased: NonNull<DynBox<T>> = self.0;
         OwnNode {
-            addr: addr_of_node(erased),
+            addr: addr_of_node(thin(self.0)),
             _tensor: PhantomData,
         }
     }
@@ -659,13 +701,13 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
         unsafe { (&raw mut (*p.as_ptr()).cell).write(cell) };
         // SAFETY: the header was written by `new`; the pending node's count keeps it
         // alive.
-        unsafe { head(p) }.topo.store(topo, Ordering::Relaxed);
+        unsafe { head(thin(p)) }.topo.store(topo, Ordering::Relaxed);
         // After the write: the owner's tag read before it made the cell go
         // through a `memcpy` (the chain bench's `tanh`). Release (in
         // `publish`): a weak reference upgraded after this sees the cell.
         // SAFETY: the header was written by `new`; the pending node's count
         // keeps it alive.
-        unsafe { head(p) }.counts.publish(n);
+        unsafe { head(thin(p)) }.counts.publish(n);
         (p, OutputRefs { node: p, refs })
     }
 }
@@ -674,16 +716,15 @@ impl<T: Tensor, N: Node<T>> Drop for Pending<T, N> {
     /// Never published (a panic while the node was being built): give up
     /// the strong references' weak count without touching the cell.
     fn drop(&mut self) {
-        let erased: NonNull<DynBox<T>> = self.0;
         // SAFETY: the pending node owns that count; nothing reads the cell.
-        unsafe { release_weak(erased) };
+        unsafe { release_weak(thin(self.0)) };
     }
 }
 
 impl<T: Tensor, N: Node<T>> Drop for NodeHandle<T, N> {
     fn drop(&mut self) {
         // The handle's count, given to a `NodeRef` that releases it.
-        drop(NodeRef::<T>(self.0));
+        drop(NodeRef::<T>(thin(self.0), PhantomData));
     }
 }
 
@@ -712,8 +753,7 @@ impl<T: Tensor, N: Node<T>> Iterator for OutputRefs<T, N> {
         self.refs -= 1;
         // One of the counts taken in `NodeHandle::new`, now owned by the
         // returned reference.
-        let erased: NonNull<DynBox<T>> = self.node;
-        Some(NodeRef(erased))
+        Some(NodeRef(thin(self.node), PhantomData))
     }
 
     #[inline]
@@ -825,24 +865,28 @@ mod tests {
 #[cfg(all(test, target_pointer_width = "64"))]
 mod sizes {
     use super::{CELL_OFFSET, NodeBox};
+    use crate::node::Edge;
     use crate::saved::SavedVariable;
     use crate::tensor::testing::Handle;
 
     #[test]
-    fn a_record_is_a_32_byte_header_and_96_bytes_of_cell_before_its_node() {
+    fn a_record_is_a_32_byte_header_and_88_bytes_of_cell_before_its_node() {
         // The header: counts (16), the chunk offset, two flags and the depth (8), the
-        // version counters (8). The cell: edges (56), meta (16), sequence number, task
-        // slot, extras (8 each). Before the flags and depth moved into the header, and
-        // the meta lost its dtype's length word, a node with nothing in it took 144.
+        // version counters (8). The cell: edges (40: a thin node pointer and an input
+        // number each), meta (16), sequence number, task slot, extras and the node
+        // type's cast (8 each). With the flags and depth in the cell, the dtype's length
+        // in its own word and fat node pointers, a node with nothing in it took 144.
         type One = Handle<u32>;
         type Two = Handle<[usize; 2]>;
+        assert_eq!(std::mem::size_of::<Edge<One>>(), 16);
+        assert_eq!(std::mem::size_of::<Option<Edge<One>>>(), 16);
         assert_eq!(CELL_OFFSET, 32);
-        assert_eq!(std::mem::size_of::<NodeBox<One, ()>>(), 128);
-        // 128 + 4, padded to the alignment of 8.
-        assert_eq!(std::mem::size_of::<NodeBox<One, f32>>(), 136);
+        assert_eq!(std::mem::size_of::<NodeBox<One, ()>>(), 120);
+        // 120 + 4, padded to the alignment of 8.
+        assert_eq!(std::mem::size_of::<NodeBox<One, f32>>(), 128);
         assert_eq!(
             std::mem::size_of::<NodeBox<Two, SavedVariable<Two>>>(),
-            128 + std::mem::size_of::<SavedVariable<Two>>()
+            120 + std::mem::size_of::<SavedVariable<Two>>()
         );
     }
 }
