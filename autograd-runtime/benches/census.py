@@ -52,8 +52,10 @@ def locked_addresses(binary):
         if m:
             fn = m.group(2)
             continue
-        m = re.match(r"\s*([0-9a-f]+):\s+(lock \S+|xchg\S*)", line)
-        if m:
+        m = re.match(r"\s*([0-9a-f]+):\s+(lock \S+|xchg\S*)\s*(\S*)", line)
+        # `xchg` is atomic only with a memory operand: `xchg %ax,%ax` is a two-byte nop
+        # the assembler pads code with.
+        if m and (m.group(2).startswith("lock") or "(" in m.group(3)):
             found[int(m.group(1), 16)] = (fn, m.group(2))
     return found
 

@@ -852,8 +852,8 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
         // The snapshot is kept in the pass, not in a local: a node without hooks after
         // one without hooks drops nothing (dropping a local's empty `Option` was a call
         // of 19 instructions per node on the chain bench).
-        if cell.has_hooks() {
-            self.hooks = cell.hooks_snapshot();
+        if node.has_hooks() {
+            self.hooks = node.hooks_snapshot();
         } else if self.hooks.is_some() {
             self.hooks = None;
         }
@@ -916,7 +916,7 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
         let mut buf = OptList::<G, 2>::new();
         while let Edge::Node { node, input_nr } = edge {
             let cell = node.cell();
-            if cell.has_hooks() {
+            if node.has_hooks() {
                 break;
             }
             hand_in(&mut buf, cell.meta.len(), *input_nr as usize, &mut g);
@@ -1075,7 +1075,7 @@ fn anomaly_wrap<T: Tensor>(this: &NodeRef<T>, mut e: AutogradError) -> AutogradE
     }
     AutogradError::Anomaly {
         node: node_name(this),
-        forward_trace: this.cell().anomaly().map(|a| a.0.to_string()),
+        forward_trace: this.forward_trace(),
         source: Box::new(e),
     }
 }

@@ -5,11 +5,11 @@
 use std::any::Any;
 use std::backtrace::Backtrace;
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
-use crate::counter_slot::CounterSlot;
 use crate::error::AutogradError;
 use crate::hooks::{Hook, PostHookFn, PreHookFn, TensorHookFn};
 use crate::list::OptList;
@@ -22,9 +22,9 @@ use crate::variable::Variable;
 
 use crate::node_lock::Locked;
 use crate::node_meta::NodeMeta;
+use crate::node_ptr::{HAS_EXTRAS, HAS_HOOKS, OutputRefs, Pending, ToDyn};
 pub(crate) use crate::node_ptr::{NODE_COUNTERS, WeakNode};
 pub use crate::node_ptr::{NodeHandle, NodeRef};
-use crate::node_ptr::{OutputRefs, Pending, ToDyn};
 
 /// Gradients passed to and returned by [`Node::apply`]: one `Option<Variable<T>>`
 /// per slot, `None` meaning an undefined (all-zero) gradient. Inline for up to
@@ -216,19 +216,13 @@ pub(crate) struct CellInfo<T: Tensor> {
     pub(crate) seq: u64,
     /// Claimed by the running graph task: `task id << 32 | vertex index`.
     pub(crate) task_slot: AtomicU64,
-    /// Hooks and the anomaly trace, allocated on first use (most nodes have
-    /// neither): one pointer in the record instead of a mutex, a flag and a
-    /// box.
-    pub(crate) extras: CounterSlot<NodeExtras<T>>,
     /// The node's type, for what needs its vtable (`apply`, `drop`): references to the
     /// node are thin pointers (an edge is 16 bytes instead of 24).
     pub(crate) to_dyn: ToDyn<T>,
 }
 
-/// The rarely present part of a node ([`CellInfo::extras`]).
+/// The rarely present part of a node: its hooks and anomaly trace, kept in [`EXTRAS`].
 pub(crate) struct NodeExtras<T: Tensor> {
-    /// Set once a hook was registered (the engine then takes a snapshot).
-    has_hooks: AtomicBool,
     hooks: Mutex<NodeHooks<T>>,
     /// The backtrace of the forward call (anomaly mode); set at creation.
     anomaly: Option<AnomalyTrace>,
@@ -265,29 +259,59 @@ impl<T: Tensor> Drop for CellInfo<T> {
     }
 }
 
-impl<T: Tensor> CellInfo<T> {
-    /// The hooks, locked; `None` if none was ever registered.
-    pub(crate) fn hooks(&self) -> Option<MutexGuard<'_, NodeHooks<T>>> {
-        self.extras.get().map(|e| lock(&e.hooks))
+/// The hooks and anomaly traces of the nodes that have any, by node address
+/// ([`NodeRef::addr`]; a node's entry goes with its cell, before another node can get
+/// the address). Most nodes have neither: the record keeps a flag ([`HAS_EXTRAS`])
+/// instead of a pointer, 8 bytes of every record. One lock for all threads: taken
+/// when hooks are registered, by a backward pass for a node with hooks, and for every
+/// record in anomaly mode (which captures a backtrace per record anyway).
+type ExtrasMap = HashMap<usize, Arc<dyn Any + Send + Sync>>;
+static EXTRAS: LazyLock<Mutex<ExtrasMap>> = LazyLock::new(Mutex::default);
+
+/// Drops the extras of the node at `addr`, whose cell was just dropped: outside the
+/// map's lock (a hook may hold variables, whose nodes may go with them).
+pub(crate) fn forget_extras(addr: usize) {
+    let gone = lock(&EXTRAS).remove(&addr);
+    drop(gone);
+}
+
+impl<T: Tensor> NodeRef<T> {
+    /// The node's hooks and anomaly trace, if it has any.
+    fn extras(&self) -> Option<Arc<NodeExtras<T>>> {
+        if !self.has_flag(HAS_EXTRAS) {
+            return None;
+        }
+        let e = lock(&EXTRAS).get(&self.addr()).cloned()?;
+        e.downcast::<NodeExtras<T>>().ok()
+    }
+
+    /// Attaches `extras` if the node has none yet; the node's extras.
+    fn attach_extras(&self, extras: NodeExtras<T>) -> Arc<NodeExtras<T>> {
+        let e = lock(&EXTRAS)
+            .entry(self.addr())
+            .or_insert_with(|| Arc::new(extras))
+            .clone();
+        self.set_flag(HAS_EXTRAS);
+        e.downcast::<NodeExtras<T>>()
+            .expect("a node's extras are of its tensor type")
+    }
+
+    /// Runs `f` on the node's hooks, if any were ever registered.
+    pub(crate) fn with_hooks<R>(&self, f: impl FnOnce(&mut NodeHooks<T>) -> R) -> Option<R> {
+        let e = self.extras()?;
+        let r = f(&mut lock(&e.hooks));
+        Some(r)
     }
 
     /// Whether a hook was ever registered on this node.
     #[inline]
     pub(crate) fn has_hooks(&self) -> bool {
-        self.extras
-            .get()
-            .is_some_and(|e| e.has_hooks.load(Ordering::Acquire))
-    }
-
-    /// The forward backtrace recorded in anomaly mode.
-    pub(crate) fn anomaly(&self) -> Option<&AnomalyTrace> {
-        self.extras.get().and_then(|e| e.anomaly.as_ref())
+        self.has_flag(HAS_HOOKS)
     }
 
     /// A copy of the hooks (the closures are shared), to call them unlocked.
     pub(crate) fn hooks_snapshot(&self) -> Option<HooksSnapshot<T>> {
-        let h = self.hooks()?;
-        Some(HooksSnapshot {
+        self.with_hooks(|h| HooksSnapshot {
             tensor_pre: h.tensor_pre.clone(),
             retain: h.retain.clone(),
             pre: h.pre.clone(),
@@ -296,13 +320,22 @@ impl<T: Tensor> CellInfo<T> {
     }
 
     pub(crate) fn add_hooks(&self, f: impl FnOnce(&mut NodeHooks<T>)) {
-        let e = self.extras.get_or_init(|| NodeExtras {
-            has_hooks: AtomicBool::new(false),
+        let e = self.attach_extras(NodeExtras {
             hooks: Mutex::new(NodeHooks::default()),
             anomaly: None,
         });
         f(&mut lock(&e.hooks));
-        e.has_hooks.store(true, Ordering::Release);
+        self.set_flag(HAS_HOOKS);
+    }
+
+    /// In anomaly mode, keeps the backtrace of the forward call recording the node.
+    fn note_anomaly(&self) {
+        if is_anomaly_enabled() {
+            self.attach_extras(NodeExtras {
+                hooks: Mutex::new(NodeHooks::default()),
+                anomaly: Some(AnomalyTrace(Backtrace::force_capture())),
+            });
+        }
     }
 }
 
@@ -388,7 +421,7 @@ impl<T: Tensor> NodeRef<T> {
     {
         let id = next_hook_id();
         let hook = Hook::new::<F>(id, Arc::new(f) as Arc<PreHookFn<T>>);
-        self.cell().add_hooks(|h| h.pre.push(hook));
+        self.add_hooks(|h| h.pre.push(hook));
         id
     }
 
@@ -404,7 +437,7 @@ impl<T: Tensor> NodeRef<T> {
     {
         let id = next_hook_id();
         let hook = Hook::new::<F>(id, Arc::new(f) as Arc<PostHookFn<T>>);
-        self.cell().add_hooks(|h| h.post.push(hook));
+        self.add_hooks(|h| h.post.push(hook));
         id
     }
 
@@ -414,22 +447,21 @@ impl<T: Tensor> NodeRef<T> {
         hook: Hook<TensorHookFn<T>>,
     ) -> HookId {
         let id = hook.id;
-        self.cell()
-            .add_hooks(|h| h.tensor_pre.push((output_nr, hook)));
+        self.add_hooks(|h| h.tensor_pre.push((output_nr, hook)));
         id
     }
 
     /// Removes a hook registered on this node (pre, post or tensor hook);
     /// returns whether it was found.
     pub fn remove_hook(&self, id: HookId) -> bool {
-        let Some(mut h) = self.cell().hooks() else {
-            return false;
-        };
-        let before = h.pre.len() + h.post.len() + h.tensor_pre.len();
-        h.pre.retain(|k| k.id != id);
-        h.post.retain(|k| k.id != id);
-        h.tensor_pre.retain(|(_, k)| k.id != id);
-        before != h.pre.len() + h.post.len() + h.tensor_pre.len()
+        self.with_hooks(|h| {
+            let before = h.pre.len() + h.post.len() + h.tensor_pre.len();
+            h.pre.retain(|k| k.id != id);
+            h.post.retain(|k| k.id != id);
+            h.tensor_pre.retain(|(_, k)| k.id != id);
+            before != h.pre.len() + h.post.len() + h.tensor_pre.len()
+        })
+        .unwrap_or(false)
     }
 
     /// Calls [`Node::release_variables`] now.
@@ -440,7 +472,8 @@ impl<T: Tensor> NodeRef<T> {
     /// Backtrace of the forward call that created this node, if it was
     /// recorded with anomaly mode on.
     pub fn forward_trace(&self) -> Option<String> {
-        self.cell().anomaly().map(|a| a.0.to_string())
+        let e = self.extras()?;
+        e.anomaly.as_ref().map(|a| a.0.to_string())
     }
 
     /// `(name, shape)` of every saved variable (`None` shape once released). Slots that were
@@ -616,14 +649,6 @@ fn build_cell<T: Tensor, N: Node<T>>(
         }
     }
     let topo = depth + 1;
-    let extras = CounterSlot::empty();
-    if is_anomaly_enabled() {
-        let _ = extras.set(NodeExtras {
-            has_hooks: AtomicBool::new(false),
-            hooks: Mutex::new(NodeHooks::default()),
-            anomaly: Some(AnomalyTrace(Backtrace::force_capture())),
-        });
-    }
     let seq = SEQUENCE_NR.with(|s| {
         let n = s.get();
         s.set(n + 1);
@@ -636,7 +661,6 @@ fn build_cell<T: Tensor, N: Node<T>>(
             meta,
             seq,
             task_slot: AtomicU64::new(0),
-            extras,
             to_dyn: ToDyn::of::<N>(),
         },
         node: Locked::new(node),
@@ -652,7 +676,11 @@ fn new_cell<T: Tensor, N: Node<T>>(
     refs: usize,
 ) -> (NodeHandle<T, N>, OutputRefs<T, N>) {
     let (cell, topo) = build_cell(node, inputs, meta);
-    NodeHandle::new(cell, topo, refs)
+    let (handle, refs) = NodeHandle::new(cell, topo, refs);
+    if is_anomaly_enabled() {
+        handle.node_ref().note_anomaly();
+    }
+    (handle, refs)
 }
 
 /// The outputs of an op being recorded by [`record_saving`], for the node to
@@ -710,7 +738,13 @@ pub fn record_saving<T: Tensor, N: Node<T>, const K: usize>(
     let meta = NodeMeta::of(&outputs);
     let (cell, topo) = build_cell(node, inputs, meta);
     let refs = pending.publish(cell, topo, K);
-    (wrap_outputs(outputs, refs), None)
+    let outs = wrap_outputs(outputs, refs);
+    if is_anomaly_enabled()
+        && let Some(node) = outs[0].grad_fn()
+    {
+        node.note_anomaly();
+    }
+    (outs, None)
 }
 
 /// The output variables of a new node: output `k` gets `grad_fn` = the node (one of the

@@ -28,7 +28,7 @@ use std::any::TypeId;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
 
 use crate::arena::{self, Chunk};
 use crate::bias;
@@ -58,10 +58,9 @@ struct Head {
     /// The node's offset in its arena chunk: the chunk starts this many bytes below
     /// (chunks are 64 KiB, and a record of its own chunk starts near the chunk's start).
     chunk_offset: u16,
-    /// The node saved an output of its own through `record_saving` (an `OwnNode`): the
-    /// engine runs its `apply` as the node (`run_as`), which the others skip. Set once,
-    /// before the node is published.
-    own_outputs: AtomicBool,
+    /// [`OWN_OUTPUTS`] (set before the node is published), [`HAS_EXTRAS`] and
+    /// [`HAS_HOOKS`] (set when hooks or an anomaly trace are attached).
+    flags: AtomicU8,
     /// The lock of the cell's typed node (`node_lock.rs`).
     lock: LockFlag,
     /// 1 + the largest `topo` of the nodes the edges lead to (0 for none): every
@@ -73,6 +72,14 @@ struct Head {
     /// that a weak reference can still read them after the node is dropped.
     versions: [AtomicU32; NODE_COUNTERS],
 }
+
+/// The node saved an output of its own through `record_saving` (an `OwnNode`): the
+/// engine runs its `apply` as the node (`run_as`), which the others skip.
+const OWN_OUTPUTS: u8 = 1;
+/// The node has hooks or an anomaly trace, kept outside the record (`node.rs`).
+pub(crate) const HAS_EXTRAS: u8 = 2;
+/// A hook was registered on the node (the engine then takes a snapshot).
+pub(crate) const HAS_HOOKS: u8 = 4;
 
 /// Where the cell starts in every `NodeBox`: right after the 32-byte header (a node
 /// type aligned to more than the header would move it; `Pending::new` refuses
@@ -233,10 +240,14 @@ unsafe fn free_node<T: Tensor>(p: Ptr) -> Option<LastRef<T>> {
     }
     // SAFETY: as above; `cell` is not used after this (the cast reads `to_dyn` from the
     // cell before it is dropped).
-    unsafe {
-        std::ptr::drop_in_place(&raw mut (*fat::<T>(p).as_ptr()).cell);
-        release_weak(p);
+    unsafe { std::ptr::drop_in_place(&raw mut (*fat::<T>(p).as_ptr()).cell) };
+    // SAFETY: the strong references' weak count keeps the header alive.
+    if unsafe { head(p) }.flags.load(Ordering::Acquire) & HAS_EXTRAS != 0 {
+        // Before the memory goes: another node could get the address.
+        crate::node::forget_extras(addr_of_node(p));
     }
+    // SAFETY: the strong references' weak count, given up once; `p` is not used after.
+    unsafe { release_weak(p) };
     next
 }
 
@@ -384,7 +395,29 @@ impl<T: Tensor> NodeRef<T> {
     #[inline]
     pub(crate) fn own_outputs(&self) -> bool {
         // SAFETY: the strong count keeps the header alive.
-        unsafe { head(self.0) }.own_outputs.load(Ordering::Relaxed)
+        unsafe { head(self.0) }.flags.load(Ordering::Relaxed) & OWN_OUTPUTS != 0
+    }
+
+    /// Whether `flag` ([`HAS_EXTRAS`], [`HAS_HOOKS`]) is set (acquire: what was done
+    /// before it was set is visible).
+    #[inline]
+    pub(crate) fn has_flag(&self, flag: u8) -> bool {
+        // SAFETY: the strong count keeps the header alive.
+        unsafe { head(self.0) }.flags.load(Ordering::Acquire) & flag != 0
+    }
+
+    /// Sets `flag` ([`HAS_EXTRAS`], [`HAS_HOOKS`]), releasing what was done before.
+    pub(crate) fn set_flag(&self, flag: u8) {
+        // SAFETY: the strong count keeps the header alive.
+        unsafe { head(self.0) }
+            .flags
+            .fetch_or(flag, Ordering::Release);
+    }
+
+    /// The node's address: its identity while it lives.
+    #[inline]
+    pub(crate) fn addr(&self) -> usize {
+        addr_of_node(self.0)
     }
 
     /// Locks the typed node, waiting while another thread holds it.
@@ -641,7 +674,7 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
             (&raw mut (*p.as_ptr()).head).write(Head {
                 counts: Counts::unpublished(),
                 chunk_offset,
-                own_outputs: AtomicBool::new(false),
+                flags: AtomicU8::new(0),
                 lock: LockFlag::new(),
                 topo: AtomicU32::new(0),
                 versions: [const { AtomicU32::new(0) }; NODE_COUNTERS],
@@ -657,8 +690,8 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
         // SAFETY: the header was written by `new`; the pending node's count keeps it
         // alive. Published with the cell (a release store in `publish`).
         unsafe { head(thin(self.0)) }
-            .own_outputs
-            .store(true, Ordering::Relaxed);
+            .flags
+            .store(OWN_OUTPUTS, Ordering::Relaxed);
     }
 
     /// The pending node's identity for its own saved outputs ([`OwnNode`]).
@@ -870,23 +903,23 @@ mod sizes {
     use crate::tensor::testing::Handle;
 
     #[test]
-    fn a_record_is_a_32_byte_header_and_88_bytes_of_cell_before_its_node() {
-        // The header: counts (16), the chunk offset, two flags and the depth (8), the
-        // version counters (8). The cell: edges (40: a thin node pointer and an input
-        // number each), meta (16), sequence number, task slot, extras and the node
+    fn a_record_is_a_32_byte_header_and_80_bytes_of_cell_before_its_node() {
+        // The header: counts (16), the chunk offset, the flags, the lock's flag and the
+        // depth (8), the version counters (8). The cell: edges (40: a thin node pointer
+        // and an input number each), meta (16), sequence number, task slot and the node
         // type's cast (8 each). With the flags and depth in the cell, the dtype's length
-        // in its own word and fat node pointers, a node with nothing in it took 144.
+        // in its own word, fat node pointers and a pointer to hooks, a node with nothing
+        // in it took 144.
         type One = Handle<u32>;
         type Two = Handle<[usize; 2]>;
         assert_eq!(std::mem::size_of::<Edge<One>>(), 16);
         assert_eq!(std::mem::size_of::<Option<Edge<One>>>(), 16);
         assert_eq!(CELL_OFFSET, 32);
-        assert_eq!(std::mem::size_of::<NodeBox<One, ()>>(), 120);
-        // 120 + 4, padded to the alignment of 8.
-        assert_eq!(std::mem::size_of::<NodeBox<One, f32>>(), 128);
+        assert_eq!(std::mem::size_of::<NodeBox<One, ()>>(), 112);
+        assert_eq!(std::mem::size_of::<NodeBox<One, f32>>(), 120);
         assert_eq!(
             std::mem::size_of::<NodeBox<Two, SavedVariable<Two>>>(),
-            120 + std::mem::size_of::<SavedVariable<Two>>()
+            112 + std::mem::size_of::<SavedVariable<Two>>()
         );
     }
 }

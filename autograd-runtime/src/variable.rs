@@ -673,7 +673,7 @@ impl<T: Tensor> Variable<T> {
         self.0.flags.fetch_or(RETAINS_GRAD, Ordering::Relaxed);
         drop(g);
         let weak = VarArc::downgrade(&self.0);
-        f.cell().add_hooks(|h| h.retain.push((nr as usize, weak)));
+        f.add_hooks(|h| h.retain.push((nr as usize, weak)));
         Ok(())
     }
 
@@ -786,14 +786,11 @@ impl<T: Tensor> Variable<T> {
         drop(g);
         if self.retains_grad() {
             let me = VarArc::as_ptr(&self.0);
-            if let Some(old) = old
-                && let Some(mut h) = old.cell().hooks()
-            {
-                h.retain.retain(|(_, w)| w.as_ptr() != me);
+            if let Some(old) = old {
+                old.with_hooks(|h| h.retain.retain(|(_, w)| w.as_ptr() != me));
             }
             let weak = VarArc::downgrade(&self.0);
-            node.cell()
-                .add_hooks(|h| h.retain.push((nr as usize, weak)));
+            node.add_hooks(|h| h.retain.push((nr as usize, weak)));
         }
     }
 

@@ -260,3 +260,41 @@ fn graph_export_as_dot() {
     let dot = to_dot(&[y]);
     assert!(dot.contains("ExpBackward0\\nresult: released"), "{dot}");
 }
+
+#[test]
+fn a_node_recorded_where_a_hooked_node_was_freed_has_no_hooks() {
+    // Node hooks and anomaly traces are kept outside the record, by the node's address;
+    // the arena gives a freed node's address to the next node recorded. Run on a new
+    // thread: its arena chunk starts empty, so the two nodes get the same address.
+    std::thread::spawn(|| {
+        let x = leaf(&[1.0], &[1]);
+        let calls = Arc::new(Mutex::new(0));
+        let c = calls.clone();
+        let y = mul_scalar(&x, 2.0);
+        let first = y.grad_fn().unwrap();
+        first.register_prehook(move |_| {
+            *c.lock().unwrap() += 1;
+            Ok(())
+        });
+        let addr = format!("{first:?}");
+        drop((first, y));
+        let z = mul_scalar(&x, 3.0);
+        let second = z.grad_fn().unwrap();
+        // Same address (the `Debug` form names it), a different node.
+        assert_eq!(format!("{second:?}"), addr);
+        assert!(second.forward_trace().is_none());
+        // A hook of its own: the first node's must not come back with it.
+        let own = Arc::new(Mutex::new(0));
+        let o = own.clone();
+        second.register_prehook(move |_| {
+            *o.lock().unwrap() += 1;
+            Ok(())
+        });
+        z.backward().unwrap();
+        assert_eq!(*calls.lock().unwrap(), 0, "the freed node's hook ran");
+        assert_eq!(*own.lock().unwrap(), 1);
+        assert_close(&grad_vals(&x), &[3.0]);
+    })
+    .join()
+    .unwrap();
+}
