@@ -644,15 +644,14 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
     #[inline(always)]
     pub(crate) fn new() -> Self {
         bias::before_record();
-        // Records are rounded to 16 bytes. Measured on the chain bench: with
-        // 8-byte granularity its records (200 + 192 + 248 = 640 bytes per
-        // step) made freeing the graph twice as slow as at 656 bytes per step
-        // (cache set or store-forwarding aliasing of a power-of-two stride);
-        // 16-byte rounding gave 656 again, and costs at most 8 bytes a record.
-        let layout = Layout::new::<NodeBox<T, N>>()
-            .align_to(16)
-            .expect("alignment 16 is valid")
-            .pad_to_align();
+        // Records take their size, a multiple of 8 (their alignment). They were
+        // rounded to 16 bytes from the first session of issue 15 on: with 8-byte
+        // granularity the chain bench's records then (200 + 192 + 248 = 640 bytes per
+        // step, a power-of-two multiple) made freeing the graph twice as slow as at 656
+        // bytes per step (cache set or store-forwarding aliasing). With today's records
+        // (112 + 120 + 144 bytes a step on `HeapT`), 8 bytes is faster in every
+        // comparison (docs/runtime.md, ninth session).
+        let layout = Layout::new::<NodeBox<T, N>>();
         let (mem, chunk) = arena::alloc_node(layout);
         let p = mem.cast::<NodeBox<T, N>>();
         // Under 64 KiB (`alloc_node`'s guarantee): the chunk's start is found from the
