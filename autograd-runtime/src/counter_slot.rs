@@ -1,6 +1,5 @@
 //! [`CounterSlot`]: a set-once box read with one atomic load, which holds a
-//! variable's shared version counter and a node's rarely present extras
-//! (hooks, anomaly trace).
+//! variable's shared version counter and its rarely used part.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicPtr, Ordering};
