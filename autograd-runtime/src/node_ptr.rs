@@ -34,7 +34,7 @@ use crate::arena::{self, Chunk};
 use crate::bias;
 use crate::counts::Counts;
 use crate::node::{CellInfo, DynCell, Edge, Node, NodeCell, drop_last_ref};
-use crate::node_lock::{LockFlag, NodeGuard};
+use crate::node_lock::{LockFlag, Locked, NodeGuard};
 use crate::refcount::{increment, release_weak_count};
 use crate::tensor::Tensor;
 
@@ -110,6 +110,26 @@ unsafe fn fat<T: Tensor>(p: Ptr) -> NonNull<DynBox<T>> {
     // for the node type written into this allocation.
     let to_dyn = unsafe { (*info_ptr::<T>(p)).to_dyn.0 };
     to_dyn(p)
+}
+
+/// Where the typed node starts in every cell: right after its `CellInfo` (node types
+/// are aligned to at most 16 bytes; `Pending::new` refuses others at compile time). A
+/// constant, so that reaching the node is one addition: Rust computes a `dyn` field's
+/// offset from the alignment in the vtable.
+const fn node_offset<T: Tensor>() -> usize {
+    CELL_OFFSET + std::mem::size_of::<CellInfo<T>>()
+}
+
+/// The typed node of the record at `p`, behind its lock.
+///
+/// # Safety
+/// `p` is a node allocation of tensor type `T` whose cell is alive.
+#[inline]
+unsafe fn node_ptr<T: Tensor>(p: Ptr) -> *const Locked<dyn Node<T>> {
+    // SAFETY: the cell is alive (the caller's guarantee), so its cast is set; the node
+    // lies `node_offset` bytes into the allocation (checked for each node type in
+    // `Pending::new`). The cast keeps the vtable (same `dyn Node<T>` tail).
+    unsafe { (fat::<T>(p).as_ptr() as *const Locked<dyn Node<T>>).byte_add(node_offset::<T>()) }
 }
 
 /// A record's thin pointer: the address of its header, which every node type has at
@@ -238,9 +258,14 @@ unsafe fn free_node<T: Tensor>(p: Ptr) -> Option<LastRef<T>> {
             }
         }
     }
-    // SAFETY: as above; `cell` is not used after this (the cast reads `to_dyn` from the
-    // cell before it is dropped).
-    unsafe { std::ptr::drop_in_place(&raw mut (*fat::<T>(p).as_ptr()).cell) };
+    // SAFETY: as above; `cell` is not used after this. The cell's two fields are dropped
+    // in its own order, the typed node (reached through `to_dyn`, read before anything is
+    // dropped) after the metadata, each at its constant offset.
+    unsafe {
+        let node = node_ptr::<T>(p).cast_mut();
+        std::ptr::drop_in_place(info_ptr::<T>(p));
+        std::ptr::drop_in_place(node);
+    }
     // SAFETY: the strong references' weak count keeps the header alive.
     if unsafe { head(p) }.flags.load(Ordering::Acquire) & HAS_EXTRAS != 0 {
         // Before the memory goes: another node could get the address.
@@ -425,22 +450,14 @@ impl<T: Tensor> NodeRef<T> {
     pub(crate) fn lock(&self) -> NodeGuard<'_, dyn Node<T>> {
         // SAFETY: the strong count keeps the header and cell alive while `self` is
         // borrowed; a record's node is only ever locked with its header's flag.
-        unsafe {
-            head(self.0)
-                .lock
-                .lock(&(*fat::<T>(self.0).as_ptr()).cell.node)
-        }
+        unsafe { head(self.0).lock.lock(&*node_ptr::<T>(self.0)) }
     }
 
     /// The typed node's lock, if it is free now.
     #[inline]
     pub(crate) fn try_lock(&self) -> Option<NodeGuard<'_, dyn Node<T>>> {
         // SAFETY: as in `lock`.
-        unsafe {
-            head(self.0)
-                .lock
-                .try_lock(&(*fat::<T>(self.0).as_ptr()).cell.node)
-        }
+        unsafe { head(self.0).lock.try_lock(&*node_ptr::<T>(self.0)) }
     }
 
     pub(crate) fn downgrade(&self) -> WeakNode<T> {
@@ -660,8 +677,10 @@ impl<T: Tensor, N: Node<T>> Pending<T, N> {
             .expect("a node starts within 64 KiB of its chunk");
         const {
             assert!(
-                std::mem::offset_of!(NodeBox<T, N>, cell) == CELL_OFFSET,
-                "a node type aligned to more than 32 bytes"
+                std::mem::offset_of!(NodeBox<T, N>, cell) == CELL_OFFSET
+                    && CELL_OFFSET + std::mem::offset_of!(NodeCell<T, N>, node)
+                        == node_offset::<T>(),
+                "a node type aligned to more than 16 bytes"
             )
         };
         // SAFETY: `alloc_node` returns memory of `layout` (at least
