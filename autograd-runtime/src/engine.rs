@@ -22,7 +22,7 @@ use crate::grad::Grad;
 use crate::hooks;
 use crate::list::OptList;
 use crate::mode::{is_anomaly_enabled, set_grad_enabled};
-use crate::node::{DynCell, Edge, HooksSnapshot, NodeRef, VariableList};
+use crate::node::{CellInfo, Edge, HooksSnapshot, NodeRef, VariableList};
 use crate::reuse;
 use crate::tensor::{Tensor, TensorMeta, same_dtype};
 use crate::variable::Variable;
@@ -352,7 +352,7 @@ impl<'a, T: Tensor> Vertex<'a, T> {
 
     fn key(&self) -> usize {
         match self {
-            Vertex::Node(n) => n.cell() as *const DynCell<T> as *const u8 as usize,
+            Vertex::Node(n) => n.cell() as *const CellInfo<T> as *const u8 as usize,
             Vertex::Leaf(v) => v.inner_ptr(),
         }
     }
@@ -891,7 +891,7 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
     }
 
     /// Hands the gradients the node of `cell` returned (in `self.out`) to its edges.
-    fn deliver_all<'a>(&mut self, task: &mut Task<'a, T, G>, cell: &'a DynCell<T>) {
+    fn deliver_all<'a>(&mut self, task: &mut Task<'a, T, G>, cell: &'a CellInfo<T>) {
         for (edge, g) in cell.edges.iter().zip(self.out.iter_mut()) {
             if let Some(edge) = edge {
                 task.deliver(edge, g);

@@ -228,9 +228,6 @@ pub(crate) struct NodeExtras<T: Tensor> {
     anomaly: Option<AnomalyTrace>,
 }
 
-/// What the engine reads of a type-erased node.
-pub(crate) type DynCell<T> = CellInfo<T>;
-
 thread_local! {
     static LIVE_NODES: Cell<isize> = const { Cell::new(0) };
     static SEQUENCE_NR: Cell<u64> = const { Cell::new(0) };
@@ -328,14 +325,13 @@ impl<T: Tensor> NodeRef<T> {
         self.set_flag(HAS_HOOKS);
     }
 
-    /// In anomaly mode, keeps the backtrace of the forward call recording the node.
+    /// Keeps the backtrace of the forward call recording the node (anomaly mode; the
+    /// callers check it, before they take a reference to the node).
     fn note_anomaly(&self) {
-        if is_anomaly_enabled() {
-            self.attach_extras(NodeExtras {
-                hooks: Mutex::new(NodeHooks::default()),
-                anomaly: Some(AnomalyTrace(Backtrace::force_capture())),
-            });
-        }
+        self.attach_extras(NodeExtras {
+            hooks: Mutex::new(NodeHooks::default()),
+            anomaly: Some(AnomalyTrace(Backtrace::force_capture())),
+        });
     }
 }
 

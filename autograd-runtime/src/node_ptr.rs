@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
 use crate::arena::{self, Chunk};
 use crate::bias;
 use crate::counts::Counts;
-use crate::node::{CellInfo, DynCell, Edge, Node, NodeCell, drop_last_ref};
+use crate::node::{CellInfo, Edge, Node, NodeCell, drop_last_ref};
 use crate::node_lock::{LockFlag, Locked, NodeGuard};
 use crate::refcount::{increment, release_weak_count};
 use crate::tensor::Tensor;
@@ -71,6 +71,14 @@ struct Head {
     /// [`Variable`](crate::Variable)): in the header, outside the cell, so
     /// that a weak reference can still read them after the node is dropped.
     versions: [AtomicU32; NODE_COUNTERS],
+}
+
+impl Head {
+    /// Whether `flag` is set (acquire: what was done before it was set is visible).
+    #[inline]
+    fn has(&self, flag: u8) -> bool {
+        self.flags.load(Ordering::Acquire) & flag != 0
+    }
 }
 
 /// The node saved an output of its own through `record_saving` (an `OwnNode`): the
@@ -267,7 +275,7 @@ unsafe fn free_node<T: Tensor>(p: Ptr) -> Option<LastRef<T>> {
         std::ptr::drop_in_place(node);
     }
     // SAFETY: the strong references' weak count keeps the header alive.
-    if unsafe { head(p) }.flags.load(Ordering::Acquire) & HAS_EXTRAS != 0 {
+    if unsafe { head(p) }.has(HAS_EXTRAS) {
         // Before the memory goes: another node could get the address.
         crate::node::forget_extras(addr_of_node(p));
     }
@@ -395,7 +403,7 @@ impl<T: Tensor> Clone for NodeRef<T> {
 
 impl<T: Tensor> NodeRef<T> {
     #[inline]
-    pub(crate) fn cell(&self) -> &DynCell<T> {
+    pub(crate) fn cell(&self) -> &CellInfo<T> {
         // SAFETY: the strong count keeps the cell alive for as long as `self`
         // is borrowed.
         unsafe { &*info_ptr::<T>(self.0) }
@@ -420,7 +428,7 @@ impl<T: Tensor> NodeRef<T> {
     #[inline]
     pub(crate) fn own_outputs(&self) -> bool {
         // SAFETY: the strong count keeps the header alive.
-        unsafe { head(self.0) }.flags.load(Ordering::Relaxed) & OWN_OUTPUTS != 0
+        unsafe { head(self.0) }.has(OWN_OUTPUTS)
     }
 
     /// Whether `flag` ([`HAS_EXTRAS`], [`HAS_HOOKS`]) is set (acquire: what was done
@@ -428,7 +436,7 @@ impl<T: Tensor> NodeRef<T> {
     #[inline]
     pub(crate) fn has_flag(&self, flag: u8) -> bool {
         // SAFETY: the strong count keeps the header alive.
-        unsafe { head(self.0) }.flags.load(Ordering::Acquire) & flag != 0
+        unsafe { head(self.0) }.has(flag)
     }
 
     /// Sets `flag` ([`HAS_EXTRAS`], [`HAS_HOOKS`]), releasing what was done before.
