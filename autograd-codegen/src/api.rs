@@ -38,7 +38,7 @@ pub(crate) fn unreadable(shown: &Path, e: &std::io::Error) -> Diagnostics {
 }
 
 /// Read `shown` (resolved against `base` when relative) as `(shown name, text)`.
-pub(crate) fn read_file(base: &Path, shown: &Path) -> Result<(String, String), Diagnostics> {
+pub fn read_file(base: &Path, shown: &Path) -> Result<(String, String), Diagnostics> {
     let path: PathBuf = if shown.is_absolute() {
         shown.to_path_buf()
     } else {

@@ -14,4 +14,5 @@ pub mod diagnostics;
 pub mod emit;
 pub mod formula;
 pub mod model;
+pub mod translate;
 pub mod yaml;

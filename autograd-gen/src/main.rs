@@ -2,6 +2,7 @@
 //! the command line.
 
 mod expand;
+mod translate;
 
 use autograd_codegen::analysis::{Analysis, AnalysisOptions, json};
 use autograd_codegen::api::{Sources, analyze_sources};
@@ -16,6 +17,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const USAGE: &str = "\
 usage: autograd-gen analyze --native PATH --derivatives PATH [--tags PATH] [--rust] [-o PATH | --json]
        autograd-gen expand --derivatives PATH [--native PATH] [--helpers RUST_PATH] [--crate RUST_PATH] [--fallible]
+       autograd-gen translate --native PATH --derivatives PATH [--header PATH] [--fallible] [--errors-only]
        autograd-gen --help";
 
 const HELP: &str = "\
@@ -124,6 +126,7 @@ fn main() -> ExitCode {
     match args.next().as_deref() {
         Some("analyze") => {}
         Some("expand") => return expand::run(args),
+        Some("translate") => return translate::run(args),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}\n\n{HELP}");
             return ExitCode::SUCCESS;

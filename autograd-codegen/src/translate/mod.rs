@@ -1,0 +1,232 @@
+//! The C++ formula front end: PyTorch's derivatives.yaml formulas, as PyTorch writes them,
+//! lowered to Rust in the project's formula dialect.
+//!
+//! Layers, each looking only down: [`syntax`] (tokens and syntax tree of one formula) ->
+//! [`types`] (the value types, from schemas and C++ declarations) and [`decl`] (a header's
+//! helper declarations) -> [`callees`] (operators and helpers by C++ name) -> `lower` with
+//! `convert` and `builtins` (typing, overload resolution, Rust text). [`translate_entries`]
+//! runs it over a file's entries; `autograd-gen translate` prints the result.
+
+pub mod callees;
+pub mod decl;
+pub mod syntax;
+pub mod types;
+
+mod builtins;
+mod convert;
+mod lower;
+
+pub use lower::{LowerError, Lowerer, Val};
+
+use crate::analysis::cpp::return_names;
+use crate::diagnostics::{Ctxt, Diagnostics, Location};
+use crate::model::autogen::add_generated_native_functions;
+use crate::model::derivatives::{DerivativeEntry, FormulaEntry, parse_derivatives};
+use crate::model::native::parse_native_functions;
+use crate::model::schema::{FunctionSchema, Type};
+use callees::Callees;
+use std::collections::HashMap;
+use std::sync::Arc;
+use types::{Ty, from_schema};
+
+/// The keywords that stand for a formula.
+pub const KEYWORDS: &[&str] = &["non_differentiable", "auto_element_wise", "auto_linear"];
+
+/// One formula's translation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Translation {
+    /// The entry's `name:`.
+    pub entry: String,
+    /// The formula's key (`self`, `self, other`, `result`).
+    pub key: String,
+    /// Where the formula text starts.
+    pub loc: Location,
+    /// The Rust formula, or where in the formula (byte offset) and why it cannot be lowered.
+    pub rust: Result<String, LowerError>,
+}
+
+impl Translation {
+    /// The location of the error, when there is one: the formula's line, the column moved
+    /// by the error's offset.
+    pub fn error_location(&self) -> Option<Location> {
+        let e = self.rust.as_ref().err()?;
+        let mut loc = self.loc.clone();
+        loc.column += e.offset;
+        Some(loc)
+    }
+}
+
+/// The variables a formula of `schema` sees, for a backward formula or (`forward`) a forward
+/// one: the arguments, the outputs, `grad`/`grads`/`grad_input_mask`/`retain_variables`,
+/// and in forward formulas each argument's `_p` (primal) and `_t` (tangent).
+///
+/// A `_foreach_` function's formulas are written for one element `i` of its lists:
+/// `self[i]`, `grads[i]`, `result[i]`, and in forward formulas `self_p` / `self_t` are the
+/// element's primal and tangent.
+pub fn formula_vars(schema: &FunctionSchema, forward: bool) -> HashMap<String, Ty> {
+    let mut vars = HashMap::new();
+    let foreach = schema.name.name.base.starts_with("_foreach_");
+    if foreach {
+        vars.insert("i".into(), Ty::Int);
+    }
+    for a in schema.arguments.flat_all() {
+        let t = from_schema(&a.ty);
+        if forward {
+            let pt = match (&t, foreach) {
+                (Ty::TensorList, true) => Ty::Tensor,
+                _ => t.clone(),
+            };
+            vars.insert(format!("{}_p", a.name), pt.clone());
+            vars.insert(format!("{}_t", a.name), pt.clone());
+            vars.insert(format!("original_{}_p", a.name), pt.clone());
+            vars.insert(format!("original_{}_t", a.name), pt);
+        }
+        vars.insert(a.name.clone(), t);
+    }
+    for (name, r) in return_names(schema).into_iter().zip(&schema.returns) {
+        let t = from_schema(&r.ty);
+        if let Some(n) = &r.name {
+            vars.insert(format!("grad_{n}"), Ty::OptTensor);
+        }
+        if forward {
+            vars.insert(format!("{name}_t"), t.clone());
+        }
+        vars.insert(name, t.clone());
+        if schema.name.name.inplace {
+            vars.entry("result".into()).or_insert(t);
+        }
+    }
+    vars.insert("grad".into(), Ty::Tensor);
+    vars.insert("grads".into(), Ty::OptTensorList);
+    vars.insert("grad_input_mask".into(), Ty::BoolArray(0));
+    vars.insert("retain_variables".into(), Ty::Bool);
+    vars
+}
+
+/// Is the formula for outputs (a forward formula)? A backward formula's key names inputs
+/// only.
+fn is_forward(schema: &FunctionSchema, f: &FormulaEntry) -> bool {
+    !f.var_names
+        .iter()
+        .all(|v| schema.arguments.flat_all().any(|a| &a.name == v))
+}
+
+/// Lower one formula of an entry whose schema is `schema`.
+pub fn translate_formula(
+    schema: &FunctionSchema,
+    f: &FormulaEntry,
+    callees: &Callees,
+    fallible: bool,
+) -> Result<String, LowerError> {
+    let text = f.formula.trim();
+    if KEYWORDS.contains(&text) {
+        return Ok(text.to_string());
+    }
+    let expr = syntax::parse(&f.formula).map_err(|e| LowerError {
+        offset: e.offset,
+        message: e.message,
+    })?;
+    let lw = Lowerer {
+        callees,
+        vars: formula_vars(schema, is_forward(schema, f)),
+        fallible,
+    };
+    let v = lw.lower(&expr)?;
+    let code = v.code;
+    Ok(
+        match code.strip_prefix('(').and_then(|c| c.strip_suffix(')')) {
+            Some(inner) if balanced(inner) => inner.to_string(),
+            _ => code,
+        },
+    )
+}
+
+fn balanced(s: &str) -> bool {
+    let mut depth = 0i32;
+    for c in s.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    depth == 0
+}
+
+/// Translate every formula of `entries` (all dispatch keys); an entry whose schema does not
+/// parse gives one error per formula.
+pub fn translate_entries(
+    entries: &[DerivativeEntry],
+    callees: &Callees,
+    fallible: bool,
+) -> Vec<Translation> {
+    let mut out = Vec::new();
+    for e in entries {
+        let schema = FunctionSchema::parse(&e.name);
+        for d in &e.dispatch {
+            for f in &d.formulas {
+                let rust = match &schema {
+                    Ok(s) => translate_formula(s, f, callees, fallible),
+                    Err(err) => Err(LowerError {
+                        offset: 0,
+                        message: format!("the entry's schema does not parse: {}", err.0),
+                    }),
+                };
+                out.push(Translation {
+                    entry: e.name.clone(),
+                    key: f.key.clone(),
+                    loc: f.formula_loc.clone(),
+                    rust,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The translation of a derivatives.yaml against the schemas of a native_functions.yaml
+/// (PyTorch's generated functions added) and the helpers a C++ header declares: each input
+/// is `(file name, text)`. Files that do not parse are errors naming file and line.
+pub fn translate_sources(
+    native: &(String, String),
+    derivatives: &(String, String),
+    header: Option<&(String, String)>,
+    fallible: bool,
+) -> Result<Vec<Translation>, Diagnostics> {
+    let mut cx = Ctxt::new();
+    let mut fns = parse_native_functions(
+        &Arc::from(native.0.as_str()),
+        &native.1,
+        &Default::default(),
+        &mut cx,
+    );
+    add_generated_native_functions(&mut fns, &mut cx);
+    let entries = parse_derivatives(&Arc::from(derivatives.0.as_str()), &derivatives.1, &mut cx);
+    let decls = match header {
+        Some((name, text)) => decl::parse_header(text).unwrap_or_else(|e| {
+            let loc = Location {
+                file: Arc::from(name.as_str()),
+                line: e.line,
+                column: 0,
+            };
+            cx.error(&loc, None, e.message);
+            Vec::new()
+        }),
+        None => Vec::new(),
+    };
+    let callees = Callees::new(&fns, &decls);
+    cx.check(translate_entries(&entries, &callees, fallible))
+}
+
+/// Is `t` a tensor type of the schema language?
+pub fn is_tensor_type(t: &Type) -> bool {
+    from_schema(t).is_tensor()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,166 @@
+//! The front end on inline schemas, helper declarations and formulas.
+
+use super::callees::Callees;
+use super::decl::parse_header;
+use super::translate_formula;
+use crate::diagnostics::{Ctxt, Location};
+use crate::model::derivatives::FormulaEntry;
+use crate::model::native::parse_native_functions;
+use crate::model::schema::FunctionSchema;
+use std::sync::Arc;
+
+const NATIVE: &str = "\
+- func: mul.Tensor(Tensor self, Tensor other) -> Tensor
+  variants: function, method
+- func: mul.Scalar(Tensor self, Scalar other) -> Tensor
+  variants: function, method
+- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+  variants: function, method
+- func: add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
+  variants: function, method
+- func: sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+  variants: function, method
+- func: div.Tensor(Tensor self, Tensor other) -> Tensor
+  variants: function, method
+- func: div.Scalar(Tensor self, Scalar other) -> Tensor
+  variants: function, method
+- func: full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, MemoryFormat? memory_format=None) -> Tensor
+- func: sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+  variants: function, method
+- func: neg(Tensor self) -> Tensor
+  variants: function, method
+- func: where.self(Tensor condition, Tensor self, Tensor other) -> Tensor
+  variants: function, method
+- func: ge.Scalar(Tensor self, Scalar other) -> Tensor
+  variants: function, method
+- func: zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
+- func: expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)
+  variants: method
+";
+
+const HEADER: &str = "\
+at::Tensor maybe_multiply(const at::Tensor& t, const at::Scalar& s);
+Tensor sum_backward(const Tensor& grad, c10::SymIntArrayRef sizes, OptionalIntArrayRef opt_dims, bool keepdim);
+std::tuple<Tensor, Tensor> two(const Tensor& grad, std::array<bool, 2> mask, int64_t n = 1);
+";
+
+fn tr(schema: &str, key: &str, formula: &str) -> Result<String, String> {
+    let mut cx = Ctxt::new();
+    let fns = parse_native_functions(&Arc::from("n.yaml"), NATIVE, &Default::default(), &mut cx);
+    cx.check(()).unwrap();
+    let decls = parse_header(HEADER).unwrap();
+    let callees = Callees::new(&fns, &decls);
+    let s = FunctionSchema::parse(schema).unwrap();
+    let loc = Location {
+        file: Arc::from("d.yaml"),
+        line: 1,
+        column: 0,
+    };
+    let f = FormulaEntry {
+        key: key.into(),
+        var_names: key.split(", ").map(String::from).collect(),
+        formula: formula.into(),
+        loc: loc.clone(),
+        formula_loc: loc,
+    };
+    translate_formula(&s, &f, &callees, true).map_err(|e| format!("{}: {}", e.offset, e.message))
+}
+
+const MUL: &str = "mul.Tensor(Tensor self, Tensor other) -> Tensor";
+
+#[test]
+fn operators_resolve_as_tensor_methods() {
+    assert_eq!(
+        tr(MUL, "self", "grad * other").unwrap(),
+        "mul_tensor(&grad, &other)?"
+    );
+    assert_eq!(
+        tr(MUL, "self", "grad * 2").unwrap(),
+        "mul_scalar(&grad, 2.0)?"
+    );
+    assert_eq!(
+        tr(MUL, "self", "2 * grad").unwrap(),
+        "mul_scalar(&grad, 2.0)?"
+    );
+    assert_eq!(tr(MUL, "self", "-grad").unwrap(), "neg(&grad)?");
+    assert_eq!(
+        tr(MUL, "self", "grad + other").unwrap(),
+        "add_tensor(&grad, &other, 1.0)?",
+        "the default alpha is filled in"
+    );
+    assert_eq!(
+        tr(MUL, "self", "1 - grad").unwrap(),
+        "sub_tensor(&full_like(&grad, 1.0, None, None, None, None, None)?, &grad, 1.0)?",
+        "scalar - tensor is computed as ATen's operator does"
+    );
+}
+
+#[test]
+fn forward_formulas_see_primals_and_tangents() {
+    assert_eq!(
+        tr(MUL, "result", "other_t * self_p + self_t * other_p").unwrap(),
+        "add_tensor(&mul_tensor(&other_t, &self_p)?, &mul_tensor(&self_t, &other_p)?, 1.0)?"
+    );
+}
+
+#[test]
+fn helpers_methods_and_builtins() {
+    let s = "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor";
+    assert_eq!(
+        tr(
+            s,
+            "self",
+            "sum_backward(grad, self.sym_sizes(), dim, keepdim)"
+        )
+        .unwrap(),
+        "sum_backward(&grad, &self.sym_sizes()[..], dim, keepdim)?"
+    );
+    assert_eq!(
+        tr(s, "self", "maybe_multiply(grad.conj(), 2)").unwrap(),
+        "maybe_multiply(&grad, 2.0)?"
+    );
+    assert_eq!(
+        tr(s, "self", "grad.sum(dim, true)").unwrap(),
+        "sum_dim_intlist(&grad, dim, true, None)?"
+    );
+    assert_eq!(
+        tr(s, "self", "at::zeros({}, self.options())").unwrap(),
+        "zeros(&[0_i64; 0], Some(self.options().dtype()), Some(self.options().layout()), Some(self.options().device()), None)?"
+    );
+}
+
+#[test]
+fn conditionals_and_undefined_tensors() {
+    assert_eq!(
+        tr(MUL, "self", "grad.defined() ? grad * other : Tensor()").unwrap(),
+        "if true { Some(mul_tensor(&grad, &other)?) } else { None }"
+    );
+    let t = "two(Tensor self) -> (Tensor, Tensor)";
+    assert_eq!(
+        tr(
+            t,
+            "self",
+            "std::get<0>(two(grads[0].defined() ? grads[0] : grad, grad_input_mask))"
+        )
+        .unwrap(),
+        "two(&defined(&(if grads[0].is_some() { grads[0].clone() } else { Some(grad.clone()) }))?, grad_input_mask, 1)?.0"
+    );
+}
+
+#[test]
+fn errors_are_located_and_name_the_construct() {
+    let e = tr(MUL, "self", "grad * nosuch(other)").unwrap_err();
+    assert_eq!(
+        e,
+        "7: `nosuch` is neither an operator of the schemas nor a declared helper"
+    );
+    let e = tr(MUL, "self", "grad * undefined_name").unwrap_err();
+    assert!(e.starts_with("7: unknown name `undefined_name`"), "{e}");
+    let e = tr(MUL, "self", "maybe_multiply(grad, other, 3)").unwrap_err();
+    assert!(
+        e.starts_with("0: no overload of `maybe_multiply` takes (Tensor, Tensor, Int)"),
+        "{e}"
+    );
+    let e = tr(MUL, "self", "grad * (other").unwrap_err();
+    assert!(e.starts_with("13: expected `)`"), "{e}");
+}
