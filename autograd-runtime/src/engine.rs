@@ -930,7 +930,7 @@ impl<T: Tensor, G: Grad<T>> Pass<T, G> {
                     (edge, g) = (next, o.take());
                 }
                 _ => {
-                    check_outputs(node, &self.out)?;
+                    check_outputs(node, &mut self.out)?;
                     self.deliver_all(task, cell);
                     return Ok(());
                 }
@@ -1131,7 +1131,7 @@ fn apply_node<T: Tensor, G: Grad<T>>(
 #[inline(always)]
 fn check_outputs<T: Tensor, G: Grad<T>>(
     this: &NodeRef<T>,
-    outputs: &OptList<G, 2>,
+    outputs: &mut OptList<G, 2>,
 ) -> Result<(), AutogradError> {
     validate(this, outputs).map_err(|e| anomaly_wrap(this, e))?;
     check_nan(this, outputs)
@@ -1168,13 +1168,75 @@ fn check_nan<T: Tensor, G: Grad<T>>(
 #[inline(always)]
 fn validate<T: Tensor, G: Grad<T>>(
     this: &NodeRef<T>,
-    outputs: &OptList<G, 2>,
+    outputs: &mut OptList<G, 2>,
 ) -> Result<(), AutogradError> {
     let (edges, grads) = (&this.cell().edges[..], &outputs[..]);
     if edges.len() == grads.len() && edges.iter().zip(grads).all(|(e, g)| fits(e, g)) {
         return Ok(());
     }
+    adjust_gradients(this, outputs);
+    let (edges, grads) = (&this.cell().edges[..], &outputs[..]);
+    if edges.len() == grads.len() && edges.iter().zip(grads).all(|(e, g)| fits(e, g)) {
+        return Ok(());
+    }
     Err(invalid_gradients(this, outputs))
+}
+
+/// What PyTorch's `validate_outputs` does with a gradient that does not fit its input: one
+/// of a shape the input's shape broadcasts to is summed to the input's shape, one of another
+/// dtype converted to the input's dtype (when the tensor type provides
+/// [`Tensor::sum_to`] / [`Tensor::to_dtype`]). Whatever still does not fit is refused by the
+/// caller with PyTorch's error.
+#[cold]
+#[inline(never)]
+fn adjust_gradients<T: Tensor, G: Grad<T>>(this: &NodeRef<T>, outputs: &mut OptList<G, 2>) {
+    let cell = this.cell();
+    if outputs.len() != cell.edges.len() {
+        return;
+    }
+    for (edge, g) in cell.edges.iter().zip(outputs.iter_mut()) {
+        let (Some(edge), Some(grad)) = (edge, g.as_mut()) else {
+            continue;
+        };
+        if fits_edge(edge, &Some(grad.clone())) {
+            continue;
+        }
+        let Some(expected) = edge_meta(edge) else {
+            continue;
+        };
+        let got = grad.with_data(TensorMeta::of);
+        if got.shape() != expected.shape()
+            && broadcasts_to(expected.shape(), got.shape())
+            && let Some(r) = grad.sum_to(expected.shape())
+        {
+            *grad = r;
+        }
+        let dtype = grad.with_data(|d| d.dtype());
+        if !same_dtype(dtype, expected.dtype())
+            && let Some(r) = grad.to_dtype(expected.dtype())
+        {
+            *grad = r;
+        }
+    }
+}
+
+/// The shape and dtype the input behind `edge` has.
+fn edge_meta<T: Tensor>(edge: &Edge<T>) -> Option<TensorMeta> {
+    match edge {
+        Edge::Node { node, input_nr } => node.cell().meta.get(*input_nr as usize),
+        Edge::Leaf(v) => Some(v.with_data(TensorMeta::of)),
+    }
+}
+
+/// Whether `from` broadcasts to `to` (PyTorch's `is_expandable_to`): aligned from the
+/// last dimension, each size of `from` is 1 or equal to `to`'s.
+fn broadcasts_to(from: &[usize], to: &[usize]) -> bool {
+    from.len() <= to.len()
+        && from
+            .iter()
+            .rev()
+            .zip(to.iter().rev())
+            .all(|(f, t)| *f == 1 || f == t)
 }
 
 /// Whether gradient `g` (if any) may flow along `edge` (if any).

@@ -31,6 +31,11 @@ pub(crate) trait Grad<T: Tensor>: Clone + Send + Sync + 'static {
     /// Adds `g` into the leaf's `.grad` (PyTorch's `AccumulateGrad`): differentiably for a
     /// variable (the pass records, `create_graph`), in place for a raw tensor.
     fn accumulate(var: &Variable<T>, g: Self);
+    /// Summed to `shape` ([`Tensor::sum_to`], differentiably for a variable); `None`
+    /// when the tensor type does not provide it.
+    fn sum_to(&self, shape: &[usize]) -> Option<Self>;
+    /// Converted to `dtype` ([`Tensor::to_dtype`]); `None` when not provided.
+    fn to_dtype(&self, dtype: &'static str) -> Option<Self>;
 
     /// A list as variables.
     fn to_vars(l: OptList<Self, 2>) -> VariableList<T> {
@@ -67,6 +72,12 @@ impl<T: Tensor> Grad<T> for Variable<T> {
         *out = node.run_vars(std::mem::take(grads), release)?;
         Ok(())
     }
+    fn sum_to(&self, shape: &[usize]) -> Option<Self> {
+        ops::sum_to(self, shape).ok()
+    }
+    fn to_dtype(&self, dtype: &'static str) -> Option<Self> {
+        ops::to_dtype(self, dtype).ok()
+    }
     fn accumulate(var: &Variable<T>, g: Self) {
         let new = match var.grad() {
             None => g,
@@ -101,6 +112,12 @@ impl<T: Tensor> Grad<T> for T {
         release: bool,
     ) -> Result<(), AutogradError> {
         node.run_raw(grads, out, release)
+    }
+    fn sum_to(&self, shape: &[usize]) -> Option<Self> {
+        Tensor::sum_to(self, shape)
+    }
+    fn to_dtype(&self, dtype: &'static str) -> Option<Self> {
+        Tensor::to_dtype(self, dtype)
     }
     fn accumulate(var: &Variable<T>, g: Self) {
         var.with_grad_slot(|slot| match slot.take() {

@@ -73,3 +73,107 @@ pub fn clone<T: Tensor>(a: &Variable<T>) -> Variable<T> {
     }
     out
 }
+
+/// Backward of [`sum_to`]: the gradient broadcast back to the input's shape.
+#[derive(Debug, Clone)]
+pub struct SumToBackward0 {
+    /// The input's shape.
+    pub shape: Vec<usize>,
+}
+
+impl<T: Tensor> Node<T> for SumToBackward0 {
+    fn name(&self) -> &str {
+        "SumToBackward0"
+    }
+
+    fn apply(&mut self, mut grads: VariableList<T>) -> Result<VariableList<T>, AutogradError> {
+        let g = grads
+            .take(0)
+            .map(|g| expand_to(&g, &self.shape))
+            .transpose()?;
+        Ok(crate::variable_list![g])
+    }
+}
+
+/// Backward of [`expand_to`]: the gradient summed back to the input's shape.
+#[derive(Debug, Clone)]
+pub struct ExpandToBackward0 {
+    /// The input's shape.
+    pub shape: Vec<usize>,
+}
+
+impl<T: Tensor> Node<T> for ExpandToBackward0 {
+    fn name(&self) -> &str {
+        "ExpandToBackward0"
+    }
+
+    fn apply(&mut self, mut grads: VariableList<T>) -> Result<VariableList<T>, AutogradError> {
+        let g = grads.take(0).map(|g| sum_to(&g, &self.shape)).transpose()?;
+        Ok(crate::variable_list![g])
+    }
+}
+
+/// Backward of [`to_dtype`]: the gradient converted back to the input's dtype.
+#[derive(Debug, Clone)]
+pub struct ToDtypeBackward0 {
+    /// The input's dtype.
+    pub dtype: &'static str,
+}
+
+impl<T: Tensor> Node<T> for ToDtypeBackward0 {
+    fn name(&self) -> &str {
+        "ToDtypeBackward0"
+    }
+
+    fn apply(&mut self, mut grads: VariableList<T>) -> Result<VariableList<T>, AutogradError> {
+        let g = grads
+            .take(0)
+            .map(|g| to_dtype(&g, self.dtype))
+            .transpose()?;
+        Ok(crate::variable_list![g])
+    }
+}
+
+fn missing(method: &str, dtype: &str) -> AutogradError {
+    AutogradError::Other(format!(
+        "the tensor type Tensor<{dtype}> does not implement Tensor::{method}"
+    ))
+}
+
+/// `a`'s output of `raw`, recorded with `node` when `a` needs one.
+fn unary<T: Tensor, N: Node<T>>(a: &Variable<T>, raw: T, node: N) -> Variable<T> {
+    if should_record(&[a]) {
+        crate::node::record_generated(node, &[Some(a)], [raw]).0[0].clone()
+    } else {
+        Variable::from_data(raw)
+    }
+}
+
+/// Differentiable [`Tensor::sum_to`]: what the engine does with a gradient of a broadcast
+/// shape under `create_graph`. An error when the tensor type does not provide it.
+pub fn sum_to<T: Tensor>(a: &Variable<T>, shape: &[usize]) -> Result<Variable<T>, AutogradError> {
+    let (raw, from) = a.with_data(|d| (d.sum_to(shape), d.shape().to_vec()));
+    let raw = raw.ok_or_else(|| missing("sum_to", a.with_data(|d| d.dtype())))?;
+    Ok(unary(a, raw, SumToBackward0 { shape: from }))
+}
+
+/// Differentiable [`Tensor::expand_to`] (the backward of [`sum_to`]).
+pub fn expand_to<T: Tensor>(
+    a: &Variable<T>,
+    shape: &[usize],
+) -> Result<Variable<T>, AutogradError> {
+    let (raw, from) = a.with_data(|d| (d.expand_to(shape), d.shape().to_vec()));
+    let raw = raw.ok_or_else(|| missing("expand_to", a.with_data(|d| d.dtype())))?;
+    Ok(unary(a, raw, ExpandToBackward0 { shape: from }))
+}
+
+/// Differentiable [`Tensor::to_dtype`]: what the engine does with a gradient of another
+/// floating dtype under `create_graph`.
+pub fn to_dtype<T: Tensor>(
+    a: &Variable<T>,
+    dtype: &'static str,
+) -> Result<Variable<T>, AutogradError> {
+    let (raw, from) = a.with_data(|d| (d.to_dtype(dtype), d.dtype()));
+    let raw = raw.ok_or_else(|| missing("to_dtype", from))?;
+    Ok(unary(a, raw, ToDtypeBackward0 { dtype: from }))
+}

@@ -56,6 +56,30 @@ pub trait Tensor: Clone + Send + Sync + 'static {
     fn is_differentiable(&self) -> bool {
         true
     }
+    /// The sum of this tensor over the dimensions that broadcasting added or expanded, so
+    /// that the result has `shape` (PyTorch's `at::sum_to`); `shape` broadcasts to
+    /// `self.shape()`. The engine calls it when a node returns a gradient of a broadcast
+    /// shape, as PyTorch's engine does (`validate_outputs`), so that formulas need not
+    /// reduce their results themselves. `None` (the default) when the library does not
+    /// provide it: such a gradient is then refused with PyTorch's shape error.
+    fn sum_to(&self, shape: &[usize]) -> Option<Self> {
+        let _ = shape;
+        None
+    }
+    /// This tensor broadcast to `shape` (`expand`, copying or not): the backward of
+    /// [`Tensor::sum_to`] under `create_graph`. `None` (the default) when not provided.
+    fn expand_to(&self, shape: &[usize]) -> Option<Self> {
+        let _ = shape;
+        None
+    }
+    /// This tensor converted to the dtype named `dtype` (one of the names
+    /// [`Tensor::dtype`] returns). The engine converts a gradient of another floating dtype
+    /// to its input's dtype, as PyTorch's does. `None` (the default) when not provided: such
+    /// a gradient is then refused with PyTorch's dtype error.
+    fn to_dtype(&self, dtype: &'static str) -> Option<Self> {
+        let _ = dtype;
+        None
+    }
     /// Type name used in messages, like PyTorch's `torch.FloatTensor`.
     /// Defaults to `Tensor<dtype>`.
     fn type_name(&self) -> String {
