@@ -40,6 +40,23 @@ impl autograd::runtime::Tensor for CandleTensor {
     fn has_nan(&self) -> bool {
         self.to_vec().iter().any(|x| x.is_nan())
     }
+    /// The op set's `sum_to` over this backend's kernels.
+    fn sum_to(&self, shape: &[usize]) -> Option<Self> {
+        autograd_opset::helpers::raw::sum_to(self, shape).ok()
+    }
+    fn expand_to(&self, shape: &[usize]) -> Option<Self> {
+        self.t.broadcast_as(shape).ok().map(CandleTensor::new)
+    }
+    fn to_dtype(&self, dtype: &'static str) -> Option<Self> {
+        let d = match dtype {
+            "f32" => DType::F32,
+            "f64" => DType::F64,
+            "f16" => DType::F16,
+            "bf16" => DType::BF16,
+            _ => return None,
+        };
+        self.t.to_dtype(d).ok().map(CandleTensor::new)
+    }
 }
 
 impl autograd::gradcheck::ElementAccess for CandleTensor {

@@ -401,6 +401,18 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
         self.as_float()
             .is_some_and(|a| a.iter().any(|x| x.is_nan()))
     }
+    /// The op set's `sum_to` over this backend's kernels.
+    fn sum_to(&self, shape: &[usize]) -> Option<Self> {
+        autograd_opset::helpers::raw::sum_to(self, shape).ok()
+    }
+    fn expand_to(&self, shape: &[usize]) -> Option<Self> {
+        let size: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        autograd_opset::ops::raw::expand(self, &size, false).ok()
+    }
+    /// To the float dtype of the element type (the only one a gradient can have here).
+    fn to_dtype(&self, dtype: &'static str) -> Option<Self> {
+        (dtype == E::NAME).then(|| NdTensor::from_array(self.to_float().arr().to_owned()))
+    }
     fn is_differentiable(&self) -> bool {
         matches!(self.data, Data::Float(_))
     }
