@@ -8,6 +8,7 @@ use crate::model::autogen::add_generated_native_functions;
 use crate::model::derivatives::{DerivativeEntry, parse_derivatives};
 use crate::model::native::{NativeFunction, Variant, parse_native_functions, parse_tags};
 use crate::model::schema::FunctionSchema;
+use crate::translate::{CppFormulas, translate_in_place};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,6 +23,9 @@ pub struct Sources {
     pub derivatives: (String, String),
     /// `(file name, text)` of tags.yaml, if any.
     pub tags: Option<(String, String)>,
+    /// The formulas are PyTorch's C++, lowered to Rust before the analysis
+    /// ([`crate::translate`]); `None`: they are Rust.
+    pub cpp: Option<CppFormulas>,
 }
 
 /// A file that cannot be read, as a diagnostic naming it.
@@ -68,6 +72,7 @@ impl Sources {
                 native: native.flatten(),
                 derivatives,
                 tags: tags.flatten(),
+                cpp: None,
             }),
             _ => Err(Diagnostics(errors)),
         }
@@ -122,6 +127,9 @@ pub fn analyze_into(src: &Sources, options: &AnalysisOptions, cx: &mut Ctxt) -> 
         entries.retain(|e| fns.iter().any(|f| f.schema == e.name));
         fns
     });
+    if let Some(cpp) = &src.cpp {
+        translate_in_place(&mut entries, &functions, cpp, cx);
+    }
     let mut infos = analysis::load_infos(&functions, &entries, options, cx);
     let results = analysis::match_infos(&functions, &mut infos, cx);
     Analysis { functions, results }

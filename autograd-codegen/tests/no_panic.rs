@@ -114,6 +114,7 @@ fn sources(native: &str, derivatives: &str) -> Sources {
         native: Some(("native_functions.yaml".into(), native.into())),
         derivatives: ("derivatives.yaml".into(), derivatives.into()),
         tags: Some(("tags.yaml".into(), TAGS.into())),
+        cpp: None,
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Usage of the subcommand.
-pub const USAGE: &str = "usage: autograd-gen expand --derivatives PATH [--native PATH] [--helpers RUST_PATH] [--raw-helpers RUST_PATH] [--crate RUST_PATH] [--fallible] [--error-from RUST_PATH] [--error-from RUST_PATH]";
+pub const USAGE: &str = "usage: autograd-gen expand --derivatives PATH [--native PATH] [--helpers RUST_PATH] [--raw-helpers RUST_PATH] [--crate RUST_PATH] [--fallible] [--error-from RUST_PATH] [--cpp [--header PATH]]";
 
 /// Run `expand` with the arguments after the subcommand name.
 pub fn run(mut it: impl Iterator<Item = String>) -> ExitCode {
@@ -21,6 +21,10 @@ pub fn run(mut it: impl Iterator<Item = String>) -> ExitCode {
             config.fallible = true;
             continue;
         }
+        if a == "--cpp" {
+            config.cpp = true;
+            continue;
+        }
         let Some(value) = it.next() else {
             eprintln!("{a} needs a value\n{USAGE}");
             return ExitCode::from(2);
@@ -28,6 +32,7 @@ pub fn run(mut it: impl Iterator<Item = String>) -> ExitCode {
         match a.as_str() {
             "--derivatives" => derivatives = Some(PathBuf::from(value)),
             "--native" => config.native = Some(PathBuf::from(value)),
+            "--header" => config.header = Some(PathBuf::from(value)),
             "--helpers" | "--raw-helpers" | "--crate" | "--error-from" => {
                 match syn::parse_str::<syn::Path>(&value) {
                     Ok(p) if a == "--helpers" => config.helpers = Some(p),

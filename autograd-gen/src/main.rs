@@ -16,7 +16,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const USAGE: &str = "\
 usage: autograd-gen analyze --native PATH --derivatives PATH [--tags PATH] [--rust] [-o PATH | --json]
-       autograd-gen expand --derivatives PATH [--native PATH] [--helpers RUST_PATH] [--crate RUST_PATH] [--fallible]
+       autograd-gen expand --derivatives PATH [--native PATH] [--helpers RUST_PATH] [--crate RUST_PATH] [--fallible] [--cpp [--header PATH]]
        autograd-gen translate --native PATH --derivatives PATH [--header PATH] [--fallible] [--errors-only]
        autograd-gen --help";
 
@@ -46,6 +46,17 @@ expand    print the code autograd_ops! generates for a derivatives.yaml, formatt
   --fallible           kernels return Result<_, Self::Error> (the macro's `fallible = true`)
   --error-from RUST_PATH
                        Backend::Error converts from this type (the macro's `error_from = ...`)
+  --cpp                formulas are PyTorch's C++ (the macro's `formulas = \"cpp\"`)
+  --header PATH        with --cpp: the header declaring the helpers (the macro's `header`)
+
+translate print each C++ formula of a derivatives.yaml lowered to Rust, or its error
+  --native PATH        native_functions.yaml: the operators formulas may call
+  --derivatives PATH   derivatives.yaml with PyTorch's C++ formulas
+  --header PATH        the header declaring the helpers formulas may call (default:
+                       FunctionsManual.h beside derivatives.yaml, when it exists)
+  --fallible           calls end in `?` (kernels and helpers return Result)
+  --errors-only        print only the formulas that do not translate
+  The last line is `translated: K/N formulas`; the exit status is 1 unless K = N.
 
 Small demo inputs ship in autograd-gen/demo/ (see its README).";
 

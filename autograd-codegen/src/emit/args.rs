@@ -23,6 +23,23 @@ pub struct MacroArgs {
     pub fallible: bool,
     /// `error_from = path`: the kernels' error type converts from this one.
     pub error_from: Option<syn::Path>,
+    /// `formulas = "cpp"`: the formulas are PyTorch's C++ (`"rust"`, the default: Rust).
+    pub cpp: bool,
+    /// `header = "..."`: with C++ formulas, the header declaring the helpers.
+    pub header: Option<syn::LitStr>,
+}
+
+/// `formulas = "rust" | "cpp"`: whether formulas are PyTorch's C++.
+fn parse_dialect(input: syn::parse::ParseStream<'_>) -> syn::Result<bool> {
+    let v: syn::LitStr = input.parse()?;
+    match v.value().as_str() {
+        "cpp" => Ok(true),
+        "rust" => Ok(false),
+        _ => Err(syn::Error::new(
+            v.span(),
+            "`formulas` is \"rust\" (the default) or \"cpp\" (PyTorch's C++)",
+        )),
+    }
 }
 
 impl syn::parse::Parse for MacroArgs {
@@ -55,6 +72,8 @@ impl syn::parse::Parse for MacroArgs {
                 "crate" => args.krate = Some(input.parse()?),
                 "fallible" => args.fallible = input.parse::<syn::LitBool>()?.value,
                 "error_from" => args.error_from = Some(input.parse()?),
+                "header" => args.header = Some(input.parse()?),
+                "formulas" => args.cpp = parse_dialect(input)?,
                 "types" => {
                     let content;
                     syn::braced!(content in input);
@@ -72,7 +91,7 @@ impl syn::parse::Parse for MacroArgs {
                     return Err(syn::Error::new(
                         key.span(),
                         format!(
-                            "unknown argument `{other}`: expected `native = \"...\"`, `yaml = \"...\"`, `helpers = path`, `raw_helpers = path`, `crate = path`, `types = {{ Scalar = f32 }}`, `fallible = true` or `error_from = path`"
+                            "unknown argument `{other}`: expected `native = \"...\"`, `yaml = \"...\"`, `helpers = path`, `raw_helpers = path`, `crate = path`, `types = {{ Scalar = f32 }}`, `fallible = true`, `error_from = path`, `formulas = \"cpp\"` or `header = \"...\"`"
                         ),
                     ));
                 }
@@ -82,6 +101,12 @@ impl syn::parse::Parse for MacroArgs {
             return Err(syn::Error::new_spanned(
                 p,
                 "`error_from` bounds the kernels' error type, which only `fallible = true` has",
+            ));
+        }
+        if let Some(h) = args.header.as_ref().filter(|_| !args.cpp) {
+            return Err(syn::Error::new(
+                h.span(),
+                "`header` declares the helpers of C++ formulas: add `formulas = \"cpp\"`",
             ));
         }
         if args.derivatives.is_some() == args.yaml.is_some() {

@@ -38,6 +38,7 @@ use crate::analysis::{Analysis, AnalysisOptions, PropertyRules};
 use crate::api::{Sources, analyze_into, read_file};
 use crate::diagnostics::{Ctxt, Diagnostic, Diagnostics, Location};
 use crate::model::schema::{BaseTy, SchemaKind};
+use crate::translate::CppFormulas;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use std::cell::RefCell;
@@ -75,6 +76,12 @@ pub struct Config {
     /// With `fallible`: `Backend::Error` must convert from this type (`error_from =
     /// crate::Error`), so that default kernels (decompositions) can report their checks.
     pub error_from: Option<syn::Path>,
+    /// The formulas are PyTorch's C++ (`formulas = "cpp"`), lowered to Rust by
+    /// [`crate::translate`] before the analysis.
+    pub cpp: bool,
+    /// With `cpp`: the C++ header declaring the helpers the formulas call (`header =
+    /// "functions.h"`, PyTorch's `FunctionsManual.h` or a part of it).
+    pub header: Option<PathBuf>,
 }
 
 impl Config {
@@ -92,6 +99,8 @@ impl Config {
             type_overrides: Vec::new(),
             fallible: false,
             error_from: None,
+            cpp: false,
+            header: None,
         }
     }
 
@@ -110,16 +119,22 @@ impl Config {
             None => read_file(&self.base_dir, &self.derivatives),
         };
         let native = self.native.as_ref().map(|n| read_file(&self.base_dir, n));
-        match (derivatives, native.transpose()) {
-            (Ok(derivatives), Ok(native)) => Ok(Sources {
+        let header = self.header.as_ref().map(|h| read_file(&self.base_dir, h));
+        match (derivatives, native.transpose(), header.transpose()) {
+            (Ok(derivatives), Ok(native), Ok(header)) => Ok(Sources {
                 native,
                 derivatives,
                 tags: None,
+                cpp: self.cpp.then_some(CppFormulas {
+                    header,
+                    fallible: self.fallible,
+                }),
             }),
-            (d, n) => Err(Diagnostics(
+            (d, n, h) => Err(Diagnostics(
                 d.err()
                     .into_iter()
                     .chain(n.err())
+                    .chain(h.err())
                     .flat_map(|e| e.0)
                     .collect(),
             )),
@@ -349,6 +364,7 @@ fn tracking(config: &Config) -> TokenStream {
         files.push(config.resolve(&config.derivatives));
     }
     files.extend(config.native.iter().map(|n| config.resolve(n)));
+    files.extend(config.header.iter().map(|h| config.resolve(h)));
     let incs = files.iter().map(|f| {
         let s = f.display().to_string();
         quote!(
@@ -533,6 +549,8 @@ fn macro_config(args: MacroArgs) -> Config {
     config.type_overrides = args.types;
     config.fallible = args.fallible;
     config.error_from = args.error_from;
+    config.cpp = args.cpp;
+    config.header = args.header.map(|h| PathBuf::from(h.value()));
     config
 }
 

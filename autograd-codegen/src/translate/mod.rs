@@ -22,7 +22,7 @@ use crate::analysis::cpp::return_names;
 use crate::diagnostics::{Ctxt, Diagnostics, Location};
 use crate::model::autogen::add_generated_native_functions;
 use crate::model::derivatives::{DerivativeEntry, FormulaEntry, parse_derivatives};
-use crate::model::native::parse_native_functions;
+use crate::model::native::{NativeFunction, parse_native_functions};
 use crate::model::schema::{FunctionSchema, Type};
 use callees::Callees;
 use std::collections::HashMap;
@@ -189,6 +189,67 @@ pub fn translate_entries(
     out
 }
 
+/// How C++ formulas are lowered: the helpers' header and whether calls return `Result`.
+#[derive(Debug, Clone, Default)]
+pub struct CppFormulas {
+    /// `(file name, text)` of the C++ header declaring the helpers the formulas call
+    /// (PyTorch's `FunctionsManual.h`, or the op set's part of it).
+    pub header: Option<(String, String)>,
+    /// `?` after every call: the backend's kernels and the helpers return `Result`.
+    pub fallible: bool,
+}
+
+/// The helper declarations of `cpp`'s header; an unreadable declaration is an error at its
+/// header line.
+fn header_decls(cpp: &CppFormulas, cx: &mut Ctxt) -> Vec<decl::Decl> {
+    let Some((name, text)) = &cpp.header else {
+        return Vec::new();
+    };
+    decl::parse_header(text).unwrap_or_else(|e| {
+        let loc = Location {
+            file: Arc::from(name.as_str()),
+            line: e.line,
+            column: 0,
+        };
+        cx.error(&loc, None, e.message);
+        Vec::new()
+    })
+}
+
+/// Replace every formula of `entries` by its Rust lowering (keywords stay); a formula that
+/// does not lower is an error at its place in the YAML (line, and column of the construct),
+/// naming the entry.
+pub fn translate_in_place(
+    entries: &mut [DerivativeEntry],
+    functions: &[NativeFunction],
+    cpp: &CppFormulas,
+    cx: &mut Ctxt,
+) {
+    let decls = header_decls(cpp, cx);
+    let callees = Callees::new(functions, &decls);
+    for e in entries.iter_mut() {
+        let Ok(schema) = FunctionSchema::parse(&e.name) else {
+            continue; // reported by the analysis
+        };
+        for f in e.dispatch.iter_mut().flat_map(|d| d.formulas.iter_mut()) {
+            match translate_formula(&schema, f, &callees, cpp.fallible) {
+                Ok(rust) => f.formula = rust,
+                Err(err) => {
+                    let mut loc = f.formula_loc.clone();
+                    loc.column += err.offset;
+                    let message = format!(
+                        "in formula `{}` (column {}): {}",
+                        f.key,
+                        loc.column + 1,
+                        err.message
+                    );
+                    cx.error(&loc, Some(&e.name), message);
+                }
+            }
+        }
+    }
+}
+
 /// The translation of a derivatives.yaml against the schemas of a native_functions.yaml
 /// (PyTorch's generated functions added) and the helpers a C++ header declares: each input
 /// is `(file name, text)`. Files that do not parse are errors naming file and line.
@@ -207,18 +268,11 @@ pub fn translate_sources(
     );
     add_generated_native_functions(&mut fns, &mut cx);
     let entries = parse_derivatives(&Arc::from(derivatives.0.as_str()), &derivatives.1, &mut cx);
-    let decls = match header {
-        Some((name, text)) => decl::parse_header(text).unwrap_or_else(|e| {
-            let loc = Location {
-                file: Arc::from(name.as_str()),
-                line: e.line,
-                column: 0,
-            };
-            cx.error(&loc, None, e.message);
-            Vec::new()
-        }),
-        None => Vec::new(),
+    let cpp = CppFormulas {
+        header: header.cloned(),
+        fallible,
     };
+    let decls = header_decls(&cpp, &mut cx);
     let callees = Callees::new(&fns, &decls);
     cx.check(translate_entries(&entries, &callees, fallible))
 }

@@ -85,7 +85,25 @@ impl Tensor for Toy {
     fn has_nan(&self) -> bool {
         self.data.iter().any(|x| x.is_nan())
     }
+    /// A vector summed to a scalar (the one broadcast the toy has).
+    fn sum_to(&self, shape: &[usize]) -> Option<Self> {
+        match (self.shape.len(), shape) {
+            (1, []) => Some(Toy::scalar(self.data.iter().sum())),
+            (_, s) if s == self.shape.as_slice() => Some(self.clone()),
+            _ => None,
+        }
+    }
+    /// A scalar repeated to a vector.
+    fn expand_to(&self, shape: &[usize]) -> Option<Self> {
+        match (self.shape.len(), shape) {
+            (0, [n]) => Some(Toy::vec(vec![self.data[0]; *n])),
+            (_, s) if s == self.shape.as_slice() => Some(self.clone()),
+            _ => None,
+        }
+    }
 }
+
+pub mod cpp;
 
 /// Helpers the formulas call (PyTorch's `FunctionsManual`, in miniature). They are built
 /// from differentiable ops, so second derivatives work through them.
