@@ -107,7 +107,7 @@ impl Callees {
 
 fn helper_callee(d: &Decl) -> Callee {
     Callee {
-        rust: d.name.clone(),
+        rust: d.rust.clone(),
         params: d
             .params
             .iter()

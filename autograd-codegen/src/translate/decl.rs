@@ -8,6 +8,7 @@
 
 use super::syntax::{SyntaxError, Token, TokenKind, lex, parse_type, show};
 use super::types::{Ty, from_cpp};
+use crate::emit::names::rust_name;
 
 /// One declared function.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +25,10 @@ pub struct Decl {
     pub line: usize,
     /// A constant (`extern const char* NAME;`), not a function: `ret` is its type.
     pub constant: bool,
+    /// The Rust function it is: a `// rust: NAME` comment on the line before the declaration
+    /// names it (how overloads, which Rust does not have, get distinct functions), else the
+    /// C++ name (a Rust keyword with a trailing `_`: `where` is `where_`).
+    pub rust: String,
 }
 
 /// One parameter.
@@ -64,6 +69,7 @@ pub fn parse_header(text: &str) -> Result<Vec<Decl>, DeclError> {
         line: line_of(e.offset),
         message: e.message,
     })?;
+    let annotations = rust_names(text);
     let mut decls = Vec::new();
     let mut i = 0;
     while i < toks.len() {
@@ -73,11 +79,31 @@ pub fn parse_header(text: &str) -> Result<Vec<Decl>, DeclError> {
         })?;
         if let Some(mut d) = decl {
             d.line = line_of(toks[i].offset);
+            d.rust = annotations
+                .iter()
+                .find(|(l, _)| l + 1 == d.line)
+                .map_or_else(|| rust_name(&d.name), |(_, n)| n.clone());
             decls.push(d);
         }
         i = end;
     }
     Ok(decls)
+}
+
+/// `(line, NAME)` of each `// rust: NAME` line.
+fn rust_names(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let name = l
+                .trim()
+                .strip_prefix("//")?
+                .trim()
+                .strip_prefix("rust:")?
+                .trim();
+            Some((i + 1, name.to_string()))
+        })
+        .collect()
 }
 
 fn is_ident(t: Option<&Token>, s: &str) -> bool {
@@ -158,6 +184,7 @@ fn constant(toks: &[Token], i: usize) -> Result<(usize, Option<Decl>), SyntaxErr
         generics: Vec::new(),
         line: 0,
         constant: true,
+        rust: String::new(),
     };
     Ok((i + n + 2, Some(decl)))
 }
@@ -216,6 +243,7 @@ fn function(toks: &[Token], mut i: usize) -> Result<(usize, Option<Decl>), Synta
         generics,
         line: 0,
         constant: false,
+        rust: String::new(),
     };
     Ok((end, Some(decl)))
 }
@@ -278,10 +306,13 @@ mod tests {
                  TORCH_API Tensor f(const Tensor& t, int64_t n = 1);\n\
                  inline std::optional<Tensor> w(const Tensor& t, const bool c) {\n  return c;\n}\n\
                  template <typename T>\nat::Tensor g(const Tensor& grad, const T& other);\n\
+                 // rust: where_scalar\nTensor where(const Tensor& c, const Scalar& s);\n\
                  std::tuple<Tensor, Tensor> h(const variable_list& grads, std::array<bool, 2> m);\n}\n";
         let d = parse_header(h).unwrap();
         let names: Vec<&str> = d.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, ["kMsg", "f", "w", "g", "h"]);
+        assert_eq!(names, ["kMsg", "f", "w", "g", "where", "h"]);
+        assert_eq!(d[4].rust, "where_scalar", "named by the annotation");
+        assert_eq!(d[3].rust, "g");
         assert!(d[0].constant);
         assert_eq!(d[0].ret, Ty::Str);
         let d = &d[1..];
@@ -289,8 +320,12 @@ mod tests {
         assert_eq!(d[0].params[1].default.as_deref(), Some("1"));
         assert_eq!(d[1].ret, Ty::OptTensor);
         assert_eq!(d[2].generics, ["T"]);
-        assert_eq!(d[3].params[1].ty, Ty::BoolArray(2));
-        assert_eq!(d[3].params[0].ty, Ty::OptTensorList, "gradients may be undefined");
+        assert_eq!(d[4].params[1].ty, Ty::BoolArray(2));
+        assert_eq!(
+            d[4].params[0].ty,
+            Ty::OptTensorList,
+            "gradients may be undefined"
+        );
     }
 
     #[test]

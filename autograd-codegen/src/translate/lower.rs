@@ -409,18 +409,15 @@ impl Lowerer<'_> {
         args: Vec<Val>,
         offset: usize,
     ) -> Result<Val, LowerError> {
-        let cands: Vec<&Callee> = self
-            .callees
-            .methods
-            .get(name)
-            .into_iter()
-            .flatten()
-            .collect();
+        let c = self.callees;
+        let mut cands: Vec<&Callee> = c.methods.get(name).into_iter().flatten().collect();
         if cands.is_empty() {
-            return fail(
-                offset,
-                format!("`Tensor::{name}` is not a method of the schemas"),
-            );
+            // A method the schemas lack may be a declared helper taking the tensor first.
+            cands.extend(c.helpers.get(name).into_iter().flatten());
+        }
+        if cands.is_empty() {
+            let m = format!("`Tensor::{name}` is neither a method of the schemas nor a helper");
+            return fail(offset, m);
         }
         let mut vals = vec![recv];
         vals.extend(args);
