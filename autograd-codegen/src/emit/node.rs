@@ -157,8 +157,13 @@ fn apply_body(n: &NodePlan<'_>, s: &Settings, form: Form) -> TokenStream {
     let not_impl = n.not_implemented.then(|| {
         let op = &n.info.name;
         quote!(
+            #[allow(dead_code)]
             fn not_implemented(reason: &str) -> __ag::NotImplemented {
                 __ag::NotImplemented::new(#op, reason)
+            }
+            #[allow(dead_code)]
+            fn not_implemented_named(name: &str, reason: &str) -> __ag::NotImplemented {
+                __ag::NotImplemented::new(name, reason)
             }
         )
     });

@@ -414,7 +414,8 @@ impl<'a> Builder<'a, '_> {
             fields,
             formulas,
             uses_grad: info.uses_ident("grad"),
-            not_implemented: info.uses_ident("not_implemented"),
+            not_implemented: info.uses_ident("not_implemented")
+                || info.uses_ident("not_implemented_named"),
             raw: false,
         })
     }

@@ -87,7 +87,12 @@ impl Lowerer<'_> {
                 } else {
                     Ty::TensorList
                 };
-                Val::new_pub(format!("{base}({})", texts.join(", ")), ty)
+                // PyTorch's `not_implemented(name, reason = "")` names the function itself.
+                let [name, reason @ ..] = texts.as_slice() else {
+                    return fail(offset, "`not_implemented` takes a name");
+                };
+                let reason = reason.first().map_or("\"\"", String::as_str);
+                Val::new_pub(format!("not_implemented_named({name}, {reason})"), ty)
             }
             "wrap_opt_if" => {
                 let [t, c] = args else {

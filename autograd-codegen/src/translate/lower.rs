@@ -692,7 +692,7 @@ fn constant(n: &str) -> Option<Val> {
         return v(&format!("MemoryFormat::{base}"), Ty::MemoryFormat);
     }
     if n.contains("ScalarType::") {
-        return v(&format!("ScalarType::{base}"), Ty::ScalarType);
+        return v(&format!("ScalarType::{}", dtype(base)?), Ty::ScalarType);
     }
     if n.contains("Layout::") {
         return v(&format!("Layout::{base}"), Ty::Layout);
@@ -711,21 +711,23 @@ fn constant(n: &str) -> Option<Val> {
     if LAYOUTS.contains(&k) {
         return v(&format!("Layout::{k}"), Ty::Layout);
     }
-    const DTYPES: &[&str] = &[
-        "Float",
-        "Double",
-        "Half",
-        "BFloat16",
-        "Long",
-        "Int",
-        "Short",
-        "Char",
-        "Byte",
-        "Bool",
-        "ComplexFloat",
-        "ComplexDouble",
+    dtype(k).map(|r| Val::new(format!("ScalarType::{r}"), Ty::ScalarType))
+}
+
+/// A PyTorch dtype constant (`Float` of `kFloat` / `ScalarType::Float`) as the variant of
+/// `autograd::types::ScalarType` (`F32`).
+fn dtype(k: &str) -> Option<&'static str> {
+    const DTYPES: &[(&str, &str)] = &[
+        ("Float", "F32"),
+        ("Double", "F64"),
+        ("Half", "F16"),
+        ("BFloat16", "BF16"),
+        ("Long", "I64"),
+        ("Int", "I32"),
+        ("Short", "I16"),
+        ("Char", "I8"),
+        ("Byte", "U8"),
+        ("Bool", "Bool"),
     ];
-    DTYPES
-        .contains(&k)
-        .then(|| Val::new(format!("ScalarType::{k}"), Ty::ScalarType))
+    DTYPES.iter().find(|(c, _)| *c == k).map(|(_, r)| *r)
 }

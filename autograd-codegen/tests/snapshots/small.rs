@@ -233,8 +233,13 @@ impl<T: Backend> __ag::Node<T> for ExpandBackward0<T> {
         &mut self,
         grads: __ag::VariableList<T>,
     ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
+        #[allow(dead_code)]
         fn not_implemented(reason: &str) -> __ag::NotImplemented {
             __ag::NotImplemented::new("expand", reason)
+        }
+        #[allow(dead_code)]
+        fn not_implemented_named(name: &str, reason: &str) -> __ag::NotImplemented {
+            __ag::NotImplemented::new(name, reason)
         }
         let mut __out = __ag::VariableList::<T>::with_len(1usize);
         if grads.iter().all(__ag::Option::is_none) {
@@ -270,8 +275,13 @@ impl<T: Backend> __ag::Node<T> for MaxBackward0<T> {
         &mut self,
         grads: __ag::VariableList<T>,
     ) -> __ag::Result<__ag::VariableList<T>, __ag::AutogradError> {
+        #[allow(dead_code)]
         fn not_implemented(reason: &str) -> __ag::NotImplemented {
             __ag::NotImplemented::new("max", reason)
+        }
+        #[allow(dead_code)]
+        fn not_implemented_named(name: &str, reason: &str) -> __ag::NotImplemented {
+            __ag::NotImplemented::new(name, reason)
         }
         let mut __out = __ag::VariableList::<T>::with_len(1usize);
         if grads.iter().all(__ag::Option::is_none) {
