@@ -202,6 +202,16 @@ pub fn wrap_opt_if<T: Tensor>(t: Variable<T>, cond: bool) -> Option<Variable<T>>
     cond.then_some(t)
 }
 
+/// The strides of a contiguous (row-major) tensor of `shape`, in elements: what
+/// `x.sym_strides()` is in a formula.
+pub fn contiguous_strides(shape: &[usize]) -> Vec<i64> {
+    let mut strides = vec![1i64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * shape[i + 1].max(1) as i64;
+    }
+    strides
+}
+
 /// `shape[d]` with PyTorch's negative dimensions (`-1` is the last).
 pub fn size_at(shape: &[usize], d: i64) -> usize {
     let n = shape.len() as i64;
@@ -285,8 +295,8 @@ impl<T: Tensor> Conj for Variable<T> {
 pub mod __prelude {
     pub use super::{
         Conj, IntoGrad, IntoGradList, IntoGrads, IntoTangent, NotImplemented, NotImplementedNode,
-        check_inplace_shape, check_no_requires_grad, save_if, save_opt_if, should_record_any,
-        should_record_not_implemented, size_at, wrap_opt_if,
+        check_inplace_shape, check_no_requires_grad, contiguous_strides, save_if, save_opt_if,
+        should_record_any, should_record_not_implemented, size_at, wrap_opt_if,
     };
     pub use crate::runtime::__private::{
         check_out, is_retaining_graph, record_generated as record,

@@ -21,6 +21,69 @@ pub enum ScalarType {
     F64,
 }
 
+impl ScalarType {
+    /// The type of a dtype name as [`Tensor::dtype`](crate::runtime::Tensor::dtype) returns
+    /// it (`"f32"`, `"i64"`, `"bool"`, ...); `None` for another name.
+    ///
+    /// ```
+    /// use autograd::types::ScalarType;
+    /// assert_eq!(ScalarType::from_name("f64"), Some(ScalarType::F64));
+    /// assert_eq!(ScalarType::from_name("complex64"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<ScalarType> {
+        Some(match name {
+            "bool" => ScalarType::Bool,
+            "u8" => ScalarType::U8,
+            "i8" => ScalarType::I8,
+            "i16" => ScalarType::I16,
+            "i32" => ScalarType::I32,
+            "i64" => ScalarType::I64,
+            "f16" => ScalarType::F16,
+            "bf16" => ScalarType::BF16,
+            "f32" => ScalarType::F32,
+            "f64" => ScalarType::F64,
+            _ => return None,
+        })
+    }
+}
+
+/// What formulas read with `x.options()` (PyTorch's `TensorOptions`): the dtype, layout and
+/// device of a tensor, to make others like it. Tensors here are strided and the device is
+/// the backend's, so only the dtype is kept.
+///
+/// ```
+/// use autograd::types::{ScalarType, TensorOptions};
+/// let o = TensorOptions::of("f32");
+/// assert_eq!(o.dtype(), Some(ScalarType::F32));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TensorOptions {
+    /// The dtype name ([`Tensor::dtype`](crate::runtime::Tensor::dtype)).
+    pub dtype_name: &'static str,
+}
+
+impl TensorOptions {
+    /// The options of a tensor whose dtype is named `dtype_name`.
+    pub fn of(dtype_name: &'static str) -> Self {
+        TensorOptions { dtype_name }
+    }
+
+    /// The dtype (`None` for a name [`ScalarType`] does not have).
+    pub fn dtype(&self) -> Option<ScalarType> {
+        ScalarType::from_name(self.dtype_name)
+    }
+
+    /// The layout: strided.
+    pub fn layout(&self) -> Layout {
+        Layout::Strided
+    }
+
+    /// The device: the backend's ([`Device::Cpu`] stands for it).
+    pub fn device(&self) -> Device {
+        Device::Cpu
+    }
+}
+
 /// A memory layout (`Layout`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[allow(missing_docs)]

@@ -116,6 +116,10 @@ fn field_type(f: &SavedField) -> TokenStream {
             Property::Numel | Property::Dim | Property::Size(_) => quote!(i64),
             Property::Dtype => quote!(&'static str),
             Property::ArgsSizes => quote!(__ag::Vec<__ag::Vec<i64>>),
+            Property::ArgsScalarTypes => quote!(__ag::Vec<&'static str>),
+            Property::Options => quote!(__ag::types::TensorOptions),
+            Property::Layout => quote!(__ag::types::Layout),
+            Property::Strides => quote!(__ag::Vec<i64>),
         },
     }
 }
@@ -260,7 +264,12 @@ fn bind(f: &SavedField, form: Form) -> TokenStream {
     let unpack_all = |m: TokenStream| quote!(let #id = self.#id.iter().map(|s| s.#m()).collect::<__ag::Result<__ag::Vec<_>, _>>()?;);
     match &f.source {
         FieldSource::Property {
-            prop: Property::Sizes | Property::Shape | Property::ArgsSizes,
+            prop:
+                Property::Sizes
+                | Property::Shape
+                | Property::ArgsSizes
+                | Property::ArgsScalarTypes
+                | Property::Strides,
             ..
         } => {
             quote!(let #id = &self.#id[..];)

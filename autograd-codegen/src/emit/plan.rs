@@ -65,6 +65,15 @@ pub(crate) enum Property {
     /// `to_args_sizes(xs)` of a `Tensor[]`: each element's sizes, `&[Vec<i64>]` (what `cat`'s
     /// backward needs instead of the tensors themselves).
     ArgsSizes,
+    /// `to_args_scalartypes(xs)` of a `Tensor[]`: each element's dtype name,
+    /// `&[&'static str]`.
+    ArgsScalarTypes,
+    /// `x.options()`: `autograd::types::TensorOptions`.
+    Options,
+    /// `x.layout()`: `autograd::types::Layout` (strided).
+    Layout,
+    /// `x.sym_strides()`: the strides of a contiguous tensor of `x`'s shape, `&[i64]`.
+    Strides,
 }
 
 impl Property {
@@ -81,6 +90,10 @@ impl Property {
             "dim" => Property::Dim,
             "scalar_type" | "dtype" => Property::Dtype,
             "to_args_sizes" | "to_args_sizes_symint" => Property::ArgsSizes,
+            "to_args_scalartypes" => Property::ArgsScalarTypes,
+            "options" => Property::Options,
+            "layout" => Property::Layout,
+            "sym_strides" => Property::Strides,
             "sym_size" | "size" => return Some(dim().map(Property::Size)),
             _ => return None,
         }))

@@ -442,6 +442,18 @@ fn capture(var: &Ident, prop: &Property, cond: &TokenStream) -> TokenStream {
             __ag::Vec::new()
         }),
         Property::Size(d) => quote!(__ag::size_at(&#var.shape(), (#d) as i64) as i64),
+        Property::ArgsScalarTypes => quote!(if #cond {
+            #var.iter().map(|v| v.with_data(|t| __ag::Tensor::dtype(t))).collect()
+        } else {
+            __ag::Vec::new()
+        }),
+        Property::Options => {
+            quote!(__ag::types::TensorOptions::of(#var.with_data(|t| __ag::Tensor::dtype(t))))
+        }
+        Property::Layout => quote!(__ag::types::Layout::Strided),
+        Property::Strides => {
+            quote!(if #cond { __ag::contiguous_strides(&#var.shape()) } else { __ag::Vec::new() })
+        }
     }
 }
 

@@ -151,7 +151,14 @@ impl Lowerer<'_> {
             "to_args_sizes_symint" => "to_args_sizes",
             b => b,
         };
-        let code = format!("{rust}({})", super::lower::slice_of(&t.code));
+        // A variable as written, so that the saved-value analysis sees `to_args_sizes(xs)`
+        // and saves the sizes, not the tensors (as PyTorch).
+        let arg = if t.place {
+            t.code.clone()
+        } else {
+            super::lower::slice_of(&t.code)
+        };
+        let code = format!("{rust}({arg})");
         Ok(Val::new_pub(code, ty))
     }
 

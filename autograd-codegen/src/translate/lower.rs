@@ -583,7 +583,7 @@ fn spread_options(v: &Val) -> String {
     let c = &v.code;
     match v.ty {
         Ty::ScalarType => format!("Some({c}), None, None, None"),
-        _ => format!("Some({c}.dtype()), Some({c}.layout()), Some({c}.device()), None"),
+        _ => format!("{c}.dtype(), Some({c}.layout()), Some({c}.device()), None"),
     }
 }
 

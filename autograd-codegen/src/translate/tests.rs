@@ -125,7 +125,7 @@ fn helpers_methods_and_builtins() {
     );
     assert_eq!(
         tr(s, "self", "at::zeros({}, self.options())").unwrap(),
-        "zeros(&[0_i64; 0], Some(self.options().dtype()), Some(self.options().layout()), Some(self.options().device()), None)?"
+        "zeros(&[0_i64; 0], self.options().dtype(), Some(self.options().layout()), Some(self.options().device()), None)?"
     );
 }
 
