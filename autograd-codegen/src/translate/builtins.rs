@@ -130,7 +130,7 @@ impl Lowerer<'_> {
         let (true, Some((_, sizes))) = (t.ty.is_tensor(), sizes) else {
             return fail(offset, "`at::sum_to` takes a tensor and sizes");
         };
-        let code = format!("sum_to(&{}, {sizes}){}", t.code, self.q());
+        let code = format!("sum_to_sizes(&{}, {sizes}){}", t.code, self.q());
         Ok(Val::new_pub(code, Ty::Tensor))
     }
 

@@ -94,7 +94,7 @@ pub mod helpers {
     }
 
     /// PyTorch's `at::sum_to`: the runtime's reduction to a shape.
-    pub fn sum_to<T: Backend>(g: &Variable<T>, sizes: &[i64]) -> Variable<T> {
+    pub fn sum_to_sizes<T: Backend>(g: &Variable<T>, sizes: &[i64]) -> Variable<T> {
         let shape: Vec<usize> = sizes.iter().map(|&d| d as usize).collect();
         autograd::runtime::ops::sum_to(g, &shape).expect("the toy sums to any shape")
     }
