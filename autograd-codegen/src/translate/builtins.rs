@@ -178,6 +178,7 @@ impl Lowerer<'_> {
             callees: self.callees,
             vars: self.vars.clone(),
             fallible: self.fallible,
+            by_ref: self.by_ref.clone(),
         };
         inner.vars.insert(pname.clone(), from_cpp(pty));
         let b = inner.lower(body)?;
@@ -350,6 +351,7 @@ impl Val {
             code: code.into(),
             ty,
             place: false,
+            by_ref: false,
             elems: Vec::new(),
         }
     }

@@ -21,8 +21,12 @@ impl Lowerer<'_> {
         let c = &v.code;
         Some(match (&v.ty, to) {
             (Ty::Tensor, Ty::Tensor) => (0, format!("&{c}")),
+            (Ty::OptTensor, Ty::Tensor) if v.by_ref => {
+                (3, format!("&defined(&{c}.cloned()){}", self.q()))
+            }
             (Ty::OptTensor, Ty::Tensor) => (3, format!("&defined(&{c}){}", self.q())),
             (Ty::Tensor, Ty::OptTensor) => (1, format!("Some(&{c})")),
+            (Ty::OptTensor, Ty::OptTensor) if v.by_ref => (0, c.clone()),
             (Ty::OptTensor, Ty::OptTensor) => (0, format!("{c}.as_ref()")),
             (Ty::Nullopt, Ty::OptTensor | Ty::Opt(_)) => (0, "None".into()),
             (Ty::TensorList, Ty::TensorList) => (0, slice_of(c)),
@@ -43,7 +47,7 @@ impl Lowerer<'_> {
             (Ty::Opt(a), Ty::Opt(b)) if a == b => (0, c.clone()),
             (t, Ty::Opt(inner)) if t != &Ty::Nullopt => {
                 let (k, code) = self.coerce(v, inner, generics)?;
-                (k + 1, format!("Some({code})"))
+                (k + 1, format!("Some({})", super::lower::bare(&code)))
             }
             (a, b) if a == b => (0, c.clone()),
             _ => return None,

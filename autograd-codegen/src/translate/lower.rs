@@ -22,6 +22,9 @@ pub struct Val {
     pub ty: Ty,
     /// A variable (borrowable; cloned where an owned value is needed).
     pub place: bool,
+    /// An optional tensor bound by reference (`Option<&Variable<T>>`: a forward formula's
+    /// optional argument), not owned (`Option<Variable<T>>`).
+    pub by_ref: bool,
     /// The elements of a brace list.
     pub elems: Vec<Val>,
 }
@@ -32,6 +35,7 @@ impl Val {
             code: code.into(),
             ty,
             place: false,
+            by_ref: false,
             elems: Vec::new(),
         }
     }
@@ -74,6 +78,8 @@ pub struct Lowerer<'a> {
     pub vars: HashMap<String, Ty>,
     /// `?` after every call (the backend's kernels and the helpers return `Result`).
     pub fallible: bool,
+    /// Optional tensors bound by reference (`Option<&Variable<T>>`).
+    pub by_ref: Vec<String>,
 }
 
 /// An argument code wrapped for a `&[T]` parameter: `&x[..]`.
@@ -128,6 +134,7 @@ impl Lowerer<'_> {
         if let Some(t) = self.vars.get(n) {
             let mut v = Val::new(n, t.clone());
             v.place = true;
+            v.by_ref = self.by_ref.iter().any(|b| b == n);
             return Ok(v);
         }
         if let Some(v) = constant(n) {
@@ -172,7 +179,18 @@ impl Lowerer<'_> {
                 (**inner).clone(),
             )),
             ("-", t) if t.is_tensor() => self.method_call(v, "neg", Vec::new(), offset),
-            ("-", t) if t.is_number() => Ok(Val::new(format!("(-{})", v.code), v.ty.clone())),
+            ("-", t) if t.is_number() => {
+                let simple = v
+                    .code
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_');
+                let code = if simple {
+                    format!("-{}", v.code)
+                } else {
+                    format!("(-{})", v.code)
+                };
+                Ok(Val::new(code, v.ty.clone()))
+            }
             ("!", Ty::Bool) => Ok(Val::new(format!("(!{})", v.code), Ty::Bool)),
             ("!", t) if t.is_tensor() => self.method_call(v, "logical_not", Vec::new(), offset),
             _ => fail(offset, format!("`{op}` on a value of type {}", v.ty.show())),
@@ -193,7 +211,7 @@ impl Lowerer<'_> {
         };
         let (ca, cb) = (self.convert_owned(&a, &ty), self.convert_owned(&b, &ty));
         Ok(Val::new(
-            format!("(if {} {{ {ca} }} else {{ {cb} }})", c.code),
+            format!("(if {} {{ {ca} }} else {{ {cb} }})", bare(&c.code)),
             ty,
         ))
     }
@@ -455,6 +473,7 @@ impl Lowerer<'_> {
                 format!("no overload of `{what}` takes ({})", tys.join(", ")),
             );
         };
+        let codes: Vec<&str> = codes.iter().map(|c| bare(c)).collect();
         let code = format!("{}({}){}", c.rust, codes.join(", "), self.q());
         Ok(Val::new(code, c.ret.clone()))
     }
@@ -634,6 +653,55 @@ fn unify(a: &Ty, b: &Ty) -> Option<Ty> {
     })
 }
 
+/// `code` without the parentheses around all of it (a function argument or an `if`
+/// condition needs none: rustc warns of them).
+pub(super) fn bare(code: &str) -> &str {
+    match code.strip_prefix('(').and_then(|c| c.strip_suffix(')')) {
+        Some(inner) if balanced(inner) && !top_level_comma(inner) => bare(inner),
+        _ => code,
+    }
+}
+
+/// Whether `s` has a `,` outside brackets (a tuple's parentheses must stay).
+fn top_level_comma(s: &str) -> bool {
+    let mut depth = 0i32;
+    s.chars().any(|c| {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            _ => {}
+        }
+        c == ',' && depth == 0
+    })
+}
+
+/// `code` in parentheses unless it already is.
+fn parenthesized(code: &str) -> String {
+    if bare(code).len() != code.len() {
+        code.to_string()
+    } else {
+        format!("({code})")
+    }
+}
+
+/// Whether every `(` of `s` closes within it, in order.
+pub(super) fn balanced(s: &str) -> bool {
+    let mut depth = 0i32;
+    for c in s.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    depth == 0
+}
+
 /// A C++ floating literal as Rust (`2.` -> `2.0`).
 fn float_lit(s: &str) -> String {
     if s.ends_with('.') {
@@ -654,7 +722,12 @@ pub(super) fn as_f64(code: &str) -> String {
     {
         format!("(-{rest}.0)")
     } else {
-        format!("(({code}) as f64)")
+        let simple = code.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if simple {
+            format!("({code} as f64)")
+        } else {
+            format!("({} as f64)", parenthesized(code))
+        }
     }
 }
 

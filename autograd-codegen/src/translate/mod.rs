@@ -126,10 +126,22 @@ pub fn translate_formula(
         offset: e.offset,
         message: e.message,
     })?;
+    let forward = is_forward(schema, f);
+    // A forward formula sees its optional tensor arguments as `Option<&Variable<T>>`.
+    let by_ref = match forward {
+        true => schema
+            .arguments
+            .flat_all()
+            .filter(|a| types::from_schema(&a.ty) == Ty::OptTensor)
+            .map(|a| a.name.clone())
+            .collect(),
+        false => Vec::new(),
+    };
     let lw = Lowerer {
         callees,
-        vars: formula_vars(schema, is_forward(schema, f)),
+        vars: formula_vars(schema, forward),
         fallible,
+        by_ref,
     };
     let v = lw.lower(&expr)?;
     let code = v.code;
