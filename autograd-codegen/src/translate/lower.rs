@@ -211,7 +211,12 @@ impl Lowerer<'_> {
         };
         let (ca, cb) = (self.convert_owned(&a, &ty), self.convert_owned(&b, &ty));
         Ok(Val::new(
-            format!("(if {} {{ {ca} }} else {{ {cb} }})", bare(&c.code)),
+            format!(
+                "(if {} {{ {} }} else {{ {} }})",
+                bare(&c.code),
+                bare(&ca),
+                bare(&cb)
+            ),
             ty,
         ))
     }
@@ -224,7 +229,7 @@ impl Lowerer<'_> {
             (Ty::Nullopt, _) => "None".into(),
             (Ty::Opt(_), _) | (Ty::OptTensor, _) => v.owned(),
             (t, Ty::Opt(_)) if t != ty => format!("Some({})", v.owned()),
-            (Ty::Int, Ty::Float) => format!("({}) as f64", v.code),
+            (Ty::Int, Ty::Float) => as_f64(&v.code),
             (Ty::Tuple(ts), Ty::Tuple(us)) if ts != us => {
                 let parts: Vec<String> = ts
                     .iter()
