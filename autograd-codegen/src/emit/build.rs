@@ -84,6 +84,14 @@ impl Builder {
         self
     }
 
+    /// The formulas are PyTorch's C++, calling the helpers `header` declares (the macro's
+    /// `formulas = "cpp", header = "..."`).
+    pub fn cpp(mut self, header: impl Into<PathBuf>) -> Self {
+        self.config.cpp = true;
+        self.config.header = Some(header.into());
+        self
+    }
+
     /// The facade crate's path (default `::autograd`).
     pub fn krate(mut self, path: &str) -> Self {
         if let Some(p) = rust_path("krate", path, &mut self.errors) {
