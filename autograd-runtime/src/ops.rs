@@ -140,13 +140,25 @@ fn missing(method: &str, dtype: &str) -> AutogradError {
     ))
 }
 
-/// `a`'s output of `raw`, recorded with `node` when `a` needs one.
-fn unary<T: Tensor, N: Node<T>>(a: &Variable<T>, raw: T, node: N) -> Variable<T> {
-    if should_record(&[a]) {
+/// `a`'s output of `raw`, recorded with `node` when `a` needs one, its tangent (at each
+/// level where `a` has one) `linear` of `a`'s: the three ops below are linear.
+fn unary<T: Tensor, N: Node<T>>(
+    a: &Variable<T>,
+    raw: T,
+    node: N,
+    linear: impl Fn(&Variable<T>) -> Result<Variable<T>, AutogradError>,
+) -> Variable<T> {
+    let out = if should_record(&[a]) {
         crate::node::record_generated(node, &[Some(a)], [raw]).0[0].clone()
     } else {
         Variable::from_data(raw)
+    };
+    if crate::forward::is_forward_ad_enabled() {
+        crate::forward::propagate_deferred(&out, &[a], |level| {
+            linear(&crate::forward::tangent_or_zeros(a, level)?)
+        });
     }
+    out
 }
 
 /// Differentiable [`Tensor::sum_to`]: what the engine does with a gradient of a broadcast
@@ -154,7 +166,10 @@ fn unary<T: Tensor, N: Node<T>>(a: &Variable<T>, raw: T, node: N) -> Variable<T>
 pub fn sum_to<T: Tensor>(a: &Variable<T>, shape: &[usize]) -> Result<Variable<T>, AutogradError> {
     let (raw, from) = a.with_data(|d| (d.sum_to(shape), d.shape().to_vec()));
     let raw = raw.ok_or_else(|| missing("sum_to", a.with_data(|d| d.dtype())))?;
-    Ok(unary(a, raw, SumToBackward0 { shape: from }))
+    let shape = shape.to_vec();
+    Ok(unary(a, raw, SumToBackward0 { shape: from }, |t| {
+        sum_to(t, &shape)
+    }))
 }
 
 /// Differentiable [`Tensor::expand_to`] (the backward of [`sum_to`]).
@@ -164,7 +179,10 @@ pub fn expand_to<T: Tensor>(
 ) -> Result<Variable<T>, AutogradError> {
     let (raw, from) = a.with_data(|d| (d.expand_to(shape), d.shape().to_vec()));
     let raw = raw.ok_or_else(|| missing("expand_to", a.with_data(|d| d.dtype())))?;
-    Ok(unary(a, raw, ExpandToBackward0 { shape: from }))
+    let shape = shape.to_vec();
+    Ok(unary(a, raw, ExpandToBackward0 { shape: from }, |t| {
+        expand_to(t, &shape)
+    }))
 }
 
 /// Differentiable [`Tensor::to_dtype`]: what the engine does with a gradient of another
@@ -175,5 +193,7 @@ pub fn to_dtype<T: Tensor>(
 ) -> Result<Variable<T>, AutogradError> {
     let (raw, from) = a.with_data(|d| (d.to_dtype(dtype), d.dtype()));
     let raw = raw.ok_or_else(|| missing("to_dtype", from))?;
-    Ok(unary(a, raw, ToDtypeBackward0 { dtype: from }))
+    Ok(unary(a, raw, ToDtypeBackward0 { dtype: from }, |t| {
+        to_dtype(t, dtype)
+    }))
 }

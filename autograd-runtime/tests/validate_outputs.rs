@@ -225,3 +225,17 @@ fn under_create_graph_the_reduction_is_differentiable() {
         .unwrap();
     assert_eq!(vals(&gw), [10.0, 100.0, 10.0, 100.0, 10.0, 100.0]);
 }
+
+#[test]
+fn the_reduction_carries_tangents_for_forward_over_reverse() {
+    // Under a dual level the engine's reduction is a linear op of its own: the tangent of
+    // the summed gradient is the summed tangent (what PyTorch's recorded `at::sum_to` gives).
+    let _level = dual_level();
+    let x = Variable::new(bt(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2], "f64"), true);
+    let t = Variable::from_data(bt(vec![1.0, 0.0, 2.0, 0.0, 3.0, 1.0], &[3, 2], "f64"));
+    let d = make_dual(&x, &t).unwrap();
+    let s = ops::sum_to(&d, &[2]).unwrap();
+    let u = unpack_dual(&s).unwrap();
+    assert_eq!(vals(&u.primal), [9.0, 12.0]);
+    assert_eq!(vals(&u.tangent.expect("a tangent")), [6.0, 1.0]);
+}
