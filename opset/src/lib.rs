@@ -39,7 +39,9 @@ pub mod ops {
         helpers = crate::helpers,
         raw_helpers = crate::helpers::raw,
         error_from = crate::Error,
-        fallible = true
+        fallible = true,
+        formulas = "cpp",
+        header = "functions.h"
     );
 }
 

@@ -144,6 +144,10 @@ fn config() -> Config {
     let mut c = Config::new("derivatives.yaml");
     c.native = Some("native_functions.yaml".into());
     c.base_dir = env!("CARGO_MANIFEST_DIR").into();
+    // As `autograd_ops!` in src/lib.rs: PyTorch's C++ formulas, fallible kernels.
+    c.cpp = true;
+    c.header = Some("functions.h".into());
+    c.fallible = true;
     c
 }
 

@@ -51,217 +51,117 @@ pub fn sum_to<T: Backend>(g: &V<T>, shape: &[usize]) -> Res<V<T>> {
     reshape(&r, &dims(shape))
 }
 
-/// The axes a reduction over `dim` (`None`/`[]`: all) covers.
-fn axes(dim: Option<&[i64]>, nd: usize) -> Res<Vec<usize>> {
-    crate::shape::reduce_axes(dim, nd).map_err(AutogradError::backend)
+/// PyTorch's `at::sum_to` with the sizes as an `int[]` (what C++ formulas call).
+pub fn sum_to_sizes<T: Backend>(g: &V<T>, sizes: &[i64]) -> Res<V<T>> {
+    let shape: Vec<usize> = sizes.iter().map(|&d| d.max(0) as usize).collect();
+    sum_to(g, &shape)
 }
 
-/// Re-inserts the reduced dimensions of a `keepdim=False` reduction.
-pub fn restore_reduced_dims<T: Backend>(
-    g: &V<T>,
-    dim: Option<&[i64]>,
-    keepdim: bool,
-    nd: usize,
-) -> Res<V<T>> {
-    if keepdim || nd == 0 {
-        return Ok(g.clone());
+/// `sizes` as a `usize` shape.
+fn shape_of(sizes: &[i64]) -> Vec<usize> {
+    sizes.iter().map(|&d| d.max(0) as usize).collect()
+}
+
+/// A dimension wrapped into `0..n` (PyTorch's `maybe_wrap_dim`), an error naming the range
+/// otherwise.
+fn wrap_dim(dim: i64, n: usize) -> Res<usize> {
+    crate::shape::norm_dim(dim, n).map_err(AutogradError::backend)
+}
+
+// ---- PyTorch's FunctionsManual helpers, with PyTorch's names and argument order
+// (`functions.h` declares them). Conjugation and `handle_r_to_c` are the identity: the op
+// set's dtypes are real.
+
+/// What a C++ helper's template parameter `const T& other` binds: a tensor or a scalar.
+pub trait Operand<T: Backend> {
+    /// `grad * other`.
+    fn times(self, grad: &V<T>) -> Res<V<T>>;
+    /// `grad / other`.
+    fn divides(self, grad: &V<T>) -> Res<V<T>>;
+}
+
+impl<T: Backend> Operand<T> for &V<T> {
+    fn times(self, grad: &V<T>) -> Res<V<T>> {
+        mul_tensor(grad, self)
     }
-    let mut r = g.clone();
-    for ax in axes(dim, nd)? {
-        r = unsqueeze(&r, ax as i64)?;
+    fn divides(self, grad: &V<T>) -> Res<V<T>> {
+        div_tensor(grad, self)
     }
-    Ok(r)
 }
 
-/// Backward of `sum.dim_IntList`.
-pub fn sum_backward<T: Backend>(
-    g: &V<T>,
-    sizes: &[usize],
-    dim: Option<&[i64]>,
-    keepdim: bool,
-) -> Res<V<T>> {
-    let r = restore_reduced_dims(g, dim, keepdim, sizes.len())?;
-    expand(&r, &dims(sizes), false)
-}
-
-/// Backward of `mean.dim`.
-pub fn mean_backward<T: Backend>(
-    g: &V<T>,
-    sizes: &[usize],
-    dim: Option<&[i64]>,
-    keepdim: bool,
-) -> Res<V<T>> {
-    let n: usize = axes(dim, sizes.len())?.iter().map(|a| sizes[*a]).product();
-    div_scalar(&sum_backward(g, sizes, dim, keepdim)?, n as f64)
-}
-
-/// Backward of `max.dim`: the gradient goes to the selected elements.
-pub fn value_selecting_reduction_backward<T: Backend>(
-    g: &V<T>,
-    dim: i64,
-    indices: &V<T>,
-    sizes: &[usize],
-    keepdim: bool,
-) -> Res<V<T>> {
-    if sizes.is_empty() {
-        return Ok(g.clone());
+impl<T: Backend> Operand<T> for f64 {
+    fn times(self, grad: &V<T>) -> Res<V<T>> {
+        mul_scalar(grad, self)
     }
-    let (g, idx) = if keepdim {
-        (g.clone(), indices.clone())
-    } else {
-        (unsqueeze(g, dim)?, unsqueeze(indices, dim)?)
-    };
-    scatter_add(
-        &new_zeros(&g, &dims(sizes), None, None, None, None)?,
-        dim,
-        &idx,
-        &g,
-    )
+    fn divides(self, grad: &V<T>) -> Res<V<T>> {
+        div_scalar(grad, self)
+    }
 }
 
-/// Backward of `amax`: the gradient is shared evenly between tied maxima.
-pub fn amax_backward<T: Backend>(
-    g: &V<T>,
+/// Backward of `mul` for one factor: `grad * other`.
+pub fn mul_tensor_backward<T: Backend>(
+    grad: &V<T>,
+    other: impl Operand<T>,
+    _self_st: &str,
+) -> Res<V<T>> {
+    other.times(grad)
+}
+
+/// Backward of `div` for the dividend: `grad / other`; zeros for a rounding division.
+pub fn div_tensor_self_backward<T: Backend>(
+    grad: &V<T>,
+    other: impl Operand<T>,
+    _self_st: &str,
+    rounding_mode: Option<&str>,
+) -> Res<V<T>> {
+    match rounding_mode {
+        Some(_) => Ok(zeros_of(grad)),
+        None => other.divides(grad),
+    }
+}
+
+/// Backward of `div.Tensor` for the divisor: `-grad * ((self / other) / other)`; zeros for
+/// a rounding division.
+pub fn div_tensor_other_backward<T: Backend>(
+    grad: &V<T>,
     self_: &V<T>,
-    result: &V<T>,
-    dim: &[i64],
-    keepdim: bool,
+    other: &V<T>,
+    rounding_mode: Option<&str>,
 ) -> Res<V<T>> {
-    let nd = self_.shape().len();
-    let g = restore_reduced_dims(g, Some(dim), keepdim, nd)?;
-    let r = restore_reduced_dims(&result.detach(), Some(dim), keepdim, nd)?;
-    let mask = eq_tensor(self_, &r)?;
-    let red = dims(&axes(Some(dim), nd)?);
-    let count = sum_dim_intlist(&mask, Some(&red), true, None)?;
-    mul_tensor(&div_tensor(&g, &count)?, &mask)
+    if rounding_mode.is_some() {
+        return Ok(zeros_of(grad));
+    }
+    mul_tensor(&neg(grad)?, &div_tensor(&div_tensor(self_, other)?, other)?)
 }
 
-/// Backward of `softmax`.
-pub fn softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> Res<V<T>> {
-    let gy = mul_tensor(g, result)?;
-    sub_tensor(
-        &gy,
-        &mul_tensor(result, &sum_dim_intlist(&gy, Some(&[dim]), true, None)?)?,
-        1.0,
-    )
-}
-
-/// Backward of `log_softmax`.
-pub fn log_softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> Res<V<T>> {
-    sub_tensor(
-        g,
-        &mul_tensor(
-            &exp(result)?,
-            &sum_dim_intlist(g, Some(&[dim]), true, None)?,
-        )?,
-        1.0,
-    )
-}
-
-/// Backward of `logsumexp`.
-pub fn logsumexp_backward<T: Backend>(
-    g: &V<T>,
-    self_: &V<T>,
-    result: &V<T>,
-    dim: &[i64],
-    keepdim: bool,
-) -> Res<V<T>> {
-    let nd = self_.shape().len();
-    let g = restore_reduced_dims(g, Some(dim), keepdim, nd)?;
-    let r = restore_reduced_dims(result, Some(dim), keepdim, nd)?;
-    mul_tensor(&g, &exp(&sub_tensor(self_, &r, 1.0)?)?)
-}
-
-/// Backward of `div.Tensor` for the divisor: `-grad * self / other²`.
-pub fn div_tensor_other_backward<T: Backend>(g: &V<T>, self_: &V<T>, other: &V<T>) -> Res<V<T>> {
-    neg(&mul_tensor(
-        g,
-        &div_tensor(&div_tensor(self_, other)?, other)?,
-    )?)
-}
-
-/// Backward of `pow.Tensor_Scalar`.
-pub fn pow_backward<T: Backend>(g: &V<T>, self_: &V<T>, exponent: f64) -> Res<V<T>> {
+/// Backward of `pow.Tensor_Scalar`: `grad * exponent * self^(exponent - 1)`, zeros for a
+/// zero exponent.
+pub fn pow_backward<T: Backend>(grad: &V<T>, self_: &V<T>, exponent: f64) -> Res<V<T>> {
     if exponent == 0.0 {
-        Ok(zeros_of(g))
+        Ok(zeros_of(grad))
     } else {
         mul_tensor(
-            g,
+            grad,
             &mul_scalar(&pow_tensor_scalar(self_, exponent - 1.0)?, exponent)?,
         )
     }
 }
 
-/// Whether `v`'s dtype carries tangents: an integer or boolean operand never has one.
-fn has_tangents<T: Backend>(v: &V<T>) -> bool {
-    v.with_data(|t| t.is_differentiable())
-}
-
-/// The sum of the terms that exist (PyTorch's undefined tangents are zero tensors that
-/// annihilate their term, even where it would be NaN or infinite).
-fn sum_terms<T: Backend>(terms: [Option<V<T>>; 2], like: &V<T>) -> Res<V<T>> {
-    match terms {
-        [Some(a), Some(b)] => add_tensor(&a, &b, 1.0),
-        [Some(a), None] | [None, Some(a)] => Ok(a),
-        [None, None] => Ok(zeros_of(like)),
-    }
-}
-
-/// The tangent of `div.Tensor` (PyTorch's `self_t / other - other_t * (self / other) /
-/// other`), without the term of an operand that has no tangents (an integer or boolean).
-pub fn div_tensor_jvp<T: Backend>(
-    self_t: &V<T>,
-    other_t: &V<T>,
-    other_p: &V<T>,
-    result: &V<T>,
-) -> Res<V<T>> {
-    let a = match has_tangents(self_t) {
-        true => Some(div_tensor(self_t, other_p)?),
-        false => None,
-    };
-    let b = match has_tangents(other_t) {
-        true => Some(neg(&div_tensor(&mul_tensor(other_t, result)?, other_p)?)?),
-        false => None,
-    };
-    sum_terms([a, b], result)
-}
-
-/// The tangent of `pow.Tensor_Tensor`, without the term of an operand that has no tangents.
-pub fn pow_tensor_tensor_jvp<T: Backend>(
-    self_t: &V<T>,
-    exponent_t: &V<T>,
-    self_p: &V<T>,
-    exponent_p: &V<T>,
-    result: &V<T>,
-) -> Res<V<T>> {
-    let a = match has_tangents(self_t) {
-        true => Some(pow_backward_self(self_t, self_p, exponent_p)?),
-        false => None,
-    };
-    let b = match has_tangents(exponent_t) {
-        true => Some(pow_backward_exponent(
-            exponent_t, self_p, exponent_p, result,
-        )?),
-        false => None,
-    };
-    sum_terms([a, b], result)
-}
-
 /// Backward of `pow.Tensor_Tensor` for the base.
-pub fn pow_backward_self<T: Backend>(g: &V<T>, self_: &V<T>, exponent: &V<T>) -> Res<V<T>> {
+pub fn pow_backward_self<T: Backend>(grad: &V<T>, self_: &V<T>, exponent: &V<T>) -> Res<V<T>> {
     // PyTorch: `where(exponent == 0, 0, grad * exponent * pow(self, exponent - 1))`.
     let d = mul_tensor(
         exponent,
         &pow_tensor_tensor(self_, &sub_scalar(exponent, 1.0, 1.0)?)?,
     )?;
-    let d = mul_tensor(g, &d)?;
+    let d = mul_tensor(grad, &d)?;
     where_self(&eq_scalar(exponent, 0.0)?, &zeros_of(&d), &d)
 }
 
 /// Backward of `pow.Tensor_Tensor` for the exponent: `grad * result * log(self)`, zero where
 /// `self == 0` and `exponent >= 0`.
 pub fn pow_backward_exponent<T: Backend>(
-    g: &V<T>,
+    grad: &V<T>,
     self_: &V<T>,
     exponent: &V<T>,
     result: &V<T>,
@@ -270,7 +170,446 @@ pub fn pow_backward_exponent<T: Backend>(
     // outside the `where`: a NaN gradient stays NaN in second order).
     let d = mul_tensor(result, &log(self_)?)?;
     let at_zero = mul_tensor(&eq_scalar(self_, 0.0)?, &ge_scalar(exponent, 0.0)?)?;
-    mul_tensor(g, &where_self(&at_zero, &zeros_of(&d), &d)?)
+    mul_tensor(grad, &where_self(&at_zero, &zeros_of(&d), &d)?)
+}
+
+/// `output` with the dimensions a `keepdim=False` reduction over `dims` removed put back as
+/// size 1.
+pub fn restore_reduced_dims<T: Backend>(output: &V<T>, dims: &[i64], keepdim: bool) -> Res<V<T>> {
+    if keepdim {
+        return Ok(output.clone());
+    }
+    let total = output.shape().len() + dims.len();
+    let mut target = vec![0i64; total];
+    for &d in dims {
+        target[wrap_dim(d, total)?] = 1;
+    }
+    let shape = output.shape();
+    let mut sizes = shape.iter().copied();
+    for t in target.iter_mut().filter(|t| **t == 0) {
+        *t = sizes.next().unwrap_or(1) as i64;
+    }
+    reshape(output, &target)
+}
+
+/// The gradient shared evenly between the elements `mask` marks along `dims`.
+pub fn scale_grad_by_count<T: Backend>(grad: &V<T>, mask: &V<T>, dims: &[i64]) -> Res<V<T>> {
+    mul_tensor(
+        &div_tensor(grad, &sum_dim_intlist(mask, Some(dims), true, None)?)?,
+        mask,
+    )
+}
+
+/// Backward of `sum.dim_IntList`: the gradient with the reduced dimensions restored,
+/// expanded to the input's sizes.
+pub fn sum_backward<T: Backend>(
+    grad: &V<T>,
+    sizes: &[i64],
+    opt_dims: Option<&[i64]>,
+    keepdim: bool,
+) -> Res<V<T>> {
+    if keepdim || sizes.is_empty() {
+        return expand(grad, sizes, false);
+    }
+    let all: Vec<i64> = (0..sizes.len() as i64).collect();
+    let dims = match opt_dims {
+        Some(d) if !d.is_empty() => d,
+        _ => &all[..],
+    };
+    let mut r = grad.clone();
+    let mut axes: Vec<usize> = dims
+        .iter()
+        .map(|&d| wrap_dim(d, sizes.len()))
+        .collect::<Res<_>>()?;
+    axes.sort_unstable();
+    axes.dedup();
+    for ax in axes {
+        r = unsqueeze(&r, ax as i64)?;
+    }
+    expand(&r, sizes, false)
+}
+
+/// Backward of `mean.dim`: `sum_backward` divided by the number of elements reduced.
+pub fn mean_backward<T: Backend>(
+    grad: &V<T>,
+    shape: &[i64],
+    opt_dim: Option<&[i64]>,
+    numel: i64,
+    keepdim: bool,
+) -> Res<V<T>> {
+    let n = match opt_dim {
+        Some(d) if !d.is_empty() && !shape.is_empty() => d
+            .iter()
+            .map(|&x| wrap_dim(x, shape.len()).map(|a| shape[a]))
+            .product::<Res<i64>>()?,
+        _ => numel,
+    };
+    div_scalar(&sum_backward(grad, shape, opt_dim, keepdim)?, n as f64)
+}
+
+/// The tangent of `amax`/`amin`: the mean of the tangent over the tied extrema.
+pub fn amaxamin_jvp<T: Backend>(
+    x: &V<T>,
+    dx: &V<T>,
+    result: &V<T>,
+    dim: &[i64],
+    keepdim: bool,
+) -> Res<V<T>> {
+    let mask = eq_tensor(x, &restore_reduced_dims(result, dim, keepdim)?)?;
+    let num = sum_dim_intlist(
+        &where_self(&mask, dx, &zeros_of(dx))?,
+        Some(dim),
+        keepdim,
+        None,
+    )?;
+    div_tensor(&num, &sum_dim_intlist(&mask, Some(dim), keepdim, None)?)
+}
+
+/// Backward of `logsumexp`: `grad * exp(self - result)`, the reduced dimensions restored.
+pub fn logsumexp_backward<T: Backend>(
+    grad: &V<T>,
+    self_: &V<T>,
+    result: &V<T>,
+    dim: &[i64],
+    keepdim: bool,
+) -> Res<V<T>> {
+    let (g, r) = if !keepdim && !self_.shape().is_empty() {
+        (
+            restore_reduced_dims(grad, dim, false)?,
+            restore_reduced_dims(result, dim, false)?,
+        )
+    } else {
+        (grad.clone(), result.clone())
+    };
+    mul_tensor(&g, &exp(&sub_tensor(self_, &r, 1.0)?)?)
+}
+
+/// The tangent of `logsumexp`: the softmax-weighted sum of the tangent, computed with the
+/// exp-normalize trick.
+pub fn logsumexp_jvp<T: Backend>(
+    self_p: &V<T>,
+    self_t: &V<T>,
+    dim: &[i64],
+    keepdim: bool,
+) -> Res<V<T>> {
+    let shifted = if self_p.shape().iter().product::<usize>() > 0 {
+        sub_tensor(self_p, &amax(self_p, dim, true)?, 1.0)?
+    } else {
+        self_p.clone()
+    };
+    let e = exp(&shifted)?;
+    let sumexp_p = sum_dim_intlist(&e, Some(dim), keepdim, None)?;
+    let sumexp_t = sum_dim_intlist(&mul_tensor(&e, self_t)?, Some(dim), keepdim, None)?;
+    div_tensor(&sumexp_t, &sumexp_p)
+}
+
+/// Backward of `clamp`: the gradient passes where `min < self < max` (torch 2.15: none at a
+/// bound).
+pub fn clamp_backward<T: Backend>(
+    grad: &V<T>,
+    self_: &V<T>,
+    min: Option<f64>,
+    max: Option<f64>,
+) -> Res<V<T>> {
+    let keep = match (min, max) {
+        (Some(lo), Some(hi)) => mul_tensor(&gt_scalar(self_, lo)?, &lt_scalar(self_, hi)?)?,
+        (Some(lo), None) => gt_scalar(self_, lo)?,
+        (None, Some(hi)) => lt_scalar(self_, hi)?,
+        (None, None) => return Ok(grad.clone()),
+    };
+    where_self(&keep, grad, &zeros_of(grad))
+}
+
+/// `tensor` with `value` where `mask` is set (PyTorch fills in place when it may; the value
+/// is the same).
+pub fn masked_fill_inplace_if_safe<T: Backend>(
+    tensor: &V<T>,
+    mask: &V<T>,
+    value: f64,
+) -> Res<V<T>> {
+    let fill = add_scalar(&zeros_of(tensor), value, 1.0)?;
+    where_self(mask, &fill, tensor)
+}
+
+/// Backward of `mm` for the first factor: `grad @ mat2ᵀ`, times `alpha`.
+pub fn mm_mat1_backward<T: Backend>(
+    grad: &V<T>,
+    mat2: &V<T>,
+    _mat1_sizes: &[i64],
+    _mat1_strides: &[i64],
+    _mat1_layout: autograd::types::Layout,
+    alpha: f64,
+) -> Res<V<T>> {
+    maybe_multiply(&mm(grad, &t(mat2)?)?, alpha)
+}
+
+/// Backward of `mm` for the second factor: `mat1ᵀ @ grad`, times `alpha`.
+pub fn mm_mat2_backward<T: Backend>(
+    grad: &V<T>,
+    mat1: &V<T>,
+    _sizes: &[i64],
+    _strides: &[i64],
+    _layout: autograd::types::Layout,
+    alpha: f64,
+) -> Res<V<T>> {
+    maybe_multiply(&mm(&t(mat1)?, grad)?, alpha)
+}
+
+/// Backward of `permute`: the gradient permuted back.
+pub fn permute_backwards<T: Backend>(grad: &V<T>, fwd_dims: &[i64]) -> Res<V<T>> {
+    permute(grad, &inverse_permutation(fwd_dims)?)
+}
+
+/// `self` with a dimension of size 1 put back wherever `sym_sizes` has one (the backward
+/// of `squeeze`).
+pub fn unsqueeze_to<T: Backend>(self_: &V<T>, sym_sizes: &[i64]) -> Res<V<T>> {
+    let mut r = self_.clone();
+    for (i, &s) in sym_sizes.iter().enumerate() {
+        if s == 1 {
+            r = unsqueeze(&r, i as i64)?;
+        }
+    }
+    Ok(r)
+}
+
+/// `self` with dimension `dim` put back when `sym_sizes` has size 1 there (the backward of
+/// `squeeze.dim`).
+pub fn unsqueeze_to_dim<T: Backend>(self_: &V<T>, dim: i64, sym_sizes: &[i64]) -> Res<V<T>> {
+    if sym_sizes.is_empty() {
+        return Ok(self_.clone());
+    }
+    let d = wrap_dim(dim, sym_sizes.len())?;
+    if sym_sizes[d] == 1 {
+        unsqueeze(self_, d as i64)
+    } else {
+        Ok(self_.clone())
+    }
+}
+
+/// `self` with the dimensions of `dim` that have size 1 in `sym_sizes` put back (the
+/// backward of `squeeze.dims`).
+pub fn unsqueeze_to_dims<T: Backend>(self_: &V<T>, dim: &[i64], sym_sizes: &[i64]) -> Res<V<T>> {
+    let n = sym_sizes.len();
+    let mut mask = vec![false; n];
+    for &d in dim {
+        if n > 0 {
+            mask[wrap_dim(d, n)?] = true;
+        }
+    }
+    let mut r = self_.clone();
+    for d in 0..n {
+        if mask[d] && sym_sizes[d] == 1 {
+            r = unsqueeze(&r, d as i64)?;
+        }
+    }
+    Ok(r)
+}
+
+/// Backward of `slice.Tensor`: the bounds normalised as `slice` normalises them, then
+/// `slice_backward`.
+pub fn slice_backward_wrapper<T: Backend>(
+    grad: &V<T>,
+    input_sizes: &[i64],
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Res<V<T>> {
+    let ax = wrap_dim(dim, input_sizes.len())?;
+    let (s, e) = slice_bounds(input_sizes[ax], start, end);
+    slice_backward(grad, input_sizes, ax as i64, s, e, step)
+}
+
+/// Backward of `cat`: the gradient cut into the inputs' pieces. Only the inputs' sizes and
+/// dtypes are saved (PyTorch's `to_args_sizes`), so modifying an input in place after
+/// `cat` is no error.
+pub fn cat_tensors_backward<T: Backend>(
+    grad: &V<T>,
+    sizes: &[Vec<i64>],
+    _dtypes: &[&str],
+    dim: i64,
+) -> Res<Vec<V<T>>> {
+    let ax = wrap_dim(dim, grad.shape().len())?;
+    let mut at = 0i64;
+    sizes
+        .iter()
+        .map(|s| {
+            // PyTorch's legacy empty inputs (shape `[0]`) take no part of the gradient.
+            let n = if s.len() == 1 && s[0] == 0 { 0 } else { s[ax] };
+            let piece = slice_tensor(grad, ax as i64, Some(at), Some(at + n), 1);
+            at += n;
+            piece
+        })
+        .collect()
+}
+
+/// Backward of `stack`: the gradient's slices along `dim`.
+pub fn stack_tensors_backward<T: Backend>(
+    grad: &V<T>,
+    dim: i64,
+    dtypes: &[&str],
+) -> Res<Vec<V<T>>> {
+    let ax = wrap_dim(dim, grad.shape().len())? as i64;
+    (0..dtypes.len() as i64)
+        .map(|i| select_int(grad, ax, i))
+        .collect()
+}
+
+/// Backward of `unbind`: the gradients stacked back; undefined ones are zeros.
+pub fn unbind_backward<T: Backend>(grads: &[Option<V<T>>], dim: i64) -> Res<V<T>> {
+    let Some(proto) = grads.iter().flatten().next() else {
+        return Err(AutogradError::msg(
+            "unbind_backward: no gradient is defined",
+        ));
+    };
+    let piece = proto.shape();
+    let ax = wrap_dim(dim, piece.len() + 1)?;
+    stack(&grads_or_zeros(grads, |_| piece.to_vec())?, ax as i64)
+}
+
+/// The gradients of a multi-output op's pieces, each undefined one replaced by zeros of
+/// `shape(i)` (for `unbind`, `split`, `chunk`).
+fn grads_or_zeros<T: Backend>(
+    grads: &[Option<V<T>>],
+    shape: impl Fn(usize) -> Vec<usize>,
+) -> Res<Vec<V<T>>> {
+    // The engine calls a node only when some gradient is defined.
+    let Some(proto) = grads.iter().flatten().next() else {
+        return Ok(Vec::new());
+    };
+    grads
+        .iter()
+        .enumerate()
+        .map(|(i, g)| match g {
+            Some(g) => Ok(g.clone()),
+            None => {
+                <T as Backend>::new_zeros(&proto.data(), &dims(&shape(i)), None, None, None, None)
+                    .map(V::<T>::from_data)
+                    .map_err(AutogradError::backend)
+            }
+        })
+        .collect()
+}
+
+/// The piece size of `chunk(n elements, chunks)`: PyTorch's `ceil(n / chunks)`.
+pub fn chunk_size(n: i64, chunks: i64) -> i64 {
+    ((n + chunks - 1) / chunks.max(1)).max(1)
+}
+
+/// Backward of `split`/`chunk`: the pieces' gradients concatenated; undefined ones are zeros.
+pub fn split_backward<T: Backend>(
+    grads: &[Option<V<T>>],
+    split_size: i64,
+    dim: i64,
+    sizes: &[i64],
+    _options: autograd::types::TensorOptions,
+) -> Res<V<T>> {
+    let ax = wrap_dim(dim, sizes.len())?;
+    let n = sizes[ax];
+    let shape = shape_of(sizes);
+    let piece = |i: usize| {
+        let mut p = shape.clone();
+        p[ax] = (split_size.min(n - i as i64 * split_size)).max(0) as usize;
+        p
+    };
+    cat(&grads_or_zeros(grads, piece)?, ax as i64)
+}
+
+/// The gradient of `native_dropout`'s backward for its gradient: `ggI * mask * scale`.
+pub fn native_dropout_double_backward<T: Backend>(
+    ggi: &V<T>,
+    _grad: &V<T>,
+    mask: &V<T>,
+    scale: f64,
+) -> Res<V<T>> {
+    mul_tensor(ggi, &mul_scalar(mask, scale)?)
+}
+
+/// `native_dropout`'s backward with differentiable ops: `grad * (mask * scale)`.
+pub fn infinitely_differentiable_native_dropout_backward<T: Backend>(
+    grad: &V<T>,
+    mask: &V<T>,
+    scale: f64,
+) -> Res<V<T>> {
+    mul_tensor(grad, &mul_scalar(mask, scale)?)
+}
+
+/// PyTorch's `apply_loss_reduction`: 0 none, 1 mean, 2 sum.
+pub fn apply_loss_reduction<T: Backend>(unreduced: &V<T>, reduction: i64) -> Res<V<T>> {
+    match reduction {
+        1 => mean(unreduced, None),
+        2 => sum(unreduced, None),
+        _ => Ok(unreduced.clone()),
+    }
+}
+
+/// The tangent of `max.dim`'s values: the tangent's elements at the selected indices.
+pub fn gather_with_keepdimed_indices<T: Backend>(
+    input: &V<T>,
+    dim: i64,
+    indices: &V<T>,
+    keepdim: bool,
+) -> Res<V<T>> {
+    if input.shape().is_empty() {
+        return Ok(input.clone());
+    }
+    let idx = if keepdim {
+        indices.clone()
+    } else {
+        unsqueeze(indices, dim)?
+    };
+    let out = gather(input, dim, &idx, false)?;
+    if keepdim {
+        Ok(out)
+    } else {
+        squeeze_dim(&out, dim)
+    }
+}
+
+// ---- The op set's own helpers (`functions.h`, second part): operators PyTorch has that
+// the op set computes with differentiable ops, and the helpers of its own entries.
+
+/// `sgn` of a real tensor: `sign`.
+pub fn sgn<T: Backend>(self_: &V<T>) -> Res<V<T>> {
+    sign(self_)
+}
+
+/// `self` expanded to `other`'s sizes.
+pub fn expand_as<T: Backend>(self_: &V<T>, other: &V<T>) -> Res<V<T>> {
+    expand(self_, &dims(&other.shape()), false)
+}
+
+/// `where(condition, self, other)` with a scalar `other`.
+pub fn where_scalar_other<T: Backend>(condition: &V<T>, self_: &V<T>, other: f64) -> Res<V<T>> {
+    let o = add_scalar(&zeros_of(self_), other, 1.0)?;
+    where_self(condition, self_, &o)
+}
+
+/// `where(condition, self, other)` with a scalar `self`.
+pub fn where_scalar_self<T: Backend>(condition: &V<T>, self_: f64, other: &V<T>) -> Res<V<T>> {
+    let s = add_scalar(&zeros_of(other), self_, 1.0)?;
+    where_self(condition, &s, other)
+}
+
+/// `sigmoid_backward`: `grad_output * (1 - output) * output`, PyTorch's kernel's order.
+pub fn sigmoid_backward<T: Backend>(grad_output: &V<T>, output: &V<T>) -> Res<V<T>> {
+    let one_minus = add_scalar(&neg(output)?, 1.0, 1.0)?;
+    mul_tensor(&mul_tensor(grad_output, &one_minus)?, output)
+}
+
+/// `leaky_relu_backward`: the gradient where `self > 0`, scaled by `negative_slope`
+/// elsewhere.
+pub fn leaky_relu_backward<T: Backend>(
+    grad_output: &V<T>,
+    self_: &V<T>,
+    negative_slope: f64,
+    _self_is_result: bool,
+) -> Res<V<T>> {
+    where_self(
+        &gt_scalar(self_, 0.0)?,
+        grad_output,
+        &mul_scalar(grad_output, negative_slope)?,
+    )
 }
 
 /// Backward of `gelu` (`approximate` is `"none"` or `"tanh"`).
@@ -309,33 +648,6 @@ pub fn gelu_backward<T: Backend>(g: &V<T>, self_: &V<T>, approximate: &str) -> R
         add_tensor(&cdf, &mul_tensor(x, &pdf)?, 1.0)?
     };
     mul_tensor(g, &d)
-}
-
-/// Backward of `clamp`: the gradient passes where `min < self < max`.
-pub fn clamp_backward<T: Backend>(
-    g: &V<T>,
-    self_: &V<T>,
-    min: Option<f64>,
-    max: Option<f64>,
-) -> Res<V<T>> {
-    // PyTorch 2.15: no gradient where the input is exactly at a bound.
-    let keep = match (min, max) {
-        (Some(lo), Some(hi)) => mul_tensor(&gt_scalar(self_, lo)?, &lt_scalar(self_, hi)?)?,
-        (Some(lo), None) => gt_scalar(self_, lo)?,
-        (None, Some(hi)) => lt_scalar(self_, hi)?,
-        (None, None) => return Ok(g.clone()),
-    };
-    where_self(&keep, g, &zeros_of(g))
-}
-
-/// The share of the gradient of `maximum(a, b)` that goes to `a`: 0 where `a < b`, ½ on ties,
-/// else 1.
-pub fn maximum_mask<T: Backend>(a: &V<T>, b: &V<T>) -> Res<V<T>> {
-    // PyTorch: `where(a == b, g / 2, g).masked_fill(a < b, 0)`, so a NaN on either side
-    // passes the whole gradient.
-    // 1 - (a < b) - (a == b) / 2, the boolean masks promoted to the float type.
-    let lost = add_tensor(&mul_scalar(&eq_tensor(a, b)?, 0.5)?, &lt_tensor(a, b)?, 1.0)?;
-    add_scalar(&neg(&lost)?, 1.0, 1.0)
 }
 
 /// `expand`'s `view_inverse`: where nothing was broadcast (every size kept, new leading dims
@@ -383,137 +695,6 @@ pub fn slice_bounds(n: i64, start: Option<i64>, end: Option<i64>) -> (i64, i64) 
     (s, e)
 }
 
-/// Backward of `slice.Tensor`: normalises the bounds, then `slice_backward`.
-pub fn slice_backward_wrapper<T: Backend>(
-    g: &V<T>,
-    sizes: &[usize],
-    dim: i64,
-    start: Option<i64>,
-    end: Option<i64>,
-    step: i64,
-) -> Res<V<T>> {
-    let ax = crate::shape::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
-    let (s, e) = slice_bounds(sizes[ax] as i64, start, end);
-    slice_backward(g, &dims(sizes), ax as i64, s, e, step)
-}
-
-/// Backward of `cat`: the gradient cut into the inputs' pieces.
-/// Only the inputs' sizes are saved (as PyTorch's `to_args_sizes`), so modifying an input in
-/// place after `cat` is no error.
-pub fn cat_tensors_backward<T: Backend>(g: &V<T>, sizes: &[Vec<i64>], dim: i64) -> Res<Vec<V<T>>> {
-    let ax = crate::shape::norm_dim(dim, g.shape().len()).map_err(AutogradError::backend)?;
-    let mut at = 0i64;
-    sizes
-        .iter()
-        .map(|s| {
-            let n = s[ax];
-            let piece = slice_tensor(g, ax as i64, Some(at), Some(at + n), 1);
-            at += n;
-            piece
-        })
-        .collect()
-}
-
-/// Backward of `unbind`: the gradients stacked back; undefined ones are zeros.
-pub fn unbind_backward<T: Backend>(grads: &[Option<V<T>>], dim: i64, sizes: &[usize]) -> Res<V<T>> {
-    let ax = crate::shape::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
-    let mut piece = sizes.to_vec();
-    piece.remove(ax);
-    stack(&grads_or_zeros(grads, |_| piece.clone())?, ax as i64)
-}
-
-/// The gradients of a multi-output op's pieces, each undefined one replaced by zeros of
-/// `shape(i)` (for `unbind`, `split`, `chunk`).
-fn grads_or_zeros<T: Backend>(
-    grads: &[Option<V<T>>],
-    shape: impl Fn(usize) -> Vec<usize>,
-) -> Res<Vec<V<T>>> {
-    // The engine calls a node only when some gradient is defined.
-    let Some(proto) = grads.iter().flatten().next() else {
-        return Ok(Vec::new());
-    };
-    grads
-        .iter()
-        .enumerate()
-        .map(|(i, g)| match g {
-            Some(g) => Ok(g.clone()),
-            None => {
-                <T as Backend>::new_zeros(&proto.data(), &dims(&shape(i)), None, None, None, None)
-                    .map(V::<T>::from_data)
-                    .map_err(AutogradError::backend)
-            }
-        })
-        .collect()
-}
-
-/// Backward of `select.int`: the gradient put back at `index` of `dim`, zeros elsewhere.
-pub fn select_backward_wrapper<T: Backend>(
-    g: &V<T>,
-    sizes: &[usize],
-    dim: i64,
-    index: i64,
-) -> Res<V<T>> {
-    let ax = crate::shape::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
-    let n = sizes[ax] as i64;
-    let i = if index < 0 { index + n } else { index };
-    slice_backward_wrapper(
-        &unsqueeze(g, ax as i64)?,
-        sizes,
-        ax as i64,
-        Some(i),
-        Some(i + 1),
-        1,
-    )
-}
-
-/// The piece size of `chunk(n elements, chunks)`: PyTorch's `ceil(n / chunks)`.
-pub fn chunk_size(n: i64, chunks: i64) -> i64 {
-    ((n + chunks - 1) / chunks.max(1)).max(1)
-}
-
-/// Backward of `split`/`chunk`: the pieces' gradients concatenated; undefined ones are zeros.
-pub fn split_backward<T: Backend>(
-    grads: &[Option<V<T>>],
-    sizes: &[usize],
-    dim: i64,
-    split_size: i64,
-) -> Res<V<T>> {
-    let ax = crate::shape::norm_dim(dim, sizes.len()).map_err(AutogradError::backend)?;
-    let n = sizes[ax] as i64;
-    let piece = |i: usize| {
-        let mut p = sizes.to_vec();
-        p[ax] = (split_size.min(n - i as i64 * split_size)).max(0) as usize;
-        p
-    };
-    cat(&grads_or_zeros(grads, piece)?, ax as i64)
-}
-
-/// Backward of `index_select`.
-pub fn index_select_backward<T: Backend>(
-    g: &V<T>,
-    sizes: &[usize],
-    dim: i64,
-    index: &V<T>,
-) -> Res<V<T>> {
-    index_add(
-        &new_zeros(g, &dims(sizes), None, None, None, None)?,
-        dim,
-        index,
-        g,
-        1.0,
-    )
-}
-
-/// Backward of `gather`.
-pub fn gather_backward<T: Backend>(g: &V<T>, sizes: &[usize], dim: i64, index: &V<T>) -> Res<V<T>> {
-    scatter_add(
-        &new_zeros(g, &dims(sizes), None, None, None, None)?,
-        dim,
-        index,
-        g,
-    )
-}
-
 /// Backward of `mse_loss` for its first argument `a` (the other's is this with `a`, `b` swapped).
 pub fn mse_loss_backward<T: Backend>(g: &V<T>, a: &V<T>, b: &V<T>, reduction: i64) -> Res<V<T>> {
     // PyTorch's kernel subtracts in the promoted type: a boolean operand counts as 0/1.
@@ -546,6 +727,108 @@ pub fn dropout_scale(p: f64, train: Option<bool>) -> f64 {
     } else {
         1.0 / (1.0 - p)
     }
+}
+
+/// Backward of `softmax`.
+pub fn softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> Res<V<T>> {
+    let gy = mul_tensor(g, result)?;
+    sub_tensor(
+        &gy,
+        &mul_tensor(result, &sum_dim_intlist(&gy, Some(&[dim]), true, None)?)?,
+        1.0,
+    )
+}
+
+/// Backward of `log_softmax`.
+pub fn log_softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> Res<V<T>> {
+    sub_tensor(
+        g,
+        &mul_tensor(
+            &exp(result)?,
+            &sum_dim_intlist(g, Some(&[dim]), true, None)?,
+        )?,
+        1.0,
+    )
+}
+
+/// Backward of `select.int`: the gradient put back at `index` of `dim`, zeros elsewhere.
+pub fn select_backward_symint<T: Backend>(
+    grad_output: &V<T>,
+    input_sizes: &[i64],
+    dim: i64,
+    index: i64,
+) -> Res<V<T>> {
+    let ax = wrap_dim(dim, input_sizes.len())?;
+    let n = input_sizes[ax];
+    let i = if index < 0 { index + n } else { index };
+    slice_backward_wrapper(
+        &unsqueeze(grad_output, ax as i64)?,
+        input_sizes,
+        ax as i64,
+        Some(i),
+        Some(i + 1),
+        1,
+    )
+}
+
+/// Backward of `max.dim` and the other value-selecting reductions: the gradient goes to the
+/// selected elements.
+pub fn value_selecting_reduction_backward_symint<T: Backend>(
+    grad: &V<T>,
+    dim: i64,
+    indices: &V<T>,
+    sizes: &[i64],
+    keepdim: bool,
+) -> Res<V<T>> {
+    if sizes.is_empty() {
+        return Ok(grad.clone());
+    }
+    let (g, idx) = if keepdim {
+        (grad.clone(), indices.clone())
+    } else {
+        (unsqueeze(grad, dim)?, unsqueeze(indices, dim)?)
+    };
+    scatter_add(
+        &new_zeros(&g, sizes, None, None, None, None)?,
+        dim,
+        &idx,
+        &g,
+    )
+}
+
+/// Backward of `index_select`: the gradient added back at the selected indices.
+pub fn index_select_backward_symint<T: Backend>(
+    grad: &V<T>,
+    self_sizes: &[i64],
+    dim: i64,
+    index: &V<T>,
+) -> Res<V<T>> {
+    let zeros = new_zeros(grad, self_sizes, None, None, None, None)?;
+    index_add(&zeros, dim, index, grad, 1.0)
+}
+
+/// Backward of `gather`: the gradient added back where it was gathered from.
+pub fn gather_backward<T: Backend>(
+    grad: &V<T>,
+    self_: &V<T>,
+    dim: i64,
+    index: &V<T>,
+    _sparse_grad: bool,
+) -> Res<V<T>> {
+    let zeros = new_zeros(grad, &dims(&self_.shape()), None, None, None, None)?;
+    scatter_add(&zeros, dim, index, grad)
+}
+
+/// An optional's value (C++'s `opt.value()` and `*opt`): PyTorch's `bad optional access`
+/// error when there is none.
+pub fn required<X>(o: Option<X>) -> Res<X> {
+    o.ok_or_else(|| AutogradError::msg("bad optional access"))
+}
+
+/// The mode `autograd_ops!` runs backward formulas in: gradients are recorded
+/// (`GradMode::is_enabled()` in a formula; true under `create_graph`).
+pub fn grad_mode_enabled() -> bool {
+    autograd::runtime::is_grad_enabled()
 }
 
 /// Backward of `layer_norm` for input, weight and bias (recomputes the statistics with
@@ -593,13 +876,15 @@ pub fn layer_norm_backward<T: Backend>(
 }
 
 /// Backward of `embedding` (dense): rows of the gradient added into the used weight rows.
-pub fn embedding_backward<T: Backend>(
+pub fn embedding_backward_symint<T: Backend>(
     g: &V<T>,
     indices: &V<T>,
-    num_weights: usize,
+    num_weights: i64,
     padding_idx: i64,
     scale_grad_by_freq: bool,
+    _sparse: bool,
 ) -> Res<V<T>> {
+    let num_weights = num_weights.max(0) as usize;
     let gs = g.shape();
     let d = gs[gs.len() - 1] as i64;
     let idx = reshape(indices, &[-1])?;
@@ -627,98 +912,11 @@ pub fn embedding_backward<T: Backend>(
     )
 }
 
-// ---- forward-mode (JVP) helpers: PyTorch's FunctionsManual functions that forward formulas
-// call. Built from the generated ops like the backward helpers, so tangents of tangents
-// (nested dual levels) and forward-over-reverse work through them.
-
-/// The tangent of `max.dim`'s values: the tangent's elements at the selected indices
-/// (PyTorch's `gather_with_keepdimed_indices`).
-pub fn gather_with_keepdimed_indices<T: Backend>(
-    self_t: &V<T>,
-    dim: i64,
-    indices: &V<T>,
-    keepdim: bool,
-) -> Res<V<T>> {
-    if self_t.shape().is_empty() {
-        return Ok(self_t.clone());
-    }
-    let idx = if keepdim {
-        indices.clone()
-    } else {
-        unsqueeze(indices, dim)?
-    };
-    let out = gather(self_t, dim, &idx, false)?;
-    if keepdim {
-        Ok(out)
-    } else {
-        squeeze_dim(&out, dim)
-    }
-}
-
-/// The tangent of `amax` (PyTorch's `amaxamin_jvp`): the mean of the tangent over the tied
-/// maxima.
-pub fn amaxamin_jvp<T: Backend>(
-    self_p: &V<T>,
-    self_t: &V<T>,
-    result: &V<T>,
-    dim: &[i64],
-    keepdim: bool,
-) -> Res<V<T>> {
-    let nd = self_p.shape().len();
-    let r = restore_reduced_dims(result, Some(dim), keepdim, nd)?;
-    let mask = eq_tensor(self_p, &r)?;
-    let num = sum_dim_intlist(&mul_tensor(self_t, &mask)?, Some(dim), keepdim, None)?;
-    div_tensor(&num, &sum_dim_intlist(&mask, Some(dim), keepdim, None)?)
-}
-
-/// The tangent of `logsumexp` (PyTorch's `logsumexp_jvp`): the softmax-weighted sum of the
-/// tangent, computed with the exp-normalize trick.
-pub fn logsumexp_jvp<T: Backend>(
-    self_p: &V<T>,
-    self_t: &V<T>,
-    dim: &[i64],
-    keepdim: bool,
-) -> Res<V<T>> {
-    let shifted = if self_p.shape().iter().product::<usize>() > 0 {
-        sub_tensor(self_p, &amax(self_p, dim, true)?, 1.0)?
-    } else {
-        self_p.clone()
-    };
-    let e = exp(&shifted)?;
-    let sumexp_p = sum_dim_intlist(&e, Some(dim), keepdim, None)?;
-    let sumexp_t = sum_dim_intlist(&mul_tensor(&e, self_t)?, Some(dim), keepdim, None)?;
-    div_tensor(&sumexp_t, &sumexp_p)
-}
-
-/// PyTorch's `apply_loss_reduction`: 0 none, 1 mean, 2 sum.
-pub fn apply_loss_reduction<T: Backend>(unreduced: &V<T>, reduction: i64) -> Res<V<T>> {
-    match reduction {
-        1 => mean(unreduced, None),
-        2 => sum(unreduced, None),
-        _ => Ok(unreduced.clone()),
-    }
-}
-
-/// The tangent of `native_dropout`'s output: the tangent scaled and masked like the input
-/// (in training), the tangent itself in evaluation mode.
-pub fn native_dropout_jvp<T: Backend>(
-    input_t: &V<T>,
-    mask: &V<T>,
-    p: f64,
-    train: Option<bool>,
-) -> Res<V<T>> {
-    if !train.unwrap_or(true) {
-        return Ok(input_t.clone());
-    }
-    let scale = if p == 1.0 { 0.0 } else { 1.0 / (1.0 - p) };
-    mul_tensor(&mul_scalar(input_t, scale)?, mask)
-}
-
-/// The tangent of `layer_norm` (PyTorch's `layer_norm_jvp` followed by `_affine_jvp`). The
+/// The tangent of `layer_norm` (PyTorch's `layer_norm_jvp` followed by `_affine_jvp`, for the op set's primitive `layer_norm`). The
 /// statistics PyTorch saves from `native_layer_norm` (`mean`, `rstd`) are recomputed here
 /// from the primal with differentiable ops.
 #[allow(clippy::too_many_arguments)]
-pub fn layer_norm_jvp<T: Backend>(
+pub fn layer_norm_composite_jvp<T: Backend>(
     input_p: &V<T>,
     input_t: &V<T>,
     weight_p: Option<&V<T>>,
@@ -757,5 +955,59 @@ pub fn layer_norm_jvp<T: Backend>(
     match bias_t {
         Some(b) => add_tensor(&result_t, b, 1.0),
         None => Ok(result_t),
+    }
+}
+
+// ---- Forward formulas with absent tangents. PyTorch gives an input without a tangent an
+// `_efficientzerotensor`, whose arithmetic leaves its terms out (no `0 * inf = nan`, no
+// arithmetic on a boolean zero). The op set's tangents of integer and boolean inputs do
+// not exist, and these helpers leave their terms out the same way.
+
+/// Whether `v`'s dtype carries tangents: an integer or boolean operand never has one.
+fn has_tangents<T: Backend>(v: &V<T>) -> bool {
+    v.with_data(|t| t.is_differentiable())
+}
+
+/// The tangent of `div.Tensor`, PyTorch's `(self_t - other_t * result) / other_p` with the
+/// term of an operand without tangents left out.
+pub fn div_tensor_jvp<T: Backend>(
+    self_t: &V<T>,
+    other_t: &V<T>,
+    other_p: &V<T>,
+    result: &V<T>,
+) -> Res<V<T>> {
+    let num = match (has_tangents(self_t), has_tangents(other_t)) {
+        (true, true) => sub_tensor(self_t, &mul_tensor(other_t, result)?, 1.0)?,
+        (true, false) => self_t.clone(),
+        (false, true) => neg(&mul_tensor(other_t, result)?)?,
+        (false, false) => return Ok(zeros_of(result)),
+    };
+    div_tensor(&num, other_p)
+}
+
+/// The tangent of `pow.Tensor_Tensor`, PyTorch's `pow_backward_self(self_t, ..) +
+/// pow_backward_exponent(exponent_t, ..)` with the term of an operand without tangents left
+/// out.
+pub fn pow_tensor_tensor_jvp<T: Backend>(
+    self_t: &V<T>,
+    exponent_t: &V<T>,
+    self_p: &V<T>,
+    exponent_p: &V<T>,
+    result: &V<T>,
+) -> Res<V<T>> {
+    let a = match has_tangents(self_t) {
+        true => Some(pow_backward_self(self_t, self_p, exponent_p)?),
+        false => None,
+    };
+    let b = match has_tangents(exponent_t) {
+        true => Some(pow_backward_exponent(
+            exponent_t, self_p, exponent_p, result,
+        )?),
+        false => None,
+    };
+    match (a, b) {
+        (Some(a), Some(b)) => add_tensor(&a, &b, 1.0),
+        (Some(a), None) | (None, Some(a)) => Ok(a),
+        (None, None) => Ok(zeros_of(result)),
     }
 }

@@ -1,0 +1,191 @@
+// The helpers the op set's formulas call (derivatives.yaml), as C++ declarations: the
+// translation of `autograd_ops!(.., formulas = "cpp", header = "functions.h")` resolves calls
+// against them and the schemas of native_functions.yaml. The first part is copied from
+// PyTorch's torch/csrc/autograd/FunctionsManual.h (PyTorch 2.15, BSD-3-Clause); `// rust:
+// NAME` names the Rust function of an overload. The Rust implementations, with the same
+// names and argument order, are in src/helpers/ (over Variable<T> and over raw tensors).
+namespace torch::autograd::generated::details {
+
+Tensor amaxamin_jvp(
+    const Tensor& x,
+    const Tensor& dx,
+    const Tensor& result,
+    IntArrayRef dim,
+    bool keepdim);
+
+Tensor
+apply_loss_reduction(const Tensor& unreduced, int64_t reduction);
+Tensor cat_jvp(const at::ITensorListRef& tensors, int64_t dim);
+std::vector<at::Tensor> cat_tensors_backward(
+    const at::Tensor& grad,
+    const std::vector<std::vector<c10::SymInt>>& sizes,
+    const std::vector<ScalarType>& dtypes,
+    int64_t dim);
+at::Tensor clamp_backward(
+    const at::Tensor& grad,
+    const at::Tensor& self,
+    const std::optional<at::Scalar>& min,
+    const std::optional<at::Scalar>& max);
+at::Tensor div_tensor_other_backward(
+    const Tensor& grad,
+    const Tensor& self,
+    const Tensor& other,
+    const std::optional<std::string_view>& rounding_mode = std::nullopt);
+template <typename T>
+at::Tensor div_tensor_self_backward(
+    const Tensor& grad,
+    const T& other,
+    ScalarType self_st,
+    const std::optional<std::string_view>& rounding_mode = std::nullopt);
+Tensor gather_with_keepdimed_indices(
+    const Tensor& input,
+    int64_t dim,
+    const Tensor& indices,
+    bool keepdim);
+at::Tensor infinitely_differentiable_native_dropout_backward(
+    const at::Tensor& grad,
+    const at::Tensor& mask,
+    double scale);
+at::Tensor logsumexp_backward(
+    at::Tensor grad,
+    const at::Tensor& self,
+    at::Tensor result,
+    at::IntArrayRef dim,
+    bool keepdim);
+at::Tensor logsumexp_jvp(
+    const at::Tensor& self_p,
+    const at::Tensor& self_t,
+    IntArrayRef dim,
+    bool keepdim);
+Tensor masked_fill_inplace_if_safe(
+    const Tensor& tensor,
+    const Tensor& mask,
+    const Scalar& value);
+at::Tensor maybe_multiply(const at::Tensor& t, const at::Scalar& s);
+Tensor mean_backward(
+    const Tensor& grad,
+    c10::SymIntArrayRef shape,
+    at::OptionalIntArrayRef opt_dim,
+    const c10::SymInt& numel,
+    bool keepdim);
+at::Tensor mm_mat1_backward(
+    const Tensor& grad,
+    const Tensor& mat2,
+    at::SymIntArrayRef mat1_sizes,
+    at::SymIntArrayRef mat1_strides,
+    c10::Layout mat1_layout,
+    const Scalar& alpha);
+at::Tensor mm_mat2_backward(
+    const at::Tensor& grad,
+    const at::Tensor& mat1,
+    at::SymIntArrayRef sizes,
+    at::SymIntArrayRef strides,
+    c10::Layout layout,
+    const at::Scalar& alpha);
+at::Tensor native_dropout_double_backward(
+    const at::Tensor& ggI,
+    const at::Tensor& grad,
+    const at::Tensor& mask,
+    double scale);
+at::Tensor permute_backwards(const at::Tensor& grad, at::IntArrayRef fwd_dims);
+at::Tensor pow_backward(
+    at::Tensor grad,
+    const at::Tensor& self,
+    const at::Scalar& exponent_);
+at::Tensor pow_backward_exponent(
+    const at::Tensor& grad,
+    const at::Tensor& self,
+    const at::Tensor& exponent,
+    const at::Tensor& result);
+// rust: pow_backward_exponent_scalar_base
+at::Tensor pow_backward_exponent(
+    const at::Tensor& grad,
+    const at::Scalar& base,
+    const at::Tensor& exponent,
+    const at::Tensor& result);
+at::Tensor pow_backward_self(
+    const at::Tensor& grad,
+    const at::Tensor& self,
+    const at::Tensor& exponent);
+Tensor restore_reduced_dims(
+    const Tensor& output,
+    IntArrayRef dims,
+    bool keepdim);
+Tensor scale_grad_by_count(
+    const Tensor& grad,
+    const Tensor& mask,
+    IntArrayRef dims);
+Tensor slice_backward_wrapper(
+    const at::Tensor& grad,
+    const c10::SymIntArrayRef& input_sizes,
+    int64_t dim,
+    std::optional<c10::SymInt> start,
+    std::optional<c10::SymInt> end,
+    const c10::SymInt& step);
+at::Tensor split_backward(
+    const std::vector<torch::autograd::Variable>& grads,
+    const c10::SymInt& split_size,
+    int64_t dim,
+    c10::SymIntArrayRef sizes,
+    const at::TensorOptions& options);
+Tensor stack_jvp(at::TensorList tensors, int64_t dim);
+std::vector<at::Tensor> stack_tensors_backward(
+    const at::Tensor& grad,
+    int64_t dim,
+    const std::vector<ScalarType>& dtypes);
+at::Tensor sum_backward(
+    const at::Tensor& grad,
+    at::SymIntArrayRef sizes,
+    at::OptionalIntArrayRef opt_dims,
+    bool keepdim);
+// rust: sum_backward_dims
+at::Tensor sum_backward(
+    const at::Tensor& grad,
+    c10::SymIntArrayRef sizes,
+    c10::IntArrayRef dims,
+    bool keepdim);
+at::Tensor unbind_backward(const variable_list& grads, int64_t dim);
+at::Tensor unsqueeze_to(const at::Tensor& self, c10::SymIntArrayRef sym_sizes);
+// rust: unsqueeze_to_dim
+at::Tensor unsqueeze_to(
+    const at::Tensor& self,
+    int64_t dim,
+    c10::SymIntArrayRef sym_sizes);
+// rust: unsqueeze_to_dims
+at::Tensor unsqueeze_to(
+    const at::Tensor& self,
+    IntArrayRef dim,
+    c10::SymIntArrayRef sym_sizes);
+template <typename T>
+at::Tensor mul_tensor_backward(
+    const Tensor& grad,
+    const T& other,
+    ScalarType self_st);
+Tensor sgn_backward(const Tensor& x, const Tensor& gx, const Tensor& sgn);
+
+// ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
+// Operators PyTorch has that the op set computes with differentiable ops (the signatures
+// are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.
+Tensor sgn(const Tensor& self);
+Tensor expand_as(const Tensor& self, const Tensor& other);
+// rust: where_scalar_other
+Tensor where(const Tensor& condition, const Tensor& self, const Scalar& other);
+// rust: where_scalar_self
+Tensor where(const Tensor& condition, const Scalar& self, const Tensor& other);
+Tensor sigmoid_backward(const Tensor& grad_output, const Tensor& output);
+Tensor leaky_relu_backward(const Tensor& grad_output, const Tensor& self, const Scalar& negative_slope, bool self_is_result);
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, c10::string_view approximate);
+Tensor mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target, int64_t reduction);
+Tensor select_backward_symint(const Tensor& grad_output, c10::SymIntArrayRef input_sizes, int64_t dim, c10::SymInt index);
+Tensor value_selecting_reduction_backward_symint(const Tensor& grad, int64_t dim, const Tensor& indices, c10::SymIntArrayRef sizes, bool keepdim);
+Tensor index_select_backward_symint(const Tensor& grad, c10::SymIntArrayRef self_sizes, int64_t dim, const Tensor& index);
+Tensor gather_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad);
+Tensor embedding_backward_symint(const Tensor& grad, const Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx, bool scale_grad_by_freq, bool sparse);
+Tensor div_tensor_jvp(const Tensor& self_t, const Tensor& other_t, const Tensor& other_p, const Tensor& result);
+Tensor pow_tensor_tensor_jvp(const Tensor& self_t, const Tensor& exponent_t, const Tensor& self_p, const Tensor& exponent_p, const Tensor& result);
+Tensor softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim);
+Tensor log_softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim);
+std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input, c10::SymIntArrayRef normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, std::array<bool, 3> grad_input_mask);
+Tensor layer_norm_composite_jvp(const Tensor& input_p, const Tensor& input_t, const std::optional<Tensor>& weight_p, const std::optional<Tensor>& weight_t, const std::optional<Tensor>& bias_t, c10::SymIntArrayRef normalized_shape, double eps);
+
+} // namespace torch::autograd::generated::details
