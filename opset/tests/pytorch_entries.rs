@@ -1,0 +1,94 @@
+//! The op set's derivatives.yaml carries PyTorch's own entries as PyTorch writes them: every
+//! formula of an entry PyTorch has equals PyTorch's (whitespace aside), but the deviations
+//! README.md lists under "Formulas", which this test names one by one (and fails when one
+//! of them becomes PyTorch's text again, so that the list stays true).
+
+#![cfg(feature = "conformance")]
+
+use autograd_codegen::diagnostics::Ctxt;
+use autograd_codegen::model::derivatives::{DerivativeEntry, parse_derivatives};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// `(entry, key)` whose formula is the op set's own (README.md, "Formulas").
+const OWN: &[(&str, &str)] = &[
+    ("cat(Tensor[] tensors, int dim=0) -> Tensor", "result"),
+    ("stack(Tensor[] tensors, int dim=0) -> Tensor", "result"),
+    ("div.Tensor(Tensor self, Tensor other) -> Tensor", "result"),
+    (
+        "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
+        "result",
+    ),
+    ("zero_(Tensor(a!) self) -> Tensor(a!)", "result"),
+    (
+        "nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor",
+        "result",
+    ),
+    (
+        "native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor",
+        "result",
+    ),
+];
+
+/// The `Default` formulas of each entry, whitespace collapsed, by entry and key.
+fn formulas(name: &str, text: &str) -> BTreeMap<(String, String), String> {
+    let mut cx = Ctxt::new();
+    let entries: Vec<DerivativeEntry> = parse_derivatives(&Arc::from(name), text, &mut cx);
+    cx.check(()).expect("the file parses");
+    let mut out = BTreeMap::new();
+    for e in entries {
+        for d in e.dispatch.iter().filter(|d| d.key == "Default") {
+            for f in &d.formulas {
+                let words: Vec<&str> = f.formula.split_whitespace().collect();
+                out.insert((e.name.clone(), f.key.clone()), words.join(" "));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn entries_pytorch_has_carry_pytorchs_formulas() {
+    let Some(dir) = autograd_codegen::api::pytorch_data_dir("op set entries test") else {
+        return;
+    };
+    let ours_text = include_str!("../derivatives.yaml");
+    let theirs_text = std::fs::read_to_string(dir.join("derivatives.yaml")).unwrap();
+    let ours = formulas("derivatives.yaml", ours_text);
+    let theirs = formulas("pytorch/derivatives.yaml", &theirs_text);
+    let formulas_they_have: Vec<&String> = ours
+        .keys()
+        .map(|(e, _)| e)
+        .filter(|e| theirs.keys().any(|(t, _)| t == *e))
+        .collect();
+    assert!(
+        formulas_they_have.len() >= 150,
+        "{}",
+        formulas_they_have.len()
+    );
+    let mut wrong = Vec::new();
+    for ((entry, key), formula) in &ours {
+        if !theirs.keys().any(|(t, _)| t == entry) {
+            continue;
+        }
+        let own = OWN.contains(&(entry.as_str(), key.as_str()));
+        match (theirs.get(&(entry.clone(), key.clone())), own) {
+            (Some(t), false) if t == formula => {}
+            (Some(t), true) if t == formula => {
+                wrong.push(format!("{entry} {key}: listed as own but is PyTorch's"))
+            }
+            (None, true) => {}
+            (_, true) => {}
+            (t, false) => wrong.push(format!("{entry} {key}: `{formula}`, PyTorch: {t:?}")),
+        }
+    }
+    for ((entry, key), _) in theirs
+        .iter()
+        .filter(|((e, _), _)| ours.keys().any(|(o, _)| o == e))
+    {
+        if !ours.contains_key(&(entry.clone(), key.clone())) {
+            wrong.push(format!("{entry} {key}: PyTorch's formula is missing"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
