@@ -92,3 +92,43 @@ fn entries_pytorch_has_carry_pytorchs_formulas() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+#[test]
+fn functions_h_declares_pytorchs_helpers_as_pytorch_does() {
+    use autograd_codegen::translate::decl::parse_header;
+    let Some(dir) = autograd_codegen::api::pytorch_data_dir("op set header test") else {
+        return;
+    };
+    let ours_text = include_str!("../functions.h");
+    let own_from = ours_text
+        .lines()
+        .position(|l| l.starts_with("// ---- The op set's own helpers"))
+        .expect("the header's second part")
+        + 1;
+    let theirs = parse_header(&std::fs::read_to_string(dir.join("FunctionsManual.h")).unwrap())
+        .expect("PyTorch's header parses");
+    let ours = parse_header(ours_text).expect("the op set's header parses");
+    let copied: Vec<_> = ours.iter().filter(|d| d.line < own_from).collect();
+    assert!(copied.len() >= 30, "{}", copied.len());
+    for d in copied {
+        let same = theirs.iter().any(|t| {
+            t.name == d.name
+                && t.ret == d.ret
+                && t.params.len() == d.params.len()
+                && t.params.iter().zip(&d.params).all(|(a, b)| a.ty == b.ty)
+        });
+        assert!(
+            same,
+            "functions.h:{}: `{}` is not PyTorch's declaration",
+            d.line, d.name
+        );
+    }
+    for d in ours.iter().filter(|d| d.line >= own_from) {
+        assert!(
+            !theirs.iter().any(|t| t.name == d.name),
+            "functions.h:{}: `{}` is PyTorch's: copy its declaration into the first part",
+            d.line,
+            d.name
+        );
+    }
+}
