@@ -202,6 +202,46 @@ pub fn wrap_opt_if<T: Tensor>(t: Variable<T>, cond: bool) -> Option<Variable<T>>
     cond.then_some(t)
 }
 
+/// What a kernel that a fallible backend has not written returns (the `Backend` trait's
+/// default body): PyTorch's "Could not run 'aten::OP' with arguments from the 'X' backend"
+/// error. A backend's `Error` converts from it (`From<KernelNotImplemented>` is part of the
+/// generated trait's bound), so a backend can start with a few kernels and grow op by op.
+///
+/// ```
+/// let e = autograd::support::KernelNotImplemented::new("aten::exp", "MyTensor");
+/// assert!(e.to_string().starts_with(
+///     "Could not run 'aten::exp' with arguments from the 'MyTensor' backend."
+/// ));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelNotImplemented {
+    /// The operator overload, as PyTorch names it (`aten::mul.Tensor`).
+    pub op: &'static str,
+    /// The backend (`Backend::backend_name()`).
+    pub backend: &'static str,
+}
+
+impl KernelNotImplemented {
+    /// The error for `op` on `backend`.
+    pub fn new(op: &'static str, backend: &'static str) -> Self {
+        KernelNotImplemented { op, backend }
+    }
+}
+
+impl std::fmt::Display for KernelNotImplemented {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Could not run '{}' with arguments from the '{}' backend. This could be because the \
+             operator doesn't exist for this backend, or was omitted during the \
+             selective/custom build process (if using custom build).",
+            self.op, self.backend
+        )
+    }
+}
+
+impl std::error::Error for KernelNotImplemented {}
+
 /// The strides of a contiguous (row-major) tensor of `shape`, in elements: what
 /// `x.sym_strides()` is in a formula.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<i64> {
@@ -294,9 +334,10 @@ impl<T: Tensor> Conj for Variable<T> {
 #[doc(hidden)]
 pub mod __prelude {
     pub use super::{
-        Conj, IntoGrad, IntoGradList, IntoGrads, IntoTangent, NotImplemented, NotImplementedNode,
-        check_inplace_shape, check_no_requires_grad, contiguous_strides, save_if, save_opt_if,
-        should_record_any, should_record_not_implemented, size_at, wrap_opt_if,
+        Conj, IntoGrad, IntoGradList, IntoGrads, IntoTangent, KernelNotImplemented, NotImplemented,
+        NotImplementedNode, check_inplace_shape, check_no_requires_grad, contiguous_strides,
+        save_if, save_opt_if, should_record_any, should_record_not_implemented, size_at,
+        wrap_opt_if,
     };
     pub use crate::runtime::__private::{
         check_out, is_retaining_graph, record_generated as record,

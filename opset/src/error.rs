@@ -66,6 +66,14 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// A kernel the backend has not written: PyTorch's `NotImplementedError` text ("Could not run
+/// 'aten::exp' with arguments from the 'X' backend. ..."), as a `RuntimeError`.
+impl From<autograd::support::KernelNotImplemented> for Error {
+    fn from(e: autograd::support::KernelNotImplemented) -> Self {
+        Error::runtime(e.to_string())
+    }
+}
+
 /// `Err(Error::runtime(..))` unless `cond`.
 pub fn check(cond: bool, message: impl FnOnce() -> String) -> Result<(), Error> {
     if cond {

@@ -31,6 +31,19 @@ pub(crate) fn backend_method(p: &FunctionPlan<'_>, s: &Settings) -> TokenStream 
     let (name, doc) = (&p.name, format!("`{}`", p.entry));
     match default_body(p, s) {
         Some(body) => quote!(#[doc = #doc] fn #name(#(#params),*) #ret { #body }),
+        None if s.fallible => {
+            // A fallible backend may leave the kernel out: PyTorch's "Could not run" error.
+            let op = format!("aten::{}", p.nf.func.name);
+            quote!(
+                #[doc = #doc]
+                #[allow(unused_variables)]
+                fn #name(#(#params),*) #ret {
+                    __ag::Err(<Self::Error as ::std::convert::From<__ag::KernelNotImplemented>>::from(
+                        __ag::KernelNotImplemented::new(#op, <Self as Backend>::backend_name()),
+                    ))
+                }
+            )
+        }
         None => quote!(#[doc = #doc] fn #name(#(#params),*) #ret;),
     }
 }

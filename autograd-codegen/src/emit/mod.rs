@@ -282,8 +282,16 @@ fn emit(config: &Config, s: &Settings) -> Result<TokenStream, Diagnostics> {
         .map(|p| quote!(+ ::std::convert::From<#p>));
     let error_ty = s.fallible.then(|| {
         quote!(
-            /// The kernels' error; wrappers return it inside `AutogradError::Backend`.
-            type Error: ::std::error::Error + ::std::marker::Send + ::std::marker::Sync + 'static #from;
+            /// The kernels' error; wrappers return it inside `AutogradError::Backend`. A
+            /// kernel the backend does not write returns `KernelNotImplemented` in it.
+            type Error: ::std::error::Error + ::std::marker::Send + ::std::marker::Sync + 'static
+                + ::std::convert::From<__ag::KernelNotImplemented> #from;
+
+            /// The backend's name in "Could not run 'aten::op' with arguments from the
+            /// 'NAME' backend" (a kernel the backend does not write); its type's name by default.
+            fn backend_name() -> &'static str {
+                ::std::any::type_name::<Self>()
+            }
         )
     });
     let raw_ops = raw::raw_module(&p, s);

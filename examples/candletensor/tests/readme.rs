@@ -135,7 +135,10 @@ fn figures() -> String {
             "kernels of the generated `Backend` trait",
             k.required.len() + k.defaulted.len(),
         ),
-        ("... that a backend writes (no default)", k.required.len()),
+        (
+            "... that a backend writes (until then each returns PyTorch's \"Could not run\" error)",
+            k.required.len(),
+        ),
         (
             "... with a default (in-place, out=: the functional kernel; decompositions: `stack`, `t`, `sum`, ...)",
             k.defaulted.len(),

@@ -82,7 +82,8 @@ fn check_known(known: &[(&str, &str)]) -> Vec<String> {
 /// The kernels of the generated `Backend` trait, by name.
 #[derive(Debug, Clone)]
 pub struct Kernels {
-    /// Without a default: the kernels a backend writes.
+    /// The kernels a backend writes to compute their ops: until it does, each returns
+    /// PyTorch's "Could not run 'aten::op' with arguments from the 'X' backend" error.
     pub required: Vec<String>,
     /// With a default (an in-place or out= kernel calls its functional one).
     pub defaulted: Vec<String>,
@@ -107,9 +108,17 @@ pub fn backend_kernels() -> Kernels {
     for item in backend.into_iter().flat_map(|t| &t.items) {
         if let syn::TraitItem::Fn(f) = item {
             let name = f.sig.ident.to_string();
-            match f.default {
-                Some(_) => k.defaulted.push(name),
-                None => k.required.push(name),
+            if name == "backend_name" {
+                continue;
+            }
+            // The generated default of a kernel a backend has not written.
+            let not_implemented = f
+                .default
+                .as_ref()
+                .is_none_or(|b| format!("{b:?}").contains("KernelNotImplemented"));
+            match not_implemented {
+                true => k.required.push(name),
+                false => k.defaulted.push(name),
             }
         }
     }

@@ -45,6 +45,12 @@ impl fmt::Display for KernelError {
 
 impl std::error::Error for KernelError {}
 
+impl From<autograd::support::KernelNotImplemented> for KernelError {
+    fn from(e: autograd::support::KernelNotImplemented) -> Self {
+        KernelError::Domain(Box::leak(e.to_string().into_boxed_str()))
+    }
+}
+
 impl Vector {
     /// A vector.
     pub fn vec(v: Vec<f64>) -> Self {
