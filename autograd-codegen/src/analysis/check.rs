@@ -3,12 +3,24 @@
 //! entry up, called from `load::prepare_entry`, and the checks across a prepared entry and
 //! its function or across entries, all called from [`check_entries`].
 
+use super::DifferentiabilityInfo;
 use super::cpp::cpp_arguments;
-use super::load::PreparedEntry;
 use crate::diagnostics::{Ctxt, Location};
 use crate::model::derivatives::{DerivativeEntry, DispatchFormulas};
 use crate::model::native::NativeFunction;
 use rustc_hash::FxHashMap as HashMap;
+
+/// What one entry yields before its backward nodes are named.
+pub(super) struct PreparedEntry<'a> {
+    /// The function the entry is for (index into the functions).
+    pub canonical: usize,
+    /// The info of each dispatch key that has no errors.
+    pub infos: Vec<(&'a DispatchFormulas, DifferentiabilityInfo)>,
+    /// `output_differentiability` as flags (a condition counts as `true`).
+    pub od: Option<Vec<bool>>,
+    /// The condition, when `output_differentiability` gives one.
+    pub od_conditions: Option<Vec<String>>,
+}
 
 const AUTOGRAD_KEYS: &[&str] = &[
     "AutogradNestedTensor",

@@ -1,12 +1,13 @@
 //! Loading: each `derivatives.yaml` entry becomes one info per dispatch key, keyed by the
 //! canonical function's schema (torchgen's `load_derivatives`), plus the `{view}_copy` infos.
 
+use super::check::{self, PreparedEntry};
 use super::cpp::cpp_name;
 use super::derivative::Setup;
-use super::{AnalysisOptions, DifferentiabilityInfo, InfoMap, InfoSet, check};
+use super::{AnalysisOptions, DifferentiabilityInfo, InfoMap, InfoSet};
 use crate::diagnostics::{Ctxt, Location};
 use crate::formula::Formula;
-use crate::model::derivatives::{DerivativeEntry, DispatchFormulas, OutputDifferentiability};
+use crate::model::derivatives::{DerivativeEntry, OutputDifferentiability};
 use crate::model::native::NativeFunction;
 use crate::model::schema::{FunctionSchema, OperatorName, SchemaKind, SignatureKey};
 use rustc_hash::FxHashMap as HashMap;
@@ -51,18 +52,6 @@ fn defn_name(spec: &str) -> Option<&str> {
         rest = &r[overload_end..];
     }
     (end > 0 && rest.starts_with('(') && rest.contains(')')).then(|| &spec[..end])
-}
-
-/// What one entry yields before its backward nodes are named.
-pub(super) struct PreparedEntry<'a> {
-    /// The function the entry is for (index into the functions).
-    pub canonical: usize,
-    /// The info of each dispatch key that has no errors.
-    pub infos: Vec<(&'a DispatchFormulas, DifferentiabilityInfo)>,
-    /// `output_differentiability` as flags (a condition counts as `true`).
-    pub od: Option<Vec<bool>>,
-    /// The condition, when `output_differentiability` gives one.
-    pub od_conditions: Option<Vec<String>>,
 }
 
 /// The native functions by schema text and by signature, for finding an entry's function.
