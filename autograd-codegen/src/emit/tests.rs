@@ -121,12 +121,14 @@ fn fallible_kernels_return_results_and_wrappers_propagate() {
     c.fallible = true;
     let code = generate_pretty(&c).unwrap();
     assert!(code.contains("type Error:"), "{code}");
+    // A kernel without another default returns PyTorch's "Could not run" error.
     assert!(
         code.contains(
-            "fn mul_scalar(self_: &Self, other: f64) -> __ag::Result<Self, Self::Error>;"
+            "fn mul_scalar(self_: &Self, other: f64) -> __ag::Result<Self, Self::Error> {"
         ),
         "{code}"
     );
+    assert!(code.contains("\"aten::mul.Scalar\","), "{code}");
     assert!(
         code.contains(".map_err(__ag::AutogradError::backend)?"),
         "{code}"
@@ -342,7 +344,9 @@ fn error_from_bounds_the_kernels_error_type() {
         .split_whitespace()
         .collect();
     assert!(
-        bound.ends_with("+'static+::std::convert::From<crate::MyError>"),
+        bound.ends_with(
+            "+'static+::std::convert::From<__ag::KernelNotImplemented>+::std::convert::From<crate::MyError>"
+        ),
         "{bound}"
     );
 }
