@@ -5,16 +5,9 @@
 
 use super::Settings;
 use super::backend::{raw_param, raw_returns};
-use super::plan::{FunctionPlan, Plan};
-use crate::model::schema::SchemaKind;
+use super::plan::{FunctionPlan, Plan, has_raw_fn};
 use proc_macro2::TokenStream;
 use quote::quote;
-
-/// Whether `f` has a raw free function: a functional kernel (composites have none; in-place
-/// and out= kernels write into their arguments).
-pub(crate) fn has_raw_fn(f: &FunctionPlan<'_>) -> bool {
-    f.kind == SchemaKind::Functional && f.composite.is_none()
-}
 
 /// `pub mod raw { ... }`.
 pub(crate) fn raw_module(p: &Plan<'_>, s: &Settings) -> TokenStream {

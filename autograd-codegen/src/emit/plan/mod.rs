@@ -16,6 +16,15 @@ use proc_macro2::{Ident, TokenStream};
 use quote::format_ident;
 use std::collections::{BTreeSet, HashMap};
 
+mod forward;
+pub(crate) use forward::{ForwardFormula, ForwardPlan};
+
+/// Whether `f` has a raw free function: a functional kernel (composites have none; in-place
+/// and out= kernels write into their arguments).
+pub(crate) fn has_raw_fn(f: &FunctionPlan<'_>) -> bool {
+    f.kind == SchemaKind::Functional && f.composite.is_none()
+}
+
 /// How a tensor argument is passed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TensorKind {
@@ -268,7 +277,7 @@ pub(crate) struct FunctionPlan<'a> {
     /// PyTorch's `check_no_requires_grad` refuses them when they require grad.
     pub no_requires_grad: Vec<DiffInput<'a>>,
     /// What it does under forward-mode AD.
-    pub forward: super::forward::ForwardPlan<'a>,
+    pub forward: forward::ForwardPlan<'a>,
 }
 
 /// A function returning a view of `self` (its schema's return aliases `self` without `!`).
@@ -333,7 +342,7 @@ pub(crate) fn mark_raw(p: &mut Plan<'_>, raw_helpers: bool) {
     let kernels: BTreeSet<String> = p
         .functions
         .iter()
-        .filter(|f| super::raw::has_raw_fn(f))
+        .filter(|f| has_raw_fn(f))
         .map(|f| f.name.to_string())
         .collect();
     let functions: BTreeSet<String> = p.functions.iter().map(|f| f.name.to_string()).collect();
@@ -861,7 +870,7 @@ impl<'a> Builder<'a, '_> {
         fa: &'a FunctionAnalysis,
         nf: &'a NativeFunction,
         diff_outputs: &[usize],
-    ) -> super::forward::ForwardPlan<'a> {
+    ) -> forward::ForwardPlan<'a> {
         let inputs = match fa.main_info() {
             _ if matches!(nf.func.kind(), SchemaKind::Out | SchemaKind::Scratch) => {
                 let mut v = self.tensor_inputs(nf);
@@ -890,11 +899,11 @@ impl<'a> Builder<'a, '_> {
             .filter(|n| rust_name(n) != *n)
             .collect();
         let rename = |n: &str| args.contains(n).then(|| rust_name(n));
-        match super::forward::plan_forward(fa, nf, inputs, diff_outputs, &rename) {
+        match forward::plan_forward(fa, nf, inputs, diff_outputs, &rename) {
             Ok(p) => p,
             Err(msg) => {
                 self.cx.error(&nf.loc, Some(&nf.schema), msg);
-                super::forward::ForwardPlan::Nothing
+                forward::ForwardPlan::Nothing
             }
         }
     }
