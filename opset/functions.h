@@ -1,7 +1,8 @@
 // The helpers the op set's formulas call (derivatives.yaml), as C++ declarations: the
 // translation of `autograd_ops!(.., formulas = "cpp", header = "functions.h")` resolves calls
 // against them and the schemas of native_functions.yaml. The first part is copied from
-// PyTorch's torch/csrc/autograd/FunctionsManual.h (PyTorch 2.15, BSD-3-Clause); `// rust:
+// PyTorch's torch/csrc/autograd/FunctionsManual.h (PyTorch 2.15; BSD-3-Clause, see
+// LICENSE-PYTORCH); `// rust:
 // NAME` names the Rust function of an overload. The Rust implementations, with the same
 // names and argument order, are in src/helpers/ (over Variable<T> and over raw tensors).
 namespace torch::autograd::generated::details {

@@ -1,5 +1,6 @@
 // The helpers the toy's C++ formulas call: declarations copied from PyTorch's
-// torch/csrc/autograd/FunctionsManual.h (PyTorch 2.15, BSD-3-Clause); the Rust
+// torch/csrc/autograd/FunctionsManual.h (PyTorch 2.15; BSD-3-Clause, see
+// opset/LICENSE-PYTORCH in the repository); the Rust
 // implementations are in src/cpp.rs.
 namespace torch::autograd::generated::details {
 at::Tensor maybe_multiply(const at::Tensor& t, const at::Scalar& s);
