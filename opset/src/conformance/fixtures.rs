@@ -404,6 +404,8 @@ pub struct Replay {
     pub failures: Vec<String>,
     /// `name (reason)`, for known differences that now match.
     pub fixed: Vec<String>,
+    /// One record per fixture (known differences that still differ pass).
+    pub records: Vec<super::report::Record>,
 }
 
 /// Replays every fixture on `B`.
@@ -414,15 +416,31 @@ pub fn replay_all<B: ConformanceTensor>(known: &[(&str, &str)]) -> Replay {
         known_failing: 0,
         failures: Vec::new(),
         fixed: Vec::new(),
+        records: Vec::new(),
     };
     for fx in &fixtures() {
         let name = fx["name"].as_str().unwrap_or_default();
-        match (guarded(|| replay::<B>(fx)), known.get(name)) {
-            (Ok(()), None) => r.passed += 1,
-            (Err(e), None) => r.failures.push(format!("{name}: {e}")),
-            (Err(_), Some(_)) => r.known_failing += 1,
-            (Ok(()), Some(why)) => r.fixed.push(format!("{name} ({why})")),
-        }
+        let result = guarded(|| replay::<B>(fx));
+        let outcome = match (&result, known.get(name)) {
+            (Ok(()), None) => {
+                r.passed += 1;
+                Ok(())
+            }
+            (Err(e), None) => {
+                r.failures.push(format!("{name}: {e}"));
+                Err(e.clone())
+            }
+            (Err(_), Some(_)) => {
+                r.known_failing += 1;
+                Ok(())
+            }
+            (Ok(()), Some(why)) => {
+                r.fixed.push(format!("{name} ({why})"));
+                Err(format!("a known difference now matches ({why})"))
+            }
+        };
+        let rec = super::report::Record::of(name, "fixture", name, outcome);
+        r.records.push(rec);
     }
     r
 }

@@ -29,8 +29,9 @@ pub mod fixtures;
 pub mod inplace_cases;
 pub mod kit;
 pub mod no_panic;
+pub mod report;
 
-pub use kit::{OP_SET_DIFFERENCES, backend_kernels, check_backend};
+pub use kit::{OP_SET_DIFFERENCES, backend_kernels, check_backend, check_partial_backend};
 
 use autograd::gradcheck::{ElementAccess, Tolerances, check_forward, gradcheck, gradgradcheck};
 use autograd::runtime::{GradOptions, Variable, grad_with};
@@ -213,19 +214,41 @@ pub fn missing_cases<B: ConformanceTensor>() -> Vec<String> {
 /// per failure, naming the operator and the case. A check that panics fails with its
 /// message; the others still run.
 pub fn check_every_case<B: ConformanceTensor>() -> Vec<String> {
+    case_records::<B>()
+        .into_iter()
+        .filter(|r| r.status != report::Status::Pass)
+        .map(|r| {
+            let (case, e) = r.detail.split_once(": ").unwrap_or((&r.detail, ""));
+            format!("{case}: {}: {e}", r.check)
+        })
+        .collect()
+}
+
+/// [`check_every_case`]'s checks as records, one per check of each case, passed or not.
+pub fn case_records<B: ConformanceTensor>() -> Vec<report::Record> {
     let second = Tolerances {
         eps: 1e-5,
         atol: 1e-4,
         rtol: 1e-3,
     };
-    let mut failures = Vec::new();
-    for cs in cases::cases::<B>() {
+    let mut records = Vec::new();
+    let all = match std::panic::catch_unwind(cases::cases::<B>) {
+        Ok(all) => all,
+        Err(p) => {
+            let e = format!("building the cases panicked: {}", panic_text(&p));
+            return vec![report::Record::of(
+                "(all)",
+                "cases",
+                "the case list",
+                Err(e),
+            )];
+        }
+    };
+    for cs in all {
         let f = |x: &[autograd::runtime::Variable<B>]| (cs.f)(x);
         let name = format!("{} ({})", cs.op, cs.label);
         let mut run = |what: &str, check: &dyn Fn() -> Result<(), String>| {
-            if let Err(e) = guarded(check) {
-                failures.push(format!("{name}: {what}: {e}"));
-            }
+            records.push(report::Record::of(cs.op, what, &name, guarded(check)));
         };
         run("gradcheck", &|| {
             gradcheck(f, &cs.inputs, Tolerances::default()).map_err(|e| e.to_string())
@@ -240,7 +263,7 @@ pub fn check_every_case<B: ConformanceTensor>() -> Vec<String> {
         });
         run("raw form", &|| raw_form_matches(f, &cs.inputs));
     }
-    failures
+    records
 }
 
 /// The gradients of `f` at `inputs` from a backward pass without `create_graph` (each node's
@@ -290,16 +313,19 @@ fn raw_form_matches<B: ConformanceTensor>(
     Ok(())
 }
 
-/// `check()`, a panic turned into its message.
-fn guarded(check: &dyn Fn() -> Result<(), String>) -> Result<(), String> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(check)) {
-        Ok(r) => r,
-        Err(p) => Err(match p.downcast_ref::<&str>() {
-            Some(s) => format!("panicked: {s}"),
-            None => format!(
-                "panicked: {}",
-                p.downcast_ref::<String>().cloned().unwrap_or_default()
-            ),
-        }),
+/// A panic's message.
+fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+    match p.downcast_ref::<&str>() {
+        Some(s) => s.to_string(),
+        None => p.downcast_ref::<String>().cloned().unwrap_or_default(),
     }
+}
+
+/// `check()`, a panic turned into its message (without the panic hook's report: the kit
+/// lists it).
+fn guarded(check: &dyn Fn() -> Result<(), String>) -> Result<(), String> {
+    dispatch::guarded(check).map_err(|e| match e.strip_prefix("(a panic) ") {
+        Some(m) => format!("panicked: {m}"),
+        None => e,
+    })
 }
