@@ -53,7 +53,7 @@ impl Lowerer<'_> {
     ) -> Result<Option<Val>, LowerError> {
         let base = unqualified(n);
         let v = match base {
-            "Tensor" if args.is_empty() => Val::new_pub("None", Ty::OptTensor),
+            "Tensor" if args.is_empty() => Val::new("None", Ty::OptTensor),
             "handle_r_to_c" | "real" if args.len() == 2 || base == "real" => {
                 let v = self.lower(args.last().expect("one argument"))?;
                 if !v.ty.is_tensor() {
@@ -62,7 +62,7 @@ impl Lowerer<'_> {
                 v
             }
             "is_enabled" if n.ends_with("GradMode::is_enabled") => {
-                Val::new_pub("grad_mode_enabled()", Ty::Bool)
+                Val::new("grad_mode_enabled()", Ty::Bool)
             }
             "fmap" => return self.fmap(args, offset).map(Some),
             "sum_to" if n.starts_with("at::") => self.sum_to(args, offset)?,
@@ -92,7 +92,7 @@ impl Lowerer<'_> {
                     return fail(offset, "`not_implemented` takes a name");
                 };
                 let reason = reason.first().map_or("\"\"", String::as_str);
-                Val::new_pub(format!("not_implemented_named({name}, {reason})"), ty)
+                Val::new(format!("not_implemented_named({name}, {reason})"), ty)
             }
             "wrap_opt_if" => {
                 let [t, c] = args else {
@@ -102,7 +102,7 @@ impl Lowerer<'_> {
                 if !t.ty.is_tensor() || c.ty != Ty::Bool {
                     return fail(offset, "`wrap_opt_if` takes a tensor and a condition");
                 }
-                Val::new_pub(
+                Val::new(
                     format!("wrap_opt_if({}, {})", t.code, c.code),
                     Ty::OptTensor,
                 )
@@ -131,7 +131,7 @@ impl Lowerer<'_> {
             return fail(offset, "`at::sum_to` takes a tensor and sizes");
         };
         let code = format!("sum_to_sizes(&{}, {sizes}){}", t.code, self.q());
-        Ok(Val::new_pub(code, Ty::Tensor))
+        Ok(Val::new(code, Ty::Tensor))
     }
 
     /// What torchgen saves about tensors instead of the tensors (`TensorGeometry(self)`,
@@ -159,7 +159,7 @@ impl Lowerer<'_> {
             super::lower::slice_of(&t.code)
         };
         let code = format!("{rust}({arg})");
-        Ok(Val::new_pub(code, ty))
+        Ok(Val::new(code, ty))
     }
 
     /// `fmap(list, [](T x){ return e; })`: the list mapped.
@@ -188,7 +188,7 @@ impl Lowerer<'_> {
             super::lower::slice_of(&l.code).trim_start_matches('&'),
             b.code
         );
-        Ok(Val::new_pub(code, ty))
+        Ok(Val::new(code, ty))
     }
 
     /// `recv.name(args)` / `recv->name(args)`.
@@ -205,11 +205,11 @@ impl Lowerer<'_> {
             return self.arrow_call(r, name, args, offset);
         }
         if r.ty == Ty::Scalar && name == "isComplex" && args.is_empty() {
-            return Ok(Val::new_pub("false", Ty::Bool));
+            return Ok(Val::new("false", Ty::Bool));
         }
         if IDENTITY.contains(&name) && args.is_empty() {
             return Ok(match r.ty {
-                Ty::Scalar => Val::new_pub(r.code, Ty::Float),
+                Ty::Scalar => Val::new(r.code, Ty::Float),
                 _ => r,
             });
         }
@@ -227,25 +227,25 @@ impl Lowerer<'_> {
         }
         if name == "sym_blocksize" && args.is_empty() {
             let code = format!("{}.sym_blocksize()", self.defined_tensor(&r));
-            return Ok(Val::new_pub(code, Ty::Opt(Box::new(Ty::IntList))));
+            return Ok(Val::new(code, Ty::Opt(Box::new(Ty::IntList))));
         }
         if let Some((_, ty, m)) = PROPERTIES.iter().find(|(p, _, _)| *p == name)
             && args.is_empty()
         {
-            return Ok(Val::new_pub(
+            return Ok(Val::new(
                 format!("{}.{m}()", self.defined_tensor(&r)),
                 ty.clone(),
             ));
         }
         if name == "defined" && args.is_empty() {
             return Ok(match r.ty {
-                Ty::OptTensor => Val::new_pub(format!("{}.is_some()", r.code), Ty::Bool),
-                _ => Val::new_pub("true", Ty::Bool),
+                Ty::OptTensor => Val::new(format!("{}.is_some()", r.code), Ty::Bool),
+                _ => Val::new("true", Ty::Bool),
             });
         }
         if matches!(name, "sym_size" | "size") && args.len() == 1 {
             let d = self.lower(&args[0])?;
-            return Ok(Val::new_pub(
+            return Ok(Val::new(
                 format!("{}.sym_size({})", self.defined_tensor(&r), d.code),
                 Ty::Int,
             ));
@@ -271,7 +271,7 @@ impl Lowerer<'_> {
         offset: usize,
     ) -> Result<Val, LowerError> {
         if r.ty == Ty::Opaque("NestedTensorImpl".into()) && args.is_empty() {
-            return Ok(Val::new_pub(format!("{}.{name}()", r.code), Ty::Tensor));
+            return Ok(Val::new(format!("{}.{name}()", r.code), Ty::Tensor));
         }
         if r.ty != Ty::OptTensor || !args.is_empty() {
             return fail(
@@ -286,7 +286,7 @@ impl Lowerer<'_> {
             Ty::IntList => format!("t.{m}().to_vec()"),
             _ => format!("t.{m}()"),
         };
-        Ok(Val::new_pub(
+        Ok(Val::new(
             format!("{}.as_ref().map(|t| {inner})", r.code),
             Ty::Opt(Box::new(ty.clone())),
         ))
@@ -306,8 +306,8 @@ impl Lowerer<'_> {
             _ => return Ok(None),
         };
         Ok(Some(match (name, args) {
-            ("has_value", []) => Val::new_pub(format!("{}.is_some()", r.code), Ty::Bool),
-            ("value", []) => Val::new_pub(format!("required({}){}", r.owned(), self.q()), inner),
+            ("has_value", []) => Val::new(format!("{}.is_some()", r.code), Ty::Bool),
+            ("value", []) => Val::new(format!("required({}){}", r.owned(), self.q()), inner),
             ("value_or", [d]) => {
                 let d = self.lower(d)?;
                 let (_, dc) = self.coerce(&d, &inner, &[]).ok_or_else(|| LowerError {
@@ -318,7 +318,7 @@ impl Lowerer<'_> {
                     Ty::IntList => dc,
                     _ => dc,
                 };
-                Val::new_pub(format!("{}.unwrap_or({dc})", r.code), inner)
+                Val::new(format!("{}.unwrap_or({dc})", r.code), inner)
             }
             _ if r.ty == Ty::OptTensor => return Ok(None),
             _ => return fail(offset, format!("`.{name}()` on {}", r.ty.show())),
@@ -334,25 +334,9 @@ impl Lowerer<'_> {
             _ => return Ok(None),
         };
         Ok(match (name, args) {
-            ("size", []) => Some(Val::new_pub(format!("({}.len() as i64)", r.code), Ty::Int)),
-            ("back", []) => Some(Val::new_pub(
-                format!("{}[{}.len() - 1]", r.code, r.code),
-                elem,
-            )),
+            ("size", []) => Some(Val::new(format!("({}.len() as i64)", r.code), Ty::Int)),
+            ("back", []) => Some(Val::new(format!("{}[{}.len() - 1]", r.code, r.code), elem)),
             _ => None,
         })
-    }
-}
-
-impl Val {
-    /// A temporary value of type `ty`.
-    pub(super) fn new_pub(code: impl Into<String>, ty: Ty) -> Self {
-        Val {
-            code: code.into(),
-            ty,
-            place: false,
-            by_ref: false,
-            elems: Vec::new(),
-        }
     }
 }

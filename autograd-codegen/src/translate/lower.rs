@@ -30,7 +30,8 @@ pub struct Val {
 }
 
 impl Val {
-    fn new(code: impl Into<String>, ty: Ty) -> Self {
+    /// A temporary value of type `ty`.
+    pub(super) fn new(code: impl Into<String>, ty: Ty) -> Self {
         Val {
             code: code.into(),
             ty,

@@ -144,30 +144,7 @@ pub fn translate_formula(
         by_ref,
     };
     let v = lw.lower(&expr)?;
-    let code = v.code;
-    Ok(
-        match code.strip_prefix('(').and_then(|c| c.strip_suffix(')')) {
-            Some(inner) if balanced(inner) => inner.to_string(),
-            _ => code,
-        },
-    )
-}
-
-fn balanced(s: &str) -> bool {
-    let mut depth = 0i32;
-    for c in s.chars() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth < 0 {
-                    return false;
-                }
-            }
-            _ => {}
-        }
-    }
-    depth == 0
+    Ok(lower::bare(&v.code).to_string())
 }
 
 /// Translate every formula of `entries` (all dispatch keys); an entry whose schema does not

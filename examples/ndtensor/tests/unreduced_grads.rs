@@ -1,7 +1,8 @@
 //! A node that leaves a broadcast gradient unreduced, as PyTorch's formulas do
 //! (`self: grad * other`): the engine sums it to the input's shape with ndtensor's
 //! `Tensor::sum_to`, in both backward forms (raw, and recorded under `create_graph`), and
-//! gradgradcheck holds through the reduction.
+//! gradgradcheck holds through the reduction. (Every backend's kit runs the same reduction:
+//! the op set's formulas leave broadcast gradients to the engine, and its cases broadcast.)
 
 use autograd::gradcheck::{Tolerances, gradcheck, gradgradcheck};
 use autograd::runtime::{AutogradError, Node, VariableList, record, should_record, variable_list};
