@@ -130,6 +130,7 @@ at::Tensor split_backward(
     c10::SymIntArrayRef sizes,
     const at::TensorOptions& options);
 Tensor stack_jvp(at::TensorList tensors, int64_t dim);
+Tensor cat_jvp(const at::ITensorListRef& tensors, int64_t dim);
 std::vector<at::Tensor> stack_tensors_backward(
     const at::Tensor& grad,
     int64_t dim,

@@ -48,6 +48,31 @@ thread_local! {
     /// `ForwardADLevel::grads_`), which also breaks the reference cycles a tangent's graph
     /// can make with the variable it belongs to.
     static HOLDERS: RefCell<Vec<(Level, Box<dyn WeakHolder>)>> = const { RefCell::new(Vec::new()) };
+    /// The level whose forward formula [`propagate`] is running, if any.
+    static FORMULA_LEVEL: Cell<Option<Level>> = const { Cell::new(None) };
+}
+
+/// The level whose forward formula is running (inside [`propagate`]), for helpers that read
+/// their inputs' tangents themselves, as PyTorch's `cat_jvp(tensors, dim)` does; `None`
+/// outside a forward formula.
+pub fn formula_level() -> Option<Level> {
+    FORMULA_LEVEL.with(Cell::get)
+}
+
+/// While alive, [`formula_level`] is the level it was made for; it restores the one before
+/// (a formula's ops may run formulas of their own at other levels).
+struct InFormula(Option<Level>);
+
+impl InFormula {
+    fn enter(level: Level) -> Self {
+        InFormula(FORMULA_LEVEL.with(|c| c.replace(Some(level))))
+    }
+}
+
+impl Drop for InFormula {
+    fn drop(&mut self) {
+        FORMULA_LEVEL.with(|c| c.set(self.0));
+    }
 }
 
 /// Something that holds tangents (a variable, a saved output's snapshot).
@@ -422,6 +447,7 @@ pub fn propagate<T: Tensor, O: SetTangent<T>>(
             Ok(true) => {
                 let t = {
                     let _h = Hidden::new(level);
+                    let _f = InFormula::enter(level);
                     formula(level)
                 };
                 if let Err(e) = &t {

@@ -121,3 +121,27 @@ fn a_custom_node_without_a_forward_rule_gives_pytorchs_error_not_a_zero() {
     let z = exp(&x);
     assert!(unpack_dual(&z).unwrap().tangent.is_none());
 }
+
+#[test]
+fn a_forward_formula_knows_its_level() {
+    // Helpers that read their inputs' tangents themselves (PyTorch's `cat_jvp`) find the
+    // level whose formula runs; outside a formula there is none.
+    assert_eq!(autograd_runtime::forward::formula_level(), None);
+    let level = dual_level();
+    let x = make_dual(&leaf(&[1.0, 2.0], &[2]), &constant(&[3.0, 4.0], &[2])).unwrap();
+    let out = Variable::from_data(x.data());
+    let mut seen = None;
+    autograd_runtime::forward::propagate(&out, &[&x], |l| {
+        seen = Some((l, autograd_runtime::forward::formula_level()));
+        autograd_runtime::forward::tangent_or_zeros(&x, l)
+    })
+    .unwrap();
+    let (l, inside) = seen.expect("the formula ran");
+    assert_eq!(inside, Some(l));
+    assert_eq!(autograd_runtime::forward::formula_level(), None, "restored");
+    assert_eq!(
+        vals(&unpack_dual(&out).unwrap().tangent.unwrap()),
+        [3.0, 4.0]
+    );
+    drop(level);
+}

@@ -12,8 +12,6 @@ use std::sync::Arc;
 
 /// `(entry, key)` whose formula is the op set's own (README.md, "Formulas").
 const OWN: &[(&str, &str)] = &[
-    ("cat(Tensor[] tensors, int dim=0) -> Tensor", "result"),
-    ("stack(Tensor[] tensors, int dim=0) -> Tensor", "result"),
     ("div.Tensor(Tensor self, Tensor other) -> Tensor", "result"),
     (
         "pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",

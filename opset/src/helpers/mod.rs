@@ -22,3 +22,21 @@ pub mod raw;
 pub use composites::{chunk, cross_entropy_loss, matmul, nll_loss, nll_loss_nd};
 pub use decompositions::*;
 pub use formulas::*;
+
+/// The tangents of `tensors` at the level whose forward formula runs (zeros for an input
+/// without one), for the JVP helpers that read them from the primals as PyTorch's do.
+fn formula_tangents<T: Backend>(tensors: &[V<T>]) -> Res<Vec<V<T>>> {
+    let level = autograd::runtime::forward::formula_level()
+        .ok_or_else(|| AutogradError::msg("a JVP helper ran outside a forward formula"))?;
+    autograd::runtime::forward::tangents_or_zeros(tensors, level)
+}
+
+/// PyTorch's `cat_jvp`: the inputs' tangents concatenated along `dim`.
+pub fn cat_jvp<T: Backend>(tensors: &[V<T>], dim: i64) -> Res<V<T>> {
+    cat(&formula_tangents(tensors)?, dim)
+}
+
+/// PyTorch's `stack_jvp`: the inputs' tangents stacked along `dim`.
+pub fn stack_jvp<T: Backend>(tensors: &[V<T>], dim: i64) -> Res<V<T>> {
+    stack(&formula_tangents(tensors)?, dim)
+}
