@@ -350,3 +350,29 @@ fn error_from_bounds_the_kernels_error_type() {
         "{bound}"
     );
 }
+
+#[test]
+fn a_view_without_view_inverse_is_reported_at_its_entry() {
+    // The entry is where `view_inverse:` goes: the error names derivatives.yaml's line, not
+    // the schema's in native_functions.yaml.
+    let native = "\
+- func: exp(Tensor self) -> Tensor
+- func: narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)
+";
+    let yaml = "\
+- name: exp(Tensor self) -> Tensor
+  self: grad
+
+- name: narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)
+  self: grad
+";
+    let errs = generate(&config_with_native(yaml, native, "view-inverse"))
+        .unwrap_err()
+        .0;
+    let e = errs
+        .iter()
+        .find(|e| e.message.contains("returns a view of `self`"))
+        .expect("the view's error");
+    assert_eq!(&*e.location.file, "d.yaml", "{e:?}");
+    assert_eq!(e.location.line, 4, "{e:?}");
+}

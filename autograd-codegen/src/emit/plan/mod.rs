@@ -837,7 +837,9 @@ impl<'a> Builder<'a, '_> {
                 "`{}` returns a view of `self`: give the entry `view_inverse: <formula>` (how a new value `mutated_view` is written into `base`), or `view_inverse: overlapping`",
                 f.name
             );
-            self.cx.error(&nf.loc, Some(&nf.schema), msg);
+            // At the derivatives.yaml entry, where `view_inverse:` goes.
+            let loc = info.map_or(&nf.loc, |i| &i.loc);
+            self.cx.error(loc, Some(&nf.schema), msg);
             return None;
         };
         if let [t] = &formula.toks[..]
