@@ -733,8 +733,10 @@ thread_local! {
     static RETAINING_GRAPH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Whether the backward pass running on this thread keeps the graph (`retain_graph`):
-/// PyTorch's `retain_variables` in derivative formulas. `false` outside backward.
+/// Whether the backward pass running on this thread keeps the graph (`retain_graph`, or
+/// `create_graph` without it): PyTorch's `retain_variables` in derivative formulas. A
+/// hand-written node's `apply` asks it to learn whether its saved state is needed again.
+/// `false` outside backward.
 pub fn is_retaining_graph() -> bool {
     RETAINING_GRAPH.with(|c| c.get())
 }

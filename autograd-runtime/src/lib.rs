@@ -210,7 +210,9 @@ pub mod view;
 
 pub use arena::live_chunks;
 pub use dot::to_dot;
-pub use engine::{BackwardOptions, GradOptions, backward, backward_with, grad, grad_with};
+pub use engine::{
+    BackwardOptions, GradOptions, backward, backward_with, grad, grad_with, is_retaining_graph,
+};
 pub use error::{AutogradError, BackendError};
 pub use forward::{
     DualLevel, Level, UnpackedDual, dual_level, is_forward_ad_enabled, make_dual, unpack_dual,

@@ -601,3 +601,33 @@ fn formulas_see_whether_the_graph_is_retained() {
     assert_eq!(*seen.lock().unwrap(), vec![true, false]);
     assert!(!is_retaining_graph());
 }
+
+/// Records what `is_retaining_graph()` says while it runs.
+struct SeesRetain(std::sync::Arc<std::sync::Mutex<Vec<bool>>>);
+impl Node<TT> for SeesRetain {
+    fn name(&self) -> &str {
+        "SeesRetainBackward"
+    }
+    fn apply(&mut self, grads: VariableList<TT>) -> Result<VariableList<TT>, AutogradError> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(autograd_runtime::is_retaining_graph());
+        Ok(variable_list![grads[0].clone()])
+    }
+}
+
+#[test]
+fn a_hand_written_node_learns_whether_the_graph_is_retained() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let ([y], _) = record(SeesRetain(seen.clone()), &[Some(&x)], [x.data()]);
+    let s = sum(&y);
+    s.backward_with(None, Some(true), false).unwrap();
+    s.backward_with(None, None, false).unwrap();
+    assert_eq!(*seen.lock().unwrap(), [true, false]);
+    assert!(
+        !autograd_runtime::is_retaining_graph(),
+        "false outside backward"
+    );
+}
