@@ -39,7 +39,9 @@ fn expand(c: &mut Criterion) {
             quote::quote!(yaml = #lit)
         };
         // The expansion must succeed (an error would make the benchmark meaningless).
-        let out = autograd_codegen::emit::expand_macro(input.clone()).to_string();
+        // Files go where the macro itself writes them: its OUT_DIR (benches get it too).
+        let dir = std::path::Path::new(env!("OUT_DIR"));
+        let out = autograd_codegen::emit::expand_macro(input.clone(), Some(dir), None).to_string();
         assert!(
             !out.contains("compile_error"),
             "{}",
@@ -48,9 +50,11 @@ fn expand(c: &mut Criterion) {
         group.throughput(Throughput::Elements(n as u64));
         group.bench_with_input(BenchmarkId::from_parameter(n), &input, |b, input| {
             b.iter(|| {
-                black_box(autograd_codegen::emit::expand_macro(black_box(
-                    input.clone(),
-                )))
+                black_box(autograd_codegen::emit::expand_macro(
+                    black_box(input.clone()),
+                    Some(dir),
+                    None,
+                ))
             })
         });
     }

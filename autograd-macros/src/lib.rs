@@ -11,5 +11,12 @@ use proc_macro::TokenStream;
 /// what is generated.
 #[proc_macro]
 pub fn autograd_ops(input: TokenStream) -> TokenStream {
-    autograd_codegen::emit::expand_macro(input.into()).into()
+    // This crate's build directory (it has a build script for it): inside the target
+    // directory, removed by `cargo clean`, one per version of the macro.
+    let out_dir = std::path::Path::new(env!("OUT_DIR"));
+    // The invoking file's folder: relative paths not found under CARGO_MANIFEST_DIR are
+    // looked up there.
+    let file = proc_macro::Span::call_site().local_file();
+    let caller = file.as_deref().and_then(std::path::Path::parent);
+    autograd_codegen::emit::expand_macro(input.into(), Some(out_dir), caller).into()
 }

@@ -3,7 +3,8 @@
 
 mod helpers {}
 
-// (trybuild compiles this in target/tests/trybuild/autograd: the path is relative to it.)
+// (trybuild compiles this elsewhere: a path not found under its CARGO_MANIFEST_DIR is
+// looked up beside this file.)
 autograd::autograd_ops!(
     yaml = r#"
 - name: exp(Tensor self) -> Tensor
@@ -11,7 +12,7 @@ autograd::autograd_ops!(
 - name: twice(Tensor self) -> Tensor
   self: grad
 "#,
-    native = "../../../../tests/ui/composite_with_entry.native.yaml",
+    native = "composite_with_entry.native.yaml",
     helpers = crate::helpers
 );
 

@@ -1,12 +1,13 @@
 //! A CompositeExplicitAutograd function's default kernel lives in the helpers module.
 
-// (trybuild compiles this in target/tests/trybuild/autograd: the path is relative to it.)
+// (trybuild compiles this elsewhere: a path not found under its CARGO_MANIFEST_DIR is
+// looked up beside this file.)
 autograd::autograd_ops!(
     yaml = r#"
 - name: exp(Tensor self) -> Tensor
   self: grad
 "#,
-    native = "../../../../tests/ui/decomposition_without_helpers.native.yaml"
+    native = "decomposition_without_helpers.native.yaml"
 );
 
 fn main() {}

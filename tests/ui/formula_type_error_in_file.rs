@@ -1,6 +1,7 @@
 // The formula's error points at a line that names `formula_type_error_in_file.yaml:4`.
 
-// (trybuild compiles this in target/tests/trybuild/autograd: the path is relative to it.)
-autograd::autograd_ops!("../../../../tests/ui/formula_type_error_in_file.yaml");
+// (trybuild compiles this elsewhere: a path not found under its CARGO_MANIFEST_DIR is
+// looked up beside this file.)
+autograd::autograd_ops!("formula_type_error_in_file.yaml");
 
 fn main() {}

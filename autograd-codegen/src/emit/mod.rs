@@ -35,7 +35,7 @@ pub use args::MacroArgs;
 pub use names::{op_fn_name, rust_name};
 
 use crate::analysis::{Analysis, AnalysisOptions, PropertyRules};
-use crate::api::{Sources, analyze_into, read_file};
+use crate::api::{Sources, analyze_into};
 use crate::diagnostics::{Ctxt, Diagnostic, Diagnostics, Location};
 use crate::model::schema::{BaseTy, SchemaKind};
 use crate::translate::CppFormulas;
@@ -82,6 +82,10 @@ pub struct Config {
     /// With `cpp`: the C++ header declaring the helpers the formulas call (`header =
     /// "functions.h"`, PyTorch's `FunctionsManual.h` or a part of it).
     pub header: Option<PathBuf>,
+    /// The folder of the source file that invokes the macro: a relative path not found
+    /// under `base_dir` is looked up there (so a test compiled elsewhere, as trybuild's
+    /// are, can name the files beside it).
+    pub caller_dir: Option<PathBuf>,
 }
 
 impl Config {
@@ -101,25 +105,38 @@ impl Config {
             error_from: None,
             cpp: false,
             header: None,
+            caller_dir: None,
         }
     }
 
+    /// A path as given: absolute, or relative to [`Config::base_dir`]; when no such file
+    /// exists there, relative to [`Config::caller_dir`] if it exists there.
     fn resolve(&self, p: &Path) -> PathBuf {
         if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            self.base_dir.join(p)
+            return p.to_path_buf();
         }
+        let at_base = self.base_dir.join(p);
+        match &self.caller_dir {
+            Some(dir) if !at_base.exists() && dir.join(p).exists() => dir.join(p),
+            _ => at_base,
+        }
+    }
+
+    /// The file at `p` (see [`Config::resolve`]), named `p` in messages.
+    fn read(&self, p: &Path) -> Result<(String, String), Diagnostics> {
+        std::fs::read_to_string(self.resolve(p))
+            .map(|t| (p.display().to_string(), t))
+            .map_err(|e| crate::api::unreadable(p, &e))
     }
 
     /// The input files, read (paths relative to [`Config::base_dir`]).
     pub fn sources(&self) -> Result<Sources, Diagnostics> {
         let derivatives = match &self.derivatives_text {
             Some(t) => Ok((self.derivatives.display().to_string(), t.clone())),
-            None => read_file(&self.base_dir, &self.derivatives),
+            None => self.read(&self.derivatives),
         };
-        let native = self.native.as_ref().map(|n| read_file(&self.base_dir, n));
-        let header = self.header.as_ref().map(|h| read_file(&self.base_dir, h));
+        let native = self.native.as_ref().map(|n| self.read(n));
+        let header = self.header.as_ref().map(|h| self.read(h));
         match (derivatives, native.transpose(), header.transpose()) {
             (Ok(derivatives), Ok(native), Ok(header)) => Ok(Sources {
                 native,
@@ -502,17 +519,23 @@ pub fn compile_errors(d: &Diagnostics) -> TokenStream {
 /// The whole macro: parse the arguments, read the files relative to `CARGO_MANIFEST_DIR`,
 /// generate; errors become `compile_error!`s.
 ///
-/// The code is written to a file (named by a hash of its text, under
-/// `$OUT_DIR/autograd-ops` when the crate has a build script, else the system's temporary
-/// folder) and `include!`d: rustc's errors inside a formula then point at a line of real
-/// code that names the formula's `derivatives.yaml:LINE`. Where no file can be written, the
-/// tokens are returned directly.
-pub fn expand_macro(input: TokenStream) -> TokenStream {
+/// The code is written to a file (named by a hash of its text, under `autograd-ops/` of the
+/// calling crate's `OUT_DIR` when it has a build script, else of `own_out_dir`: the macro
+/// crate's own `OUT_DIR`, inside the same target directory; never a shared folder) and
+/// `include!`d: rustc's errors inside a formula then point at a line of real code that names
+/// the formula's `derivatives.yaml:LINE`. Where no file can be written, the tokens are
+/// returned directly.
+pub fn expand_macro(
+    input: TokenStream,
+    own_out_dir: Option<&Path>,
+    caller_dir: Option<&Path>,
+) -> TokenStream {
     let args: MacroArgs = match syn::parse2(input) {
         Ok(a) => a,
         Err(e) => return e.to_compile_error(),
     };
-    let config = macro_config(args);
+    let mut config = macro_config(args);
+    config.caller_dir = caller_dir.map(Path::to_path_buf);
     // Formulas are tokenized with proc-macro2's own lexer (faster, and its spans know byte
     // offsets into the formula).
     proc_macro2::fallback::force();
@@ -527,7 +550,7 @@ pub fn expand_macro(input: TokenStream) -> TokenStream {
         Err(d) => return compile_errors(&d),
     };
     let track = tracking(&config);
-    match write_generated(&text) {
+    match write_generated(&text, own_out_dir) {
         Some(path) => {
             let p = path.display().to_string();
             quote!(#track include!(#p);)
@@ -563,11 +586,12 @@ fn macro_config(args: MacroArgs) -> Config {
 }
 
 /// Write `text` to a file named by its hash (once; concurrent builds write the same bytes
-/// through a rename); `None` when that fails.
-fn write_generated(text: &str) -> Option<PathBuf> {
+/// through a rename) under the calling crate's `OUT_DIR`, else `fallback`; `None` when there
+/// is neither or writing fails.
+fn write_generated(text: &str, fallback: Option<&Path>) -> Option<PathBuf> {
     let dir = std::env::var_os("OUT_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir)
+        .or_else(|| fallback.map(Path::to_path_buf))?
         .join("autograd-ops");
     // FNV-1a: the same name for the same text on every toolchain and machine.
     let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
