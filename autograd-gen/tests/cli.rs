@@ -37,7 +37,8 @@ const DERIVATIVES: &str = "\
 /// A fresh directory under the system's temporary directory.
 fn temp_dir() -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
+    // The target directory's scratch space for tests, not the system's temporary folder.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "autograd-gen-test-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)

@@ -69,6 +69,9 @@ pub struct Config {
     pub track_files: bool,
     /// The derivatives YAML itself, instead of reading `derivatives` (inline YAML in the macro).
     pub derivatives_text: Option<String>,
+    /// The native_functions.yaml text itself, instead of reading `native` (which then only
+    /// names it in messages).
+    pub native_text: Option<String>,
     /// Rust types for value schema types (`("Scalar", f32)`), instead of the defaults.
     pub type_overrides: Vec<(String, syn::Type)>,
     /// Kernels return `Result<_, Self::Error>`; wrappers return `Result`.
@@ -100,6 +103,7 @@ impl Config {
             krate: syn::parse_quote!(::autograd),
             track_files: true,
             derivatives_text: None,
+            native_text: None,
             type_overrides: Vec::new(),
             fallible: false,
             error_from: None,
@@ -135,7 +139,10 @@ impl Config {
             Some(t) => Ok((self.derivatives.display().to_string(), t.clone())),
             None => self.read(&self.derivatives),
         };
-        let native = self.native.as_ref().map(|n| self.read(n));
+        let native = self.native.as_ref().map(|n| match &self.native_text {
+            Some(t) => Ok((n.display().to_string(), t.clone())),
+            None => self.read(n),
+        });
         let header = self.header.as_ref().map(|h| self.read(h));
         match (derivatives, native.transpose(), header.transpose()) {
             (Ok(derivatives), Ok(native), Ok(header)) => Ok(Sources {
@@ -388,7 +395,9 @@ fn tracking(config: &Config) -> TokenStream {
     if config.derivatives_text.is_none() {
         files.push(config.resolve(&config.derivatives));
     }
-    files.extend(config.native.iter().map(|n| config.resolve(n)));
+    if config.native_text.is_none() {
+        files.extend(config.native.iter().map(|n| config.resolve(n)));
+    }
     files.extend(config.header.iter().map(|h| config.resolve(h)));
     let incs = files.iter().map(|f| {
         let s = f.display().to_string();

@@ -197,14 +197,12 @@ fn views_follow_their_base_and_in_place_ops_write_through() {
     assert!(code.contains("__ag::inplace_on_view("), "{code}");
 }
 
-/// A config over inline derivatives and a native file written to the temp dir.
-fn config_with_native(yaml: &str, native: &str, tag: &str) -> Config {
-    let dir = std::env::temp_dir().join(format!("autograd-emit-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("native_functions.yaml");
-    std::fs::write(&path, native).unwrap();
+/// A config over inline derivatives and inline native functions (named
+/// `native_functions.yaml` in messages).
+fn config_with_native(yaml: &str, native: &str, _tag: &str) -> Config {
     let mut c = config(yaml);
-    c.native = Some(path);
+    c.native = Some("native_functions.yaml".into());
+    c.native_text = Some(native.to_string());
     c
 }
 

@@ -225,7 +225,8 @@ fn out_variants_raise_pytorchs_error() {
 fn a_function_without_a_forward_formula_raises_pytorchs_error() {
     // ndtensor's YAML with `sin`'s forward formula removed: the generated wrapper refuses a
     // tangent with PyTorch's message (the toy crate's tests run that wrapper).
-    let dir = std::env::temp_dir().join(format!("ndtensor-no-fw-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ndtensor-no-fw-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let src = concat!(env!("CARGO_MANIFEST_DIR"), "/../../opset");
     let yaml = std::fs::read_to_string(format!("{src}/derivatives.yaml")).unwrap();
