@@ -248,25 +248,32 @@ pub fn dual_level() -> DualLevel {
 }
 
 /// Hides `level` until the guard drops: its tangents are invisible to the ops that run
-/// meanwhile (a forward formula computing that level's tangent).
-pub(crate) struct Hidden(Level);
+/// meanwhile (a forward formula computing that level's tangent). Dropping it restores the
+/// state the level had before, so guards nest: an inner guard of a level an outer one
+/// hides leaves it hidden.
+pub(crate) struct Hidden {
+    level: Level,
+    was_hidden: bool,
+}
 
 impl Hidden {
     pub(crate) fn new(level: Level) -> Self {
-        LEVELS.with(|l| set_hidden(&mut l.borrow_mut(), level, true));
-        Hidden(level)
+        let was_hidden = LEVELS.with(|l| set_hidden(&mut l.borrow_mut(), level, true));
+        Hidden { level, was_hidden }
     }
 }
 
-fn set_hidden(l: &mut [(Level, bool)], level: Level, hidden: bool) {
-    if let Some(x) = l.iter_mut().find(|x| x.0 == level) {
-        x.1 = hidden;
+/// Sets whether `level` is hidden; returns whether it was.
+fn set_hidden(l: &mut [(Level, bool)], level: Level, hidden: bool) -> bool {
+    match l.iter_mut().find(|x| x.0 == level) {
+        Some(x) => std::mem::replace(&mut x.1, hidden),
+        None => false,
     }
 }
 
 impl Drop for Hidden {
     fn drop(&mut self) {
-        LEVELS.with(|l| set_hidden(&mut l.borrow_mut(), self.0, false));
+        LEVELS.with(|l| set_hidden(&mut l.borrow_mut(), self.level, self.was_hidden));
     }
 }
 
@@ -613,5 +620,28 @@ pub(crate) fn restore<T: Tensor>(v: &Variable<T>, ts: &Snapshot<T>) {
         if is_live(*l) {
             v.set_own_tangent(*l, t.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod hidden_tests {
+    use super::*;
+
+    #[test]
+    fn nested_guards_restore_the_state_before_them() {
+        let level = enter_dual_level();
+        {
+            let _outer = Hidden::new(level);
+            {
+                let _inner = Hidden::new(level);
+                assert!(!is_visible(level));
+            }
+            assert!(
+                !is_visible(level),
+                "the inner guard must not unhide the outer's level"
+            );
+        }
+        assert!(is_visible(level));
+        exit_dual_level(level).unwrap();
     }
 }
