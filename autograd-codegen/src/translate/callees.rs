@@ -8,7 +8,7 @@ use super::types::{Ty, from_schema};
 use crate::analysis::cpp::cpp_arguments;
 use crate::emit::names::op_fn_name;
 use crate::model::native::{NativeFunction, Variant};
-use crate::model::schema::{Argument, Type};
+use crate::model::schema::Argument;
 use std::collections::HashMap;
 
 /// One C++ parameter of a callee.
@@ -192,16 +192,16 @@ pub fn rust_default(arg: &Argument, d: &str) -> String {
         (_, Ty::Opt(inner)) if matches!(**inner, Ty::Float | Ty::Scalar) && !d.contains('.') => {
             format!("Some({d}.0)")
         }
+        (_, Ty::Opt(inner)) if matches!(**inner, Ty::Str) => format!("Some({})", rust_str(d)),
         (_, Ty::Opt(_)) => format!("Some({d})"),
-        (_, Ty::Str) => format!("\"{}\"", d.trim_matches(['\'', '"'])),
+        (_, Ty::Str) => rust_str(d),
         _ => d.to_string(),
     }
-    .replace(['\'', '\''], "\"")
 }
 
-/// The schema type of a formula variable named after an argument.
-pub fn arg_ty(t: &Type) -> Ty {
-    from_schema(t)
+/// A schema string literal (`'none'`, `"mean"`) as a Rust one.
+fn rust_str(d: &str) -> String {
+    format!("\"{}\"", d.trim_matches(['\'', '"']))
 }
 
 #[cfg(test)]
@@ -221,6 +221,7 @@ mod tests {
         assert_eq!(d("int reduction=Mean"), "1");
         assert_eq!(d("str approximate='none'"), "\"none\"");
         assert_eq!(d("ScalarType? dtype=None"), "None");
+        assert_eq!(d("str? rounding_mode='trunc'"), "Some(\"trunc\")");
         assert_eq!(d("float eps=1e-05"), "1e-05");
     }
 }

@@ -23,7 +23,7 @@ use crate::diagnostics::{Ctxt, Diagnostics, Location};
 use crate::model::autogen::add_generated_native_functions;
 use crate::model::derivatives::{DerivativeEntry, FormulaEntry, parse_derivatives};
 use crate::model::native::{NativeFunction, parse_native_functions};
-use crate::model::schema::{FunctionSchema, Type};
+use crate::model::schema::FunctionSchema;
 use callees::Callees;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -43,17 +43,6 @@ pub struct Translation {
     pub loc: Location,
     /// The Rust formula, or where in the formula (byte offset) and why it cannot be lowered.
     pub rust: Result<String, LowerError>,
-}
-
-impl Translation {
-    /// The location of the error, when there is one: the formula's line, the column moved
-    /// by the error's offset.
-    pub fn error_location(&self) -> Option<Location> {
-        let e = self.rust.as_ref().err()?;
-        let mut loc = self.loc.clone();
-        loc.column += e.offset;
-        Some(loc)
-    }
 }
 
 /// The variables a formula of `schema` sees, for a backward formula or (`forward`) a forward
@@ -264,11 +253,6 @@ pub fn translate_sources(
     let decls = header_decls(&cpp, &mut cx);
     let callees = Callees::new(&fns, &decls);
     cx.check(translate_entries(&entries, &callees, fallible))
-}
-
-/// Is `t` a tensor type of the schema language?
-pub fn is_tensor_type(t: &Type) -> bool {
-    from_schema(t).is_tensor()
 }
 
 #[cfg(test)]
