@@ -57,7 +57,7 @@ impl<T> Ce<T> for candle_core::Result<T> {
 }
 
 fn w(t: Tensor) -> CandleTensor {
-    CandleTensor { t }
+    CandleTensor::new(t)
 }
 
 fn cpu() -> candle_core::Device {

@@ -30,6 +30,13 @@ impl autograd::runtime::Tensor for CandleTensor {
     fn zeros_like(&self) -> Self {
         CandleTensor::new(self.t.zeros_like().expect("zeros_like"))
     }
+    /// Of this tensor's float dtype, `F64` for an integer or boolean one: PyTorch's ZeroTensor
+    /// arithmetic gives a result the other operand's values (or a ZeroTensor), so a float
+    /// one leaves no integer or boolean arithmetic (`sub` of a boolean) to refuse.
+    fn zero_tensor_like(&self) -> Self {
+        let d = self.t.dtype();
+        CandleTensor::zero_tensor(self.shape(), if d.is_float() { d } else { DType::F64 })
+    }
     fn add(&self, other: &Self) -> Self {
         CandleTensor::new(
             self.t
