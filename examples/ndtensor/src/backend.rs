@@ -17,9 +17,9 @@ use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::error::{Error, check};
 use autograd_opset::meta;
 use autograd_opset::shape::{
-    broadcast_shape, check_gather_shapes, check_index_add, check_layer_norm, check_mm,
-    check_nonempty_reduction, check_weight, expanded_shape, infer_shape, new_shape, norm_dim,
-    out_of_bounds, reduce_axes,
+    broadcast_shape, cat_skips, check_gather_shapes, check_index_add, check_index_select_0d,
+    check_layer_norm, check_mm, check_nonempty_reduction, check_weight, expanded_shape,
+    infer_shape, new_shape, norm_dim, out_of_bounds, reduce_axes,
 };
 use ndarray::{Array, ArrayView, Axis, CowArray, Dimension, IxDyn, Slice, Zip};
 
@@ -760,18 +760,28 @@ impl<E: Element> NdTensor<E> {
         region.assign(&src);
         Ok(wrap(out))
     }
+    /// Contiguous (row-major) as PyTorch's, so that a `view` of it works whatever the axis;
+    /// PyTorch's legacy empty inputs (shape `[0]`) are skipped.
     fn cat(tensors: &[Self], dim: i64) -> R<Self> {
         let ax = meta::cat(&shapes(tensors), dim)?;
-        let views: Vec<_> = tensors.iter().map(|t| t.arr().view()).collect();
+        let views: Vec<_> = tensors
+            .iter()
+            .filter(|t| !cat_skips(t.shape()))
+            .map(|t| t.arr().view())
+            .collect();
+        if views.is_empty() {
+            return Ok(NdTensor::zeros(&[0]));
+        }
         ndarray::concatenate(Axis(ax), &views)
-            .map(wrap)
+            .map(|a| wrap(a.as_standard_layout().into_owned()))
             .map_err(|e| Error::runtime(format!("cat: {e}")))
     }
+    /// Contiguous (row-major) as PyTorch's.
     fn stack(tensors: &[Self], dim: i64) -> R<Self> {
         let ax = meta::stack(&shapes(tensors), dim)?;
         let views: Vec<_> = tensors.iter().map(|t| t.arr().view()).collect();
         ndarray::stack(Axis(ax), &views)
-            .map(wrap)
+            .map(|a| wrap(a.as_standard_layout().into_owned()))
             .map_err(|e| Error::runtime(format!("stack: {e}")))
     }
     fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> R<Self> {
@@ -821,6 +831,7 @@ impl<E: Element> NdTensor<E> {
                 "index_select(): Index is supposed to be a vector",
             ));
         }
+        check_index_select_0d(self_.shape(), index.len())?;
         let n = axis_len(self_, ax);
         let idx = index
             .iter()
@@ -835,6 +846,14 @@ impl<E: Element> NdTensor<E> {
         let ax = norm_dim(dim, self_.ndim())?;
         check_index_add(self_.shape(), ax, index.shape(), source.shape())?;
         let a = E::of(alpha);
+        if self_.ndim() == 0 {
+            // One element: the source's (0-d, checked) for each index, which must be 0.
+            for ix in index.iter() {
+                index_below(*ix, 1, |_| Error::index("index out of range in self"))?;
+            }
+            let n = E::of(index.len() as f64);
+            return Ok(NdTensor::scalar(self_.item() + a * n * source.item()));
+        }
         let mut out = self_.arr().to_owned();
         for (i, ix) in index.iter().enumerate() {
             let j = index_below(*ix, axis_len(self_, ax), |_| {

@@ -434,8 +434,12 @@ pub fn cat_tensors_backward<T: Backend>(
     sizes
         .iter()
         .map(|s| {
-            // PyTorch's legacy empty inputs (shape `[0]`) take no part of the gradient.
-            let n = if s.len() == 1 && s[0] == 0 { 0 } else { s[ax] };
+            // PyTorch's legacy empty inputs (shape `[0]`), which `cat` skips, get an empty
+            // gradient of their own shape.
+            if s.as_slice() == [0] {
+                return new_zeros(grad, &[0], None, None, None, None);
+            }
+            let n = s[ax];
             let piece = slice_tensor(grad, ax as i64, Some(at), Some(at + n), 1);
             at += n;
             piece
