@@ -91,6 +91,16 @@ pub trait Tensor: Clone + Send + Sync + 'static {
         let _ = dtype;
         None
     }
+    /// `other`'s elements where `mask` (ones and zeros, all three of this shape and dtype) is
+    /// nonzero, this tensor's elsewhere (PyTorch's `where(mask, other, self)`). The runtime
+    /// writes an in-place change of one of several views returned by one op (`unbind`,
+    /// `split`, `chunk`, which have no inverse of their own) into their base with it, where
+    /// nothing records (forward mode, no grad). `None` (the default) when not provided: such
+    /// a write is then refused.
+    fn select_where(&self, mask: &Self, other: &Self) -> Option<Self> {
+        let _ = (mask, other);
+        None
+    }
     /// Type name used in messages, like PyTorch's `torch.FloatTensor`.
     /// Defaults to `Tensor<dtype>`.
     fn type_name(&self) -> String {

@@ -2482,6 +2482,28 @@ def multi_view_programs(S):
             p.op("exp_", self=parts[0])
             p.out(y)
             S.append(p)
+        # Without grad mode the write goes through whatever requires grad.
+        p = scen(f"multi_output_views/no_grad/{name}", "multi_output_views")
+        x, z = p.inp([2, 3]), p.inp([])
+        y = p.op("mul.Scalar", self=x, other=1.0)
+        p.special("set_grad_enabled", enabled=False)
+        parts = f(p, y)
+        p.op("mul_.Tensor", self=parts[1], other=z)
+        p.special("set_grad_enabled", enabled=True)
+        p.out(p.op("mul.Tensor", self=y, other=x))
+        S.append(p)
+    # A view of one of several views, in forward mode, and in a jvp inside a jvp.
+    for mode in ("jvp", "jvp_jvp"):
+        p = scen(f"multi_output_views/{mode}/view_of_unbind", "multi_output_views")
+        p.mode = mode
+        x, z = p.inp([2, 3], rg=mode == "jvp_jvp"), p.inp([2], rg=mode == "jvp_jvp")
+        if mode == "jvp":
+            p.inputs[0]["dual"] = p.inputs[1]["dual"] = True
+        y = p.op("mul.Scalar", self=x, other=1.0)
+        row = p.op("unbind.int", nout=3, self=y, dim=1)[2]
+        p.op("mul_.Tensor", self=p.op("slice.Tensor", self=row, dim=0, start=0, end=2, step=1), other=z)
+        p.out(p.op("sin", self=y))
+        S.append(p)
 
 
 def edge_programs():

@@ -24,6 +24,11 @@ impl autograd::runtime::Tensor for CandleTensor {
     fn is_differentiable(&self) -> bool {
         self.t.dtype().is_float()
     }
+    /// The op set's `where` over this backend's kernels.
+    fn select_where(&self, mask: &Self, other: &Self) -> Option<Self> {
+        let m = autograd_opset::ops::raw::ne_scalar(mask, 0.0).ok()?;
+        autograd_opset::ops::raw::where_self(&m, other, self).ok()
+    }
     fn ones_like(&self) -> Self {
         CandleTensor::new(self.t.ones_like().expect("ones_like"))
     }

@@ -436,6 +436,11 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
     fn is_differentiable(&self) -> bool {
         matches!(self.data, Data::Float(_))
     }
+    /// The op set's `where` over this backend's kernels.
+    fn select_where(&self, mask: &Self, other: &Self) -> Option<Self> {
+        let m = autograd_opset::ops::raw::ne_scalar(mask, 0.0).ok()?;
+        autograd_opset::ops::raw::where_self(&m, other, self).ok()
+    }
     fn type_name(&self) -> String {
         format!("NdTensor<{}>", self.dtype())
     }
