@@ -446,7 +446,8 @@ fn a_jvp_inside_backward() {
     let raw = tanh(&xd.detach()).unwrap().data();
     let ([y], _) = autograd::runtime::record(TanhByJvp(xd.clone()), &[Some(&xd)], [raw]);
     let l = sum(&mul_tensor(&y, &w).unwrap(), None).unwrap();
-    let g = autograd::runtime::grad(&[l], &[x.clone()], &[None], None, true, false).unwrap();
+    let g = autograd::runtime::grad(&[l], std::slice::from_ref(&x), &[None], None, true, false)
+        .unwrap();
     let g = g[0].clone().unwrap();
     assert_eq!(vals(&g), got, "the same gradient under a live level");
     drop(outer);
