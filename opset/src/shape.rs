@@ -283,6 +283,32 @@ pub fn check_nonempty_reduction(name: &str, axis: Option<usize>, shape: &[usize]
     }
 }
 
+/// `amax`'s checks: PyTorch's message for an empty input reduced over all its dims (`dim`
+/// empty), else [`check_nonempty_reduction`] per reduced axis.
+pub fn check_amax(dim: &[i64], axes: &[usize], shape: &[usize]) -> R<()> {
+    if dim.is_empty() && shape.contains(&0) {
+        return Err(Error::index(
+            "amax(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
+        ));
+    }
+    for ax in axes {
+        check_nonempty_reduction("amax", Some(*ax), shape)?;
+    }
+    Ok(())
+}
+
+/// `nll_loss_forward`'s check of a 1-D target beside a 1-D input (one sample, one target;
+/// PyTorch raises a `ValueError`, reported here as a runtime error with its message).
+pub fn check_nll_1d_target(input: &[usize], target: &[usize]) -> R<()> {
+    if input.len() == 1 && target.len() == 1 && target[0] != 1 {
+        return Err(Error::runtime(format!(
+            "For 1D input, 1D target must have size 1, but got target size: {}",
+            target[0]
+        )));
+    }
+    Ok(())
+}
+
 /// `index_add`'s checks: a vector of indices, one per slice of `source` along `ax`, and
 /// `source` shaped like `self` elsewhere.
 pub fn check_index_add(self_: &[usize], ax: usize, index: &[usize], source: &[usize]) -> R<()> {
@@ -388,6 +414,11 @@ pub fn check_layer_norm(
     bias: Option<&[usize]>,
 ) -> R<()> {
     let k = normalized_shape.len();
+    check(k > 0, || {
+        format!(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = {normalized_shape:?}"
+        )
+    })?;
     let matches =
         |s: &[usize]| s.len() == k && s.iter().zip(normalized_shape).all(|(a, b)| *a as i64 == *b);
     check(

@@ -2514,9 +2514,182 @@ def edge_programs():
     return S
 
 
+# ----------------------------------------------------------------------------- the sweep
+
+SWEEP_SHAPES = {"0d": [], "empty": [0], "one": [1], "empty_2d": [2, 0]}
+PARTNER = [2, 1]
+
+
+class Args:
+    """The tensor arguments of one sweep program: position ``i`` gets the swept shape when it
+    is the swept position (or every position is), ``PARTNER`` otherwise."""
+
+    def __init__(self, p, shape, pos):
+        self.p, self.shape, self.pos = p, shape, pos
+
+    def shape_at(self, i):
+        return self.shape if self.pos in ("all", i) else PARTNER
+
+    def t(self, i, kind="t"):
+        return self.p.inp(self.shape_at(i), kind)
+
+    def int(self, i, hi=1):
+        s = self.shape_at(i)
+        return self.p.inp(s, f"idx{hi}", data=[0] * math.prod(s))
+
+    def bool(self, i):
+        return self.p.inp(self.shape_at(i), "bool")
+
+
+def nd(a):
+    return len(a.shape_at(0))
+
+
+class NoOutputs(Exception):
+    """The op returns no tensors for this shape: nothing to compare."""
+
+
+def n_outputs(op, shape, **kw):
+    try:
+        n = len(aten(op)(torch.zeros(shape), **kw))
+    except Exception:  # noqa: BLE001 - the program records PyTorch's error
+        return 1
+    if n == 0:
+        raise NoOutputs
+    return n
+
+
+UNARY_SWEEP = {
+    "neg": {}, "exp": {}, "abs": {}, "sign": {}, "sin": {}, "cos": {}, "erf": {}, "tanh": {}, "sigmoid": {},
+    "relu": {}, "clone": {"memory_format": None}, "leaky_relu": {"negative_slope": 0.1},
+    "gelu": {"approximate": "tanh"}, "clamp": {"min": -0.5, "max": 0.5}, "pow.Tensor_Scalar": {"exponent": 2.0},
+    "add.Scalar": {"other": 1.5, "alpha": 2.0}, "sub.Scalar": {"other": 1.5, "alpha": 1.0},
+    "mul.Scalar": {"other": 2.0}, "div.Scalar": {"other": 2.0}, "eq.Scalar": {"other": 0.5},
+    "ne.Scalar": {"other": 0.5}, "gt.Scalar": {"other": 0.0}, "lt.Scalar": {"other": 0.0},
+    "ge.Scalar": {"other": 0.0}, "le.Scalar": {"other": 0.0}, "argmax": {"dim": None, "keepdim": False},
+    "zeros_like": {"dtype": None, "layout": None, "device": None, "pin_memory": None, "memory_format": None},
+    "new_zeros": {"size": [2], "dtype": None, "layout": None, "device": None, "pin_memory": None},
+    "sum": {"dtype": None}, "mean": {"dtype": None},
+    "sum.dim_IntList": {"dim": [0], "keepdim": False, "dtype": None},
+    "mean.dim": {"dim": [-1], "keepdim": True, "dtype": None}, "amax": {"dim": [], "keepdim": False},
+    "softmax.int": {"dim": -1, "dtype": None}, "log_softmax.int": {"dim": 0, "dtype": None},
+    "logsumexp": {"dim": [0], "keepdim": False}, "t": {}, "transpose.int": {"dim0": 0, "dim1": -1},
+    "reshape": {"shape": [-1]}, "view": {"size": [-1]}, "squeeze": {}, "squeeze.dim": {"dim": 0},
+    "squeeze.dims": {"dim": [0]}, "unsqueeze": {"dim": 0},
+    "slice.Tensor": {"dim": 0, "start": 0, "end": 1, "step": 1}, "narrow": {"dim": 0, "start": 0, "length": 0},
+    "diagonal": {"offset": 0, "dim1": 0, "dim2": -1}, "select.int": {"dim": 0, "index": 0},
+}
+POSITIVE = {"log": {}, "sqrt": {}, "rsqrt": {}}
+
+
+def sweep_calls():
+    """``op -> build(p, a)``: one call of every operator of the op set (out= and in-place
+    forms apart) with its tensor arguments from ``a`` (:class:`Args`)."""
+    calls = {op: (lambda kw, op=op: lambda p, a: p.op(op, self=a.t(0), **kw))(kw) for op, kw in UNARY_SWEEP.items()}
+    calls.update({op: (lambda op=op: lambda p, a: p.op(op, self=a.t(0, "pos")))() for op in POSITIVE})
+    bin_ = {"add.Tensor": {"alpha": 2.0}, "sub.Tensor": {"alpha": 1.0}, "mul.Tensor": {}, "maximum": {},
+            "eq.Tensor": {}, "gt.Tensor": {}, "lt.Tensor": {}}
+    calls.update({op: (lambda op=op, kw=kw: lambda p, a: p.op(op, self=a.t(0), other=a.t(1), **kw))()
+                  for op, kw in bin_.items()})
+    calls.update({
+        "div.Tensor": lambda p, a: p.op("div.Tensor", self=a.t(0), other=a.t(1, "pos")),
+        "pow.Tensor_Tensor": lambda p, a: p.op("pow.Tensor_Tensor", self=a.t(0, "pos"), exponent=a.t(1)),
+        "tanh_backward": lambda p, a: p.op("tanh_backward", grad_output=a.t(0), output=a.t(1)),
+        "threshold_backward": lambda p, a: p.op("threshold_backward", grad_output=a.t(0), self=a.t(1), threshold=0.0),
+        "mse_loss": lambda p, a: p.op("mse_loss", self=a.t(0), target=a.t(1), reduction=1),
+        "where.self": lambda p, a: p.op("where.self", condition=a.bool(0), self=a.t(1), other=a.t(2)),
+        "mm": lambda p, a: p.op("mm", self=a.t(0), mat2=a.t(1)),
+        "bmm": lambda p, a: p.op("bmm", self=a.t(0), mat2=a.t(1)),
+        "matmul": lambda p, a: p.op("matmul", self=a.t(0), other=a.t(1)),
+        "cat": lambda p, a: p.op("cat", tensors=[a.t(0), a.t(1)], dim=0),
+        "stack": lambda p, a: p.op("stack", tensors=[a.t(0), a.t(1)], dim=0),
+        "permute": lambda p, a: p.op("permute", self=a.t(0), dims=list(reversed(range(nd(a))))),
+        "expand": lambda p, a: p.op("expand", self=a.t(0), size=[2] + a.shape_at(0), implicit=False),
+        "max.dim": lambda p, a: p.op("max.dim", nout=2, self=a.t(0), dim=0, keepdim=False),
+        "split.Tensor": lambda p, a: p.op("split.Tensor", nout=n_outputs("split.Tensor", a.shape_at(0), split_size=1),
+                                          self=a.t(0), split_size=1, dim=0),
+        "chunk": lambda p, a: p.op("chunk", nout=n_outputs("chunk", a.shape_at(0), chunks=2), self=a.t(0), chunks=2,
+                                   dim=0),
+        "unbind.int": lambda p, a: p.op("unbind.int", nout=n_outputs("unbind.int", a.shape_at(0)), self=a.t(0), dim=0),
+        "index_select": lambda p, a: p.op("index_select", self=a.t(0), dim=0, index=a.int(1)),
+        "gather": lambda p, a: p.op("gather", self=a.t(0), dim=0, index=a.int(1), sparse_grad=False),
+        "scatter_add": lambda p, a: p.op("scatter_add", self=a.t(0), dim=0, index=a.int(1), src=a.t(2)),
+        "index_add": lambda p, a: p.op("index_add", self=a.t(0), dim=0, index=a.int(1), source=a.t(2), alpha=1.0),
+        "embedding": lambda p, a: p.op("embedding", weight=p.inp([3, 2]), indices=a.int(0, 3), padding_idx=-1,
+                                       scale_grad_by_freq=False, sparse=False),
+        "native_dropout": lambda p, a: p.op("native_dropout", nout=2, input=a.t(0), p=0.0, train=True),
+        "native_dropout_backward": lambda p, a: p.op("native_dropout_backward", grad_output=a.t(0), mask=a.bool(1),
+                                                     scale=2.0),
+        "layer_norm": lambda p, a: p.op("layer_norm", input=a.t(0), normalized_shape=a.shape_at(0)[-1:], weight=None,
+                                        bias=None, eps=1e-5, cudnn_enable=True),
+        "nll_loss": lambda p, a: p.op("nll_loss", self=a.t(0), target=a.int(1), weight=None, reduction=1,
+                                      ignore_index=-100),
+        "cross_entropy_loss": lambda p, a: p.op("cross_entropy_loss", self=a.t(0), target=a.int(1), weight=None,
+                                                reduction=1, ignore_index=-100, label_smoothing=0.0),
+        "diagonal_backward": lambda p, a: p.op("diagonal_backward", grad_output=a.t(0), input_sizes=[2, 2], offset=0,
+                                               dim1=0, dim2=1),
+        "slice_backward": lambda p, a: p.op("slice_backward", grad_output=a.t(0), input_sizes=[2], dim=0, start=0,
+                                            end=1, step=1),
+    })
+    return calls
+
+
+# (Not mse_loss: with a target that broadcasts PyTorch's gradient is wrong, a documented
+# difference: shape_errors/mse_loss_mismatch_broadcast.)
+SWEEP_BINARY = {"add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "pow.Tensor_Tensor",
+                "eq.Tensor", "gt.Tensor", "lt.Tensor", "tanh_backward", "threshold_backward", "where.self", "cat", "stack", "mm", "matmul", "index_select", "gather", "index_add"}
+# Ops whose programs also run in forward mode (jvp): the elementwise and view ops.
+SWEEP_JVP = {"exp", "log", "sqrt", "tanh", "mul.Tensor", "div.Tensor", "add.Tensor", "pow.Tensor_Tensor", "where.self",
+             "cat", "stack", "sum.dim_IntList", "mean.dim", "softmax.int", "logsumexp", "amax", "reshape", "expand",
+             "select.int", "unbind.int", "gather", "index_select", "layer_norm", "mm", "matmul", "max.dim"}
+
+
+def sweep_programs():
+    """Every operator of the op set with 0-d, empty and size-1 tensors (``SWEEP_SHAPES``) in
+    every tensor position (all at once, and one at a time beside a ``[2, 1]`` partner for
+    the ops of ``SWEEP_BINARY``), and the in-place forms on such tensors: PyTorch's values,
+    gradients (jvps for ``SWEEP_JVP``) or errors."""
+    progs, calls = [], sweep_calls()
+    for op, build in sorted(calls.items()):
+        for sname, shape in SWEEP_SHAPES.items():
+            positions = ["all"] + ([0, 1] if op in SWEEP_BINARY else [])
+            for pos in positions:
+                for mode in ("grad", "jvp") if op in SWEEP_JVP else ("grad",):
+                    p = scen(f"sweep/{mode}/{op}/{sname}/{pos}", "sweep")
+                    p.mode = mode
+                    try:
+                        build(p, Args(p, shape, pos))
+                    except NoOutputs:
+                        continue
+                    progs.append(p)
+    return progs + sweep_inplace_programs()
+
+
+def sweep_inplace_programs():
+    """The in-place forms on a 0-d, empty and size-1 copy: ``y = x * 1; op_(y, ...)``."""
+    ops = {"add_.Tensor": {"alpha": 2.0}, "sub_.Tensor": {"alpha": 1.0}, "mul_.Tensor": {}, "div_.Tensor": {},
+           "add_.Scalar": {"other": 1.0, "alpha": 1.0}, "sub_.Scalar": {"other": 1.0, "alpha": 1.0},
+           "mul_.Scalar": {"other": 2.0}, "div_.Scalar": {"other": 2.0}, "neg_": {}, "exp_": {}, "log_": {},
+           "sqrt_": {}, "abs_": {}, "sin_": {}, "tanh_": {}, "sigmoid_": {}, "relu_": {},
+           "leaky_relu_": {"negative_slope": 0.1}, "gelu_": {"approximate": "none"}, "clamp_": {"min": 0.0, "max": 0.5},
+           "pow_.Scalar": {"exponent": 2.0}, "zero_": {}, "fill_.Scalar": {"value": 1.5}}
+    progs = []
+    for op, kw in ops.items():
+        for sname, shape in SWEEP_SHAPES.items():
+            p = scen(f"sweep/inplace/{op}/{sname}", "sweep")
+            y = p.op("mul.Scalar", self=p.inp(shape, "pos"), other=1.0)
+            args = dict(kw)
+            if op.endswith(".Tensor"):
+                args["other"] = p.inp(shape, "pos")
+            p.op(op, self=y, **args)
+            p.out(y)
+            progs.append(p)
+    return progs
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
-             + nested_programs() + absent_tangent_programs() + edge_programs())
+             + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs())
     names = set()
     by_cat = {}
     for p in progs:

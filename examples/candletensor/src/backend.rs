@@ -22,9 +22,10 @@ use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::error::{Error, check};
 use autograd_opset::meta;
 use autograd_opset::shape::{
-    broadcast_shape, cat_skips, check_gather_shapes, check_index_add, check_index_select_0d,
-    check_layer_norm, check_mm, check_nonempty_reduction, check_weight, expanded_shape,
-    infer_shape, new_shape, norm_dim, out_of_bounds, reduce_axes,
+    broadcast_shape, cat_skips, check_amax, check_gather_shapes, check_index_add,
+    check_index_select_0d, check_layer_norm, check_mm, check_nll_1d_target,
+    check_nonempty_reduction, check_weight, expanded_shape, infer_shape, new_shape, norm_dim,
+    out_of_bounds, reduce_axes,
 };
 use candle_core::{DType, Tensor};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -276,6 +277,7 @@ fn check_nll(
     check(target.rank() <= 1, || {
         "0D or 1D target tensor expected, multi-target not supported".into()
     })?;
+    check_nll_1d_target(input_shape, target.dims())?;
     let batch = if input_shape.len() == 2 {
         input_shape[0]
     } else {
@@ -653,9 +655,7 @@ impl CandleTensor {
     fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
         let t = &self_.t;
         let axes = reduce_axes(Some(dim), t.rank())?;
-        for ax in &axes {
-            check_nonempty_reduction("amax", Some(*ax), t.dims())?;
-        }
+        check_amax(dim, &axes, t.dims())?;
         if axes.is_empty() {
             return Ok(self_.clone());
         }

@@ -17,9 +17,10 @@ use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::error::{Error, check};
 use autograd_opset::meta;
 use autograd_opset::shape::{
-    broadcast_shape, cat_skips, check_gather_shapes, check_index_add, check_index_select_0d,
-    check_layer_norm, check_mm, check_nonempty_reduction, check_weight, expanded_shape,
-    infer_shape, new_shape, norm_dim, out_of_bounds, reduce_axes,
+    broadcast_shape, cat_skips, check_amax, check_gather_shapes, check_index_add,
+    check_index_select_0d, check_layer_norm, check_mm, check_nll_1d_target,
+    check_nonempty_reduction, check_weight, expanded_shape, infer_shape, new_shape, norm_dim,
+    out_of_bounds, reduce_axes,
 };
 use ndarray::{Array, ArrayView, Axis, CowArray, Dimension, IxDyn, Slice, Zip};
 
@@ -286,6 +287,7 @@ fn check_nll<E: Element>(
     check(target.ndim() <= 1, || {
         "0D or 1D target tensor expected, multi-target not supported".into()
     })?;
+    check_nll_1d_target(input_shape, target.shape())?;
     let batch = if input_shape.len() == 2 {
         input_shape[0]
     } else {
@@ -644,9 +646,7 @@ impl<E: Element> NdTensor<E> {
     }
     fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
         let axes = reduce_axes(Some(dim), self_.ndim())?;
-        for ax in &axes {
-            check_nonempty_reduction("amax", Some(*ax), self_.shape())?;
-        }
+        check_amax(dim, &axes, self_.shape())?;
         // NaN propagates, as in PyTorch (`f64::max` would drop it).
         Ok(wrap(fold_axes(
             self_.arr(),
