@@ -297,6 +297,17 @@ pub fn check_amax(dim: &[i64], axes: &[usize], shape: &[usize]) -> R<()> {
     Ok(())
 }
 
+/// `nll_loss_backward`'s first checks (PyTorch's meta function): a 1-D or 2-D input and a
+/// 0-D or 1-D target.
+pub fn check_nll_dims(input: &[usize], target: &[usize]) -> R<()> {
+    check(!input.is_empty() && input.len() <= 2, || {
+        "input tensor should be 1D or 2D".into()
+    })?;
+    check(target.len() <= 1, || {
+        "0D or 1D target tensor expected, multi-target not supported".into()
+    })
+}
+
 /// `nll_loss_forward`'s check of a 1-D target beside a 1-D input (one sample, one target;
 /// PyTorch raises a `ValueError`, reported here as a runtime error with its message).
 pub fn check_nll_1d_target(input: &[usize], target: &[usize]) -> R<()> {

@@ -2530,8 +2530,8 @@ class Args:
     def shape_at(self, i):
         return self.shape if self.pos in ("all", i) else PARTNER
 
-    def t(self, i, kind="t"):
-        return self.p.inp(self.shape_at(i), kind)
+    def t(self, i, kind="t", rg=True):
+        return self.p.inp(self.shape_at(i), kind, rg=rg)
 
     def int(self, i, hi=1):
         s = self.shape_at(i)
@@ -2626,6 +2626,11 @@ def sweep_calls():
                                       ignore_index=-100),
         "cross_entropy_loss": lambda p, a: p.op("cross_entropy_loss", self=a.t(0), target=a.int(1), weight=None,
                                                 reduction=1, ignore_index=-100, label_smoothing=0.0),
+        "nll_loss_forward": lambda p, a: p.op("nll_loss_forward", nout=2, self=a.t(0), target=a.int(1), weight=None,
+                                              reduction=1, ignore_index=-100),
+        "nll_loss_backward": lambda p, a: p.op("nll_loss_backward", grad_output=p.inp([]), self=a.t(0),
+                                               target=a.int(1), weight=None, reduction=1, ignore_index=-100,
+                                               total_weight=p.inp([], rg=False, data=[1.0])),
         "diagonal_backward": lambda p, a: p.op("diagonal_backward", grad_output=a.t(0), input_sizes=[2, 2], offset=0,
                                                dim1=0, dim2=1),
         "slice_backward": lambda p, a: p.op("slice_backward", grad_output=a.t(0), input_sizes=[2], dim=0, start=0,
@@ -2638,6 +2643,8 @@ def sweep_calls():
 # difference: shape_errors/mse_loss_mismatch_broadcast.)
 SWEEP_BINARY = {"add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "pow.Tensor_Tensor",
                 "eq.Tensor", "gt.Tensor", "lt.Tensor", "tanh_backward", "threshold_backward", "where.self", "cat", "stack", "mm", "matmul", "index_select", "gather", "index_add"}
+# PyTorch 2.15 crashes (a segmentation fault) on these.
+SWEEP_CRASHES = {("nll_loss_backward", "empty")}
 # Ops whose programs also run in forward mode (jvp): the elementwise and view ops.
 SWEEP_JVP = {"exp", "log", "sqrt", "tanh", "mul.Tensor", "div.Tensor", "add.Tensor", "pow.Tensor_Tensor", "where.self",
              "cat", "stack", "sum.dim_IntList", "mean.dim", "softmax.int", "logsumexp", "amax", "reshape", "expand",
@@ -2655,6 +2662,8 @@ def sweep_programs():
             positions = ["all"] + ([0, 1] if op in SWEEP_BINARY else [])
             for pos in positions:
                 for mode in ("grad", "jvp") if op in SWEEP_JVP else ("grad",):
+                    if (op, sname) in SWEEP_CRASHES:
+                        continue
                     p = scen(f"sweep/{mode}/{op}/{sname}/{pos}", "sweep")
                     p.mode = mode
                     try:
@@ -2662,7 +2671,34 @@ def sweep_programs():
                     except NoOutputs:
                         continue
                     progs.append(p)
-    return progs + sweep_inplace_programs()
+    return progs + sweep_inplace_programs() + sweep_out_programs()
+
+
+def sweep_out_programs():
+    """The out= forms on 0-d, empty and size-1 inputs (which do not require grad), into an
+    empty ``out`` that PyTorch resizes."""
+    o = lambda p: p.inp([0], rg=False, data=[])
+    calls = {
+        "add.out": lambda p, a: p.op("add.out", self=a.t(0, rg=False), other=a.t(1, rg=False), alpha=2.0, out=o(p)),
+        "sub.out": lambda p, a: p.op("sub.out", self=a.t(0, rg=False), other=a.t(1, rg=False), alpha=1.0, out=o(p)),
+        "mul.out": lambda p, a: p.op("mul.out", self=a.t(0, rg=False), other=a.t(1, rg=False), out=o(p)),
+        "div.out": lambda p, a: p.op("div.out", self=a.t(0, rg=False), other=a.t(1, "pos", rg=False), out=o(p)),
+        "neg.out": lambda p, a: p.op("neg.out", self=a.t(0, rg=False), out=o(p)),
+        "exp.out": lambda p, a: p.op("exp.out", self=a.t(0, rg=False), out=o(p)),
+        "tanh.out": lambda p, a: p.op("tanh.out", self=a.t(0, rg=False), out=o(p)),
+        "clamp.out": lambda p, a: p.op("clamp.out", self=a.t(0, rg=False), min=-0.5, max=0.5, out=o(p)),
+        "mm.out": lambda p, a: p.op("mm.out", self=a.t(0, rg=False), mat2=a.t(1, rg=False), out=o(p)),
+        "sum.IntList_out": lambda p, a: p.op("sum.IntList_out", self=a.t(0, rg=False), dim=[0], keepdim=False,
+                                             dtype=None, out=o(p)),
+        "cat.out": lambda p, a: p.op("cat.out", tensors=[a.t(0, rg=False), a.t(1, rg=False)], dim=0, out=o(p)),
+    }
+    progs = []
+    for op, build in calls.items():
+        for sname, shape in SWEEP_SHAPES.items():
+            p = scen(f"sweep/out/{op}/{sname}", "sweep")
+            build(p, Args(p, shape, "all"))
+            progs.append(p)
+    return progs
 
 
 def sweep_inplace_programs():

@@ -23,7 +23,7 @@ use autograd_opset::error::{Error, check};
 use autograd_opset::meta;
 use autograd_opset::shape::{
     broadcast_shape, cat_skips, check_amax, check_gather_shapes, check_index_add,
-    check_index_select_0d, check_layer_norm, check_mm, check_nll_1d_target,
+    check_index_select_0d, check_layer_norm, check_mm, check_nll_1d_target, check_nll_dims,
     check_nonempty_reduction, check_weight, expanded_shape, infer_shape, new_shape, norm_dim,
     out_of_bounds, reduce_axes,
 };
@@ -994,6 +994,7 @@ impl CandleTensor {
         ignore_index: i64,
         total_weight: &Self,
     ) -> R<Self> {
+        check_nll_dims(self_.t.dims(), target.t.dims())?;
         // candle's scatter_add of each row's gradient into its target class.
         let nd = self_.t.rank();
         let c = if nd == 0 { 1 } else { self_.shape()[nd - 1] };
