@@ -183,8 +183,6 @@ Tensor value_selecting_reduction_backward_symint(const Tensor& grad, int64_t dim
 Tensor index_select_backward_symint(const Tensor& grad, c10::SymIntArrayRef self_sizes, int64_t dim, const Tensor& index);
 Tensor gather_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad);
 Tensor embedding_backward_symint(const Tensor& grad, const Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx, bool scale_grad_by_freq, bool sparse);
-Tensor div_tensor_jvp(const Tensor& self_t, const Tensor& other_t, const Tensor& other_p, const Tensor& result);
-Tensor pow_tensor_tensor_jvp(const Tensor& self_t, const Tensor& exponent_t, const Tensor& self_p, const Tensor& exponent_p, const Tensor& result);
 Tensor softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim);
 Tensor log_softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim);
 std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input, c10::SymIntArrayRef normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, std::array<bool, 3> grad_input_mask);

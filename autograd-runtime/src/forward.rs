@@ -524,8 +524,9 @@ pub fn not_supported(op: &str, out_fn: bool) -> String {
     format!("Trying to use forward AD with {op} that does not support it {why}")
 }
 
-/// The tangent of `v` at `level` for a formula: zeros shaped like `v` when it has none
-/// (torchgen's `x_t`).
+/// The tangent of `v` at `level` for a formula; when it has none, zeros shaped like `v` that
+/// stand for the absent tangent ([`Tensor::zero_tensor_like`]: torchgen's `x_t`, PyTorch's
+/// `_efficientzerotensor`, whose arithmetic leaves its terms out).
 pub fn tangent_or_zeros<T: Tensor>(
     v: &Variable<T>,
     level: Level,
@@ -537,7 +538,7 @@ pub fn tangent_or_zeros<T: Tensor>(
     };
     Ok(match t {
         Some(t) => t,
-        None => Variable::from_data(v.with_data(T::zeros_like)),
+        None => Variable::from_data(v.with_data(T::zero_tensor_like)),
     })
 }
 

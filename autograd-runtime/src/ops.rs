@@ -74,6 +74,29 @@ pub fn clone<T: Tensor>(a: &Variable<T>) -> Variable<T> {
     out
 }
 
+/// PyTorch's message when the tensor library has no [`Tensor::select_where`].
+pub const ERR_NO_SELECT_WHERE: &str = "an in-place operation on one of several views returned by one op needs Tensor::select_where, which this tensor library does not provide";
+
+/// `b` where `mask` is nonzero, `a` elsewhere ([`Tensor::select_where`]), with tangents (the
+/// same selection of the inputs' tangents; `mask` is a constant). It records no history:
+/// the runtime calls it only where nothing records.
+pub fn select_where<T: Tensor>(
+    a: &Variable<T>,
+    mask: &Variable<T>,
+    b: &Variable<T>,
+) -> Result<Variable<T>, AutogradError> {
+    let m = mask.data();
+    let raw = a.with_data(|x| b.with_data(|y| x.select_where(&m, y)));
+    let out = Variable::from_data(raw.ok_or_else(|| AutogradError::msg(ERR_NO_SELECT_WHERE))?);
+    if crate::forward::is_forward_ad_enabled() {
+        crate::forward::propagate(&out, &[a, b], |level| {
+            let ta = crate::forward::tangent_or_zeros(a, level)?;
+            select_where(&ta, mask, &crate::forward::tangent_or_zeros(b, level)?)
+        })?;
+    }
+    Ok(out)
+}
+
 /// Backward of [`sum_to`]: the gradient broadcast back to the input's shape.
 #[derive(Debug, Clone)]
 pub struct SumToBackward0 {

@@ -42,6 +42,17 @@ pub trait Tensor: Clone + Send + Sync + 'static {
     fn ones_like(&self) -> Self;
     /// A tensor of zeros with this shape and dtype (materialised undefined gradients).
     fn zeros_like(&self) -> Self;
+    /// Zeros with this shape that stand for an absent tangent: what a forward formula reads
+    /// as `x_t` for an input without a tangent (PyTorch's `_efficientzerotensor`, a
+    /// ZeroTensor). A library with PyTorch's ZeroTensor arithmetic returns a tensor its
+    /// `add`, `sub`, `mul` and `div` kernels recognise, and leaves its terms out as PyTorch's
+    /// ZeroTensor kernels do (`zero * x` is a zero tensor even where `x` is infinite, `x /
+    /// zero` is `inf`, `zero + x` is `x`), so that `0 * inf` never turns a tangent into NaN;
+    /// its other kernels read it as zeros. The default is [`Tensor::zeros_like`] (`0 * inf`
+    /// is then NaN).
+    fn zero_tensor_like(&self) -> Self {
+        self.zeros_like()
+    }
     /// Elementwise sum of two tensors of the same shape (gradient accumulation).
     fn add(&self, other: &Self) -> Self;
     /// Whether any element is NaN (checked on backward outputs in anomaly mode).
@@ -78,6 +89,16 @@ pub trait Tensor: Clone + Send + Sync + 'static {
     /// a gradient is then refused with PyTorch's dtype error.
     fn to_dtype(&self, dtype: &'static str) -> Option<Self> {
         let _ = dtype;
+        None
+    }
+    /// `other`'s elements where `mask` (ones and zeros, all three of this shape and dtype) is
+    /// nonzero, this tensor's elsewhere (PyTorch's `where(mask, other, self)`). The runtime
+    /// writes an in-place change of one of several views returned by one op (`unbind`,
+    /// `split`, `chunk`, which have no inverse of their own) into their base with it, where
+    /// nothing records (forward mode, no grad). `None` (the default) when not provided: such
+    /// a write is then refused.
+    fn select_where(&self, mask: &Self, other: &Self) -> Option<Self> {
+        let _ = (mask, other);
         None
     }
     /// Type name used in messages, like PyTorch's `torch.FloatTensor`.

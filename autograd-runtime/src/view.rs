@@ -335,20 +335,31 @@ pub fn inplace_on_view<T: Tensor>(
     op: impl FnOnce(&Variable<T>) -> Result<(), AutogradError>,
 ) -> Result<Variable<T>, AutogradError> {
     check_inplace_view(view, requires_grad)?;
-    let Some(Parent { base, inverse, .. }) = parent(view) else {
+    let Some(Parent {
+        base,
+        inverse,
+        view_fn,
+        ..
+    }) = parent(view)
+    else {
         // A detached alias whose origin is gone: a tensor of its own.
         return inplace_on_alias(view, None, op);
     };
     if matches!(inverse, ViewInverse::DataAlias) {
         return inplace_on_alias(view, Some(&base), op);
     }
-    let ViewInverse::Scatter(scatter) = inverse else {
-        // Refused by the check whenever it matters; without grad the write is still lost.
-        return Err(AutogradError::msg(ERR_OVERLAP));
-    };
     let copy = crate::ops::clone(view);
-    op(&copy)?;
-    let new_base = scatter(&base, &copy)?;
+    let new_base = match inverse {
+        ViewInverse::Scatter(scatter) => {
+            op(&copy)?;
+            scatter(&base, &copy)?
+        }
+        ViewInverse::MultiOutput { .. } => {
+            op(&copy)?;
+            multi_output_scatter(&base, &view_fn, &copy)?
+        }
+        _ => return Err(AutogradError::msg(ERR_OVERLAP)),
+    };
     base.replace_with(&new_base);
     // The base may be a detached alias: its values are also its origin's.
     let bumped = match parent(&base) {
@@ -364,6 +375,40 @@ pub fn inplace_on_view<T: Tensor>(
         tangent_after_inplace(view, &base, &copy);
     }
     Ok(view.clone())
+}
+
+/// The inverse of one of several views returned by one op (`unbind`, `split`, `chunk`),
+/// which has none of its own, where nothing records (PyTorch refuses such writes where
+/// something would: [`check_inplace_view`]): the view's backward, the adjoint `f^T` of its
+/// view function `f`, puts a view-shaped value at the view's elements of zeros shaped like
+/// the base, so the new base is `f^T(new)` where `f^T(ones)` is one and the base elsewhere
+/// ([`crate::ops::select_where`]): values and tangents, no history.
+fn multi_output_scatter<T: Tensor>(
+    base: &Variable<T>,
+    view_fn: &ViewFn<T>,
+    new: &Variable<T>,
+) -> Result<Variable<T>, AutogradError> {
+    let ones = Variable::from_data(new.with_data(T::ones_like));
+    let mask = adjoint(base, view_fn, &ones)?;
+    let placed = adjoint(base, view_fn, new)?;
+    crate::ops::select_where(base, &mask, &placed)
+}
+
+/// `f^T(v)`: the backward of the view function `f` at `base`'s values with `v` as the
+/// view's gradient (differentiable, so it carries `v`'s tangents, under a live dual level).
+fn adjoint<T: Tensor>(
+    base: &Variable<T>,
+    view_fn: &ViewFn<T>,
+    v: &Variable<T>,
+) -> Result<Variable<T>, AutogradError> {
+    let _g = enable_grad();
+    let b = Variable::new(base.data(), true);
+    let y = view_fn(&b)?;
+    let fw = crate::forward::is_forward_ad_enabled();
+    let g = crate::engine::grad(&[y], &[b], &[Some(v.clone())], Some(false), fw, true)?;
+    let g = g.into_iter().next().flatten();
+    // An unused base (a view of no element) takes nothing.
+    Ok(g.unwrap_or_else(|| Variable::from_data(base.with_data(T::zeros_like))))
 }
 
 /// An in-place op on a detached alias: the alias takes the result (its own history), the

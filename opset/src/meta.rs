@@ -127,10 +127,11 @@ pub fn slice_backward(
     Ok((s, ax, range))
 }
 
-/// `cat`: the axis (the checks are [`check_cat`]'s).
+/// `cat`: the axis (the checks are [`check_cat`]'s). The kernel concatenates the inputs
+/// that [`cat_skips`](crate::shape::cat_skips) does not skip (PyTorch's legacy empty 1-d
+/// tensors); when it skips them all the result is one of them (shape `[0]`).
 pub fn cat(shapes: &[&[usize]], dim: i64) -> R<usize> {
-    check_cat(shapes, dim)?;
-    norm_dim(dim, shapes[0].len())
+    check_cat(shapes, dim)
 }
 
 /// `stack`: the new axis; every tensor must have the first one's shape.

@@ -214,25 +214,37 @@ pub fn out_of_bounds(v: i64, ax: usize, n: usize) -> Error {
     ))
 }
 
-/// `cat`'s checks on the inputs' shapes, in PyTorch's words.
-pub fn check_cat(shapes: &[&[usize]], dim: i64) -> R<()> {
-    let first = shapes
-        .first()
-        .ok_or_else(|| Error::runtime("torch.cat(): expected a non-empty list of Tensors"))?;
-    let nd = first.len();
+/// Whether `cat` skips an input of this shape: PyTorch's legacy empty tensor, 1-d with no
+/// elements (`cat_should_skip_tensor`), which may meet tensors of any shape.
+pub fn cat_skips(shape: &[usize]) -> bool {
+    shape == [0]
+}
+
+/// `cat`'s checks on the inputs' shapes, in PyTorch's words; the axis, wrapped against the
+/// first input `cat` does not skip ([`cat_skips`]; 0 when it skips them all, as PyTorch's
+/// `legacy_cat_wrap_dim`).
+pub fn check_cat(shapes: &[&[usize]], dim: i64) -> R<usize> {
+    check(!shapes.is_empty(), || {
+        "torch.cat(): expected a non-empty list of Tensors".into()
+    })?;
     for (i, s) in shapes.iter().enumerate() {
         check(!s.is_empty(), || {
             format!("zero-dimensional tensor (at position {i}) cannot be concatenated")
         })?;
+    }
+    let mut kept = shapes.iter().enumerate().filter(|(_, s)| !cat_skips(s));
+    let Some((_, first)) = kept.next() else {
+        return Ok(0);
+    };
+    let nd = first.len();
+    let ax = norm_dim(dim, nd)?;
+    for (i, s) in kept {
         check(s.len() == nd, || {
             format!(
                 "Tensors must have same number of dimensions: got {nd} and {}",
                 s.len()
             )
         })?;
-    }
-    let ax = norm_dim(dim, nd)?;
-    for (i, s) in shapes.iter().enumerate().skip(1) {
         for d in (0..nd).filter(|d| *d != ax) {
             check(s[d] == first[d], || {
                 format!(
@@ -242,7 +254,7 @@ pub fn check_cat(shapes: &[&[usize]], dim: i64) -> R<()> {
             })?;
         }
     }
-    Ok(())
+    Ok(ax)
 }
 
 /// A class weight (given by its shape) must hold one value per class.
@@ -271,6 +283,43 @@ pub fn check_nonempty_reduction(name: &str, axis: Option<usize>, shape: &[usize]
     }
 }
 
+/// `amax`'s checks: PyTorch's message for an empty input reduced over all its dims (`dim`
+/// empty), else [`check_nonempty_reduction`] per reduced axis.
+pub fn check_amax(dim: &[i64], axes: &[usize], shape: &[usize]) -> R<()> {
+    if dim.is_empty() && shape.contains(&0) {
+        return Err(Error::index(
+            "amax(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
+        ));
+    }
+    for ax in axes {
+        check_nonempty_reduction("amax", Some(*ax), shape)?;
+    }
+    Ok(())
+}
+
+/// `nll_loss_backward`'s first checks (PyTorch's meta function): a 1-D or 2-D input and a
+/// 0-D or 1-D target.
+pub fn check_nll_dims(input: &[usize], target: &[usize]) -> R<()> {
+    check(!input.is_empty() && input.len() <= 2, || {
+        "input tensor should be 1D or 2D".into()
+    })?;
+    check(target.len() <= 1, || {
+        "0D or 1D target tensor expected, multi-target not supported".into()
+    })
+}
+
+/// `nll_loss_forward`'s check of a 1-D target beside a 1-D input (one sample, one target;
+/// PyTorch raises a `ValueError`, reported here as a runtime error with its message).
+pub fn check_nll_1d_target(input: &[usize], target: &[usize]) -> R<()> {
+    if input.len() == 1 && target.len() == 1 && target[0] != 1 {
+        return Err(Error::runtime(format!(
+            "For 1D input, 1D target must have size 1, but got target size: {}",
+            target[0]
+        )));
+    }
+    Ok(())
+}
+
 /// `index_add`'s checks: a vector of indices, one per slice of `source` along `ax`, and
 /// `source` shaped like `self` elsewhere.
 pub fn check_index_add(self_: &[usize], ax: usize, index: &[usize], source: &[usize]) -> R<()> {
@@ -280,11 +329,14 @@ pub fn check_index_add(self_: &[usize], ax: usize, index: &[usize], source: &[us
             index.len()
         )));
     }
+    let count: usize = index.iter().product();
+    if self_.is_empty() || source.is_empty() {
+        return check_index_add_0d(self_, ax, count, source);
+    }
     check(source.len() == self_.len(), || {
         "index_add_(): Source and self must have the same number of dimensions".into()
     })?;
     let n = source.get(ax).copied().unwrap_or(1);
-    let count: usize = index.iter().product();
     check(count == n, || {
         format!(
             "index_add_(): Number of indices ({count}) should be equal to source.size(dim): ({n}), for dim: {ax}"
@@ -300,6 +352,29 @@ pub fn check_index_add(self_: &[usize], ax: usize, index: &[usize], source: &[us
     })
 }
 
+/// `index_select` of a 0-d tensor takes exactly one index (PyTorch's message otherwise).
+pub fn check_index_select_0d(self_: &[usize], count: usize) -> R<()> {
+    check(!self_.is_empty() || count == 1, || {
+        format!("index_select(): Index to scalar can have only 1 value, got {count} value(s)")
+    })
+}
+
+/// [`check_index_add`] with a 0-d `self` or `source`: PyTorch's `index_func_meta_impl`
+/// compares their shapes whole (`count` indices, one per element of a 0-d source).
+fn check_index_add_0d(self_: &[usize], ax: usize, count: usize, source: &[usize]) -> R<()> {
+    let n = source.get(ax).copied().unwrap_or(1);
+    check(count == n, || {
+        format!(
+            "index_add_(): Number of indices ({count}) should be equal to source.size(dim): ({n}), for dim: {ax}"
+        )
+    })?;
+    check(self_ == source, || {
+        format!(
+            "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = {self_:?} source.shape = {source:?}"
+        )
+    })
+}
+
 /// `gather` / `scatter_add`'s shape checks (PyTorch's `gather_shape_check` /
 /// `scatter_shape_check`); `src` is `scatter_add`'s.
 pub fn check_gather_shapes(
@@ -308,6 +383,11 @@ pub fn check_gather_shapes(
     index: &[usize],
     src: Option<&[usize]>,
 ) -> R<()> {
+    // PyTorch checks nothing about an empty index (`gather`'s and `scatter`'s meta functions
+    // return before `gather_shape_check`): the result is empty, or `self` unchanged.
+    if index.contains(&0) {
+        return Ok(());
+    }
     let nd = self_.len().max(1);
     let ind = index.len().max(1);
     let what = if src.is_some() { "self" } else { "input" };
@@ -345,6 +425,11 @@ pub fn check_layer_norm(
     bias: Option<&[usize]>,
 ) -> R<()> {
     let k = normalized_shape.len();
+    check(k > 0, || {
+        format!(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, but got normalized_shape = {normalized_shape:?}"
+        )
+    })?;
     let matches =
         |s: &[usize]| s.len() == k && s.iter().zip(normalized_shape).all(|(a, b)| *a as i64 == *b);
     check(

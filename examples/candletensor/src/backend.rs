@@ -22,7 +22,8 @@ use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::error::{Error, check};
 use autograd_opset::meta;
 use autograd_opset::shape::{
-    broadcast_shape, check_gather_shapes, check_index_add, check_layer_norm, check_mm,
+    broadcast_shape, cat_skips, check_amax, check_gather_shapes, check_index_add,
+    check_index_select_0d, check_layer_norm, check_mm, check_nll_1d_target, check_nll_dims,
     check_nonempty_reduction, check_weight, expanded_shape, infer_shape, new_shape, norm_dim,
     out_of_bounds, reduce_axes,
 };
@@ -57,7 +58,7 @@ impl<T> Ce<T> for candle_core::Result<T> {
 }
 
 fn w(t: Tensor) -> CandleTensor {
-    CandleTensor { t }
+    CandleTensor::new(t)
 }
 
 fn cpu() -> candle_core::Device {
@@ -276,6 +277,7 @@ fn check_nll(
     check(target.rank() <= 1, || {
         "0D or 1D target tensor expected, multi-target not supported".into()
     })?;
+    check_nll_1d_target(input_shape, target.dims())?;
     let batch = if input_shape.len() == 2 {
         input_shape[0]
     } else {
@@ -653,9 +655,7 @@ impl CandleTensor {
     fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
         let t = &self_.t;
         let axes = reduce_axes(Some(dim), t.rank())?;
-        for ax in &axes {
-            check_nonempty_reduction("amax", Some(*ax), t.dims())?;
-        }
+        check_amax(dim, &axes, t.dims())?;
         if axes.is_empty() {
             return Ok(self_.clone());
         }
@@ -786,10 +786,19 @@ impl CandleTensor {
         }
         Ok(w(zeros.index_add(&idx, &g, ax).ce()?))
     }
+    /// Contiguous as PyTorch's, so that a `view` of it works whatever the axis; PyTorch's
+    /// legacy empty inputs (shape `[0]`) are skipped.
     fn cat(tensors: &[Self], dim: i64) -> R<Self> {
         let ax = meta::cat(&shapes(tensors), dim)?;
-        let ts: Vec<&Tensor> = tensors.iter().map(|t| &t.t).collect();
-        Ok(w(Tensor::cat(&ts, ax).ce()?))
+        let ts: Vec<&Tensor> = tensors
+            .iter()
+            .filter(|t| !cat_skips(t.shape()))
+            .map(|t| &t.t)
+            .collect();
+        if ts.is_empty() {
+            return Ok(w(Tensor::zeros(0, tensors[0].t.dtype(), &cpu()).ce()?));
+        }
+        Ok(w(Tensor::cat(&ts, ax).ce()?.contiguous().ce()?))
     }
     fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
         // The two dims moved last and flattened, then candle's index_select.
@@ -854,6 +863,7 @@ impl CandleTensor {
                 "index_select(): Index is supposed to be a vector",
             ));
         }
+        check_index_select_0d(self_.t.dims(), index.t.elem_count())?;
         let n = axis_len(&self_.t, ax);
         let (idx, _) = indices(&promote(&index.t)?, n, in_self)?;
         if self_.t.rank() == 0 {
@@ -984,6 +994,7 @@ impl CandleTensor {
         ignore_index: i64,
         total_weight: &Self,
     ) -> R<Self> {
+        check_nll_dims(self_.t.dims(), target.t.dims())?;
         // candle's scatter_add of each row's gradient into its target class.
         let nd = self_.t.rank();
         let c = if nd == 0 { 1 } else { self_.shape()[nd - 1] };

@@ -24,11 +24,23 @@ impl autograd::runtime::Tensor for CandleTensor {
     fn is_differentiable(&self) -> bool {
         self.t.dtype().is_float()
     }
+    /// The op set's `where` over this backend's kernels.
+    fn select_where(&self, mask: &Self, other: &Self) -> Option<Self> {
+        let m = autograd_opset::ops::raw::ne_scalar(mask, 0.0).ok()?;
+        autograd_opset::ops::raw::where_self(&m, other, self).ok()
+    }
     fn ones_like(&self) -> Self {
         CandleTensor::new(self.t.ones_like().expect("ones_like"))
     }
     fn zeros_like(&self) -> Self {
         CandleTensor::new(self.t.zeros_like().expect("zeros_like"))
+    }
+    /// Of this tensor's float dtype, `F64` for an integer or boolean one: PyTorch's ZeroTensor
+    /// arithmetic gives a result the other operand's values (or a ZeroTensor), so a float
+    /// one leaves no integer or boolean arithmetic (`sub` of a boolean) to refuse.
+    fn zero_tensor_like(&self) -> Self {
+        let d = self.t.dtype();
+        CandleTensor::zero_tensor(self.shape(), if d.is_float() { d } else { DType::F64 })
     }
     fn add(&self, other: &Self) -> Self {
         CandleTensor::new(

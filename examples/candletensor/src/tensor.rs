@@ -13,12 +13,29 @@ use std::fmt;
 pub struct CandleTensor {
     /// candle's tensor.
     pub t: Tensor,
+    /// Whether this is a ZeroTensor ([`CandleTensor::zero_tensor`]).
+    zero: bool,
 }
 
 impl CandleTensor {
     /// Wraps a candle tensor.
     pub fn new(t: Tensor) -> Self {
-        CandleTensor { t }
+        CandleTensor { t, zero: false }
+    }
+
+    /// Zeros of `shape` and the float dtype `dtype` that stand for an absent tangent
+    /// (PyTorch's `_efficientzerotensor`): `add`, `sub`, `mul` and `div` leave their terms
+    /// out as PyTorch's ZeroTensor kernels do; the other kernels read them as zeros.
+    pub fn zero_tensor(shape: &[usize], dtype: DType) -> Self {
+        CandleTensor {
+            t: Tensor::zeros(shape, dtype, &Device::Cpu).expect("zeros"),
+            zero: true,
+        }
+    }
+
+    /// Whether this is a ZeroTensor ([`zero_tensor`](Self::zero_tensor)).
+    pub fn is_zero_tensor(&self) -> bool {
+        self.zero
     }
 
     /// Row-major `f64` values with a shape, on the CPU.
@@ -28,9 +45,9 @@ impl CandleTensor {
     /// assert_eq!(t.shape(), &[2, 2]);
     /// ```
     pub fn from_vec(v: Vec<f64>, shape: &[usize]) -> Self {
-        CandleTensor {
-            t: Tensor::from_vec(v, shape, &Device::Cpu).expect("values do not fit the shape"),
-        }
+        CandleTensor::new(
+            Tensor::from_vec(v, shape, &Device::Cpu).expect("values do not fit the shape"),
+        )
     }
 
     /// Row-major `i64` values with a shape: an `"i64"` tensor (candle's `I64`; indices, class
@@ -42,9 +59,9 @@ impl CandleTensor {
     /// assert_eq!(t.to_vec(), vec![2.0, 0.0, 1.0]);
     /// ```
     pub fn from_i64(v: Vec<i64>, shape: &[usize]) -> Self {
-        CandleTensor {
-            t: Tensor::from_vec(v, shape, &Device::Cpu).expect("values do not fit the shape"),
-        }
+        CandleTensor::new(
+            Tensor::from_vec(v, shape, &Device::Cpu).expect("values do not fit the shape"),
+        )
     }
 
     /// Row-major booleans with a shape: a `"bool"` tensor (candle's `U8` holding 0/1; masks,
@@ -57,9 +74,9 @@ impl CandleTensor {
     /// ```
     pub fn from_bool(v: Vec<bool>, shape: &[usize]) -> Self {
         let v: Vec<u8> = v.into_iter().map(u8::from).collect();
-        CandleTensor {
-            t: Tensor::from_vec(v, shape, &Device::Cpu).expect("values do not fit the shape"),
-        }
+        CandleTensor::new(
+            Tensor::from_vec(v, shape, &Device::Cpu).expect("values do not fit the shape"),
+        )
     }
 
     /// A 0-dimensional tensor.
@@ -69,16 +86,12 @@ impl CandleTensor {
 
     /// Zeros (`F64`).
     pub fn zeros(shape: &[usize]) -> Self {
-        CandleTensor {
-            t: Tensor::zeros(shape, DType::F64, &Device::Cpu).expect("zeros"),
-        }
+        CandleTensor::new(Tensor::zeros(shape, DType::F64, &Device::Cpu).expect("zeros"))
     }
 
     /// Ones (`F64`).
     pub fn ones(shape: &[usize]) -> Self {
-        CandleTensor {
-            t: Tensor::ones(shape, DType::F64, &Device::Cpu).expect("ones"),
-        }
+        CandleTensor::new(Tensor::ones(shape, DType::F64, &Device::Cpu).expect("ones"))
     }
 
     /// The dimensions.
@@ -126,7 +139,7 @@ impl CandleTensor {
             .and_then(|t| t.contiguous())
             .and_then(|t| t.permute(rev))
             .expect("a permutation");
-        CandleTensor { t }
+        CandleTensor::new(t)
     }
 
     /// The only element of a one-element tensor.

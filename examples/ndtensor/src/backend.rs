@@ -17,7 +17,8 @@ use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::error::{Error, check};
 use autograd_opset::meta;
 use autograd_opset::shape::{
-    broadcast_shape, check_gather_shapes, check_index_add, check_layer_norm, check_mm,
+    broadcast_shape, cat_skips, check_amax, check_gather_shapes, check_index_add,
+    check_index_select_0d, check_layer_norm, check_mm, check_nll_1d_target, check_nll_dims,
     check_nonempty_reduction, check_weight, expanded_shape, infer_shape, new_shape, norm_dim,
     out_of_bounds, reduce_axes,
 };
@@ -286,6 +287,7 @@ fn check_nll<E: Element>(
     check(target.ndim() <= 1, || {
         "0D or 1D target tensor expected, multi-target not supported".into()
     })?;
+    check_nll_1d_target(input_shape, target.shape())?;
     let batch = if input_shape.len() == 2 {
         input_shape[0]
     } else {
@@ -644,9 +646,7 @@ impl<E: Element> NdTensor<E> {
     }
     fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
         let axes = reduce_axes(Some(dim), self_.ndim())?;
-        for ax in &axes {
-            check_nonempty_reduction("amax", Some(*ax), self_.shape())?;
-        }
+        check_amax(dim, &axes, self_.shape())?;
         // NaN propagates, as in PyTorch (`f64::max` would drop it).
         Ok(wrap(fold_axes(
             self_.arr(),
@@ -760,18 +760,28 @@ impl<E: Element> NdTensor<E> {
         region.assign(&src);
         Ok(wrap(out))
     }
+    /// Contiguous (row-major) as PyTorch's, so that a `view` of it works whatever the axis;
+    /// PyTorch's legacy empty inputs (shape `[0]`) are skipped.
     fn cat(tensors: &[Self], dim: i64) -> R<Self> {
         let ax = meta::cat(&shapes(tensors), dim)?;
-        let views: Vec<_> = tensors.iter().map(|t| t.arr().view()).collect();
+        let views: Vec<_> = tensors
+            .iter()
+            .filter(|t| !cat_skips(t.shape()))
+            .map(|t| t.arr().view())
+            .collect();
+        if views.is_empty() {
+            return Ok(NdTensor::zeros(&[0]));
+        }
         ndarray::concatenate(Axis(ax), &views)
-            .map(wrap)
+            .map(|a| wrap(a.as_standard_layout().into_owned()))
             .map_err(|e| Error::runtime(format!("cat: {e}")))
     }
+    /// Contiguous (row-major) as PyTorch's.
     fn stack(tensors: &[Self], dim: i64) -> R<Self> {
         let ax = meta::stack(&shapes(tensors), dim)?;
         let views: Vec<_> = tensors.iter().map(|t| t.arr().view()).collect();
         ndarray::stack(Axis(ax), &views)
-            .map(wrap)
+            .map(|a| wrap(a.as_standard_layout().into_owned()))
             .map_err(|e| Error::runtime(format!("stack: {e}")))
     }
     fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> R<Self> {
@@ -821,6 +831,7 @@ impl<E: Element> NdTensor<E> {
                 "index_select(): Index is supposed to be a vector",
             ));
         }
+        check_index_select_0d(self_.shape(), index.len())?;
         let n = axis_len(self_, ax);
         let idx = index
             .iter()
@@ -835,6 +846,14 @@ impl<E: Element> NdTensor<E> {
         let ax = norm_dim(dim, self_.ndim())?;
         check_index_add(self_.shape(), ax, index.shape(), source.shape())?;
         let a = E::of(alpha);
+        if self_.ndim() == 0 {
+            // One element: the source's (0-d, checked) for each index, which must be 0.
+            for ix in index.iter() {
+                index_below(*ix, 1, |_| Error::index("index out of range in self"))?;
+            }
+            let n = E::of(index.len() as f64);
+            return Ok(NdTensor::scalar(self_.item() + a * n * source.item()));
+        }
         let mut out = self_.arr().to_owned();
         for (i, ix) in index.iter().enumerate() {
             let j = index_below(*ix, axis_len(self_, ax), |_| {
@@ -924,6 +943,7 @@ impl<E: Element> NdTensor<E> {
         ignore_index: i64,
         total_weight: &Self,
     ) -> R<Self> {
+        check_nll_dims(self_.shape(), target.shape())?;
         let rows = nll_rows(self_)?;
         let c = rows.shape()[1];
         check(target.len() == rows.shape()[0], || {

@@ -46,6 +46,9 @@ struct Inner<E: 'static> {
     /// about 170 instructions per result and a store-forwarding stall on the W1 benchmark).
     dims: Option<Dims>,
     owner: Owner<E>,
+    /// Whether the tensor is a ZeroTensor: zeros standing for an absent tangent
+    /// ([`FloatTensor::zero_tensor`]); views of one are ZeroTensors too, as in PyTorch.
+    zero: bool,
 }
 
 /// Up to this many dimensions are kept inline ([`Inner::dims`]).
@@ -141,6 +144,7 @@ impl<E: Element> FloatTensor<E> {
                 view: OnceLock::from(view),
                 dims: None,
                 owner: Owner::Buffer(buffer),
+                zero: false,
             }),
         }
     }
@@ -161,6 +165,7 @@ impl<E: Element> FloatTensor<E> {
                 view: OnceLock::new(),
                 dims: Some(Dims::of(shape, v.len())),
                 owner: Owner::Buffer(v),
+                zero: false,
             }),
         }
     }
@@ -207,6 +212,7 @@ impl<E: Element> FloatTensor<E> {
                 view: OnceLock::new(),
                 dims: Some(dims),
                 owner: Owner::Small(small),
+                zero: false,
             }),
         }
     }
@@ -274,8 +280,26 @@ impl<E: Element> FloatTensor<E> {
                 view: OnceLock::from(view),
                 dims: None,
                 owner: Owner::Base(root),
+                zero: self.inner.zero,
             }),
         })
+    }
+
+    /// Zeros of `shape` that stand for an absent tangent (PyTorch's `_efficientzerotensor`):
+    /// the arithmetic kernels leave their terms out (see `backend/dtype.rs`); every other
+    /// kernel reads them as zeros.
+    pub fn zero_tensor(shape: &[usize]) -> Self {
+        let z = Array::<E, _>::zeros(IxDyn(shape));
+        let mut t = FloatTensor::from_array(z);
+        if let Some(inner) = Arc::get_mut(&mut t.inner) {
+            inner.zero = true;
+        }
+        t
+    }
+
+    /// Whether this is a ZeroTensor ([`zero_tensor`](Self::zero_tensor)) or a view of one.
+    pub fn is_zero_tensor(&self) -> bool {
+        self.inner.zero
     }
 
     /// The dimensions.

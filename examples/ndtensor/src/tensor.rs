@@ -324,6 +324,19 @@ impl<E: Element> NdTensor<E> {
         v[0]
     }
 
+    /// Whether this is a ZeroTensor: the zeros a forward formula reads as the tangent of an
+    /// input without one (`autograd::runtime::Tensor::zero_tensor_like`, PyTorch's
+    /// `_efficientzerotensor`), or a view of them. `add`, `sub`, `mul` and `div` leave its
+    /// terms out as PyTorch's ZeroTensor kernels do; the other kernels read it as zeros.
+    pub fn is_zero_tensor(&self) -> bool {
+        matches!(&self.data, Data::Float(a) if a.is_zero_tensor())
+    }
+
+    /// Floating-point ZeroTensor zeros of `shape` ([`is_zero_tensor`](Self::is_zero_tensor)).
+    pub fn zero_tensor(shape: &[usize]) -> Self {
+        NdTensor::from_data(Data::Float(FloatTensor::zero_tensor(shape)))
+    }
+
     /// Whether the elements are laid out contiguously in row-major order.
     pub fn is_contiguous(&self) -> bool {
         match &self.data {
@@ -385,6 +398,13 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
             Data::Bool(_) => Data::bool(Array::from_elem(s, false).into_shared()),
         })
     }
+    /// Floating point whatever this tensor's dtype: PyTorch's ZeroTensor arithmetic gives
+    /// the result of `add`, `sub`, `mul` and `div` the other operand's dtype and values, or a
+    /// ZeroTensor, so a float one changes nothing but leaves no integer or boolean arithmetic
+    /// (`sub` of a boolean) to refuse.
+    fn zero_tensor_like(&self) -> Self {
+        NdTensor::zero_tensor(self.shape())
+    }
     /// Gradients are floating point; the runtime adds only tensors of one dtype and shape.
     fn add(&self, other: &Self) -> Self {
         match (&self.data, &other.data) {
@@ -415,6 +435,11 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
     }
     fn is_differentiable(&self) -> bool {
         matches!(self.data, Data::Float(_))
+    }
+    /// The op set's `where` over this backend's kernels.
+    fn select_where(&self, mask: &Self, other: &Self) -> Option<Self> {
+        let m = autograd_opset::ops::raw::ne_scalar(mask, 0.0).ok()?;
+        autograd_opset::ops::raw::where_self(&m, other, self).ok()
     }
     fn type_name(&self) -> String {
         format!("NdTensor<{}>", self.dtype())

@@ -396,3 +396,59 @@ fn check_forward_catches_a_wrong_tangent() {
     let panics = |_: &[Var]| -> Var { panic!("boom") };
     assert_eq!(run_check(&panics, &[v(&[1.0], &[1])]).unwrap_err(), "boom");
 }
+
+/// A hand-written node whose backward is a jvp: `tanh`'s gradient computed as the
+/// Jacobian-vector product of `tanh` along the incoming gradient (its Jacobian is diagonal).
+struct TanhByJvp(Var);
+
+impl autograd::runtime::Node<NdTensor> for TanhByJvp {
+    fn name(&self) -> &str {
+        "TanhByJvpBackward"
+    }
+    fn apply(
+        &mut self,
+        grads: autograd::runtime::VariableList<NdTensor>,
+    ) -> Result<autograd::runtime::VariableList<NdTensor>, autograd::runtime::AutogradError> {
+        let g = grads[0].clone().expect("a gradient");
+        let x = Var::from_data(self.0.data());
+        let (_, t) = autograd::functional::jvp(|p| tanh(&p[0]), &[x], &[g])?;
+        Ok(autograd::runtime::variable_list![Some(t)])
+    }
+}
+
+#[test]
+fn a_jvp_inside_backward() {
+    // PyTorch 2.15: an autograd.Function whose backward returns
+    // torch.func.jvp(torch.tanh, (x,), (g,))[1], at x = [0.3, -1.2, 2.0], with
+    // L = sum(F(x) * [0.5, -1.0, 2.0]), gives x.grad below.
+    let pytorch = [
+        0.4575684809133146,
+        -0.30501999620740905,
+        0.14130164970632886,
+    ];
+    let x = Var::new(NdTensor::from_vec(vec![0.3, -1.2, 2.0], &[3]), true);
+    let raw = tanh(&x.detach()).unwrap().data();
+    let ([y], _) = autograd::runtime::record(TanhByJvp(x.clone()), &[Some(&x)], [raw]);
+    let w = Var::from_data(NdTensor::from_vec(vec![0.5, -1.0, 2.0], &[3]));
+    sum(&mul_tensor(&y, &w).unwrap(), None)
+        .unwrap()
+        .backward()
+        .unwrap();
+    let got = x.grad().unwrap().data().to_vec();
+    for (a, b) in got.iter().zip(pytorch) {
+        assert!((a - b).abs() < 1e-12, "{got:?} vs PyTorch {pytorch:?}");
+    }
+    // The same backward while a level is live (a backward pass inside a jvp, as in forward
+    // over reverse): the node's jvp enters a level inside it and exits it again.
+    let outer = dual_level();
+    let v = Var::from_data(NdTensor::from_vec(vec![1.0, 2.0, -1.0], &[3]));
+    let xd = make_dual(&x, &v).unwrap();
+    let raw = tanh(&xd.detach()).unwrap().data();
+    let ([y], _) = autograd::runtime::record(TanhByJvp(xd.clone()), &[Some(&xd)], [raw]);
+    let l = sum(&mul_tensor(&y, &w).unwrap(), None).unwrap();
+    let g = autograd::runtime::grad(&[l], std::slice::from_ref(&x), &[None], None, true, false)
+        .unwrap();
+    let g = g[0].clone().unwrap();
+    assert_eq!(vals(&g), got, "the same gradient under a live level");
+    drop(outer);
+}

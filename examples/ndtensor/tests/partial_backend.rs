@@ -30,6 +30,9 @@ impl autograd::runtime::Tensor for Part {
     fn zeros_like(&self) -> Self {
         Part(self.0.zeros_like())
     }
+    fn zero_tensor_like(&self) -> Self {
+        Part(self.0.zero_tensor_like())
+    }
     fn add(&self, other: &Self) -> Self {
         Part(autograd::runtime::Tensor::add(&self.0, &other.0))
     }

@@ -127,3 +127,19 @@ fn every_function_of_the_yaml_has_a_jvp_fixture_and_there_are_hvp_fixtures() {
     let hvp = all.iter().filter(|fx| fx["mode"] == "hvp").count();
     assert!(hvp >= 2, "{hvp} hvp fixtures");
 }
+
+#[test]
+fn every_function_of_the_yaml_is_in_the_sweep_of_0d_empty_and_size_1_inputs() {
+    let swept: BTreeSet<String> = fixtures()
+        .iter()
+        .filter(|fx| fx["category"] == "sweep")
+        .flat_map(|fx| fx["steps"].as_array().unwrap().iter())
+        .map(|s| s["op"].as_str().unwrap().to_string())
+        .collect();
+    let missing: Vec<String> = common::all_functions()
+        .into_iter()
+        .map(|(n, _)| n)
+        .filter(|n| !swept.contains(n))
+        .collect();
+    assert!(missing.is_empty(), "not in record.py's sweep: {missing:?}");
+}

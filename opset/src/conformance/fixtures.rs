@@ -164,9 +164,13 @@ fn replay_in<B: ConformanceTensor>(fx: &Value, st: &mut State<B>) -> R<()> {
     second_order(fx, &gs, &leaves)
 }
 
-/// A forward-mode fixture: dual inputs, the steps, then the output's tangent (`jvp`) or the
-/// tangents of its gradients (`hvp`, forward over reverse).
+/// A forward-mode fixture: dual inputs, the steps, then the output's tangent (`jvp`), the
+/// gradients of that tangent (`grad_of_jvp`, reverse over forward) or the tangents of the
+/// output's gradients (`hvp`, forward over reverse). `jvp_jvp` fixtures nest two levels.
 fn replay_forward<B: ConformanceTensor>(fx: &Value, st: &mut State<B>) -> R<()> {
+    if fx["mode"] == "jvp_jvp" {
+        return replay_jvp_jvp(fx, st);
+    }
     let _level = rt::dual_level();
     let tangents = fx["tangents"].as_array().ok_or("no tangents")?;
     let (mut leaves, mut duals) = (Vec::new(), 0);
@@ -176,8 +180,10 @@ fn replay_forward<B: ConformanceTensor>(fx: &Value, st: &mut State<B>) -> R<()> 
         if v.requires_grad() {
             leaves.push(v.clone());
         }
-        // Inputs that require grad are dual, and those marked `"dual": true`.
-        if v.requires_grad() || i.get("dual") == Some(&Value::Bool(true)) {
+        // Inputs that require grad are dual unless marked `"dual": false`, and those marked
+        // `"dual": true`.
+        let dual = i.get("dual").and_then(Value::as_bool);
+        if dual.unwrap_or(v.requires_grad()) {
             let t = constant(&tangents[duals], &shape);
             duals += 1;
             v = rt::make_dual(&v, &t).map_err(|e| e.to_string())?;
@@ -192,12 +198,15 @@ fn replay_forward<B: ConformanceTensor>(fx: &Value, st: &mut State<B>) -> R<()> 
     let out = st.env[fx["output"].as_str().unwrap()].clone();
     let u = rt::unpack_dual(&out).map_err(|e| e.to_string())?;
     close(&u.primal.data(), &expect["value"], "value")?;
-    let tangent_of = |v: &Variable<B>| -> R<B> {
-        let t = rt::unpack_dual(v).map_err(|e| e.to_string())?.tangent;
-        Ok(t.map_or_else(|| zeros::<B>(&v.shape()), |t| t.data()))
-    };
     if fx["mode"] == "jvp" {
-        return close(&tangent_of(&out)?, &expect["tangent"], "tangent");
+        return close(
+            &tangent_of(&out, None)?.data(),
+            &expect["tangent"],
+            "tangent",
+        );
+    }
+    if fx["mode"] == "grad_of_jvp" {
+        return grad_of_jvp(fx, &tangent_of(&out, None)?, &leaves);
     }
     let gs =
         rt::grad(&[out], &leaves, &[None], Some(true), true, true).map_err(|e| e.to_string())?;
@@ -208,12 +217,91 @@ fn replay_forward<B: ConformanceTensor>(fx: &Value, st: &mut State<B>) -> R<()> 
         .enumerate()
     {
         let hv = match g {
-            Some(g) => tangent_of(g)?,
+            Some(g) => tangent_of(g, None)?.data(),
             None => zeros::<B>(&x.shape()),
         };
         close(&hv, w, &format!("hvp of input {i}"))?;
     }
     Ok(())
+}
+
+/// The tangent of `v` at `level` (the innermost when `None`), zeros when it has none.
+fn tangent_of<B: ConformanceTensor>(v: &Variable<B>, level: Option<rt::Level>) -> R<Variable<B>> {
+    let u = match level {
+        Some(l) => rt::forward::unpack_dual_at(v, l),
+        None => rt::unpack_dual(v),
+    };
+    let t = u.map_err(|e| e.to_string())?.tangent;
+    Ok(t.unwrap_or_else(|| Variable::from_data(zeros::<B>(&v.shape()))))
+}
+
+/// Reverse over forward: the gradients of `sum(tangent * proj)` against `grads`.
+fn grad_of_jvp<B: ConformanceTensor>(
+    fx: &Value,
+    tangent: &Variable<B>,
+    leaves: &[Variable<B>],
+) -> R<()> {
+    let expect = &fx["expect"];
+    close(&tangent.data(), &expect["tangent"], "tangent")?;
+    let proj = constant(&fx["proj"], &tangent.shape());
+    let gs = guarded(|| {
+        let l = sum(&mul_tensor(tangent, &proj).map_err(es)?, None).map_err(es)?;
+        rt::grad(&[l], leaves, &[None], None, false, true).map_err(|e| e.to_string())
+    });
+    let gs = match (gs, expect.get("error")) {
+        (Err(e), Some(want)) => return check_error(&e, want, "backward"),
+        (Err(e), None) => return Err(format!("backward failed: {e}")),
+        (Ok(_), Some(_)) => {
+            return Err("PyTorch raised in the backward, the backend did not".into());
+        }
+        (Ok(g), None) => g,
+    };
+    let want = expect["grads"].as_array().ok_or("no grads")?;
+    for (i, ((g, x), w)) in gs.into_iter().zip(leaves).zip(want).enumerate() {
+        let g = g.map_or_else(|| zeros::<B>(&x.shape()), |g| g.data());
+        close(&g, w, &format!("grad of input {i}"))?;
+    }
+    Ok(())
+}
+
+/// A jvp inside a jvp: every input that requires grad gets the outer tangent (`tangents2`)
+/// at an outer level, then the inner one (`tangents`) at a level inside it; the output's
+/// inner tangent, its outer tangent and the outer tangent of its inner tangent are compared.
+fn replay_jvp_jvp<B: ConformanceTensor>(fx: &Value, st: &mut State<B>) -> R<()> {
+    let outer = rt::dual_level();
+    let inner = rt::dual_level();
+    let (t_in, t_out) = (&fx["tangents"], &fx["tangents2"]);
+    let mut k = 0;
+    for i in fx["inputs"].as_array().unwrap() {
+        let shape = shape_of(&i["shape"]);
+        let mut v = Variable::new(input(i)?, false);
+        if i["requires_grad"].as_bool() == Some(true) {
+            let dual = |v: &Variable<B>, t: &Value, l: rt::Level| {
+                rt::forward::make_dual_at(v, &constant(&t[k], &shape), l).map_err(|e| e.to_string())
+            };
+            v = dual(&v, t_out, outer.level())?;
+            v = dual(&v, t_in, inner.level())?;
+            k += 1;
+        }
+        st.env.insert(i["name"].as_str().unwrap().to_string(), v);
+    }
+    if let Some(done) = run_steps(fx, st)? {
+        return done;
+    }
+    drop(st.guard.take());
+    let expect = &fx["expect"];
+    let out = st.env[fx["output"].as_str().unwrap()].clone();
+    close(&out.data(), &expect["value"], "value")?;
+    let t1 = tangent_of(&out, Some(inner.level()))?;
+    close(&t1.data(), &expect["tangent"], "inner tangent")?;
+    let to = tangent_of(&out, Some(outer.level()))?;
+    close(&to.data(), &expect["tangent_outer"], "outer tangent")?;
+    let t2 = tangent_of(&t1, Some(outer.level()))?;
+    close(
+        &t2.data(),
+        &expect["tangent2"],
+        "outer tangent of the inner tangent",
+    )
 }
 
 /// The forward steps. `Some(result)` ends the fixture there (an expected forward error).

@@ -434,8 +434,12 @@ pub fn cat_tensors_backward<T: Backend>(
     sizes
         .iter()
         .map(|s| {
-            // PyTorch's legacy empty inputs (shape `[0]`) take no part of the gradient.
-            let n = if s.len() == 1 && s[0] == 0 { 0 } else { s[ax] };
+            // PyTorch's legacy empty inputs (shape `[0]`), which `cat` skips, get an empty
+            // gradient of their own shape.
+            if s.as_slice() == [0] {
+                return new_zeros(grad, &[0], None, None, None, None);
+            }
+            let n = s[ax];
             let piece = slice_tensor(grad, ax as i64, Some(at), Some(at + n), 1);
             at += n;
             piece
@@ -955,59 +959,5 @@ pub fn layer_norm_composite_jvp<T: Backend>(
     match bias_t {
         Some(b) => add_tensor(&result_t, b, 1.0),
         None => Ok(result_t),
-    }
-}
-
-// ---- Forward formulas with absent tangents. PyTorch gives an input without a tangent an
-// `_efficientzerotensor`, whose arithmetic leaves its terms out (no `0 * inf = nan`, no
-// arithmetic on a boolean zero). The op set's tangents of integer and boolean inputs do
-// not exist, and these helpers leave their terms out the same way.
-
-/// Whether `v`'s dtype carries tangents: an integer or boolean operand never has one.
-fn has_tangents<T: Backend>(v: &V<T>) -> bool {
-    v.with_data(|t| t.is_differentiable())
-}
-
-/// The tangent of `div.Tensor`, PyTorch's `(self_t - other_t * result) / other_p` with the
-/// term of an operand without tangents left out.
-pub fn div_tensor_jvp<T: Backend>(
-    self_t: &V<T>,
-    other_t: &V<T>,
-    other_p: &V<T>,
-    result: &V<T>,
-) -> Res<V<T>> {
-    let num = match (has_tangents(self_t), has_tangents(other_t)) {
-        (true, true) => sub_tensor(self_t, &mul_tensor(other_t, result)?, 1.0)?,
-        (true, false) => self_t.clone(),
-        (false, true) => neg(&mul_tensor(other_t, result)?)?,
-        (false, false) => return Ok(zeros_of(result)),
-    };
-    div_tensor(&num, other_p)
-}
-
-/// The tangent of `pow.Tensor_Tensor`, PyTorch's `pow_backward_self(self_t, ..) +
-/// pow_backward_exponent(exponent_t, ..)` with the term of an operand without tangents left
-/// out.
-pub fn pow_tensor_tensor_jvp<T: Backend>(
-    self_t: &V<T>,
-    exponent_t: &V<T>,
-    self_p: &V<T>,
-    exponent_p: &V<T>,
-    result: &V<T>,
-) -> Res<V<T>> {
-    let a = match has_tangents(self_t) {
-        true => Some(pow_backward_self(self_t, self_p, exponent_p)?),
-        false => None,
-    };
-    let b = match has_tangents(exponent_t) {
-        true => Some(pow_backward_exponent(
-            exponent_t, self_p, exponent_p, result,
-        )?),
-        false => None,
-    };
-    match (a, b) {
-        (Some(a), Some(b)) => add_tensor(&a, &b, 1.0),
-        (Some(a), None) | (None, Some(a)) => Ok(a),
-        (None, None) => Ok(zeros_of(result)),
     }
 }

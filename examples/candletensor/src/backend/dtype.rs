@@ -32,6 +32,41 @@ fn ce<T>(r: candle_core::Result<T>) -> R<T> {
     })
 }
 
+/// The arithmetic kernels that know ZeroTensors (`add` and `sub` are one).
+#[derive(Clone, Copy, PartialEq)]
+enum ZeroOp {
+    Add,
+    Mul,
+    Div,
+}
+
+/// PyTorch's ZeroTensor arithmetic (`add_zerotensor`, `mul_zerotensor`, `div_zerotensor`)
+/// on `r`, the result computed as if ZeroTensors were zeros (which gave its shape, dtype and
+/// errors): `zero * x` and `zero / x` are ZeroTensors, `x / zero` is `inf` and `zero / zero`
+/// NaN everywhere, `zero + zero` a ZeroTensor (`zero + x` is already `x`).
+fn zero_aware(op: ZeroOp, a: &C, b: &C, r: C) -> R<C> {
+    let (za, zb) = (a.is_zero_tensor(), b.is_zero_tensor());
+    let fill = |x: f64| -> R<C> { Ok(C::new(ce(ce(r.t.ones_like())?.affine(0.0, x))?)) };
+    match op {
+        ZeroOp::Add if za && zb => Ok(C::zero_tensor(r.shape(), r.t.dtype())),
+        ZeroOp::Mul if za || zb => Ok(C::zero_tensor(r.shape(), r.t.dtype())),
+        ZeroOp::Div if za && zb => fill(f64::NAN),
+        ZeroOp::Div if za => Ok(C::zero_tensor(r.shape(), r.t.dtype())),
+        ZeroOp::Div if zb => fill(f64::INFINITY),
+        _ => Ok(r),
+    }
+}
+
+/// A ZeroTensor times or over a Scalar is a ZeroTensor (PyTorch wraps the Scalar in a tensor
+/// and dispatches to `mul_zerotensor` / `div_zerotensor`).
+fn zero_aware_scalar(a: &C, r: C) -> C {
+    if a.is_zero_tensor() {
+        C::zero_tensor(r.shape(), r.t.dtype())
+    } else {
+        r
+    }
+}
+
 fn kind(t: &C) -> Kind {
     Kind::of(t.dtype())
 }
@@ -233,7 +268,8 @@ impl Backend for CandleTensor {
 
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         rules::check_alpha(kind(self_).max(kind(other)), alpha)?;
-        binary_exact(self_, other, |a, b| C::add_tensor(a, b, alpha))
+        let r = binary_exact(self_, other, |a, b| C::add_tensor(a, b, alpha))?;
+        zero_aware(ZeroOp::Add, self_, other, r)
     }
     fn add_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
         rules::check_alpha(scalar_kind(self_, other), alpha)?;
@@ -242,7 +278,8 @@ impl Backend for CandleTensor {
     fn sub_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         rules::check_sub(kind(self_), kind(other))?;
         rules::check_alpha(kind(self_).max(kind(other)), alpha)?;
-        binary_exact(self_, other, |a, b| C::sub_tensor(a, b, alpha))
+        let r = binary_exact(self_, other, |a, b| C::sub_tensor(a, b, alpha))?;
+        zero_aware(ZeroOp::Add, self_, other, r)
     }
     fn sub_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
         rules::check_sub_scalar(kind(self_))?;
@@ -250,17 +287,21 @@ impl Backend for CandleTensor {
         with_scalar(self_, other, |x| C::sub_scalar(x, other, alpha))
     }
     fn mul_tensor(self_: &Self, other: &Self) -> R<Self> {
-        binary_exact(self_, other, C::mul_tensor)
+        let r = binary_exact(self_, other, C::mul_tensor)?;
+        zero_aware(ZeroOp::Mul, self_, other, r)
     }
     fn mul_scalar(self_: &Self, other: f64) -> R<Self> {
-        with_scalar(self_, other, |x| C::mul_scalar(x, other))
+        let r = with_scalar(self_, other, |x| C::mul_scalar(x, other))?;
+        Ok(zero_aware_scalar(self_, r))
     }
     fn div_tensor(self_: &Self, other: &Self) -> R<Self> {
         let [a, b] = promoted_all([self_, other])?;
-        C::div_tensor(&a, &b)
+        let r = C::div_tensor(&a, &b)?;
+        zero_aware(ZeroOp::Div, self_, other, r)
     }
     fn div_scalar(self_: &Self, other: f64) -> R<Self> {
-        C::div_scalar(&promoted(self_, float_dtype(&[self_]))?, other)
+        let r = C::div_scalar(&promoted(self_, float_dtype(&[self_]))?, other)?;
+        Ok(zero_aware_scalar(self_, r))
     }
     fn neg(self_: &Self) -> R<Self> {
         rules::check_neg(kind(self_))?;

@@ -334,7 +334,54 @@ fn add_sub_scalar<E: Element>(t: &NdTensor<E>, s: f64, alpha: f64, sign: i64) ->
     Ok(int_out(ints(t).mapv(|x| x.wrapping_add(d))))
 }
 
+// ------------------------------------------------------------------------------- ZeroTensors
+
+/// The arithmetic kernels that know ZeroTensors (`add` and `sub` are one).
+#[derive(Clone, Copy, PartialEq)]
+enum ZeroOp {
+    Add,
+    Mul,
+    Div,
+}
+
+/// PyTorch's ZeroTensor arithmetic (`add_zerotensor`, `mul_zerotensor`, `div_zerotensor`)
+/// on `r`, the result computed as if ZeroTensors were zeros (which gave its shape, dtype and
+/// errors): `zero * x` and `zero / x` are ZeroTensors, `x / zero` is `inf` and `zero / zero`
+/// NaN everywhere, `zero + zero` a ZeroTensor (`zero + x` is already `x`).
+fn zero_aware<E: Element>(
+    op: ZeroOp,
+    a: &NdTensor<E>,
+    b: &NdTensor<E>,
+    r: NdTensor<E>,
+) -> NdTensor<E> {
+    let (za, zb) = (a.is_zero_tensor(), b.is_zero_tensor());
+    let fill = |x: f64| float_out(F::from_f64(&vec![x; r.shape().iter().product()], r.shape()));
+    match op {
+        ZeroOp::Add if za && zb => NdTensor::zero_tensor(r.shape()),
+        ZeroOp::Mul if za || zb => NdTensor::zero_tensor(r.shape()),
+        ZeroOp::Div if za && zb => fill(f64::NAN),
+        ZeroOp::Div if za => NdTensor::zero_tensor(r.shape()),
+        ZeroOp::Div if zb => fill(f64::INFINITY),
+        _ => r,
+    }
+}
+
+/// A ZeroTensor times or over a Scalar is a ZeroTensor (PyTorch wraps the Scalar in a tensor
+/// and dispatches to `mul_zerotensor` / `div_zerotensor`).
+fn zero_aware_scalar<E: Element>(a: &NdTensor<E>, r: NdTensor<E>) -> NdTensor<E> {
+    if a.is_zero_tensor() {
+        NdTensor::zero_tensor(r.shape())
+    } else {
+        r
+    }
+}
+
 fn mul<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>) -> R<NdTensor<E>> {
+    let r = mul_values(a, b)?;
+    Ok(zero_aware(ZeroOp::Mul, a, b, r))
+}
+
+fn mul_values<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>) -> R<NdTensor<E>> {
     match kind(a).max(kind(b)) {
         Kind::Float => Ok(float_out(F::mul_tensor(&promoted(a), &promoted(b))?)),
         Kind::Int => Ok(int_out(bzip(&ints(a), &ints(b), i64::wrapping_mul)?)),
@@ -483,13 +530,15 @@ impl<E: Element> Backend for NdTensor<E> {
     autograd_opset::float_unary_kernels!(float_unary, F<E>);
 
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
-        add_sub(self_, other, alpha, 1)
+        let r = add_sub(self_, other, alpha, 1)?;
+        Ok(zero_aware(ZeroOp::Add, self_, other, r))
     }
     fn add_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
         add_sub_scalar(self_, other, alpha, 1)
     }
     fn sub_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
-        add_sub(self_, other, alpha, -1)
+        let r = add_sub(self_, other, alpha, -1)?;
+        Ok(zero_aware(ZeroOp::Add, self_, other, r))
     }
     fn sub_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
         add_sub_scalar(self_, other, alpha, -1)
@@ -499,19 +548,19 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn mul_scalar(self_: &Self, other: f64) -> R<Self> {
         if scalar_kind(self_, other) == Kind::Float {
-            return Ok(float_out(F::mul_scalar(&promoted(self_), other)?));
+            let r = float_out(F::mul_scalar(&promoted(self_), other)?);
+            return Ok(zero_aware_scalar(self_, r));
         }
         let s = other as i64;
         Ok(int_out(ints(self_).mapv(|x| x.wrapping_mul(s))))
     }
     fn div_tensor(self_: &Self, other: &Self) -> R<Self> {
-        Ok(float_out(F::div_tensor(
-            &promoted(self_),
-            &promoted(other),
-        )?))
+        let r = float_out(F::div_tensor(&promoted(self_), &promoted(other))?);
+        Ok(zero_aware(ZeroOp::Div, self_, other, r))
     }
     fn div_scalar(self_: &Self, other: f64) -> R<Self> {
-        Ok(float_out(F::div_scalar(&promoted(self_), other)?))
+        let r = float_out(F::div_scalar(&promoted(self_), other)?);
+        Ok(zero_aware_scalar(self_, r))
     }
     fn neg(self_: &Self) -> R<Self> {
         rules::check_neg(kind(self_))?;
@@ -1056,4 +1105,44 @@ fn nll_weight<'a, E: Element>(
     let Some(w) = weight else { return Ok(None) };
     rules::check_same(input.dtype(), w.dtype())?;
     Ok(Some(promoted(w)))
+}
+
+#[cfg(test)]
+mod zero_tensor_tests {
+    use super::*;
+
+    /// The kernels through `Backend`, the dtype layer.
+    type B = NdTensor<f64>;
+
+    fn v(x: &[f64]) -> NdTensor<f64> {
+        NdTensor::from_vec(x.to_vec(), &[x.len()])
+    }
+
+    #[test]
+    fn zero_tensors_leave_their_terms_out_as_pytorch_s() {
+        let z = B::zero_tensor(&[2]);
+        let x = v(&[f64::INFINITY, f64::NAN]);
+        let m = B::mul_tensor(&z, &x).unwrap();
+        assert!(m.is_zero_tensor());
+        assert_eq!(m.to_vec(), [0.0, 0.0], "zero * inf is zero, not NaN");
+        assert!(B::mul_scalar(&z, f64::INFINITY).unwrap().is_zero_tensor());
+        assert_eq!(
+            B::div_tensor(&v(&[1.0, 0.0]), &z).unwrap().to_vec(),
+            [f64::INFINITY; 2]
+        );
+        assert!(
+            B::div_tensor(&z, &z)
+                .unwrap()
+                .to_vec()
+                .iter()
+                .all(|x| x.is_nan())
+        );
+        assert!(B::div_tensor(&z, &v(&[0.0, 1.0])).unwrap().is_zero_tensor());
+        let s = B::sub_tensor(&v(&[1.0, 2.0]), &z, 1.0).unwrap();
+        assert_eq!((s.is_zero_tensor(), s.to_vec()), (false, vec![1.0, 2.0]));
+        assert!(B::add_tensor(&z, &z, 2.0).unwrap().is_zero_tensor());
+        // Other kernels read it as zeros, and their results are ordinary tensors.
+        let e = B::exp(&z).unwrap();
+        assert_eq!((e.is_zero_tensor(), e.to_vec()), (false, vec![1.0, 1.0]));
+    }
 }
