@@ -113,6 +113,39 @@ pub fn clamp_kind(tensor: Kind, min: Option<f64>, max: Option<f64>) -> Kind {
     }
 }
 
+/// The names of PyTorch's CPU kernels that its dtype errors name (`"abs_cpu" not implemented
+/// for 'Bool'`), by op: what a backend passes to [`check_floats`], [`check_not_bool`],
+/// [`check_promoted_floats`], [`check_matmul`] and [`check_softmax`], so that the words stay
+/// the op set's.
+pub mod kernel {
+    /// `pow` of booleans.
+    pub const POW: &str = "pow";
+    /// `abs` of booleans.
+    pub const ABS: &str = "abs_cpu";
+    /// `tanh_backward` of integers.
+    pub const TANH_BACKWARD: &str = "tanh_backward_cpu";
+    /// `leaky_relu` of integers.
+    pub const LEAKY_RELU: &str = "leaky_relu_cpu";
+    /// `threshold_backward` of booleans.
+    pub const THRESHOLD: &str = "threshold_cpu";
+    /// `gelu` of integers.
+    pub const GELU: &str = "GeluKernelImpl";
+    /// `mm` of booleans.
+    pub const MM: &str = "addmm_impl_cpu_";
+    /// `bmm` of booleans.
+    pub const BMM: &str = "bmm";
+    /// `_softmax`: the op, whose kernel [`check_softmax`] names by dim.
+    pub const SOFTMAX: &str = "softmax";
+    /// `_log_softmax`: as [`SOFTMAX`].
+    pub const LOG_SOFTMAX: &str = "log_softmax";
+    /// `mse_loss` of integers.
+    pub const MSE_LOSS: &str = "mse_cpu";
+    /// `nll_loss_forward` of integers.
+    pub const NLL_LOSS: &str = "nll_loss_out_frame";
+    /// `nll_loss_backward` of integers.
+    pub const NLL_LOSS_BACKWARD: &str = "nll_loss_backward_out_frame";
+}
+
 /// PyTorch's error for a kernel it implements for floating-point types only.
 pub fn not_implemented(kernel: &str, dtype: &str) -> Error {
     Error::runtime(format!(
@@ -255,9 +288,9 @@ pub fn check_mean(dtype: &str, requested: bool) -> R<()> {
 pub fn check_softmax(op: &str, dtype: &str, ndim: usize, dim: i64) -> R<()> {
     let nd = ndim as i64;
     let last = dim == -1 || dim == nd - 1 || nd == 0;
-    let kernel = match (op, last) {
-        ("softmax", true) => "softmax_lastdim_kernel_impl",
-        ("softmax", false) => "softmax_kernel_impl",
+    let kernel = match (op == kernel::SOFTMAX, last) {
+        (true, true) => "softmax_lastdim_kernel_impl",
+        (true, false) => "softmax_kernel_impl",
         (_, true) => "log_softmax_lastdim_kernel_impl",
         _ => "log_softmax_kernel_impl",
     };
@@ -360,6 +393,20 @@ pub fn check_scatter_src(self_: &str, src: &str) -> R<()> {
 /// Result<(), Self::Error>`, which stores the result in the destination's dtype after
 /// [`check_cast`](crate::dtype::check_cast). Invoke inside `impl Backend for MyTensor`:
 /// `autograd_opset::written_back_kernels!(write_back);`.
+///
+/// The contract of `write_back`, as PyTorch's:
+///
+/// * **in-place** (`add_`, `clamp_`, ...): the result keeps the destination's shape. The
+///   generated op runs the kernel on a copy of `self`'s data and refuses a result of
+///   another shape with PyTorch's "output with shape [3] doesn't match the broadcast shape
+///   [2, 3]" before `self` changes (`autograd::support::check_inplace_shape`), so
+///   `write_back` may take the shape as given;
+/// * **out=** (`add_out`, `cat_out`, ...): the destination takes the result's shape,
+///   whatever it had (PyTorch's `resize_output`), and the result's values converted to the
+///   destination's dtype; a dtype the result cannot be cast to is `check_cast`'s error.
+///
+/// So one `write_back` serves both: convert the dtype, then replace the destination's
+/// shape and values.
 #[macro_export]
 macro_rules! written_back_kernels {
     ($write_back:path) => {

@@ -47,6 +47,21 @@ impl Error {
         }
     }
 
+    /// A failure inside a backend's own library (ndarray, candle, ...), which the op set's
+    /// checks should have prevented: a bug of the backend or of the op set, reported as a
+    /// `RuntimeError` whose message starts with the library's name. A backend's kernels make
+    /// no other errors themselves; PyTorch's come from the op set ([`crate::meta`],
+    /// [`crate::shape`], [`crate::dtype`]).
+    ///
+    /// ```
+    /// use autograd_opset::Error;
+    /// assert_eq!(Error::internal("ndarray", "ShapeError/IncompatibleShape").to_string(),
+    ///            "ndarray: ShapeError/IncompatibleShape");
+    /// ```
+    pub fn internal(library: &str, message: impl fmt::Display) -> Self {
+        Error::runtime(format!("{library}: {message}"))
+    }
+
     /// Which exception PyTorch raises.
     pub fn kind(&self) -> ErrorKind {
         self.kind

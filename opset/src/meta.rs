@@ -319,5 +319,13 @@ pub fn broadcast_to(from: &[usize], to: &[usize]) -> R<()> {
     })
 }
 
+mod indexing;
+mod losses;
 #[cfg(test)]
 mod tests;
+
+use indexing::index_below;
+pub use indexing::{
+    argmax, argmax_dim, embedding, index_add, index_in_dim, index_in_self, index_select, max_dim,
+};
+pub use losses::{NllBackward, nll_loss_backward, nll_loss_forward, nll_target};

@@ -257,18 +257,6 @@ pub fn check_cat(shapes: &[&[usize]], dim: i64) -> R<usize> {
     Ok(ax)
 }
 
-/// A class weight (given by its shape) must hold one value per class.
-pub fn check_weight(weight: Option<&[usize]>, c: usize) -> R<()> {
-    match weight {
-        Some(w) => check(w.len() == 1 && w[0] == c, || {
-            format!(
-                "weight tensor should be defined either for all {c} classes or no classes but got weight tensor of shape: {w:?}"
-            )
-        }),
-        None => Ok(()),
-    }
-}
-
 /// A reduction that selects an element (`argmax`, `max.dim`, `amax`) needs one to select
 /// from: `axis` `None` for a reduction over all elements.
 pub fn check_nonempty_reduction(name: &str, axis: Option<usize>, shape: &[usize]) -> R<()> {
@@ -295,17 +283,6 @@ pub fn check_amax(dim: &[i64], axes: &[usize], shape: &[usize]) -> R<()> {
         check_nonempty_reduction("amax", Some(*ax), shape)?;
     }
     Ok(())
-}
-
-/// `nll_loss_backward`'s first checks (PyTorch's meta function): a 1-D or 2-D input and a
-/// 0-D or 1-D target.
-pub fn check_nll_dims(input: &[usize], target: &[usize]) -> R<()> {
-    check(!input.is_empty() && input.len() <= 2, || {
-        "input tensor should be 1D or 2D".into()
-    })?;
-    check(target.len() <= 1, || {
-        "0D or 1D target tensor expected, multi-target not supported".into()
-    })
 }
 
 /// `nll_loss_forward`'s check of a 1-D target beside a 1-D input (one sample, one target;

@@ -19,13 +19,11 @@ mod dtype;
 
 use crate::tensor::CandleTensor;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
-use autograd_opset::error::{Error, check};
+use autograd_opset::error::Error;
 use autograd_opset::meta;
 use autograd_opset::shape::{
-    broadcast_shape, cat_skips, check_amax, check_gather_shapes, check_index_add,
-    check_index_select_0d, check_layer_norm, check_mm, check_nll_1d_target, check_nll_dims,
-    check_nonempty_reduction, check_weight, expanded_shape, infer_shape, new_shape, norm_dim,
-    out_of_bounds, reduce_axes,
+    broadcast_shape, cat_skips, check_amax, check_gather_shapes, check_layer_norm, check_mm,
+    expanded_shape, infer_shape, new_shape, norm_dim, reduce_axes,
 };
 use candle_core::{DType, Tensor};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -52,7 +50,7 @@ impl<T> Ce<T> for candle_core::Result<T> {
             CANDLE_ERRORS.fetch_add(1, Ordering::Relaxed);
             // candle appends a backtrace when RUST_BACKTRACE is set: its message is the first line.
             let m = e.to_string();
-            Error::runtime(format!("candle: {}", m.lines().next().unwrap_or_default()))
+            Error::internal("candle", m.lines().next().unwrap_or_default())
         })
     }
 }
@@ -214,27 +212,16 @@ fn axis_len(t: &Tensor, ax: usize) -> usize {
     t.dims().get(ax).copied().unwrap_or(1)
 }
 
-/// An element of an index tensor as an index below `n`; `message` words PyTorch's error.
-fn index_below(v: f64, n: usize, message: impl FnOnce(i64) -> Error) -> R<u32> {
-    if v >= 0.0 && v < n as f64 && v.fract() == 0.0 {
-        Ok(v as u32)
-    } else {
-        Err(message(v as i64))
-    }
-}
-
-/// The values of an index tensor, each below `n`, as candle's `U32` indices (same shape).
-fn indices(index: &Tensor, n: usize, message: impl Fn(i64) -> Error) -> R<(Tensor, Vec<u32>)> {
+/// The values of an index tensor, each checked by `position` (one of the op set's index
+/// checks, [`meta::index_in_self`] or [`meta::index_in_dim`]), as candle's `U32` indices
+/// (same shape).
+fn indices(index: &Tensor, position: impl Fn(f64) -> R<usize>) -> R<(Tensor, Vec<u32>)> {
     let v = host(index)?
         .into_iter()
-        .map(|x| index_below(x, n, &message))
+        .map(|x| position(x).map(|i| i as u32))
         .collect::<R<Vec<u32>>>()?;
     let t = Tensor::from_vec(v.clone(), index.dims(), &cpu()).ce()?;
     Ok((t, v))
-}
-
-fn in_self(_: i64) -> Error {
-    Error::index("index out of range in self")
 }
 
 /// The position (`U32`, keepdim) of the largest element along `ax` of a non-empty tensor of
@@ -267,42 +254,6 @@ fn diagonal_layout(shape: &[usize], d: &meta::Diagonal, offset: i64) -> R<(Vec<u
     Ok((perm, Tensor::from_vec(idx, len, &cpu()).ce()?))
 }
 
-/// `nll_loss`'s checks, as PyTorch's `nll_loss_forward_out_cpu_template`.
-fn check_nll(
-    input_shape: &[usize],
-    target: &Tensor,
-    weight: Option<&CandleTensor>,
-    c: usize,
-) -> R<()> {
-    check(target.rank() <= 1, || {
-        "0D or 1D target tensor expected, multi-target not supported".into()
-    })?;
-    check_nll_1d_target(input_shape, target.dims())?;
-    let batch = if input_shape.len() == 2 {
-        input_shape[0]
-    } else {
-        1
-    };
-    check(target.elem_count() == batch, || {
-        format!(
-            "size mismatch (got input: {input_shape:?}, target: {:?})",
-            target.dims()
-        )
-    })?;
-    check_weight(weight.map(|w| w.t.dims()), c)
-}
-
-/// The class of target element `t` below `c` (or `None` for `ignore_index`).
-fn nll_class(t: f64, c: usize, ignore_index: i64) -> R<Option<usize>> {
-    if t as i64 == ignore_index {
-        return Ok(None);
-    }
-    index_below(t, c, |v| {
-        Error::index(format!("Target {v} is out of bounds."))
-    })
-    .map(|x| Some(x as usize))
-}
-
 /// `nll_loss`'s targets, checked on the host: each row's class as `U32` indices `(M, 1)`
 /// (0 for an ignored row), whether the row counts (`U8`, `(M)`) and its class weight
 /// (`(M)`, in `like`'s dtype).
@@ -316,7 +267,7 @@ fn nll_targets(
     let mut cls = Vec::new();
     let mut keep = Vec::new();
     for t in host(target)? {
-        let k = nll_class(t, c, ignore_index)?;
+        let k = meta::nll_target(t, c, ignore_index)?;
         cls.push(k.unwrap_or(0) as u32);
         keep.push(u8::from(k.is_some()));
     }
@@ -566,7 +517,7 @@ impl CandleTensor {
         let t = &self_.t;
         match dim {
             None => {
-                check_nonempty_reduction("argmax", None, t.dims())?;
+                meta::argmax(t.dims())?;
                 let i = first_max(&t.flatten_all().ce()?, 0)?
                     .to_dtype(t.dtype())
                     .ce()?;
@@ -574,8 +525,7 @@ impl CandleTensor {
                 Ok(w(reshape_to(&i, &shape)?))
             }
             Some(d) => {
-                let ax = norm_dim(d, t.rank())?;
-                check_nonempty_reduction("argmax", Some(ax), t.dims())?;
+                let ax = meta::argmax_dim(t.dims(), d)?;
                 if t.rank() == 0 {
                     return Ok(w(t.zeros_like().ce()?));
                 }
@@ -636,8 +586,7 @@ impl CandleTensor {
     fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
         let t = &self_.t;
         let nd = t.rank();
-        let ax = norm_dim(dim, nd)?;
-        check_nonempty_reduction("max", Some(ax), t.dims())?;
+        let ax = meta::max_dim(t.dims(), dim)?;
         let p = promote(t)?;
         let i = first_max(&p, ax)?;
         let values = if p.elem_count() == 0 {
@@ -857,24 +806,19 @@ impl CandleTensor {
         Ok(w(narrow(&self_.t, ax, i, 1)?.squeeze(ax).ce()?))
     }
     fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
-        let ax = norm_dim(dim, self_.t.rank())?;
-        if index.t.rank() > 1 {
-            return Err(Error::index(
-                "index_select(): Index is supposed to be a vector",
-            ));
-        }
-        check_index_select_0d(self_.t.dims(), index.t.elem_count())?;
+        let ax = meta::index_select(self_.t.dims(), dim, index.t.dims())?;
         let n = axis_len(&self_.t, ax);
-        let (idx, _) = indices(&promote(&index.t)?, n, in_self)?;
+        let (idx, _) = indices(&promote(&index.t)?, |v| meta::index_in_self(v, n))?;
         if self_.t.rank() == 0 {
             return Ok(self_.clone());
         }
         Ok(w(self_.t.contiguous().ce()?.index_select(&idx, ax).ce()?))
     }
     fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
-        let ax = norm_dim(dim, self_.t.rank())?;
-        check_index_add(self_.t.dims(), ax, index.t.dims(), source.t.dims())?;
-        let (idx, _) = indices(&promote(&index.t)?, axis_len(&self_.t, ax), in_self)?;
+        let ax = meta::index_add(self_.t.dims(), dim, index.t.dims(), source.t.dims())?;
+        let (idx, _) = indices(&promote(&index.t)?, |v| {
+            meta::index_in_self(v, axis_len(&self_.t, ax))
+        })?;
         let (s, src) = (promote(&self_.t)?, promote(&source.t)?);
         let src = src.broadcast_mul(&sc(alpha, &src)?).ce()?;
         if idx.elem_count() == 0 {
@@ -891,7 +835,7 @@ impl CandleTensor {
         let ax = norm_dim(dim, self_.t.rank())?;
         check_gather_shapes(self_.t.dims(), ax, index.t.dims(), None)?;
         let n = axis_len(&self_.t, ax);
-        let (idx, _) = indices(&promote(&index.t)?, n, |v| out_of_bounds(v, ax, n))?;
+        let (idx, _) = indices(&promote(&index.t)?, |v| meta::index_in_dim(v, ax, n))?;
         if idx.elem_count() == 0 {
             return Ok(w(
                 Tensor::zeros(index.shape(), self_.t.dtype(), &cpu()).ce()?
@@ -906,7 +850,7 @@ impl CandleTensor {
         check_gather_shapes(self_.t.dims(), ax, index.t.dims(), Some(src.t.dims()))?;
         let n = axis_len(&self_.t, ax);
         let (s, ix, sr) = (promote(&self_.t)?, promote(&index.t)?, promote(&src.t)?);
-        let (_, iv) = indices(&ix, n, |v| out_of_bounds(v, ax, n))?;
+        let (_, iv) = indices(&ix, |v| meta::index_in_dim(v, ax, n))?;
         if iv.is_empty() {
             return Ok(self_.clone());
         }
@@ -949,12 +893,7 @@ impl CandleTensor {
         ignore_index: i64,
     ) -> R<(Self, Self)> {
         // candle's gather of each row's target class; the targets are checked on the host.
-        let nd = self_.t.rank();
-        check((1..=2).contains(&nd), || {
-            "input tensor should be 1D or 2D".into()
-        })?;
-        let c = self_.shape()[nd - 1];
-        check_nll(self_.shape(), &target.t, weight, c)?;
+        let c = meta::nll_loss_forward(self_.shape(), target.shape(), weight.map(|w| w.shape()))?;
         let x = &self_.t;
         let rows = target.numel();
         let (cls, keep, wv) = nll_targets(&target.t, weight, c, ignore_index, x)?;
@@ -994,39 +933,20 @@ impl CandleTensor {
         ignore_index: i64,
         total_weight: &Self,
     ) -> R<Self> {
-        check_nll_dims(self_.t.dims(), target.t.dims())?;
+        let c = meta::nll_loss_backward(meta::NllBackward {
+            grad_output: grad_output.shape(),
+            input: self_.shape(),
+            target: target.shape(),
+            weight: weight.map(|w| w.shape()),
+            reduction,
+            total_weight: total_weight.shape(),
+        })?;
         // candle's scatter_add of each row's gradient into its target class.
-        let nd = self_.t.rank();
-        let c = if nd == 0 { 1 } else { self_.shape()[nd - 1] };
-        let rows = self_.numel().checked_div(c).unwrap_or(0);
-        check(nd <= 2 && target.numel() == rows, || {
-            format!(
-                "size mismatch (got input: {:?}, target: {:?})",
-                self_.shape(),
-                target.shape()
-            )
-        })?;
-        check_weight(weight.map(|w| w.t.dims()), c)?;
-        check(reduction != 0 || grad_output.numel() == rows, || {
-            format!(
-                "Expected a tensor of dimension 1 and tensor.size[0] == {rows} but got: dimension {} and tensor.size[0] == {}",
-                grad_output.t.rank(),
-                grad_output.numel()
-            )
-        })?;
-        check(reduction == 0 || grad_output.numel() == 1, || {
-            format!(
-                "Expected a single element grad_output tensor, but got: {:?}",
-                grad_output.shape()
-            )
-        })?;
-        check(total_weight.numel() == 1, || {
-            format!(
-                "expected total_weight to be a single element tensor, got: {:?} ({} elements)",
-                total_weight.shape(),
-                total_weight.numel()
-            )
-        })?;
+        let rows = if self_.t.rank() == 2 {
+            self_.shape()[0]
+        } else {
+            1
+        };
         let x = &self_.t;
         let (cls, keep, wv) = nll_targets(&target.t, weight, c, ignore_index, x)?;
         let zeros = Tensor::zeros((rows, c), x.dtype(), &cpu()).ce()?;
@@ -1121,10 +1041,9 @@ impl CandleTensor {
         _scale_grad_by_freq: bool,
         _sparse: bool,
     ) -> R<Self> {
-        check(weight.t.rank() == 2, || "'weight' must be 2-D".into())?;
-        let n = weight.shape()[0];
+        let n = meta::embedding(weight.shape())?;
         let flat = indices_.t.flatten_all().ce()?;
-        let (idx, _) = indices(&flat, n, in_self)?;
+        let (idx, _) = indices(&flat, |v| meta::index_in_self(v, n))?;
         let mut s = indices_.shape().to_vec();
         s.push(weight.shape()[1]);
         if idx.elem_count() == 0 {

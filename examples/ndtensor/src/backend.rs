@@ -14,28 +14,16 @@ mod dtype;
 use crate::storage::FloatTensor as NdTensor;
 use crate::tensor::Element;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
-use autograd_opset::error::{Error, check};
+use autograd_opset::error::Error;
 use autograd_opset::meta;
 use autograd_opset::shape::{
-    broadcast_shape, cat_skips, check_amax, check_gather_shapes, check_index_add,
-    check_index_select_0d, check_layer_norm, check_mm, check_nll_1d_target, check_nll_dims,
-    check_nonempty_reduction, check_weight, expanded_shape, infer_shape, new_shape, norm_dim,
-    out_of_bounds, reduce_axes,
+    broadcast_shape, cat_skips, check_amax, check_gather_shapes, check_layer_norm, check_mm,
+    expanded_shape, infer_shape, new_shape, norm_dim, reduce_axes,
 };
 use ndarray::{Array, ArrayView, Axis, CowArray, Dimension, IxDyn, Slice, Zip};
 
 type View<'a, E> = ArrayView<'a, E, IxDyn>;
 type R<T> = Result<T, Error>;
-
-/// An element of an index tensor as an index below `n`; `message` words PyTorch's error.
-fn index_below<E: Element>(x: E, n: usize, message: impl FnOnce(i64) -> Error) -> R<usize> {
-    let v = x.as_f64();
-    if v >= 0.0 && v < n as f64 && v.fract() == 0.0 {
-        Ok(v as usize)
-    } else {
-        Err(message(v as i64))
-    }
-}
 
 /// The input index of element `ix` (the other dims, then the position on the diagonal) of
 /// `diagonal(offset, d1, d2)`.
@@ -74,8 +62,12 @@ fn map<E: Element>(a: &NdTensor<E>, f: impl Fn(E) -> E) -> R<NdTensor<E>> {
 /// tensor of shape `shape`.
 fn broadcast_to<'a, E: Element>(a: &'a View<'_, E>, shape: &[usize]) -> R<View<'a, E>> {
     meta::broadcast_to(a.shape(), shape)?;
-    a.broadcast(IxDyn(shape))
-        .ok_or_else(|| Error::runtime(format!("cannot broadcast {:?} to {shape:?}", a.shape())))
+    a.broadcast(IxDyn(shape)).ok_or_else(|| {
+        Error::internal(
+            "ndarray",
+            format!("cannot broadcast {:?} to {shape:?}", a.shape()),
+        )
+    })
 }
 
 fn zip<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, f: impl Fn(E, E) -> E) -> R<NdTensor<E>> {
@@ -105,7 +97,12 @@ fn mask<E: Element>(c: bool) -> E {
 /// row-major contiguous `t`, a reshaped copy of another.
 fn reshape_arr<E: Element>(t: &NdTensor<E>, shape: &[i64]) -> R<NdTensor<E>> {
     let s = infer_shape(shape, t.len())?;
-    let error = |e| Error::runtime(format!("cannot reshape {:?} to {s:?}: {e}", t.shape()));
+    let error = |e| {
+        Error::internal(
+            "ndarray",
+            format!("cannot reshape {:?} to {s:?}: {e}", t.shape()),
+        )
+    };
     if t.is_standard_layout() {
         return t
             .try_derive(|a| a.into_shape_with_order(IxDyn(&s)))
@@ -188,39 +185,19 @@ fn matmul2<E: Element>(a: View<'_, E>, b: View<'_, E>) -> Array<E, IxDyn> {
     }
 }
 
-/// Batched matrix product with broadcast batch dimensions (both inputs at least 2-D).
-fn batched_matmul<E: Element>(a: &View<'_, E>, b: &View<'_, E>) -> R<NdTensor<E>> {
-    let (an, bn) = (a.ndim(), b.ndim());
-    let (m, k) = (a.shape()[an - 2], a.shape()[an - 1]);
-    let (k2, n) = (b.shape()[bn - 2], b.shape()[bn - 1]);
-    let batch = broadcast_shape(&a.shape()[..an - 2], &b.shape()[..bn - 2])?;
-    check(k == k2, || {
-        format!(
-            "Expected size for first two dimensions of batch2 tensor to be: [{}, {k}] but got: [{}, {k2}].",
-            batch.iter().product::<usize>(),
-            batch.iter().product::<usize>()
-        )
-    })?;
-    let mut ash = batch.clone();
-    ash.extend([m, k]);
-    let mut bsh = batch.clone();
-    bsh.extend([k, n]);
-    let av = broadcast_to(a, &ash)?;
-    let bv = broadcast_to(b, &bsh)?;
-    let nb: usize = batch.iter().product();
-    let mut out_shape = batch.clone();
-    out_shape.extend([m, n]);
-    let av = av.to_shape(IxDyn(&[nb, m, k])).expect("same numel");
-    let bv = bv.to_shape(IxDyn(&[nb, k, n])).expect("same numel");
-    let mut out = Array::<E, _>::zeros(IxDyn(&[nb, m, n]));
-    for i in 0..nb {
-        let r = matmul2(av.index_axis(Axis(0), i), bv.index_axis(Axis(0), i));
+/// Batched matrix product of `(b, m, k)` and `(b, k, n)` into `out_shape` (the shapes
+/// [`meta::bmm`] checked and returned).
+fn batched_matmul<E: Element>(
+    a: &View<'_, E>,
+    b: &View<'_, E>,
+    out_shape: &[usize],
+) -> NdTensor<E> {
+    let mut out = Array::<E, _>::zeros(IxDyn(out_shape));
+    for i in 0..out_shape[0] {
+        let r = matmul2(a.index_axis(Axis(0), i), b.index_axis(Axis(0), i));
         out.index_axis_mut(Axis(0), i).assign(&r);
     }
-    Ok(wrap(
-        out.into_shape_with_order(IxDyn(&out_shape))
-            .expect("same numel"),
-    ))
+    wrap(out)
 }
 
 fn scale_for_reduction<E: Element>(loss_sum: E, n: f64, reduction: i64) -> E {
@@ -276,43 +253,6 @@ fn nll_unrows<E: Element>(rows: NdTensor<E>, shape: &[usize]) -> R<NdTensor<E>> 
     ))
 }
 
-/// `nll_loss`'s checks on `(M, C)` rows, a target of `M` classes and a weight, as PyTorch's
-/// `nll_loss_forward_out_cpu_template`.
-fn check_nll<E: Element>(
-    input_shape: &[usize],
-    target: &NdTensor<E>,
-    weight: Option<&NdTensor<E>>,
-    c: usize,
-) -> R<()> {
-    check(target.ndim() <= 1, || {
-        "0D or 1D target tensor expected, multi-target not supported".into()
-    })?;
-    check_nll_1d_target(input_shape, target.shape())?;
-    let batch = if input_shape.len() == 2 {
-        input_shape[0]
-    } else {
-        1
-    };
-    check(target.len() == batch, || {
-        format!(
-            "size mismatch (got input: {input_shape:?}, target: {:?})",
-            target.shape()
-        )
-    })?;
-    check_weight(weight.map(|w| w.shape()), c)
-}
-
-/// The class of target element `t` below `c` (or `None` for `ignore_index`).
-fn nll_class<E: Element>(t: E, c: usize, ignore_index: i64) -> R<Option<usize>> {
-    if t.as_f64() as i64 == ignore_index {
-        return Ok(None);
-    }
-    index_below(t, c, |v| {
-        Error::index(format!("Target {v} is out of bounds."))
-    })
-    .map(Some)
-}
-
 fn nll_forward<E: Element>(
     input: &NdTensor<E>,
     target: &NdTensor<E>,
@@ -326,7 +266,7 @@ fn nll_forward<E: Element>(
     let mut losses = Vec::with_capacity(input.shape()[0]);
     let mut total = E::zero();
     for (i, t) in target.iter().enumerate() {
-        let Some(t) = nll_class(*t, c, ignore_index)? else {
+        let Some(t) = meta::nll_target(t.as_f64(), c, ignore_index)? else {
             losses.push(E::zero());
             continue;
         };
@@ -537,7 +477,7 @@ impl<E: Element> NdTensor<E> {
         let arg = |lane: ndarray::ArrayView1<E>| E::of(best_index(lane) as f64);
         match dim {
             None => {
-                check_nonempty_reduction("argmax", None, self_.shape())?;
+                meta::argmax(self_.shape())?;
                 let flat = self_.arr().as_standard_layout();
                 let flat = flat.view().into_shape_with_order(flat.len()).expect("flat");
                 let r = NdTensor::scalar(arg(flat));
@@ -549,8 +489,7 @@ impl<E: Element> NdTensor<E> {
                 })
             }
             Some(d) => {
-                let ax = norm_dim(d, self_.ndim())?;
-                check_nonempty_reduction("argmax", Some(ax), self_.shape())?;
+                let ax = meta::argmax_dim(self_.shape(), d)?;
                 if self_.ndim() == 0 {
                     return Ok(NdTensor::scalar(E::zero()));
                 }
@@ -593,8 +532,8 @@ impl<E: Element> NdTensor<E> {
         Ok(wrap(matmul2(self_.arr().view(), mat2.arr().view())))
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
-        meta::bmm(self_.shape(), mat2.shape())?;
-        batched_matmul(self_.arr(), mat2.arr())
+        let shape = meta::bmm(self_.shape(), mat2.shape())?;
+        Ok(batched_matmul(self_.arr(), mat2.arr(), &shape))
     }
     fn sum(self_: &Self, _dtype: Option<ScalarType>) -> R<Self> {
         Ok(NdTensor::scalar(self_.arr().sum()))
@@ -629,8 +568,7 @@ impl<E: Element> NdTensor<E> {
     }
     fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
         let nd = self_.ndim();
-        let ax = norm_dim(dim, nd)?;
-        check_nonempty_reduction("max", Some(ax), self_.shape())?;
+        let ax = meta::max_dim(self_.shape(), dim)?;
         let src = if nd == 0 {
             self_.arr().view().insert_axis(Axis(0))
         } else {
@@ -774,7 +712,7 @@ impl<E: Element> NdTensor<E> {
         }
         ndarray::concatenate(Axis(ax), &views)
             .map(|a| wrap(a.as_standard_layout().into_owned()))
-            .map_err(|e| Error::runtime(format!("cat: {e}")))
+            .map_err(|e| Error::internal("ndarray", format!("cat: {e}")))
     }
     /// Contiguous (row-major) as PyTorch's.
     fn stack(tensors: &[Self], dim: i64) -> R<Self> {
@@ -782,7 +720,7 @@ impl<E: Element> NdTensor<E> {
         let views: Vec<_> = tensors.iter().map(|t| t.arr().view()).collect();
         ndarray::stack(Axis(ax), &views)
             .map(|a| wrap(a.as_standard_layout().into_owned()))
-            .map_err(|e| Error::runtime(format!("stack: {e}")))
+            .map_err(|e| Error::internal("ndarray", format!("stack: {e}")))
     }
     fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> R<Self> {
         let (ax, s) = meta::narrow(self_.shape(), dim, start, length)?;
@@ -825,17 +763,11 @@ impl<E: Element> NdTensor<E> {
             .collect())
     }
     fn index_select(self_: &Self, dim: i64, index: &Self) -> R<Self> {
-        let ax = norm_dim(dim, self_.ndim())?;
-        if index.ndim() > 1 {
-            return Err(Error::index(
-                "index_select(): Index is supposed to be a vector",
-            ));
-        }
-        check_index_select_0d(self_.shape(), index.len())?;
+        let ax = meta::index_select(self_.shape(), dim, index.shape())?;
         let n = axis_len(self_, ax);
         let idx = index
             .iter()
-            .map(|i| index_below(*i, n, |_| Error::index("index out of range in self")))
+            .map(|i| meta::index_in_self(i.as_f64(), n))
             .collect::<R<Vec<usize>>>()?;
         if self_.ndim() == 0 {
             return Ok(self_.clone());
@@ -843,22 +775,19 @@ impl<E: Element> NdTensor<E> {
         Ok(wrap(self_.arr().select(Axis(ax), &idx)))
     }
     fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
-        let ax = norm_dim(dim, self_.ndim())?;
-        check_index_add(self_.shape(), ax, index.shape(), source.shape())?;
+        let ax = meta::index_add(self_.shape(), dim, index.shape(), source.shape())?;
         let a = E::of(alpha);
         if self_.ndim() == 0 {
             // One element: the source's (0-d, checked) for each index, which must be 0.
             for ix in index.iter() {
-                index_below(*ix, 1, |_| Error::index("index out of range in self"))?;
+                meta::index_in_self(ix.as_f64(), 1)?;
             }
             let n = E::of(index.len() as f64);
             return Ok(NdTensor::scalar(self_.item() + a * n * source.item()));
         }
         let mut out = self_.arr().to_owned();
         for (i, ix) in index.iter().enumerate() {
-            let j = index_below(*ix, axis_len(self_, ax), |_| {
-                Error::index("index out of range in self")
-            })?;
+            let j = meta::index_in_self(ix.as_f64(), axis_len(self_, ax))?;
             let src = source.arr().index_axis(Axis(ax), i);
             let mut dst = out.index_axis_mut(Axis(ax), j);
             dst.zip_mut_with(&src, |d, s| *d += a * *s);
@@ -870,7 +799,7 @@ impl<E: Element> NdTensor<E> {
         check_gather_shapes(self_.shape(), ax, index.shape(), None)?;
         if self_.ndim() == 0 {
             for i in index.arr() {
-                index_below(*i, 1, |v| out_of_bounds(v, 0, 1))?;
+                meta::index_in_dim(i.as_f64(), 0, 1)?;
             }
             return Ok(wrap(Array::from_elem(IxDyn(index.shape()), self_.item())));
         }
@@ -884,7 +813,7 @@ impl<E: Element> NdTensor<E> {
         let mut out = Array::<E, _>::zeros(IxDyn(index.shape()));
         for (pos, o) in out.indexed_iter_mut() {
             let mut p: Vec<usize> = pos.slice().to_vec();
-            p[ax] = index_below(index.arr()[pos.slice()], n, |v| out_of_bounds(v, ax, n))?;
+            p[ax] = meta::index_in_dim(index.arr()[pos.slice()].as_f64(), ax, n)?;
             *o = self_.arr()[p.as_slice()];
         }
         Ok(wrap(out))
@@ -895,7 +824,7 @@ impl<E: Element> NdTensor<E> {
         if self_.ndim() == 0 {
             let mut acc = self_.item();
             for (i, s) in index.iter().zip(src.arr()) {
-                index_below(*i, 1, |v| out_of_bounds(v, 0, 1))?;
+                meta::index_in_dim(i.as_f64(), 0, 1)?;
                 acc += *s;
             }
             return Ok(NdTensor::scalar(acc));
@@ -907,7 +836,7 @@ impl<E: Element> NdTensor<E> {
         let mut out = self_.arr().to_owned();
         for (pos, ix) in index.arr().indexed_iter() {
             let mut p: Vec<usize> = pos.slice().to_vec();
-            p[ax] = index_below(*ix, n, |v| out_of_bounds(v, ax, n))?;
+            p[ax] = meta::index_in_dim(ix.as_f64(), ax, n)?;
             out[p.as_slice()] += src.arr()[pos.slice()];
         }
         Ok(wrap(out))
@@ -927,11 +856,7 @@ impl<E: Element> NdTensor<E> {
         ignore_index: i64,
     ) -> R<(Self, Self)> {
         // PyTorch's `aten::nll_loss` takes (C) or (N, C); more dims are `nll_loss2d`/`_nd`.
-        let nd = self_.ndim();
-        check((1..=2).contains(&nd), || {
-            "input tensor should be 1D or 2D".into()
-        })?;
-        check_nll(self_.shape(), target, weight, self_.shape()[nd - 1])?;
+        meta::nll_loss_forward(self_.shape(), target.shape(), weight.map(|w| w.shape()))?;
         nll_forward(self_, target, weight, reduction, ignore_index)
     }
     fn nll_loss_backward(
@@ -943,46 +868,20 @@ impl<E: Element> NdTensor<E> {
         ignore_index: i64,
         total_weight: &Self,
     ) -> R<Self> {
-        check_nll_dims(self_.shape(), target.shape())?;
+        let c = meta::nll_loss_backward(meta::NllBackward {
+            grad_output: grad_output.shape(),
+            input: self_.shape(),
+            target: target.shape(),
+            weight: weight.map(|w| w.shape()),
+            reduction,
+            total_weight: total_weight.shape(),
+        })?;
         let rows = nll_rows(self_)?;
-        let c = rows.shape()[1];
-        check(target.len() == rows.shape()[0], || {
-            format!(
-                "size mismatch (got input: {:?}, target: {:?})",
-                self_.shape(),
-                target.shape()
-            )
-        })?;
-        check_weight(weight.map(|w| w.shape()), c)?;
-        check(
-            reduction != 0 || grad_output.len() == rows.shape()[0],
-            || {
-                format!(
-                    "Expected a tensor of dimension 1 and tensor.size[0] == {} but got: dimension {} and tensor.size[0] == {}",
-                    rows.shape()[0],
-                    grad_output.ndim(),
-                    grad_output.len()
-                )
-            },
-        )?;
-        check(reduction == 0 || grad_output.len() == 1, || {
-            format!(
-                "Expected a single element grad_output tensor, but got: {:?}",
-                grad_output.shape()
-            )
-        })?;
-        check(total_weight.len() == 1, || {
-            format!(
-                "expected total_weight to be a single element tensor, got: {:?} ({} elements)",
-                total_weight.shape(),
-                total_weight.len()
-            )
-        })?;
         let mut out = Array::<E, _>::zeros(IxDyn(rows.shape()));
         let tw = total_weight.item();
         let grads: Vec<E> = grad_output.iter().copied().collect();
         for (i, t) in target.iter().enumerate() {
-            let Some(t) = nll_class(*t, c, ignore_index)? else {
+            let Some(t) = meta::nll_target(t.as_f64(), c, ignore_index)? else {
                 continue;
             };
             let w = weight.map_or(E::one(), |w| w.arr()[[t].as_slice()]);
@@ -1054,11 +953,10 @@ impl<E: Element> NdTensor<E> {
         _scale_grad_by_freq: bool,
         _sparse: bool,
     ) -> R<Self> {
-        check(weight.ndim() == 2, || "'weight' must be 2-D".into())?;
-        let n = weight.shape()[0];
+        let n = meta::embedding(weight.shape())?;
         let idx = indices
             .iter()
-            .map(|i| index_below(*i, n, |_| Error::index("index out of range in self")))
+            .map(|i| meta::index_in_self(i.as_f64(), n))
             .collect::<R<Vec<usize>>>()?;
         let rows = weight.arr().select(Axis(0), &idx);
         let mut s = indices.shape().to_vec();

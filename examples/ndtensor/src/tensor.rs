@@ -80,7 +80,7 @@ impl<E: Element> FloatTensor<E> {
             "item() of a tensor with {} elements",
             self.len()
         );
-        *self.iter().next().expect("one element")
+        *self.iter().next().expect("len == 1")
     }
 }
 

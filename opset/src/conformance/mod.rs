@@ -30,6 +30,7 @@ pub mod inplace_cases;
 pub mod kit;
 pub mod no_panic;
 pub mod report;
+pub mod source;
 
 pub use kit::{OP_SET_DIFFERENCES, backend_kernels, check_backend, check_partial_backend};
 

@@ -260,3 +260,110 @@ fn broadcasts() {
         )
     );
 }
+
+/// `nll_loss_backward`'s arguments: a `(3, 4)` input, three targets, mean reduction.
+fn nll_back<'a>() -> NllBackward<'a> {
+    NllBackward {
+        grad_output: &[],
+        input: &[3, 4],
+        target: &[3],
+        weight: None,
+        reduction: 1,
+        total_weight: &[],
+    }
+}
+
+#[test]
+fn nll_loss_checks_in_pytorchs_order_and_words() {
+    assert_eq!(nll_loss_forward(&[3, 4], &[3], None), Ok(4));
+    assert_eq!(nll_loss_forward(&[4], &[], None), Ok(4));
+    assert_eq!(nll_loss_forward(&[4], &[1], None), Ok(4));
+    assert_eq!(
+        err(nll_loss_forward(&[2, 3], &[], None)),
+        index("Dimension specified as 0 but tensor has no dimensions")
+    );
+    assert_eq!(
+        err(nll_loss_forward(&[3], &[2], None)),
+        runtime("For 1D input, 1D target must have size 1, but got target size: 2")
+    );
+    assert_eq!(
+        err(nll_loss_forward(&[3], &[], Some(&[3, 2]))),
+        runtime(
+            "weight tensor should be defined either for all 3 classes or no classes but got weight tensor of shape: [3, 2]"
+        )
+    );
+    assert_eq!(nll_loss_backward(nll_back()), Ok(4));
+    // The backward takes a 1-D target beside a 1-D input only of the input's size.
+    let one_sample = NllBackward {
+        input: &[4],
+        target: &[1],
+        ..nll_back()
+    };
+    assert_eq!(
+        err(nll_loss_backward(one_sample)),
+        runtime("size mismatch (got input: [4], target: [1])")
+    );
+    let tw = NllBackward {
+        total_weight: &[2],
+        grad_output: &[2],
+        ..nll_back()
+    };
+    assert_eq!(
+        err(nll_loss_backward(tw)),
+        runtime("expected total_weight to be a  single element tensor, got: [2] (2 elements)")
+    );
+    let weight = NllBackward {
+        weight: Some(&[3]),
+        ..nll_back()
+    };
+    assert_eq!(
+        err(nll_loss_backward(weight)),
+        runtime("weight tensor should be defined either for all or no classes")
+    );
+    let none = NllBackward {
+        grad_output: &[3, 3],
+        reduction: 0,
+        ..nll_back()
+    };
+    assert_eq!(
+        err(nll_loss_backward(none)),
+        runtime(
+            "Expected a tensor of dimension 1 and tensor.size[0] == 3 but got: dimension 2 and tensor.size[0] = 3"
+        )
+    );
+    let single = NllBackward {
+        grad_output: &[1, 1],
+        ..nll_back()
+    };
+    assert_eq!(
+        err(nll_loss_backward(single)),
+        runtime("Expected a single element grad_output tensor, but got: [1, 1]")
+    );
+    assert_eq!(
+        err(nll_target(-1.0, 3, -100)),
+        index("Target -1 is out of bounds.")
+    );
+}
+
+#[test]
+fn index_elements_are_checked_against_their_dim() {
+    assert_eq!(index_in_self(0.0, 1), Ok(0));
+    assert_eq!(
+        err(index_in_self(-1.0, 3)),
+        index("index out of range in self")
+    );
+    assert_eq!(index_in_dim(2.0, 1, 3), Ok(2));
+    assert_eq!(
+        err(index_in_dim(3.0, 1, 3)),
+        runtime("index 3 is out of bounds for dimension 1 with size 3")
+    );
+    assert_eq!(
+        err(index_select(&[], 0, &[2])),
+        runtime("index_select(): Index to scalar can have only 1 value, got 2 value(s)")
+    );
+    assert_eq!(
+        err(index_select(&[3], 0, &[1, 1])),
+        index("index_select(): Index is supposed to be a vector")
+    );
+    assert_eq!(err(embedding(&[3, 2, 1])), runtime("'weight' must be 2-D"));
+}

@@ -17,7 +17,7 @@ use crate::tensor::CandleTensor;
 use autograd::runtime::Tensor as _;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::Backend;
-use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index};
+use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index, kernel};
 use autograd_opset::error::Error;
 use candle_core::DType;
 
@@ -28,7 +28,7 @@ type R<T> = Result<T, Error>;
 fn ce<T>(r: candle_core::Result<T>) -> R<T> {
     r.map_err(|e| {
         let m = e.to_string();
-        Error::runtime(format!("candle: {}", m.lines().next().unwrap_or_default()))
+        Error::internal("candle", m.lines().next().unwrap_or_default())
     })
 }
 
@@ -316,11 +316,11 @@ impl Backend for CandleTensor {
         }
     }
     fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> R<Self> {
-        rules::check_not_bool(kind(self_).max(kind(exponent)), "pow")?;
+        rules::check_not_bool(kind(self_).max(kind(exponent)), kernel::POW)?;
         binary(self_, exponent, C::pow_tensor_tensor)
     }
     fn abs(self_: &Self) -> R<Self> {
-        rules::check_not_bool(kind(self_), "abs_cpu")?;
+        rules::check_not_bool(kind(self_), kernel::ABS)?;
         int_kernel(self_, C::abs, Kind::Int)
     }
     fn sign(self_: &Self) -> R<Self> {
@@ -328,7 +328,7 @@ impl Backend for CandleTensor {
     }
     fn tanh_backward(grad_output: &Self, output: &Self) -> R<Self> {
         // PyTorch promotes the two, and has the kernel for floats only.
-        rules::check_promoted_floats("tanh_backward_cpu", grad_output.dtype(), output.dtype())?;
+        rules::check_promoted_floats(kernel::TANH_BACKWARD, grad_output.dtype(), output.dtype())?;
         let [g, o] = promoted_all([grad_output, output])?;
         C::tanh_backward(&g, &o)
     }
@@ -337,17 +337,17 @@ impl Backend for CandleTensor {
         int_kernel(self_, C::relu, Kind::Int)
     }
     fn leaky_relu(self_: &Self, negative_slope: f64) -> R<Self> {
-        rules::check_floats(self_.dtype(), "leaky_relu_cpu")?;
+        rules::check_floats(self_.dtype(), kernel::LEAKY_RELU)?;
         C::leaky_relu(self_, negative_slope)
     }
     fn threshold_backward(grad_output: &Self, self_: &Self, threshold: f64) -> R<Self> {
-        rules::check_not_bool(kind(grad_output).max(kind(self_)), "threshold_cpu")?;
+        rules::check_not_bool(kind(grad_output).max(kind(self_)), kernel::THRESHOLD)?;
         binary(grad_output, self_, |g, x| {
             C::threshold_backward(g, x, threshold)
         })
     }
     fn gelu(self_: &Self, approximate: &str) -> R<Self> {
-        rules::check_floats(self_.dtype(), "GeluKernelImpl")?;
+        rules::check_floats(self_.dtype(), kernel::GELU)?;
         C::gelu(self_, approximate)
     }
     fn clamp(self_: &Self, min: Option<f64>, max: Option<f64>) -> R<Self> {
@@ -429,11 +429,11 @@ impl Backend for CandleTensor {
         Ok(())
     }
     fn mm(self_: &Self, mat2: &Self) -> R<Self> {
-        matmul_like(self_, mat2, "addmm_impl_cpu_", C::mm)
+        matmul_like(self_, mat2, kernel::MM, C::mm)
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
         rules::check_same(self_.dtype(), mat2.dtype())?;
-        matmul_like(self_, mat2, "bmm", C::bmm)
+        matmul_like(self_, mat2, kernel::BMM, C::bmm)
     }
     fn sum_dim_intlist(
         self_: &Self,
@@ -474,12 +474,12 @@ impl Backend for CandleTensor {
     }
     fn softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
         let t = &cast_to(self_, dtype)?;
-        rules::check_softmax("softmax", t.dtype(), t.shape().len(), dim)?;
+        rules::check_softmax(kernel::SOFTMAX, t.dtype(), t.shape().len(), dim)?;
         C::softmax_int(t, dim, None)
     }
     fn log_softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
         let t = &cast_to(self_, dtype)?;
-        rules::check_softmax("log_softmax", t.dtype(), t.shape().len(), dim)?;
+        rules::check_softmax(kernel::LOG_SOFTMAX, t.dtype(), t.shape().len(), dim)?;
         C::log_softmax_int(t, dim, None)
     }
     fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
@@ -588,7 +588,7 @@ impl Backend for CandleTensor {
         })
     }
     fn mse_loss(self_: &Self, target: &Self, reduction: i64) -> R<Self> {
-        rules::check_promoted_floats("mse_cpu", self_.dtype(), target.dtype())?;
+        rules::check_promoted_floats(kernel::MSE_LOSS, self_.dtype(), target.dtype())?;
         let [a, b] = promoted_all([self_, target])?;
         C::mse_loss(&a, &b, reduction)
     }
@@ -600,7 +600,7 @@ impl Backend for CandleTensor {
         ignore_index: i64,
     ) -> R<(Self, Self)> {
         let t = index_arg(target, self_, IndexUse::NllTarget)?;
-        rules::check_floats(self_.dtype(), "nll_loss_out_frame")?;
+        rules::check_floats(self_.dtype(), kernel::NLL_LOSS)?;
         nll_weight(self_, weight)?;
         C::nll_loss_forward(self_, &t, weight, reduction, ignore_index)
     }
@@ -614,7 +614,7 @@ impl Backend for CandleTensor {
         total_weight: &Self,
     ) -> R<Self> {
         let t = index_arg(target, self_, IndexUse::NllBackwardTarget)?;
-        rules::check_floats(self_.dtype(), "nll_loss_backward_out_frame")?;
+        rules::check_floats(self_.dtype(), kernel::NLL_LOSS_BACKWARD)?;
         nll_weight(self_, weight)?;
         let d = self_.t.dtype();
         let (g, tw) = (promoted(grad_output, d)?, promoted(total_weight, d)?);

@@ -21,7 +21,7 @@ use crate::storage::FloatTensor;
 use crate::tensor::{Data, Element, NdTensor};
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::Backend;
-use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index};
+use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index, kernel};
 use autograd_opset::error::Error;
 use autograd_opset::shape::{broadcast_shape, reduce_axes};
 use ndarray::{ArcArray, Array, ArrayView, Axis, IxDyn, Zip};
@@ -138,10 +138,10 @@ fn index_arg<E: Element>(t: &NdTensor<E>, arg: IndexUse) -> R<A<i64>> {
 
 fn bview<'a, T>(a: &'a A<T>, shape: &[usize]) -> R<ArrayView<'a, T, IxDyn>> {
     a.broadcast(IxDyn(shape)).ok_or_else(|| {
-        Error::runtime(format!(
-            "The size of tensor a ({:?}) must match the size of tensor b ({shape:?})",
-            a.shape()
-        ))
+        Error::internal(
+            "ndarray",
+            format!("cannot broadcast {:?} to {shape:?}", a.shape()),
+        )
     })
 }
 
@@ -579,7 +579,7 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> R<Self> {
         let k = kind(self_).max(kind(exponent));
-        rules::check_not_bool(k, "pow")?;
+        rules::check_not_bool(k, kernel::POW)?;
         match k {
             Kind::Float => Ok(float_out(F::pow_tensor_tensor(
                 &promoted(self_),
@@ -592,7 +592,7 @@ impl<E: Element> Backend for NdTensor<E> {
         }
     }
     fn abs(self_: &Self) -> R<Self> {
-        rules::check_not_bool(kind(self_), "abs_cpu")?;
+        rules::check_not_bool(kind(self_), kernel::ABS)?;
         match self_.data() {
             Data::Float(a) => Ok(float_out(F::abs(a)?)),
             _ => Ok(int_out(ints(self_).mapv(i64::wrapping_abs))),
@@ -609,7 +609,11 @@ impl<E: Element> Backend for NdTensor<E> {
         // PyTorch promotes the two, and has the kernel for floats only (two floats: nothing
         // to check).
         if kind(grad_output) != Kind::Float || kind(output) != Kind::Float {
-            rules::check_promoted_floats("tanh_backward_cpu", grad_output.dtype(), output.dtype())?;
+            rules::check_promoted_floats(
+                kernel::TANH_BACKWARD,
+                grad_output.dtype(),
+                output.dtype(),
+            )?;
         }
         Ok(float_out(F::tanh_backward(
             &promoted(grad_output),
@@ -625,13 +629,13 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn leaky_relu(self_: &Self, negative_slope: f64) -> R<Self> {
         Ok(float_out(F::leaky_relu(
-            &*floats(self_, "leaky_relu_cpu")?,
+            &*floats(self_, kernel::LEAKY_RELU)?,
             negative_slope,
         )?))
     }
     fn threshold_backward(grad_output: &Self, self_: &Self, threshold: f64) -> R<Self> {
         let k = kind(grad_output).max(kind(self_));
-        rules::check_not_bool(k, "threshold_cpu")?;
+        rules::check_not_bool(k, kernel::THRESHOLD)?;
         match k {
             Kind::Float => Ok(float_out(F::threshold_backward(
                 &promoted(grad_output),
@@ -646,7 +650,7 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn gelu(self_: &Self, approximate: &str) -> R<Self> {
         Ok(float_out(F::gelu(
-            &*floats(self_, "GeluKernelImpl")?,
+            &*floats(self_, kernel::GELU)?,
             approximate,
         )?))
     }
@@ -774,11 +778,11 @@ impl<E: Element> Backend for NdTensor<E> {
         Ok(())
     }
     fn mm(self_: &Self, mat2: &Self) -> R<Self> {
-        matmul_like(self_, mat2, "addmm_impl_cpu_", F::mm, F::mm)
+        matmul_like(self_, mat2, kernel::MM, F::mm, F::mm)
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
         rules::check_same(self_.dtype(), mat2.dtype())?;
-        matmul_like(self_, mat2, "bmm", F::bmm, F::bmm)
+        matmul_like(self_, mat2, kernel::BMM, F::bmm, F::bmm)
     }
     fn sum(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
         let t = &*cast_to(self_, dtype);
@@ -851,13 +855,13 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
         let t = &*cast_to(self_, dtype);
-        rules::check_softmax("softmax", t.dtype(), t.shape().len(), dim)?;
+        rules::check_softmax(kernel::SOFTMAX, t.dtype(), t.shape().len(), dim)?;
         let x = promoted(t);
         Ok(float_out(F::softmax_int(&x, dim, None)?))
     }
     fn log_softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
         let t = &*cast_to(self_, dtype);
-        rules::check_softmax("log_softmax", t.dtype(), t.shape().len(), dim)?;
+        rules::check_softmax(kernel::LOG_SOFTMAX, t.dtype(), t.shape().len(), dim)?;
         let x = promoted(t);
         Ok(float_out(F::log_softmax_int(&x, dim, None)?))
     }
@@ -996,7 +1000,7 @@ impl<E: Element> Backend for NdTensor<E> {
         Ok(narrowed(r, kind(self_)))
     }
     fn mse_loss(self_: &Self, target: &Self, reduction: i64) -> R<Self> {
-        rules::check_promoted_floats("mse_cpu", self_.dtype(), target.dtype())?;
+        rules::check_promoted_floats(kernel::MSE_LOSS, self_.dtype(), target.dtype())?;
         Ok(float_out(F::mse_loss(
             &promoted(self_),
             &promoted(target),
@@ -1011,7 +1015,7 @@ impl<E: Element> Backend for NdTensor<E> {
         ignore_index: i64,
     ) -> R<(Self, Self)> {
         let t = index_arg(target, IndexUse::NllTarget)?;
-        let x = floats(self_, "nll_loss_out_frame")?;
+        let x = floats(self_, kernel::NLL_LOSS)?;
         let w = nll_weight(self_, weight)?;
         let (l, tw) = F::nll_loss_forward(&x, &idx(&t), w.as_deref(), reduction, ignore_index)?;
         Ok((float_out(l), float_out(tw)))
@@ -1026,7 +1030,7 @@ impl<E: Element> Backend for NdTensor<E> {
         total_weight: &Self,
     ) -> R<Self> {
         let t = index_arg(target, IndexUse::NllBackwardTarget)?;
-        let x = floats(self_, "nll_loss_backward_out_frame")?;
+        let x = floats(self_, kernel::NLL_LOSS_BACKWARD)?;
         let w = nll_weight(self_, weight)?;
         let r = F::nll_loss_backward(
             &promoted(grad_output),
