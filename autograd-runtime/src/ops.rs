@@ -157,9 +157,11 @@ impl<T: Tensor> Node<T> for ToDtypeBackward0 {
     }
 }
 
-fn missing(method: &str, dtype: &str) -> AutogradError {
+/// A gradient the engine must adjust with an optional method the tensor type lacks.
+fn missing<T: Tensor>(method: &str, dtype: &str) -> AutogradError {
     AutogradError::Other(format!(
-        "the tensor type Tensor<{dtype}> does not implement Tensor::{method}"
+        "the tensor type {} does not implement Tensor::{method} (needed for a {dtype} gradient)",
+        std::any::type_name::<T>()
     ))
 }
 
@@ -188,7 +190,7 @@ fn unary<T: Tensor, N: Node<T>>(
 /// shape under `create_graph`. An error when the tensor type does not provide it.
 pub fn sum_to<T: Tensor>(a: &Variable<T>, shape: &[usize]) -> Result<Variable<T>, AutogradError> {
     let (raw, from) = a.with_data(|d| (d.sum_to(shape), d.shape().to_vec()));
-    let raw = raw.ok_or_else(|| missing("sum_to", a.with_data(|d| d.dtype())))?;
+    let raw = raw.ok_or_else(|| missing::<T>("sum_to", a.with_data(|d| d.dtype())))?;
     let shape = shape.to_vec();
     Ok(unary(a, raw, SumToBackward0 { shape: from }, |t| {
         sum_to(t, &shape)
@@ -201,7 +203,7 @@ pub fn expand_to<T: Tensor>(
     shape: &[usize],
 ) -> Result<Variable<T>, AutogradError> {
     let (raw, from) = a.with_data(|d| (d.expand_to(shape), d.shape().to_vec()));
-    let raw = raw.ok_or_else(|| missing("expand_to", a.with_data(|d| d.dtype())))?;
+    let raw = raw.ok_or_else(|| missing::<T>("expand_to", a.with_data(|d| d.dtype())))?;
     let shape = shape.to_vec();
     Ok(unary(a, raw, ExpandToBackward0 { shape: from }, |t| {
         expand_to(t, &shape)
@@ -215,7 +217,7 @@ pub fn to_dtype<T: Tensor>(
     dtype: &'static str,
 ) -> Result<Variable<T>, AutogradError> {
     let (raw, from) = a.with_data(|d| (d.to_dtype(dtype), d.dtype()));
-    let raw = raw.ok_or_else(|| missing("to_dtype", from))?;
+    let raw = raw.ok_or_else(|| missing::<T>("to_dtype", from))?;
     Ok(unary(a, raw, ToDtypeBackward0 { dtype: from }, |t| {
         to_dtype(t, dtype)
     }))

@@ -30,6 +30,12 @@ pub mod shape;
 
 pub use error::{Error, ErrorKind};
 
+/// The README's examples, run as doc tests: its first is a whole backend of five kernels,
+/// trained and put through the conformance kit.
+#[cfg(all(doctest, feature = "conformance"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// The generated autograd layer (`autograd_ops!` over `derivatives.yaml` and
 /// `native_functions.yaml`).
 pub mod ops {

@@ -1,4 +1,4 @@
-//! `opset/README.md`'s "Writing a backend" quotes candletensor's own files and states the op
+//! `opset/README.md`'s "A complete backend: candletensor" quotes candletensor's own files and states the op
 //! set's figures: the quotes must still be what the files say, and the figures must be the
 //! ones computed here from the op set (its generated `Backend` trait, its analysis, the
 //! conformance kit's cases and fixtures).
