@@ -16,7 +16,10 @@ use proc_macro2::{Ident, TokenStream};
 use quote::format_ident;
 use std::collections::{BTreeSet, HashMap};
 
+mod composites;
 mod forward;
+
+pub(crate) use composites::check_composites;
 pub(crate) use forward::{ForwardFormula, ForwardPlan};
 
 /// Whether `f` has a raw free function: a functional kernel (composites have none; in-place
