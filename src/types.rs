@@ -133,6 +133,24 @@ impl Generator {
         }
     }
 
+    /// The state (PyTorch's `get_state`): a generator set to it draws the same numbers.
+    pub fn state(&self) -> u64 {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets the state (PyTorch's `set_state`).
+    ///
+    /// ```
+    /// let g = autograd::types::Generator::new(7);
+    /// let s = g.state();
+    /// let a = g.next_u64();
+    /// g.set_state(s);
+    /// assert_eq!(g.next_u64(), a);
+    /// ```
+    pub fn set_state(&self, state: u64) {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = state;
+    }
+
     /// The next 64 random bits.
     pub fn next_u64(&self) -> u64 {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());

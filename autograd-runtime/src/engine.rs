@@ -741,6 +741,31 @@ pub fn is_retaining_graph() -> bool {
     RETAINING_GRAPH.with(|c| c.get())
 }
 
+thread_local! {
+    /// The id of the backward pass running on this thread (0: none).
+    static GRAPH_TASK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Ids of backward passes, unique in the process.
+static NEXT_GRAPH_TASK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// The id of the backward pass running on this thread (PyTorch's
+/// `torch._C._current_graph_task_id()`), `None` outside backward: unique per call of
+/// `backward`/`grad`, the same for every node that call runs. Saved-tensor hooks key
+/// per-pass state on it (activation checkpointing recomputes once per pass).
+pub fn current_graph_task_id() -> Option<u64> {
+    Some(GRAPH_TASK.with(|c| c.get())).filter(|id| *id != 0)
+}
+
+/// Restores the previous pass's id (backward passes can nest).
+struct GraphTaskGuard(u64);
+
+impl Drop for GraphTaskGuard {
+    fn drop(&mut self) {
+        GRAPH_TASK.with(|c| c.set(self.0));
+    }
+}
+
 /// Restores the previous `retain_graph` flag (backward passes can nest, e.g. from hooks).
 struct RetainGuard(bool);
 
@@ -762,6 +787,8 @@ fn run<'a, T: Tensor>(
     crate::bias::drain();
     let _mode = set_grad_enabled(create_graph);
     let _retain = RetainGuard(RETAINING_GRAPH.with(|c| c.replace(keep_graph)));
+    let id = NEXT_GRAPH_TASK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let _task = GraphTaskGuard(GRAPH_TASK.with(|c| c.replace(id)));
     if create_graph {
         run_with::<T, Variable<T>>(roots, targets, keep_graph, true)
     } else {

@@ -211,7 +211,8 @@ pub mod view;
 pub use arena::live_chunks;
 pub use dot::to_dot;
 pub use engine::{
-    BackwardOptions, GradOptions, backward, backward_with, grad, grad_with, is_retaining_graph,
+    BackwardOptions, GradOptions, backward, backward_with, current_graph_task_id, grad, grad_with,
+    is_retaining_graph,
 };
 pub use error::{AutogradError, BackendError};
 pub use forward::{

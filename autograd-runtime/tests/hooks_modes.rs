@@ -298,3 +298,25 @@ fn a_node_recorded_where_a_hooked_node_was_freed_has_no_hooks() {
     .join()
     .unwrap();
 }
+
+#[test]
+fn each_backward_pass_has_its_own_graph_task_id() {
+    use autograd_runtime::current_graph_task_id;
+    assert_eq!(current_graph_task_id(), None);
+    let x = leaf(&[1.0], &[1]);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    x.register_hook(move |_| {
+        s.lock().unwrap().push(current_graph_task_id());
+        Ok(None)
+    })
+    .unwrap();
+    let y = sum(&mul_scalar(&x, 2.0));
+    autograd_runtime::backward(&[y.clone()], &[], Some(true), false).unwrap();
+    autograd_runtime::backward(&[y], &[], None, false).unwrap();
+    let ids = seen.lock().unwrap().clone();
+    assert_eq!(ids.len(), 2);
+    assert!(ids.iter().all(Option::is_some), "{ids:?}");
+    assert_ne!(ids[0], ids[1]);
+    assert_eq!(current_graph_task_id(), None);
+}

@@ -169,3 +169,24 @@ impl<T: FromValues> Adam<T> {
         self.params.iter().for_each(|p| p.zero_grad());
     }
 }
+
+/// Activation checkpointing (`torch.utils.checkpoint.checkpoint(f, *inputs,
+/// use_reentrant=False)`): `f(inputs)`, whose saved tensors are dropped in forward and
+/// recomputed in backward, with the op set's random state of the forward (dropout draws
+/// the same mask again); see [`autograd::checkpoint`].
+pub fn checkpoint<T, F>(f: F, inputs: &[Variable<T>]) -> Result<Vec<Variable<T>>, AutogradError>
+where
+    T: Backend,
+    F: Fn(&[Variable<T>]) -> Result<Vec<Variable<T>>, AutogradError> + Send + Sync + 'static,
+{
+    use autograd::checkpoint::{CheckpointOptions, RngState, checkpoint_with};
+    let rng = RngState {
+        get: crate::random::get_rng_state,
+        set: crate::random::set_rng_state,
+    };
+    let options = CheckpointOptions {
+        rng: Some(rng),
+        ..CheckpointOptions::default()
+    };
+    checkpoint_with(f, inputs, options)
+}

@@ -17,3 +17,13 @@ pub fn manual_seed(seed: u64) {
 pub fn next_uniform() -> f64 {
     GENERATOR.with(|g| g.borrow().next_f64())
 }
+
+/// The state of this thread's default generator (`torch.get_rng_state`).
+pub fn get_rng_state() -> u64 {
+    GENERATOR.with(|g| g.borrow().state())
+}
+
+/// Restores a state of this thread's default generator (`torch.set_rng_state`).
+pub fn set_rng_state(state: u64) {
+    GENERATOR.with(|g| g.borrow().set_state(state));
+}
