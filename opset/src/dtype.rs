@@ -134,7 +134,7 @@ pub mod kernel {
     pub const MM: &str = "addmm_impl_cpu_";
     /// `bmm` of booleans.
     pub const BMM: &str = "bmm";
-    /// `_softmax`: the op, whose kernel [`check_softmax`] names by dim.
+    /// `_softmax`: the op, whose kernel [`check_softmax`](super::check_softmax) names by dim.
     pub const SOFTMAX: &str = "softmax";
     /// `_log_softmax`: as [`SOFTMAX`].
     pub const LOG_SOFTMAX: &str = "log_softmax";
