@@ -398,8 +398,8 @@ pub fn check_scatter_src(self_: &str, src: &str) -> R<()> {
 ///
 /// * **in-place** (`add_`, `clamp_`, ...): the result keeps the destination's shape. The
 ///   generated op runs the kernel on a copy of `self`'s data and refuses a result of
-///   another shape with PyTorch's "output with shape [3] doesn't match the broadcast shape
-///   [2, 3]" before `self` changes (`autograd::support::check_inplace_shape`), so
+///   another shape with PyTorch's "output with shape \[3\] doesn't match the broadcast shape
+///   \[2, 3\]" before `self` changes (`autograd::support::check_inplace_shape`), so
 ///   `write_back` may take the shape as given;
 /// * **out=** (`add_out`, `cat_out`, ...): the destination takes the result's shape,
 ///   whatever it had (PyTorch's `resize_output`), and the result's values converted to the
