@@ -220,7 +220,10 @@ impl AutogradError {
 }
 
 impl fmt::Display for AutogradError {
-    // One arm per variant with PyTorch's wording: a table, long on purpose.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one arm per variant with PyTorch's wording: a table, long on purpose"
+    )]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use AutogradError::*;
         match self {

@@ -57,6 +57,10 @@ pub fn avoid<B: ConformanceTensor>(t: &B, kinks: &[f64], gap: f64) -> B {
 
 /// Every case, one after the other (long on purpose: a flat list, one entry per operator
 /// variant, reads and diffs better than groups of functions).
+#[allow(
+    clippy::too_many_lines,
+    reason = "a flat list, one case per operator variant"
+)]
 pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     let r = Rng::new(2024);
     let mut cs = Vec::new();

@@ -145,6 +145,10 @@ pub fn ip<B: ConformanceTensor>(r: Result<Variable<B>, AutogradError>) -> R<Vec<
 /// One step: the op's schema name and its arguments -> the outputs. An `Err` is an error
 /// the backend reports (its message is compared with PyTorch's); an op the op set lacks gives
 /// `op missing in the op set: <op>`. Long on purpose: one match arm per op of the YAML, a table.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one match arm per op of the YAML, a table"
+)]
 pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B>>> {
     let one = ip::<B>;
     let two = |r: Result<(Variable<B>, Variable<B>), AutogradError>| {

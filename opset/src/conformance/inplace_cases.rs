@@ -33,6 +33,10 @@ pub fn ic<B: ConformanceTensor>(
 }
 
 /// One case per in-place operator (long on purpose: a flat table of the operators).
+#[allow(
+    clippy::too_many_lines,
+    reason = "a flat table, one case per in-place operator"
+)]
 pub fn inplace_cases<B: ConformanceTensor>() -> Vec<InplaceCase<B>> {
     let r = Rng::new(77);
     let s = r.shape(2);

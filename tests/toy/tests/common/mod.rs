@@ -18,6 +18,10 @@ pub type F = fn(&[Variable<Toy>]) -> Variable<Toy>;
 
 /// (schema name, function of the inputs, inputs); long on purpose: a flat table, one entry
 /// per function of the YAML, reads and diffs better than groups of functions.
+#[allow(
+    clippy::too_many_lines,
+    reason = "a flat table, one gradcheck case per operator"
+)]
 pub fn cases() -> Vec<(&'static str, F, Vec<Toy>)> {
     let a = v(&[0.3, -1.2, 0.7]);
     let b = v(&[1.1, 0.4, -0.5]);
