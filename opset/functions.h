@@ -47,6 +47,7 @@ at::Tensor infinitely_differentiable_native_dropout_backward(
     const at::Tensor& grad,
     const at::Tensor& mask,
     double scale);
+at::Tensor log1p_backward(const at::Tensor& grad, const at::Tensor& self);
 at::Tensor logsumexp_backward(
     at::Tensor grad,
     const at::Tensor& self,

@@ -449,7 +449,8 @@ macro_rules! written_back_kernels {
 }
 
 /// The kernels PyTorch computes in floating point for every input dtype (`exp`, `log`,
-/// `sqrt`, `rsqrt`, `sin`, `cos`, `erf`, `tanh`, `sigmoid`: integers and booleans are
+/// `sqrt`, `rsqrt`, `sin`, `cos`, `erf`, `tanh`, `sigmoid`, the inverse and hyperbolic
+/// trigonometric functions, `tan`, `expm1`, `log1p`, `log2`, `log10`, `reciprocal`: integers and booleans are
 /// promoted to the default float dtype), each written as `$promote(self_, <$kernels>::op)`:
 /// the backend's `$promote(t: &Self, kernel: fn(&K) -> Result<K, E>) -> Result<Self, E>`
 /// converts `t` to its float type `K` and calls the kernel. Invoke inside `impl Backend`:
@@ -457,7 +458,11 @@ macro_rules! written_back_kernels {
 #[macro_export]
 macro_rules! float_unary_kernels {
     ($promote:path, $kernels:ty) => {
-        $crate::__float_unary! { $promote, $kernels; exp log sqrt rsqrt sin cos erf tanh sigmoid }
+        $crate::__float_unary! {
+            $promote, $kernels;
+            exp log sqrt rsqrt sin cos erf tanh sigmoid
+            acos asin atan acosh asinh atanh sinh cosh tan expm1 log1p log2 log10 reciprocal
+        }
     };
 }
 

@@ -159,6 +159,10 @@ class Program:
             return [round(r.uniform(0.2, 1.0) * r.choice([-1, 1]), 6) for _ in range(n)]
         if kind == "wide":
             return [round(r.uniform(-2, 2), 6) for _ in range(n)]
+        if kind == "unit":
+            return [round(r.uniform(-0.9, 0.9), 6) for _ in range(n)]
+        if kind == "gt1":
+            return [round(r.uniform(1.2, 2.5), 6) for _ in range(n)]
         if kind.startswith("idx"):
             hi = int(kind[3:])
             return [r.randrange(hi) for _ in range(n)]
@@ -578,6 +582,13 @@ def g_zeros_like(p, r):
     return p.op("add.Tensor", self=z, other=x, alpha=2.0)
 
 
+def g_full_like(p, r):
+    x = p.inp(shape(r))
+    z = p.op("full_like", self=x, fill_value=r.choice([2.5, -1.0, 0.0]), dtype=None, layout=None, device=None,
+             pin_memory=None, memory_format=None)
+    return p.op("add.Tensor", self=z, other=x, alpha=2.0)
+
+
 def g_mm(p, r):
     m, k, n = size(r), size(r), size(r)
     a = p.inp([m, k], nc=r.random() < 0.5)
@@ -989,6 +1000,20 @@ GEN = {
     "sin_": inplace("sin_"),
     "cos": unary("cos"),
     "erf": unary("erf", "wide"),
+    "acos": unary("acos", "unit"),
+    "asin": unary("asin", "unit"),
+    "atan": unary("atan", "wide"),
+    "acosh": unary("acosh", "gt1"),
+    "asinh": unary("asinh", "wide"),
+    "atanh": unary("atanh", "unit"),
+    "sinh": unary("sinh", "t"),
+    "cosh": unary("cosh", "t"),
+    "tan": unary("tan", "t"),
+    "expm1": unary("expm1", "wide"),
+    "log1p": unary("log1p", "pos"),
+    "log2": unary("log2", "pos"),
+    "log10": unary("log10", "pos"),
+    "reciprocal": unary("reciprocal", "away"),
     "tanh": unary("tanh", "wide"),
     "tanh_": inplace("tanh_"),
     "tanh.out": out_variant("tanh.out", nin=1),
@@ -1018,6 +1043,7 @@ GEN = {
     "argmax": g_argmax,
     "new_zeros": g_new_zeros,
     "zeros_like": g_zeros_like,
+    "full_like": g_full_like,
     "zero_": g_fill("zero_"),
     "fill_.Scalar": g_fill("fill_.Scalar"),
     "mm": g_mm,
@@ -1197,6 +1223,10 @@ def dtype_matrix():
                 progs.append(p)
     unary = [("neg", {}), ("abs", {}), ("sign", {}), ("relu", {}), ("exp", {}), ("log", {}), ("sqrt", {}),
              ("rsqrt", {}), ("sin", {}), ("cos", {}), ("erf", {}), ("tanh", {}), ("sigmoid", {}),
+             ("acos", {}), ("asin", {}), ("atan", {}), ("acosh", {}), ("asinh", {}), ("atanh", {}), ("sinh", {}),
+             ("cosh", {}), ("tan", {}), ("expm1", {}), ("log1p", {}), ("log2", {}), ("log10", {}), ("reciprocal", {}),
+             ("full_like", {"fill_value": 2.5, "dtype": None, "layout": None, "device": None, "pin_memory": None,
+                            "memory_format": None}),
              ("leaky_relu", {"negative_slope": 0.1}), ("gelu", {"approximate": "none"}),
              ("clamp", {"min": -1, "max": 2}), ("sum", {"dtype": None}),
              ("sum.dim_IntList", {"dim": [1], "keepdim": False, "dtype": None}), ("mean", {"dtype": None}),
@@ -1633,6 +1663,8 @@ def scenarios():
     nf = [float("inf"), float("-inf"), float("nan"), 0.0, 1.0, -2.0]
     for op, args in [("exp", {}), ("log", {}), ("sqrt", {}), ("tanh", {}), ("sigmoid", {}), ("relu", {}),
                      ("abs", {}), ("sign", {}), ("sin", {}), ("erf", {}), ("rsqrt", {}),
+                     ("acos", {}), ("asin", {}), ("atan", {}), ("acosh", {}), ("asinh", {}), ("atanh", {}), ("sinh", {}),
+                     ("cosh", {}), ("tan", {}), ("expm1", {}), ("log1p", {}), ("log2", {}), ("log10", {}), ("reciprocal", {}),
                      ("clamp", {"min": -1.0, "max": 1.0}), ("leaky_relu", {"negative_slope": 0.1}),
                      ("mul.Scalar", {"other": 0.0}), ("gelu", {"approximate": "none"}),
                      ("softmax.int", {"dim": 0, "dtype": None}), ("log_softmax.int", {"dim": 0, "dtype": None}),
@@ -1756,6 +1788,42 @@ def scenarios():
     add(p)
     p = scen("shape_errors/nll_loss_target_out_of_bounds", "shape_errors")
     p.op("nll_loss", self=p.inp([2, 3]), target=p.inp([2], "idx3", data=[0, 5]), weight=None, reduction=1, ignore_index=-100)
+    add(p)
+    # nll_loss_backward's meta function (PyTorch 2.15): its checks' order and words.
+    p = scen("shape_errors/nll_loss_backward_total_weight", "shape_errors")
+    p.op("nll_loss_backward", grad_output=p.inp([], rg=False), self=p.inp([3, 4]), target=p.inp([3], "idx4"),
+         weight=None, reduction=1, ignore_index=-100, total_weight=p.inp([2], "pos", rg=False))
+    add(p)
+    p = scen("shape_errors/nll_loss_backward_weight", "shape_errors")
+    p.op("nll_loss_backward", grad_output=p.inp([], rg=False), self=p.inp([3, 4]), target=p.inp([3], "idx4"),
+         weight=p.inp([3], "pos", rg=False), reduction=1, ignore_index=-100, total_weight=p.inp([], "pos", rg=False))
+    add(p)
+    p = scen("shape_errors/nll_loss_backward_grad_output_none", "shape_errors")
+    p.op("nll_loss_backward", grad_output=p.inp([3, 3], rg=False), self=p.inp([3, 4]), target=p.inp([3], "idx4"),
+         weight=None, reduction=0, ignore_index=-100, total_weight=p.inp([], "pos", rg=False))
+    add(p)
+    p = scen("shape_errors/nll_loss_backward_grad_output_mean", "shape_errors")
+    p.op("nll_loss_backward", grad_output=p.inp([1, 1], rg=False), self=p.inp([3, 4]), target=p.inp([3], "idx4"),
+         weight=None, reduction=1, ignore_index=-100, total_weight=p.inp([], "pos", rg=False))
+    add(p)
+    p = scen("shape_errors/nll_loss_backward_1d_target", "shape_errors")
+    p.op("nll_loss_backward", grad_output=p.inp([], rg=False), self=p.inp([4]), target=p.inp([1], "idx4"),
+         weight=None, reduction=1, ignore_index=-100, total_weight=p.inp([], "pos", rg=False))
+    add(p)
+    p = scen("shape_errors/nll_loss_forward_0d_target_2d_input", "shape_errors")
+    p.op("nll_loss_forward", self=p.inp([2, 3]), target=p.inp([], "idx3"), weight=None, reduction=1,
+         ignore_index=-100)
+    add(p)
+    # no class at all, every target ignored (mean: 0 / 0)
+    for red in (0, 1, 2):
+        p = scen(f"losses/nll_loss_no_class_all_ignored_{red}", "losses")
+        o, tw = p.op("nll_loss_forward", nout=2, self=p.inp([2, 0]), target=p.inp([2], "idx1", data=[-100, -100]),
+                     weight=None, reduction=red, ignore_index=-100)
+        p.out(o)
+        add(p)
+    # forward accepts a (C) input with a (1) target; its backward is a size mismatch
+    p = scen("shape_errors/nll_loss_1d_target_backward", "shape_errors")
+    p.op("nll_loss", self=p.inp([4]), target=p.inp([1], "idx4"), weight=None, reduction=1, ignore_index=-100)
     add(p)
     p = scen("shape_errors/cross_entropy_batch_mismatch", "shape_errors")
     p.op("cross_entropy_loss", self=p.inp([3, 4]), target=p.inp([2], "idx4"), weight=None, reduction=1,
@@ -2568,6 +2636,10 @@ UNARY_SWEEP = {
     "ne.Scalar": {"other": 0.5}, "gt.Scalar": {"other": 0.0}, "lt.Scalar": {"other": 0.0},
     "ge.Scalar": {"other": 0.0}, "le.Scalar": {"other": 0.0}, "argmax": {"dim": None, "keepdim": False},
     "zeros_like": {"dtype": None, "layout": None, "device": None, "pin_memory": None, "memory_format": None},
+    "full_like": {"fill_value": 2.5, "dtype": None, "layout": None, "device": None, "pin_memory": None,
+                  "memory_format": None},
+    "acos": {}, "asin": {}, "atan": {}, "acosh": {}, "asinh": {}, "atanh": {}, "sinh": {}, "cosh": {},
+    "tan": {}, "expm1": {}, "log1p": {}, "log2": {}, "log10": {}, "reciprocal": {},
     "new_zeros": {"size": [2], "dtype": None, "layout": None, "device": None, "pin_memory": None},
     "sum": {"dtype": None}, "mean": {"dtype": None},
     "sum.dim_IntList": {"dim": [0], "keepdim": False, "dtype": None},
@@ -2646,7 +2718,7 @@ SWEEP_BINARY = {"add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum
 # PyTorch 2.15 crashes (a segmentation fault) on these.
 SWEEP_CRASHES = {("nll_loss_backward", "empty")}
 # Ops whose programs also run in forward mode (jvp): the elementwise and view ops.
-SWEEP_JVP = {"exp", "log", "sqrt", "tanh", "mul.Tensor", "div.Tensor", "add.Tensor", "pow.Tensor_Tensor", "where.self",
+SWEEP_JVP = {"exp", "log", "sqrt", "tanh", "acos", "atanh", "log1p", "reciprocal", "mul.Tensor", "div.Tensor", "add.Tensor", "pow.Tensor_Tensor", "where.self",
              "cat", "stack", "sum.dim_IntList", "mean.dim", "softmax.int", "logsumexp", "amax", "reshape", "expand",
              "select.int", "unbind.int", "gather", "index_select", "layer_norm", "mm", "matmul", "max.dim"}
 

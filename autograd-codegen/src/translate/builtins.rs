@@ -1,6 +1,6 @@
 //! What is not an operator or a helper: C++ and c10 utilities (`Tensor()`, `fmap`,
 //! `GradMode::is_enabled()`, `IntArrayRef(..)`), the identity for real dtypes (`conj`,
-//! `handle_r_to_c`, `at::real`), the forms the analysis knows (`not_implemented`,
+//! `handle_r_to_c`, `at::real`; `is_complex()` and `is_conj()` are `false`), the forms the analysis knows (`not_implemented`,
 //! `wrap_opt_if`), and tensor properties and optional accessors as method calls.
 
 use super::lower::{LowerError, Lowerer, Val, fail};
@@ -212,6 +212,10 @@ impl Lowerer<'_> {
                 Ty::Scalar => Val::new(r.code, Ty::Float),
                 _ => r,
             });
+        }
+        // Real dtypes only: no tensor is complex or a lazy conjugate (`conj` is the identity).
+        if matches!(name, "is_complex" | "is_conj") && args.is_empty() && r.ty.is_tensor() {
+            return Ok(Val::new("false", Ty::Bool));
         }
         if let Some(v) = self.optional_method(&r, name, args, offset)? {
             return Ok(v);

@@ -119,6 +119,9 @@ fn helpers_methods_and_builtins() {
         tr(s, "self", "maybe_multiply(grad.conj(), 2)").unwrap(),
         "maybe_multiply(&grad, 2.0)?"
     );
+    // Real dtypes: a tensor is never complex (PyTorch's acosh formula branches on it).
+    let c = tr(s, "self", "self.is_complex() ? grad.conj() : grad").unwrap();
+    assert!(c.starts_with("if false {"), "{c}");
     assert_eq!(
         tr(s, "self", "grad.sum(dim, true)").unwrap(),
         "sum_dim_intlist(&grad, dim, true, None)?"

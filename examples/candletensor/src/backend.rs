@@ -212,6 +212,52 @@ fn axis_len(t: &Tensor, ax: usize) -> usize {
     t.dims().get(ax).copied().unwrap_or(1)
 }
 
+/// An elementwise function that candle has no op for (the inverse and hyperbolic
+/// trigonometric functions, `tan`, `expm1`, `log1p`, `log2`, `log10`), as a candle custom op:
+/// Rust's own function on each element (read through the layout, so strided inputs work).
+struct Map {
+    name: &'static str,
+    f64: fn(f64) -> f64,
+    f32: fn(f32) -> f32,
+}
+
+impl candle_core::CustomOp1 for Map {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn cpu_fwd(
+        &self,
+        s: &candle_core::CpuStorage,
+        l: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        use candle_core::CpuStorage as S;
+        let out = match s {
+            S::F64(v) => S::F64(positions(l).map(|i| (self.f64)(v[i])).collect()),
+            S::F32(v) => S::F32(positions(l).map(|i| (self.f32)(v[i])).collect()),
+            _ => candle_core::bail!("{} takes a floating-point tensor", self.name),
+        };
+        Ok((out, l.shape().clone()))
+    }
+}
+
+/// The storage positions of a layout's elements, in row-major order.
+fn positions(l: &candle_core::Layout) -> impl Iterator<Item = usize> + '_ {
+    let (dims, stride) = (l.dims(), l.stride());
+    let n: usize = dims.iter().product();
+    (0..n).map(move |mut flat| {
+        let mut at = l.start_offset();
+        for (d, s) in dims.iter().zip(stride).rev() {
+            at += (flat % d) * s;
+            flat /= d;
+        }
+        at
+    })
+}
+
+fn elementwise(t: &CandleTensor, m: Map) -> R<CandleTensor> {
+    Ok(w(t.t.apply_op1_no_bwd(&m).ce()?))
+}
+
 /// The values of an index tensor, each checked by `position` (one of the op set's index
 /// checks, [`meta::index_in_self`] or [`meta::index_in_dim`]), as candle's `U32` indices
 /// (same shape).
@@ -398,6 +444,139 @@ impl CandleTensor {
     }
     fn erf(self_: &Self) -> R<Self> {
         Ok(w(self_.t.erf().ce()?))
+    }
+    fn acos(self_: &Self) -> R<Self> {
+        elementwise(
+            self_,
+            Map {
+                name: "acos",
+                f64: f64::acos,
+                f32: f32::acos,
+            },
+        )
+    }
+    fn asin(self_: &Self) -> R<Self> {
+        elementwise(
+            self_,
+            Map {
+                name: "asin",
+                f64: f64::asin,
+                f32: f32::asin,
+            },
+        )
+    }
+    fn atan(self_: &Self) -> R<Self> {
+        elementwise(
+            self_,
+            Map {
+                name: "atan",
+                f64: f64::atan,
+                f32: f32::atan,
+            },
+        )
+    }
+    fn acosh(self_: &Self) -> R<Self> {
+        elementwise(
+            self_,
+            Map {
+                name: "acosh",
+                f64: f64::acosh,
+                f32: f32::acosh,
+            },
+        )
+    }
+    fn asinh(self_: &Self) -> R<Self> {
+        elementwise(
+            self_,
+            Map {
+                name: "asinh",
+                f64: f64::asinh,
+                f32: f32::asinh,
+            },
+        )
+    }
+    fn atanh(self_: &Self) -> R<Self> {
+        elementwise(
+            self_,
+            Map {
+                name: "atanh",
+                f64: f64::atanh,
+                f32: f32::atanh,
+            },
+        )
+    }
+    fn sinh(self_: &Self) -> R<Self> {
+        elementwise(
+            self_,
+            Map {
+                name: "sinh",
+                f64: f64::sinh,
+                f32: f32::sinh,
+            },
+        )
+    }
+    fn cosh(self_: &Self) -> R<Self> {
+        elementwise(
+            self_,
+            Map {
+                name: "cosh",
+                f64: f64::cosh,
+                f32: f32::cosh,
+            },
+        )
+    }
+    fn tan(self_: &Self) -> R<Self> {
+        elementwise(
+            self_,
+            Map {
+                name: "tan",
+                f64: f64::tan,
+                f32: f32::tan,
+            },
+        )
+    }
+    fn expm1(self_: &Self) -> R<Self> {
+        elementwise(
+            self_,
+            Map {
+                name: "expm1",
+                f64: f64::exp_m1,
+                f32: f32::exp_m1,
+            },
+        )
+    }
+    fn log1p(self_: &Self) -> R<Self> {
+        elementwise(
+            self_,
+            Map {
+                name: "log1p",
+                f64: f64::ln_1p,
+                f32: f32::ln_1p,
+            },
+        )
+    }
+    fn log2(self_: &Self) -> R<Self> {
+        elementwise(
+            self_,
+            Map {
+                name: "log2",
+                f64: f64::log2,
+                f32: f32::log2,
+            },
+        )
+    }
+    fn log10(self_: &Self) -> R<Self> {
+        elementwise(
+            self_,
+            Map {
+                name: "log10",
+                f64: f64::log10,
+                f32: f32::log10,
+            },
+        )
+    }
+    fn reciprocal(self_: &Self) -> R<Self> {
+        Ok(w(self_.t.recip().ce()?))
     }
     fn tanh(self_: &Self) -> R<Self> {
         Ok(w(self_.t.tanh().ce()?))
@@ -897,7 +1076,8 @@ impl CandleTensor {
         let x = &self_.t;
         let rows = target.numel();
         let (cls, keep, wv) = nll_targets(&target.t, weight, c, ignore_index, x)?;
-        let (losses, total) = if rows == 0 {
+        // No class (every target ignored, the others failed their bounds check): nothing to gather.
+        let (losses, total) = if rows == 0 || c == 0 {
             (Tensor::zeros(rows, x.dtype(), &cpu()).ce()?, sc(0.0, x)?)
         } else {
             let picked = x

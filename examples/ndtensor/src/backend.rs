@@ -366,6 +366,48 @@ impl<E: Element> NdTensor<E> {
     fn erf(self_: &Self) -> R<Self> {
         map(self_, |x| Element::erf(x))
     }
+    fn acos(self_: &Self) -> R<Self> {
+        map(self_, |x| x.acos())
+    }
+    fn asin(self_: &Self) -> R<Self> {
+        map(self_, |x| x.asin())
+    }
+    fn atan(self_: &Self) -> R<Self> {
+        map(self_, |x| x.atan())
+    }
+    fn acosh(self_: &Self) -> R<Self> {
+        map(self_, |x| x.acosh())
+    }
+    fn asinh(self_: &Self) -> R<Self> {
+        map(self_, |x| x.asinh())
+    }
+    fn atanh(self_: &Self) -> R<Self> {
+        map(self_, |x| x.atanh())
+    }
+    fn sinh(self_: &Self) -> R<Self> {
+        map(self_, |x| x.sinh())
+    }
+    fn cosh(self_: &Self) -> R<Self> {
+        map(self_, |x| x.cosh())
+    }
+    fn tan(self_: &Self) -> R<Self> {
+        map(self_, |x| x.tan())
+    }
+    fn expm1(self_: &Self) -> R<Self> {
+        map(self_, |x| x.exp_m1())
+    }
+    fn log1p(self_: &Self) -> R<Self> {
+        map(self_, |x| x.ln_1p())
+    }
+    fn log2(self_: &Self) -> R<Self> {
+        map(self_, |x| x.log2())
+    }
+    fn log10(self_: &Self) -> R<Self> {
+        map(self_, |x| x.log10())
+    }
+    fn reciprocal(self_: &Self) -> R<Self> {
+        map(self_, |x| x.recip())
+    }
     fn tanh(self_: &Self) -> R<Self> {
         map(self_, |x| x.tanh())
     }

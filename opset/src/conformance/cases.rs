@@ -156,6 +156,34 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     cs.push(case("sin", "", vec![r.nc(&s2)], |x| sin(&x[0]).unwrap()));
     cs.push(case("cos", "", vec![r.t(&s2)], |x| cos(&x[0]).unwrap()));
     cs.push(case("erf", "", vec![r.t(&s2)], |x| erf(&x[0]).unwrap()));
+    cs.push(case("acos", "", vec![r.u(&s2, -0.9, 0.9)], |x| {
+        acos(&x[0]).unwrap()
+    }));
+    cs.push(case("asin", "", vec![r.u(&s2, -0.9, 0.9)], |x| {
+        asin(&x[0]).unwrap()
+    }));
+    cs.push(case("atan", "", vec![r.t(&s2)], |x| atan(&x[0]).unwrap()));
+    cs.push(case("acosh", "", vec![r.u(&s2, 1.2, 2.5)], |x| {
+        acosh(&x[0]).unwrap()
+    }));
+    cs.push(case("asinh", "", vec![r.t(&s2)], |x| asinh(&x[0]).unwrap()));
+    cs.push(case("atanh", "", vec![r.u(&s2, -0.9, 0.9)], |x| {
+        atanh(&x[0]).unwrap()
+    }));
+    cs.push(case("sinh", "", vec![r.t(&s2)], |x| sinh(&x[0]).unwrap()));
+    cs.push(case("cosh", "", vec![r.t(&s2)], |x| cosh(&x[0]).unwrap()));
+    cs.push(case("tan", "", vec![r.t(&s2)], |x| tan(&x[0]).unwrap()));
+    cs.push(case("expm1", "", vec![r.t(&s2)], |x| expm1(&x[0]).unwrap()));
+    cs.push(case("log1p", "", vec![r.u(&s2, -0.5, 1.5)], |x| {
+        log1p(&x[0]).unwrap()
+    }));
+    cs.push(case("log2", "", vec![r.pos(&s2)], |x| log2(&x[0]).unwrap()));
+    cs.push(case("log10", "", vec![r.pos(&s2)], |x| {
+        log10(&x[0]).unwrap()
+    }));
+    cs.push(case("reciprocal", "", vec![r.away(&s2)], |x| {
+        reciprocal(&x[0]).unwrap()
+    }));
 
     // ---- activations
     cs.push(case("tanh", "", vec![r.nc(&s2)], |x| tanh(&x[0]).unwrap()));

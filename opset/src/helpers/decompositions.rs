@@ -22,6 +22,23 @@ pub fn decomposed_zeros_like<T: Backend>(
     T::new_zeros(self_, &sizes, dtype, layout, device, pin_memory)
 }
 
+/// `full_like`: `zeros_like`, then `fill_` (PyTorch's `full_like`: `empty_like`, then
+/// `fill_`; the value converted to the result's dtype, `2.5` in an `i64` tensor is `2`).
+pub fn decomposed_full_like<T: Backend>(
+    self_: &T,
+    fill_value: f64,
+    dtype: Option<autograd::types::ScalarType>,
+    layout: Option<autograd::types::Layout>,
+    device: Option<autograd::types::Device>,
+    pin_memory: Option<bool>,
+    memory_format: Option<autograd::types::MemoryFormat>,
+) -> Result<T, T::Error> {
+    let mut z =
+        <T as Backend>::zeros_like(self_, dtype, layout, device, pin_memory, memory_format)?;
+    T::fill_scalar_(&mut z, fill_value)?;
+    Ok(z)
+}
+
 /// `sum`: `sum.dim_IntList` over every dimension.
 pub fn decomposed_sum<T: Backend>(
     self_: &T,

@@ -265,6 +265,11 @@ pub fn amaxamin_jvp<T: Backend>(
     div_tensor(&num, &sum_dim_intlist(&mask, Some(dim), keepdim, None)?)
 }
 
+/// Backward of `log1p`: `grad / (self + 1)` (PyTorch's, for dense tensors).
+pub fn log1p_backward<T: Backend>(grad: &V<T>, self_: &V<T>) -> Res<V<T>> {
+    div_tensor(grad, &add_scalar(self_, 1.0, 1.0)?)
+}
+
 /// Backward of `logsumexp`: `grad * exp(self - result)`, the reduced dimensions restored.
 pub fn logsumexp_backward<T: Backend>(
     grad: &V<T>,
