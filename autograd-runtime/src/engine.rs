@@ -21,9 +21,9 @@ use crate::error::AutogradError;
 use crate::grad::Grad;
 use crate::hooks;
 use crate::list::OptList;
+use crate::mem::reuse;
 use crate::mode::{is_anomaly_enabled, set_grad_enabled};
 use crate::node::{CellInfo, Edge, HooksSnapshot, NodeRef, VariableList};
-use crate::reuse;
 use crate::tensor::{Tensor, TensorMeta, same_dtype};
 use crate::variable::Variable;
 
@@ -759,7 +759,7 @@ fn run<'a, T: Tensor>(
     create_graph: bool,
 ) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
     // Counts other threads dropped for this thread's nodes are merged first.
-    crate::bias::drain();
+    crate::mem::bias::drain();
     let _mode = set_grad_enabled(create_graph);
     let _retain = RetainGuard(RETAINING_GRAPH.with(|c| c.replace(keep_graph)));
     if create_graph {
@@ -1121,7 +1121,7 @@ fn apply_node<T: Tensor, G: Grad<T>>(
     let mut apply = || G::apply(&mut *node_ref.lock(), grads, outputs, !keep_graph);
     // As the node when its own saved outputs must reach it (`run_as`).
     let result = if node_ref.own_outputs() {
-        crate::node_ptr::run_as(node_ref, apply)
+        crate::mem::node_ptr::run_as(node_ref, apply)
     } else {
         apply()
     };

@@ -168,15 +168,6 @@
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
-#[allow(unsafe_code)]
-mod arena;
-mod backoff;
-mod bias;
-#[allow(unsafe_code)]
-mod counter_slot;
-mod counts;
-#[allow(unsafe_code)]
-mod data_lock;
 mod dot;
 mod engine;
 mod error;
@@ -184,31 +175,18 @@ pub mod forward;
 mod grad;
 mod hooks;
 pub mod list;
+mod mem;
 mod mode;
 mod node;
-#[allow(unsafe_code)]
-mod node_lock;
 mod node_meta;
-#[allow(unsafe_code)]
-mod node_ptr;
 pub mod ops;
 pub mod raw_grad;
-mod refcount;
-#[allow(unsafe_code)]
-mod reuse;
 mod saved;
 mod saved_hooks;
-#[allow(unsafe_code)]
-mod str_word;
 mod tensor;
-#[allow(unsafe_code)]
-mod var_pool;
-#[allow(unsafe_code)]
-mod var_ptr;
 mod variable;
 pub mod view;
 
-pub use arena::live_chunks;
 pub use dot::to_dot;
 pub use engine::{
     BackwardOptions, GradOptions, backward, backward_with, grad, grad_with, is_retaining_graph,
@@ -218,6 +196,7 @@ pub use forward::{
     DualLevel, Level, UnpackedDual, dual_level, is_forward_ad_enabled, make_dual, unpack_dual,
 };
 pub use list::OptList;
+pub use mem::arena::live_chunks;
 pub use mode::{
     AnomalyModeGuard, GradModeGuard, detect_anomaly, enable_grad, is_anomaly_enabled,
     is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled,

@@ -13,18 +13,18 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use crate::error::AutogradError;
 use crate::hooks::{Hook, PostHookFn, PreHookFn, TensorHookFn};
 use crate::list::OptList;
+use crate::mem::var_ptr::VarWeak;
 use crate::mode::is_anomaly_enabled;
 use crate::saved::SavedVariable;
 use crate::saved_hooks::SavedHooks;
 use crate::tensor::{Tensor, TensorMeta};
-use crate::var_ptr::VarWeak;
 use crate::variable::Variable;
 
-use crate::node_lock::Locked;
+use crate::mem::node_lock::Locked;
+use crate::mem::node_ptr::{HAS_EXTRAS, HAS_HOOKS, OutputRefs, Pending, ToDyn};
+pub(crate) use crate::mem::node_ptr::{NODE_COUNTERS, WeakNode};
+pub use crate::mem::node_ptr::{NodeHandle, NodeRef};
 use crate::node_meta::NodeMeta;
-use crate::node_ptr::{HAS_EXTRAS, HAS_HOOKS, OutputRefs, Pending, ToDyn};
-pub(crate) use crate::node_ptr::{NODE_COUNTERS, WeakNode};
-pub use crate::node_ptr::{NodeHandle, NodeRef};
 
 /// Gradients passed to and returned by [`Node::apply`]: one `Option<Variable<T>>`
 /// per slot, `None` meaning an undefined (all-zero) gradient. Inline for up to
@@ -246,7 +246,7 @@ thread_local! {
 /// it is subtracted here too.
 pub fn live_nodes() -> isize {
     // Nodes whose last references other threads dropped are freed first.
-    crate::bias::drain();
+    crate::mem::bias::drain();
     LIVE_NODES.with(Cell::get)
 }
 
@@ -520,7 +520,7 @@ impl<T: Tensor> NodeRef<T> {
         }
         let hooks = Arc::new(SavedHooks::new(pack, unpack));
         // As the node's: its own saved outputs reach it (unlocked, for `pack`).
-        let result: Result<(), AutogradError> = crate::node_ptr::run_as(self, || {
+        let result: Result<(), AutogradError> = crate::mem::node_ptr::run_as(self, || {
             taken
                 .iter_mut()
                 .try_for_each(|sv| sv.register_shared_hooks(hooks.clone()))
@@ -541,7 +541,7 @@ impl<T: Tensor> NodeRef<T> {
     /// Runs `f` on the locked node (type-erased). The node runs meanwhile: its own saved
     /// outputs unpack.
     pub fn with_node<R>(&self, f: impl FnOnce(&mut dyn Node<T>) -> R) -> R {
-        crate::node_ptr::run_as(self, || f(&mut *self.lock()))
+        crate::mem::node_ptr::run_as(self, || f(&mut *self.lock()))
     }
 }
 

@@ -4,14 +4,14 @@ use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::counter_slot::CounterSlot;
-use crate::data_lock::{DataLock, ReadGuard};
 use crate::error::AutogradError;
 use crate::hooks::{Hook, TensorHookFn};
+use crate::mem::counter_slot::CounterSlot;
+use crate::mem::data_lock::{DataLock, ReadGuard};
+use crate::mem::var_ptr::VarArc;
 use crate::mode::is_grad_enabled;
 use crate::node::{Edge, HookId, NODE_COUNTERS, NodeRef, WeakNode, lock, next_hook_id};
 use crate::tensor::{Tensor, TensorMeta};
-use crate::var_ptr::VarArc;
 
 /// A tensor with autograd metadata (PyTorch's `Variable`/`at::Tensor` with
 /// `AutogradMeta`).

@@ -30,12 +30,12 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
 
-use crate::arena::{self, Chunk};
-use crate::bias;
-use crate::counts::Counts;
+use crate::mem::arena::{self, Chunk};
+use crate::mem::bias;
+use crate::mem::counts::Counts;
+use crate::mem::node_lock::{LockFlag, Locked, NodeGuard};
+use crate::mem::refcount::{increment, release_weak_count};
 use crate::node::{CellInfo, Edge, Node, NodeCell, drop_last_ref};
-use crate::node_lock::{LockFlag, Locked, NodeGuard};
-use crate::refcount::{increment, release_weak_count};
 use crate::tensor::Tensor;
 
 /// A node's allocation: its header, then the cell, at [`CELL_OFFSET`] for every
@@ -876,7 +876,7 @@ mod tests {
         assert_eq!(Arc::strong_count(&probe), 2);
         drop(r);
         assert_eq!(Arc::strong_count(&probe), 1, "freed by the owner's merge");
-        crate::bias::drain();
+        crate::mem::bias::drain();
         assert_eq!(Arc::strong_count(&probe), 1);
         assert!(weak.upgrade().is_none(), "dead: an upgrade is refused");
     }

@@ -16,9 +16,9 @@ use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 
-use crate::refcount::{increment, increment_if_alive, release_weak_count};
+use crate::mem::refcount::{increment, increment_if_alive, release_weak_count};
+use crate::mem::var_pool;
 use crate::tensor::Tensor;
-use crate::var_pool;
 use crate::variable::VarInner;
 
 struct VarBox<T: Tensor> {
