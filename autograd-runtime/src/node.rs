@@ -18,7 +18,7 @@ use crate::mode::is_anomaly_enabled;
 use crate::saved::SavedVariable;
 use crate::saved_hooks::SavedHooks;
 use crate::tensor::{Tensor, TensorMeta};
-use crate::variable::Variable;
+use crate::variable::{VarInner, Variable};
 
 use crate::mem::node_lock::Locked;
 use crate::mem::node_ptr::{HAS_EXTRAS, HAS_HOOKS, OutputRefs, Pending, ToDyn};
@@ -168,7 +168,7 @@ pub(crate) fn next_hook_id() -> HookId {
 
 pub(crate) struct NodeHooks<T: Tensor> {
     pub(crate) tensor_pre: Vec<(usize, Hook<TensorHookFn<T>>)>,
-    pub(crate) retain: Vec<(usize, VarWeak<T>)>,
+    pub(crate) retain: Vec<(usize, VarWeak<VarInner<T>>)>,
     pub(crate) pre: Vec<Hook<PreHookFn<T>>>,
     pub(crate) post: Vec<Hook<PostHookFn<T>>>,
 }
@@ -176,7 +176,7 @@ pub(crate) struct NodeHooks<T: Tensor> {
 /// A copy of a node's hooks, taken so that they run with no lock held.
 pub(crate) struct HooksSnapshot<T: Tensor> {
     pub(crate) tensor_pre: Vec<(usize, Hook<TensorHookFn<T>>)>,
-    pub(crate) retain: Vec<(usize, VarWeak<T>)>,
+    pub(crate) retain: Vec<(usize, VarWeak<VarInner<T>>)>,
     pub(crate) pre: Vec<Hook<PreHookFn<T>>>,
     pub(crate) post: Vec<Hook<PostHookFn<T>>>,
 }

@@ -39,7 +39,7 @@ use crate::tensor::{Tensor, TensorMeta};
 /// immutably at creation; [`rebase_history`](Self::rebase_history) stores
 /// the new one beside it and sets a flag, and from then on history reads go
 /// through a mutex.
-pub struct Variable<T: Tensor>(pub(crate) VarArc<T>);
+pub struct Variable<T: Tensor>(pub(crate) VarArc<VarInner<T>>);
 
 const REQUIRES_GRAD: u8 = 1;
 /// History was replaced: read it from `mutable`.
@@ -880,5 +880,14 @@ mod tests {
         // (a node pointer with its vtable) and the rare pointer: 72 bytes for a two-word
         // tensor on 64-bit targets (104 with the rare part inline).
         assert!(std::mem::size_of::<VarInner<S>>() <= 72);
+    }
+
+    #[test]
+    fn variables_of_handle_sized_tensors_take_pool_blocks() {
+        // A tensor as the examples' backends have them: a shape and a shared buffer. Five
+        // words fill the 128-byte block exactly; a larger tensor, or a larger `VarInner`,
+        // would silently go back to `malloc` (`mem/var_ptr.rs`).
+        type Shared = crate::tensor::testing::Handle<(Vec<usize>, std::sync::Arc<[f32]>)>;
+        assert!(crate::mem::var_ptr::takes_pool_block::<VarInner<Shared>>());
     }
 }

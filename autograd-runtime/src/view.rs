@@ -74,7 +74,7 @@ impl<T: Tensor> Clone for ViewInverse<T> {
 /// (PyTorch's `detach()` result keeps the storage, not the origin and its graph, alive).
 pub(crate) enum BaseRef<T: Tensor> {
     Strong(Variable<T>),
-    Weak(crate::mem::var_ptr::VarWeak<T>),
+    Weak(crate::mem::var_ptr::VarWeak<crate::variable::VarInner<T>>),
 }
 
 impl<T: Tensor> BaseRef<T> {
