@@ -1121,7 +1121,7 @@ fn apply_node<T: Tensor, G: Grad<T>>(
     let mut apply = || G::apply(&mut *node_ref.lock(), grads, outputs, !keep_graph);
     // As the node when its own saved outputs must reach it (`run_as`).
     let result = if node_ref.own_outputs() {
-        crate::mem::node_ptr::run_as(node_ref, apply)
+        node_ref.run_as(apply)
     } else {
         apply()
     };

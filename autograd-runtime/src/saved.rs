@@ -4,8 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::error::AutogradError;
-use crate::mem::node_ptr::OwnNode;
 use crate::mode::{is_anomaly_enabled, is_grad_enabled, no_grad};
+use crate::node::OwnNode;
 use crate::node::{Node, NodeRef, VariableList, WeakNode};
 use crate::saved_hooks::{Packed, SavedHooks, default_hooks};
 use crate::tensor::{Tensor, TensorMeta};
