@@ -21,7 +21,7 @@ use crate::error::AutogradError;
 use crate::grad::Grad;
 use crate::hooks;
 use crate::list::OptList;
-use crate::mem::reuse;
+use crate::mem::{forget_elements, recycle};
 use crate::mode::{is_anomaly_enabled, set_grad_enabled};
 use crate::node::{CellInfo, Edge, HooksSnapshot, NodeRef, VariableList};
 use crate::tensor::{Tensor, TensorMeta, same_dtype};
@@ -74,6 +74,32 @@ pub fn backward<T: Tensor>(
             inputs: None,
         },
     )
+}
+
+/// `backward` as methods of the variable (here, beside the engine: the variable does not
+/// depend on the engine).
+impl<T: Tensor> Variable<T> {
+    /// `backward()` on a scalar: `crate::backward(&[self], &[], None, false)`.
+    pub fn backward(&self) -> Result<(), AutogradError> {
+        backward(std::slice::from_ref(self), &[], None, false)
+    }
+
+    /// `backward(gradient, retain_graph, create_graph)`; `retain_graph: None`
+    /// means `create_graph`, as in PyTorch. For `inputs`, see
+    /// [`backward_with`](crate::backward_with).
+    pub fn backward_with(
+        &self,
+        gradient: Option<&Variable<T>>,
+        retain_graph: Option<bool>,
+        create_graph: bool,
+    ) -> Result<(), AutogradError> {
+        backward(
+            std::slice::from_ref(self),
+            &[gradient.cloned()],
+            retain_graph,
+            create_graph,
+        )
+    }
 }
 
 /// Options of [`backward_with`]. `Default` is PyTorch's: `retain_graph = None`
@@ -432,7 +458,7 @@ impl<T: Tensor, G: 'static> Drop for Task<'_, T, G> {
         if self.buffers_left == 0 {
             // Every gradient buffer was taken, so every state holds an empty
             // inline list and nothing else that needs dropping: skip the walk.
-            reuse::forget_elements(&mut self.states);
+            forget_elements(&mut self.states);
         }
         // Keep the buffers for the next backward on this thread (a training
         // loop runs graphs of one size again and again), up to a size: a
@@ -448,7 +474,7 @@ impl<T: Tensor, G: 'static> Drop for Task<'_, T, G> {
         self.stack.clear();
         self.free.clear();
         let bufs = TaskBuffers::<T, G> {
-            states: reuse::recycle(std::mem::take(&mut self.states)),
+            states: recycle(std::mem::take(&mut self.states)),
             index: std::mem::take(&mut self.index),
             ready: std::mem::take(&mut self.ready),
             stack: std::mem::take(&mut self.stack),
@@ -510,7 +536,7 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
         Task {
             id: id as u64,
             index: b.index,
-            states: reuse::recycle(b.states),
+            states: recycle(b.states),
             ready: b.ready,
             lazy: false,
             claimed_left: 0,
@@ -759,7 +785,7 @@ fn run<'a, T: Tensor>(
     create_graph: bool,
 ) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
     // Counts other threads dropped for this thread's nodes are merged first.
-    crate::mem::bias::drain();
+    crate::mem::drain_merges();
     let _mode = set_grad_enabled(create_graph);
     let _retain = RetainGuard(RETAINING_GRAPH.with(|c| c.replace(keep_graph)));
     if create_graph {

@@ -196,7 +196,7 @@ pub use forward::{
     DualLevel, Level, UnpackedDual, dual_level, is_forward_ad_enabled, make_dual, unpack_dual,
 };
 pub use list::OptList;
-pub use mem::arena::live_chunks;
+pub use mem::live_chunks;
 pub use mode::{
     AnomalyModeGuard, GradModeGuard, detect_anomaly, enable_grad, is_anomaly_enabled,
     is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled,

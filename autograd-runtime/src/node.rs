@@ -14,17 +14,16 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use crate::error::AutogradError;
 use crate::hooks::{Hook, PostHookFn, PreHookFn, TensorHookFn};
 use crate::list::OptList;
-use crate::mem::var_ptr::VarWeak;
 use crate::mode::is_anomaly_enabled;
 use crate::saved::SavedVariable;
 use crate::saved_hooks::SavedHooks;
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::{VarInner, Variable};
 
-use crate::mem::node_lock::{Locked, NodeGuard};
-pub(crate) use crate::mem::node_ptr::NODE_COUNTERS;
-use crate::mem::node_ptr::{
-    self as rec, Erase, Kind, NewCell, NodeRc, OutputRefs, Pending, WeakRc,
+pub(crate) use crate::mem::NODE_COUNTERS;
+use crate::mem::{
+    self as rec, Erase, Kind, Locked, NewCell, NodeGuard, NodeRc, OutputRefs, Pending, VarWeak,
+    WeakRc,
 };
 use crate::node_meta::NodeMeta;
 
@@ -367,7 +366,7 @@ impl<T: Tensor> OwnNode<T> {
 /// Typed access to a node after it was put in the graph, returned by
 /// [`record`](crate::record): the generated code uses it to save the op's
 /// outputs (`handle.with(|n| n.result = SavedVariable::new(&out, true))`).
-pub struct NodeHandle<T: Tensor, N: Node<T>>(rec::Handle<Graph<T>, N>);
+pub struct NodeHandle<T: Tensor, N: Node<T>>(rec::TypedRc<Graph<T>, N>);
 
 impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
     /// Runs `f` with mutable access to the node (locks it). The node runs
@@ -405,7 +404,7 @@ thread_local! {
 /// it is subtracted here too.
 pub fn live_nodes() -> isize {
     // Nodes whose last references other threads dropped are freed first.
-    crate::mem::bias::drain();
+    crate::mem::drain_merges();
     LIVE_NODES.with(Cell::get)
 }
 
@@ -796,7 +795,7 @@ fn new_cell<T: Tensor, N: Node<T>>(
     refs: usize,
 ) -> (NodeHandle<T, N>, OutputRefs<Graph<T>, N>) {
     let (cell, topo) = build_cell(node, inputs, meta);
-    let (handle, refs) = rec::Handle::new(cell, topo, refs);
+    let (handle, refs) = rec::TypedRc::new(cell, topo, refs);
     let handle = NodeHandle(handle);
     if is_anomaly_enabled() {
         handle.node_ref().note_anomaly();
@@ -1030,7 +1029,7 @@ pub fn check_out<T: Tensor>(op: &str, args: &[&Variable<T>]) -> Result<(), Autog
 #[cfg(all(test, target_pointer_width = "64"))]
 mod sizes {
     use super::{CellInfo, Edge, Graph};
-    use crate::mem::node_ptr::record_layout;
+    use crate::mem::record_layout;
     use crate::saved::SavedVariable;
     use crate::tensor::testing::Handle;
 

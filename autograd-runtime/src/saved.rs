@@ -72,7 +72,7 @@ pub struct SavedData<'a, T: Tensor>(DataRepr<'a, T>);
 
 enum DataRepr<'a, T: Tensor> {
     Borrowed(&'a T),
-    Read(crate::mem::data_lock::ReadGuard<'a, T>),
+    Read(crate::mem::ReadGuard<'a, T>),
     Owned(T),
 }
 

@@ -6,9 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::AutogradError;
 use crate::hooks::{Hook, TensorHookFn};
-use crate::mem::counter_slot::CounterSlot;
-use crate::mem::data_lock::{DataLock, ReadGuard};
-use crate::mem::var_ptr::VarArc;
+use crate::mem::{CounterSlot, DataLock, ReadGuard, VarArc};
 use crate::mode::is_grad_enabled;
 use crate::node::{Edge, HookId, NODE_COUNTERS, NodeRef, WeakNode, lock, next_hook_id};
 use crate::tensor::{Tensor, TensorMeta};
@@ -794,33 +792,6 @@ impl<T: Tensor> Variable<T> {
         }
     }
 
-    /// `backward()` on a scalar: `crate::backward(&[self], &[], None, false)`.
-    pub fn backward(&self) -> Result<(), AutogradError> {
-        crate::engine::backward(std::slice::from_ref(self), &[], None, false)
-    }
-
-    /// `backward(gradient, retain_graph, create_graph)`; `retain_graph: None`
-    /// means `create_graph`, as in PyTorch. For `inputs`, see
-    /// [`backward_with`](crate::backward_with).
-    pub fn backward_with(
-        &self,
-        gradient: Option<&Variable<T>>,
-        retain_graph: Option<bool>,
-        create_graph: bool,
-    ) -> Result<(), AutogradError> {
-        crate::engine::backward(
-            std::slice::from_ref(self),
-            &[gradient.cloned()],
-            retain_graph,
-            create_graph,
-        )
-    }
-
-    /// The graph reachable from this variable as Graphviz DOT.
-    pub fn to_dot(&self) -> String {
-        crate::dot::to_dot(std::slice::from_ref(self))
-    }
-
     /// A snapshot of the leaf hooks (the engine calls them without the lock held).
     pub(crate) fn leaf_hooks(&self) -> LeafHooks<T> {
         self.peek(|m| Some(m.hooks.clone())).unwrap_or_default()
@@ -888,6 +859,6 @@ mod tests {
         // words fill the 128-byte block exactly; a larger tensor, or a larger `VarInner`,
         // would silently go back to `malloc` (`mem/var_ptr.rs`).
         type Shared = crate::tensor::testing::Handle<(Vec<usize>, std::sync::Arc<[f32]>)>;
-        assert!(crate::mem::var_ptr::takes_pool_block::<VarInner<Shared>>());
+        assert!(crate::mem::takes_pool_block::<VarInner<Shared>>());
     }
 }

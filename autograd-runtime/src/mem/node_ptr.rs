@@ -106,7 +106,7 @@ pub(crate) struct NewCell<K: Kind, N>(NodeCell<K, N>);
 
 impl<K: Kind, N: Erase<K>> NewCell<K, N> {
     /// The cell of `info` and `node`. Always inlined: the cell is built where its parts
-    /// are, and moved once, into the record ([`Pending::publish`], [`Handle::new`]).
+    /// are, and moved once, into the record ([`Pending::publish`], [`TypedRc::new`]).
     #[inline(always)]
     pub(crate) fn new(info: K::Info, node: N) -> Self {
         NewCell(NodeCell {
@@ -644,7 +644,7 @@ impl<K: Kind> Drop for WeakRc<K> {
 }
 
 /// The node whose `apply` (or whose typed access: the model's `with_node`,
-/// [`Handle::with`]) runs on this thread: what an [`OwnNode`] is compared
+/// [`TypedRc::with`]) runs on this thread: what an [`OwnNode`] is compared
 /// with. Lives on the stack of [`run_as`] for as long as the thread-local points
 /// to it.
 struct Frame {
@@ -734,14 +734,14 @@ impl<K: Kind> OwnNode<K> {
 }
 
 /// Typed access to a record after it was put in the graph (the model's `NodeHandle`).
-pub(crate) struct Handle<K: Kind, N>(NonNull<NodeBox<K, N>>);
+pub(crate) struct TypedRc<K: Kind, N>(NonNull<NodeBox<K, N>>);
 
 // SAFETY: as for `NodeRc` (the node, reached only through its lock, is `Send`).
-unsafe impl<K: Kind, N: Send> Send for Handle<K, N> {}
+unsafe impl<K: Kind, N: Send> Send for TypedRc<K, N> {}
 // SAFETY: as for `NodeRc`: `with` locks the node.
-unsafe impl<K: Kind, N: Send> Sync for Handle<K, N> {}
+unsafe impl<K: Kind, N: Send> Sync for TypedRc<K, N> {}
 
-impl<K: Kind, N> Handle<K, N> {
+impl<K: Kind, N> TypedRc<K, N> {
     /// Puts `cell` in the thread's arena with `1 + refs` strong counts: one
     /// for the returned handle, `refs` for the returned [`OutputRefs`] (one
     /// per output variable).
@@ -749,7 +749,7 @@ impl<K: Kind, N> Handle<K, N> {
     pub(crate) fn new(cell: NewCell<K, N>, topo: u32, refs: usize) -> (Self, OutputRefs<K, N>) {
         let strong = refs.checked_add(1).expect("too many outputs for one node");
         let (p, out) = Pending::new().publish_counted(cell, topo, strong, refs);
-        (Handle(p), out)
+        (TypedRc(p), out)
     }
 
     /// Runs `f` with mutable access to the node (locks it). The node runs
@@ -773,7 +773,7 @@ impl<K: Kind, N> Handle<K, N> {
     }
 }
 
-impl<K: Kind, N> Drop for Handle<K, N> {
+impl<K: Kind, N> Drop for TypedRc<K, N> {
     fn drop(&mut self) {
         // The handle's count, given to a `NodeRc` that releases it.
         drop(NodeRc::<K>(thin(self.0), PhantomData));
@@ -920,7 +920,7 @@ impl<K: Kind, N> Iterator for OutputRefs<K, N> {
     type Item = NodeRc<K>;
 
     /// The next reference; `None` once the `refs` counts given to
-    /// [`Handle::new`] or [`Pending::publish`] were handed out.
+    /// [`TypedRc::new`] or [`Pending::publish`] were handed out.
     #[inline]
     fn next(&mut self) -> Option<NodeRc<K>> {
         if self.refs == 0 {
@@ -1039,7 +1039,7 @@ mod tests {
         assert!(a.try_lock().is_none(), "locked once at a time");
         drop(g);
         let (handle, mut refs) =
-            Handle::<Toys, String>::new(NewCell::new(vec![Some(a)], "x".into()), 3, 1);
+            TypedRc::<Toys, String>::new(NewCell::new(vec![Some(a)], "x".into()), 3, 1);
         let b = refs.next().unwrap();
         assert!(refs.next().is_none());
         handle.with(|s| s.push('y'));
