@@ -172,7 +172,6 @@ mod dot;
 mod engine;
 mod error;
 pub mod forward;
-mod grad;
 mod hooks;
 pub mod list;
 mod mem;

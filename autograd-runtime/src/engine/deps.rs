@@ -1,0 +1,106 @@
+//! Dependencies (`grad()` and `backward(inputs=...)`): the edges into every reachable
+//! vertex are counted before the pass runs, and the vertices that must run to reach the
+//! targets are marked (PyTorch's `compute_dependencies` and `init_to_execute`). A plain
+//! `backward()` needs neither: it runs lazily, deepest vertex first.
+
+use super::Targets;
+use super::grad::Grad;
+use super::task::{Task, Vertex};
+use crate::node::Edge;
+use crate::tensor::Tensor;
+use crate::variable::Variable;
+
+impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
+    /// Claims every vertex reachable from `roots` and counts the edges into
+    /// each (PyTorch's `compute_dependencies`).
+    pub(super) fn count_dependencies(&mut self, roots: &'a [(Edge<T>, Option<Variable<T>>)]) {
+        let mut stack = std::mem::take(&mut self.stack);
+        for (edge, _) in roots {
+            let (i, new) = self.insert(Vertex::of(edge).0);
+            if new {
+                stack.push(i);
+            }
+            self.states[i as usize].deps += 1;
+        }
+        while let Some(i) = stack.pop() {
+            if let Vertex::Node(node) = self.states[i as usize].vertex {
+                for edge in node.cell().edges.iter().flatten() {
+                    let (j, new) = self.insert(Vertex::of(edge).0);
+                    if new {
+                        stack.push(j);
+                    }
+                    self.states[j as usize].deps += 1;
+                }
+            }
+        }
+        self.stack = stack;
+    }
+
+    /// `grad()` and `backward(inputs)`: counts the dependencies of every
+    /// reachable vertex and marks which must run to reach the targets
+    /// (PyTorch's `compute_dependencies` and `init_to_execute`). Returns
+    /// `(vertex, input slot, position in the captures)` for `grad()`.
+    pub(super) fn init_to_execute(
+        &mut self,
+        roots: &'a [(Edge<T>, Option<Variable<T>>)],
+        targets: Targets<'a, T>,
+    ) -> Vec<(u32, usize, usize)> {
+        let mut slots = Vec::new();
+        let (edges, capture) = match targets {
+            Targets::All => return slots,
+            Targets::Capture(caps) => (caps, true),
+            Targets::Accumulate(inputs) => (inputs, false),
+        };
+        self.count_dependencies(roots);
+        for (pos, edge) in edges.iter().enumerate() {
+            if let Some(i) = self.lookup(edge) {
+                let st = &mut self.states[i as usize];
+                if capture {
+                    slots.push((i, edge.input_nr(), pos));
+                    st.capture = true;
+                } else {
+                    st.needed = true;
+                }
+            }
+        }
+        mark_needed(self);
+        slots
+    }
+}
+
+/// exec = a target of `backward(inputs)`, or some child must receive a
+/// gradient (it runs or captures).
+pub(super) fn mark_needed<'a, T: Tensor, G: Grad<T>>(task: &mut Task<'a, T, G>) {
+    let n = task.states.len();
+    let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut indeg = vec![0u32; n];
+    for (i, ch) in children.iter_mut().enumerate() {
+        if let Vertex::Node(node) = task.states[i].vertex {
+            for edge in node.cell().edges.iter().flatten() {
+                if let Some(j) = task.lookup(edge) {
+                    ch.push(j);
+                    indeg[j as usize] += 1;
+                }
+            }
+        }
+    }
+    let mut order = Vec::with_capacity(n);
+    let mut queue: Vec<u32> = (0..n as u32).filter(|&i| indeg[i as usize] == 0).collect();
+    while let Some(i) = queue.pop() {
+        order.push(i);
+        for &j in &children[i as usize] {
+            indeg[j as usize] -= 1;
+            if indeg[j as usize] == 0 {
+                queue.push(j);
+            }
+        }
+    }
+    let mut should = vec![false; n];
+    for &i in order.iter().rev() {
+        let st = &task.states[i as usize];
+        let exec = st.needed || children[i as usize].iter().any(|&j| should[j as usize]);
+        let st = &mut task.states[i as usize];
+        st.exec = exec;
+        should[i as usize] = exec || st.capture;
+    }
+}
