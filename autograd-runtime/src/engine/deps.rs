@@ -13,7 +13,7 @@ use crate::variable::Variable;
 impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
     /// Claims every vertex reachable from `roots` and counts the edges into
     /// each (PyTorch's `compute_dependencies`).
-    pub(super) fn count_dependencies(&mut self, roots: &'a [(Edge<T>, Option<Variable<T>>)]) {
+    fn count_dependencies(&mut self, roots: &'a [(Edge<T>, Option<Variable<T>>)]) {
         let mut stack = std::mem::take(&mut self.stack);
         for (edge, _) in roots {
             let (i, new) = self.insert(Vertex::of(edge).0);
@@ -70,7 +70,7 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
 
 /// exec = a target of `backward(inputs)`, or some child must receive a
 /// gradient (it runs or captures).
-pub(super) fn mark_needed<'a, T: Tensor, G: Grad<T>>(task: &mut Task<'a, T, G>) {
+fn mark_needed<'a, T: Tensor, G: Grad<T>>(task: &mut Task<'a, T, G>) {
     let n = task.states.len();
     let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
     let mut indeg = vec![0u32; n];
@@ -102,5 +102,61 @@ pub(super) fn mark_needed<'a, T: Tensor, G: Grad<T>>(task: &mut Task<'a, T, G>) 
         let st = &mut task.states[i as usize];
         st.exec = exec;
         should[i as usize] = exec || st.capture;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::add;
+    use crate::tensor::testing::{Val, val};
+
+    type T<'a> = Task<'a, Val, Val>;
+
+    #[test]
+    fn the_edges_into_every_reachable_vertex_are_counted() {
+        let x = Variable::new(val(1.0), true);
+        let a = add(&x, &x);
+        let b = add(&a, &x);
+        let roots = vec![(b.gradient_edge().unwrap(), None)];
+        let mut t = T::new();
+        t.count_dependencies(&roots);
+        let deps = |v: &Variable<Val>| {
+            let e = v.gradient_edge().unwrap();
+            t.states[t.lookup(&e).unwrap() as usize].deps
+        };
+        assert_eq!((deps(&b), deps(&a), deps(&x)), (1, 1, 3));
+        assert_eq!(t.states.len(), 3);
+    }
+
+    #[test]
+    fn only_what_leads_to_a_target_runs() {
+        // b = a + w, a = x + x: `grad(b, x)` runs b and a, and accumulates into no leaf.
+        let x = Variable::new(val(1.0), true);
+        let w = Variable::new(val(1.0), true);
+        let a = add(&x, &x);
+        let b = add(&a, &w);
+        let roots = vec![(b.gradient_edge().unwrap(), None)];
+        let captures = [x.gradient_edge().unwrap()];
+        let mut t = T::new();
+        let slots = t.init_to_execute(&roots, Targets::Capture(&captures));
+        let st = |v: &Variable<Val>| {
+            let s = &t.states[t.lookup(&v.gradient_edge().unwrap()).unwrap() as usize];
+            (s.exec, s.capture)
+        };
+        assert_eq!(st(&b), (true, false));
+        assert_eq!(st(&a), (true, false));
+        assert_eq!(st(&x), (false, true), "captured, not accumulated");
+        assert_eq!(st(&w), (false, false));
+        let xi = t.lookup(&captures[0]).unwrap();
+        assert_eq!(slots, [(xi, 0, 0)]);
+        // `backward(inputs=[a])`: a runs, nothing below it.
+        let inputs = [a.gradient_edge().unwrap()];
+        let mut t = T::new();
+        t.init_to_execute(&roots, Targets::Accumulate(&inputs));
+        let exec = |v: &Variable<Val>| {
+            t.states[t.lookup(&v.gradient_edge().unwrap()).unwrap() as usize].exec
+        };
+        assert!(exec(&b) && exec(&a) && !exec(&x) && !exec(&w));
     }
 }

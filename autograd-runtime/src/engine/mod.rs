@@ -666,3 +666,71 @@ fn apply_node<T: Tensor, G: Grad<T>>(
     };
     result.map_err(|e| anomaly_wrap(node_ref, e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::{Node, record};
+    use crate::ops::add;
+    use crate::tensor::testing::{Val, val};
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn raw_and_variable_passes_give_the_same_gradients() {
+        // a = x + x, b = a + a, c = b + x: dc/dx = 5.
+        let x = Variable::new(val(3.0), true);
+        let a = add(&x, &x);
+        let b = add(&a, &a);
+        let c = add(&b, &x);
+        let (outs, ins) = (std::slice::from_ref(&c), std::slice::from_ref(&x));
+        let raw = grad(outs, ins, &[], Some(true), false, false).unwrap();
+        let var = grad(outs, ins, &[], Some(true), true, false).unwrap();
+        assert_eq!(raw[0].as_ref().unwrap().data(), val(5.0));
+        assert_eq!(var[0].as_ref().unwrap().data(), val(5.0));
+        assert!(x.grad().is_none(), "grad() accumulates nothing");
+        c.backward().unwrap();
+        assert_eq!(x.grad().unwrap().data(), val(5.0));
+    }
+
+    #[test]
+    fn a_chain_runs_node_after_node_and_leaves_no_vertex_claimed() {
+        let x = Variable::new(val(1.0), true);
+        let one = Variable::from_data(val(1.0));
+        let mut ys = vec![x.clone()];
+        for _ in 0..50 {
+            let y = add(ys.last().unwrap(), &one);
+            ys.push(y);
+        }
+        ys.last().unwrap().backward().unwrap();
+        assert_eq!(x.grad().unwrap().data(), val(1.0));
+        for y in &ys[1..] {
+            let f = y.grad_fn().unwrap();
+            assert_eq!(f.cell().task_slot.load(Ordering::Relaxed), 0);
+        }
+    }
+
+    /// A node that notes what `is_retaining_graph` says while it runs.
+    struct Probe(Arc<Mutex<Vec<bool>>>);
+
+    impl Node<Val> for Probe {
+        fn name(&self) -> &str {
+            "Probe"
+        }
+        fn apply(&mut self, grads: VariableList<Val>) -> Result<VariableList<Val>, AutogradError> {
+            self.0.lock().unwrap().push(is_retaining_graph());
+            Ok(grads)
+        }
+    }
+
+    #[test]
+    fn a_node_learns_whether_the_pass_keeps_the_graph() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let x = Variable::new(val(1.0), true);
+        let ([y], _) = record(Probe(seen.clone()), &[Some(&x)], [val(1.0)]);
+        y.backward_with(None, Some(true), false).unwrap();
+        y.backward_with(None, None, true).unwrap();
+        y.backward_with(None, Some(false), false).unwrap();
+        assert_eq!(*seen.lock().unwrap(), [true, true, false]);
+        assert!(!is_retaining_graph(), "false outside backward");
+    }
+}

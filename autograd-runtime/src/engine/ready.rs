@@ -14,7 +14,7 @@ impl<T: Tensor> Vertex<'_, T> {
     /// (a consumer always outranks what it consumes), then the sequence
     /// number as in PyTorch (leaves, PyTorch's `AccumulateGrad`, last among
     /// equals... they have depth 0, below every node).
-    pub(super) fn priority(&self) -> (u64, u64) {
+    fn priority(&self) -> (u64, u64) {
         match self {
             Vertex::Node(n) => (u64::from(n.topo()), n.cell().seq),
             Vertex::Leaf(_) => (0, u64::MAX),
@@ -90,7 +90,7 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
         }
     }
 
-    pub(super) fn push_ready(&mut self, i: u32) {
+    fn push_ready(&mut self, i: u32) {
         if self.next.is_none() && self.ready.is_empty() {
             self.next = Some(i);
             return;
@@ -118,5 +118,82 @@ pub(super) fn hand_in<G>(buf: &mut OptList<G, 2>, len: usize, nr: usize, g: &mut
     buf.set_none_len(len);
     if let Some(slot) = buf.get_mut(nr) {
         *slot = g.take();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::add;
+    use crate::tensor::testing::{Val, val};
+    use crate::variable::Variable;
+
+    type T<'a> = Task<'a, Val, Val>;
+
+    #[test]
+    fn the_deepest_vertex_runs_first_then_the_latest_recorded_and_leaves_last() {
+        let x = Variable::new(val(1.0), true);
+        let a = add(&x, &x); // depth 1
+        let b = add(&a, &a); // depth 2
+        let c = add(&x, &x); // depth 1, recorded after `a`
+        let edges: Vec<_> = [&x, &a, &b, &c]
+            .iter()
+            .map(|v| v.gradient_edge().unwrap())
+            .collect();
+        let mut t = T::new();
+        let idx: Vec<u32> = edges.iter().map(|e| t.insert(Vertex::of(e).0).0).collect();
+        for &i in &idx {
+            t.push_ready(i);
+        }
+        let order: Vec<u32> = std::iter::from_fn(|| t.pop_ready()).collect();
+        assert_eq!(order, [idx[2], idx[3], idx[1], idx[0]]);
+    }
+
+    #[test]
+    fn a_lone_ready_vertex_waits_off_the_heap() {
+        let x = Variable::new(val(1.0), true);
+        let e = x.gradient_edge().unwrap();
+        let mut t = T::new();
+        let (i, _) = t.insert(Vertex::of(&e).0);
+        t.push_ready(i);
+        assert!(t.ready.is_empty() && t.next == Some(i));
+        assert_eq!(t.pop_ready(), Some(i));
+        assert_eq!(t.pop_ready(), None);
+    }
+
+    #[test]
+    fn gradients_for_one_slot_are_summed_and_a_vertex_is_queued_once() {
+        let x = Variable::new(val(1.0), true);
+        let e = x.gradient_edge().unwrap();
+        let mut t = T::new();
+        t.lazy = true;
+        t.deliver(&e, &mut Some(val(2.0)));
+        t.deliver(&e, &mut Some(val(3.0)));
+        t.deliver(&e, &mut None);
+        let i = t.pop_ready().expect("queued");
+        assert_eq!(t.pop_ready(), None, "queued once");
+        assert_eq!(t.states[i as usize].buffer[0], Some(val(5.0)));
+        assert_eq!(t.buffers_left, 1);
+    }
+
+    #[test]
+    fn a_vertex_nothing_else_reaches_gets_its_gradient_directly() {
+        let x = Variable::new(val(1.0), true);
+        let e = x.gradient_edge().unwrap();
+        let mut t = T::new();
+        let mut g = Some(val(4.0));
+        assert!(!t.deliver_direct(&e, &mut g), "not a lazy pass");
+        t.lazy = true;
+        assert!(t.deliver_direct(&e, &mut g));
+        assert!(
+            g.is_none() && t.claimed_left == 0,
+            "handed over, not claimed"
+        );
+        let i = t.pop_ready().unwrap();
+        assert!(t.states[i as usize].direct);
+        assert_eq!(t.states[i as usize].buffer[0], Some(val(4.0)));
+        // With a vertex ready, another could still deliver to this one: not direct.
+        t.push_ready(i);
+        assert!(!t.direct_possible());
     }
 }

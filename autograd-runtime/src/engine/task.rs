@@ -70,7 +70,7 @@ impl<'a, T: Tensor> Vertex<'a, T> {
         }
     }
 
-    pub(super) fn key(&self) -> usize {
+    fn key(&self) -> usize {
         match self {
             Vertex::Node(n) => n.cell() as *const CellInfo<T> as *const u8 as usize,
             Vertex::Leaf(v) => v.inner_ptr(),
@@ -292,5 +292,80 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
 
     pub(super) fn lookup(&self, edge: &'a Edge<T>) -> Option<u32> {
         self.find(&Vertex::of(edge).0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::testing::{Val, val};
+
+    type T = Task<'static, Val, Val>;
+
+    /// A leaf that requires grad and its edge, leaked for the `'static` tasks below.
+    fn leaf_edge() -> &'static Edge<Val> {
+        let x = Variable::new(val(1.0), true);
+        Box::leak(Box::new(x.gradient_edge().unwrap()))
+    }
+
+    #[test]
+    fn a_vertex_is_claimed_by_one_task_and_indexed_by_another_and_given_back() {
+        let edge = leaf_edge();
+        let (v, _) = Vertex::of(edge);
+        let mut a = T::new();
+        let (i, new) = a.insert(v);
+        assert!(new && a.states[i as usize].claimed && a.index.is_empty());
+        assert_eq!(a.insert(v), (i, false), "found again through its slot");
+        assert_eq!(v.slot().load(Ordering::Relaxed) >> 32, a.id);
+        // A second pass at the same time (another thread's) finds the slot taken.
+        let mut b = T::new();
+        let (j, new) = b.insert(v);
+        assert!(new && !b.states[j as usize].claimed);
+        assert_eq!(b.find(&v), Some(j), "found through the task's index");
+        assert_eq!(b.lookup(edge), Some(j));
+        drop(b);
+        assert_eq!(
+            v.slot().load(Ordering::Relaxed) >> 32,
+            a.id,
+            "b never held it"
+        );
+        drop(a);
+        assert_eq!(
+            v.slot().load(Ordering::Relaxed),
+            0,
+            "given back with the task"
+        );
+    }
+
+    #[test]
+    fn a_finished_tasks_allocations_serve_the_next_task_on_the_thread() {
+        let edges: Vec<_> = (0..100).map(|_| leaf_edge()).collect();
+        let mut a = T::new();
+        for e in &edges {
+            a.insert(Vertex::of(e).0);
+        }
+        let cap = a.states.capacity();
+        assert!(cap >= 100);
+        drop(a);
+        let b = T::new();
+        assert!(b.states.is_empty() && b.states.capacity() == cap);
+        // Another gradient type gets fresh buffers (the kept ones are not its).
+        let c = Task::<'static, Val, Variable<Val>>::new();
+        assert_eq!(c.states.capacity(), 0);
+    }
+
+    #[test]
+    fn a_state_of_a_vertex_that_ran_is_reused_fresh() {
+        let (e1, e2) = (leaf_edge(), leaf_edge());
+        let mut t = T::new();
+        let (i, _) = t.insert(Vertex::of(e1).0);
+        t.states[i as usize].deps = 3;
+        t.states[i as usize].exec = false;
+        t.free.push(i);
+        let j = t.new_state(Vertex::of(e2).0, false, true);
+        assert_eq!(j, i);
+        let st = &t.states[j as usize];
+        assert!(st.direct && !st.claimed && st.deps == 0 && st.exec && !st.capture);
+        assert_eq!(st.vertex.key(), Vertex::of(e2).0.key());
     }
 }

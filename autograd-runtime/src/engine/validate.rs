@@ -10,7 +10,7 @@ use crate::mode::is_anomaly_enabled;
 use crate::node::{Edge, NodeRef};
 use crate::tensor::{Tensor, TensorMeta, same_dtype};
 
-pub(super) fn node_name<T: Tensor>(this: &NodeRef<T>) -> String {
+fn node_name<T: Tensor>(this: &NodeRef<T>) -> String {
     this.lock().name().to_string()
 }
 
@@ -73,7 +73,7 @@ pub(super) fn check_nan<T: Tensor, G: Grad<T>>(
 /// 86 instructions a node, a third of them saving and restoring registers for the
 /// error paths.
 #[inline(always)]
-pub(super) fn validate<T: Tensor, G: Grad<T>>(
+fn validate<T: Tensor, G: Grad<T>>(
     this: &NodeRef<T>,
     outputs: &mut OptList<G, 2>,
 ) -> Result<(), AutogradError> {
@@ -96,10 +96,7 @@ pub(super) fn validate<T: Tensor, G: Grad<T>>(
 /// caller with PyTorch's error.
 #[cold]
 #[inline(never)]
-pub(super) fn adjust_gradients<T: Tensor, G: Grad<T>>(
-    this: &NodeRef<T>,
-    outputs: &mut OptList<G, 2>,
-) {
+fn adjust_gradients<T: Tensor, G: Grad<T>>(this: &NodeRef<T>, outputs: &mut OptList<G, 2>) {
     let cell = this.cell();
     if outputs.len() != cell.edges.len() {
         return;
@@ -131,7 +128,7 @@ pub(super) fn adjust_gradients<T: Tensor, G: Grad<T>>(
 }
 
 /// The shape and dtype the input behind `edge` has.
-pub(super) fn edge_meta<T: Tensor>(edge: &Edge<T>) -> Option<TensorMeta> {
+fn edge_meta<T: Tensor>(edge: &Edge<T>) -> Option<TensorMeta> {
     match edge {
         Edge::Node { node, input_nr } => node.cell().meta.get(*input_nr as usize),
         Edge::Leaf(v) => Some(v.with_data(TensorMeta::of)),
@@ -140,7 +137,7 @@ pub(super) fn edge_meta<T: Tensor>(edge: &Edge<T>) -> Option<TensorMeta> {
 
 /// Whether `from` broadcasts to `to` (PyTorch's `is_expandable_to`): aligned from the
 /// last dimension, each size of `from` is 1 or equal to `to`'s.
-pub(super) fn broadcasts_to(from: &[usize], to: &[usize]) -> bool {
+fn broadcasts_to(from: &[usize], to: &[usize]) -> bool {
     from.len() <= to.len()
         && from
             .iter()
@@ -151,7 +148,7 @@ pub(super) fn broadcasts_to(from: &[usize], to: &[usize]) -> bool {
 
 /// Whether gradient `g` (if any) may flow along `edge` (if any).
 #[inline(always)]
-pub(super) fn fits<T: Tensor, G: Grad<T>>(edge: &Option<Edge<T>>, g: &Option<G>) -> bool {
+fn fits<T: Tensor, G: Grad<T>>(edge: &Option<Edge<T>>, g: &Option<G>) -> bool {
     edge.as_ref().is_none_or(|e| fits_edge(e, g))
 }
 
@@ -176,7 +173,7 @@ pub(super) fn fits_edge<T: Tensor, G: Grad<T>>(edge: &Edge<T>, g: &Option<G>) ->
 /// The error for `outputs` that [`validate`] refused.
 #[cold]
 #[inline(never)]
-pub(super) fn invalid_gradients<T: Tensor, G: Grad<T>>(
+fn invalid_gradients<T: Tensor, G: Grad<T>>(
     this: &NodeRef<T>,
     outputs: &OptList<G, 2>,
 ) -> AutogradError {
@@ -202,7 +199,7 @@ pub(super) fn invalid_gradients<T: Tensor, G: Grad<T>>(
 }
 
 /// The error for gradient `i` of node `this` whose shape or dtype is not its input's.
-pub(super) fn invalid_gradient<T: Tensor>(
+fn invalid_gradient<T: Tensor>(
     this: &NodeRef<T>,
     i: usize,
     edge: &Edge<T>,
@@ -232,6 +229,96 @@ pub(super) fn invalid_gradient<T: Tensor>(
     }
 }
 
-pub(super) fn shape_ok<T: Tensor>(m: &TensorMeta, t: &T) -> bool {
+fn shape_ok<T: Tensor>(m: &TensorMeta, t: &T) -> bool {
     m.shape() == t.shape() && same_dtype(m.dtype(), t.dtype())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::add;
+    use crate::tensor::testing::{Val, val};
+    use crate::variable::Variable;
+
+    fn vals(shape: &[usize], dtype: &'static str) -> Val {
+        Val {
+            shape: shape.to_vec(),
+            data: vec![1.0; shape.iter().product()],
+            dtype,
+        }
+    }
+
+    #[test]
+    fn broadcasting_aligns_from_the_last_dimension() {
+        assert!(broadcasts_to(&[], &[2, 3]));
+        assert!(broadcasts_to(&[3], &[2, 3]));
+        assert!(broadcasts_to(&[1, 3], &[2, 3]));
+        assert!(broadcasts_to(&[2, 1], &[2, 3]));
+        assert!(!broadcasts_to(&[2], &[2, 3]));
+        assert!(!broadcasts_to(&[4, 2, 3], &[2, 3]));
+    }
+
+    #[test]
+    fn a_gradient_fits_its_inputs_shape_and_dtype() {
+        let x = Variable::new(vals(&[2], "f64"), true);
+        let leaf = x.gradient_edge().unwrap();
+        assert!(fits_edge(&leaf, &Some(vals(&[2], "f64"))));
+        assert!(fits_edge(&leaf, &None::<Val>), "no gradient always fits");
+        assert!(!fits_edge(&leaf, &Some(vals(&[3], "f64"))));
+        assert!(!fits_edge(&leaf, &Some(vals(&[2], "f32"))));
+        let a = add(&x, &x);
+        let node = a.gradient_edge().unwrap();
+        assert!(fits_edge(&node, &Some(vals(&[2], "f64"))));
+        assert!(!fits_edge(&node, &Some(vals(&[2, 1], "f64"))));
+    }
+
+    #[test]
+    fn a_wrong_gradient_is_pytorchs_shape_or_dtype_error() {
+        let x = Variable::new(vals(&[2], "f64"), true);
+        let a = add(&x, &x);
+        let f = a.grad_fn().unwrap();
+        let edge = x.gradient_edge().unwrap();
+        let shape = invalid_gradient(&f, 1, &edge, TensorMeta::of(&vals(&[3], "f64")));
+        assert!(matches!(
+            shape,
+            AutogradError::InvalidGradientShape { index: 1, .. }
+        ));
+        let dtype = invalid_gradient(&f, 0, &edge, TensorMeta::of(&vals(&[2], "f32")));
+        assert!(matches!(
+            dtype,
+            AutogradError::InvalidGradientDtype { index: 0, .. }
+        ));
+    }
+
+    #[test]
+    fn a_broadcast_or_other_dtype_gradient_is_adjusted_when_the_tensor_type_can() {
+        let x = Variable::new(val(1.0), true);
+        let a = add(&x, &x);
+        let f = a.grad_fn().unwrap();
+        // One gradient per input of `add`: one broadcast, one of another dtype.
+        let mut out = OptList::<Val, 2>::new();
+        out.push(Some(vals(&[2, 1], "f64")));
+        out.push(Some(vals(&[], "f32")));
+        assert!(validate(&f, &mut out).is_ok());
+        assert_eq!(
+            out[0],
+            Some(Val {
+                shape: vec![],
+                data: vec![2.0],
+                dtype: "f64"
+            })
+        );
+        assert_eq!(out[1].as_ref().unwrap().dtype, "f64");
+        // A count that is not the node's is refused.
+        let mut one = OptList::<Val, 2>::new();
+        one.push(Some(val(1.0)));
+        assert!(matches!(
+            validate(&f, &mut one),
+            Err(AutogradError::InvalidGradientCount {
+                expected: 2,
+                got: 1,
+                ..
+            })
+        ));
+    }
 }
