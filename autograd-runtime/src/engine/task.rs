@@ -300,18 +300,17 @@ mod tests {
     use super::*;
     use crate::tensor::testing::{Val, val};
 
-    type T = Task<'static, Val, Val>;
+    type T<'a> = Task<'a, Val, Val>;
 
-    /// A leaf that requires grad and its edge, leaked for the `'static` tasks below.
-    fn leaf_edge() -> &'static Edge<Val> {
-        let x = Variable::new(val(1.0), true);
-        Box::leak(Box::new(x.gradient_edge().unwrap()))
+    /// The edge of a new leaf that requires grad.
+    fn leaf_edge() -> Edge<Val> {
+        Variable::new(val(1.0), true).gradient_edge().unwrap()
     }
 
     #[test]
     fn a_vertex_is_claimed_by_one_task_and_indexed_by_another_and_given_back() {
         let edge = leaf_edge();
-        let (v, _) = Vertex::of(edge);
+        let (v, _) = Vertex::of(&edge);
         let mut a = T::new();
         let (i, new) = a.insert(v);
         assert!(new && a.states[i as usize].claimed && a.index.is_empty());
@@ -322,7 +321,7 @@ mod tests {
         let (j, new) = b.insert(v);
         assert!(new && !b.states[j as usize].claimed);
         assert_eq!(b.find(&v), Some(j), "found through the task's index");
-        assert_eq!(b.lookup(edge), Some(j));
+        assert_eq!(b.lookup(&edge), Some(j));
         drop(b);
         assert_eq!(
             v.slot().load(Ordering::Relaxed) >> 32,
@@ -350,7 +349,7 @@ mod tests {
         let b = T::new();
         assert!(b.states.is_empty() && b.states.capacity() == cap);
         // Another gradient type gets fresh buffers (the kept ones are not its).
-        let c = Task::<'static, Val, Variable<Val>>::new();
+        let c = Task::<'_, Val, Variable<Val>>::new();
         assert_eq!(c.states.capacity(), 0);
     }
 
@@ -358,14 +357,14 @@ mod tests {
     fn a_state_of_a_vertex_that_ran_is_reused_fresh() {
         let (e1, e2) = (leaf_edge(), leaf_edge());
         let mut t = T::new();
-        let (i, _) = t.insert(Vertex::of(e1).0);
+        let (i, _) = t.insert(Vertex::of(&e1).0);
         t.states[i as usize].deps = 3;
         t.states[i as usize].exec = false;
         t.free.push(i);
-        let j = t.new_state(Vertex::of(e2).0, false, true);
+        let j = t.new_state(Vertex::of(&e2).0, false, true);
         assert_eq!(j, i);
         let st = &t.states[j as usize];
         assert!(st.direct && !st.claimed && st.deps == 0 && st.exec && !st.capture);
-        assert_eq!(st.vertex.key(), Vertex::of(e2).0.key());
+        assert_eq!(st.vertex.key(), Vertex::of(&e2).0.key());
     }
 }

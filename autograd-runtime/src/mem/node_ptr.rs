@@ -1049,7 +1049,7 @@ mod tests {
     }
 
     #[test]
-    fn a_long_chain_is_freed_without_recursion_and_each_flagged_node_is_told() {
+    fn a_chain_of_many_nodes_is_freed_without_recursion_and_each_flagged_node_is_told() {
         let n = if cfg!(miri) { 200 } else { 100_000 };
         let drops = Arc::new(AtomicUsize::new(0));
         struct Counted(Arc<AtomicUsize>);
