@@ -3,12 +3,30 @@
 //! targets are marked (PyTorch's `compute_dependencies` and `init_to_execute`). A plain
 //! `backward()` needs neither: it runs lazily, deepest vertex first.
 
-use super::Targets;
 use super::grad::Grad;
 use super::task::{Task, Vertex};
 use crate::node::Edge;
 use crate::tensor::Tensor;
 use crate::variable::Variable;
+
+/// What a pass computes gradients for.
+pub(super) enum Targets<'a, T: Tensor> {
+    /// `backward()`: every leaf reached.
+    All,
+    /// `grad()`: these edges' gradients are returned; nothing is accumulated.
+    Capture(&'a [Edge<T>]),
+    /// `backward(inputs=...)`: only these edges' vertices run (a leaf
+    /// accumulates, a node runs its hooks, retained gradient and itself).
+    Accumulate(&'a [Edge<T>]),
+}
+
+impl<T: Tensor> Clone for Targets<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: Tensor> Copy for Targets<'_, T> {}
 
 impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
     /// Claims every vertex reachable from `roots` and counts the edges into

@@ -38,6 +38,7 @@ use crate::mode::set_grad_enabled;
 use crate::node::{CellInfo, Edge, HooksSnapshot, NodeRef, VariableList};
 use crate::tensor::Tensor;
 use crate::variable::Variable;
+use deps::Targets;
 use grad::Grad;
 use ready::hand_in;
 use task::{Task, Vertex};
@@ -271,25 +272,6 @@ pub fn grad_with<T: Tensor>(
     }
     Ok(res)
 }
-
-/// What a pass computes gradients for.
-enum Targets<'a, T: Tensor> {
-    /// `backward()`: every leaf reached.
-    All,
-    /// `grad()`: these edges' gradients are returned; nothing is accumulated.
-    Capture(&'a [Edge<T>]),
-    /// `backward(inputs=...)`: only these edges' vertices run (a leaf
-    /// accumulates, a node runs its hooks, retained gradient and itself).
-    Accumulate(&'a [Edge<T>]),
-}
-
-impl<T: Tensor> Clone for Targets<'_, T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T: Tensor> Copy for Targets<'_, T> {}
 
 /// Root edges with their seed gradients.
 type Roots<T> = Vec<(Edge<T>, Option<Variable<T>>)>;
