@@ -95,3 +95,12 @@ fn key<T: Tensor>(e: &Edge<T>) -> usize {
 fn node_key<T: Tensor>(n: &NodeRef<T>) -> usize {
     n.cell() as *const _ as *const u8 as usize
 }
+
+/// The export as a method of the variable (here, beside it: the variable does not depend
+/// on this module).
+impl<T: Tensor> Variable<T> {
+    /// The graph reachable from this variable as Graphviz DOT.
+    pub fn to_dot(&self) -> String {
+        to_dot(std::slice::from_ref(self))
+    }
+}

@@ -95,7 +95,7 @@ impl<H: HoldsTangents> WeakHolder for Weak<H> {
     }
 }
 
-impl<T: Tensor> WeakHolder for crate::var_ptr::VarWeak<T> {
+impl<T: Tensor> WeakHolder for crate::mem::VarWeak<crate::variable::VarInner<T>> {
     fn clear_level(&self, level: Level) {
         if let Some(x) = self.upgrade() {
             HoldsTangents::clear_level(&*x, level);

@@ -149,66 +149,71 @@
 //! code reaches it through the facade crate's `support::__prelude`. It is not
 //! part of the API and may change with the generator.
 //!
+//! # Where things are
+//!
+//! The model, at the top of `src/`: `variable.rs` ([`Variable`]), `node.rs` ([`Node`],
+//! [`NodeRef`], [`Edge`], [`record`] and its variants, the hooks and anomaly traces of
+//! nodes), `node_meta.rs` (a node's output shapes and dtypes, packed), `engine/` (the
+//! backward engine by concern: the entry points and the execution of a pass in `mod.rs`,
+//! the graph task, the ready queue, dependencies, the checks of a node's gradients, raw or
+//! variable gradients), `saved.rs` and `saved_hooks.rs` (saved variables, saved-tensor
+//! hooks), `hooks.rs` (hooks and how they run), `view.rs` (views), `forward.rs` (forward
+//! mode), `mode.rs` (grad and anomaly modes), `error.rs`, `tensor.rs` (the [`Tensor`]
+//! trait), `list.rs`, `ops.rs` and `raw_grad.rs` (the runtime's own ops), `dot.rs`.
+//!
+//! The memory plumbing, in the private module `mem/`: every raw pointer, reference count,
+//! lock and arena of the crate, behind a small safe interface (its module documentation
+//! says what it owns, the interface and the invariants). All of the crate's unsafe code is
+//! there; the rest of the crate denies `unsafe_code`. Every unsafe block carries a
+//! `SAFETY:` comment saying why it is sound (`clippy::undocumented_unsafe_blocks` is
+//! denied). `mem`'s unit tests (with a toy record kind of their own) and the rest of the
+//! test suite run under Miri (`docs/runtime.md`, "Unsafe code").
+//!
+//! Imports: `mem` imports nothing from the model (its node records are generic over a
+//! `Kind` that the model implements for its graph). Among the model's files, the
+//! `crate::` paths outside tests make one cycle, through no `mem` file: `engine/` (its
+//! files), `forward`, `hooks`, `node`, `ops`, `saved`, `saved_hooks`, `variable`, `view`;
+//! pairs importing each other: node/variable, node/saved, node/hooks, hooks/variable,
+//! variable/view, variable/forward, forward/view, forward/ops. (Before issue 33 the cycle
+//! also ran through the plumbing, `node_ptr` and `var_ptr`, and through `dot`.) What keeps
+//! it: the model's types refer to each other. A variable holds its node and a node's
+//! edges hold variables (unavoidable: the graph is made of both); a variable's rarely used
+//! part holds its hooks, view state and tangents, which hold or take variables; the
+//! [`Node`] trait names [`SavedVariable`], which holds a variable or a weak reference to
+//! its node. And operations call back down: a view replays through differentiable ops and
+//! the engine (`grad`, for an in-place change of one of several views), forward mode
+//! copies through ops, ops record nodes and propagate tangents, the engine sums variable
+//! gradients with ops. Cutting the rest would split each part of a variable into its state
+//! (beside the variable) and its operations (above the engine).
+//!
 //! # Unsafe code
 //!
-//! Unsafe code is confined to private modules, each small enough to
-//! review on its own: the node arena (`arena`), the reference-counted node
-//! pointers (`node_ptr`: `NodeRef`, `NodeHandle` and the weak reference saved
-//! outputs use), the lock around a node's typed part (`node_lock`), a
-//! variable's reference-counted pointer (`var_ptr`) and the per-thread free
-//! list of its memory (`var_pool`), the lock around its data (`data_lock`), the set-once slot of a shared version
-//! counter (`counter_slot`), the reuse of the engine's buffers between calls
-//! (`reuse`) and a record's dtype name packed beside its shape (`str_word`). The rest of the crate denies `unsafe_code`; every unsafe block
-//! carries a `SAFETY:` comment (`clippy::undocumented_unsafe_blocks` is
-//! denied). The test suite runs under Miri (`docs/runtime.md`).
+//! Only in `mem` (above). The public API is safe.
 
 #![warn(missing_docs)]
-// Unsafe code only in the modules marked `#[allow(unsafe_code)]` below (see
-// "Unsafe code" above), every block with a `SAFETY:` comment saying why it is sound.
+// Unsafe code only in the files of `mem` marked `#[allow(unsafe_code)]` (see "Where things
+// are" above), every block with a `SAFETY:` comment saying why it is sound.
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
-#[allow(unsafe_code)]
-mod arena;
-mod backoff;
-mod bias;
-#[allow(unsafe_code)]
-mod counter_slot;
-mod counts;
-#[allow(unsafe_code)]
-mod data_lock;
 mod dot;
 mod engine;
 mod error;
 pub mod forward;
-mod grad;
 mod hooks;
 pub mod list;
+mod mem;
 mod mode;
 mod node;
-#[allow(unsafe_code)]
-mod node_lock;
 mod node_meta;
-#[allow(unsafe_code)]
-mod node_ptr;
 pub mod ops;
 pub mod raw_grad;
-mod refcount;
-#[allow(unsafe_code)]
-mod reuse;
 mod saved;
 mod saved_hooks;
-#[allow(unsafe_code)]
-mod str_word;
 mod tensor;
-#[allow(unsafe_code)]
-mod var_pool;
-#[allow(unsafe_code)]
-mod var_ptr;
 mod variable;
 pub mod view;
 
-pub use arena::live_chunks;
 pub use dot::to_dot;
 pub use engine::{
     BackwardOptions, GradOptions, backward, backward_with, current_graph_task_id, grad, grad_with,
@@ -219,6 +224,7 @@ pub use forward::{
     DualLevel, Level, UnpackedDual, dual_level, is_forward_ad_enabled, make_dual, unpack_dual,
 };
 pub use list::OptList;
+pub use mem::live_chunks;
 pub use mode::{
     AnomalyModeGuard, GradModeGuard, detect_anomaly, enable_grad, is_anomaly_enabled,
     is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled,

@@ -1,13 +1,14 @@
-//! Backward nodes ([`Node`]), their shared cells ([`NodeRef`], [`NodeHandle`]:
-//! the pointers and their reference counts are in `node_ptr`),
+//! Backward nodes ([`Node`]), the references to them ([`NodeRef`], [`NodeHandle`]:
+//! the records and their reference counts are `mem`'s, `mem/node_ptr.rs`),
 //! [`Edge`]s, hooks, and [`record`], which puts a node into the graph.
 
 use std::any::Any;
 use std::backtrace::Backtrace;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use crate::error::AutogradError;
@@ -17,14 +18,14 @@ use crate::mode::is_anomaly_enabled;
 use crate::saved::SavedVariable;
 use crate::saved_hooks::SavedHooks;
 use crate::tensor::{Tensor, TensorMeta};
-use crate::var_ptr::VarWeak;
-use crate::variable::Variable;
+use crate::variable::{VarInner, Variable};
 
-use crate::node_lock::Locked;
+pub(crate) use crate::mem::NODE_COUNTERS;
+use crate::mem::{
+    self as rec, Erase, Kind, Locked, NewCell, NodeGuard, NodeRc, OutputRefs, Pending, VarWeak,
+    WeakRc,
+};
 use crate::node_meta::NodeMeta;
-use crate::node_ptr::{HAS_EXTRAS, HAS_HOOKS, OutputRefs, Pending, ToDyn};
-pub(crate) use crate::node_ptr::{NODE_COUNTERS, WeakNode};
-pub use crate::node_ptr::{NodeHandle, NodeRef};
 
 /// Gradients passed to and returned by [`Node::apply`]: one `Option<Variable<T>>`
 /// per slot, `None` meaning an undefined (all-zero) gradient. Inline for up to
@@ -168,7 +169,7 @@ pub(crate) fn next_hook_id() -> HookId {
 
 pub(crate) struct NodeHooks<T: Tensor> {
     pub(crate) tensor_pre: Vec<(usize, Hook<TensorHookFn<T>>)>,
-    pub(crate) retain: Vec<(usize, VarWeak<T>)>,
+    pub(crate) retain: Vec<(usize, VarWeak<VarInner<T>>)>,
     pub(crate) pre: Vec<Hook<PreHookFn<T>>>,
     pub(crate) post: Vec<Hook<PostHookFn<T>>>,
 }
@@ -176,7 +177,7 @@ pub(crate) struct NodeHooks<T: Tensor> {
 /// A copy of a node's hooks, taken so that they run with no lock held.
 pub(crate) struct HooksSnapshot<T: Tensor> {
     pub(crate) tensor_pre: Vec<(usize, Hook<TensorHookFn<T>>)>,
-    pub(crate) retain: Vec<(usize, VarWeak<T>)>,
+    pub(crate) retain: Vec<(usize, VarWeak<VarInner<T>>)>,
     pub(crate) pre: Vec<Hook<PreHookFn<T>>>,
     pub(crate) post: Vec<Hook<PostHookFn<T>>>,
 }
@@ -195,30 +196,189 @@ impl<T: Tensor> Default for NodeHooks<T> {
 /// The backtrace of the forward call that created a node (anomaly mode).
 pub(crate) struct AnomalyTrace(pub(crate) Backtrace);
 
-/// A node in the graph: graph metadata plus the user's node behind a lock,
-/// in one arena allocation.
-///
-/// `NodeCell<T, MulBackward0<T>>` coerces to `NodeCell<T, dyn Node<T>>`, so a
-/// typed [`NodeHandle`] and the type-erased [`NodeRef`]s in the graph share it.
-/// `repr(C)`: the graph metadata (`info`) is at the cell's start for every node type,
-/// so that a [`NodeRef`], a thin pointer, reaches it without the node's vtable.
-#[repr(C)]
-pub(crate) struct NodeCell<T: Tensor, N: ?Sized> {
-    pub(crate) info: CellInfo<T>,
-    /// The typed node, locked with the flag in the record's header (`NodeRef::lock`).
-    pub(crate) node: Locked<N>,
-}
-
-/// A node's graph metadata: the part of its cell every node type has.
+/// A node's graph metadata: the part of its record every node type has (before the
+/// node itself, in one arena allocation: `mem/node_ptr.rs`).
 pub(crate) struct CellInfo<T: Tensor> {
     pub(crate) edges: EdgeList<T>,
     pub(crate) meta: NodeMeta,
     pub(crate) seq: u64,
     /// Claimed by the running graph task: `task id << 32 | vertex index`.
     pub(crate) task_slot: AtomicU64,
-    /// The node's type, for what needs its vtable (`apply`, `drop`): references to the
-    /// node are thin pointers (an edge is 16 bytes instead of 24).
-    pub(crate) to_dyn: ToDyn<T>,
+}
+
+/// The kind of record (`mem`'s [`Kind`]) of the graph's nodes on tensor type `T`: the
+/// record holds a [`CellInfo<T>`] and a node seen as a `dyn Node<T>`.
+pub(crate) struct Graph<T>(PhantomData<fn() -> T>);
+
+/// The node has hooks or an anomaly trace, kept outside the record ([`EXTRAS`]).
+const HAS_EXTRAS: u8 = 2;
+/// A hook was registered on the node (the engine then takes a snapshot).
+const HAS_HOOKS: u8 = 4;
+
+impl<T: Tensor> Kind for Graph<T> {
+    type Info = CellInfo<T>;
+    type Dyn = dyn Node<T>;
+    const FREED_FLAG: u8 = HAS_EXTRAS;
+
+    type Slot = Option<Edge<T>>;
+
+    #[inline]
+    fn slots(info: &mut CellInfo<T>) -> &mut [Option<Edge<T>>] {
+        &mut info.edges
+    }
+
+    /// An edge's node, moved out (a leaf edge stays).
+    #[inline]
+    fn take_ref(e: &mut Option<Edge<T>>) -> Option<NodeRc<Self>> {
+        if !matches!(e, Some(Edge::Node { .. })) {
+            return None;
+        }
+        let Some(Edge::Node { node, .. }) = e.take() else {
+            unreachable!("matched above")
+        };
+        Some(node.0)
+    }
+
+    fn freed(addr: usize) {
+        forget_extras(addr);
+    }
+}
+
+impl<T: Tensor, N: Node<T>> Erase<Graph<T>> for N {
+    #[inline(always)]
+    fn erase(node: &Locked<N>) -> &Locked<dyn Node<T>> {
+        node
+    }
+}
+
+/// A shared, type-erased reference to a node in the graph (PyTorch's
+/// `std::shared_ptr<Node>`): what [`Variable::grad_fn`](crate::Variable::grad_fn)
+/// returns and what [`Edge`](crate::Edge)s point to. Cheap to clone (one
+/// atomic increment).
+pub struct NodeRef<T: Tensor>(pub(crate) NodeRc<Graph<T>>);
+
+impl<T: Tensor> Clone for NodeRef<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        NodeRef(self.0.clone())
+    }
+}
+
+impl<T: Tensor> NodeRef<T> {
+    #[inline]
+    pub(crate) fn cell(&self) -> &CellInfo<T> {
+        self.0.info()
+    }
+
+    /// The version counter of output `k` (`k < NODE_COUNTERS`).
+    #[inline]
+    pub(crate) fn version_slot(&self, k: u32) -> &AtomicU32 {
+        self.0.version_slot(k)
+    }
+
+    /// The node's depth: 1 + the largest of the nodes its edges lead to (0 for none).
+    #[inline]
+    pub(crate) fn topo(&self) -> u32 {
+        self.0.topo()
+    }
+
+    /// Whether the node saved an output of its own (`record_saving`): the engine then
+    /// runs its `apply` as the node ([`run_as`](rec::run_as)).
+    #[inline]
+    pub(crate) fn own_outputs(&self) -> bool {
+        self.0.own_outputs()
+    }
+
+    /// The node's address: its identity while it lives.
+    #[inline]
+    pub(crate) fn addr(&self) -> usize {
+        self.0.addr()
+    }
+
+    /// Locks the typed node, waiting while another thread holds it.
+    #[inline]
+    pub(crate) fn lock(&self) -> NodeGuard<'_, dyn Node<T>> {
+        self.0.lock()
+    }
+
+    /// The typed node's lock, if it is free now.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<NodeGuard<'_, dyn Node<T>>> {
+        self.0.try_lock()
+    }
+
+    pub(crate) fn downgrade(&self) -> WeakNode<T> {
+        WeakNode(self.0.downgrade())
+    }
+
+    /// Runs `f` as this node: its own saved outputs reach it meanwhile.
+    #[inline(always)]
+    pub(crate) fn run_as<R>(&self, f: impl FnOnce() -> R) -> R {
+        rec::run_as(&self.0, f)
+    }
+
+    /// Whether both refer to the same node.
+    pub fn ptr_eq(&self, other: &NodeRef<T>) -> bool {
+        self.0.ptr_eq(&other.0)
+    }
+}
+
+/// A weak reference to a node: keeps its header (its outputs' version counters), not
+/// the node (saved outputs refer to their own node this way, so that there is no cycle).
+pub(crate) struct WeakNode<T: Tensor>(WeakRc<Graph<T>>);
+
+impl<T: Tensor> Clone for WeakNode<T> {
+    fn clone(&self) -> Self {
+        WeakNode(self.0.clone())
+    }
+}
+
+impl<T: Tensor> WeakNode<T> {
+    /// The version counter of output `k` (`k < NODE_COUNTERS`).
+    #[inline]
+    pub(crate) fn version_slot(&self, k: u32) -> &AtomicU32 {
+        self.0.version_slot(k)
+    }
+
+    /// A strong reference, if the node is still alive.
+    pub(crate) fn upgrade(&self) -> Option<NodeRef<T>> {
+        self.0.upgrade().map(NodeRef)
+    }
+}
+
+/// A node's own saved output's way back to its node, without a count (`mem`'s
+/// `OwnNode`): it reaches the node only while the node runs on this thread.
+pub(crate) struct OwnNode<T: Tensor>(rec::OwnNode<Graph<T>>);
+
+impl<T: Tensor> OwnNode<T> {
+    /// The version counter of output `k` (`k < NODE_COUNTERS`), if the node runs.
+    #[inline]
+    pub(crate) fn version(&self, k: u32) -> Option<u32> {
+        self.0.version(k)
+    }
+
+    /// A strong reference, if the node runs on this thread.
+    pub(crate) fn upgrade(&self) -> Option<NodeRef<T>> {
+        self.0.upgrade().map(NodeRef)
+    }
+}
+
+/// Typed access to a node after it was put in the graph, returned by
+/// [`record`](crate::record): the generated code uses it to save the op's
+/// outputs (`handle.with(|n| n.result = SavedVariable::new(&out, true))`).
+pub struct NodeHandle<T: Tensor, N: Node<T>>(rec::TypedRc<Graph<T>, N>);
+
+impl<T: Tensor, N: Node<T>> NodeHandle<T, N> {
+    /// Runs `f` with mutable access to the node (locks it). The node runs
+    /// meanwhile: its own saved outputs unpack.
+    pub fn with<R>(&self, f: impl FnOnce(&mut N) -> R) -> R {
+        self.0.with(f)
+    }
+
+    /// The type-erased reference (what `grad_fn()` returns).
+    pub fn node_ref(&self) -> NodeRef<T> {
+        NodeRef(self.0.node_ref())
+    }
 }
 
 /// The rarely present part of a node: its hooks and anomaly trace, kept in [`EXTRAS`].
@@ -231,8 +391,6 @@ pub(crate) struct NodeExtras<T: Tensor> {
 thread_local! {
     static LIVE_NODES: Cell<isize> = const { Cell::new(0) };
     static SEQUENCE_NR: Cell<u64> = const { Cell::new(0) };
-    static DROP_DEPTH: Cell<u32> = const { Cell::new(0) };
-    static DEFERRED_DROPS: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Debug counter: nodes created on this thread minus nodes dropped on this thread.
@@ -246,7 +404,7 @@ thread_local! {
 /// it is subtracted here too.
 pub fn live_nodes() -> isize {
     // Nodes whose last references other threads dropped are freed first.
-    crate::bias::drain();
+    crate::mem::drain_merges();
     LIVE_NODES.with(Cell::get)
 }
 
@@ -275,7 +433,7 @@ pub(crate) fn forget_extras(addr: usize) {
 impl<T: Tensor> NodeRef<T> {
     /// The node's hooks and anomaly trace, if it has any.
     fn extras(&self) -> Option<Arc<NodeExtras<T>>> {
-        if !self.has_flag(HAS_EXTRAS) {
+        if !self.0.has_flag(HAS_EXTRAS) {
             return None;
         }
         let e = lock(&EXTRAS).get(&self.addr()).cloned()?;
@@ -288,7 +446,7 @@ impl<T: Tensor> NodeRef<T> {
             .entry(self.addr())
             .or_insert_with(|| Arc::new(extras))
             .clone();
-        self.set_flag(HAS_EXTRAS);
+        self.0.set_flag(HAS_EXTRAS);
         e.downcast::<NodeExtras<T>>()
             .expect("a node's extras are of its tensor type")
     }
@@ -303,7 +461,7 @@ impl<T: Tensor> NodeRef<T> {
     /// Whether a hook was ever registered on this node.
     #[inline]
     pub(crate) fn has_hooks(&self) -> bool {
-        self.has_flag(HAS_HOOKS)
+        self.0.has_flag(HAS_HOOKS)
     }
 
     /// A copy of the hooks (the closures are shared), to call them unlocked.
@@ -322,7 +480,7 @@ impl<T: Tensor> NodeRef<T> {
             anomaly: None,
         });
         f(&mut lock(&e.hooks));
-        self.set_flag(HAS_HOOKS);
+        self.0.set_flag(HAS_HOOKS);
     }
 
     /// Keeps the backtrace of the forward call recording the node (anomaly mode; the
@@ -333,37 +491,6 @@ impl<T: Tensor> NodeRef<T> {
             anomaly: Some(AnomalyTrace(Backtrace::force_capture())),
         });
     }
-}
-
-const DROP_DEPTH_LIMIT: u32 = 48;
-
-/// Drops a node `Arc` whose strong count is 1 without unbounded recursion: a
-/// 100,000-op chain would otherwise overflow the stack when its last
-/// reference goes (PyTorch's `deleteNode` does the same).
-pub(crate) fn drop_last_ref<X: 'static>(x: X) {
-    let Ok(depth) = DROP_DEPTH.try_with(Cell::get) else {
-        drop(x);
-        return;
-    };
-    if depth >= DROP_DEPTH_LIMIT {
-        // If the thread-local is gone, the closure (and `x`) is dropped here.
-        let _ = DEFERRED_DROPS.try_with(|d| d.borrow_mut().push(Box::new(x)));
-        return;
-    }
-    DROP_DEPTH.set(depth + 1);
-    drop(x);
-    if depth == 0 {
-        // `try_with`: this may run in a thread-local's destructor at thread exit
-        // (`bias.rs` merges queued nodes there), after this list is gone.
-        while let Some(next) = DEFERRED_DROPS
-            .try_with(|d| d.borrow_mut().pop())
-            .ok()
-            .flatten()
-        {
-            drop(next);
-        }
-    }
-    DROP_DEPTH.set(depth);
 }
 
 impl<T: Tensor> fmt::Debug for NodeRef<T> {
@@ -520,7 +647,7 @@ impl<T: Tensor> NodeRef<T> {
         }
         let hooks = Arc::new(SavedHooks::new(pack, unpack));
         // As the node's: its own saved outputs reach it (unlocked, for `pack`).
-        let result: Result<(), AutogradError> = crate::node_ptr::run_as(self, || {
+        let result: Result<(), AutogradError> = self.run_as(|| {
             taken
                 .iter_mut()
                 .try_for_each(|sv| sv.register_shared_hooks(hooks.clone()))
@@ -541,7 +668,7 @@ impl<T: Tensor> NodeRef<T> {
     /// Runs `f` on the locked node (type-erased). The node runs meanwhile: its own saved
     /// outputs unpack.
     pub fn with_node<R>(&self, f: impl FnOnce(&mut dyn Node<T>) -> R) -> R {
-        crate::node_ptr::run_as(self, || f(&mut *self.lock()))
+        self.run_as(|| f(&mut *self.lock()))
     }
 }
 
@@ -625,8 +752,8 @@ pub fn should_record<T: Tensor>(inputs: &[&Variable<T>]) -> bool {
     crate::mode::is_grad_enabled() && inputs.iter().any(|v| v.requires_grad())
 }
 
-/// A node's cell: its edges to `inputs`, the outputs' `meta`, its place in
-/// the order of the thread's nodes (counted as live from here).
+/// A node's graph metadata: its edges to `inputs`, the outputs' `meta`, its place in
+/// the order of the thread's nodes (counted as live from here); and its depth.
 ///
 /// Always inlined into its two callers: called, it cost a prologue and a copy of the
 /// cell from its frame to the caller's (about 30 instructions an op on the chain bench).
@@ -635,7 +762,7 @@ fn build_cell<T: Tensor, N: Node<T>>(
     node: N,
     inputs: &[Option<&Variable<T>>],
     meta: NodeMeta,
-) -> (NodeCell<T, N>, u32) {
+) -> (NewCell<Graph<T>, N>, u32) {
     let mut edges = EdgeList::<T>::with_len(inputs.len());
     let mut depth = 0;
     for (slot, v) in edges.iter_mut().zip(inputs) {
@@ -651,17 +778,13 @@ fn build_cell<T: Tensor, N: Node<T>>(
         n
     });
     LIVE_NODES.with(|c| c.set(c.get() + 1));
-    let cell = NodeCell {
-        info: CellInfo {
-            edges,
-            meta,
-            seq,
-            task_slot: AtomicU64::new(0),
-            to_dyn: ToDyn::of::<N>(),
-        },
-        node: Locked::new(node),
+    let info = CellInfo {
+        edges,
+        meta,
+        seq,
+        task_slot: AtomicU64::new(0),
     };
-    (cell, topo)
+    (NewCell::new(info, node), topo)
 }
 
 /// Puts a node in the arena: a handle, and `refs` references for the outputs.
@@ -670,9 +793,10 @@ fn new_cell<T: Tensor, N: Node<T>>(
     inputs: &[Option<&Variable<T>>],
     meta: NodeMeta,
     refs: usize,
-) -> (NodeHandle<T, N>, OutputRefs<T, N>) {
+) -> (NodeHandle<T, N>, OutputRefs<Graph<T>, N>) {
     let (cell, topo) = build_cell(node, inputs, meta);
-    let (handle, refs) = NodeHandle::new(cell, topo, refs);
+    let (handle, refs) = rec::TypedRc::new(cell, topo, refs);
+    let handle = NodeHandle(handle);
     if is_anomaly_enabled() {
         handle.node_ref().note_anomaly();
     }
@@ -684,7 +808,7 @@ fn new_cell<T: Tensor, N: Node<T>>(
 /// gives once the output exists.
 pub struct NewOutputs<'a, T: Tensor, N: Node<T>, const K: usize> {
     raw: &'a [T; K],
-    node: &'a Pending<T, N>,
+    node: &'a Pending<Graph<T>, N>,
     /// Whether [`save`](Self::save) was called (the node's `own_outputs`).
     saved: Cell<bool>,
 }
@@ -693,7 +817,7 @@ impl<T: Tensor, N: Node<T>, const K: usize> NewOutputs<'_, T, N, K> {
     /// Output `k` (`k < K`), saved by its own node.
     pub fn save(&self, k: usize) -> SavedVariable<T> {
         self.saved.set(true);
-        SavedVariable::fresh_output(self.raw[k].clone(), self.node.own(), k as u32)
+        SavedVariable::fresh_output(self.raw[k].clone(), OwnNode(self.node.own()), k as u32)
     }
 }
 
@@ -721,7 +845,7 @@ pub fn record_saving<T: Tensor, N: Node<T>, const K: usize>(
         let (outs, handle) = record_generated(node, inputs, outputs);
         return (outs, Some(handle));
     }
-    let pending = Pending::<T, N>::new();
+    let pending = Pending::<Graph<T>, N>::new();
     let new = NewOutputs {
         raw: &outputs,
         node: &pending,
@@ -747,11 +871,11 @@ pub fn record_saving<T: Tensor, N: Node<T>, const K: usize>(
 /// counts `refs` hands out) and `output_nr` = `k`.
 fn wrap_outputs<T: Tensor, N: Node<T>, const K: usize>(
     outputs: [T; K],
-    mut refs: OutputRefs<T, N>,
+    mut refs: OutputRefs<Graph<T>, N>,
 ) -> [Variable<T>; K] {
     let mut nr = 0u32;
     outputs.map(|data| {
-        let grad_fn = refs.next().expect("one reference per output");
+        let grad_fn = NodeRef(refs.next().expect("one reference per output"));
         let v = Variable::with_grad_fn(data, grad_fn, nr);
         nr += 1;
         v
@@ -820,7 +944,7 @@ pub fn record_vec_generated<T: Tensor, N: Node<T>>(
         .into_iter()
         .zip(refs)
         .enumerate()
-        .map(|(nr, (data, grad_fn))| Variable::with_grad_fn(data, grad_fn, nr as u32))
+        .map(|(nr, (data, grad_fn))| Variable::with_grad_fn(data, NodeRef(grad_fn), nr as u32))
         .collect();
     (outs, handle)
 }
@@ -900,4 +1024,33 @@ pub fn check_out<T: Tensor>(op: &str, args: &[&Variable<T>]) -> Result<(), Autog
         return Err(AutogradError::OutRequiresGrad { op: op.to_string() });
     }
     Ok(())
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod sizes {
+    use super::{CellInfo, Edge, Graph};
+    use crate::mem::record_layout;
+    use crate::saved::SavedVariable;
+    use crate::tensor::testing::Handle;
+
+    #[test]
+    fn a_record_is_a_32_byte_header_and_80_bytes_of_cell_before_its_node() {
+        // The header: counts (16), the chunk offset, the flags, the lock's flag and the
+        // depth (8), the version counters (8). The cell: edges (40: a thin node pointer
+        // and an input number each), meta (16), sequence number and task slot (8 each),
+        // then `mem`'s cast to the node type (8). With the flags and depth in the cell,
+        // the dtype's length in its own word, fat node pointers and a pointer to hooks, a
+        // node with nothing in it took 144.
+        type One = Handle<u32>;
+        type Two = Handle<[usize; 2]>;
+        assert_eq!(std::mem::size_of::<Edge<One>>(), 16);
+        assert_eq!(std::mem::size_of::<Option<Edge<One>>>(), 16);
+        assert_eq!(std::mem::size_of::<CellInfo<One>>(), 72);
+        assert_eq!(record_layout::<Graph<One>, ()>(), (112, 32));
+        assert_eq!(record_layout::<Graph<One>, f32>().0, 120);
+        assert_eq!(
+            record_layout::<Graph<Two>, SavedVariable<Two>>().0,
+            112 + std::mem::size_of::<SavedVariable<Two>>()
+        );
+    }
 }

@@ -8,7 +8,7 @@
 //! memory, and this was a sixth of a record (24 bytes until the dtype's length moved into
 //! the shape's word).
 
-use crate::str_word::StrWord;
+use crate::mem::StrWord;
 use crate::tensor::{Tensor, TensorMeta, same_dtype};
 
 /// The metadata of a node's forward outputs (see the module documentation).

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use crate::error::AutogradError;
 use crate::mode::{is_anomaly_enabled, is_grad_enabled, no_grad};
+use crate::node::OwnNode;
 use crate::node::{Node, NodeRef, VariableList, WeakNode};
-use crate::node_ptr::OwnNode;
 use crate::saved_hooks::{Packed, SavedHooks, default_hooks};
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::{SharedCounter, Variable};
@@ -72,7 +72,7 @@ pub struct SavedData<'a, T: Tensor>(DataRepr<'a, T>);
 
 enum DataRepr<'a, T: Tensor> {
     Borrowed(&'a T),
-    Read(crate::data_lock::ReadGuard<'a, T>),
+    Read(crate::mem::ReadGuard<'a, T>),
     Owned(T),
 }
 

@@ -175,12 +175,75 @@ pub(crate) fn same_dtype(a: &'static str, b: &'static str) -> bool {
     std::ptr::eq(a, b) || a == b
 }
 
-/// A tensor type for the runtime's unit tests whose size is its payload's: `Handle<X>` is as
-/// large as `X` (a two-word `Arc<[f32]>`, or a backend's five-word shape and buffer), for the
-/// tests of what fits where.
+/// Tensor types for the runtime's unit tests: `Handle<X>`, whose size is its payload's (as
+/// large as `X`: a two-word `Arc<[f32]>`, or a backend's five-word shape and buffer), for the
+/// tests of what fits where; `Val`, values with a shape and a dtype, for the tests that
+/// compute gradients.
 #[cfg(test)]
 pub(crate) mod testing {
     use super::Tensor;
+
+    /// Values of one shape and dtype (elementwise `add`; `sum_to` and `to_dtype` provided).
+    #[derive(Clone, Debug, PartialEq)]
+    pub(crate) struct Val {
+        pub(crate) shape: Vec<usize>,
+        pub(crate) data: Vec<f64>,
+        pub(crate) dtype: &'static str,
+    }
+
+    /// A one-element `f64` tensor of shape `[]`.
+    pub(crate) fn val(x: f64) -> Val {
+        Val {
+            shape: Vec::new(),
+            data: vec![x],
+            dtype: "f64",
+        }
+    }
+
+    impl Tensor for Val {
+        fn shape(&self) -> &[usize] {
+            &self.shape
+        }
+        fn dtype(&self) -> &'static str {
+            self.dtype
+        }
+        fn ones_like(&self) -> Self {
+            Val {
+                data: vec![1.0; self.data.len()],
+                ..self.clone()
+            }
+        }
+        fn zeros_like(&self) -> Self {
+            Val {
+                data: vec![0.0; self.data.len()],
+                ..self.clone()
+            }
+        }
+        fn add(&self, o: &Self) -> Self {
+            let data = self.data.iter().zip(&o.data).map(|(a, b)| a + b).collect();
+            Val {
+                data,
+                ..self.clone()
+            }
+        }
+        fn has_nan(&self) -> bool {
+            self.data.iter().any(|x| x.is_nan())
+        }
+        /// Sums everything into a one-element tensor of `shape` (enough for the tests).
+        fn sum_to(&self, shape: &[usize]) -> Option<Self> {
+            (shape.iter().product::<usize>() == 1).then(|| Val {
+                shape: shape.to_vec(),
+                data: vec![self.data.iter().sum()],
+                dtype: self.dtype,
+            })
+        }
+        fn to_dtype(&self, dtype: &'static str) -> Option<Self> {
+            Some(Val {
+                dtype,
+                ..self.clone()
+            })
+        }
+    }
 
     /// A payload and nothing else: no shape (`[]`), dtype `f32`, no NaN.
     #[derive(Clone)]

@@ -4,14 +4,12 @@ use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::counter_slot::CounterSlot;
-use crate::data_lock::{DataLock, ReadGuard};
 use crate::error::AutogradError;
 use crate::hooks::{Hook, TensorHookFn};
+use crate::mem::{CounterSlot, DataLock, ReadGuard, VarArc};
 use crate::mode::is_grad_enabled;
 use crate::node::{Edge, HookId, NODE_COUNTERS, NodeRef, WeakNode, lock, next_hook_id};
 use crate::tensor::{Tensor, TensorMeta};
-use crate::var_ptr::VarArc;
 
 /// A tensor with autograd metadata (PyTorch's `Variable`/`at::Tensor` with
 /// `AutogradMeta`).
@@ -39,7 +37,7 @@ use crate::var_ptr::VarArc;
 /// immutably at creation; [`rebase_history`](Self::rebase_history) stores
 /// the new one beside it and sets a flag, and from then on history reads go
 /// through a mutex.
-pub struct Variable<T: Tensor>(pub(crate) VarArc<T>);
+pub struct Variable<T: Tensor>(pub(crate) VarArc<VarInner<T>>);
 
 const REQUIRES_GRAD: u8 = 1;
 /// History was replaced: read it from `mutable`.
@@ -794,33 +792,6 @@ impl<T: Tensor> Variable<T> {
         }
     }
 
-    /// `backward()` on a scalar: `crate::backward(&[self], &[], None, false)`.
-    pub fn backward(&self) -> Result<(), AutogradError> {
-        crate::engine::backward(std::slice::from_ref(self), &[], None, false)
-    }
-
-    /// `backward(gradient, retain_graph, create_graph)`; `retain_graph: None`
-    /// means `create_graph`, as in PyTorch. For `inputs`, see
-    /// [`backward_with`](crate::backward_with).
-    pub fn backward_with(
-        &self,
-        gradient: Option<&Variable<T>>,
-        retain_graph: Option<bool>,
-        create_graph: bool,
-    ) -> Result<(), AutogradError> {
-        crate::engine::backward(
-            std::slice::from_ref(self),
-            &[gradient.cloned()],
-            retain_graph,
-            create_graph,
-        )
-    }
-
-    /// The graph reachable from this variable as Graphviz DOT.
-    pub fn to_dot(&self) -> String {
-        crate::dot::to_dot(std::slice::from_ref(self))
-    }
-
     /// A snapshot of the leaf hooks (the engine calls them without the lock held).
     pub(crate) fn leaf_hooks(&self) -> LeafHooks<T> {
         self.peek(|m| Some(m.hooks.clone())).unwrap_or_default()
@@ -880,5 +851,14 @@ mod tests {
         // (a node pointer with its vtable) and the rare pointer: 72 bytes for a two-word
         // tensor on 64-bit targets (104 with the rare part inline).
         assert!(std::mem::size_of::<VarInner<S>>() <= 72);
+    }
+
+    #[test]
+    fn variables_of_handle_sized_tensors_take_pool_blocks() {
+        // A tensor as the examples' backends have them: a shape and a shared buffer. Five
+        // words fill the 128-byte block exactly; a larger tensor, or a larger `VarInner`,
+        // would silently go back to `malloc` (`mem/var_ptr.rs`).
+        type Shared = crate::tensor::testing::Handle<(Vec<usize>, std::sync::Arc<[f32]>)>;
+        assert!(crate::mem::takes_pool_block::<VarInner<Shared>>());
     }
 }

@@ -74,7 +74,7 @@ impl<T: Tensor> Clone for ViewInverse<T> {
 /// (PyTorch's `detach()` result keeps the storage, not the origin and its graph, alive).
 pub(crate) enum BaseRef<T: Tensor> {
     Strong(Variable<T>),
-    Weak(crate::var_ptr::VarWeak<T>),
+    Weak(crate::mem::VarWeak<crate::variable::VarInner<T>>),
 }
 
 impl<T: Tensor> BaseRef<T> {
@@ -151,7 +151,7 @@ pub(crate) fn make_data_alias<T: Tensor>(alias: &Variable<T>, base: &Variable<T>
     debug_assert!(shared.is_ok(), "make_data_alias on a shared variable");
     alias.set_view(ViewMeta {
         synced: base.version(),
-        base: BaseRef::Weak(crate::var_ptr::VarArc::downgrade(&base.0)),
+        base: BaseRef::Weak(crate::mem::VarArc::downgrade(&base.0)),
         view_fn: Arc::new(|b: &Variable<T>| Ok(Variable::from_data(b.data()))),
         inverse: ViewInverse::DataAlias,
         no_grad: false,

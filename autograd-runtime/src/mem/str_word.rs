@@ -1,8 +1,7 @@
 //! [`StrWord`]: a `&'static str` and a 56-bit value in two words (the string's address,
-//! and one word holding the value and the string's length), for [`NodeMeta`]'s dtype and
-//! packed shape (`node_meta.rs`): 16 bytes of every record instead of 24.
-//!
-//! [`NodeMeta`]: crate::node_meta::NodeMeta
+//! and one word holding the value and the string's length), for the model's `NodeMeta`
+//! (`node_meta.rs`): a node output's dtype and packed shape in 16 bytes of every record
+//! instead of 24.
 
 use std::ptr::NonNull;
 

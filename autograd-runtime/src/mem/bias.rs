@@ -79,7 +79,7 @@ pub(crate) fn owns(owner: u32) -> bool {
 /// to this thread, so that a thread that records and never runs backward (a
 /// producer whose graphs another thread frees) does not keep them. The other
 /// merge points: the start of a backward pass,
-/// [`live_nodes`](crate::live_nodes), the thread's exit.
+/// the model's `live_nodes`, the thread's exit.
 #[inline]
 pub(crate) fn before_record() {
     let n = RECORDS.get().wrapping_add(1);

@@ -15,7 +15,7 @@ use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::backoff::Backoff;
+use super::backoff::Backoff;
 
 /// The flag of a node's lock (see the module documentation). It sits in the record's
 /// header, away from the node it guards ([`Locked`]): beside the node, a one-byte flag

@@ -1,4 +1,4 @@
-//! Memory for variables ([`VarArc`](crate::var_ptr::VarArc)): blocks of one size, kept by
+//! Memory for variables ([`VarArc`](super::var_ptr::VarArc)): blocks of one size, kept by
 //! each thread in a short free list.
 //!
 //! Why: a recorded op makes one variable and, one op later, drops the one before (a

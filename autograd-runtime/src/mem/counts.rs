@@ -14,8 +14,8 @@
 
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 
-use crate::bias::{self, NO_OWNER, WEAKENED};
-use crate::refcount::{MAX_REFCOUNT, increment};
+use super::bias::{self, NO_OWNER, WEAKENED};
+use super::refcount::{MAX_REFCOUNT, increment};
 
 /// `shared`: the owner's count was added in; from then on every thread counts in
 /// `shared` alone, and a zero count there means the object is dead.

@@ -1,5 +1,6 @@
-//! [`VarArc`] and [`VarWeak`]: the reference-counted pointer of a [`Variable`](crate::Variable)
-//! (`Arc<VarInner<T>>` and `Weak` with the same semantics, 32-bit counts).
+//! [`VarArc`] and [`VarWeak`]: the reference-counted pointer of a variable's state
+//! (`Arc<V>` and `Weak<V>` with the same semantics, 32-bit counts; the model's
+//! `Variable<T>` is a `VarArc<VarInner<T>>`).
 //!
 //! Why not `Arc`: dropping the last `Arc` also gives back the strong references' weak count
 //! with an atomic read-modify-write, although hardly any variable ever had a weak reference
@@ -16,42 +17,40 @@ use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 
-use crate::refcount::{increment, increment_if_alive, release_weak_count};
-use crate::tensor::Tensor;
-use crate::var_pool;
-use crate::variable::VarInner;
+use super::refcount::{increment, increment_if_alive, release_weak_count};
+use super::var_pool;
 
-struct VarBox<T: Tensor> {
+struct VarBox<V> {
     strong: AtomicU32,
     weak: AtomicU32,
-    inner: VarInner<T>,
+    inner: V,
 }
 
 /// A strong reference to a variable's shared state.
-pub(crate) struct VarArc<T: Tensor>(NonNull<VarBox<T>>);
+pub(crate) struct VarArc<V>(NonNull<VarBox<V>>);
 
 /// A weak reference: keeps the allocation, not the value.
-pub(crate) struct VarWeak<T: Tensor>(NonNull<VarBox<T>>);
+pub(crate) struct VarWeak<V>(NonNull<VarBox<V>>);
 
-// SAFETY: like `Arc<VarInner<T>>` and `Weak<VarInner<T>>`: the counts are atomic and the
-// value is only shared (`&VarInner<T>`), which is `Send + Sync` (atomics, locks, and
-// `T: Tensor`, which is `Send + Sync`).
-unsafe impl<T: Tensor> Send for VarArc<T> {}
+// SAFETY: as for `Arc<V>` and `Weak<V>`, with `Arc`'s bounds: the counts are atomic, the
+// value is shared between threads (`&V`, so `V: Sync`) and dropped by whichever thread
+// gives up the last strong count (so `V: Send`).
+unsafe impl<V: Send + Sync> Send for VarArc<V> {}
 // SAFETY: as above.
-unsafe impl<T: Tensor> Sync for VarArc<T> {}
+unsafe impl<V: Send + Sync> Sync for VarArc<V> {}
+// SAFETY: as above (a weak reference reads only the counts, but upgrades to a strong one).
+unsafe impl<V: Send + Sync> Send for VarWeak<V> {}
 // SAFETY: as above.
-unsafe impl<T: Tensor> Send for VarWeak<T> {}
-// SAFETY: as above.
-unsafe impl<T: Tensor> Sync for VarWeak<T> {}
+unsafe impl<V: Send + Sync> Sync for VarWeak<V> {}
 
-// As `Arc` is: a variable's state is behind locks and atomics.
-impl<T: Tensor> std::panic::UnwindSafe for VarArc<T> {}
-impl<T: Tensor> std::panic::RefUnwindSafe for VarArc<T> {}
+// As `Arc` is for the model's value: a variable's state is behind locks and atomics.
+impl<V> std::panic::UnwindSafe for VarArc<V> {}
+impl<V> std::panic::RefUnwindSafe for VarArc<V> {}
 
-impl<T: Tensor> VarArc<T> {
+impl<V> VarArc<V> {
     /// A new allocation holding `inner`, with one strong reference.
     #[inline]
-    pub(crate) fn new(inner: VarInner<T>) -> Self {
+    pub(crate) fn new(inner: V) -> Self {
         Self::new_with(|| inner)
     }
 
@@ -62,9 +61,9 @@ impl<T: Tensor> VarArc<T> {
     /// stall of about 7% of the `Inline` chain's time. Always inlined: called, it takes
     /// `make`'s captures (a node pointer with its vtable) from memory the same way.
     #[inline(always)]
-    pub(crate) fn new_with(make: impl FnOnce() -> VarInner<T>) -> Self {
-        let p = alloc_box::<T>();
-        // SAFETY: `p` is fresh memory for a `VarBox<T>` (its layout, or a larger block of
+    pub(crate) fn new_with(make: impl FnOnce() -> V) -> Self {
+        let p = alloc_box::<V>();
+        // SAFETY: `p` is fresh memory for a `VarBox<V>` (its layout, or a larger block of
         // at least its alignment) that nothing else uses.
         unsafe {
             p.write(VarBox {
@@ -77,13 +76,13 @@ impl<T: Tensor> VarArc<T> {
     }
 
     #[inline]
-    fn counts(&self) -> &VarBox<T> {
+    fn counts(&self) -> &VarBox<V> {
         // SAFETY: this reference's strong count keeps the allocation and the value alive.
         unsafe { self.0.as_ref() }
     }
 
     /// A weak reference to the same variable.
-    pub(crate) fn downgrade(this: &Self) -> VarWeak<T> {
+    pub(crate) fn downgrade(this: &Self) -> VarWeak<V> {
         increment(&this.counts().weak);
         VarWeak(this.0)
     }
@@ -96,20 +95,20 @@ impl<T: Tensor> VarArc<T> {
 
     /// The address of the value (an identity, never dereferenced by callers).
     #[inline]
-    pub(crate) fn as_ptr(this: &Self) -> *const VarInner<T> {
+    pub(crate) fn as_ptr(this: &Self) -> *const V {
         &this.counts().inner
     }
 }
 
-impl<T: Tensor> std::ops::Deref for VarArc<T> {
-    type Target = VarInner<T>;
+impl<V> std::ops::Deref for VarArc<V> {
+    type Target = V;
     #[inline]
-    fn deref(&self) -> &VarInner<T> {
+    fn deref(&self) -> &V {
         &self.counts().inner
     }
 }
 
-impl<T: Tensor> Clone for VarArc<T> {
+impl<V> Clone for VarArc<V> {
     #[inline]
     fn clone(&self) -> Self {
         increment(&self.counts().strong);
@@ -117,7 +116,7 @@ impl<T: Tensor> Clone for VarArc<T> {
     }
 }
 
-impl<T: Tensor> Drop for VarArc<T> {
+impl<V> Drop for VarArc<V> {
     #[inline]
     fn drop(&mut self) {
         if self.counts().strong.fetch_sub(1, Ordering::Release) != 1 {
@@ -139,7 +138,7 @@ impl<T: Tensor> Drop for VarArc<T> {
 /// The strong count of `p` reached zero (after an acquire fence): this is the only access
 /// to the value, which was initialised in `new` and is dropped once, here.
 #[inline(never)]
-unsafe fn drop_value<T: Tensor>(p: NonNull<VarBox<T>>) {
+unsafe fn drop_value<V>(p: NonNull<VarBox<V>>) {
     // SAFETY: by the caller's guarantee; the strong references' weak count, still held,
     // keeps the allocation alive until `release_weak`.
     unsafe {
@@ -153,7 +152,7 @@ unsafe fn drop_value<T: Tensor>(p: NonNull<VarBox<T>>) {
 /// # Safety
 /// The caller owns one weak count of the live allocation `p`, whose value was dropped if
 /// this can be the last, and does not use `p` afterwards.
-unsafe fn release_weak<T: Tensor>(p: NonNull<VarBox<T>>) {
+unsafe fn release_weak<V>(p: NonNull<VarBox<V>>) {
     // SAFETY: the caller's count keeps the allocation alive until the `fetch_sub`. Only the
     // count is read: the value may be dropped already.
     let weak = unsafe { &(*p.as_ptr()).weak };
@@ -167,11 +166,11 @@ unsafe fn release_weak<T: Tensor>(p: NonNull<VarBox<T>>) {
     }
 }
 
-/// Memory for a `VarBox<T>`: a block of the thread's list (`var_pool.rs`) when it fits,
+/// Memory for a `VarBox<V>`: a block of the thread's list (`var_pool.rs`) when it fits,
 /// else from the allocator.
 #[inline]
-fn alloc_box<T: Tensor>() -> NonNull<VarBox<T>> {
-    let layout = Layout::new::<VarBox<T>>();
+fn alloc_box<V>() -> NonNull<VarBox<V>> {
+    let layout = Layout::new::<VarBox<V>>();
     if var_pool::fits(layout) {
         return var_pool::take().cast();
     }
@@ -183,11 +182,11 @@ fn alloc_box<T: Tensor>() -> NonNull<VarBox<T>> {
 /// Frees the memory of [`alloc_box`].
 ///
 /// # Safety
-/// `p` came from `alloc_box::<T>()`, its value was dropped or moved out, and nothing uses
+/// `p` came from `alloc_box::<V>()`, its value was dropped or moved out, and nothing uses
 /// it any more.
 #[inline]
-unsafe fn free_box<T: Tensor>(p: NonNull<VarBox<T>>) {
-    let layout = Layout::new::<VarBox<T>>();
+unsafe fn free_box<V>(p: NonNull<VarBox<V>>) {
+    let layout = Layout::new::<VarBox<V>>();
     if var_pool::fits(layout) {
         // SAFETY: a block from `var_pool::take` (same `fits` test), no longer used.
         unsafe { var_pool::give(p.cast()) };
@@ -197,23 +196,23 @@ unsafe fn free_box<T: Tensor>(p: NonNull<VarBox<T>>) {
     }
 }
 
-impl<T: Tensor> VarWeak<T> {
+impl<V> VarWeak<V> {
     /// A strong reference, if the variable is still alive.
-    pub(crate) fn upgrade(&self) -> Option<VarArc<T>> {
+    pub(crate) fn upgrade(&self) -> Option<VarArc<V>> {
         // SAFETY: the weak count keeps the allocation (and its counts) alive.
         let strong = unsafe { &(*self.0.as_ptr()).strong };
         increment_if_alive(strong).then(|| VarArc(self.0))
     }
 
     /// The address of the value (what [`VarArc::as_ptr`] gives for the same variable).
-    pub(crate) fn as_ptr(&self) -> *const VarInner<T> {
+    pub(crate) fn as_ptr(&self) -> *const V {
         // A place computed from the pointer, not a reference: the value may be dropped.
         // SAFETY: in bounds of the live allocation (the weak count keeps it).
         unsafe { &raw const (*self.0.as_ptr()).inner }
     }
 }
 
-impl<T: Tensor> Clone for VarWeak<T> {
+impl<V> Clone for VarWeak<V> {
     fn clone(&self) -> Self {
         // SAFETY: the weak count keeps the allocation alive.
         increment(unsafe { &(*self.0.as_ptr()).weak });
@@ -221,7 +220,7 @@ impl<T: Tensor> Clone for VarWeak<T> {
     }
 }
 
-impl<T: Tensor> Drop for VarWeak<T> {
+impl<V> Drop for VarWeak<V> {
     fn drop(&mut self) {
         // SAFETY: this reference owns one weak count, given up here. If it is the last, the
         // strong references' count is gone too, so the value was dropped.
@@ -229,19 +228,65 @@ impl<T: Tensor> Drop for VarWeak<T> {
     }
 }
 
+/// Whether a `VarArc<V>`'s memory is a block of the thread's list (`var_pool.rs`): a
+/// value too large for it goes back to `malloc`, silently.
+#[cfg(test)]
+pub(crate) const fn takes_pool_block<V>() -> bool {
+    var_pool::fits(Layout::new::<VarBox<V>>())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Arc;
 
-    /// A tensor as the examples' backends have them: a shape and a shared buffer.
-    type Shared = crate::tensor::testing::Handle<(Vec<usize>, Arc<[f32]>)>;
+    /// A value that says when it is dropped (the count of its `Arc`).
+    struct Probe(#[allow(dead_code)] Arc<()>);
 
     #[test]
-    fn variables_of_handle_sized_tensors_take_pool_blocks() {
-        // A five-word tensor (a shape `Vec` and an `Arc<[f32]>`) fills the 128-byte
-        // block exactly; a larger tensor, or a larger `VarInner`, would silently go back
-        // to `malloc` (`alloc_box`).
-        assert!(var_pool::fits(Layout::new::<VarBox<Shared>>()));
+    fn the_value_goes_with_the_last_strong_reference_and_the_memory_with_the_last_weak_one() {
+        let probe = Arc::new(());
+        let a = VarArc::new(Probe(probe.clone()));
+        let b = a.clone();
+        assert!(VarArc::ptr_eq(&a, &b));
+        let w = VarArc::downgrade(&a);
+        let w2 = w.clone();
+        assert_eq!(w.as_ptr(), VarArc::as_ptr(&a));
+        drop(a);
+        let c = w.upgrade().expect("alive: `b` holds it");
+        drop((b, c));
+        assert_eq!(
+            Arc::strong_count(&probe),
+            1,
+            "dropped with the last strong count"
+        );
+        assert!(
+            w2.upgrade().is_none(),
+            "an upgrade of a dead value is refused"
+        );
+        drop((w, w2));
+    }
+
+    #[test]
+    fn a_value_is_dropped_on_the_thread_that_gives_up_the_last_reference() {
+        let probe = Arc::new(());
+        let a = VarArc::new(Probe(probe.clone()));
+        let w = VarArc::downgrade(&a);
+        let b = a.clone();
+        std::thread::spawn(move || drop(b)).join().unwrap();
+        assert_eq!(Arc::strong_count(&probe), 2);
+        std::thread::spawn(move || drop(a)).join().unwrap();
+        assert_eq!(Arc::strong_count(&probe), 1);
+        assert!(w.upgrade().is_none());
+    }
+
+    #[test]
+    fn small_values_take_pool_blocks_and_large_ones_the_allocator() {
+        assert!(takes_pool_block::<[u64; 4]>());
+        assert!(!takes_pool_block::<[u64; 32]>());
+        // Both kinds of memory are given back the way they were taken.
+        let small = VarArc::new([1u64; 4]);
+        let large = VarArc::new([2u64; 32]);
+        assert_eq!((small[3], large[31]), (1, 2));
     }
 }

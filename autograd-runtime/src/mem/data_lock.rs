@@ -20,7 +20,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::backoff::Backoff;
+use super::backoff::Backoff;
 
 /// The flag is free.
 const FREE: u32 = 0;
