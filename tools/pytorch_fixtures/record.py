@@ -940,6 +940,11 @@ def g_maximum(p, r):
     return p.op("maximum", self=a, other=b)
 
 
+def g_minimum(p, r):
+    sa, sb = bshapes(r)
+    return p.op("minimum", self=p.inp(sa), other=p.inp(sb))
+
+
 def g_fill(op):
     def g(p, r):
         s = shape(r)
@@ -1031,10 +1036,14 @@ GEN = {
     "clamp.out": out_variant("clamp.out", nin=1, min=-0.2, max=None),
     "where.self": g_where,
     "maximum": g_maximum,
+    "minimum": g_minimum,
     "eq.Tensor": g_cmp("eq.Tensor", True),
     "eq.Scalar": g_cmp("eq.Scalar", False),
     "ne.Scalar": g_cmp("ne.Scalar", False),
     "gt.Tensor": g_cmp("gt.Tensor", True),
+    "ge.Tensor": g_cmp("ge.Tensor", True),
+    "le.Tensor": g_cmp("le.Tensor", True),
+    "ne.Tensor": g_cmp("ne.Tensor", True),
     "gt.Scalar": g_cmp("gt.Scalar", False),
     "lt.Tensor": g_cmp("lt.Tensor", True),
     "lt.Scalar": g_cmp("lt.Scalar", False),
@@ -1190,8 +1199,9 @@ def dtype_matrix():
         return Program(f"dtype_matrix/{name}", "dtype_matrix", r)
 
     progs = []
-    binary = ["add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "pow.Tensor_Tensor",
-              "eq.Tensor", "gt.Tensor", "lt.Tensor", "mse_loss", "tanh_backward", "mm"]
+    binary = ["add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "minimum", "pow.Tensor_Tensor",
+              "eq.Tensor", "gt.Tensor", "lt.Tensor", "ge.Tensor", "le.Tensor", "ne.Tensor", "mse_loss",
+              "tanh_backward", "mm"]
     for op in binary:
         for a in kinds:
             for b in kinds:
@@ -1674,7 +1684,7 @@ def scenarios():
         x = p.inp([6], data=nf)
         p.op(op, self=x, **args)
         add(p)
-    for op in ["maximum", "div.Tensor", "mul.Tensor", "add.Tensor", "pow.Tensor_Tensor"]:
+    for op in ["maximum", "minimum", "div.Tensor", "mul.Tensor", "add.Tensor", "pow.Tensor_Tensor"]:
         p = scen(f"nonfinite/{op}", "nonfinite")
         x = p.inp([6], data=nf)
         y = p.inp([6], data=[1.0, float("inf"), 2.0, 0.0, float("nan"), 0.5])
@@ -1715,6 +1725,9 @@ def scenarios():
     add(p)
     p = scen("ties/maximum_broadcast_equal", "ties")
     p.op("maximum", self=p.inp([2, 2], data=[0.3, 1.0, 0.3, 0.3]), other=p.inp([], data=[0.3]))
+    add(p)
+    p = scen("ties/minimum_equal", "ties")
+    p.op("minimum", self=p.inp([3], data=[1.0, 2.0, -1.0]), other=p.inp([3], data=[1.0, 0.0, -1.0]))
     add(p)
     p = scen("ties/amax_tied", "ties")
     p.op("amax", self=p.inp([2, 3], data=[1.0, 3.0, 3.0, 2.0, 2.0, 2.0]), dim=[1], keepdim=False)
@@ -2660,7 +2673,8 @@ def sweep_calls():
     calls = {op: (lambda kw, op=op: lambda p, a: p.op(op, self=a.t(0), **kw))(kw) for op, kw in UNARY_SWEEP.items()}
     calls.update({op: (lambda op=op: lambda p, a: p.op(op, self=a.t(0, "pos")))() for op in POSITIVE})
     bin_ = {"add.Tensor": {"alpha": 2.0}, "sub.Tensor": {"alpha": 1.0}, "mul.Tensor": {}, "maximum": {},
-            "eq.Tensor": {}, "gt.Tensor": {}, "lt.Tensor": {}}
+            "minimum": {}, "eq.Tensor": {}, "gt.Tensor": {}, "lt.Tensor": {}, "ge.Tensor": {}, "le.Tensor": {},
+            "ne.Tensor": {}}
     calls.update({op: (lambda op=op, kw=kw: lambda p, a: p.op(op, self=a.t(0), other=a.t(1), **kw))()
                   for op, kw in bin_.items()})
     calls.update({
@@ -2713,8 +2727,8 @@ def sweep_calls():
 
 # (Not mse_loss: with a target that broadcasts PyTorch's gradient is wrong, a documented
 # difference: shape_errors/mse_loss_mismatch_broadcast.)
-SWEEP_BINARY = {"add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "pow.Tensor_Tensor",
-                "eq.Tensor", "gt.Tensor", "lt.Tensor", "tanh_backward", "threshold_backward", "where.self", "cat", "stack", "mm", "matmul", "index_select", "gather", "index_add"}
+SWEEP_BINARY = {"add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "minimum", "pow.Tensor_Tensor",
+                "eq.Tensor", "gt.Tensor", "lt.Tensor", "ge.Tensor", "le.Tensor", "ne.Tensor", "tanh_backward", "threshold_backward", "where.self", "cat", "stack", "mm", "matmul", "index_select", "gather", "index_add"}
 # PyTorch 2.15 crashes (a segmentation fault) on these.
 SWEEP_CRASHES = {("nll_loss_backward", "empty")}
 # Ops whose programs also run in forward mode (jvp): the elementwise and view ops.

@@ -21,7 +21,8 @@
 //!   step and per forward without autograd (median of 200 after 20 warm-up; each backend in
 //!   processes of its own, four rounds of them interleaved).
 //! * W3 memory: 2,000 steps of `y = exp(y * 0.5 - 1.0)` on 10,000 elements, `sum`, backward;
-//!   peak resident memory above the baseline, each backend in its own process (re-exec).
+//!   peak resident memory above the baseline, each backend in its own process (re-exec);
+//!   `ours-ckpt` is ours with activation checkpointing every sqrt(2,000) = 45 steps.
 
 mod burn_b;
 mod candle_b;
@@ -119,6 +120,7 @@ fn w3_of(name: &str) -> fn(&[f32], usize) -> f32 {
     match name {
         "tape" => tape_b::w3,
         "ours" => ours::w3,
+        "ours-ckpt" => ours::w3_checkpointed,
         "candle" => candle_b::w3,
         "ours-candle" => ours_candle::w3,
         "burn" => burn_b::w3,
@@ -479,6 +481,15 @@ fn w3_child(backend: &str) {
 }
 
 fn w3(backends: &[&str], rounds: usize) {
+    // Ours again with activation checkpointing every sqrt(steps) steps, beside ours.
+    let mut with_ckpt: Vec<&str> = Vec::new();
+    for b in backends {
+        with_ckpt.push(b);
+        if *b == "ours" {
+            with_ckpt.push("ours-ckpt");
+        }
+    }
+    let backends = &with_ckpt[..];
     println!(
         "W3 memory: {W3_STEPS} steps of y = exp(y * 0.5 - 1.0) on {W3_LEN} f32, sum, backward; each backend in its own process"
     );

@@ -103,6 +103,36 @@ pub fn w3(init: &[f32], steps: usize) -> f32 {
     try_w3(init, steps).expect("w3")
 }
 
+/// W3 with activation checkpointing (`ndtensor::nn::checkpoint`) every `sqrt(steps)`
+/// steps: a segment keeps its input, and backward recomputes its exps.
+pub fn w3_checkpointed(init: &[f32], steps: usize) -> f32 {
+    try_w3_checkpointed(init, steps).expect("w3 checkpointed")
+}
+
+fn try_w3_checkpointed(init: &[f32], steps: usize) -> Result<f32, AutogradError> {
+    let x: Var<f32> = Var::new(t(init, &[init.len()]), true);
+    let k = ((steps as f64).sqrt().round() as usize).max(1);
+    let mut y = x.clone();
+    let mut done = 0;
+    while done < steps {
+        let n = k.min(steps - done);
+        let segment = move |xs: &[Var<f32>]| {
+            let mut y = xs[0].clone();
+            for _ in 0..n {
+                y = exp(&add_scalar(&mul_scalar(&y, 0.5)?, -1.0, 1.0)?)?;
+            }
+            Ok(vec![y])
+        };
+        y = ndtensor::nn::checkpoint(segment, &[y])?.remove(0);
+        done += n;
+    }
+    let s = sum(&y, None)?;
+    s.backward()?;
+    drop((s, y));
+    let g = x.grad().expect("grad").data();
+    Ok(g.to_float().iter().sum())
+}
+
 fn try_w3(init: &[f32], steps: usize) -> Result<f32, AutogradError> {
     let x: Var<f32> = Var::new(t(init, &[init.len()]), true);
     let mut y = x.clone();

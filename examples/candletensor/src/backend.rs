@@ -656,6 +656,13 @@ impl CandleTensor {
         let m = b.ne(&b).ce()?.where_cond(&b, &m).ce()?;
         Ok(w(a.ne(&a).ce()?.where_cond(&a, &m).ce()?))
     }
+    fn minimum(self_: &Self, other: &Self) -> R<Self> {
+        // NaN propagates, as in PyTorch.
+        let (a, b) = both(&self_.t, &other.t)?;
+        let m = a.lt(&b).ce()?.where_cond(&a, &b).ce()?;
+        let m = b.ne(&b).ce()?.where_cond(&b, &m).ce()?;
+        Ok(w(a.ne(&a).ce()?.where_cond(&a, &m).ce()?))
+    }
     fn eq_tensor(self_: &Self, other: &Self) -> R<Self> {
         let (a, b) = both(&self_.t, &other.t)?;
         as_float(a.eq(&b).ce()?, &a)
@@ -671,6 +678,18 @@ impl CandleTensor {
     fn gt_tensor(self_: &Self, other: &Self) -> R<Self> {
         let (a, b) = both(&self_.t, &other.t)?;
         as_float(a.gt(&b).ce()?, &a)
+    }
+    fn ge_tensor(self_: &Self, other: &Self) -> R<Self> {
+        let (a, b) = both(&self_.t, &other.t)?;
+        as_float(a.ge(&b).ce()?, &a)
+    }
+    fn le_tensor(self_: &Self, other: &Self) -> R<Self> {
+        let (a, b) = both(&self_.t, &other.t)?;
+        as_float(a.le(&b).ce()?, &a)
+    }
+    fn ne_tensor(self_: &Self, other: &Self) -> R<Self> {
+        let (a, b) = both(&self_.t, &other.t)?;
+        as_float(a.ne(&b).ce()?, &a)
     }
     fn gt_scalar(self_: &Self, other: f64) -> R<Self> {
         let t = &self_.t;

@@ -482,6 +482,17 @@ impl<E: Element> NdTensor<E> {
             }
         })
     }
+    fn minimum(self_: &Self, other: &Self) -> R<Self> {
+        zip(self_, other, |x, y| {
+            if x.is_nan() || y.is_nan() {
+                E::nan()
+            } else if x < y {
+                x
+            } else {
+                y
+            }
+        })
+    }
     fn eq_tensor(self_: &Self, other: &Self) -> R<Self> {
         zip(self_, other, |x, y| mask(x == y))
     }
@@ -495,6 +506,15 @@ impl<E: Element> NdTensor<E> {
     }
     fn gt_tensor(self_: &Self, other: &Self) -> R<Self> {
         zip(self_, other, |x, y| mask(x > y))
+    }
+    fn ge_tensor(self_: &Self, other: &Self) -> R<Self> {
+        zip(self_, other, |x, y| mask(x >= y))
+    }
+    fn le_tensor(self_: &Self, other: &Self) -> R<Self> {
+        zip(self_, other, |x, y| mask(x <= y))
+    }
+    fn ne_tensor(self_: &Self, other: &Self) -> R<Self> {
+        zip(self_, other, |x, y| mask(x != y))
     }
     fn gt_scalar(self_: &Self, other: f64) -> R<Self> {
         let c = E::of(other);

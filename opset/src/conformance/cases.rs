@@ -259,6 +259,12 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
             vec![avoid(&r.t(&s2), &[0.3], 0.05), scalar::<B>(0.3)],
             |x| maximum(&x[0], &x[1]).unwrap(),
         ));
+        cs.push(case(
+            "minimum",
+            "broadcast",
+            vec![avoid(&r.t(&s2), &[0.3], 0.05), scalar::<B>(0.3)],
+            |x| minimum(&x[0], &x[1]).unwrap(),
+        ));
     }
 
     // ---- linear algebra

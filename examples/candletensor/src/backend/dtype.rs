@@ -370,6 +370,9 @@ impl Backend for CandleTensor {
     fn maximum(self_: &Self, other: &Self) -> R<Self> {
         binary_exact(self_, other, C::maximum)
     }
+    fn minimum(self_: &Self, other: &Self) -> R<Self> {
+        binary_exact(self_, other, C::minimum)
+    }
     fn eq_tensor(self_: &Self, other: &Self) -> R<Self> {
         compare(self_, other, C::eq_tensor)
     }
@@ -381,6 +384,15 @@ impl Backend for CandleTensor {
     }
     fn gt_tensor(self_: &Self, other: &Self) -> R<Self> {
         compare(self_, other, C::gt_tensor)
+    }
+    fn ge_tensor(self_: &Self, other: &Self) -> R<Self> {
+        compare(self_, other, C::ge_tensor)
+    }
+    fn le_tensor(self_: &Self, other: &Self) -> R<Self> {
+        compare(self_, other, C::le_tensor)
+    }
+    fn ne_tensor(self_: &Self, other: &Self) -> R<Self> {
+        compare(self_, other, C::ne_tensor)
     }
     fn gt_scalar(self_: &Self, other: f64) -> R<Self> {
         compare_scalar(self_, other, C::gt_scalar)

@@ -692,6 +692,15 @@ impl<E: Element> Backend for NdTensor<E> {
             })?)),
         }
     }
+    fn minimum(self_: &Self, other: &Self) -> R<Self> {
+        match kind(self_).max(kind(other)) {
+            Kind::Float => Ok(float_out(F::minimum(&promoted(self_), &promoted(other))?)),
+            Kind::Int => Ok(int_out(bzip(&ints(self_), &ints(other), i64::min)?)),
+            Kind::Bool => Ok(bool_out(bzip(&ints(self_), &ints(other), |x, y| {
+                x != 0 && y != 0
+            })?)),
+        }
+    }
     fn eq_tensor(self_: &Self, other: &Self) -> R<Self> {
         compare(self_, other, F::eq_tensor, i64::eq)
     }
@@ -703,6 +712,15 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn gt_tensor(self_: &Self, other: &Self) -> R<Self> {
         compare(self_, other, F::gt_tensor, i64::gt)
+    }
+    fn ge_tensor(self_: &Self, other: &Self) -> R<Self> {
+        compare(self_, other, F::ge_tensor, i64::ge)
+    }
+    fn le_tensor(self_: &Self, other: &Self) -> R<Self> {
+        compare(self_, other, F::le_tensor, i64::le)
+    }
+    fn ne_tensor(self_: &Self, other: &Self) -> R<Self> {
+        compare(self_, other, F::ne_tensor, i64::ne)
     }
     fn gt_scalar(self_: &Self, other: f64) -> R<Self> {
         compare_scalar(self_, other, F::gt_scalar, f64::gt)
