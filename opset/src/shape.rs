@@ -107,6 +107,12 @@ pub fn infer_shape(shape: &[i64], numel: usize) -> R<Vec<usize>> {
     let mut out: Vec<usize> = shape.iter().map(|d| (*d).max(0) as usize).collect();
     match inferred {
         Some(i) if known > 0 && numel.is_multiple_of(known) => out[i] = numel / known,
+        // Any size fits the -1 of an empty tensor whose other dims hold 0.
+        Some(_) if known == 0 && numel == 0 => {
+            return Err(Error::runtime(format!(
+                "cannot reshape tensor of 0 elements into shape {shape:?} because the unspecified dimension size -1 can be any value and is ambiguous"
+            )));
+        }
         None if known == numel => {}
         _ => return Err(invalid()),
     }
