@@ -20,10 +20,18 @@ pub fn norm_dim(d: i64, nd: usize) -> R<usize> {
     Ok(i as usize)
 }
 
+/// PyTorch's reductions over a dim list keep the reduced dims in a 64-bit mask
+/// (`dim_list_to_bitset`): more dims is an error.
+pub const MAX_MASK_DIMS: usize = 64;
+
 /// Sorted, distinct axes of `dim` (`None` or `[]`: all). A 0-d tensor accepts dims 0 and -1
 /// (PyTorch treats it as having one dimension of size 1 there) and has no axis to reduce.
-/// A dim listed twice is PyTorch's error.
+/// A dim listed twice is PyTorch's error, and so is a tensor of more than 64 dims unless
+/// `dim` is `[]` (PyTorch builds no mask for an empty list).
 pub fn reduce_axes(dim: Option<&[i64]>, nd: usize) -> R<Vec<usize>> {
+    check(nd <= MAX_MASK_DIMS || dim.is_some_and(<[i64]>::is_empty), || {
+        format!("only tensors with up to {MAX_MASK_DIMS} dims are supported")
+    })?;
     match dim {
         Some(d) if !d.is_empty() => {
             let v = distinct_dims(d, nd)?;
