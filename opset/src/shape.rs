@@ -334,8 +334,9 @@ pub fn check_nll_1d_target(input: &[usize], target: &[usize]) -> R<()> {
     Ok(())
 }
 
-/// `index_add`'s checks: a vector of indices, one per slice of `source` along `ax`, and
-/// `source` shaped like `self` elsewhere.
+/// `index_add`'s checks, in the order of PyTorch's `index_func_meta_impl`: a vector of
+/// indices, `ax` within `source` (or 0), one index per slice of `source` along `ax`, and
+/// `source` shaped like `self` without `ax` (whole shapes when either is 0-d).
 pub fn check_index_add(self_: &[usize], ax: usize, index: &[usize], source: &[usize]) -> R<()> {
     if index.len() > 1 {
         return Err(Error::index(format!(
@@ -344,22 +345,30 @@ pub fn check_index_add(self_: &[usize], ax: usize, index: &[usize], source: &[us
         )));
     }
     let count: usize = index.iter().product();
-    if self_.is_empty() || source.is_empty() {
-        return check_index_add_0d(self_, ax, count, source);
-    }
-    check(source.len() == self_.len(), || {
-        "index_add_(): Source and self must have the same number of dimensions".into()
+    check(ax == 0 || ax < source.len(), || {
+        format!(
+            "index_add_(): Indexing dim {ax} is out of bounds of the source tensor with dim {}",
+            source.len()
+        )
     })?;
-    let n = source.get(ax).copied().unwrap_or(1);
+    // PyTorch's message reads `source.size(dim)`, itself an error for a 0-d source.
+    if source.is_empty() && count != 1 {
+        return Err(Error::index(
+            "Dimension specified as 0 but tensor has no dimensions",
+        ));
+    }
+    let n = if source.is_empty() { 1 } else { source[ax] };
     check(count == n, || {
         format!(
             "index_add_(): Number of indices ({count}) should be equal to source.size(dim): ({n}), for dim: {ax}"
         )
     })?;
-    let same = (0..self_.len())
-        .filter(|d| *d != ax)
-        .all(|d| source[d] == self_[d]);
-    check(same, || {
+    let (mut a, mut b) = (self_.to_vec(), source.to_vec());
+    if !a.is_empty() && !b.is_empty() {
+        a.remove(ax);
+        b.remove(ax);
+    }
+    check(a == b, || {
         format!(
             "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = {self_:?} source.shape = {source:?}"
         )
@@ -370,22 +379,6 @@ pub fn check_index_add(self_: &[usize], ax: usize, index: &[usize], source: &[us
 pub fn check_index_select_0d(self_: &[usize], count: usize) -> R<()> {
     check(!self_.is_empty() || count == 1, || {
         format!("index_select(): Index to scalar can have only 1 value, got {count} value(s)")
-    })
-}
-
-/// [`check_index_add`] with a 0-d `self` or `source`: PyTorch's `index_func_meta_impl`
-/// compares their shapes whole (`count` indices, one per element of a 0-d source).
-fn check_index_add_0d(self_: &[usize], ax: usize, count: usize, source: &[usize]) -> R<()> {
-    let n = source.get(ax).copied().unwrap_or(1);
-    check(count == n, || {
-        format!(
-            "index_add_(): Number of indices ({count}) should be equal to source.size(dim): ({n}), for dim: {ax}"
-        )
-    })?;
-    check(self_ == source, || {
-        format!(
-            "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = {self_:?} source.shape = {source:?}"
-        )
     })
 }
 
