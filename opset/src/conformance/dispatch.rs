@@ -53,6 +53,10 @@ impl<B: ConformanceTensor> Args<'_, B> {
     }
     pub fn tl(&self, k: &str) -> R<Vec<Variable<B>>> {
         let v = self.get(k)?;
+        // An empty list is written `[]` (no tensor names).
+        if v.as_array().is_some_and(Vec::is_empty) {
+            return Ok(Vec::new());
+        }
         v["tl"]
             .as_array()
             .ok_or_else(|| format!("{k}: not a tensor list"))?
