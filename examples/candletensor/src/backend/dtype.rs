@@ -429,9 +429,12 @@ impl Backend for CandleTensor {
         Ok(())
     }
     fn mm(self_: &Self, mat2: &Self) -> R<Self> {
+        // PyTorch's meta function checks the ranks and sizes, its kernel the dtypes.
+        autograd_opset::shape::check_mm(self_.shape(), mat2.shape())?;
         matmul_like(self_, mat2, "addmm_impl_cpu_", C::mm)
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
+        autograd_opset::meta::bmm(self_.shape(), mat2.shape())?;
         rules::check_same(self_.dtype(), mat2.dtype())?;
         matmul_like(self_, mat2, "bmm", C::bmm)
     }

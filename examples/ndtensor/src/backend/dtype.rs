@@ -774,9 +774,12 @@ impl<E: Element> Backend for NdTensor<E> {
         Ok(())
     }
     fn mm(self_: &Self, mat2: &Self) -> R<Self> {
+        // PyTorch's meta function checks the ranks and sizes, its kernel the dtypes.
+        autograd_opset::shape::check_mm(self_.shape(), mat2.shape())?;
         matmul_like(self_, mat2, "addmm_impl_cpu_", F::mm, F::mm)
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
+        autograd_opset::meta::bmm(self_.shape(), mat2.shape())?;
         rules::check_same(self_.dtype(), mat2.dtype())?;
         matmul_like(self_, mat2, "bmm", F::bmm, F::bmm)
     }
