@@ -234,10 +234,10 @@ pub fn cat_skips(shape: &[usize]) -> bool {
     shape == [0]
 }
 
-/// `cat`'s checks on the inputs' shapes, in PyTorch's words; the axis, wrapped against the
-/// first input `cat` does not skip ([`cat_skips`]; 0 when it skips them all, as PyTorch's
-/// `legacy_cat_wrap_dim`).
-pub fn check_cat(shapes: &[&[usize]], dim: i64) -> R<usize> {
+/// `cat`'s first checks, in PyTorch's words (a non-empty list, no 0-d tensor), and the axis,
+/// wrapped against the first input `cat` does not skip ([`cat_skips`]; 0 when it skips them
+/// all, as PyTorch's `legacy_cat_wrap_dim`). `cat.out` checks `out`'s dtype after them.
+pub fn cat_axis(shapes: &[&[usize]], dim: i64) -> R<usize> {
     check(!shapes.is_empty(), || {
         "torch.cat(): expected a non-empty list of Tensors".into()
     })?;
@@ -246,12 +246,21 @@ pub fn check_cat(shapes: &[&[usize]], dim: i64) -> R<usize> {
             format!("zero-dimensional tensor (at position {i}) cannot be concatenated")
         })?;
     }
+    match shapes.iter().find(|s| !cat_skips(s)) {
+        Some(first) => norm_dim(dim, first.len()),
+        None => Ok(0),
+    }
+}
+
+/// `cat`'s checks on the inputs' shapes, in PyTorch's words ([`cat_axis`]'s, then the ranks
+/// and sizes of the inputs it does not skip); the axis.
+pub fn check_cat(shapes: &[&[usize]], dim: i64) -> R<usize> {
+    let ax = cat_axis(shapes, dim)?;
     let mut kept = shapes.iter().enumerate().filter(|(_, s)| !cat_skips(s));
     let Some((_, first)) = kept.next() else {
-        return Ok(0);
+        return Ok(ax);
     };
     let nd = first.len();
-    let ax = norm_dim(dim, nd)?;
     for (i, s) in kept {
         check(s.len() == nd, || {
             format!(
