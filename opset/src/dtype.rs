@@ -525,6 +525,11 @@ macro_rules! __in_place {
     ($wb:path; $($name:ident => $f:ident($($a:ident: $t:ty),*);)*) => {$(
         fn $name(self_: &mut Self, $($a: $t),*) -> Result<(), Self::Error> {
             let r = <Self as $crate::Backend>::$f(&*self_, $($a),*)?;
+            // PyTorch checks the broadcast shape before the cast (`TensorIterator`'s order).
+            $crate::shape::check_inplace_shape(
+                $crate::dtype::shape_of(&*self_),
+                $crate::dtype::shape_of(&r),
+            )?;
             $wb(self_, r)
         }
     )*};

@@ -89,6 +89,14 @@ pub fn class_dim(nd: usize) -> usize {
     usize::from(nd >= 2)
 }
 
+/// An in-place op's result must keep `self`'s shape: PyTorch's error for an operand that
+/// broadcasts `self` larger (raised before the dtype cast into `self`).
+pub fn check_inplace_shape(self_: &[usize], result: &[usize]) -> R<()> {
+    check(self_ == result, || {
+        format!("output with shape {self_:?} doesn't match the broadcast shape {result:?}")
+    })
+}
+
 /// A shape with at most one `-1`, resolved for `numel` elements (PyTorch's `infer_size`).
 pub fn infer_shape(shape: &[i64], numel: usize) -> R<Vec<usize>> {
     let mut inferred = None;
