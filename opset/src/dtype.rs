@@ -248,6 +248,28 @@ pub fn check_matmul(a: &str, b: &str, kernel: &str) -> R<Kind> {
     Ok(Kind::of(a))
 }
 
+/// PyTorch's integer power (`powi`): exact, wrapping on overflow; a negative exponent gives
+/// 0 but for a base of 1 (1) or -1 (its sign by the exponent's parity).
+pub fn int_pow(base: i64, exponent: i64) -> i64 {
+    if exponent < 0 {
+        return match base {
+            1 => 1,
+            -1 if exponent % 2 != 0 => -1,
+            -1 => 1,
+            _ => 0,
+        };
+    }
+    let (mut r, mut a, mut e) = (1i64, base, exponent);
+    while e != 0 {
+        if e & 1 == 1 {
+            r = r.wrapping_mul(a);
+        }
+        e /= 2;
+        a = a.wrapping_mul(a);
+    }
+    r
+}
+
 /// `mean`'s dtype check (on the input, or on the `dtype=` it was cast to: `requested`).
 pub fn check_mean(dtype: &str, requested: bool) -> R<()> {
     let what = if requested { "Optional" } else { "Input" };

@@ -585,10 +585,7 @@ impl<E: Element> Backend for NdTensor<E> {
                 &promoted(self_),
                 &promoted(exponent),
             )?)),
-            _ => Ok(narrowed(
-                F::pow_tensor_tensor(&wide(self_), &wide(exponent))?,
-                Kind::Int,
-            )),
+            _ => Ok(int_out(bzip(&ints(self_), &ints(exponent), rules::int_pow)?)),
         }
     }
     fn abs(self_: &Self) -> R<Self> {
