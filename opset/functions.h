@@ -180,6 +180,7 @@ Tensor leaky_relu_backward(const Tensor& grad_output, const Tensor& self, const 
 Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, c10::string_view approximate);
 Tensor mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target, int64_t reduction);
 Tensor select_backward_symint(const Tensor& grad_output, c10::SymIntArrayRef input_sizes, int64_t dim, c10::SymInt index);
+Tensor narrow_backward_symint(const Tensor& grad, c10::SymIntArrayRef input_sizes, int64_t dim, c10::SymInt start, c10::SymInt length);
 Tensor value_selecting_reduction_backward_symint(const Tensor& grad, int64_t dim, const Tensor& indices, c10::SymIntArrayRef sizes, bool keepdim);
 Tensor index_select_backward_symint(const Tensor& grad, c10::SymIntArrayRef self_sizes, int64_t dim, const Tensor& index);
 Tensor gather_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad);

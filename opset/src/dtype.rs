@@ -18,7 +18,7 @@
 //! ```
 
 use crate::error::{Error, check};
-use autograd::types::ScalarType;
+pub use autograd::types::ScalarType;
 
 type R<T> = Result<T, Error>;
 
@@ -251,25 +251,56 @@ pub fn check_same(expected: &str, found: &str) -> R<()> {
     })
 }
 
+/// PyTorch's C++ name of a dtype (`caffe2::TypeMeta`'s: `double`, `long int`, `bool`, ...),
+/// in the messages of its structured kernels.
+pub fn c10_name(dtype: &str) -> &'static str {
+    match dtype {
+        "f32" => "float",
+        "f64" => "double",
+        "f16" => "c10::Half",
+        "bf16" => "c10::BFloat16",
+        "i64" => "long int",
+        "i32" => "int",
+        "u32" => "unsigned int",
+        "bool" => "bool",
+        _ => "Undefined",
+    }
+}
+
 /// `mm`/`bmm`'s operands: one dtype, not `bool` (`kernel` names PyTorch's kernel). Returns
 /// their kind.
 pub fn check_matmul(a: &str, b: &str, kernel: &str) -> R<Kind> {
-    let c_name = |d: &str| match d {
-        "f32" => "float",
-        "f64" => "double",
-        "i64" => "long int",
-        "u32" => "unsigned int",
-        _ => "bool",
-    };
     check(a == b, || {
         format!(
             "expected m1 and m2 to have the same dtype, but got: {} != {}",
-            c_name(a),
-            c_name(b)
+            c10_name(a),
+            c10_name(b)
         )
     })?;
     check_not_bool(Kind::of(a), kernel)?;
     Ok(Kind::of(a))
+}
+
+/// PyTorch's integer power (`powi`): exact, wrapping on overflow; a negative exponent gives
+/// 0 but for a base of 1 (1) or -1 (its sign by the exponent's parity).
+pub fn int_pow(base: i64, exponent: i64) -> i64 {
+    if exponent < 0 {
+        return match base {
+            1 => 1,
+            -1 if exponent % 2 != 0 => -1,
+            -1 => 1,
+            _ => 0,
+        };
+    }
+    let (mut r, mut a, mut e) = (1i64, base, exponent);
+    while e != 0 {
+        if e & 1 == 1 {
+            r = r.wrapping_mul(a);
+        }
+        e /= 2;
+        a = a.wrapping_mul(a);
+    }
+    r
 }
 
 /// `mean`'s dtype check (on the input, or on the `dtype=` it was cast to: `requested`).
@@ -307,6 +338,55 @@ pub fn check_cast(result: &str, out: &str) -> R<()> {
             torch_name(out)
         )
     })
+}
+
+/// An out= tensor of an op whose `TensorIterator` takes a single dtype (`neg.out`,
+/// `clamp.out`): `out` must have the result's dtype exactly.
+pub fn check_out_same(result: &str, out: &str) -> R<()> {
+    check(result == out, || {
+        format!(
+            "Found dtype {} but expected {}",
+            torch_name(out),
+            torch_name(result)
+        )
+    })
+}
+
+/// The out= tensor of a structured kernel that sets its output's dtype (`mm.out`: `self`'s;
+/// `sum.IntList_out`: its `dtype=`) must have that dtype exactly.
+pub fn check_out_dtype(expected: &str, out: &str) -> R<()> {
+    check(expected == out, || {
+        format!(
+            "Expected out tensor to have dtype {}, but got {} instead",
+            c10_name(expected),
+            c10_name(out)
+        )
+    })
+}
+
+/// `cat.out`: the inputs' common dtype must cast to `out`'s (checked after
+/// [`cat_axis`](crate::shape::cat_axis), before the sizes).
+pub fn check_cat_out(inputs: &[&str], out: &str) -> R<()> {
+    check(promoted_kind(inputs) <= Kind::of(out), || {
+        format!(
+            "torch.cat(): input types can't be cast to the desired output type {}",
+            torch_name(out)
+        )
+    })
+}
+
+/// A backend tensor's dtype name (for the kernels of
+/// [`written_back_kernels!`](crate::written_back_kernels)).
+#[doc(hidden)]
+pub fn dtype_of<T: autograd::runtime::Tensor>(t: &T) -> &'static str {
+    t.dtype()
+}
+
+/// A backend tensor's shape (for the kernels of
+/// [`written_back_kernels!`](crate::written_back_kernels)).
+#[doc(hidden)]
+pub fn shape_of<T: autograd::runtime::Tensor>(t: &T) -> &[usize] {
+    t.shape()
 }
 
 /// `native_dropout`'s input must be floating point (PyTorch's result type is the default
@@ -391,7 +471,10 @@ pub fn check_scatter_src(self_: &str, src: &str) -> R<()> {
 /// The in-place and out= kernels of the `Backend` trait that have a functional kernel,
 /// written as that kernel followed by `$write_back(dest: &mut Self, result: Self) ->
 /// Result<(), Self::Error>`, which stores the result in the destination's dtype after
-/// [`check_cast`](crate::dtype::check_cast). Invoke inside `impl Backend for MyTensor`:
+/// [`check_cast`](crate::dtype::check_cast). The out= kernels check `out`'s dtype as PyTorch
+/// does: a cast into it (`add.out`, `exp.out`, `cat.out`), the result's dtype exactly
+/// (`neg.out`, `clamp.out`, `mm.out`), or the dtype the sum is computed in
+/// (`sum.IntList_out`: `out`'s without `dtype=`). Invoke inside `impl Backend for MyTensor`:
 /// `autograd_opset::written_back_kernels!(write_back);`.
 ///
 /// The contract of `write_back`, as PyTorch's:
@@ -438,12 +521,44 @@ macro_rules! written_back_kernels {
             sub_out => sub_tensor(self_: &Self, other: &Self, alpha: f64);
             mul_out => mul_tensor(self_: &Self, other: &Self);
             div_out => div_tensor(self_: &Self, other: &Self);
-            neg_out => neg(self_: &Self);
             exp_out => exp(self_: &Self);
             tanh_out => tanh(self_: &Self);
+        }
+        $crate::__same_dtype_out_kernels! { $write_back;
+            neg_out => neg(self_: &Self);
             clamp_out => clamp(self_: &Self, min: Option<f64>, max: Option<f64>);
-            mm_out => mm(self_: &Self, mat2: &Self);
-            cat_out => cat(tensors: &[Self], dim: i64);
+        }
+        fn mm_out(self_: &Self, mat2: &Self, out: &mut Self) -> Result<(), Self::Error> {
+            use $crate::dtype::{dtype_of, shape_of};
+            // PyTorch's meta function: ranks and sizes, then `out`'s dtype (`self`'s); its
+            // kernel checks the operands' dtypes.
+            $crate::shape::check_mm(shape_of(self_), shape_of(mat2))?;
+            $crate::dtype::check_out_dtype(dtype_of(self_), dtype_of(&*out))?;
+            let r = <Self as $crate::Backend>::mm(self_, mat2)?;
+            $write_back(out, r)
+        }
+        fn cat_out(tensors: &[Self], dim: i64, out: &mut Self) -> Result<(), Self::Error> {
+            use $crate::dtype::{dtype_of, shape_of};
+            let shapes: Vec<&[usize]> = tensors.iter().map(shape_of).collect();
+            $crate::shape::cat_axis(&shapes, dim)?;
+            let dtypes: Vec<&str> = tensors.iter().map(dtype_of).collect();
+            $crate::dtype::check_cat_out(&dtypes, dtype_of(&*out))?;
+            let r = <Self as $crate::Backend>::cat(tensors, dim)?;
+            $write_back(out, r)
+        }
+        fn sum_intlist_out(
+            self_: &Self,
+            dim: Option<&[i64]>,
+            keepdim: bool,
+            dtype: Option<$crate::dtype::ScalarType>,
+            out: &mut Self,
+        ) -> Result<(), Self::Error> {
+            // Without `dtype=` the sum is computed in `out`'s dtype.
+            let out_dtype = $crate::dtype::dtype_of(&*out);
+            let as_dtype = dtype.or_else(|| $crate::dtype::ScalarType::from_name(out_dtype));
+            let r = <Self as $crate::Backend>::sum_dim_intlist(self_, dim, keepdim, as_dtype)?;
+            $crate::dtype::check_out_dtype($crate::dtype::dtype_of(&r), out_dtype)?;
+            $write_back(out, r)
         }
     };
 }
@@ -484,7 +599,29 @@ macro_rules! __in_place {
     ($wb:path; $($name:ident => $f:ident($($a:ident: $t:ty),*);)*) => {$(
         fn $name(self_: &mut Self, $($a: $t),*) -> Result<(), Self::Error> {
             let r = <Self as $crate::Backend>::$f(&*self_, $($a),*)?;
+            // PyTorch checks the broadcast shape before the cast (`TensorIterator`'s order).
+            $crate::shape::check_inplace_shape(
+                $crate::dtype::shape_of(&*self_),
+                $crate::dtype::shape_of(&r),
+            )?;
             $wb(self_, r)
+        }
+    )*};
+}
+
+/// out= kernels for [`written_back_kernels!`](crate::written_back_kernels) whose `out` must
+/// have the result's dtype ([`check_out_same`]).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __same_dtype_out_kernels {
+    ($wb:path; $($name:ident => $f:ident($($a:ident: $t:ty),*);)*) => {$(
+        fn $name($($a: $t,)* out: &mut Self) -> Result<(), Self::Error> {
+            let r = <Self as $crate::Backend>::$f($($a),*)?;
+            $crate::dtype::check_out_same(
+                $crate::dtype::dtype_of(&r),
+                $crate::dtype::dtype_of(&*out),
+            )?;
+            $wb(out, r)
         }
     )*};
 }

@@ -20,10 +20,19 @@ pub fn norm_dim(d: i64, nd: usize) -> R<usize> {
     Ok(i as usize)
 }
 
+/// PyTorch's reductions over a dim list keep the reduced dims in a 64-bit mask
+/// (`dim_list_to_bitset`): more dims is an error.
+pub const MAX_MASK_DIMS: usize = 64;
+
 /// Sorted, distinct axes of `dim` (`None` or `[]`: all). A 0-d tensor accepts dims 0 and -1
 /// (PyTorch treats it as having one dimension of size 1 there) and has no axis to reduce.
-/// A dim listed twice is PyTorch's error.
+/// A dim listed twice is PyTorch's error, and so is a tensor of more than 64 dims unless
+/// `dim` is `[]` (PyTorch builds no mask for an empty list).
 pub fn reduce_axes(dim: Option<&[i64]>, nd: usize) -> R<Vec<usize>> {
+    check(
+        nd <= MAX_MASK_DIMS || dim.is_some_and(<[i64]>::is_empty),
+        || format!("only tensors with up to {MAX_MASK_DIMS} dims are supported"),
+    )?;
     match dim {
         Some(d) if !d.is_empty() => {
             let v = distinct_dims(d, nd)?;
@@ -81,6 +90,14 @@ pub fn class_dim(nd: usize) -> usize {
     usize::from(nd >= 2)
 }
 
+/// An in-place op's result must keep `self`'s shape: PyTorch's error for an operand that
+/// broadcasts `self` larger (raised before the dtype cast into `self`).
+pub fn check_inplace_shape(self_: &[usize], result: &[usize]) -> R<()> {
+    check(self_ == result, || {
+        format!("output with shape {self_:?} doesn't match the broadcast shape {result:?}")
+    })
+}
+
 /// A shape with at most one `-1`, resolved for `numel` elements (PyTorch's `infer_size`).
 pub fn infer_shape(shape: &[i64], numel: usize) -> R<Vec<usize>> {
     let mut inferred = None;
@@ -107,6 +124,12 @@ pub fn infer_shape(shape: &[i64], numel: usize) -> R<Vec<usize>> {
     let mut out: Vec<usize> = shape.iter().map(|d| (*d).max(0) as usize).collect();
     match inferred {
         Some(i) if known > 0 && numel.is_multiple_of(known) => out[i] = numel / known,
+        // Any size fits the -1 of an empty tensor whose other dims hold 0.
+        Some(_) if known == 0 && numel == 0 => {
+            return Err(Error::runtime(format!(
+                "cannot reshape tensor of 0 elements into shape {shape:?} because the unspecified dimension size -1 can be any value and is ambiguous"
+            )));
+        }
         None if known == numel => {}
         _ => return Err(invalid()),
     }
@@ -220,10 +243,10 @@ pub fn cat_skips(shape: &[usize]) -> bool {
     shape == [0]
 }
 
-/// `cat`'s checks on the inputs' shapes, in PyTorch's words; the axis, wrapped against the
-/// first input `cat` does not skip ([`cat_skips`]; 0 when it skips them all, as PyTorch's
-/// `legacy_cat_wrap_dim`).
-pub fn check_cat(shapes: &[&[usize]], dim: i64) -> R<usize> {
+/// `cat`'s first checks, in PyTorch's words (a non-empty list, no 0-d tensor), and the axis,
+/// wrapped against the first input `cat` does not skip ([`cat_skips`]; 0 when it skips them
+/// all, as PyTorch's `legacy_cat_wrap_dim`). `cat.out` checks `out`'s dtype after them.
+pub fn cat_axis(shapes: &[&[usize]], dim: i64) -> R<usize> {
     check(!shapes.is_empty(), || {
         "torch.cat(): expected a non-empty list of Tensors".into()
     })?;
@@ -232,12 +255,21 @@ pub fn check_cat(shapes: &[&[usize]], dim: i64) -> R<usize> {
             format!("zero-dimensional tensor (at position {i}) cannot be concatenated")
         })?;
     }
+    match shapes.iter().find(|s| !cat_skips(s)) {
+        Some(first) => norm_dim(dim, first.len()),
+        None => Ok(0),
+    }
+}
+
+/// `cat`'s checks on the inputs' shapes, in PyTorch's words ([`cat_axis`]'s, then the ranks
+/// and sizes of the inputs it does not skip); the axis.
+pub fn check_cat(shapes: &[&[usize]], dim: i64) -> R<usize> {
+    let ax = cat_axis(shapes, dim)?;
     let mut kept = shapes.iter().enumerate().filter(|(_, s)| !cat_skips(s));
     let Some((_, first)) = kept.next() else {
-        return Ok(0);
+        return Ok(ax);
     };
     let nd = first.len();
-    let ax = norm_dim(dim, nd)?;
     for (i, s) in kept {
         check(s.len() == nd, || {
             format!(
@@ -297,8 +329,9 @@ pub fn check_nll_1d_target(input: &[usize], target: &[usize]) -> R<()> {
     Ok(())
 }
 
-/// `index_add`'s checks: a vector of indices, one per slice of `source` along `ax`, and
-/// `source` shaped like `self` elsewhere.
+/// `index_add`'s checks, in the order of PyTorch's `index_func_meta_impl`: a vector of
+/// indices, `ax` within `source` (or 0), one index per slice of `source` along `ax`, and
+/// `source` shaped like `self` without `ax` (whole shapes when either is 0-d).
 pub fn check_index_add(self_: &[usize], ax: usize, index: &[usize], source: &[usize]) -> R<()> {
     if index.len() > 1 {
         return Err(Error::index(format!(
@@ -307,22 +340,30 @@ pub fn check_index_add(self_: &[usize], ax: usize, index: &[usize], source: &[us
         )));
     }
     let count: usize = index.iter().product();
-    if self_.is_empty() || source.is_empty() {
-        return check_index_add_0d(self_, ax, count, source);
-    }
-    check(source.len() == self_.len(), || {
-        "index_add_(): Source and self must have the same number of dimensions".into()
+    check(ax == 0 || ax < source.len(), || {
+        format!(
+            "index_add_(): Indexing dim {ax} is out of bounds of the source tensor with dim {}",
+            source.len()
+        )
     })?;
-    let n = source.get(ax).copied().unwrap_or(1);
+    // PyTorch's message reads `source.size(dim)`, itself an error for a 0-d source.
+    if source.is_empty() && count != 1 {
+        return Err(Error::index(
+            "Dimension specified as 0 but tensor has no dimensions",
+        ));
+    }
+    let n = if source.is_empty() { 1 } else { source[ax] };
     check(count == n, || {
         format!(
             "index_add_(): Number of indices ({count}) should be equal to source.size(dim): ({n}), for dim: {ax}"
         )
     })?;
-    let same = (0..self_.len())
-        .filter(|d| *d != ax)
-        .all(|d| source[d] == self_[d]);
-    check(same, || {
+    let (mut a, mut b) = (self_.to_vec(), source.to_vec());
+    if !a.is_empty() && !b.is_empty() {
+        a.remove(ax);
+        b.remove(ax);
+    }
+    check(a == b, || {
         format!(
             "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = {self_:?} source.shape = {source:?}"
         )
@@ -333,22 +374,6 @@ pub fn check_index_add(self_: &[usize], ax: usize, index: &[usize], source: &[us
 pub fn check_index_select_0d(self_: &[usize], count: usize) -> R<()> {
     check(!self_.is_empty() || count == 1, || {
         format!("index_select(): Index to scalar can have only 1 value, got {count} value(s)")
-    })
-}
-
-/// [`check_index_add`] with a 0-d `self` or `source`: PyTorch's `index_func_meta_impl`
-/// compares their shapes whole (`count` indices, one per element of a 0-d source).
-fn check_index_add_0d(self_: &[usize], ax: usize, count: usize, source: &[usize]) -> R<()> {
-    let n = source.get(ax).copied().unwrap_or(1);
-    check(count == n, || {
-        format!(
-            "index_add_(): Number of indices ({count}) should be equal to source.size(dim): ({n}), for dim: {ax}"
-        )
-    })?;
-    check(self_ == source, || {
-        format!(
-            "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = {self_:?} source.shape = {source:?}"
-        )
     })
 }
 

@@ -1120,7 +1120,13 @@ impl CandleTensor {
             1 => (losses.sum_all().ce()? / &total).ce()?,
             _ => losses.sum_all().ce()?,
         };
-        let total = if reduction == 0 { sc(0.0, x)? } else { total };
+        // PyTorch's total_weight is 0 without a reduction over a batch (a 1-D input's is its
+        // target's weight, reduction or not).
+        let total = if reduction == 0 && self_.t.rank() != 1 {
+            sc(0.0, x)?
+        } else {
+            total
+        };
         Ok((w(out), w(total)))
     }
     fn nll_loss_backward(

@@ -260,6 +260,7 @@ fn nll_forward<E: Element>(
     reduction: i64,
     ignore_index: i64,
 ) -> R<(NdTensor<E>, NdTensor<E>)> {
+    let batched = input.ndim() != 1;
     let rows = nll_rows(input)?;
     let (input, target_shape) = (&rows, target.shape().to_vec());
     let c = input.shape()[1];
@@ -279,8 +280,13 @@ fn nll_forward<E: Element>(
         1 => NdTensor::scalar(losses.iter().fold(E::zero(), |a, b| a + *b) / total),
         _ => NdTensor::scalar(losses.iter().fold(E::zero(), |a, b| a + *b)),
     };
-    // PyTorch's total_weight is 0 without a reduction.
-    let total = if reduction == 0 { E::zero() } else { total };
+    // PyTorch's total_weight is 0 without a reduction over a batch (a 1-D input's is its
+    // target's weight, reduction or not).
+    let total = if reduction == 0 && batched {
+        E::zero()
+    } else {
+        total
+    };
     Ok((out, NdTensor::scalar(total)))
 }
 

@@ -53,6 +53,10 @@ impl<B: ConformanceTensor> Args<'_, B> {
     }
     pub fn tl(&self, k: &str) -> R<Vec<Variable<B>>> {
         let v = self.get(k)?;
+        // An empty list is written `[]` (no tensor names).
+        if v.as_array().is_some_and(Vec::is_empty) {
+            return Ok(Vec::new());
+        }
         v["tl"]
             .as_array()
             .ok_or_else(|| format!("{k}: not a tensor list"))?
@@ -268,16 +272,23 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "new_zeros" => one(new_zeros(
             &a.t("self")?,
             &a.ints("size")?,
+            a.dtype("dtype")?,
+            None,
+            None,
+            None,
+        )),
+        "zeros_like" => one(zeros_like(
+            &a.t("self")?,
+            a.dtype("dtype")?,
             None,
             None,
             None,
             None,
         )),
-        "zeros_like" => one(zeros_like(&a.t("self")?, None, None, None, None, None)),
         "full_like" => one(full_like(
             &a.t("self")?,
             a.f("fill_value")?,
-            None,
+            a.dtype("dtype")?,
             None,
             None,
             None,
@@ -300,7 +311,7 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
             &a.t("self")?,
             a.oints("dim")?.as_deref(),
             a.b("keepdim")?,
-            None,
+            a.dtype("dtype")?,
             &a.t("out")?,
         )),
         "mean" => one(mean(&a.t("self")?, a.dtype("dtype")?)),

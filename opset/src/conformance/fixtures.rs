@@ -225,14 +225,20 @@ fn replay_forward<B: ConformanceTensor>(fx: &Value, st: &mut State<B>) -> R<()> 
     Ok(())
 }
 
-/// The tangent of `v` at `level` (the innermost when `None`), zeros when it has none.
+/// The tangent of `v` at `level` (the innermost when `None`), zeros of `v`'s dtype when it has
+/// none (PyTorch's fixtures record `zeros_like(primal)`: an integer or boolean output's
+/// tangent is integer or boolean zeros).
 fn tangent_of<B: ConformanceTensor>(v: &Variable<B>, level: Option<rt::Level>) -> R<Variable<B>> {
     let u = match level {
         Some(l) => rt::forward::unpack_dual_at(v, l),
         None => rt::unpack_dual(v),
     };
-    let t = u.map_err(|e| e.to_string())?.tangent;
-    Ok(t.unwrap_or_else(|| Variable::from_data(zeros::<B>(&v.shape()))))
+    match u.map_err(|e| e.to_string())?.tangent {
+        Some(t) => Ok(t),
+        None => {
+            zeros_like(&Variable::from_data(v.data()), None, None, None, None, None).map_err(es)
+        }
+    }
 }
 
 /// Reverse over forward: the gradients of `sum(tangent * proj)` against `grads`.

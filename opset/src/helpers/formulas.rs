@@ -425,6 +425,24 @@ pub fn slice_backward_wrapper<T: Backend>(
     slice_backward(grad, input_sizes, ax as i64, s, e, step)
 }
 
+/// Backward of `narrow`: `slice_backward` over `start..start + length`, a negative `start`
+/// counted from the end first (PyTorch's `narrow` normalizes it before it slices).
+pub fn narrow_backward_symint<T: Backend>(
+    grad: &V<T>,
+    input_sizes: &[i64],
+    dim: i64,
+    start: i64,
+    length: i64,
+) -> Res<V<T>> {
+    let ax = wrap_dim(dim, input_sizes.len())?;
+    let s = if start < 0 {
+        start + input_sizes[ax]
+    } else {
+        start
+    };
+    slice_backward_wrapper(grad, input_sizes, dim, Some(s), Some(s + length), 1)
+}
+
 /// Backward of `cat`: the gradient cut into the inputs' pieces. Only the inputs' sizes and
 /// dtypes are saved (PyTorch's `to_args_sizes`), so modifying an input in place after
 /// `cat` is no error.

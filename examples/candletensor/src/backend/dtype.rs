@@ -175,6 +175,20 @@ fn binary_exact(a: &C, b: &C, k: impl Fn(&C, &C) -> R<C>) -> R<C> {
     }
 }
 
+/// PyTorch's integer power (`dtype::int_pow`) through `F64`: `exp(y ln|x|)` rounded (exact
+/// below 2^53), and 0 for a negative exponent but of a base of ±1.
+fn int_pow(a: &C, b: &C) -> R<C> {
+    let (x, y) = (wide(a)?, wide(b)?);
+    let r = C::pow_tensor_tensor(&x, &y)?.t;
+    let (x, y) = (
+        ce(x.t.broadcast_as(r.dims()))?,
+        ce(y.t.broadcast_as(r.dims()))?,
+    );
+    let keep = ce(ce(y.ge(0.0))?.maximum(&ce(ce(x.abs())?.eq(1.0))?))?;
+    let r = ce(keep.where_cond(&ce(r.round())?, &ce(r.zeros_like())?))?;
+    narrowed(C::new(r), Kind::Int)
+}
+
 fn scalar_kind(t: &C, s: f64) -> Kind {
     rules::scalar_kind(kind(t), s)
 }
@@ -316,8 +330,12 @@ impl Backend for CandleTensor {
         }
     }
     fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> R<Self> {
-        rules::check_not_bool(kind(self_).max(kind(exponent)), kernel::POW)?;
-        binary(self_, exponent, C::pow_tensor_tensor)
+        let k = kind(self_).max(kind(exponent));
+        rules::check_not_bool(k, kernel::POW)?;
+        match k {
+            Kind::Float => binary(self_, exponent, C::pow_tensor_tensor),
+            _ => int_pow(self_, exponent),
+        }
     }
     fn abs(self_: &Self) -> R<Self> {
         rules::check_not_bool(kind(self_), kernel::ABS)?;
@@ -441,9 +459,12 @@ impl Backend for CandleTensor {
         Ok(())
     }
     fn mm(self_: &Self, mat2: &Self) -> R<Self> {
+        // PyTorch's meta function checks the ranks and sizes, its kernel the dtypes.
+        autograd_opset::shape::check_mm(self_.shape(), mat2.shape())?;
         matmul_like(self_, mat2, kernel::MM, C::mm)
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
+        autograd_opset::meta::bmm(self_.shape(), mat2.shape())?;
         rules::check_same(self_.dtype(), mat2.dtype())?;
         matmul_like(self_, mat2, kernel::BMM, C::bmm)
     }

@@ -585,10 +585,11 @@ impl<E: Element> Backend for NdTensor<E> {
                 &promoted(self_),
                 &promoted(exponent),
             )?)),
-            _ => Ok(narrowed(
-                F::pow_tensor_tensor(&wide(self_), &wide(exponent))?,
-                Kind::Int,
-            )),
+            _ => Ok(int_out(bzip(
+                &ints(self_),
+                &ints(exponent),
+                rules::int_pow,
+            )?)),
         }
     }
     fn abs(self_: &Self) -> R<Self> {
@@ -796,9 +797,12 @@ impl<E: Element> Backend for NdTensor<E> {
         Ok(())
     }
     fn mm(self_: &Self, mat2: &Self) -> R<Self> {
+        // PyTorch's meta function checks the ranks and sizes, its kernel the dtypes.
+        autograd_opset::shape::check_mm(self_.shape(), mat2.shape())?;
         matmul_like(self_, mat2, kernel::MM, F::mm, F::mm)
     }
     fn bmm(self_: &Self, mat2: &Self) -> R<Self> {
+        autograd_opset::meta::bmm(self_.shape(), mat2.shape())?;
         rules::check_same(self_.dtype(), mat2.dtype())?;
         matmul_like(self_, mat2, kernel::BMM, F::bmm, F::bmm)
     }
