@@ -3,11 +3,14 @@
 //! time limit per case, the no-panic rounds, the report file) and returns every check's
 //! record besides the failures.
 //!
-//! The kit runs its kinds of cases one after the other, each case on a worker thread under
-//! `catch_unwind` and a time limit ([`runner`](super::runner)): a kernel that returns an
-//! error, panics or hangs fails its checks (status `fail`, or `timeout`) and the kit goes
-//! on. It prints a line per kind (`[kit] gradcheck cases (f64): 111/111 in 2.1 s, 444
-//! checks: pass 444, ...`), then the five slowest cases and a summary per operator.
+//! The kit runs its kinds of cases one after the other (in f64 the gradcheck, in-place,
+//! out= and view cases; the gradcheck cases in f32 against f64; the fixtures; the no-panic
+//! calls), each case on a worker thread under `catch_unwind` and a time limit
+//! ([`runner`](super::runner); [`DEFAULT_TIMEOUT`], or `OPSET_KIT_TIMEOUT_SECS` seconds):
+//! a kernel that returns an error, panics or hangs fails its checks (status `fail`, or
+//! `timeout`) and the kit goes on. It prints a line per kind (`[kit] gradcheck cases (f64):
+//! 111/111 in 1.1 s, 444 checks: pass 444, ...`), then the five slowest cases and a summary
+//! per operator, and appends its records to the report file (`OPSET_KIT_REPORT`).
 
 use super::fixtures::{fixtures, replay_with};
 use super::no_panic::no_panic_calls;

@@ -1,19 +1,28 @@
 //! The conformance kit (feature `conformance`): the checks every backend of the op set must
-//! pass, generic over the backend. A backend implements [`ConformanceTensor`] (a
-//! constructor from `f64` values, and optionally a strided layout and a seed) and runs:
+//! pass, generic over the backend. A backend implements [`ConformanceTensor`] (constructors
+//! from values, and optionally a strided layout, a seed and f32 tensors) and runs
+//! [`check_backend`], which runs every kind of case:
 //!
 //! * [`cases::cases`]: one or more gradcheck cases per differentiable function (random
-//!   shapes, broadcasting, non-contiguous inputs, each op's options), which
-//!   [`check_every_case`] runs through gradcheck, gradgradcheck and the forward-mode check;
-//! * [`inplace_cases::inplace_cases`]: one case per in-place operator;
-//! * [`missing_cases`]: the functions of the op set's analysis without a case, so that a new
-//!   operator cannot escape;
-//! * [`fixtures::replay_all`]: the PyTorch-recorded programs of `opset/fixtures` (values,
-//!   gradients, second derivatives, jvps, HVPs and error texts), fixture by fixture;
-//! * [`no_panic::random_calls`]: every function with random arguments, then backward: `Ok`
-//!   or `Err`, never a panic.
+//!   shapes, broadcasting, non-contiguous inputs, each op's options), through gradcheck,
+//!   gradgradcheck, the forward-mode check and the raw-form check in f64
+//!   ([`gradcheck_cases`]), and built in f32 against f64 ([`precision`]);
+//! * [`inplace_cases`], [`out_cases`], [`view_cases`]: one case per in-place function, out=
+//!   function and view function (more for some views), with their checks;
+//! * [`missing_cases`]: the functions of the op set's analysis without a case of their
+//!   kind, so that a new operator cannot escape;
+//! * [`fixtures`]: the PyTorch-recorded programs of `opset/fixtures` (values, gradients,
+//!   second derivatives, jvps, HVPs and error texts), fixture by fixture;
+//! * [`no_panic`]: every function with random arguments, then backward: `Ok` or `Err`,
+//!   never a panic.
 //!
-//! [`check_backend`] runs them all: a backend's one conformance test is
+//! Every case runs on a worker thread under `catch_unwind` and a time limit ([`runner`]):
+//! an error, a panic or a hang in a kernel is a failed (or timed-out) check, never the
+//! end of the kit. Each check is a [`report::Record`]; with `OPSET_KIT_REPORT` set they are
+//! appended to that file as JSON lines, and [`report::markdown_table`] makes the table of
+//! operators per backend. [`check_backend_with`] takes [`KitOptions`] (a subset of
+//! operators, the dtypes, the time limit, the report file). A backend's one conformance
+//! test is
 //!
 //! ```ignore
 //! #[test]

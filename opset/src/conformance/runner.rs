@@ -205,6 +205,9 @@ pub fn run_jobs<S: 'static>(
         }
     }
     let all: Vec<Record> = out.iter().flatten().cloned().collect();
+    if jobs.is_empty() {
+        return out;
+    }
     println!(
         "[kit] {kind}: {n}/{n} in {:.1} s, {} checks: {}",
         started.elapsed().as_secs_f64(),
