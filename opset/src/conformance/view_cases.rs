@@ -60,7 +60,11 @@ fn vc<B: ConformanceTensor>(
     }
 }
 
-/// Every view case (a flat table, one or more per view function).
+/// Every view case (long on purpose: a flat table, one or more per view function).
+#[allow(
+    clippy::too_many_lines,
+    reason = "a flat table, one or more cases per view function"
+)]
 pub fn view_cases<B: ConformanceTensor>() -> Vec<ViewCase<B>> {
     use Writes::*;
     let r = Rng::new(41);
