@@ -186,7 +186,10 @@ pub fn check_backend_with<B: ConformanceTensor>(
     let mut failures = Vec::new();
     let whole = options.ops.is_none();
     if whole {
-        let missing = missing_cases::<B>();
+        // The case lists are built here, on this thread: a panic (in the backend's
+        // constructors) is a failure, as everywhere in the kit.
+        let missing = super::dispatch::guarded(|| Ok(missing_cases::<B>()))
+            .unwrap_or_else(|e| vec![format!("building the case lists: {e}")]);
         kit.records.extend(
             missing
                 .iter()
