@@ -593,6 +593,24 @@ fn out_body(p: &FunctionPlan<'_>, s: &Settings) -> (TokenStream, TokenStream) {
     let (name, args, lets) = (&p.name, &pr.args, &pr.lets);
     let call = s.kernel_call(quote!(<T as Backend>::#name(#(#args),*)));
     let fw = super::forward::call(p, s);
+    // An out that is a view: the write reaches its base (PyTorch's out= writes the storage),
+    // as an in-place op's does.
+    let on_view = match outs.as_slice() {
+        [o] => {
+            let call_args = p.params.iter().map(|q| match &q.ident {
+                n if n == o => quote!(__c),
+                n => quote!(#n),
+            });
+            quote! {
+                if #o.is_view() {
+                    return __ag::inplace_on_view(#o, false, |__c| {
+                        #name::<T>(#(#call_args),*).map(|_| ())
+                    });
+                }
+            }
+        }
+        _ => quote!(),
+    };
     let body = quote! {
         {
             let mut __args: __ag::Vec<&__ag::Variable<T>> = __ag::Vec::new();
@@ -600,6 +618,7 @@ fn out_body(p: &FunctionPlan<'_>, s: &Settings) -> (TokenStream, TokenStream) {
             __ag::check_out(#opname, &__args)?;
         }
         #fw
+        #on_view
         #(#lets)*
         #call;
         #( #outs.set_data(#ds); #outs.bump_version(); )*

@@ -1,16 +1,26 @@
-//! The op set's conformance kit on candletensor: every case through gradcheck,
-//! gradgradcheck and the forward-mode check, the PyTorch fixtures replayed, random calls
-//! that must never panic (`autograd_opset::conformance::check_backend`).
+//! The op set's conformance kit on candletensor: every kind of case (gradcheck,
+//! gradgradcheck, forward mode, in-place, out=, views) in f64 and f32, the PyTorch fixtures
+//! replayed, random calls that must never panic (`autograd_opset::conformance`); the
+//! README's table of operators is this run's.
 
+use autograd_opset::conformance::report::{check_readme_table, markdown_table};
+use autograd_opset::conformance::{KitOptions, check_backend_with};
 use candletensor::CandleTensor;
 
 #[test]
 fn the_op_sets_conformance_kit_passes() {
     // The fixtures where candle differs from PyTorch, with the reason: none.
-    let failures = autograd_opset::conformance::check_backend::<CandleTensor>(&[]);
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let run = check_backend_with::<CandleTensor>(&KitOptions::default(), &[]);
+    assert!(run.failures.is_empty(), "{}", run.failures.join("\n"));
     // Every `Err` was a kernel's PyTorch-worded check, none candle's own error.
     assert_eq!(candletensor::backend::candle_errors(), 0);
+    let rows: Vec<_> = run
+        .records
+        .iter()
+        .map(|r| (run.backend.clone(), r.clone()))
+        .collect();
+    let readme = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+    check_readme_table(readme.as_ref(), &markdown_table(&rows)).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// The kit's non-contiguous cases do reach candle with a strided layout, and perturbed
@@ -44,16 +54,23 @@ fn f32_tensors_differentiate_too() {
     }
 }
 
-/// The kit reports a known difference that names no fixture, or whose fixture now matches.
+/// The kit reports a known difference that names no fixture, or whose fixture now matches
+/// (the kit restricted to that fixture's operator, in f64).
 #[test]
 fn wrong_known_differences_are_failures() {
-    let known = [
-        ("no/such/fixture", "?"),
-        ("errors/inplace_view_of_leaf", "?"),
-    ];
-    let failures = autograd_opset::conformance::check_backend::<CandleTensor>(&known);
+    use autograd_opset::conformance::fixtures::{fixtures, tested_op};
+    let fixed = "errors/inplace_view_of_leaf";
+    let known = [("no/such/fixture", "?"), (fixed, "?")];
+    let fx = fixtures().into_iter().find(|f| f["name"] == fixed).unwrap();
+    let options = KitOptions {
+        ops: Some(vec![tested_op(&fx)]),
+        dtypes: vec!["f64"],
+        report: None,
+        ..KitOptions::default()
+    };
+    let run = check_backend_with::<CandleTensor>(&options, &known);
     assert_eq!(
-        failures,
+        run.failures,
         vec![
             "known difference no/such/fixture names no fixture".to_string(),
             "known difference now passes (remove it from the list): errors/inplace_view_of_leaf (?)"

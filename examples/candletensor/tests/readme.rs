@@ -3,7 +3,9 @@
 //! ones computed here from the op set (its generated `Backend` trait, its analysis, the
 //! conformance kit's cases and fixtures).
 
-use autograd_opset::conformance::{self, cases, fixtures, inplace_cases, kit};
+use autograd_opset::conformance::{
+    self, cases, fixtures, inplace_cases, kit, out_cases, view_cases,
+};
 use candletensor::CandleTensor as T;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -149,14 +151,13 @@ fn figures() -> String {
         ),
         ("functions with a forward-mode formula", forward.count()),
         (
-            "conformance cases (gradcheck, gradgradcheck, jvp)",
+            "gradcheck cases (gradcheck, gradgradcheck, jvp, raw form; and in f32 against f64)",
             cs.len(),
         ),
         ("... operators they cover", ops.len()),
-        (
-            "... in-place cases",
-            inplace_cases::inplace_cases::<T>().len(),
-        ),
+        ("in-place cases", inplace_cases::inplace_cases::<T>().len()),
+        ("out= cases", out_cases::out_cases::<T>().len()),
+        ("view cases", view_cases::view_cases::<T>().len()),
         ("PyTorch fixtures replayed", fx.len()),
         ("... values, gradients, second derivatives", mode(None)),
         ("... forward mode (jvp)", mode(Some("jvp"))),

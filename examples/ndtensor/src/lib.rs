@@ -82,6 +82,10 @@ impl<E: Element> autograd_opset::conformance::ConformanceTensor for NdTensor<E> 
     fn seed(seed: u64) {
         manual_seed(seed)
     }
+    /// f32 tensors are `NdTensor<f32>`: the kit's f32 cases run there, against this type.
+    fn f32_checks(kit: &mut autograd_opset::conformance::Kit) {
+        autograd_opset::conformance::precision::compare_dtype::<NdTensor<f32>, Self>(kit, "f32")
+    }
 }
 
 /// Parameters and optimizer state of `autograd_opset::nn` on ndtensor.

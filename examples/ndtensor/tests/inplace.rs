@@ -1,11 +1,12 @@
 //! In-place (`op_`) and out= variants: every in-place operator with a backward node gives the
 //! same values and gradients as its out-of-place operator; every out= variant writes the
-//! functional result and refuses inputs that require grad. Both lists are checked against
-//! the analysis of the YAML files, so a new variant cannot escape.
+//! functional result (resizing out, or through a view into its base) and refuses inputs
+//! that require grad. Both lists are checked against the analysis of the YAML files, so a
+//! new variant cannot escape.
 
 mod common;
 
-use autograd::runtime::Tensor as _;
+use autograd_opset::conformance::out_cases::{check_out, out_cases};
 use common::inplace_cases::*;
 use common::*;
 use ndtensor::ops::*;
@@ -125,90 +126,9 @@ fn inplace_on_a_saved_tensor_fails_backward() {
     assert!(err.contains("modified by an inplace operation"), "{err}");
 }
 
-type OutOp = Box<dyn Fn(&[Var], &Var) -> Result<Var, autograd::runtime::AutogradError>>;
-type FnOp = Box<dyn Fn(&[Var]) -> Var>;
-
-fn out_cases() -> Vec<(&'static str, Vec<T>, OutOp, FnOp)> {
-    let r = Rng::new(9);
-    let s = r.shape(2);
-    let sq = [s[1], s[0]];
-    let b = |f: fn(&[Var], &Var) -> Result<Var, autograd::runtime::AutogradError>| -> OutOp {
-        Box::new(f)
-    };
-    let g = |f: fn(&[Var]) -> Var| -> FnOp { Box::new(f) };
-    vec![
-        (
-            "add.out",
-            vec![r.t(&s), r.t(&s)],
-            b(|x, o| add_out(&x[0], &x[1], 2.0, o)),
-            g(|x| add_tensor(&x[0], &x[1], 2.0).unwrap()),
-        ),
-        (
-            "sub.out",
-            vec![r.t(&s), r.t(&s)],
-            b(|x, o| sub_out(&x[0], &x[1], 1.0, o)),
-            g(|x| sub_tensor(&x[0], &x[1], 1.0).unwrap()),
-        ),
-        (
-            "mul.out",
-            vec![r.t(&s), r.t(&s)],
-            b(|x, o| mul_out(&x[0], &x[1], o)),
-            g(|x| mul_tensor(&x[0], &x[1]).unwrap()),
-        ),
-        (
-            "div.out",
-            vec![r.t(&s), r.pos(&s)],
-            b(|x, o| div_out(&x[0], &x[1], o)),
-            g(|x| div_tensor(&x[0], &x[1]).unwrap()),
-        ),
-        (
-            "neg.out",
-            vec![r.t(&s)],
-            b(|x, o| neg_out(&x[0], o)),
-            g(|x| neg(&x[0]).unwrap()),
-        ),
-        (
-            "exp.out",
-            vec![r.t(&s)],
-            b(|x, o| exp_out(&x[0], o)),
-            g(|x| exp(&x[0]).unwrap()),
-        ),
-        (
-            "tanh.out",
-            vec![r.t(&s)],
-            b(|x, o| tanh_out(&x[0], o)),
-            g(|x| tanh(&x[0]).unwrap()),
-        ),
-        (
-            "clamp.out",
-            vec![r.t(&s)],
-            b(|x, o| clamp_out(&x[0], Some(-0.2), None, o)),
-            g(|x| clamp(&x[0], Some(-0.2), None).unwrap()),
-        ),
-        (
-            "mm.out",
-            vec![r.t(&s), r.t(&sq)],
-            b(|x, o| mm_out(&x[0], &x[1], o)),
-            g(|x| mm(&x[0], &x[1]).unwrap()),
-        ),
-        (
-            "sum.IntList_out",
-            vec![r.t(&s)],
-            b(|x, o| sum_intlist_out(&x[0], Some(&[1]), false, None, o)),
-            g(|x| sum_dim_intlist(&x[0], Some(&[1]), false, None).unwrap()),
-        ),
-        (
-            "cat.out",
-            vec![r.t(&s), r.t(&s)],
-            b(|x, o| cat_out(&[x[0].clone(), x[1].clone()], 0, o)),
-            g(|x| cat(&[x[0].clone(), x[1].clone()], 0).unwrap()),
-        ),
-    ]
-}
-
 #[test]
 fn every_out_variant_has_a_case() {
-    let covered: BTreeSet<&str> = out_cases().iter().map(|c| c.0).collect();
+    let covered: BTreeSet<&str> = out_cases::<T>().iter().map(|c| c.op).collect();
     let n_out = all_functions().iter().filter(|(_, k)| *k == "out").count();
     assert_eq!(n_out, covered.len());
     let missing: Vec<String> = all_functions()
@@ -222,22 +142,14 @@ fn every_out_variant_has_a_case() {
     );
 }
 
+/// The kit's out= cases (`autograd_opset::conformance::out_cases`): each writes the
+/// functional result into an empty out, one of the result's shape, one of another shape
+/// (resized, as PyTorch resizes it) and a view of a base (the base changes), and refuses
+/// inputs that require grad.
 #[test]
 fn out_variants_write_the_functional_result_and_refuse_grad() {
-    for (op, inputs, out_fn, f) in out_cases() {
-        let xs: Vec<Var> = inputs.iter().cloned().map(Var::from_data).collect();
-        let want = f(&xs).data();
-        let out = Var::from_data(want.zeros_like());
-        let r = out_fn(&xs, &out).unwrap();
-        assert!(r.ptr_eq(&out), "{op}: returns out");
-        assert_eq!(out.data(), want, "{op}: value");
-        assert_eq!(out.version(), 1, "{op}: bumps out's version");
-        let xg: Vec<Var> = inputs.iter().cloned().map(param).collect();
-        let err = out_fn(&xg, &out).unwrap_err().to_string();
-        assert!(
-            err.contains("don't support automatic differentiation"),
-            "{op}: {err}"
-        );
+    for c in out_cases::<T>() {
+        check_out(&c).unwrap_or_else(|e| panic!("{}: {e}", c.op));
     }
 }
 

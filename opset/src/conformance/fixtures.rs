@@ -9,10 +9,13 @@
 
 use super::ConformanceTensor;
 use super::dispatch::{Args, R, dispatch, es, guarded, num};
+use super::report::{Status, classify};
+use super::runner::{Ctx, run_jobs};
 use crate::ops::*;
 use autograd::runtime::{self as rt, GradModeGuard, Variable};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// Pseudo-ops of the program format (not ATen operators).
 pub const SPECIAL: &[&str] = &["detach", "set_grad_enabled", "requires_grad_"];
@@ -494,7 +497,8 @@ pub struct Replay {
     pub passed: usize,
     /// Known differences that still differ.
     pub known_failing: usize,
-    /// `name: what differs`, for fixtures that are not known differences.
+    /// `name: what differs`, for fixtures that are not known differences (a kernel the
+    /// backend has not written among them: see [`Replay::not_implemented`]).
     pub failures: Vec<String>,
     /// `name (reason)`, for known differences that now match.
     pub fixed: Vec<String>,
@@ -502,9 +506,107 @@ pub struct Replay {
     pub records: Vec<super::report::Record>,
 }
 
-/// Replays every fixture on `B`.
+impl Replay {
+    /// How many of [`Replay::failures`] need a kernel the backend has not written.
+    pub fn not_implemented(&self) -> usize {
+        self.failures
+            .iter()
+            .filter(|f| classify(f) == Status::NotImplemented)
+            .count()
+    }
+
+    /// The failures (but those that need a kernel the backend has not written) and the
+    /// known differences that now match, one line each.
+    pub fn failure_lines(&self) -> Vec<String> {
+        let failed = self
+            .failures
+            .iter()
+            .filter(|f| classify(f) != Status::NotImplemented)
+            .cloned();
+        let fixed = self
+            .fixed
+            .iter()
+            .map(|f| format!("known difference now passes (remove it from the list): {f}"));
+        failed.chain(fixed).collect()
+    }
+}
+
+/// The operator a fixture tests, as native_functions.yaml names it: the step operator
+/// that its name names (`sweep/grad/abs/0d/all`: `abs`; `view_inplace/slice`:
+/// `slice.Tensor`; `zero_dim/sum.dim_IntList_0_False`: `sum.dim_IntList`), else its last
+/// step's (pseudo-ops of the program format aside), else its category.
+pub fn tested_op(fx: &Value) -> String {
+    let steps: Vec<&str> = fx["steps"]
+        .as_array()
+        .map(|s| s.iter().filter_map(|st| st["op"].as_str()).collect())
+        .unwrap_or_default();
+    let steps: Vec<&str> = steps
+        .into_iter()
+        .filter(|op| !SPECIAL.contains(op))
+        .collect();
+    let name = fx["name"].as_str().unwrap_or_default();
+    let base = |op: &str| op.split('.').next().unwrap_or(op).to_string();
+    for seg in name.split('/') {
+        let named = steps
+            .iter()
+            .filter(|op| seg == **op || seg.starts_with(&format!("{op}_")))
+            .max_by_key(|op| op.len());
+        if let Some(op) = named {
+            return op.to_string();
+        }
+        if let Some(op) = steps.iter().find(|op| base(op) == seg) {
+            return op.to_string();
+        }
+    }
+    match steps.last() {
+        Some(op) => op.to_string(),
+        None => fx["category"].as_str().unwrap_or(name).to_string(),
+    }
+}
+
+/// Replays every fixture on `B`, each under the kit's default time limit.
 pub fn replay_all<B: ConformanceTensor>(known: &[(&str, &str)]) -> Replay {
-    let known: BTreeMap<&str, &str> = known.iter().copied().collect();
+    let mut kit = super::Kit::new(super::KitOptions::default());
+    replay_with::<B>(&mut kit, known)
+}
+
+/// Replays every fixture on `B` whose operator ([`tested_op`]) `kit`'s options select,
+/// each on the kit's worker thread under its time limit; adds one record per fixture to
+/// `kit` (check `fixture`, under the fixture's operator).
+pub fn replay_with<B: ConformanceTensor>(kit: &mut super::Kit, known: &[(&str, &str)]) -> Replay {
+    let known: BTreeMap<String, String> = known
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let all = Arc::new(fixtures());
+    let jobs = super::jobs_of(
+        kit,
+        "fixture",
+        || (0..all.len()).collect(),
+        |i: &usize| {
+            let fx = &all[*i];
+            (
+                tested_op(fx),
+                fx["name"].as_str().unwrap_or_default().to_string(),
+            )
+        },
+    );
+    let known = Arc::new(known);
+    let k = known.clone();
+    let setup = Arc::new(move || all.clone());
+    let run = Arc::new(move |fxs: &Arc<Vec<Value>>, i: usize, ctx: &Ctx| {
+        let fx = &fxs[i];
+        let name = fx["name"].as_str().unwrap_or_default();
+        let op = tested_op(fx);
+        ctx.check((&op, "fixture", "f64"), name, || {
+            match (guarded(|| replay::<B>(fx)), k.get(name)) {
+                (Err(_), Some(_)) | (Ok(()), None) => Ok(()),
+                (Err(e), None) => Err(e),
+                (Ok(()), Some(why)) => Err(format!("a known difference now matches ({why})")),
+            }
+        });
+    });
+    let per_job = run_jobs(kit, "pytorch fixtures (f64)", &jobs, setup, run);
     let mut r = Replay {
         passed: 0,
         known_failing: 0,
@@ -512,29 +614,20 @@ pub fn replay_all<B: ConformanceTensor>(known: &[(&str, &str)]) -> Replay {
         fixed: Vec::new(),
         records: Vec::new(),
     };
-    for fx in &fixtures() {
-        let name = fx["name"].as_str().unwrap_or_default();
-        let result = guarded(|| replay::<B>(fx));
-        let outcome = match (&result, known.get(name)) {
-            (Ok(()), None) => {
-                r.passed += 1;
-                Ok(())
+    for (job, records) in jobs.iter().zip(per_job) {
+        let why = known.get(&job.label);
+        for rec in &records {
+            let e = rec.detail.strip_prefix(&format!("{}: ", job.label));
+            match (rec.status, why) {
+                (Status::Pass, None) => r.passed += 1,
+                (Status::Pass, Some(_)) => r.known_failing += 1,
+                (_, Some(why)) if e.is_some_and(|e| e.starts_with("a known difference")) => {
+                    r.fixed.push(format!("{} ({why})", job.label))
+                }
+                _ => r.failures.push(rec.detail.clone()),
             }
-            (Err(e), None) => {
-                r.failures.push(format!("{name}: {e}"));
-                Err(e.clone())
-            }
-            (Err(_), Some(_)) => {
-                r.known_failing += 1;
-                Ok(())
-            }
-            (Ok(()), Some(why)) => {
-                r.fixed.push(format!("{name} ({why})"));
-                Err(format!("a known difference now matches ({why})"))
-            }
-        };
-        let rec = super::report::Record::of(name, "fixture", name, outcome);
-        r.records.push(rec);
+        }
+        r.records.extend(records);
     }
     r
 }

@@ -1,4 +1,5 @@
-//! One case per in-place operator (shared by `inplace.rs` and `forward.rs`).
+//! One case per in-place operator, and the kit's in-place checks
+//! ([`run_inplace_cases`]).
 
 use super::*;
 use crate::ops::*;
@@ -205,4 +206,116 @@ pub fn inplace_cases<B: ConformanceTensor>() -> Vec<InplaceCase<B>> {
             |x, _| add_scalar(&mul_scalar(x, 0.0).unwrap(), 0.25, 1.0).unwrap(),
         ),
     ]
+}
+
+/// Runs every in-place case that `kit`'s options select: `inplace` (on a non-leaf, the op
+/// returns its input, bumps its version, and gives the values and gradients of its
+/// functional twin), `inplace gradgradcheck` and `inplace forward` (the forward-mode check)
+/// of the in-place form.
+pub fn run_inplace_cases<B: ConformanceTensor>(kit: &mut Kit) {
+    let jobs = jobs_of(kit, "in-place cases", inplace_cases::<B>, |c| {
+        (c.op.to_string(), c.op.to_string())
+    });
+    let run = |cs: &Vec<InplaceCase<B>>, i: usize, ctx: &Ctx| {
+        let c = &cs[i];
+        let second = Tolerances {
+            eps: 1e-5,
+            atol: 1e-4,
+            rtol: 1e-3,
+        };
+        let inputs: Vec<B> = std::iter::once(c.x.clone())
+            .chain(c.others.iter().cloned())
+            .collect();
+        // In place on a differentiable non-leaf copy of the first input.
+        let f = |x: &[Variable<B>]| {
+            let t = mul_scalar(&x[0], 1.0).unwrap();
+            (c.inplace)(&t, &x[1..]);
+            t
+        };
+        ctx.check((c.op, "inplace", "f64"), c.op, || same_as_functional(c));
+        ctx.check((c.op, "inplace gradgradcheck", "f64"), c.op, || {
+            gradgradcheck(f, &inputs, second).map_err(|e| e.to_string())
+        });
+        ctx.check((c.op, "inplace forward", "f64"), c.op, || {
+            check_forward(f, &inputs, Tolerances::default()).map_err(|e| e.to_string())
+        });
+    };
+    run_jobs(
+        kit,
+        "in-place cases (f64)",
+        &jobs,
+        Arc::new(inplace_cases::<B>),
+        Arc::new(run),
+    );
+}
+
+/// The in-place form on a non-leaf `t = x * 1` returns `t`, bumps its version, and gives
+/// the functional form's values and (with a random cotangent) gradients, to 1e-12.
+fn same_as_functional<B: ConformanceTensor>(c: &InplaceCase<B>) -> Result<(), String> {
+    let es = |e: autograd::runtime::AutogradError| e.to_string();
+    let w: Variable<B> = Variable::from_data(Rng::new(5).t(c.x.shape()));
+    let grads = |inplace: bool| -> Result<(Vec<f64>, Vec<Vec<f64>>), String> {
+        let x = Variable::new(c.x.clone(), true);
+        let others: Vec<Variable<B>> = c
+            .others
+            .iter()
+            .map(|o| Variable::new(o.clone(), true))
+            .collect();
+        let t = mul_scalar(&x, 1.0).map_err(es)?;
+        let y = if inplace {
+            let before = t.version();
+            let y = (c.inplace)(&t, &others);
+            if !y.ptr_eq(&t) {
+                return Err("the in-place op does not return its input".into());
+            }
+            if t.version() != before + 1 {
+                return Err(format!(
+                    "version {} after the op, {before} before",
+                    t.version()
+                ));
+            }
+            y
+        } else {
+            (c.functional)(&t, &others)
+        };
+        sum(&mul_tensor(&y, &w).map_err(es)?, None)
+            .map_err(es)?
+            .backward()
+            .map_err(es)?;
+        let mut gs = vec![grad_values(&x)?];
+        for o in &others {
+            gs.push(grad_values(o)?);
+        }
+        Ok((y.data().to_f64_vec(), gs))
+    };
+    let (want, got) = (grads(false)?, grads(true)?);
+    close_all("values", &got.0, &want.0)?;
+    for (i, (g, w)) in got.1.iter().zip(&want.1).enumerate() {
+        close_all(&format!("gradient of input {i}"), g, w)?;
+    }
+    Ok(())
+}
+
+/// The values of a leaf's gradient (an error without one).
+fn grad_values<B: ConformanceTensor>(x: &Variable<B>) -> Result<Vec<f64>, String> {
+    x.grad()
+        .map(|g| g.data().to_f64_vec())
+        .ok_or_else(|| "no gradient".to_string())
+}
+
+/// `got` equals `want` to 1e-12 (NaN equal to NaN), element by element.
+fn close_all(what: &str, got: &[f64], want: &[f64]) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!(
+            "{what}: {} elements, the functional form {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if !(g == w || (g - w).abs() <= 1e-12 || (g.is_nan() && w.is_nan())) {
+            return Err(format!("{what}[{i}]: {g}, the functional form {w}"));
+        }
+    }
+    Ok(())
 }

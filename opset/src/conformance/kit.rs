@@ -1,13 +1,30 @@
-//! The whole kit in one call ([`check_backend`]): what a backend's one conformance test runs.
+//! The whole kit in one call ([`check_backend`]): what a backend's one conformance test
+//! runs. [`check_backend_with`] takes [`KitOptions`] (a subset of operators, the dtypes, the
+//! time limit per case, the no-panic rounds, the report file) and returns every check's
+//! record besides the failures.
+//!
+//! The kit runs its kinds of cases one after the other (in f64 the gradcheck, in-place,
+//! out= and view cases; the gradcheck cases in f32 against f64; the fixtures; the no-panic
+//! calls), each case on a worker thread under `catch_unwind` and a time limit
+//! ([`runner`](super::runner); [`DEFAULT_TIMEOUT`], or `OPSET_KIT_TIMEOUT_SECS` seconds):
+//! a kernel that returns an error, panics or hangs fails its checks (status `fail`, or
+//! `timeout`) and the kit goes on. It prints a line per kind (`[kit] gradcheck cases (f64):
+//! 111/111 in 1.1 s, 444 checks: pass 444, ...`), then the five slowest cases and a summary
+//! per operator, and appends its records to the report file (`OPSET_KIT_REPORT`).
 
-use super::fixtures::{fixtures, replay_all};
-use super::no_panic::random_calls;
-use super::report::{Record, Status, classify, not_implemented, summary, write_report};
-use super::{ConformanceTensor, case_records, missing_cases};
+use super::fixtures::{fixtures, replay_with};
+use super::no_panic::no_panic_calls;
+use super::report::{Record, Status, append_report, not_implemented, per_op};
+use super::{ConformanceTensor, gradcheck_cases, missing_cases};
 use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
 
 /// Random calls per function in [`check_backend`]'s no-panic test.
 pub const ROUNDS: usize = 250;
+
+/// The time limit per case when `OPSET_KIT_TIMEOUT_SECS` is not set.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The fixtures where the op set itself differs from PyTorch (every backend's replay
 /// differs there, on purpose): `(fixture name, reason)`.
@@ -20,23 +37,116 @@ pub const OP_SET_DIFFERENCES: &[(&str, &str)] = &[
     ("forward_nested/grad_of_jvp/layer_norm_weight", "PyTorch bug: the gradient of a layer_norm tangent misses the paths through native_layer_norm's mean and rstd, whose gradients its backward formula ignores (as forward_nested/jvp_jvp/layer_norm_weight)"),
 ];
 
-/// Runs every check of the kit on `B` and returns one line per failure (empty: `B`
-/// conforms):
+/// What [`check_backend_with`] runs.
+#[derive(Debug, Clone)]
+pub struct KitOptions {
+    /// Only the checks of these operators, as native_functions.yaml names them (`exp`,
+    /// `mul.Tensor`, `exp_`, `exp.out`; a fixture counts under the operator it tests, a
+    /// no-panic test under its function); `None` (the default): all. With a subset, the
+    /// checks of the whole op set (a case for every function, both `Ok` and `Err` among the
+    /// random calls) are left out.
+    pub ops: Option<Vec<String>>,
+    /// `"f64"`: every kind of case (gradcheck, in-place, out=, views, fixtures, no-panic);
+    /// `"f32"`: the gradcheck cases in f32 against f64 ([`ConformanceTensor::f32_checks`]).
+    /// Both by default.
+    pub dtypes: Vec<&'static str>,
+    /// The time limit per case: `OPSET_KIT_TIMEOUT_SECS` seconds, [`DEFAULT_TIMEOUT`]
+    /// without it.
+    pub timeout: Duration,
+    /// Random calls per function in the no-panic test ([`ROUNDS`]).
+    pub rounds: usize,
+    /// The file the report is appended to: `OPSET_KIT_REPORT`, none without it.
+    pub report: Option<PathBuf>,
+}
+
+impl Default for KitOptions {
+    fn default() -> Self {
+        let secs = std::env::var("OPSET_KIT_TIMEOUT_SECS")
+            .ok()
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .filter(|s| *s > 0.0);
+        KitOptions {
+            ops: None,
+            dtypes: vec!["f64", "f32"],
+            timeout: secs.map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64),
+            rounds: ROUNDS,
+            report: std::env::var_os("OPSET_KIT_REPORT").map(PathBuf::from),
+        }
+    }
+}
+
+impl KitOptions {
+    /// Whether the checks of `op` run.
+    pub fn wants(&self, op: &str) -> bool {
+        self.ops
+            .as_ref()
+            .is_none_or(|ops| ops.iter().any(|o| o == op))
+    }
+    /// Whether the checks in `dtype` run.
+    pub fn runs(&self, dtype: &str) -> bool {
+        self.dtypes.contains(&dtype)
+    }
+}
+
+/// The kit while it runs: its options, the records so far, each case's time.
+pub struct Kit {
+    /// What runs.
+    pub options: KitOptions,
+    /// Every check's record so far.
+    pub records: Vec<Record>,
+    /// `(kind: case, time)` of every case so far.
+    pub timings: Vec<(String, Duration)>,
+    /// No-panic calls that returned `Ok` and `Err`.
+    pub calls: (usize, usize),
+}
+
+impl Kit {
+    /// A kit with no records yet.
+    pub fn new(options: KitOptions) -> Self {
+        Kit {
+            options,
+            records: Vec::new(),
+            timings: Vec::new(),
+            calls: (0, 0),
+        }
+    }
+}
+
+/// What [`check_backend_with`] found.
+#[derive(Debug, Clone)]
+pub struct KitRun {
+    /// The backend's name (`Backend::backend_name()`), as the report names it.
+    pub backend: String,
+    /// One line per failure, not-implemented operators aside.
+    pub failures: Vec<String>,
+    /// Every check's record.
+    pub records: Vec<Record>,
+}
+
+/// Runs every check of the kit on `B` (every kind of case, in f64 and f32) and returns one
+/// line per failure (empty: `B` conforms):
 ///
-/// * every differentiable function has a case ([`missing_cases`]), and every case passes
-///   gradcheck, gradgradcheck and the forward-mode check ([`check_every_case`]);
-/// * every PyTorch fixture replays ([`replay_all`]), but the op set's own
+/// * every function has a case of its kind ([`missing_cases`]);
+/// * every gradcheck case passes gradcheck, gradgradcheck, the forward-mode check and the
+///   raw-form check in f64, and gives in f32 the values, gradients and jvps it gives in f64
+///   (within f32's tolerance);
+/// * every in-place case, out= case and view case passes its checks
+///   ([`inplace_cases`](super::inplace_cases), [`out_cases`](super::out_cases),
+///   [`view_cases`](super::view_cases));
+/// * every PyTorch fixture replays ([`replay_with`]), but the op set's own
 ///   [`OP_SET_DIFFERENCES`] and the backend's `known_differences` (`(fixture name,
 ///   reason)`), which must name fixtures, once each, and must still differ;
-/// * [`ROUNDS`] random calls of every function give `Ok` or `Err`, never a panic
-///   ([`random_calls`]).
+/// * [`ROUNDS`] random calls of every function give `Ok` or `Err`, never a panic.
 ///
-/// It prints a summary line per part (`cargo test -- --nocapture` shows them).
+/// A check that errs, panics or runs past the time limit fails; an operator whose checks
+/// need a kernel the backend has not written is one line (`sin: needs aten::sin`). The kit
+/// prints its progress and summary (`cargo test -- --nocapture` shows them) and appends its
+/// records to `OPSET_KIT_REPORT`'s file when that is set.
 pub fn check_backend<B: ConformanceTensor>(known_differences: &[(&str, &str)]) -> Vec<String> {
-    let (failures, records) = run_kit::<B>(known_differences);
-    let mut failures = failures;
+    let run = check_backend_with::<B>(&KitOptions::default(), known_differences);
+    let mut failures = run.failures;
     failures.extend(
-        not_implemented(&records)
+        not_implemented(&run.records)
             .into_iter()
             .map(|(op, needs)| format!("{op}: needs {}", needs.join(", "))),
     );
@@ -46,77 +156,133 @@ pub fn check_backend<B: ConformanceTensor>(known_differences: &[(&str, &str)]) -
 /// [`check_backend`] for a backend that is still growing: the operators whose kernels it
 /// has not written (their checks fail with PyTorch's "Could not run 'aten::op' with
 /// arguments from the 'X' backend" error) are listed, one line each, not counted as
-/// failures; everything else must pass. The missing-case and no-panic parts run too.
+/// failures; everything else must pass.
 pub fn check_partial_backend<B: ConformanceTensor>(
     known_differences: &[(&str, &str)],
 ) -> Vec<String> {
-    let (failures, records) = run_kit::<B>(known_differences);
-    // Fixtures are named `category/...`; the replay's line counts them.
-    for (op, needs) in not_implemented(&records)
+    let run = check_backend_with::<B>(&KitOptions::default(), known_differences);
+    let cases: Vec<Record> = run
+        .records
         .iter()
-        .filter(|(op, _)| !op.contains('/'))
-    {
+        .filter(|r| r.check != "fixture")
+        .cloned()
+        .collect();
+    for (op, needs) in not_implemented(&cases) {
         println!(
             "not implemented by this backend: {op} (needs {})",
             needs.join(", ")
         );
     }
-    failures
+    run.failures
 }
 
-/// The kit's parts: failures other than not-implemented operators, and every check's
-/// record (written to `OPSET_KIT_REPORT` when it is set).
-fn run_kit<B: ConformanceTensor>(known_differences: &[(&str, &str)]) -> (Vec<String>, Vec<Record>) {
-    let mut failures = missing_cases::<B>();
-    let mut records = case_records::<B>();
-    let cases: Vec<String> = records
-        .iter()
-        .filter(|r| r.status == Status::Fail)
-        .map(|r| format!("{}: {}", r.check, r.detail))
-        .collect();
-    println!(
-        "conformance cases: {} ({} checks)",
-        summary(&records),
-        records.len()
-    );
-    failures.extend(cases);
-    let known = [OP_SET_DIFFERENCES, known_differences].concat();
-    failures.extend(check_known(&known));
-    let r = replay_all::<B>(&known);
-    let (missing, failed): (Vec<String>, Vec<String>) = r
-        .failures
-        .into_iter()
-        .partition(|f| classify(f) == Status::NotImplemented);
-    println!(
-        "pytorch fixtures: {} passed, {} known differences, {} failed, {} need kernels the \
-         backend does not have, {} known differences now pass",
-        r.passed,
-        r.known_failing,
-        failed.len(),
-        missing.len(),
-        r.fixed.len()
-    );
-    failures.extend(failed);
-    failures.extend(
-        r.fixed
-            .into_iter()
-            .map(|f| format!("known difference now passes (remove it from the list): {f}")),
-    );
-    records.extend(r.records);
-    let r = random_calls::<B>(ROUNDS);
-    println!("no-panic property test: {} calls Ok, {} Err", r.ok, r.err);
-    failures.extend(r.panics);
-    if r.ok == 0 || r.err == 0 {
-        failures.push(format!(
-            "random calls: {} Ok and {} Err (both must occur)",
-            r.ok, r.err
-        ));
+/// The kit with `options`: the failures other than not-implemented operators, and every
+/// check's record (appended to `options.report`'s file when it is set).
+pub fn check_backend_with<B: ConformanceTensor>(
+    options: &KitOptions,
+    known_differences: &[(&str, &str)],
+) -> KitRun {
+    let mut kit = Kit::new(options.clone());
+    let mut failures = Vec::new();
+    let whole = options.ops.is_none();
+    if whole {
+        // The case lists are built here, on this thread: a panic (in the backend's
+        // constructors) is a failure, as everywhere in the kit.
+        let missing = super::dispatch::guarded(|| Ok(missing_cases::<B>()))
+            .unwrap_or_else(|e| vec![format!("building the case lists: {e}")]);
+        kit.records.extend(
+            missing
+                .iter()
+                .map(|m| Record::of("(all)", "has a case", "the case lists", Err(m.clone()))),
+        );
     }
-    let backend = std::any::type_name::<B>();
-    if let Err(e) = write_report(backend, &records) {
+    if options.runs("f64") {
+        gradcheck_cases::<B>(&mut kit);
+        super::inplace_cases::run_inplace_cases::<B>(&mut kit);
+        super::out_cases::run_out_cases::<B>(&mut kit);
+        super::view_cases::run_view_cases::<B>(&mut kit);
+    }
+    if options.runs("f32") {
+        B::f32_checks(&mut kit);
+    }
+    let known = [OP_SET_DIFFERENCES, known_differences].concat();
+    if options.runs("f64") {
+        failures.extend(check_known(&known));
+        let r = replay_with::<B>(&mut kit, &known);
+        println!(
+            "[kit] pytorch fixtures: {} passed, {} known differences, {} failed, {} need \
+             kernels the backend does not have, {} known differences now pass",
+            r.passed,
+            r.known_failing,
+            r.failures.len() - r.not_implemented(),
+            r.not_implemented(),
+            r.fixed.len()
+        );
+        failures.extend(r.failure_lines());
+        no_panic_calls::<B>(&mut kit);
+        if whole && (kit.calls.0 == 0 || kit.calls.1 == 0) {
+            failures.push(format!(
+                "random calls: {} Ok and {} Err (both must occur)",
+                kit.calls.0, kit.calls.1
+            ));
+        }
+    }
+    let fixture = |r: &&Record| r.check == "fixture";
+    failures.splice(
+        0..0,
+        kit.records
+            .iter()
+            .filter(|r| matches!(r.status, Status::Fail | Status::Timeout) && !fixture(r))
+            .map(failure_line),
+    );
+    print_end(&kit);
+    let backend = B::backend_name().to_string();
+    if let Some(path) = &options.report
+        && let Err(e) = append_report(path, &backend, &kit.records)
+    {
         failures.push(e);
     }
-    (failures, records)
+    KitRun {
+        backend,
+        failures,
+        records: kit.records,
+    }
+}
+
+/// A failed check as a line: `gradcheck: mm (non-contiguous): ...`, with its dtype when
+/// that is not f64 (`value (f32): ...`).
+fn failure_line(r: &Record) -> String {
+    let timeout = if r.status == Status::Timeout {
+        "timeout: "
+    } else {
+        ""
+    };
+    match r.dtype {
+        "f64" => format!("{}: {timeout}{}", r.check, r.detail),
+        d => format!("{} ({d}): {timeout}{}", r.check, r.detail),
+    }
+}
+
+/// Prints the five slowest cases and, per operator, how many of its checks passed, failed,
+/// need a kernel and timed out (several operators a line).
+fn print_end(kit: &Kit) {
+    let mut slow: Vec<&(String, Duration)> = kit.timings.iter().collect();
+    slow.sort_by_key(|(_, t)| std::cmp::Reverse(*t));
+    println!("[kit] the slowest cases:");
+    for (what, t) in slow.iter().take(5) {
+        println!("  {:7.2} s  {what}", t.as_secs_f64());
+    }
+    println!("[kit] per operator: pass/fail/not implemented/timeout");
+    let mut line = String::from(" ");
+    for (op, n) in per_op(&kit.records) {
+        let item = format!(" {op} {}/{}/{}/{}", n[0], n[1], n[2], n[3]);
+        if line.len() + item.len() > 100 {
+            println!("{line}");
+            line = String::from(" ");
+        }
+        line += &item;
+    }
+    println!("{line}");
 }
 
 /// The list of known differences names fixtures, once each.

@@ -1,19 +1,28 @@
 //! The conformance kit (feature `conformance`): the checks every backend of the op set must
-//! pass, generic over the backend. A backend implements [`ConformanceTensor`] (a
-//! constructor from `f64` values, and optionally a strided layout and a seed) and runs:
+//! pass, generic over the backend. A backend implements [`ConformanceTensor`] (constructors
+//! from values, and optionally a strided layout, a seed and f32 tensors) and runs
+//! [`check_backend`], which runs every kind of case:
 //!
 //! * [`cases::cases`]: one or more gradcheck cases per differentiable function (random
-//!   shapes, broadcasting, non-contiguous inputs, each op's options), which
-//!   [`check_every_case`] runs through gradcheck, gradgradcheck and the forward-mode check;
-//! * [`inplace_cases::inplace_cases`]: one case per in-place operator;
-//! * [`missing_cases`]: the functions of the op set's analysis without a case, so that a new
-//!   operator cannot escape;
-//! * [`fixtures::replay_all`]: the PyTorch-recorded programs of `opset/fixtures` (values,
-//!   gradients, second derivatives, jvps, HVPs and error texts), fixture by fixture;
-//! * [`no_panic::random_calls`]: every function with random arguments, then backward: `Ok`
-//!   or `Err`, never a panic.
+//!   shapes, broadcasting, non-contiguous inputs, each op's options), through gradcheck,
+//!   gradgradcheck, the forward-mode check and the raw-form check in f64
+//!   ([`gradcheck_cases`]), and built in f32 against f64 ([`precision`]);
+//! * [`inplace_cases`], [`out_cases`], [`view_cases`]: one case per in-place function, out=
+//!   function and view function (more for some views), with their checks;
+//! * [`missing_cases`]: the functions of the op set's analysis without a case of their
+//!   kind, so that a new operator cannot escape;
+//! * [`fixtures`]: the PyTorch-recorded programs of `opset/fixtures` (values, gradients,
+//!   second derivatives, jvps, HVPs and error texts), fixture by fixture;
+//! * [`no_panic`]: every function with random arguments, then backward: `Ok` or `Err`,
+//!   never a panic.
 //!
-//! [`check_backend`] runs them all: a backend's one conformance test is
+//! Every case runs on a worker thread under `catch_unwind` and a time limit ([`runner`]):
+//! an error, a panic or a hang in a kernel is a failed (or timed-out) check, never the
+//! end of the kit. Each check is a [`report::Record`]; with `OPSET_KIT_REPORT` set they are
+//! appended to that file as JSON lines, and [`report::markdown_table`] makes the table of
+//! operators per backend. [`check_backend_with`] takes [`KitOptions`] (a subset of
+//! operators, the dtypes, the time limit, the report file). A backend's one conformance
+//! test is
 //!
 //! ```ignore
 //! #[test]
@@ -29,23 +38,33 @@ pub mod fixtures;
 pub mod inplace_cases;
 pub mod kit;
 pub mod no_panic;
+pub mod out_cases;
+pub mod precision;
 pub mod report;
+pub mod runner;
 pub mod source;
+pub mod view_cases;
 
-pub use kit::{OP_SET_DIFFERENCES, backend_kernels, check_backend, check_partial_backend};
+pub use kit::{
+    Kit, KitOptions, KitRun, OP_SET_DIFFERENCES, backend_kernels, check_backend,
+    check_backend_with, check_partial_backend,
+};
 
 use autograd::gradcheck::{ElementAccess, Tolerances, check_forward, gradcheck, gradgradcheck};
 use autograd::runtime::{GradOptions, Variable, grad_with};
 use autograd::types::Generator;
 use autograd_codegen::emit::{Config, analyze_config};
+use runner::{Ctx, Job, run_jobs};
+use std::cell::Cell;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// What the kit needs of a backend's tensor beyond the op set's kernels.
 ///
 /// Its constructors are [`FromValues`](crate::nn::FromValues)'s: `from_f64` for
 /// floating-point tensors, `from_i64` for indices and class targets, `from_bool` for masks;
 /// the runtime's `Tensor::dtype` names the dtype (`"f32"`/`"f64"`, `"i64"`, `"bool"`), and
-/// the fixture replay compares it with PyTorch's.
+/// the fixture replay compares it with PyTorch's. Every other method has a default.
 pub trait ConformanceTensor: crate::nn::FromValues + ElementAccess {
     /// The same values in another (strided, non-contiguous) layout, where the backend has
     /// layouts; the identity otherwise.
@@ -54,16 +73,63 @@ pub trait ConformanceTensor: crate::nn::FromValues + ElementAccess {
     }
     /// Seeds the backend's random ops (dropout) so that repeated evaluations agree.
     fn seed(_seed: u64) {}
+    /// A floating-point tensor of these values in `dtype` (`"f32"`, `"f64"`), `None` when
+    /// this type has no tensors of that dtype. The default converts `from_f64`'s tensor
+    /// with the runtime's `Tensor::to_dtype` (the engine's conversion of gradients).
+    fn from_f64_as(values: &[f64], shape: &[usize], dtype: &'static str) -> Option<Self> {
+        let t = Self::from_f64(values, shape);
+        if autograd::runtime::Tensor::dtype(&t) == dtype {
+            Some(t)
+        } else {
+            autograd::runtime::Tensor::to_dtype(&t, dtype)
+        }
+    }
+    /// The kit's f32 checks: every gradcheck case built in f32 and compared with the same
+    /// case in f64 ([`precision::compare_dtype`]). The default builds both in this type
+    /// ([`ConformanceTensor::from_f64_as`]); a backend whose f32 tensors are another type
+    /// (ndtensor's `NdTensor<f32>` beside `NdTensor<f64>`) calls
+    /// `precision::compare_dtype::<ItsF32Type, Self>(kit, "f32")` instead.
+    fn f32_checks(kit: &mut Kit) {
+        precision::compare_dtype::<Self, Self>(kit, "f32");
+    }
+}
+
+thread_local! {
+    /// The dtype the kit's constructors build floating-point tensors in, on this thread.
+    static BUILD_DTYPE: Cell<&'static str> = const { Cell::new("f64") };
+}
+
+/// Runs `f` with the kit's constructors ([`make`], [`Rng`], [`v`], [`from_vec`],
+/// [`scalar`]) building floating-point tensors in `dtype` on this thread.
+pub fn with_dtype<T>(dtype: &'static str, f: impl FnOnce() -> T) -> T {
+    struct Restore(&'static str);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            BUILD_DTYPE.with(|d| d.set(self.0));
+        }
+    }
+    let _restore = Restore(BUILD_DTYPE.with(|d| d.replace(dtype)));
+    f()
+}
+
+/// A floating-point tensor of these values, in the dtype of [`with_dtype`] (`f64` outside
+/// it). Panics when the backend has no tensors of that dtype (the f32 checks ask first).
+pub fn make<B: ConformanceTensor>(values: &[f64], shape: &[usize]) -> B {
+    match BUILD_DTYPE.with(Cell::get) {
+        "f64" => B::from_f64(values, shape),
+        d => B::from_f64_as(values, shape, d)
+            .unwrap_or_else(|| panic!("the backend has no {d} tensors (from_f64_as)")),
+    }
 }
 
 /// A tensor of `v` shaped `shape`.
 pub fn from_vec<B: ConformanceTensor>(v: Vec<f64>, shape: &[usize]) -> B {
-    B::from_f64(&v, shape)
+    make(&v, shape)
 }
 
 /// A 0-d tensor.
 pub fn scalar<B: ConformanceTensor>(x: f64) -> B {
-    B::from_f64(&[x], &[])
+    make(&[x], &[])
 }
 
 /// Deterministic random tensors and shapes.
@@ -90,7 +156,7 @@ impl Rng {
     pub fn u<B: ConformanceTensor>(&self, shape: &[usize], lo: f64, hi: f64) -> B {
         let n: usize = shape.iter().product();
         let v: Vec<f64> = (0..n).map(|_| lo + (hi - lo) * self.0.next_f64()).collect();
-        B::from_f64(&v, shape)
+        make(&v, shape)
     }
     /// Positive values in `[0.5, 1.5)`.
     pub fn pos<B: ConformanceTensor>(&self, shape: &[usize]) -> B {
@@ -104,7 +170,7 @@ impl Rng {
             .into_iter()
             .map(|x| if self.0.next_f64() < 0.5 { -x } else { x })
             .collect();
-        B::from_f64(&v, shape)
+        make(&v, shape)
     }
     /// Uniform values in the backend's non-contiguous layout.
     pub fn nc<B: ConformanceTensor>(&self, shape: &[usize]) -> B {
@@ -128,7 +194,7 @@ impl Rng {
 
 /// A floating-point tensor of these values.
 pub fn v<B: ConformanceTensor>(x: &[f64], shape: &[usize]) -> B {
-    B::from_f64(x, shape)
+    make(x, shape)
 }
 
 /// An `i64` tensor of these values (indices, class targets).
@@ -191,22 +257,71 @@ pub fn all_functions() -> Vec<(String, &'static str)> {
         .collect()
 }
 
-/// Differentiable functional operators without a case, and cases naming no operator.
-pub fn missing_cases<B: ConformanceTensor>() -> Vec<String> {
-    let covered: BTreeSet<&str> = cases::cases::<B>().iter().map(|c| c.op).collect();
-    let diff = differentiable_functions();
-    let mut out: Vec<String> = diff
+/// The view functions of the native file (`transpose.int`, `select.int`, `split.Tensor`, ...).
+pub fn view_functions() -> Vec<String> {
+    analysis()
+        .functions
         .iter()
-        .filter(|(op, kind)| *kind == "functional" && !covered.contains(op.as_str()))
-        .map(|(op, _)| format!("no case for {op}"))
-        .collect();
-    let ops: BTreeSet<&str> = diff.iter().map(|(o, _)| o.as_str()).collect();
-    out.extend(
-        covered
-            .iter()
-            .filter(|op| !ops.contains(*op))
-            .map(|op| format!("case for unknown operator {op}")),
-    );
+        .filter(|f| f.is_view_op())
+        .map(|f| f.func.name.to_string())
+        .collect()
+}
+
+/// Functions without a case of their kind, and cases naming no function: differentiable
+/// functional operators without a gradcheck case ([`cases::cases`]), differentiable
+/// in-place ones without an in-place case ([`inplace_cases::inplace_cases`]), out= ones
+/// without an out= case ([`out_cases::out_cases`]) and views without a view case
+/// ([`view_cases::view_cases`]).
+pub fn missing_cases<B: ConformanceTensor>() -> Vec<String> {
+    let diff = differentiable_functions();
+    let all = all_functions();
+    let of = |k: &str, from: &[(String, &str)]| -> Vec<String> {
+        from.iter()
+            .filter(|(_, kind)| *kind == k)
+            .map(|(op, _)| op.clone())
+            .collect()
+    };
+    let lists: [(&str, Vec<String>, Vec<&str>); 4] = [
+        (
+            "case",
+            of("functional", &diff),
+            cases::cases::<B>().iter().map(|c| c.op).collect(),
+        ),
+        (
+            "in-place case",
+            of("inplace", &diff),
+            inplace_cases::inplace_cases::<B>()
+                .iter()
+                .map(|c| c.op)
+                .collect(),
+        ),
+        (
+            "out= case",
+            of("out", &all),
+            out_cases::out_cases::<B>().iter().map(|c| c.op).collect(),
+        ),
+        (
+            "view case",
+            view_functions(),
+            view_cases::view_cases::<B>().iter().map(|c| c.op).collect(),
+        ),
+    ];
+    let known: BTreeSet<&str> = all.iter().map(|(o, _)| o.as_str()).collect();
+    let mut out = Vec::new();
+    for (what, ops, covered) in &lists {
+        let covered: BTreeSet<&str> = covered.iter().copied().collect();
+        out.extend(
+            ops.iter()
+                .filter(|op| !covered.contains(op.as_str()))
+                .map(|op| format!("no {what} for {op}")),
+        );
+        out.extend(
+            covered
+                .iter()
+                .filter(|op| !known.contains(*op))
+                .map(|op| format!("{what} for unknown operator {op}")),
+        );
+    }
     out
 }
 
@@ -225,46 +340,83 @@ pub fn check_every_case<B: ConformanceTensor>() -> Vec<String> {
         .collect()
 }
 
-/// [`check_every_case`]'s checks as records, one per check of each case, passed or not.
+/// [`check_every_case`]'s checks as records, one per check of each case, passed or not
+/// (each case under the kit's default time limit).
 pub fn case_records<B: ConformanceTensor>() -> Vec<report::Record> {
+    let mut kit = Kit::new(KitOptions::default());
+    gradcheck_cases::<B>(&mut kit);
+    kit.records
+}
+
+/// The jobs of a kind: `(op, label)` of each case of `build()`'s list that `kit`'s options
+/// select, built on this thread (a panic while building is recorded, and gives no jobs).
+pub(crate) fn jobs_of<T>(
+    kit: &mut Kit,
+    kind: &str,
+    build: impl FnOnce() -> Vec<T>,
+    describe: impl Fn(&T) -> (String, String),
+) -> Vec<Job> {
+    match dispatch::guarded(|| Ok(build())) {
+        Ok(list) => list
+            .iter()
+            .enumerate()
+            .map(|(index, c)| {
+                let (op, label) = describe(c);
+                Job { op, label, index }
+            })
+            .filter(|j| kit.options.wants(&j.op))
+            .collect(),
+        Err(e) => {
+            let e = format!(
+                "building the cases panicked: {}",
+                e.trim_start_matches("(a panic) ")
+            );
+            kit.records
+                .push(report::Record::of("(all)", kind, "the case list", Err(e)));
+            Vec::new()
+        }
+    }
+}
+
+/// Runs every gradcheck case ([`cases::cases`]) that `kit`'s options select through
+/// gradcheck, gradgradcheck, the forward-mode check and the raw-form check, in f64.
+pub fn gradcheck_cases<B: ConformanceTensor>(kit: &mut Kit) {
+    let jobs = jobs_of(kit, "gradcheck cases", cases::cases::<B>, |c| {
+        (c.op.to_string(), format!("{} ({})", c.op, c.label))
+    });
+    run_jobs(
+        kit,
+        "gradcheck cases (f64)",
+        &jobs,
+        Arc::new(cases::cases::<B>),
+        Arc::new(|cs: &Vec<cases::Case<B>>, i, ctx: &Ctx| run_case(&cs[i], ctx)),
+    );
+}
+
+/// One case's checks.
+fn run_case<B: ConformanceTensor>(cs: &cases::Case<B>, ctx: &Ctx) {
     let second = Tolerances {
         eps: 1e-5,
         atol: 1e-4,
         rtol: 1e-3,
     };
-    let mut records = Vec::new();
-    let all = match std::panic::catch_unwind(cases::cases::<B>) {
-        Ok(all) => all,
-        Err(p) => {
-            let e = format!("building the cases panicked: {}", panic_text(&p));
-            return vec![report::Record::of(
-                "(all)",
-                "cases",
-                "the case list",
-                Err(e),
-            )];
-        }
+    let f = |x: &[Variable<B>]| (cs.f)(x);
+    let name = format!("{} ({})", cs.op, cs.label);
+    let run = |check: &str, body: &dyn Fn() -> Result<(), String>| {
+        ctx.check((cs.op, check, "f64"), &name, body);
     };
-    for cs in all {
-        let f = |x: &[autograd::runtime::Variable<B>]| (cs.f)(x);
-        let name = format!("{} ({})", cs.op, cs.label);
-        let mut run = |what: &str, check: &dyn Fn() -> Result<(), String>| {
-            records.push(report::Record::of(cs.op, what, &name, guarded(check)));
-        };
-        run("gradcheck", &|| {
-            gradcheck(f, &cs.inputs, Tolerances::default()).map_err(|e| e.to_string())
+    run("gradcheck", &|| {
+        gradcheck(f, &cs.inputs, Tolerances::default()).map_err(|e| e.to_string())
+    });
+    if cs.no_gradgrad.is_none() {
+        run("gradgradcheck", &|| {
+            gradgradcheck(f, &cs.inputs, second).map_err(|e| e.to_string())
         });
-        if cs.no_gradgrad.is_none() {
-            run("gradgradcheck", &|| {
-                gradgradcheck(f, &cs.inputs, second).map_err(|e| e.to_string())
-            });
-        }
-        run("forward", &|| {
-            check_forward(f, &cs.inputs, Tolerances::default()).map_err(|e| e.to_string())
-        });
-        run("raw form", &|| raw_form_matches(f, &cs.inputs));
     }
-    records
+    run("forward", &|| {
+        check_forward(f, &cs.inputs, Tolerances::default()).map_err(|e| e.to_string())
+    });
+    run("raw form", &|| raw_form_matches(f, &cs.inputs));
 }
 
 /// The gradients of `f` at `inputs` from a backward pass without `create_graph` (each node's
@@ -312,21 +464,4 @@ fn raw_form_matches<B: ConformanceTensor>(
         }
     }
     Ok(())
-}
-
-/// A panic's message.
-fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
-    match p.downcast_ref::<&str>() {
-        Some(s) => s.to_string(),
-        None => p.downcast_ref::<String>().cloned().unwrap_or_default(),
-    }
-}
-
-/// `check()`, a panic turned into its message (without the panic hook's report: the kit
-/// lists it).
-fn guarded(check: &dyn Fn() -> Result<(), String>) -> Result<(), String> {
-    dispatch::guarded(check).map_err(|e| match e.strip_prefix("(a panic) ") {
-        Some(m) => format!("panicked: {m}"),
-        None => e,
-    })
 }

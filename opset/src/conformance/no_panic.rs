@@ -3,12 +3,14 @@
 
 use super::ConformanceTensor;
 use super::dispatch::{Args, dispatch, guarded};
+use super::runner::{Ctx, run_jobs};
 use crate::ops::*;
 use autograd::runtime::{AutogradError, Variable};
 use autograd::types::Generator;
 use autograd_codegen::model::schema::{Argument, BaseTy, Type};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 struct Gen<B: ConformanceTensor> {
     g: Generator,
@@ -177,45 +179,110 @@ pub struct NoPanicReport {
 /// returned. A backend must never panic: every call gives `Ok` or `Err`.
 pub fn random_calls<B: ConformanceTensor>(rounds: usize) -> NoPanicReport {
     let analysis = super::analysis();
-    let mut panics = Vec::new();
-    let mut calls = (0usize, 0usize); // (Ok, Err)
+    let mut r = NoPanicReport {
+        ok: 0,
+        err: 0,
+        panics: Vec::new(),
+    };
     for (fi, f) in analysis.functions.iter().enumerate() {
-        let schema = &f.func;
-        let op = schema.name.to_string();
-        for round in 0..rounds {
-            let mut rng = Gen::<B> {
-                g: Generator::new((fi * 1000 + round) as u64),
-                env: HashMap::new(),
-            };
-            let mut args = Map::new();
-            for a in all_arguments(schema) {
-                let v = rng.value(&a.name, &a.ty);
-                args.insert(a.name.clone(), v);
-            }
-            let env = std::mem::take(&mut rng.env);
-            let r = guarded(|| {
-                let outs = dispatch(
-                    &op,
-                    &Args {
-                        a: &args,
-                        env: &env,
-                    },
-                )?;
-                backward_through(&outs).map_err(|e| e.to_string())
-            });
-            match r {
-                Err(e) if e.starts_with("(a panic)") => {
-                    panics.push(format!("{op} with {}: {e}", Value::Object(args.clone())));
+        let one = calls_of::<B>(fi, &f.func, rounds);
+        r.ok += one.ok;
+        r.err += one.err;
+        r.panics.extend(one.panics);
+    }
+    r
+}
+
+/// [`random_calls`] as one case per function of the op set that `kit`'s options select
+/// (each on the kit's worker thread under its time limit): one record per function (check
+/// `no panic`), failed with the first panic and how many calls panicked.
+pub fn no_panic_calls<B: ConformanceTensor>(kit: &mut super::Kit) {
+    let rounds = kit.options.rounds;
+    let names = |a: &autograd_codegen::analysis::Analysis| -> Vec<String> {
+        a.functions
+            .iter()
+            .map(|f| f.func.name.to_string())
+            .collect()
+    };
+    let jobs = super::jobs_of(
+        kit,
+        "no panic",
+        || names(&super::analysis()),
+        |n| (n.clone(), n.clone()),
+    );
+    let run = Arc::new(
+        move |a: &autograd_codegen::analysis::Analysis, i: usize, ctx: &Ctx| {
+            let f = &a.functions[i].func;
+            let op = f.name.to_string();
+            let case = format!("{op}, {rounds} random calls");
+            ctx.check((&op, "no panic", "f64"), &case, || {
+                let r = calls_of::<B>(i, f, rounds);
+                ctx.calls(r.ok, r.err);
+                match r.panics.first() {
+                    None => Ok(()),
+                    Some(p) => Err(format!(
+                        "{} of {rounds} calls panicked, first {p}",
+                        r.panics.len()
+                    )),
                 }
-                Err(e) if e.starts_with("op missing") => panics.push(e),
-                Err(_) => calls.1 += 1,
-                Ok(()) => calls.0 += 1,
+            });
+        },
+    );
+    run_jobs(
+        kit,
+        "no-panic calls (f64)",
+        &jobs,
+        Arc::new(super::analysis),
+        run,
+    );
+    println!(
+        "[kit] no-panic property test: {} calls Ok, {} Err",
+        kit.calls.0, kit.calls.1
+    );
+}
+
+/// `rounds` random calls of the function `f`, the `fi`-th of the analysis (its seeds).
+fn calls_of<B: ConformanceTensor>(
+    fi: usize,
+    schema: &autograd_codegen::model::schema::FunctionSchema,
+    rounds: usize,
+) -> NoPanicReport {
+    let op = schema.name.to_string();
+    let mut r = NoPanicReport {
+        ok: 0,
+        err: 0,
+        panics: Vec::new(),
+    };
+    for round in 0..rounds {
+        let mut rng = Gen::<B> {
+            g: Generator::new((fi * 1000 + round) as u64),
+            env: HashMap::new(),
+        };
+        let mut args = Map::new();
+        for a in all_arguments(schema) {
+            let v = rng.value(&a.name, &a.ty);
+            args.insert(a.name.clone(), v);
+        }
+        let env = std::mem::take(&mut rng.env);
+        let out = guarded(|| {
+            let outs = dispatch(
+                &op,
+                &Args {
+                    a: &args,
+                    env: &env,
+                },
+            )?;
+            backward_through(&outs).map_err(|e| e.to_string())
+        });
+        match out {
+            Err(e) if e.starts_with("(a panic)") => {
+                r.panics
+                    .push(format!("{op} with {}: {e}", Value::Object(args.clone())));
             }
+            Err(e) if e.starts_with("op missing") => r.panics.push(e),
+            Err(_) => r.err += 1,
+            Ok(()) => r.ok += 1,
         }
     }
-    NoPanicReport {
-        ok: calls.0,
-        err: calls.1,
-        panics,
-    }
+    r
 }
