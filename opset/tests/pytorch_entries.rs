@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 /// `(entry, key)` whose formula is the op set's own (README.md, "Formulas").
 const OWN: &[(&str, &str)] = &[
-    ("zero_(Tensor(a!) self) -> Tensor(a!)", "result"),
     (
         "nll_loss_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, Tensor total_weight) -> Tensor",
         "result",

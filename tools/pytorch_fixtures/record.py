@@ -1054,6 +1054,7 @@ GEN = {
     "zeros_like": g_zeros_like,
     "full_like": g_full_like,
     "zero_": g_fill("zero_"),
+    "zero": unary("zero"),
     "fill_.Scalar": g_fill("fill_.Scalar"),
     "mm": g_mm,
     "mm.out": out_variant("mm.out", nin=1),  # replaced below
@@ -2641,6 +2642,7 @@ def n_outputs(op, shape, **kw):
 
 
 UNARY_SWEEP = {
+    "zero": {},
     "neg": {}, "exp": {}, "abs": {}, "sign": {}, "sin": {}, "cos": {}, "erf": {}, "tanh": {}, "sigmoid": {},
     "relu": {}, "clone": {"memory_format": None}, "leaky_relu": {"negative_slope": 0.1},
     "gelu": {"approximate": "tanh"}, "clamp": {"min": -0.5, "max": 0.5}, "pow.Tensor_Scalar": {"exponent": 2.0},

@@ -156,6 +156,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     cs.push(case("sin", "", vec![r.nc(&s2)], |x| sin(&x[0]).unwrap()));
     cs.push(case("cos", "", vec![r.t(&s2)], |x| cos(&x[0]).unwrap()));
     cs.push(case("erf", "", vec![r.t(&s2)], |x| erf(&x[0]).unwrap()));
+    cs.push(case("zero", "", vec![r.t(&s2)], |x| zero(&x[0]).unwrap()));
     cs.push(case("acos", "", vec![r.u(&s2, -0.9, 0.9)], |x| {
         acos(&x[0]).unwrap()
     }));

@@ -295,6 +295,7 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
             None,
         )),
         "zero_" => ip(zero_(&a.t("self")?)),
+        "zero" => one(zero(&a.t("self")?)),
         "fill_.Scalar" => ip(fill_scalar_(&a.t("self")?, a.f("value")?)),
         "mm" => one(mm(&a.t("self")?, &a.t("mat2")?)),
         "mm.out" => ip(mm_out(&a.t("self")?, &a.t("mat2")?, &a.t("out")?)),

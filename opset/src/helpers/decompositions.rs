@@ -39,6 +39,11 @@ pub fn decomposed_full_like<T: Backend>(
     Ok(z)
 }
 
+/// `zero`: the functional form of `zero_` (PyTorch's autogen'd `zero`), zeros like `self`.
+pub fn decomposed_zero<T: Backend>(self_: &T) -> Result<T, T::Error> {
+    <T as Backend>::zeros_like(self_, None, None, None, None, None)
+}
+
 /// `sum`: `sum.dim_IntList` over every dimension.
 pub fn decomposed_sum<T: Backend>(
     self_: &T,
