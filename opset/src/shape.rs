@@ -29,9 +29,10 @@ pub const MAX_MASK_DIMS: usize = 64;
 /// A dim listed twice is PyTorch's error, and so is a tensor of more than 64 dims unless
 /// `dim` is `[]` (PyTorch builds no mask for an empty list).
 pub fn reduce_axes(dim: Option<&[i64]>, nd: usize) -> R<Vec<usize>> {
-    check(nd <= MAX_MASK_DIMS || dim.is_some_and(<[i64]>::is_empty), || {
-        format!("only tensors with up to {MAX_MASK_DIMS} dims are supported")
-    })?;
+    check(
+        nd <= MAX_MASK_DIMS || dim.is_some_and(<[i64]>::is_empty),
+        || format!("only tensors with up to {MAX_MASK_DIMS} dims are supported"),
+    )?;
     match dim {
         Some(d) if !d.is_empty() => {
             let v = distinct_dims(d, nd)?;

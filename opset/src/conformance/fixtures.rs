@@ -235,7 +235,9 @@ fn tangent_of<B: ConformanceTensor>(v: &Variable<B>, level: Option<rt::Level>) -
     };
     match u.map_err(|e| e.to_string())?.tangent {
         Some(t) => Ok(t),
-        None => zeros_like(&Variable::from_data(v.data()), None, None, None, None, None).map_err(es),
+        None => {
+            zeros_like(&Variable::from_data(v.data()), None, None, None, None, None).map_err(es)
+        }
     }
 }
 

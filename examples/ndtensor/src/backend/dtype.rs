@@ -585,7 +585,11 @@ impl<E: Element> Backend for NdTensor<E> {
                 &promoted(self_),
                 &promoted(exponent),
             )?)),
-            _ => Ok(int_out(bzip(&ints(self_), &ints(exponent), rules::int_pow)?)),
+            _ => Ok(int_out(bzip(
+                &ints(self_),
+                &ints(exponent),
+                rules::int_pow,
+            )?)),
         }
     }
     fn abs(self_: &Self) -> R<Self> {
