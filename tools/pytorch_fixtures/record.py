@@ -45,7 +45,9 @@ Besides ATen operators, the step list knows a few pseudo-ops (``SPECIAL`` below)
 ``set_grad_enabled``, ``requires_grad_``.
 
 Usage: ``~/.cache/torch/bin/python tools/pytorch_fixtures/record.py`` (writes
-``examples/ndtensor/tests/fixtures/*.json``; deterministic: the same PyTorch gives the same files).
+``opset/fixtures/*.json``; deterministic: the same PyTorch gives the same files). The
+``opinfo`` category reads PyTorch's OpInfo database, which needs ``numpy``, ``expecttest`` and
+``hypothesis`` in the same environment.
 """
 
 import json
@@ -1182,6 +1184,81 @@ def random_programs(per_op=5):
     return progs
 
 
+# Steps a `random_unseen` program may apply to an op's result, any shape (0-d and empty
+# included): ``post(p, r, y) -> y'``.
+POST_LONG = {
+    "tanh": lambda p, r, y: p.op("tanh", self=y),
+    "sin": lambda p, r, y: p.op("sin", self=y),
+    "square": lambda p, r, y: p.op("mul.Tensor", self=y, other=y),
+    "exp_neg": lambda p, r, y: p.op("exp", self=p.op("neg", self=y)),
+    "sigmoid": lambda p, r, y: p.op("sigmoid", self=y),
+    "softmax_last": lambda p, r, y: p.op("softmax.int", self=y, dim=-1, dtype=None),
+    "log_softmax_first": lambda p, r, y: p.op("log_softmax.int", self=y, dim=0, dtype=None),
+    "logsumexp_last": lambda p, r, y: p.op("logsumexp", self=y, dim=[-1], keepdim=r.random() < 0.5),
+    "sum_last": lambda p, r, y: p.op("sum.dim_IntList", self=y, dim=[-1], keepdim=True, dtype=None),
+    "mean_first": lambda p, r, y: p.op("mean.dim", self=y, dim=[0], keepdim=r.random() < 0.5, dtype=None),
+    "ratio": lambda p, r, y: p.op("div.Tensor", self=y, other=p.op("add.Scalar", self=p.op("mul.Tensor", self=y, other=y),
+                                                                    other=1.0, alpha=1.0)),
+    "leaky_where": lambda p, r, y: p.op("where.self", condition=p.op("gt.Scalar", self=y, other=0.0), self=y,
+                                        other=p.op("mul.Scalar", self=y, other=0.1)),
+    "max_sin": lambda p, r, y: p.op("maximum", self=y, other=p.op("sin", self=y)),
+    "gelu": lambda p, r, y: p.op("gelu", self=y, approximate=r.choice(["none", "tanh"])),
+    "clamp": lambda p, r, y: p.op("clamp", self=y, min=-0.8, max=0.8),
+    "log1p_square": lambda p, r, y: p.op("log", self=p.op("add.Scalar", self=p.op("pow.Tensor_Scalar", self=y, exponent=2.0),
+                                                          other=1.0, alpha=1.0)),
+    "stack_sin": lambda p, r, y: p.op("stack", tensors=[y, p.op("sin", self=y)], dim=r.choice([0, -1])),
+    "scale_by_leaf": lambda p, r, y: p.op("mul.Tensor", self=y, other=p.inp([])),
+    "shift_by_leaf": lambda p, r, y: p.op("sub.Tensor", self=y, other=p.inp([1]), alpha=r.choice([1.0, 0.5])),
+    "inplace_copy": lambda p, r, y: post_inplace(p, r, y),
+    "inplace_view": lambda p, r, y: post_inplace_view(p, r, y),
+}
+
+
+def post_inplace(p, r, y):
+    """``z = y * 1; z.op_()``: an in-place op on an intermediate result."""
+    z = p.op("mul.Scalar", self=y, other=1.0)
+    op = r.choice(["sin_", "tanh_", "sigmoid_", "exp_", "neg_"])
+    p.op(op, self=z)
+    p.out(z)
+    return z
+
+
+def post_inplace_view(p, r, y):
+    """``z = y * 1; unsqueeze(z, 0).mul_(s)``: an in-place op through a view reaches its base."""
+    z = p.op("mul.Scalar", self=y, other=1.0)
+    v = p.op("unsqueeze", self=z, dim=0)
+    p.op("mul_.Scalar", self=v, other=r.choice([1.5, -0.5]))
+    p.out(z)
+    return z
+
+
+def compose_long(p, r, y):
+    """Two to four steps of ``POST_LONG`` after an op's result."""
+    if y is None:
+        return
+    for _ in range(r.randint(2, 4)):
+        y = POST_LONG[r.choice(sorted(POST_LONG))](p, r, y)
+        p.out(y)
+
+
+def random_unseen_programs(per_op=1, jvp_per_op=1):
+    """The random generators with a seed family of their own (programs named
+    ``random_unseen/...``) and longer compositions (``compose_long``), in reverse mode and as
+    jvps: programs the project was never tuned on."""
+    progs = []
+    for op in native_names():
+        for mode, n in (("grad", per_op), ("jvp", 0 if op in NO_JVP else jvp_per_op)):
+            for k in range(n):
+                name = f"random_unseen/{mode}/{op}/{k}"
+                r = random.Random(hash_name(name))
+                p = Program(name, "random_unseen", r)
+                p.mode = mode
+                y = GEN[op](p, r)
+                compose_long(p, r, y)
+                progs.append(p)
+    return progs
+
+
 def dtype_matrix():
     """Every elementwise, reduction and moving operator on every combination of f64 / i64 /
     bool operands (and int or float Scalars): the result's dtype and values, PyTorch's
@@ -1419,6 +1496,7 @@ def scenarios():
     view_write("transpose", lambda p, b: p.op("transpose.int", self=p.op("view", self=b, size=[2, 3]), dim0=0, dim1=1), d6, (6,))
     view_write("permute", lambda p, b: p.op("permute", self=b, dims=[1, 0]), d6, (2, 3))
     view_write("t", lambda p, b: p.op("t", self=b), d6, (2, 3))
+    view_write("narrow_negative_start_to_the_end", lambda p, b: p.op("narrow", self=b, dim=0, start=-2, length=2))
     view_write("view", lambda p, b: p.op("view", self=b, size=[2, 3]), d6, (6,))
     view_write("reshape", lambda p, b: p.op("reshape", self=b, shape=[3, 2]), d6, (2, 3))
     view_write("squeeze", lambda p, b: p.op("squeeze", self=b), d6, (1, 6))
@@ -2335,6 +2413,96 @@ def dtype_scenarios(S, scen):
     y = p.op("clone", self=ints(p, [3], [1, 2, 3]), memory_format=None)
     p.op("mul_.Tensor", self=y, other=p.inp([3], rg=False))
     p.out(y)
+    # Integer powers are exact (PyTorch's powi; 0 for a negative exponent but of a base of ±1).
+    p = prog("pow_int_int")
+    p.op("pow.Tensor_Tensor", self=ints(p, [11], [5, 3, 4, 6, 0, 2, -2, 1, -1, 0, 0]),
+         exponent=ints(p, [11], [4, 5, 9, 5, 3, -1, -3, -5, -3, 0, -2]))
+    p = prog("pow_int_bool")
+    p.op("pow.Tensor_Tensor", self=ints(p, [2, 2], [7, -3, 0, 2]), exponent=bools(p, [2]))
+    # In place: the broadcast shape is checked before the cast into self.
+    p = prog("div_inplace_int_broadcast")
+    y = p.op("clone", self=ints(p, [2, 1], [1, 2]), memory_format=None)
+    p.op("div_.Tensor", self=y, other=ints(p, [2, 2], [1, 2, 3, 4]))
+    p.out(y)
+    p = prog("add_inplace_bool_broadcast_float")
+    y = p.op("clone", self=bools(p, [3]), memory_format=None)
+    p.op("add_.Tensor", self=y, other=p.inp([2, 3], rg=False), alpha=1)
+    p.out(y)
+    # The order of mm's and bmm's checks: ranks and sizes before dtypes.
+    p = prog("mm_vector_float_int")
+    p.op("mm", self=p.inp([3]), mat2=ints(p, [3, 2], [1, 2, 3, 4, 5, 6]))
+    p = prog("mm_sizes_float_int")
+    p.op("mm", self=p.inp([2, 3]), mat2=ints(p, [2, 2], [1, 2, 3, 4]))
+    p = prog("bmm_matrix_float_int")
+    p.op("bmm", self=p.inp([2, 3]), mat2=ints(p, [2, 3, 2], list(range(12))))
+    p = prog("bmm_sizes_float_int")
+    p.op("bmm", self=p.inp([2, 2, 3]), mat2=ints(p, [3, 3, 2], list(range(18))))
+    # The dtype= of factories.
+    for op, extra in [("new_zeros", {"size": [2, 2]}), ("zeros_like", {"memory_format": None})]:
+        for src, dt in [("f64", "i64"), ("i64", "f64"), ("bool", "f64"), ("f64", "bool")]:
+            p = prog(f"{op}_{src}_as_{dt}")
+            x = {"f64": lambda: p.inp([3], rg=False), "i64": lambda: ints(p, [3], [1, 2, 3]),
+                 "bool": lambda: bools(p, [3])}[src]()
+            p.op(op, self=x, dtype=DTYPE_OF[dt], layout=None, device=None, pin_memory=None, **extra)
+    out_dtype_programs(prog, ints, bools)
+
+
+def out_dtype_programs(prog, ints, bools):
+    """The out= forms on every pair of input and ``out`` dtypes: PyTorch's casts into
+    ``out`` (and a sum into ``out``'s dtype), or its errors, with the order of its checks."""
+    kinds = ("f64", "i64", "bool")
+
+    def operand(p, k, shape):
+        n = math.prod(shape)
+        if k == "f64":
+            return p.inp(shape, "wide", rg=False)
+        if k == "i64":
+            return ints(p, shape, [p.r.randrange(-3, 4) for _ in range(n)])
+        return bools(p, shape)
+
+    def empty(p, k):
+        p.inputs.append({"name": f"x{len(p.inputs)}", "shape": [0], "dtype": k, "requires_grad": False, "data": []})
+        return T(p.inputs[-1]["name"])
+
+    calls = {
+        "add.out": lambda p, x, y, o: p.op("add.out", self=x, other=y, alpha=1, out=o),
+        "sub.out": lambda p, x, y, o: p.op("sub.out", self=x, other=y, alpha=1, out=o),
+        "mul.out": lambda p, x, y, o: p.op("mul.out", self=x, other=y, out=o),
+        "div.out": lambda p, x, y, o: p.op("div.out", self=x, other=y, out=o),
+        "neg.out": lambda p, x, y, o: p.op("neg.out", self=x, out=o),
+        "exp.out": lambda p, x, y, o: p.op("exp.out", self=x, out=o),
+        "tanh.out": lambda p, x, y, o: p.op("tanh.out", self=x, out=o),
+        "clamp.out": lambda p, x, y, o: p.op("clamp.out", self=x, min=0, max=1, out=o),
+        "mm.out": lambda p, x, y, o: p.op("mm.out", self=x, mat2=y, out=o),
+        "sum.IntList_out": lambda p, x, y, o: p.op("sum.IntList_out", self=x, dim=[0], keepdim=False, dtype=None,
+                                                   out=o),
+        "cat.out": lambda p, x, y, o: p.op("cat.out", tensors=[x, y], dim=0, out=o),
+    }
+    for op, call in calls.items():
+        for a in kinds:
+            for o in kinds:
+                p = prog(f"out/{op}/{a}_into_{o}")
+                x, y = operand(p, a, [2, 2]), operand(p, a, [2, 2])
+                out = empty(p, o)
+                call(p, x, y, out)
+                p.out(out)
+    # Which check comes first: the ranks, sizes and dims before the out dtype.
+    p = prog("out/mm.out/sizes_before_out_dtype")
+    p.op("mm.out", self=p.inp([2, 3], rg=False), mat2=p.inp([2, 3], rg=False), out=empty(p, "i64"))
+    p = prog("out/mm.out/out_dtype_before_operand_dtypes")
+    p.op("mm.out", self=p.inp([2, 3], rg=False), mat2=ints(p, [3, 2], list(range(6))), out=empty(p, "i64"))
+    p = prog("out/cat.out/cast_before_sizes")
+    p.op("cat.out", tensors=[p.inp([2, 3], rg=False), p.inp([2, 2], rg=False)], dim=0, out=empty(p, "i64"))
+    p = prog("out/cat.out/dim_before_cast")
+    p.op("cat.out", tensors=[p.inp([2, 3], rg=False), p.inp([2, 3], rg=False)], dim=5, out=empty(p, "i64"))
+    p = prog("out/sum.IntList_out/dtype_not_out_dtype")
+    p.op("sum.IntList_out", self=p.inp([2, 3], rg=False), dim=[0], keepdim=False, dtype=torch.float64,
+         out=empty(p, "i64"))
+    p = prog("out/sum.IntList_out/dtype_is_out_dtype")
+    p.op("sum.IntList_out", self=p.inp([2, 3], "wide", rg=False), dim=[1], keepdim=True, dtype=torch.int64,
+         out=empty(p, "i64"))
+    p = prog("out/clamp.out/float_bound_into_int")
+    p.op("clamp.out", self=ints(p, [3], [1, -2, 3]), min=0.5, max=None, out=empty(p, "i64"))
 
 
 # ----------------------------------------------------------------------------- issue 31
@@ -2531,6 +2699,9 @@ def index_programs(S):
         p.op("index_add", self=p.inp([2, 3]), dim=1, index=i64(p, [0], []), source=p.inp([2, 0]), alpha=1.0)
         p = prog("gather_0d")
         p.op("gather", self=p.inp([]), dim=0, index=i64(p, [2], [0, 0]), sparse_grad=False)
+        # A negative start whose slice ends at the end (start + length == 0).
+        p = prog("narrow_negative_start_to_the_end")
+        p.op("narrow", self=p.inp([4, 3]), dim=-1, start=-2, length=2)
         for name, idx in (("1", ([1], [0])), ("0d", ([], [0])), ("two", ([2], [0, 0])), ("none", ([0], [])),
                           ("out_of_range", ([1], [1]))):
             p = prog(f"index_select_0d_index_{name}")
@@ -2539,6 +2710,13 @@ def index_programs(S):
                                     ("out_of_range", ([1], [1]), [], 0)):
             p = prog(f"index_add_0d_index_{name}")
             p.op("index_add", self=p.inp([]), dim=dim, index=i64(p, *idx), source=p.inp(src), alpha=2.0)
+    # embedding's second derivatives with scale_grad_by_freq and a repeated index: PyTorch's
+    # embedding_dense_double_backward leaves out the 1/count scaling (an OP_SET_DIFFERENCE).
+    p = scen("kernel_edges/grad/embedding_scale_grad_by_freq_second_order", "kernel_edges")
+    e = p.op("embedding", weight=p.inp([4, 2]), indices=i64(p, [3], [1, 1, 2]), padding_idx=-1,
+             scale_grad_by_freq=True, sparse=False)
+    p.op("mul.Tensor", self=p.op("sigmoid", self=e), other=p.inp([]))
+    S.append(p)
 
 
 def multi_view_programs(S):
@@ -2811,15 +2989,733 @@ def sweep_inplace_programs():
     return progs
 
 
+# ----------------------------------------------------------------------------- OpInfo samples
+# PyTorch's own test inputs (``torch.testing._internal.common_methods_invocations.op_db``:
+# each operator's ``sample_inputs`` and ``error_inputs``), which the project was never tuned
+# on: every OpInfo entry whose operator is in the op set, its samples (float64, requiring
+# grad) mapped onto the op set's overloads, recorded in reverse mode and as a jvp, plus the
+# in-place and out= forms of the op set on the same samples. A sample the op set's schema
+# cannot express is skipped and counted by reason.
+
+# Samples per (OpInfo entry, op set operator, form): (in reverse mode, of those also as a jvp).
+OPINFO_CAP = {"functional": (12, 6), "inplace": (6, 3), "out": (4, 0)}
+# Entries whose samples repeat another entry's (with a dtype argument, or torch.max(a, b) for
+# maximum's) or one pattern many times: (in reverse mode, as a jvp).
+OPINFO_ENTRY_CAP = {"softmax.with_dtype": (4, 2), "log_softmax.with_dtype": (4, 2), "max.binary": (4, 2),
+                    "bmm.triton_optimized": (4, 2)}
+OPINFO_MAX_BYTES = 3000  # a recorded sample larger than this is over the size budget
+OPINFO_SIG = 10          # significant digits of the recorded answers (the replay's rtol is 1e-6)
+REDUCTION = {"none": 0, "mean": 1, "sum": 2}
+
+
+class Skip(Exception):
+    """A sample the op set's schema cannot express; the message is the reason."""
+
+
+def bind(args, kwargs, names, defaults=None, drop=()):
+    """Python-level positional and keyword arguments bound to ``names`` (with ``defaults``);
+    an unknown keyword is a skip reason (``drop``: keywords ignored when they equal None)."""
+    out = dict(defaults or {})
+    if len(args) > len(names):
+        raise Skip("more positional arguments than the schema")
+    out.update(zip(names, args))
+    for k, v in kwargs.items():
+        if k in drop and v is None:
+            continue
+        if k not in names:
+            raise Skip(f"keyword {k}")
+        out[k] = v
+    return out
+
+
+def is_t(v):
+    return isinstance(v, torch.Tensor)
+
+
+def tensor_or_scalar(op, v, tensor_ov, scalar_ov):
+    if is_t(v):
+        if tensor_ov is None:
+            raise Skip(f"a Tensor operand ({op}.Tensor is not in the op set)")
+        return tensor_ov
+    if isinstance(v, (bool, int, float)):
+        if scalar_ov is None:
+            raise Skip(f"a Scalar {v.__class__.__name__} operand ({op} has no Scalar overload in the op set)")
+        return scalar_ov
+    raise Skip(f"operand of type {type(v).__name__}")
+
+
+def c_binary(name, tensor_ov, scalar_ov, alpha=False):
+    def conv(s):
+        a = bind(s.args, s.kwargs, ["other", "alpha"] if alpha else ["other"], {"alpha": 1} if alpha else {})
+        if "rounding_mode" in s.kwargs:
+            raise Skip("rounding_mode (div.Tensor_mode is not in the op set)")
+        ov = tensor_or_scalar(name, a["other"], tensor_ov, scalar_ov)
+        return ov, dict(self=s.input, **a)
+    return conv
+
+
+def c_div(s):
+    if "rounding_mode" in s.kwargs:
+        raise Skip("rounding_mode (div.Tensor_mode is not in the op set)")
+    return c_binary("div", "div.Tensor", "div.Scalar")(s)
+
+
+def c_pow(s):
+    a = bind(s.args, s.kwargs, ["exponent"])
+    if not is_t(s.input):
+        raise Skip("a Scalar base (pow.Scalar is not in the op set)")
+    ov = tensor_or_scalar("pow", a["exponent"], "pow.Tensor_Tensor", "pow.Tensor_Scalar")
+    return ov, dict(self=s.input, exponent=a["exponent"])
+
+
+def c_unary(op, names=(), defaults=None, rename=None):
+    def conv(s):
+        a = bind(s.args, s.kwargs, list(names), defaults)
+        for k, v in (rename or {}).items():
+            if k in a:
+                a[v] = a.pop(k)
+        return op, dict(self=s.input, **a)
+    return conv
+
+
+def c_clamp(s):
+    a = bind(s.args, s.kwargs, ["min", "max"], {"min": None, "max": None})
+    if is_t(a["min"]) or is_t(a["max"]):
+        raise Skip("Tensor min/max (clamp.Tensor is not in the op set)")
+    return "clamp", dict(self=s.input, **a)
+
+
+def c_where(s):
+    a = bind(s.args, s.kwargs, ["condition", "other"])
+    if not (is_t(a["other"]) and is_t(s.input)):
+        raise Skip("a Scalar operand (where.ScalarOther is not in the op set)")
+    return "where.self", dict(condition=a["condition"], self=s.input, other=a["other"])
+
+
+def c_reduce(full, with_dim, keep_name="keepdim", dtype=True):
+    def conv(s):
+        names = ["dim", keep_name] + (["dtype"] if dtype else [])
+        a = bind(s.args, s.kwargs, names, {"dim": None, keep_name: False, "dtype": None})
+        if a["dim"] is None:
+            if a[keep_name]:
+                raise Skip("keepdim without dim")
+            return full, dict(self=s.input, **({"dtype": a["dtype"]} if dtype else {}))
+        d = a["dim"]
+        d = [d] if isinstance(d, int) else list(d)
+        args = dict(self=s.input, dim=d, keepdim=a[keep_name])
+        if dtype:
+            args["dtype"] = a["dtype"]
+        return with_dim, args
+    return conv
+
+
+def c_amax(s):
+    a = bind(s.args, s.kwargs, ["dim", "keepdim"], {"dim": [], "keepdim": False})
+    d = a["dim"]
+    return "amax", dict(self=s.input, dim=[d] if isinstance(d, int) else list(d), keepdim=a["keepdim"])
+
+
+def c_logsumexp(s):
+    a = bind(s.args, s.kwargs, ["dim", "keepdim"], {"keepdim": False})
+    d = a["dim"]
+    return "logsumexp", dict(self=s.input, dim=[d] if isinstance(d, int) else list(d), keepdim=a["keepdim"])
+
+
+def c_softmax(op):
+    def conv(s):
+        a = bind(s.args, s.kwargs, ["dim", "dtype"], {"dtype": None})
+        if a["dim"] is None:
+            raise Skip("dim=None (the implicit dim is deprecated)")
+        return op, dict(self=s.input, dim=a["dim"], dtype=a["dtype"])
+    return conv
+
+
+def c_max_dim(s):
+    a = bind(s.args, s.kwargs, ["dim", "keepdim"], {"keepdim": False})
+    return "max.dim", dict(self=s.input, dim=a["dim"], keepdim=a["keepdim"])
+
+
+def c_max_binary(s):
+    # torch.max(a, b) is aten::max.other, whose kernel and derivative are maximum's.
+    a = bind(s.args, s.kwargs, ["other"])
+    if not is_t(a["other"]):
+        raise Skip("a Scalar operand")
+    return "maximum", dict(self=s.input, other=a["other"])
+
+
+def c_tensors(op):
+    def conv(s):
+        a = bind(s.args, s.kwargs, ["dim"], {"dim": 0})
+        ts = s.input
+        if not isinstance(ts, (list, tuple)) or not all(is_t(t) for t in ts):
+            raise Skip("tensors is not a list of tensors")
+        return op, dict(tensors=list(ts), dim=a["dim"])
+    return conv
+
+
+def c_split(s):
+    a = bind(s.args, s.kwargs, ["split_size_or_sections", "dim"], {"dim": 0})
+    if not isinstance(a["split_size_or_sections"], int):
+        raise Skip("a list of sizes (split_with_sizes is not in the op set)")
+    return "split.Tensor", dict(self=s.input, split_size=a["split_size_or_sections"], dim=a["dim"])
+
+
+def c_narrow(s):
+    a = bind(s.args, s.kwargs, ["dim", "start", "length"])
+    if is_t(a["start"]):
+        raise Skip("a Tensor start (narrow.Tensor is not in the op set)")
+    return "narrow", dict(self=s.input, **a)
+
+
+def c_squeeze(s):
+    a = bind(s.args, s.kwargs, ["dim"], {"dim": None})
+    if a["dim"] is None:
+        return "squeeze", dict(self=s.input)
+    if isinstance(a["dim"], int):
+        return "squeeze.dim", dict(self=s.input, dim=a["dim"])
+    return "squeeze.dims", dict(self=s.input, dim=list(a["dim"]))
+
+
+def c_factory(op, size):
+    def conv(s):
+        names = (["size"] if size else []) + ["dtype", "device", "layout", "pin_memory", "requires_grad",
+                                              "memory_format"]
+        a = bind(s.args, s.kwargs, names, {})
+        if size and isinstance(a.get("size"), int):
+            raise Skip("sizes as separate ints")
+        for k in ("device", "layout", "pin_memory", "requires_grad", "memory_format"):
+            if k in a:
+                raise Skip(f"keyword {k}")
+        dt = a.get("dtype")
+        if dt is not None and dt not in DTYPES:
+            raise Skip(f"dtype {dt}")
+        args = dict(self=s.input, dtype=dt, layout=None, device=None, pin_memory=None)
+        if size:
+            args["size"] = list(a["size"])
+        else:
+            args["memory_format"] = None
+        return op, args
+    return conv
+
+
+def c_inplace(op, names=(), defaults=None):
+    """An OpInfo entry whose only op set form is in place: ``y = x * 1; op_(y, ...)``."""
+    def conv(s):
+        a = bind(s.args, s.kwargs, list(names), defaults)
+        return op, dict(self=s.input, **a)
+    return conv
+
+
+def c_loss_reduction(a):
+    for k in ("size_average", "reduce"):
+        if a.pop(k, None) is not None:
+            raise Skip(f"legacy keyword {k}")
+    r = a.pop("reduction", "mean")
+    if r not in REDUCTION:
+        raise Skip(f"reduction {r!r}")
+    return REDUCTION[r]
+
+
+def c_mse(s):
+    a = bind(s.args, s.kwargs, ["target", "size_average", "reduce", "reduction"])
+    red = c_loss_reduction(a)
+    return "mse_loss", dict(self=s.input, target=a["target"], reduction=red)
+
+
+def c_nll(s):
+    a = bind(s.args, s.kwargs, ["target", "weight", "size_average", "ignore_index", "reduce", "reduction"],
+             {"weight": None, "ignore_index": -100})
+    red = c_loss_reduction(a)
+    return "nll_loss", dict(self=s.input, target=a["target"], weight=a["weight"], reduction=red,
+                            ignore_index=a["ignore_index"])
+
+
+def c_cross_entropy(s):
+    a = bind(s.args, s.kwargs, ["target", "weight", "size_average", "ignore_index", "reduce", "reduction",
+                                "label_smoothing"], {"weight": None, "ignore_index": -100, "label_smoothing": 0.0})
+    red = c_loss_reduction(a)
+    return "cross_entropy_loss", dict(self=s.input, target=a["target"], weight=a["weight"], reduction=red,
+                                      ignore_index=a["ignore_index"], label_smoothing=a["label_smoothing"])
+
+
+def c_layer_norm(s):
+    a = bind(s.args, s.kwargs, ["normalized_shape", "weight", "bias", "eps"],
+             {"weight": None, "bias": None, "eps": 1e-5})
+    return "layer_norm", dict(input=s.input, normalized_shape=list(a["normalized_shape"]), weight=a["weight"],
+                              bias=a["bias"], eps=a["eps"], cudnn_enable=True)
+
+
+def c_embedding(s):
+    a = bind(s.args, s.kwargs, ["indices", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse"],
+             {"padding_idx": None, "max_norm": None, "scale_grad_by_freq": False, "sparse": False})
+    if a["max_norm"] is not None:
+        raise Skip("max_norm (embedding_renorm_ is not in the op set)")
+    pad = a["padding_idx"]
+    # F.embedding's normalisation of padding_idx before it calls aten::embedding.
+    pad = -1 if pad is None else (pad if pad >= 0 else s.input.size(0) + pad)
+    return "embedding", dict(weight=s.input, indices=a["indices"], padding_idx=pad,
+                             scale_grad_by_freq=a["scale_grad_by_freq"], sparse=a["sparse"])
+
+
+def c_leaky_relu(s):
+    a = bind(s.args, s.kwargs, ["negative_slope", "inplace"], {"negative_slope": 0.01, "inplace": False})
+    if a.pop("inplace"):
+        raise Skip("inplace=True")
+    return "leaky_relu", dict(self=s.input, **a)
+
+
+def c_relu(s):
+    a = bind(s.args, s.kwargs, ["inplace"], {"inplace": False})
+    if a["inplace"]:
+        raise Skip("inplace=True")
+    return "relu", dict(self=s.input)
+
+
+def c_gelu(s):
+    a = bind(s.args, s.kwargs, ["approximate"], {"approximate": "none"})
+    return "gelu", dict(self=s.input, **a)
+
+
+def c_dropout_backward(s):
+    a = bind(s.args, s.kwargs, ["mask", "scale"])
+    return "native_dropout_backward", dict(grad_output=s.input, **a)
+
+
+def c_method(op, names, defaults=None):
+    """A method or function whose Python arguments are the schema's, after ``self``."""
+    def conv(s):
+        a = bind(s.args, s.kwargs, list(names), defaults)
+        if "dims" in a and isinstance(a["dims"], tuple):
+            a["dims"] = list(a["dims"])
+        return op, dict(self=s.input, **a)
+    return conv
+
+
+def c_list_arg(op, arg):
+    def conv(s):
+        a = bind(s.args, s.kwargs, [arg])
+        v = a[arg]
+        return op, {"self": s.input, arg: [v] if isinstance(v, int) else list(v)}
+    return conv
+
+
+def c_none(reason):
+    def conv(s):
+        raise Skip(reason)
+    return conv
+
+
+# OpInfo entry (``name`` or ``name.variant``) -> converter: a sample -> (op set operator, its
+# arguments by schema name, tensors as torch tensors).
+OPINFO = {
+    "add": c_binary("add", "add.Tensor", "add.Scalar", alpha=True),
+    "sub": c_binary("sub", "sub.Tensor", "sub.Scalar", alpha=True),
+    "mul": c_binary("mul", "mul.Tensor", "mul.Scalar"),
+    "div.no_rounding_mode": c_div,
+    "div.trunc_rounding": c_div,
+    "div.floor_rounding": c_div,
+    "pow": c_pow,
+    "neg": c_unary("neg"), "exp": c_unary("exp"), "log": c_unary("log"), "sqrt": c_unary("sqrt"),
+    "rsqrt": c_unary("rsqrt"), "abs": c_unary("abs"), "sign": c_unary("sign"), "sin": c_unary("sin"),
+    "cos": c_unary("cos"), "erf": c_unary("erf"), "tanh": c_unary("tanh"), "sigmoid": c_unary("sigmoid"),
+    "clone": c_unary("clone", ["memory_format"], {"memory_format": None}),
+    "clamp": c_clamp,
+    "where": c_where,
+    "maximum": c_binary("maximum", "maximum", None),
+    "max.binary": c_max_binary,
+    "max.reduction_with_dim": c_max_dim,
+    "max.reduction_no_dim": c_none("max() over every element (aten::max) is not in the op set"),
+    "eq": c_binary("eq", "eq.Tensor", "eq.Scalar"),
+    "ne": c_binary("ne", None, "ne.Scalar"),
+    "gt": c_binary("gt", "gt.Tensor", "gt.Scalar"),
+    "lt": c_binary("lt", "lt.Tensor", "lt.Scalar"),
+    "ge": c_binary("ge", None, "ge.Scalar"),
+    "le": c_binary("le", None, "le.Scalar"),
+    "argmax": c_unary("argmax", ["dim", "keepdim"], {"dim": None, "keepdim": False}),
+    "new_zeros": c_factory("new_zeros", True),
+    "zeros_like": c_factory("zeros_like", False),
+    "fill": c_inplace("fill_.Scalar", ["value"]),
+    "zero_": c_inplace("zero_"),
+    "mm": c_method("mm", ["mat2"]),
+    "bmm": c_method("bmm", ["mat2"]),
+    "bmm.triton_optimized": c_method("bmm", ["mat2"]),
+    "matmul": c_method("matmul", ["other"]),
+    "sum": c_reduce("sum", "sum.dim_IntList"),
+    "mean": c_reduce("mean", "mean.dim"),
+    "amax": c_amax,
+    "logsumexp": c_logsumexp,
+    "softmax": c_softmax("softmax.int"),
+    "softmax.with_dtype": c_softmax("softmax.int"),
+    "log_softmax": c_softmax("log_softmax.int"),
+    "log_softmax.with_dtype": c_softmax("log_softmax.int"),
+    "transpose": c_method("transpose.int", ["dim0", "dim1"]),
+    "t": c_method("t", []),
+    "permute": c_list_arg("permute", "dims"),
+    "reshape": c_list_arg("reshape", "shape"),
+    "view": c_list_arg("view", "size"),
+    "expand": c_method("expand", ["size"], {"implicit": False}),
+    "squeeze": c_squeeze,
+    "squeeze.multiple": c_squeeze,
+    "unsqueeze": c_method("unsqueeze", ["dim"]),
+    "slice": c_method("slice.Tensor", ["dim", "start", "end", "step"], {"dim": 0, "start": None, "end": None, "step": 1}),
+    "narrow": c_narrow,
+    "diagonal": c_method("diagonal", ["offset", "dim1", "dim2"], {"offset": 0, "dim1": 0, "dim2": 1}),
+    "select": c_method("select.int", ["dim", "index"]),
+    "split": c_split,
+    "split.list_args": c_split,
+    "chunk": c_method("chunk", ["chunks", "dim"], {"dim": 0}),
+    "cat": c_tensors("cat"),
+    "stack": c_tensors("stack"),
+    "unbind": c_method("unbind.int", ["dim"], {"dim": 0}),
+    "index_select": c_method("index_select", ["dim", "index"]),
+    "index_add": c_method("index_add", ["dim", "index", "source", "alpha"], {"alpha": 1}),
+    "gather": c_method("gather", ["dim", "index", "sparse_grad"], {"sparse_grad": False}),
+    "scatter_add": c_method("scatter_add", ["dim", "index", "src"]),
+    "nn.functional.mse_loss": c_mse,
+    "nn.functional.nll_loss": c_nll,
+    "nn.functional.cross_entropy": c_cross_entropy,
+    "nn.functional.layer_norm": c_layer_norm,
+    "nn.functional.embedding": c_embedding,
+    "nn.functional.gelu": c_gelu,
+    "nn.functional.relu": c_relu,
+    "nn.functional.leaky_relu": c_leaky_relu,
+    "native_dropout_backward": c_dropout_backward,
+}
+
+# The op set's in-place and out= forms of a functional operator, recorded on its samples.
+INPLACE_OF = {
+    "add.Tensor": "add_.Tensor", "add.Scalar": "add_.Scalar", "sub.Tensor": "sub_.Tensor",
+    "sub.Scalar": "sub_.Scalar", "mul.Tensor": "mul_.Tensor", "mul.Scalar": "mul_.Scalar",
+    "div.Tensor": "div_.Tensor", "div.Scalar": "div_.Scalar", "neg": "neg_", "exp": "exp_", "log": "log_",
+    "sqrt": "sqrt_", "pow.Tensor_Scalar": "pow_.Scalar", "abs": "abs_", "sin": "sin_", "tanh": "tanh_",
+    "sigmoid": "sigmoid_", "relu": "relu_", "leaky_relu": "leaky_relu_", "gelu": "gelu_", "clamp": "clamp_",
+}
+OUT_OF = {
+    "add.Tensor": "add.out", "sub.Tensor": "sub.out", "mul.Tensor": "mul.out", "div.Tensor": "div.out",
+    "neg": "neg.out", "exp": "exp.out", "tanh": "tanh.out", "clamp": "clamp.out", "mm": "mm.out",
+    "sum.dim_IntList": "sum.IntList_out", "cat": "cat.out",
+}
+ONLY_INPLACE = {"fill_.Scalar", "zero_"}
+MULTI_OUTPUT = {"max.dim", "split.Tensor", "chunk", "unbind.int"}
+
+
+# Entries whose samples, when over the size budget, are cropped (every tensor to its first
+# ``n`` indices per dimension, n in ``OPINFO_CROP``): elementwise, matrix-product, reduction
+# and moving operators, where cropping every tensor alike keeps the call valid (equal sizes
+# stay equal, sizes 1 and 0 stay).
+OPINFO_CROP = (4, 3, 2)
+CROPPABLE = {
+    "add", "sub", "mul", "div.no_rounding_mode", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "sin",
+    "cos", "erf", "tanh", "sigmoid", "clone", "where", "maximum", "max.binary", "max.reduction_with_dim", "eq", "gt",
+    "lt", "argmax", "mm", "bmm", "bmm.triton_optimized", "matmul", "sum", "mean", "amax", "logsumexp", "softmax",
+    "softmax.with_dtype", "log_softmax", "log_softmax.with_dtype", "transpose", "t", "permute", "unsqueeze",
+    "squeeze", "squeeze.multiple", "split", "chunk", "cat", "stack", "unbind", "nn.functional.mse_loss",
+    "nn.functional.gelu", "nn.functional.relu", "nn.functional.leaky_relu", "native_dropout_backward", "fill",
+    "zero_",
+}
+
+
+def crop(args, n):
+    def c(v):
+        if is_t(v):
+            return v.detach()[tuple(slice(0, n) for _ in v.shape)].requires_grad_(v.requires_grad)
+        if isinstance(v, (list, tuple)) and v and all(is_t(x) for x in v):
+            return [c(x) for x in v]
+        return v
+    return {k: c(v) for k, v in args.items()}
+
+
+# Operators whose jvp PyTorch refuses: no jvp fixture (the op set's documented difference is
+# jvp/native_dropout_backward/*).
+NO_JVP = {"native_dropout_backward"}
+
+
+def convert(key, s):
+    """The op set's call for a sample of OpInfo entry ``key``, or ``Skip``."""
+    op, args = OPINFO[key](s)
+    for k in ("self", "input", "grad_output"):
+        if k in args and not is_t(args[k]):
+            raise Skip(f"a {type(args[k]).__name__} {k} (not a Tensor)")
+    return op, args
+
+
+def opinfo_value(v):
+    """A float64 sample value as the fixture stores it (6 significant digits)."""
+    return enc_num(float(f"{v:.6g}")) if math.isfinite(v) else enc_num(v)
+
+
+class OpInfoProgram(Program):
+    def tensor(self, t, rg, seen):
+        """A sample's tensor as an input of the program (once per tensor object); a
+        non-contiguous tensor whose strides are a permutation's is a permuted leaf."""
+        if id(t) in seen:
+            return seen[id(t)]
+        if t.dtype not in (torch.float64, torch.int64, torch.bool):
+            raise Skip(f"dtype {str(t.dtype).replace('torch.', '')}")
+        dtype = DTYPES[t.dtype]
+        perm = None
+        if not t.is_contiguous() and t.dim() >= 2:
+            order = sorted(range(t.dim()), key=lambda d: -t.stride(d))
+            if t.permute(order).is_contiguous():
+                perm = order
+        stored = t.detach() if perm is None else t.detach().permute(perm)
+        flat = stored.contiguous().reshape(-1).tolist()
+        if dtype == "f64":
+            data = [opinfo_value(v) for v in flat]
+        else:
+            data = [bool(v) if dtype == "bool" else int(v) for v in flat]
+        name = f"x{len(self.inputs)}"
+        self.inputs.append({"name": name, "shape": list(stored.shape), "dtype": dtype,
+                            "requires_grad": bool(rg and dtype == "f64"), "data": data})
+        ref = T(name)
+        if perm is not None:
+            inv = [perm.index(d) for d in range(len(perm))]
+            ref = self.op("permute", self=ref, dims=inv)
+        seen[id(t)] = ref
+        return ref
+
+
+def opinfo_program(name, op, args, form, mode, rg=True):
+    """The program of one sample: ``op`` (the op set's) called with ``args`` in ``form``
+    (``functional``, ``inplace``: on ``self * 1``, or ``out``: into an empty ``out``)."""
+    p = OpInfoProgram(name, "opinfo", random.Random(hash_name(name)))
+    p.mode = mode
+    seen = {}
+
+    def enc(v):
+        if is_t(v):
+            return p.tensor(v, rg and form != "out", seen)
+        if isinstance(v, (list, tuple)) and v and all(is_t(x) for x in v):
+            return [enc(x) for x in v]
+        if isinstance(v, (list, tuple)) and any(is_t(x) for x in v):
+            raise Skip("a list mixing tensors and other values")
+        if isinstance(v, torch.dtype):
+            if v not in DTYPES:
+                raise Skip(f"dtype {v}")
+            return v
+        if isinstance(v, (list, tuple)):
+            return list(v)
+        if isinstance(v, (bool, int, float, str)) or v is None:
+            return v
+        raise Skip(f"argument of type {type(v).__name__}")
+
+    a = {k: enc(v) for k, v in args.items()}
+    if form == "inplace":
+        y = p.op("mul.Scalar", self=a["self"], other=1.0)
+        a["self"] = y
+        p.op(op, **a)
+        p.out(y)
+    elif form == "out":
+        o = p.inp([0], rg=False, data=[])
+        p.op(op, out=o, **a)
+        p.out(o)
+    elif op in MULTI_OUTPUT:
+        n = opinfo_outputs(op, args)
+        outs = p.op(op, nout=n, **a)
+        flat = [p.op("reshape", self=o, shape=[-1]) for o in outs]
+        p.op("cat", tensors=flat, dim=0)
+    else:
+        p.op(op, **a)
+    return p
+
+
+def opinfo_outputs(op, args):
+    """How many tensors a multi-output op returns for these arguments (PyTorch's answer)."""
+    try:
+        with torch.no_grad():
+            r = aten(op)(**{k: (v.detach() if is_t(v) else v) for k, v in args.items()})
+    except Exception:  # noqa: BLE001 - the program records the error
+        return 1
+    if len(r) == 0:
+        raise Skip("no outputs")
+    return len(r)
+
+
+def round_answers(fx, sig=OPINFO_SIG):
+    """The recorded answers of ``fx`` to ``sig`` significant digits (smaller files; the replay
+    compares with rtol 1e-6)."""
+    def rnd(v):
+        if isinstance(v, float):
+            return float(f"{v:.{sig}g}")
+        if isinstance(v, list):
+            return [rnd(x) for x in v]
+        if isinstance(v, dict):
+            return {k: (rnd(x) if k != "message" else x) for k, x in v.items()}
+        return v
+    fx["expect"] = rnd(fx["expect"])
+    return fx
+
+
+def seed_all(name):
+    import numpy as np
+    h = hash_name(name)
+    torch.manual_seed(h % (1 << 63))
+    random.seed(h)
+    np.random.seed(h % (1 << 32))
+
+
+def opinfo_fixtures():
+    """Every OpInfo sample of the op set's operators (see ``OPINFO``), recorded; prints the
+    recorded and skipped counts per operator. Returns the fixtures (already recorded)."""
+    from torch.testing._internal.common_methods_invocations import op_db
+    entries = {}
+    for info in op_db:
+        key = info.name + (f".{info.variant_test_name}" if info.variant_test_name else "")
+        if key in OPINFO:
+            entries[key] = info
+    missing = sorted(set(OPINFO) - set(entries))
+    assert not missing, f"OpInfo entries not in op_db: {missing}"
+    fixtures, skips, counts = [], {}, {}
+
+    def skip(op, reason):
+        skips.setdefault(op, {}).setdefault(reason, 0)
+        skips[op][reason] += 1
+
+    for key, info in sorted(entries.items()):
+        seed_all(f"opinfo/{key}")
+        samples = list(info.sample_inputs("cpu", torch.float64, requires_grad=True))
+        groups = {}
+        for k, s in enumerate(samples):
+            try:
+                op, args = convert(key, s)
+            except Skip as e:
+                skip(key, str(e))
+                continue
+            forms = []
+            if op in ONLY_INPLACE:
+                forms.append((op, "inplace"))
+            else:
+                forms.append((op, "functional"))
+                if op in INPLACE_OF:
+                    forms.append((INPLACE_OF[op], "inplace"))
+                if op in OUT_OF:
+                    forms.append((OUT_OF[op], "out"))
+            for fop, form in forms:
+                groups.setdefault((fop, form), []).append((k, args))
+        for (fop, form), cands in groups.items():
+            n_grad, n_jvp = OPINFO_CAP[form]
+            if fop in NO_JVP:
+                n_jvp = 0
+            if key in OPINFO_ENTRY_CAP:
+                n_grad, n_jvp = (min(a, b) for a, b in zip((n_grad, n_jvp), OPINFO_ENTRY_CAP[key]))
+            recorded = []
+            for k, args in cands:
+                try:
+                    for n in (None,) + (OPINFO_CROP if key in CROPPABLE else ()):
+                        pair = []
+                        for mode in ("grad", "jvp") if n_jvp else ("grad",):
+                            p = opinfo_program(f"opinfo/{mode}/{key}/{fop}/{k}", fop,
+                                               args if n is None else crop(args, n), form, mode)
+                            if n is not None:
+                                p.note = f"OpInfo's sample cropped to at most {n} per dimension"
+                            pair.append(round_answers(record(p)))
+                        if len(json.dumps(pair[0])) <= OPINFO_MAX_BYTES:
+                            break
+                except Skip as e:
+                    skip(fop, str(e))
+                    continue
+                recorded.append(pair)
+            kept = opinfo_select(recorded, fop, n_grad, n_jvp, skip, counts)
+            if fop in NO_JVP:
+                for _ in kept:
+                    skip(fop, "its jvp (PyTorch has no forward formula)")
+            fixtures.extend(kept)
+        opinfo_errors(key, info, fixtures, skip, counts)
+    print("OpInfo samples recorded (per op set operator; reverse-mode samples, each also a jvp but out=):")
+    for op in sorted(set(counts) | set(skips)):
+        why = "; ".join(f"{n} {r}" for r, n in sorted(skips.get(op, {}).items()))
+        print(f"  {op:28} {counts.get(op, 0):3}" + (f"   skipped: {why}" if why else ""))
+    total_skips = {}
+    for per in skips.values():
+        for r, n in per.items():
+            total_skips[r] = total_skips.get(r, 0) + n
+    print(f"  {sum(counts.values())} samples recorded ({len(fixtures)} fixtures); skipped by reason:")
+    for r, n in sorted(total_skips.items(), key=lambda x: -x[1]):
+        print(f"    {n:4}  {r}")
+    return fixtures
+
+
+def spread(xs, n):
+    """At most ``n`` of ``xs``, spread evenly over the list (the first always)."""
+    if len(xs) <= n:
+        return list(xs)
+    if n == 0:
+        return []
+    step = len(xs) / n
+    return [xs[int(i * step)] for i in range(n)]
+
+
+def opinfo_select(recorded, op, n_grad, n_jvp, skip, counts):
+    """At most ``n_grad`` samples in reverse mode, spread over the OpInfo's list, none larger
+    than ``OPINFO_MAX_BYTES`` unless every one is (then the smallest), and ``n_jvp`` of those
+    as jvps."""
+    size = lambda pair: len(json.dumps(pair[0]))
+    fit = [x for x in recorded if size(x) <= OPINFO_MAX_BYTES]
+    if not fit and recorded:
+        fit = [min(recorded, key=size)]
+    for _ in range(len(recorded) - len(fit)):
+        skip(op, "over the size budget")
+    keep = spread(fit, n_grad)
+    for _ in range(len(fit) - len(keep)):
+        skip(op, f"over the cap of {n_grad} per operator")
+    counts[op] = counts.get(op, 0) + len(keep)
+    jvps = {id(x) for x in spread(keep, n_jvp)}
+    return [fx for pair in keep for fx in (pair if id(pair) in jvps else pair[:1])]
+
+
+def opinfo_errors(key, info, fixtures, skip, counts):
+    """The entry's ``error_inputs`` (float32 tensors as float64): PyTorch's error, or its
+    answer when the op set's form of the call does not raise."""
+    if info.error_inputs_func is None:
+        return
+    seed_all(f"opinfo/error/{key}")
+    try:
+        errs = list(info.error_inputs("cpu"))
+    except Exception as e:  # noqa: BLE001
+        skip(key, f"error_inputs failed: {type(e).__name__}")
+        return
+    taken = 0
+    for k, ei in enumerate(errs):
+        s = ei.sample_input
+        f64 = lambda v: v.to(torch.float64) if is_t(v) and v.dtype in (torch.float32, torch.float16) else v
+        s.input = [f64(x) for x in s.input] if isinstance(s.input, (list, tuple)) else f64(s.input)
+        s.args = tuple(f64(x) for x in s.args)
+        s.kwargs = {n: f64(x) for n, x in s.kwargs.items()}
+        out = s.kwargs.pop("out", None)
+        try:
+            op, args = convert(key, s)
+            if out is not None:
+                raise Skip("error input with out=")
+            if taken >= OPINFO_CAP["functional"][0]:
+                raise Skip(f"over the cap of {OPINFO_CAP['functional'][0]} per operator")
+            p = opinfo_program(f"opinfo/error/{key}/{op}/{k}", op, args, "functional", "grad", rg=False)
+            fx = round_answers(record(p))
+            if len(json.dumps(fx)) > OPINFO_MAX_BYTES:
+                raise Skip("over the size budget")
+        except Skip as e:
+            skip(f"{key} (error_inputs)", str(e))
+            continue
+        taken += 1
+        fixtures.append(fx)
+    if errs:
+        counts[f"{key} (error_inputs)"] = taken
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
-             + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs())
+             + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
+             + random_unseen_programs())
     names = set()
     by_cat = {}
     for p in progs:
         assert p.name not in names, p.name
         names.add(p.name)
-        by_cat.setdefault(p.category, []).append(record(p))
+        fx = record(p)
+        by_cat.setdefault(p.category, []).append(round_answers(fx) if p.category == "random_unseen" else fx)
+    for fx in opinfo_fixtures():
+        assert fx["name"] not in names, fx["name"]
+        names.add(fx["name"])
+        by_cat.setdefault(fx["category"], []).append(fx)
     os.makedirs(OUT_DIR, exist_ok=True)
     for f in os.listdir(OUT_DIR):
         if f.endswith(".json"):
@@ -2833,7 +3729,7 @@ def main():
         total += os.path.getsize(path)
         errs = sum(1 for x in fxs if "error" in x["expect"])
         print(f"{cat:18} {len(fxs):4} fixtures ({errs} errors)")
-    print(f"{len(progs)} fixtures, {total} bytes in {OUT_DIR}")
+    print(f"{len(names)} fixtures, {total} bytes in {OUT_DIR}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 //! A backend in its first hour: a newtype over ndtensor's tensor that writes five kernels
-//! (`mul.Tensor`, `add.Tensor`, `exp`, `sum.dim_IntList`, `expand`). It compiles (every other kernel
-//! of the generated trait defaults to PyTorch's "Could not run" error), its ops
-//! differentiate, and the kit's partial mode passes it while naming each operator it lacks.
+//! (`mul.Tensor`, `add.Tensor`, `exp`, `sum.dim_IntList`, `expand`) and takes the op set's
+//! in-place and out= kernels (`written_back_kernels!`, with a `write_back` of a few lines). It
+//! compiles (every other kernel of the generated trait defaults to PyTorch's "Could not run"
+//! error), its ops differentiate, and the kit's partial mode passes it while naming each
+//! operator it lacks.
 
 use autograd::gradcheck::ElementAccess;
 use autograd::runtime::Variable;
@@ -73,11 +75,28 @@ impl autograd_opset::nn::FromValues for Part {
 
 impl autograd_opset::conformance::ConformanceTensor for Part {}
 
+/// Where the op set's in-place and out= kernels (`written_back_kernels!`) store a result:
+/// PyTorch's cast check, then the result in the destination's dtype.
+fn write_back(dest: &mut Part, r: Part) -> R<()> {
+    use autograd::runtime::Tensor;
+    autograd_opset::dtype::check_cast(r.dtype(), dest.dtype())?;
+    let (shape, v) = (r.shape().to_vec(), r.0.to_f64_vec());
+    *dest = match dest.dtype() {
+        d if d == r.dtype() => r,
+        "i64" => Part(N::from_i64(v.iter().map(|x| *x as i64).collect(), &shape)),
+        "bool" => Part(N::from_bool(v.iter().map(|x| *x != 0.0).collect(), &shape)),
+        _ => Part(N::from_f64(&v, &shape)),
+    };
+    Ok(())
+}
+
 impl Backend for Part {
     type Error = autograd_opset::Error;
     fn backend_name() -> &'static str {
         "Part"
     }
+    // The in-place and out= kernels: the functional ones, stored with PyTorch's dtype rules.
+    autograd_opset::written_back_kernels!(write_back);
     fn mul_tensor(self_: &Self, other: &Self) -> R<Self> {
         <N as Backend>::mul_tensor(&self_.0, &other.0).map(Part)
     }

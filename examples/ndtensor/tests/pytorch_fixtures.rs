@@ -12,7 +12,7 @@
 //! products (`hvp`).
 //!
 //! `KNOWN_DIFFERENCES` lists the fixtures ndtensor does not match yet, each with its reason
-//! (a documented PyTorch bug, and a forward formula PyTorch lacks). Every other fixture must pass, and every listed
+//! (PyTorch bugs that finite differences show, and a forward formula PyTorch lacks). Every other fixture must pass, and every listed
 //! fixture must still fail: fixing a difference forces removing it from the list.
 
 mod common;
