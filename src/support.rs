@@ -358,6 +358,7 @@ pub mod __prelude {
     };
     pub use crate::types;
     pub use std::borrow::Borrow;
+    pub use std::convert::Into;
     pub use std::default::Default;
     pub use std::format;
     pub use std::marker::PhantomData;

@@ -47,6 +47,118 @@ impl ScalarType {
     }
 }
 
+/// A number argument (`Scalar`), as PyTorch's `c10::Scalar`: a boolean, an integer or a
+/// floating-point number. Which of the three it is decides the dtype of `tensor op scalar`
+/// (PyTorch's type promotion with a "wrapped number"): an `i64` tensor plus `2` stays `i64`,
+/// plus `2.0` becomes the default float dtype.
+///
+/// Functions that take a `Scalar` take `impl Into<Scalar>`, so Rust numbers pass as they are:
+///
+/// ```
+/// use autograd::types::Scalar;
+/// assert_eq!(Scalar::from(2), Scalar::Int(2));
+/// assert_eq!(Scalar::from(2.0), Scalar::Float(2.0));
+/// assert!(Scalar::from(true).is_boolean());
+/// assert_eq!(Scalar::from(3).to_f64(), 3.0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    /// A Python `bool`.
+    Bool(bool),
+    /// A Python `int`.
+    Int(i64),
+    /// A Python `float`.
+    Float(f64),
+}
+
+impl Scalar {
+    /// The value as an `f64` (PyTorch's `toDouble`).
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::Bool(b) => f64::from(u8::from(b)),
+            Scalar::Int(i) => i as f64,
+            Scalar::Float(f) => f,
+        }
+    }
+
+    /// The value as an `i64` (PyTorch's `toLong`: a float is truncated, saturating).
+    pub fn to_i64(self) -> i64 {
+        match self {
+            Scalar::Bool(b) => i64::from(b),
+            Scalar::Int(i) => i,
+            Scalar::Float(f) => f as i64,
+        }
+    }
+
+    /// The value as a `bool` (PyTorch's `toBool`: non-zero is `true`).
+    pub fn to_bool(self) -> bool {
+        match self {
+            Scalar::Bool(b) => b,
+            Scalar::Int(i) => i != 0,
+            Scalar::Float(f) => f != 0.0,
+        }
+    }
+
+    /// A floating-point number (PyTorch's `isFloatingPoint`).
+    pub fn is_floating_point(self) -> bool {
+        matches!(self, Scalar::Float(_))
+    }
+
+    /// An integer, or also a boolean with `include_bool` (PyTorch's `isIntegral`).
+    pub fn is_integral(self, include_bool: bool) -> bool {
+        match self {
+            Scalar::Int(_) => true,
+            Scalar::Bool(_) => include_bool,
+            Scalar::Float(_) => false,
+        }
+    }
+
+    /// A boolean (PyTorch's `isBoolean`).
+    pub fn is_boolean(self) -> bool {
+        matches!(self, Scalar::Bool(_))
+    }
+
+    /// The conjugate: the value itself (the scalars are real).
+    pub fn conj(self) -> Scalar {
+        self
+    }
+}
+
+impl std::ops::Neg for Scalar {
+    type Output = Scalar;
+    /// `-s`, as Python negates: a boolean becomes an integer.
+    fn neg(self) -> Scalar {
+        match self {
+            Scalar::Bool(b) => Scalar::Int(-i64::from(b)),
+            Scalar::Int(i) => Scalar::Int(i.wrapping_neg()),
+            Scalar::Float(f) => Scalar::Float(-f),
+        }
+    }
+}
+
+impl std::fmt::Display for Scalar {
+    /// As PyTorch prints a Scalar: `true`, `2`, `2.5`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scalar::Bool(b) => write!(f, "{b}"),
+            Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::Float(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+macro_rules! scalar_from {
+    ($($t:ty => $v:ident),* $(,)?) => {$(
+        impl From<$t> for Scalar {
+            fn from(x: $t) -> Scalar {
+                Scalar::$v(x.into())
+            }
+        }
+    )*};
+}
+scalar_from!(bool => Bool, i8 => Int, i16 => Int, i32 => Int, i64 => Int, u8 => Int,
+    u16 => Int, u32 => Int, f32 => Float, f64 => Float);
+
 /// What formulas read with `x.options()` (PyTorch's `TensorOptions`): the dtype, layout and
 /// device of a tensor, to make others like it. Tensors here are strided and the device is
 /// the backend's, so only the dtype is kept.

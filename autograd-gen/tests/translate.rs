@@ -66,7 +66,7 @@ fn formulas_become_rust_and_the_count_closes_the_output() {
     );
     assert!(out.contains("    mul_tensor(&grad, &self)?\n"), "{out}");
     assert!(
-        out.contains("    add_tensor(&mul_tensor(&other_t, &self_p)?, &mul_tensor(&self_t, &other_p)?, 1.0)?\n"),
+        out.contains("    add_tensor(&mul_tensor(&other_t, &self_p)?, &mul_tensor(&self_t, &other_p)?, __ag::types::Scalar::Int(1))?\n"),
         "{out}"
     );
     assert!(out.ends_with("translated: 3/3 formulas\n"), "{out}");

@@ -18,7 +18,7 @@
 //! ```
 
 use crate::error::{Error, check};
-pub use autograd::types::ScalarType;
+pub use autograd::types::{Scalar, ScalarType};
 
 type R<T> = Result<T, Error>;
 
@@ -77,40 +77,49 @@ pub fn torch_name(dtype: &str) -> &'static str {
     }
 }
 
-/// Whether a Scalar argument is an integer (PyTorch's Python `int`; the op set passes
-/// Scalars as `f64`, so an integral value counts as an `int`).
-pub fn integral(x: f64) -> bool {
-    x.is_finite() && x.fract() == 0.0
-}
-
-/// The kind of `tensor op scalar`: a non-integral Scalar promotes integers and booleans to
-/// float; an integral one turns booleans into integers, as a Python `int` does.
-pub fn scalar_kind(tensor: Kind, scalar: f64) -> Kind {
-    match tensor {
-        Kind::Float => Kind::Float,
-        _ if !integral(scalar) => Kind::Float,
+/// The kind of `tensor op scalar` (PyTorch's promotion with a wrapped number): a float
+/// Scalar makes integers and booleans float; an integer one makes booleans integers; a
+/// boolean one changes nothing.
+///
+/// ```
+/// use autograd::types::Scalar;
+/// use autograd_opset::dtype::{Kind, scalar_kind};
+/// assert_eq!(scalar_kind(Kind::Int, Scalar::Float(2.0)), Kind::Float);
+/// assert_eq!(scalar_kind(Kind::Int, Scalar::Int(2)), Kind::Int);
+/// ```
+pub fn scalar_kind(tensor: Kind, scalar: Scalar) -> Kind {
+    match (tensor, scalar) {
+        (Kind::Float, _) | (_, Scalar::Float(_)) => Kind::Float,
+        (Kind::Bool, Scalar::Bool(_)) => Kind::Bool,
         _ => Kind::Int,
     }
 }
 
 /// A Scalar converted to a tensor's kind, as PyTorch does for `alpha` and `fill_`'s value:
 /// truncated for integers, `!= 0` (as 0/1) for booleans.
-pub fn converted_scalar(kind: Kind, x: f64) -> f64 {
+pub fn converted_scalar(kind: Kind, x: Scalar) -> f64 {
     match kind {
-        Kind::Float => x,
-        Kind::Int => x.trunc(),
-        Kind::Bool => f64::from(u8::from(x != 0.0)),
+        Kind::Float => x.to_f64(),
+        Kind::Int => x.to_f64().trunc(),
+        Kind::Bool => f64::from(u8::from(x.to_bool())),
     }
 }
 
-/// The kind of `clamp`'s result: integers stay integers with integral bounds.
-pub fn clamp_kind(tensor: Kind, min: Option<f64>, max: Option<f64>) -> Kind {
-    let whole = min.is_none_or(integral) && max.is_none_or(integral);
-    if tensor == Kind::Float || !whole {
-        Kind::Float
-    } else {
-        Kind::Int
-    }
+/// The kind of `clamp`'s result (PyTorch's `result_type(self, min, max)`): integers stay
+/// integers unless a bound is a float; booleans with boolean bounds stay booleans (which
+/// PyTorch's kernel refuses: [`check_clamp`]).
+pub fn clamp_kind(tensor: Kind, min: Option<Scalar>, max: Option<Scalar>) -> Kind {
+    let kind_of = |s: Option<Scalar>| match s {
+        None | Some(Scalar::Bool(_)) => Kind::Bool,
+        Some(Scalar::Int(_)) => Kind::Int,
+        Some(Scalar::Float(_)) => Kind::Float,
+    };
+    tensor.max(kind_of(min)).max(kind_of(max))
+}
+
+/// `clamp`'s kernel has no boolean form.
+pub fn check_clamp(result: Kind) -> R<()> {
+    check_not_bool(result, kernel::CLAMP)
 }
 
 /// The names of PyTorch's CPU kernels that its dtype errors name (`"abs_cpu" not implemented
@@ -120,6 +129,8 @@ pub fn clamp_kind(tensor: Kind, min: Option<f64>, max: Option<f64>) -> Kind {
 pub mod kernel {
     /// `pow` of booleans.
     pub const POW: &str = "pow";
+    /// `clamp` with Scalar bounds.
+    pub const CLAMP: &str = "clamp_scalar_cpu";
     /// `abs` of booleans.
     pub const ABS: &str = "abs_cpu";
     /// `tanh_backward` of integers.
@@ -198,9 +209,12 @@ pub fn check_argmax(kind: Kind) -> R<()> {
     })
 }
 
-/// PyTorch's check of `alpha` for results of kind `result`.
-pub fn check_alpha(result: Kind, alpha: f64) -> R<()> {
-    check(result == Kind::Float || integral(alpha), || {
+/// PyTorch's check of `alpha` for results of kind `result` (`alpha_check`).
+pub fn check_alpha(result: Kind, alpha: Scalar) -> R<()> {
+    check(!alpha.is_boolean() || result == Kind::Bool, || {
+        "Boolean alpha only supported for Boolean results.".into()
+    })?;
+    check(result == Kind::Float || alpha.is_integral(true), || {
         "For integral input tensors, argument alpha must not be a floating point number.".into()
     })
 }
@@ -217,14 +231,19 @@ pub fn check_sub(a: Kind, b: Kind) -> R<()> {
     check(a != Kind::Bool && b != Kind::Bool, || SUB_BOOL.into())
 }
 
-/// `sub`'s refusal of a boolean tensor minus a Scalar.
-pub fn check_sub_scalar(kind: Kind) -> R<()> {
-    check(kind != Kind::Bool, || SUB_BOOL.into())
+/// `sub`'s refusal of a boolean tensor minus a Scalar, or of anything minus a boolean
+/// Scalar (PyTorch wraps the Scalar in a tensor of its kind).
+pub fn check_sub_scalar(kind: Kind, scalar: Scalar) -> R<()> {
+    let scalar_kind = match scalar {
+        Scalar::Bool(_) => Kind::Bool,
+        _ => Kind::Int,
+    };
+    check_sub(kind, scalar_kind)
 }
 
 /// `pow`'s refusal of negative integral exponents for integral results.
-pub fn check_int_pow(result: Kind, exponent: f64) -> R<()> {
-    check(result == Kind::Float || exponent >= 0.0, || {
+pub fn check_int_pow(result: Kind, exponent: Scalar) -> R<()> {
+    check(result == Kind::Float || exponent.to_f64() >= 0.0, || {
         "Integers to negative integer powers are not allowed.".into()
     })
 }
@@ -494,31 +513,31 @@ pub fn check_scatter_src(self_: &str, src: &str) -> R<()> {
 macro_rules! written_back_kernels {
     ($write_back:path) => {
         $crate::__in_place! { $write_back;
-            add_tensor_ => add_tensor(other: &Self, alpha: f64);
-            add_scalar_ => add_scalar(other: f64, alpha: f64);
-            sub_tensor_ => sub_tensor(other: &Self, alpha: f64);
-            sub_scalar_ => sub_scalar(other: f64, alpha: f64);
+            add_tensor_ => add_tensor(other: &Self, alpha: $crate::dtype::Scalar);
+            add_scalar_ => add_scalar(other: $crate::dtype::Scalar, alpha: $crate::dtype::Scalar);
+            sub_tensor_ => sub_tensor(other: &Self, alpha: $crate::dtype::Scalar);
+            sub_scalar_ => sub_scalar(other: $crate::dtype::Scalar, alpha: $crate::dtype::Scalar);
             mul_tensor_ => mul_tensor(other: &Self);
-            mul_scalar_ => mul_scalar(other: f64);
+            mul_scalar_ => mul_scalar(other: $crate::dtype::Scalar);
             div_tensor_ => div_tensor(other: &Self);
-            div_scalar_ => div_scalar(other: f64);
+            div_scalar_ => div_scalar(other: $crate::dtype::Scalar);
             neg_ => neg();
             exp_ => exp();
             log_ => log();
             sqrt_ => sqrt();
-            pow_scalar_ => pow_tensor_scalar(exponent: f64);
+            pow_scalar_ => pow_tensor_scalar(exponent: $crate::dtype::Scalar);
             abs_ => abs();
             sin_ => sin();
             tanh_ => tanh();
             sigmoid_ => sigmoid();
             relu_ => relu();
-            leaky_relu_ => leaky_relu(negative_slope: f64);
+            leaky_relu_ => leaky_relu(negative_slope: $crate::dtype::Scalar);
             gelu_ => gelu(approximate: &str);
-            clamp_ => clamp(min: Option<f64>, max: Option<f64>);
+            clamp_ => clamp(min: Option<$crate::dtype::Scalar>, max: Option<$crate::dtype::Scalar>);
         }
         $crate::__out_kernels! { $write_back;
-            add_out => add_tensor(self_: &Self, other: &Self, alpha: f64);
-            sub_out => sub_tensor(self_: &Self, other: &Self, alpha: f64);
+            add_out => add_tensor(self_: &Self, other: &Self, alpha: $crate::dtype::Scalar);
+            sub_out => sub_tensor(self_: &Self, other: &Self, alpha: $crate::dtype::Scalar);
             mul_out => mul_tensor(self_: &Self, other: &Self);
             div_out => div_tensor(self_: &Self, other: &Self);
             exp_out => exp(self_: &Self);
@@ -526,7 +545,7 @@ macro_rules! written_back_kernels {
         }
         $crate::__same_dtype_out_kernels! { $write_back;
             neg_out => neg(self_: &Self);
-            clamp_out => clamp(self_: &Self, min: Option<f64>, max: Option<f64>);
+            clamp_out => clamp(self_: &Self, min: Option<$crate::dtype::Scalar>, max: Option<$crate::dtype::Scalar>);
         }
         fn mm_out(self_: &Self, mat2: &Self, out: &mut Self) -> Result<(), Self::Error> {
             use $crate::dtype::{dtype_of, shape_of};

@@ -48,7 +48,7 @@ impl<T: FromValues> Linear<T> {
 
     /// `x Wᵀ + b` for `x` of shape `(N, in)`.
     pub fn forward(&self, x: &Variable<T>) -> Result<Variable<T>, AutogradError> {
-        add_tensor(&mm(x, &t(&self.weight)?)?, &self.bias, 1.0)
+        add_tensor(&mm(x, &t(&self.weight)?)?, &self.bias, 1)
     }
 
     /// The parameters.
@@ -96,7 +96,7 @@ impl<T: FromValues> Sgd<T> {
             let d = match v {
                 Some(v) => {
                     mul_scalar_(v, self.momentum)?;
-                    add_tensor_(v, &g, 1.0)?;
+                    add_tensor_(v, &g, 1)?;
                     v.clone()
                 }
                 None => {
@@ -157,7 +157,7 @@ impl<T: FromValues> Adam<T> {
             add_tensor_(m, &g, 1.0 - b1)?;
             mul_scalar_(v, b2)?;
             add_tensor_(v, &mul_tensor(&g, &g)?, 1.0 - b2)?;
-            let denom = add_scalar(&sqrt(&div_scalar(v, c2)?)?, self.eps, 1.0)?;
+            let denom = add_scalar(&sqrt(&div_scalar(v, c2)?)?, self.eps, 1)?;
             let step = div_tensor(&div_scalar(m, c1)?, &denom)?;
             sub_tensor_(p, &step, self.lr)?;
         }

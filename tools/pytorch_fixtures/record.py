@@ -1303,12 +1303,43 @@ def dtype_matrix():
                   ("mul.Scalar", "other", {}), ("div.Scalar", "other", {}), ("pow.Tensor_Scalar", "exponent", {}),
                   ("eq.Scalar", "other", {}), ("ne.Scalar", "other", {}), ("gt.Scalar", "other", {}),
                   ("lt.Scalar", "other", {}), ("ge.Scalar", "other", {}), ("le.Scalar", "other", {})]
+    # The Scalar's own kind decides (PyTorch's wrapped numbers): `2` an int, `2.0` a float
+    # (an integer tensor plus 2.0 is a float tensor), `True` a bool.
     for op, arg, extra in scalar_ops:
         for a in kinds:
-            for sv, sname in ((2, "int"), (0.5, "float")):
+            for sv, sname in ((2, "int"), (0.5, "float"), (2.0, "float_whole"), (True, "bool")):
                 p = prog(f"{op}/{a}_{sname}")
                 p.op(op, self=operand(p, a, [2, 3]), **{arg: sv}, **extra)
                 progs.append(p)
+    # `alpha`'s kind: a float alpha with integers and a bool alpha with non-bools are errors.
+    for op, a, other, alpha in (("add.Scalar", "i64", 1, 2.0), ("add.Scalar", "i64", 1, True),
+                                ("add.Scalar", "bool", True, True), ("add.Scalar", "f64", 1, True),
+                                ("sub.Scalar", "i64", 2, 3), ("add.Scalar", "bool", 1, 2)):
+        p = prog(f"{op}/{a}_alpha_{type(other).__name__}_{type(alpha).__name__}")
+        p.op(op, self=operand(p, a, [2, 3]), other=other, alpha=alpha)
+        progs.append(p)
+    for a in kinds:
+        for b in kinds:
+            for alpha in (2.0, True):
+                p = prog(f"add.Tensor/{a}_{b}_alpha_{type(alpha).__name__}")
+                p.op("add.Tensor", self=operand(p, a, [2, 3]), other=operand(p, b, [3]), alpha=alpha)
+                progs.append(p)
+    # clamp's bounds and fill_'s value by kind; in place, a float Scalar into an integer
+    # tensor is PyTorch's cast error.
+    for a in kinds:
+        for lo, hi, name in ((-1, 2, "int"), (-1.0, 2.0, "float_whole"), (-1, 1.5, "mixed"), (False, True, "bool")):
+            p = prog(f"clamp/{a}_{name}")
+            p.op("clamp", self=operand(p, a, [2, 3]), min=lo, max=hi)
+            progs.append(p)
+        for v, name in ((2, "int"), (2.7, "float"), (True, "bool")):
+            p = prog(f"fill_.Scalar/{a}_{name}")
+            p.op("fill_.Scalar", self=p.op("clone", self=operand(p, a, [2, 3]), memory_format=None), value=v)
+            progs.append(p)
+        for op, sv in (("add_.Scalar", 2.0), ("mul_.Scalar", 2), ("mul_.Scalar", 0.5), ("div_.Scalar", 2)):
+            p = prog(f"{op}/{a}_{type(sv).__name__}_{sv}")
+            extra = {"alpha": 1} if op == "add_.Scalar" else {}
+            p.op(op, self=p.op("clone", self=operand(p, a, [2, 3]), memory_format=None), other=sv, **extra)
+            progs.append(p)
     unary = [("neg", {}), ("abs", {}), ("sign", {}), ("relu", {}), ("exp", {}), ("log", {}), ("sqrt", {}),
              ("rsqrt", {}), ("sin", {}), ("cos", {}), ("erf", {}), ("tanh", {}), ("sigmoid", {}),
              ("acos", {}), ("asin", {}), ("atan", {}), ("acosh", {}), ("asinh", {}), ("atanh", {}), ("sinh", {}),

@@ -120,6 +120,7 @@ impl Config {
                 cpp: self.cpp.then_some(CppFormulas {
                     header,
                     fallible: self.fallible,
+                    scalar_number: self.type_overrides.iter().any(|(n, _)| n == "Scalar"),
                 }),
             }),
             (d, n, h) => Err(Diagnostics(

@@ -6,6 +6,7 @@
 use super::Settings;
 use super::backend::{raw_param, raw_returns};
 use super::plan::{FunctionPlan, Plan, has_raw_fn};
+use super::types::RustTy;
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -29,11 +30,21 @@ pub(crate) fn raw_module(p: &Plan<'_>, s: &Settings) -> TokenStream {
 
 fn raw_fn(f: &FunctionPlan<'_>, s: &Settings) -> TokenStream {
     let me = quote!(T);
+    // A `Scalar` is `impl Into<Scalar>`, as in the differentiable function.
     let params = f.params.iter().map(|q| {
         let (n, ty) = (&q.ident, raw_param(q, &me));
-        quote!(#n: #ty)
+        match &q.ty {
+            RustTy::Value(v) if v.into => quote!(#n: impl __ag::Into<#ty>),
+            _ => quote!(#n: #ty),
+        }
     });
-    let args = f.params.iter().map(|q| &q.ident);
+    let args = f.params.iter().map(|q| {
+        let n = &q.ident;
+        match &q.ty {
+            RustTy::Value(v) if v.into => quote!(__ag::Into::into(#n)),
+            _ => quote!(#n),
+        }
+    });
     // No returns: `()`.
     let ret = match raw_returns(f, &me) {
         r if r.is_empty() => quote!(()),

@@ -15,13 +15,22 @@ const YAML: &str = "\
 ";
 
 #[test]
-fn scalar_maps_to_f64_by_default() {
+fn scalar_maps_to_pytorchs_scalar_by_default() {
     let code = generate_pretty(&config(YAML)).unwrap();
     assert!(
-        code.contains("fn mul_scalar(self_: &Self, other: f64) -> Self;"),
+        code.contains("fn mul_scalar(self_: &Self, other: __ag::types::Scalar) -> Self;"),
         "{code}"
     );
-    assert!(code.contains("pub other: f64,"), "{code}");
+    assert!(code.contains("pub other: __ag::types::Scalar,"), "{code}");
+    // The differentiable function takes any Rust number.
+    assert!(
+        code.contains("other: impl __ag::Into<__ag::types::Scalar>"),
+        "{code}"
+    );
+    assert!(
+        code.contains("let other: __ag::types::Scalar = __ag::Into::into(other);"),
+        "{code}"
+    );
 }
 
 #[test]
@@ -124,7 +133,7 @@ fn fallible_kernels_return_results_and_wrappers_propagate() {
     // A kernel without another default returns PyTorch's "Could not run" error.
     assert!(
         code.contains(
-            "fn mul_scalar(self_: &Self, other: f64) -> __ag::Result<Self, Self::Error> {"
+            "fn mul_scalar(\n        self_: &Self,\n        other: __ag::types::Scalar,\n    ) -> __ag::Result<Self, Self::Error> {"
         ),
         "{code}"
     );

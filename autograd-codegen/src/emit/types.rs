@@ -11,7 +11,8 @@
 //! | `float` / `float[]` | `f64` / `&[f64]` | `f64` / `Vec<f64>` | `f64` / `&[f64]` |
 //! | `bool` / `bool[N]` / `bool[]` | `bool` / `[bool; N]` / `&[bool]` | same, owned | same |
 //! | `str` | `&str` | `String` | `&str` |
-//! | `Scalar` / `Scalar[]` | `f64` / `&[f64]` | `f64` / `Vec<f64>` | `f64` / `&[f64]` |
+//! | `Scalar` | `impl Into<types::Scalar>` / `types::Scalar` | `types::Scalar` | `types::Scalar` |
+//! | `Scalar[]` | `&[f64]` | `Vec<f64>` | `&[f64]` |
 //! | `ScalarType`, `Layout`, `Device`, `MemoryFormat` | `autograd::types::*` | same | same |
 //! | `Generator` | `&autograd::types::Generator` | not saved | — |
 //! | `T?` (non-tensor) | `Option<..>` of the above | `Option<owned>` | `Option<..>` |
@@ -49,6 +50,8 @@ pub struct ValueTy {
     pub to_owned: Conversion,
     /// Can the value be saved at all (a `Generator` cannot).
     pub savable: bool,
+    /// Wrappers take `impl Into<param>` (a `Scalar`: Rust numbers pass as they are).
+    pub into: bool,
 }
 
 /// Conversions between borrowed and owned forms.
@@ -73,6 +76,7 @@ impl ValueTy {
             owned: t,
             to_owned: Conversion::Copy,
             savable: true,
+            into: false,
         }
     }
 
@@ -129,13 +133,18 @@ fn base_value(b: BaseTy, map: &TypeMap) -> Option<ValueTy> {
     let krate = &map.krate;
     Some(match b {
         BaseTy::Int | BaseTy::SymInt => ValueTy::copy(quote!(i64)),
-        BaseTy::Float | BaseTy::Scalar => ValueTy::copy(quote!(f64)),
+        BaseTy::Float => ValueTy::copy(quote!(f64)),
+        BaseTy::Scalar => ValueTy {
+            into: true,
+            ..ValueTy::copy(quote!(#krate::types::Scalar))
+        },
         BaseTy::Bool | BaseTy::SymBool => ValueTy::copy(quote!(bool)),
         BaseTy::Str => ValueTy {
             param: quote!(&str),
             owned: quote!(__ag::String),
             to_owned: Conversion::Str,
             savable: true,
+            into: false,
         },
         BaseTy::ScalarType => ValueTy::copy(quote!(#krate::types::ScalarType)),
         BaseTy::Layout => ValueTy::copy(quote!(#krate::types::Layout)),
@@ -146,6 +155,7 @@ fn base_value(b: BaseTy, map: &TypeMap) -> Option<ValueTy> {
             owned: quote!(()),
             to_owned: Conversion::Copy,
             savable: false,
+            into: false,
         },
         _ => return None,
     })
@@ -166,7 +176,12 @@ pub fn rust_ty(t: &Type, krate: &TypeMap) -> Result<RustTy, String> {
             let Type::Base(b) = &**elem else {
                 return Err(unsupported());
             };
-            let inner = base_value(*b, krate).ok_or_else(unsupported)?;
+            // `Scalar[]` is `&[f64]` (the formulas' `float[]`), whatever one `Scalar` is.
+            let scalar_list = *b == BaseTy::Scalar && !krate.overrides.iter().any(|o| o.0 == *b);
+            let inner = match scalar_list {
+                true => ValueTy::copy(quote!(f64)),
+                false => base_value(*b, krate).ok_or_else(unsupported)?,
+            };
             if inner.to_owned != Conversion::Copy || !inner.savable {
                 return Err(unsupported());
             }
@@ -181,6 +196,7 @@ pub fn rust_ty(t: &Type, krate: &TypeMap) -> Result<RustTy, String> {
                     owned: quote!(__ag::Vec<#p>),
                     to_owned: Conversion::Slice,
                     savable: true,
+                    into: false,
                 }),
             }
         }
@@ -197,6 +213,7 @@ pub fn rust_ty(t: &Type, krate: &TypeMap) -> Result<RustTy, String> {
                         _ => return Err(unsupported()),
                     },
                     savable: v.savable,
+                    into: false,
                 })
             }
             _ => return Err(unsupported()),

@@ -15,7 +15,8 @@ pub(crate) fn wrapper(
     node: Option<&NodePlan<'_>>,
     s: &Settings,
 ) -> (TokenStream, Option<TokenStream>) {
-    let params: Vec<TokenStream> = p.params.iter().map(wrapper_param).collect();
+    let params: Vec<TokenStream> = p.params.iter().map(|q| wrapper_param(q, false)).collect();
+    let public: Vec<TokenStream> = p.params.iter().map(|q| wrapper_param(q, true)).collect();
     let (ret, body) = match (&p.composite, p.kind) {
         (Some(k), _) => composite_body(p, k, s),
         (None, SchemaKind::Inplace) => inplace_body(p, node, s),
@@ -26,17 +27,25 @@ pub(crate) fn wrapper(
     let fw = super::forward::function(p, &params, s);
     let body = quote!(#fw #checks #body);
     let body = super::view::view_body(p, &params, &ret, body, s);
+    let intos = p.params.iter().filter_map(|q| match &q.ty {
+        RustTy::Value(v) if v.into => {
+            let (n, t) = (&q.ident, &v.param);
+            Some(quote!(let #n: #t = __ag::Into::into(#n);))
+        }
+        _ => None,
+    });
+    let body = quote!(#(#intos)* #body);
     let name = &p.name;
     let doc = format!("Differentiable `{}`.", p.entry);
     let wrapper = quote! {
         #[doc = #doc]
         #[allow(clippy::all, unused_mut, non_snake_case)]
-        pub fn #name<T: Backend>(#(#params),*) -> #ret {
+        pub fn #name<T: Backend>(#(#public),*) -> #ret {
             #body
         }
     };
     let method = p.method.then(|| {
-        let rest = &params[1..];
+        let rest = &public[1..];
         let names = p.params[1..].iter().map(|q| &q.ident);
         quote!(#[doc = #doc] #[allow(clippy::too_many_arguments)] fn #name(&self, #(#rest),*) -> #ret {
             #name::<T>(__ag::Borrow::borrow(self), #(#names),*)
@@ -79,13 +88,18 @@ fn composite_body(
     (ret, quote!(#helpers::#kernel(#(#names),*)))
 }
 
-fn wrapper_param(q: &super::plan::Param<'_>) -> TokenStream {
+/// A wrapper's parameter; `public`: as the signature has it (`impl Into<Scalar>`).
+fn wrapper_param(q: &super::plan::Param<'_>, public: bool) -> TokenStream {
     let n = &q.ident;
     match &q.ty {
         RustTy::Tensor => quote!(#n: &__ag::Variable<T>),
         RustTy::OptTensor => quote!(#n: __ag::Option<&__ag::Variable<T>>),
         RustTy::TensorList => quote!(#n: &[__ag::Variable<T>]),
         RustTy::OptTensorList => quote!(#n: &[__ag::Option<__ag::Variable<T>>]),
+        RustTy::Value(v) if public && v.into => {
+            let t = &v.param;
+            quote!(#n: impl __ag::Into<#t>)
+        }
         RustTy::Value(v) => {
             let t = &v.param;
             quote!(#n: #t)

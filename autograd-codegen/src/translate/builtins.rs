@@ -179,6 +179,7 @@ impl Lowerer<'_> {
             vars: self.vars.clone(),
             fallible: self.fallible,
             by_ref: self.by_ref.clone(),
+            scalar_number: self.scalar_number,
         };
         inner.vars.insert(pname.clone(), from_cpp(pty));
         let b = inner.lower(body)?;
@@ -209,7 +210,9 @@ impl Lowerer<'_> {
         }
         if IDENTITY.contains(&name) && args.is_empty() {
             return Ok(match r.ty {
-                Ty::Scalar => Val::new(r.code, Ty::Float),
+                Ty::Scalar if name.starts_with("to") => {
+                    Val::new(self.scalar_value(&r.code), Ty::Float)
+                }
                 _ => r,
             });
         }

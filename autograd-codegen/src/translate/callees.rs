@@ -127,11 +127,20 @@ fn helper_callee(d: &Decl) -> Callee {
 /// An operator's C++ overloads: one, or two for a function with tensor options (grouped as
 /// `TensorOptions options`, and the four optionals one by one).
 fn op_callees(f: &NativeFunction) -> Vec<Callee> {
-    let param = |arg: &Argument| CParam {
-        name: arg.name.clone(),
-        ty: from_schema(&arg.ty),
-        default: arg.default.as_deref().map(|d| rust_default(arg, d)),
-        cpp_default: None,
+    // A Scalar's default (`1`, `0.01`) is lowered as C++ text: an integer stays an integer.
+    let param = |arg: &Argument| {
+        let ty = from_schema(&arg.ty);
+        let scalar = matches!(&ty, Ty::Scalar) || matches!(&ty, Ty::Opt(t) if **t == Ty::Scalar);
+        CParam {
+            name: arg.name.clone(),
+            default: arg
+                .default
+                .as_deref()
+                .filter(|_| !scalar)
+                .map(|d| rust_default(arg, d)),
+            cpp_default: arg.default.clone().filter(|_| scalar),
+            ty,
+        }
     };
     let grouped = cpp_arguments(&f.func)
         .iter()

@@ -39,7 +39,7 @@ impl Lowerer<'_> {
             (Ty::Int, Ty::Int) | (Ty::Float, Ty::Float) | (Ty::Bool, Ty::Bool) => (0, c.clone()),
             (Ty::Scalar, Ty::Scalar) => (0, c.clone()),
             (Ty::Int, Ty::Float) => (1, as_f64(c)),
-            (Ty::Int | Ty::Float | Ty::Bool, Ty::Scalar) => (2, scalar_of(v)),
+            (Ty::Int | Ty::Float | Ty::Bool, Ty::Scalar) => (2, self.scalar_of(v)),
             (Ty::Bool, Ty::Int) => (1, format!("i64::from({c})")),
             (Ty::Float, Ty::Int) => (4, format!("({c}) as i64")),
             (Ty::Int, Ty::Bool) => (4, format!("({c} != 0)")),
@@ -54,11 +54,34 @@ impl Lowerer<'_> {
         })
     }
 
+    /// A number passed to a `Scalar` parameter: `autograd::types::Scalar` keeps whether it is
+    /// a boolean, an integer or a float, as a C++ `Scalar` does; a plain-number Scalar (the
+    /// macro's `types = { Scalar = f64 }`) is the number as an `f64`.
+    fn scalar_of(&self, v: &Val) -> String {
+        let c = super::lower::bare(&v.code);
+        match (self.scalar_number, &v.ty) {
+            (true, _) => f64_of(v),
+            (false, Ty::Int) => format!("__ag::types::Scalar::Int({c})"),
+            (false, Ty::Bool) => format!("__ag::types::Scalar::Bool({c})"),
+            (false, Ty::Float) => format!("__ag::types::Scalar::Float({c})"),
+            _ => v.code.clone(),
+        }
+    }
+
+    /// A `Scalar` read as a C++ `double`.
+    pub(super) fn scalar_value(&self, code: &str) -> String {
+        match self.scalar_number {
+            true => code.to_string(),
+            false => format!("__ag::types::Scalar::to_f64({code})"),
+        }
+    }
+
     /// A template parameter (`const T&`) binds a tensor by reference, anything else by value.
     fn coerce_generic(&self, v: &Val) -> Option<(u32, String)> {
         Some(match &v.ty {
             Ty::Tensor => (0, format!("&{}", v.code)),
-            Ty::Int | Ty::Float | Ty::Scalar | Ty::Bool => (0, scalar_of(v)),
+            Ty::Scalar => (0, self.scalar_value(&v.code)),
+            Ty::Int | Ty::Float | Ty::Bool => (0, f64_of(v)),
             _ => (0, v.owned()),
         })
     }
@@ -83,7 +106,13 @@ impl Lowerer<'_> {
                 }
             }
             Ty::FloatList if all(&|t| t.is_number()) => {
-                let codes: Vec<String> = elems.iter().map(scalar_of).collect();
+                let codes: Vec<String> = elems
+                    .iter()
+                    .map(|e| match e.ty {
+                        Ty::Scalar => self.scalar_value(&e.code),
+                        _ => f64_of(e),
+                    })
+                    .collect();
                 (1, format!("&[{}]", codes.join(", ")))
             }
             Ty::BoolArray(n) if all(&|t| *t == Ty::Bool) && (*n == 0 || *n == elems.len()) => {
@@ -113,8 +142,9 @@ impl Lowerer<'_> {
     }
 }
 
-/// A number as a `Scalar` (`f64`): integer literals get `.0`, other integers a cast.
-pub(super) fn scalar_of(v: &Val) -> String {
+/// A number as an `f64` (a `float[]` element, or what a template parameter binds): integer
+/// literals get `.0`, other integers a cast.
+pub(super) fn f64_of(v: &Val) -> String {
     match v.ty {
         Ty::Int => as_f64(&v.code),
         Ty::Bool => format!("f64::from(u8::from({}))", v.code),

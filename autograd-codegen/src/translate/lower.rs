@@ -81,6 +81,8 @@ pub struct Lowerer<'a> {
     pub fallible: bool,
     /// Optional tensors bound by reference (`Option<&Variable<T>>`).
     pub by_ref: Vec<String>,
+    /// `Scalar` is a plain number (`f64`), not `autograd::types::Scalar`.
+    pub scalar_number: bool,
 }
 
 /// An argument code wrapped for a `&[T]` parameter: `&x[..]`.
@@ -347,6 +349,7 @@ impl Lowerer<'_> {
             Ty::Int
         };
         let conv = |v: &Val| match (&v.ty, &ty) {
+            (Ty::Scalar, _) => self.scalar_value(&v.code),
             (Ty::Int | Ty::Bool, Ty::Float) => as_f64(&v.code),
             (Ty::Bool, Ty::Int) => format!("i64::from({})", v.code),
             _ => v.code.clone(),

@@ -105,7 +105,7 @@ pub fn translate_formula(
     schema: &FunctionSchema,
     f: &FormulaEntry,
     callees: &Callees,
-    fallible: bool,
+    cpp: &CppFormulas,
 ) -> Result<String, LowerError> {
     let text = f.formula.trim();
     if KEYWORDS.contains(&text) {
@@ -129,7 +129,8 @@ pub fn translate_formula(
     let lw = Lowerer {
         callees,
         vars: formula_vars(schema, forward),
-        fallible,
+        fallible: cpp.fallible,
+        scalar_number: cpp.scalar_number,
         by_ref,
     };
     let v = lw.lower(&expr)?;
@@ -141,7 +142,7 @@ pub fn translate_formula(
 pub fn translate_entries(
     entries: &[DerivativeEntry],
     callees: &Callees,
-    fallible: bool,
+    cpp: &CppFormulas,
 ) -> Vec<Translation> {
     let mut out = Vec::new();
     for e in entries {
@@ -149,7 +150,7 @@ pub fn translate_entries(
         for d in &e.dispatch {
             for f in &d.formulas {
                 let rust = match &schema {
-                    Ok(s) => translate_formula(s, f, callees, fallible),
+                    Ok(s) => translate_formula(s, f, callees, cpp),
                     Err(err) => Err(LowerError {
                         offset: 0,
                         message: format!("the entry's schema does not parse: {}", err.0),
@@ -175,6 +176,9 @@ pub struct CppFormulas {
     pub header: Option<(String, String)>,
     /// `?` after every call: the backend's kernels and the helpers return `Result`.
     pub fallible: bool,
+    /// `Scalar` is a plain number (the macro's `types = { Scalar = f64 }`), not
+    /// `autograd::types::Scalar`.
+    pub scalar_number: bool,
 }
 
 /// The helper declarations of `cpp`'s header; an unreadable declaration is an error at its
@@ -210,7 +214,7 @@ pub fn translate_in_place(
             continue; // reported by the analysis
         };
         for f in e.dispatch.iter_mut().flat_map(|d| d.formulas.iter_mut()) {
-            match translate_formula(&schema, f, &callees, cpp.fallible) {
+            match translate_formula(&schema, f, &callees, cpp) {
                 Ok(rust) => f.formula = rust,
                 Err(err) => {
                     let mut loc = f.formula_loc.clone();
@@ -249,10 +253,11 @@ pub fn translate_sources(
     let cpp = CppFormulas {
         header: header.cloned(),
         fallible,
+        scalar_number: false,
     };
     let decls = header_decls(&cpp, &mut cx);
     let callees = Callees::new(&fns, &decls);
-    cx.check(translate_entries(&entries, &callees, fallible))
+    cx.check(translate_entries(&entries, &callees, &cpp))
 }
 
 #[cfg(test)]

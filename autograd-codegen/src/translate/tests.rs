@@ -45,6 +45,11 @@ std::tuple<Tensor, Tensor> two(const Tensor& grad, std::array<bool, 2> mask, int
 ";
 
 fn tr(schema: &str, key: &str, formula: &str) -> Result<String, String> {
+    tr_with(schema, key, formula, false)
+}
+
+/// `tr` with `Scalar` a plain number (`scalar_number`) or `autograd::types::Scalar`.
+fn tr_with(schema: &str, key: &str, formula: &str, scalar_number: bool) -> Result<String, String> {
     let mut cx = Ctxt::new();
     let fns = parse_native_functions(&Arc::from("n.yaml"), NATIVE, &Default::default(), &mut cx);
     cx.check(()).unwrap();
@@ -63,7 +68,12 @@ fn tr(schema: &str, key: &str, formula: &str) -> Result<String, String> {
         loc: loc.clone(),
         formula_loc: loc,
     };
-    translate_formula(&s, &f, &callees, true).map_err(|e| format!("{}: {}", e.offset, e.message))
+    let cpp = super::CppFormulas {
+        fallible: true,
+        scalar_number,
+        ..Default::default()
+    };
+    translate_formula(&s, &f, &callees, &cpp).map_err(|e| format!("{}: {}", e.offset, e.message))
 }
 
 const MUL: &str = "mul.Tensor(Tensor self, Tensor other) -> Tensor";
@@ -76,21 +86,21 @@ fn operators_resolve_as_tensor_methods() {
     );
     assert_eq!(
         tr(MUL, "self", "grad * 2").unwrap(),
-        "mul_scalar(&grad, 2.0)?"
+        "mul_scalar(&grad, __ag::types::Scalar::Int(2))?"
     );
     assert_eq!(
         tr(MUL, "self", "2 * grad").unwrap(),
-        "mul_scalar(&grad, 2.0)?"
+        "mul_scalar(&grad, __ag::types::Scalar::Int(2))?"
     );
     assert_eq!(tr(MUL, "self", "-grad").unwrap(), "neg(&grad)?");
     assert_eq!(
         tr(MUL, "self", "grad + other").unwrap(),
-        "add_tensor(&grad, &other, 1.0)?",
+        "add_tensor(&grad, &other, __ag::types::Scalar::Int(1))?",
         "the default alpha is filled in"
     );
     assert_eq!(
         tr(MUL, "self", "1 - grad").unwrap(),
-        "sub_tensor(&full_like(&grad, 1.0, None, None, None, None, None)?, &grad, 1.0)?",
+        "sub_tensor(&full_like(&grad, __ag::types::Scalar::Int(1), None, None, None, None, None)?, &grad, __ag::types::Scalar::Int(1))?",
         "scalar - tensor is computed as ATen's operator does"
     );
 }
@@ -99,7 +109,7 @@ fn operators_resolve_as_tensor_methods() {
 fn forward_formulas_see_primals_and_tangents() {
     assert_eq!(
         tr(MUL, "result", "other_t * self_p + self_t * other_p").unwrap(),
-        "add_tensor(&mul_tensor(&other_t, &self_p)?, &mul_tensor(&self_t, &other_p)?, 1.0)?"
+        "add_tensor(&mul_tensor(&other_t, &self_p)?, &mul_tensor(&self_t, &other_p)?, __ag::types::Scalar::Int(1))?"
     );
 }
 
@@ -117,7 +127,7 @@ fn helpers_methods_and_builtins() {
     );
     assert_eq!(
         tr(s, "self", "maybe_multiply(grad.conj(), 2)").unwrap(),
-        "maybe_multiply(&grad, 2.0)?"
+        "maybe_multiply(&grad, __ag::types::Scalar::Int(2))?"
     );
     // Real dtypes: a tensor is never complex (PyTorch's acosh formula branches on it).
     let c = tr(s, "self", "self.is_complex() ? grad.conj() : grad").unwrap();
@@ -166,4 +176,44 @@ fn errors_are_located_and_name_the_construct() {
     );
     let e = tr(MUL, "self", "grad * (other").unwrap_err();
     assert!(e.starts_with("13: expected `)`"), "{e}");
+}
+
+/// A C++ number passed as a `Scalar` stays what it is (`2` an integer, `0.5` and `2.0`
+/// floats), as a `c10::Scalar`; with `types = { Scalar = f64 }` it is an `f64`.
+#[test]
+fn scalars_keep_their_kind() {
+    let scalar = "mul.Scalar(Tensor self, Scalar other) -> Tensor";
+    let cases = [
+        (
+            "grad * 0.5",
+            "mul_scalar(&grad, __ag::types::Scalar::Float(0.5))?",
+        ),
+        (
+            "grad * 2.0",
+            "mul_scalar(&grad, __ag::types::Scalar::Float(2.0))?",
+        ),
+        ("grad * other.conj()", "mul_scalar(&grad, other)?"),
+        (
+            "grad * (other.toDouble() + 1)",
+            "mul_scalar(&grad, __ag::types::Scalar::Float(__ag::types::Scalar::to_f64(other) + 1.0))?",
+        ),
+    ];
+    for (formula, rust) in cases {
+        assert_eq!(tr(scalar, "self", formula).unwrap(), rust, "{formula}");
+    }
+    let plain = [
+        ("grad * 2", "mul_scalar(&grad, 2.0)?"),
+        (
+            "grad * (other.toDouble() + 1)",
+            "mul_scalar(&grad, other + 1.0)?",
+        ),
+        ("grad + grad", "add_tensor(&grad, &grad, 1.0)?"),
+    ];
+    for (formula, rust) in plain {
+        assert_eq!(
+            tr_with(scalar, "self", formula, true).unwrap(),
+            rust,
+            "{formula}"
+        );
+    }
 }

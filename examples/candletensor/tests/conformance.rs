@@ -96,9 +96,9 @@ fn integers_beyond_f64_stay_exact_through_moves() {
     assert_eq!(got(&g), vec![BIG, BIG, 8, 7]);
     let c = cat(&[s, ints(vec![1], &[1])], 0).unwrap();
     assert_eq!(got(&c), vec![-BIG, BIG, BIG, 1]);
-    let d = add_tensor(&c, &ints(vec![1, 1, -1, 0], &[4]), 2.0).unwrap();
+    let d = add_tensor(&c, &ints(vec![1, 1, -1, 0], &[4]), 2).unwrap();
     assert_eq!(got(&d), vec![-BIG + 2, BIG + 2, BIG - 2, 1]);
-    let p = mul_scalar(&ints(vec![BIG / 4], &[1]), 2.0).unwrap();
+    let p = mul_scalar(&ints(vec![BIG / 4], &[1]), 2).unwrap();
     assert_eq!(got(&p), vec![BIG / 4 * 2]);
     assert_eq!(
         got(&sum(&ints(vec![BIG, 1], &[2]), None).unwrap()),
@@ -107,7 +107,7 @@ fn integers_beyond_f64_stay_exact_through_moves() {
     // An in-place write through a view reaches the base exactly.
     let base = ints(vec![1, 2, 3, BIG], &[2, 2]);
     let v = select_int(&base, 0, 1).unwrap();
-    add_tensor_(&v, &ints(vec![10, 10], &[2]), 1.0).unwrap();
+    add_tensor_(&v, &ints(vec![10, 10], &[2]), 1).unwrap();
     assert_eq!(got(&base), vec![1, 2, 13, BIG + 10]);
     let m = gt_scalar(&c, 0.0).unwrap();
     assert_eq!(autograd::runtime::Tensor::dtype(&m.data()), "bool");

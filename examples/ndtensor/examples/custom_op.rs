@@ -85,7 +85,7 @@ impl<E: Element> Node<NdTensor<E>> for ClipGradBackward {
     ) -> Result<VariableList<NdTensor<E>>, AutogradError> {
         let g = grads[0]
             .as_ref()
-            .map(|g| clamp(g, Some(-self.max), Some(self.max)))
+            .map(|g| clamp(g, Some((-self.max).into()), Some(self.max.into())))
             .transpose()?;
         Ok(variable_list![g])
     }

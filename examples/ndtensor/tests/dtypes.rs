@@ -30,13 +30,13 @@ fn integers_beyond_f64_stay_exact_through_moves_and_integer_arithmetic() {
     let c = cat(&[s.clone(), ints(vec![1], &[1])], 0).unwrap();
     assert_eq!(c.data().to_i64_vec().unwrap(), vec![-BIG, BIG, BIG, 1]);
     // i64 arithmetic is i64 arithmetic, not f64's.
-    let d = add_tensor(&s, &ints(vec![1, 1, -1], &[3]), 2.0).unwrap();
+    let d = add_tensor(&s, &ints(vec![1, 1, -1], &[3]), 2).unwrap();
     assert_eq!(d.data().dtype(), "i64");
     assert_eq!(
         d.data().to_i64_vec().unwrap(),
         vec![-BIG + 2, BIG + 2, BIG - 2]
     );
-    let m = mul_scalar(&ints(vec![BIG / 4], &[1]), 2.0).unwrap();
+    let m = mul_scalar(&ints(vec![BIG / 4], &[1]), 2).unwrap();
     assert_eq!(m.data().to_i64_vec().unwrap(), vec![BIG / 4 * 2]);
     let e = eq_scalar(&ints(vec![BIG, 5], &[2]), 5.0).unwrap();
     assert_eq!(e.data().to_bool_vec().unwrap(), vec![false, true]);
@@ -121,7 +121,7 @@ fn in_place_ops_keep_the_destinations_dtype() {
         "result type Double can't be cast to the desired output type Long"
     );
     let i = ints(vec![1, 2, 3], &[3]);
-    add_tensor_(&i, &ints(vec![5, 5, 5], &[3]), 1.0).unwrap();
+    add_tensor_(&i, &ints(vec![5, 5, 5], &[3]), 1).unwrap();
     assert_eq!(i.data().to_i64_vec().unwrap(), vec![6, 7, 8]);
     let f = Var::from_data(NdTensor::<f64>::from_vec(vec![0.5, 0.5, 0.5], &[3]));
     mul_tensor_(&f, &ints(vec![2, 0, 1], &[3])).unwrap();
@@ -133,10 +133,52 @@ fn in_place_ops_keep_the_destinations_dtype() {
 fn in_place_ops_on_views_of_integer_tensors_reach_the_base() {
     let base = ints(vec![1, 2, 3, BIG], &[2, 2]);
     let v = select_int(&base, 0, 1).unwrap();
-    add_tensor_(&v, &ints(vec![10, 10], &[2]), 1.0).unwrap();
+    add_tensor_(&v, &ints(vec![10, 10], &[2]), 1).unwrap();
     assert_eq!(base.data().to_i64_vec().unwrap(), vec![1, 2, 13, BIG + 10]);
     let m = Var::from_data(NdTensor::<f64>::from_bool(vec![true, false, true], &[3]));
     let t = narrow(&m, 0, 1, 2).unwrap();
     fill_scalar_(&t, 1.0).unwrap();
     assert_eq!(m.data().to_bool_vec().unwrap(), vec![true, true, true]);
+}
+
+/// A Scalar is an integer, a float or a boolean, as in PyTorch: `i64 + 2` stays `i64`,
+/// `i64 + 2.0` is a float tensor (the library's float, PyTorch's default dtype), a boolean
+/// plus `true` stays boolean, and a float `alpha` for integers is PyTorch's error.
+#[test]
+fn scalars_promote_by_their_kind() {
+    let i = ints(vec![1, 2, 3], &[3]);
+    let r = add_scalar(&i, 2, 1).unwrap();
+    assert_eq!(r.data().dtype(), "i64");
+    assert_eq!(r.data().to_i64_vec().unwrap(), vec![3, 4, 5]);
+    let r = add_scalar(&i, 2.0, 1).unwrap();
+    assert_eq!(r.data().dtype(), "f64");
+    assert_eq!(r.data().to_vec(), vec![3.0, 4.0, 5.0]);
+    assert_eq!(
+        mul_scalar(&i, 2.5).unwrap().data().to_vec(),
+        vec![2.5, 5.0, 7.5]
+    );
+    assert_eq!(mul_scalar(&i, true).unwrap().data().dtype(), "i64");
+    let b = Var::from_data(NdTensor::<f64>::from_bool(vec![true, false], &[2]));
+    let r = add_scalar(&b, true, 1).unwrap();
+    assert_eq!(r.data().dtype(), "bool");
+    assert_eq!(add_scalar(&b, 1, 1).unwrap().data().dtype(), "i64");
+    assert_eq!(mul_scalar(&b, false).unwrap().data().dtype(), "bool");
+    assert_eq!(
+        add_scalar(&i, 1, 2.0).unwrap_err().to_string(),
+        "For integral input tensors, argument alpha must not be a floating point number."
+    );
+    assert_eq!(
+        add_tensor(&i, &i, true).unwrap_err().to_string(),
+        "Boolean alpha only supported for Boolean results."
+    );
+    let c = clamp(&i, Some((-1.0).into()), None).unwrap();
+    assert_eq!(c.data().dtype(), "f64");
+    // In place, the float result cannot go into an integer tensor (this library's float
+    // is `f64`: PyTorch names it Double).
+    assert_eq!(
+        add_scalar_(&ints(vec![1], &[1]), 2.0, 1)
+            .unwrap_err()
+            .to_string(),
+        "result type Double can't be cast to the desired output type Long"
+    );
 }

@@ -123,7 +123,7 @@ impl<E: Element, const F: u8> Backend for Faulty<E, F> {
     fn mul_tensor(self_: &Self, other: &Self) -> R<Self> {
         <NdTensor<E> as Backend>::mul_tensor(&self_.0, &other.0).map(Faulty)
     }
-    fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
+    fn add_tensor(self_: &Self, other: &Self, alpha: autograd::types::Scalar) -> R<Self> {
         <NdTensor<E> as Backend>::add_tensor(&self_.0, &other.0, alpha).map(Faulty)
     }
     fn sum_dim_intlist(

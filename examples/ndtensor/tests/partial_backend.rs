@@ -100,7 +100,7 @@ impl Backend for Part {
     fn mul_tensor(self_: &Self, other: &Self) -> R<Self> {
         <N as Backend>::mul_tensor(&self_.0, &other.0).map(Part)
     }
-    fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
+    fn add_tensor(self_: &Self, other: &Self, alpha: autograd::types::Scalar) -> R<Self> {
         <N as Backend>::add_tensor(&self_.0, &other.0, alpha).map(Part)
     }
     fn exp(self_: &Self) -> R<Self> {

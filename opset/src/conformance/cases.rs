@@ -4,6 +4,7 @@
 use super::*;
 use crate::ops::*;
 use autograd::runtime::Variable;
+use autograd::types::Scalar;
 
 /// A case's function of its inputs.
 pub type F<B> = Box<dyn Fn(&[Variable<B>]) -> Variable<B>>;
@@ -222,13 +223,13 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
         "clamp",
         "min and max",
         vec![avoid(&r.u(&s2, -2.0, 2.0), &[-0.5, 0.8], 0.05)],
-        |x| clamp(&x[0], Some(-0.5), Some(0.8)).unwrap(),
+        |x| clamp(&x[0], Some(Scalar::Float(-0.5)), Some(Scalar::Float(0.8))).unwrap(),
     ));
     cs.push(case(
         "clamp",
         "min only",
         vec![avoid(&r.t(&s2), &[0.1], 0.05)],
-        |x| clamp(&x[0], Some(0.1), None).unwrap(),
+        |x| clamp(&x[0], Some(Scalar::Float(0.1)), None).unwrap(),
     ));
     {
         // Built from values, not with an op: the case list must not need a kernel.

@@ -5,6 +5,7 @@ use super::ConformanceTensor;
 use crate::ops::*;
 use autograd::runtime::AutogradError;
 use autograd::runtime::Variable;
+use autograd::types::Scalar;
 use serde_json::{Map, Value};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -18,6 +19,16 @@ pub fn num(v: &Value) -> f64 {
         Value::String(s) if s == "-inf" => f64::NEG_INFINITY,
         Value::String(s) if s == "nan" => f64::NAN,
         v => panic!("not a number: {v}"),
+    }
+}
+
+/// A JSON number or boolean as the `Scalar` it was in the Python program (`2` an `int`,
+/// `2.0` a `float`).
+pub fn scalar(v: &Value) -> Scalar {
+    match v {
+        Value::Bool(b) => Scalar::Bool(*b),
+        Value::Number(n) if n.is_i64() => Scalar::Int(n.as_i64().unwrap_or_default()),
+        v => Scalar::Float(num(v)),
     }
 }
 
@@ -73,10 +84,14 @@ impl<B: ConformanceTensor> Args<'_, B> {
     pub fn f(&self, k: &str) -> R<f64> {
         Ok(num(self.get(k)?))
     }
-    pub fn of(&self, k: &str) -> R<Option<f64>> {
+    /// A `Scalar` as the program wrote it: a Python `int`, `float` or `bool`.
+    pub fn sc(&self, k: &str) -> R<Scalar> {
+        Ok(scalar(self.get(k)?))
+    }
+    pub fn osc(&self, k: &str) -> R<Option<Scalar>> {
         match self.a.get(k) {
             None | Some(Value::Null) => Ok(None),
-            Some(v) => Ok(Some(num(v))),
+            Some(v) => Ok(Some(scalar(v))),
         }
     }
     pub fn i(&self, k: &str) -> R<i64> {
@@ -159,39 +174,39 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         r.map(|(x, y)| vec![x, y]).map_err(|e| e.to_string())
     };
     match op {
-        "add.Tensor" => one(add_tensor(&a.t("self")?, &a.t("other")?, a.f("alpha")?)),
-        "add_.Tensor" => ip(add_tensor_(&a.t("self")?, &a.t("other")?, a.f("alpha")?)),
+        "add.Tensor" => one(add_tensor(&a.t("self")?, &a.t("other")?, a.sc("alpha")?)),
+        "add_.Tensor" => ip(add_tensor_(&a.t("self")?, &a.t("other")?, a.sc("alpha")?)),
         "add.out" => ip(add_out(
             &a.t("self")?,
             &a.t("other")?,
-            a.f("alpha")?,
+            a.sc("alpha")?,
             &a.t("out")?,
         )),
-        "add.Scalar" => one(add_scalar(&a.t("self")?, a.f("other")?, a.f("alpha")?)),
-        "add_.Scalar" => ip(add_scalar_(&a.t("self")?, a.f("other")?, a.f("alpha")?)),
-        "sub.Tensor" => one(sub_tensor(&a.t("self")?, &a.t("other")?, a.f("alpha")?)),
-        "sub_.Tensor" => ip(sub_tensor_(&a.t("self")?, &a.t("other")?, a.f("alpha")?)),
+        "add.Scalar" => one(add_scalar(&a.t("self")?, a.sc("other")?, a.sc("alpha")?)),
+        "add_.Scalar" => ip(add_scalar_(&a.t("self")?, a.sc("other")?, a.sc("alpha")?)),
+        "sub.Tensor" => one(sub_tensor(&a.t("self")?, &a.t("other")?, a.sc("alpha")?)),
+        "sub_.Tensor" => ip(sub_tensor_(&a.t("self")?, &a.t("other")?, a.sc("alpha")?)),
         "sub.out" => ip(sub_out(
             &a.t("self")?,
             &a.t("other")?,
-            a.f("alpha")?,
+            a.sc("alpha")?,
             &a.t("out")?,
         )),
-        "sub.Scalar" => one(sub_scalar(&a.t("self")?, a.f("other")?, a.f("alpha")?)),
-        "sub_.Scalar" => ip(sub_scalar_(&a.t("self")?, a.f("other")?, a.f("alpha")?)),
+        "sub.Scalar" => one(sub_scalar(&a.t("self")?, a.sc("other")?, a.sc("alpha")?)),
+        "sub_.Scalar" => ip(sub_scalar_(&a.t("self")?, a.sc("other")?, a.sc("alpha")?)),
         "abs_" => ip(abs_(&a.t("self")?)),
-        "pow_.Scalar" => ip(pow_scalar_(&a.t("self")?, a.f("exponent")?)),
-        "leaky_relu_" => ip(leaky_relu_(&a.t("self")?, a.f("negative_slope")?)),
+        "pow_.Scalar" => ip(pow_scalar_(&a.t("self")?, a.sc("exponent")?)),
+        "leaky_relu_" => ip(leaky_relu_(&a.t("self")?, a.sc("negative_slope")?)),
         "mul.Tensor" => one(mul_tensor(&a.t("self")?, &a.t("other")?)),
         "mul_.Tensor" => ip(mul_tensor_(&a.t("self")?, &a.t("other")?)),
         "mul.out" => ip(mul_out(&a.t("self")?, &a.t("other")?, &a.t("out")?)),
-        "mul.Scalar" => one(mul_scalar(&a.t("self")?, a.f("other")?)),
-        "mul_.Scalar" => ip(mul_scalar_(&a.t("self")?, a.f("other")?)),
+        "mul.Scalar" => one(mul_scalar(&a.t("self")?, a.sc("other")?)),
+        "mul_.Scalar" => ip(mul_scalar_(&a.t("self")?, a.sc("other")?)),
         "div.Tensor" => one(div_tensor(&a.t("self")?, &a.t("other")?)),
         "div_.Tensor" => ip(div_tensor_(&a.t("self")?, &a.t("other")?)),
         "div.out" => ip(div_out(&a.t("self")?, &a.t("other")?, &a.t("out")?)),
-        "div.Scalar" => one(div_scalar(&a.t("self")?, a.f("other")?)),
-        "div_.Scalar" => ip(div_scalar_(&a.t("self")?, a.f("other")?)),
+        "div.Scalar" => one(div_scalar(&a.t("self")?, a.sc("other")?)),
+        "div_.Scalar" => ip(div_scalar_(&a.t("self")?, a.sc("other")?)),
         "neg" => one(neg(&a.t("self")?)),
         "neg_" => ip(neg_(&a.t("self")?)),
         "neg.out" => ip(neg_out(&a.t("self")?, &a.t("out")?)),
@@ -203,7 +218,7 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "sqrt" => one(sqrt(&a.t("self")?)),
         "sqrt_" => ip(sqrt_(&a.t("self")?)),
         "rsqrt" => one(rsqrt(&a.t("self")?)),
-        "pow.Tensor_Scalar" => one(pow_tensor_scalar(&a.t("self")?, a.f("exponent")?)),
+        "pow.Tensor_Scalar" => one(pow_tensor_scalar(&a.t("self")?, a.sc("exponent")?)),
         "pow.Tensor_Tensor" => one(pow_tensor_tensor(&a.t("self")?, &a.t("exponent")?)),
         "abs" => one(abs(&a.t("self")?)),
         "sign" => one(sign(&a.t("self")?)),
@@ -233,20 +248,20 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "sigmoid_" => ip(sigmoid_(&a.t("self")?)),
         "relu" => one(relu(&a.t("self")?)),
         "relu_" => ip(relu_(&a.t("self")?)),
-        "leaky_relu" => one(leaky_relu(&a.t("self")?, a.f("negative_slope")?)),
+        "leaky_relu" => one(leaky_relu(&a.t("self")?, a.sc("negative_slope")?)),
         "threshold_backward" => one(threshold_backward(
             &a.t("grad_output")?,
             &a.t("self")?,
-            a.f("threshold")?,
+            a.sc("threshold")?,
         )),
         "gelu" => one(gelu(&a.t("self")?, &a.s("approximate")?)),
         "gelu_" => ip(gelu_(&a.t("self")?, &a.s("approximate")?)),
-        "clamp" => one(clamp(&a.t("self")?, a.of("min")?, a.of("max")?)),
-        "clamp_" => ip(clamp_(&a.t("self")?, a.of("min")?, a.of("max")?)),
+        "clamp" => one(clamp(&a.t("self")?, a.osc("min")?, a.osc("max")?)),
+        "clamp_" => ip(clamp_(&a.t("self")?, a.osc("min")?, a.osc("max")?)),
         "clamp.out" => ip(clamp_out(
             &a.t("self")?,
-            a.of("min")?,
-            a.of("max")?,
+            a.osc("min")?,
+            a.osc("max")?,
             &a.t("out")?,
         )),
         "where.self" => one(where_self(
@@ -257,17 +272,17 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "maximum" => one(maximum(&a.t("self")?, &a.t("other")?)),
         "minimum" => one(minimum(&a.t("self")?, &a.t("other")?)),
         "eq.Tensor" => one(eq_tensor(&a.t("self")?, &a.t("other")?)),
-        "eq.Scalar" => one(eq_scalar(&a.t("self")?, a.f("other")?)),
-        "ne.Scalar" => one(ne_scalar(&a.t("self")?, a.f("other")?)),
+        "eq.Scalar" => one(eq_scalar(&a.t("self")?, a.sc("other")?)),
+        "ne.Scalar" => one(ne_scalar(&a.t("self")?, a.sc("other")?)),
         "gt.Tensor" => one(gt_tensor(&a.t("self")?, &a.t("other")?)),
         "ge.Tensor" => one(ge_tensor(&a.t("self")?, &a.t("other")?)),
         "le.Tensor" => one(le_tensor(&a.t("self")?, &a.t("other")?)),
         "ne.Tensor" => one(ne_tensor(&a.t("self")?, &a.t("other")?)),
-        "gt.Scalar" => one(gt_scalar(&a.t("self")?, a.f("other")?)),
+        "gt.Scalar" => one(gt_scalar(&a.t("self")?, a.sc("other")?)),
         "lt.Tensor" => one(lt_tensor(&a.t("self")?, &a.t("other")?)),
-        "lt.Scalar" => one(lt_scalar(&a.t("self")?, a.f("other")?)),
-        "ge.Scalar" => one(ge_scalar(&a.t("self")?, a.f("other")?)),
-        "le.Scalar" => one(le_scalar(&a.t("self")?, a.f("other")?)),
+        "lt.Scalar" => one(lt_scalar(&a.t("self")?, a.sc("other")?)),
+        "ge.Scalar" => one(ge_scalar(&a.t("self")?, a.sc("other")?)),
+        "le.Scalar" => one(le_scalar(&a.t("self")?, a.sc("other")?)),
         "argmax" => one(argmax(&a.t("self")?, a.oi("dim")?, a.b("keepdim")?)),
         "new_zeros" => one(new_zeros(
             &a.t("self")?,
@@ -287,7 +302,7 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         )),
         "full_like" => one(full_like(
             &a.t("self")?,
-            a.f("fill_value")?,
+            a.sc("fill_value")?,
             a.dtype("dtype")?,
             None,
             None,
@@ -296,7 +311,7 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         )),
         "zero_" => ip(zero_(&a.t("self")?)),
         "zero" => one(zero(&a.t("self")?)),
-        "fill_.Scalar" => ip(fill_scalar_(&a.t("self")?, a.f("value")?)),
+        "fill_.Scalar" => ip(fill_scalar_(&a.t("self")?, a.sc("value")?)),
         "mm" => one(mm(&a.t("self")?, &a.t("mat2")?)),
         "mm.out" => ip(mm_out(&a.t("self")?, &a.t("mat2")?, &a.t("out")?)),
         "matmul" => one(matmul(&a.t("self")?, &a.t("other")?)),
@@ -389,7 +404,7 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
             a.i("dim")?,
             &a.t("index")?,
             &a.t("source")?,
-            a.f("alpha")?,
+            a.sc("alpha")?,
         )),
         "gather" => one(gather(
             &a.t("self")?,

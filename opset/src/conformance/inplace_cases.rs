@@ -4,6 +4,7 @@
 use super::*;
 use crate::ops::*;
 use autograd::runtime::Variable;
+use autograd::types::Scalar;
 
 /// An in-place op (or its functional twin) on `x` and the other inputs.
 pub type Op<B> = Box<dyn Fn(&Variable<B>, &[Variable<B>]) -> Variable<B>>;
@@ -159,8 +160,8 @@ pub fn inplace_cases<B: ConformanceTensor>() -> Vec<InplaceCase<B>> {
             "clamp_",
             r.away(&s),
             vec![],
-            |x, _| clamp_(x, Some(-0.5), Some(0.5)).unwrap(),
-            |x, _| clamp(x, Some(-0.5), Some(0.5)).unwrap(),
+            |x, _| clamp_(x, Some(Scalar::Float(-0.5)), Some(Scalar::Float(0.5))).unwrap(),
+            |x, _| clamp(x, Some(Scalar::Float(-0.5)), Some(Scalar::Float(0.5))).unwrap(),
         ),
         ic(
             "sub_.Scalar",

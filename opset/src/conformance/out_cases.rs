@@ -8,6 +8,7 @@ use super::runner::{Ctx, run_jobs};
 use super::*;
 use crate::ops::*;
 use autograd::runtime::{AutogradError, Variable};
+use autograd::types::Scalar;
 
 /// An out= function of the inputs, writing into the last argument.
 pub type OutOp<B> = Box<dyn Fn(&[Variable<B>], &Variable<B>) -> Result<Variable<B>, AutogradError>>;
@@ -92,8 +93,8 @@ pub fn out_cases<B: ConformanceTensor>() -> Vec<OutCase<B>> {
         oc(
             "clamp.out",
             vec![r.t(&s)],
-            |x, o| clamp_out(&x[0], Some(-0.2), None, o),
-            |x| clamp(&x[0], Some(-0.2), None).unwrap(),
+            |x, o| clamp_out(&x[0], Some(Scalar::Float(-0.2)), None, o),
+            |x| clamp(&x[0], Some(Scalar::Float(-0.2)), None).unwrap(),
         ),
         oc(
             "mm.out",

@@ -22,34 +22,54 @@ fn kinds_and_promotion() {
 
 #[test]
 fn scalars() {
-    assert_eq!(scalar_kind(Kind::Bool, 2.0), Kind::Int);
-    assert_eq!(scalar_kind(Kind::Int, 0.5), Kind::Float);
-    assert_eq!(scalar_kind(Kind::Float, 2.0), Kind::Float);
-    assert!(!integral(f64::INFINITY));
-    assert_eq!(converted_scalar(Kind::Int, -2.7), -2.0);
-    assert_eq!(converted_scalar(Kind::Bool, 0.1), 1.0);
-    assert_eq!(converted_scalar(Kind::Float, 0.1), 0.1);
-    assert_eq!(clamp_kind(Kind::Int, Some(1.0), None), Kind::Int);
-    assert_eq!(clamp_kind(Kind::Bool, None, Some(0.5)), Kind::Float);
+    use Scalar::{Bool, Float, Int};
+    assert_eq!(scalar_kind(Kind::Bool, Int(2)), Kind::Int);
+    assert_eq!(scalar_kind(Kind::Bool, Bool(true)), Kind::Bool);
+    assert_eq!(scalar_kind(Kind::Int, Bool(true)), Kind::Int);
+    // PyTorch: `torch.tensor([1]) + 2.0` is a float tensor, `+ 2` stays an integer one.
+    assert_eq!(scalar_kind(Kind::Int, Float(2.0)), Kind::Float);
+    assert_eq!(scalar_kind(Kind::Int, Int(2)), Kind::Int);
+    assert_eq!(scalar_kind(Kind::Int, Float(0.5)), Kind::Float);
+    assert_eq!(scalar_kind(Kind::Float, Int(2)), Kind::Float);
+    assert_eq!(converted_scalar(Kind::Int, Float(-2.7)), -2.0);
+    assert_eq!(converted_scalar(Kind::Bool, Float(0.1)), 1.0);
+    assert_eq!(converted_scalar(Kind::Float, Float(0.1)), 0.1);
+    assert_eq!(clamp_kind(Kind::Int, Some(Int(1)), None), Kind::Int);
+    assert_eq!(clamp_kind(Kind::Int, Some(Float(1.0)), None), Kind::Float);
+    assert_eq!(clamp_kind(Kind::Bool, None, Some(Float(0.5))), Kind::Float);
+    assert_eq!(clamp_kind(Kind::Bool, Some(Bool(false)), None), Kind::Bool);
+    assert_eq!(clamp_kind(Kind::Bool, Some(Int(0)), None), Kind::Int);
+    assert_eq!(
+        msg(check_clamp(Kind::Bool)),
+        "\"clamp_scalar_cpu\" not implemented for 'Bool'"
+    );
 }
 
 #[test]
 fn arithmetic_messages() {
     assert_eq!(
-        msg(check_alpha(Kind::Int, 0.5)),
+        msg(check_alpha(Kind::Int, Scalar::Float(1.0))),
         "For integral input tensors, argument alpha must not be a floating point number."
     );
-    assert!(check_alpha(Kind::Float, 0.5).is_ok());
+    assert!(check_alpha(Kind::Float, Scalar::Float(0.5)).is_ok());
+    assert!(check_alpha(Kind::Int, Scalar::Int(2)).is_ok());
+    assert_eq!(
+        msg(check_alpha(Kind::Int, Scalar::Bool(true))),
+        "Boolean alpha only supported for Boolean results."
+    );
     assert!(msg(check_sub(Kind::Bool, Kind::Bool)).contains("with two bool tensors"));
     assert!(msg(check_sub(Kind::Int, Kind::Bool)).contains("with a bool tensor"));
-    assert!(msg(check_sub_scalar(Kind::Bool)).contains("with a bool tensor"));
+    assert!(msg(check_sub_scalar(Kind::Bool, Scalar::Int(1))).contains("with a bool tensor"));
+    assert!(msg(check_sub_scalar(Kind::Int, Scalar::Bool(true))).contains("with a bool tensor"));
+    assert!(msg(check_sub_scalar(Kind::Bool, Scalar::Bool(true))).contains("two bool tensors"));
+    assert!(check_sub_scalar(Kind::Int, Scalar::Float(0.5)).is_ok());
     assert!(check_sub(Kind::Int, Kind::Float).is_ok());
     assert!(msg(check_neg(Kind::Bool)).starts_with("Negation"));
     assert_eq!(
-        msg(check_int_pow(Kind::Int, -1.0)),
+        msg(check_int_pow(Kind::Int, Scalar::Int(-1))),
         "Integers to negative integer powers are not allowed."
     );
-    assert!(check_int_pow(Kind::Float, -1.0).is_ok());
+    assert!(check_int_pow(Kind::Float, Scalar::Int(-1)).is_ok());
     assert_eq!(
         msg(check_not_bool(Kind::Bool, "pow")),
         "\"pow\" not implemented for 'Bool'"

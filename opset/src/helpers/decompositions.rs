@@ -26,7 +26,7 @@ pub fn decomposed_zeros_like<T: Backend>(
 /// `fill_`; the value converted to the result's dtype, `2.5` in an `i64` tensor is `2`).
 pub fn decomposed_full_like<T: Backend>(
     self_: &T,
-    fill_value: f64,
+    fill_value: autograd::types::Scalar,
     dtype: Option<autograd::types::ScalarType>,
     layout: Option<autograd::types::Layout>,
     device: Option<autograd::types::Device>,

@@ -3,6 +3,7 @@
 //! backward formulas). The enclosing module brings the ops and `V<T>`, the value type.
 
 use super::*;
+use autograd::types::Scalar;
 
 /// What a helper returns: an op's error travels up to `backward`.
 pub type Res<T> = Result<T, AutogradError>;
@@ -21,8 +22,8 @@ pub fn zeros_of<T: Backend>(g: &V<T>) -> V<T> {
 }
 
 /// `g * alpha`, skipping the multiplication for `alpha == 1`.
-pub fn maybe_multiply<T: Backend>(g: &V<T>, alpha: f64) -> Res<V<T>> {
-    if alpha == 1.0 {
+pub fn maybe_multiply<T: Backend>(g: &V<T>, alpha: Scalar) -> Res<V<T>> {
+    if alpha.to_f64() == 1.0 {
         Ok(g.clone())
     } else {
         mul_scalar(g, alpha)
@@ -136,7 +137,9 @@ pub fn div_tensor_other_backward<T: Backend>(
 
 /// Backward of `pow.Tensor_Scalar`: `grad * exponent * self^(exponent - 1)`, zeros for a
 /// zero exponent.
-pub fn pow_backward<T: Backend>(grad: &V<T>, self_: &V<T>, exponent: f64) -> Res<V<T>> {
+pub fn pow_backward<T: Backend>(grad: &V<T>, self_: &V<T>, exponent: Scalar) -> Res<V<T>> {
+    // PyTorch's `exponent.toDouble()`: the power is taken with a float exponent.
+    let exponent = exponent.to_f64();
     if exponent == 0.0 {
         Ok(zeros_of(grad))
     } else {
@@ -152,7 +155,7 @@ pub fn pow_backward_self<T: Backend>(grad: &V<T>, self_: &V<T>, exponent: &V<T>)
     // PyTorch: `where(exponent == 0, 0, grad * exponent * pow(self, exponent - 1))`.
     let d = mul_tensor(
         exponent,
-        &pow_tensor_tensor(self_, &sub_scalar(exponent, 1.0, 1.0)?)?,
+        &pow_tensor_tensor(self_, &sub_scalar(exponent, 1.0, 1)?)?,
     )?;
     let d = mul_tensor(grad, &d)?;
     where_self(&eq_scalar(exponent, 0.0)?, &zeros_of(&d), &d)
@@ -267,7 +270,7 @@ pub fn amaxamin_jvp<T: Backend>(
 
 /// Backward of `log1p`: `grad / (self + 1)` (PyTorch's, for dense tensors).
 pub fn log1p_backward<T: Backend>(grad: &V<T>, self_: &V<T>) -> Res<V<T>> {
-    div_tensor(grad, &add_scalar(self_, 1.0, 1.0)?)
+    div_tensor(grad, &add_scalar(self_, 1.0, 1)?)
 }
 
 /// Backward of `logsumexp`: `grad * exp(self - result)`, the reduced dimensions restored.
@@ -286,7 +289,7 @@ pub fn logsumexp_backward<T: Backend>(
     } else {
         (grad.clone(), result.clone())
     };
-    mul_tensor(&g, &exp(&sub_tensor(self_, &r, 1.0)?)?)
+    mul_tensor(&g, &exp(&sub_tensor(self_, &r, 1)?)?)
 }
 
 /// The tangent of `logsumexp`: the softmax-weighted sum of the tangent, computed with the
@@ -298,7 +301,7 @@ pub fn logsumexp_jvp<T: Backend>(
     keepdim: bool,
 ) -> Res<V<T>> {
     let shifted = if self_p.shape().iter().product::<usize>() > 0 {
-        sub_tensor(self_p, &amax(self_p, dim, true)?, 1.0)?
+        sub_tensor(self_p, &amax(self_p, dim, true)?, 1)?
     } else {
         self_p.clone()
     };
@@ -313,8 +316,8 @@ pub fn logsumexp_jvp<T: Backend>(
 pub fn clamp_backward<T: Backend>(
     grad: &V<T>,
     self_: &V<T>,
-    min: Option<f64>,
-    max: Option<f64>,
+    min: Option<Scalar>,
+    max: Option<Scalar>,
 ) -> Res<V<T>> {
     let keep = match (min, max) {
         (Some(lo), Some(hi)) => mul_tensor(&gt_scalar(self_, lo)?, &lt_scalar(self_, hi)?)?,
@@ -330,9 +333,9 @@ pub fn clamp_backward<T: Backend>(
 pub fn masked_fill_inplace_if_safe<T: Backend>(
     tensor: &V<T>,
     mask: &V<T>,
-    value: f64,
+    value: Scalar,
 ) -> Res<V<T>> {
-    let fill = add_scalar(&zeros_of(tensor), value, 1.0)?;
+    let fill = add_scalar(&zeros_of(tensor), value, 1)?;
     where_self(mask, &fill, tensor)
 }
 
@@ -343,7 +346,7 @@ pub fn mm_mat1_backward<T: Backend>(
     _mat1_sizes: &[i64],
     _mat1_strides: &[i64],
     _mat1_layout: autograd::types::Layout,
-    alpha: f64,
+    alpha: Scalar,
 ) -> Res<V<T>> {
     maybe_multiply(&mm(grad, &t(mat2)?)?, alpha)
 }
@@ -355,7 +358,7 @@ pub fn mm_mat2_backward<T: Backend>(
     _sizes: &[i64],
     _strides: &[i64],
     _layout: autograd::types::Layout,
-    alpha: f64,
+    alpha: Scalar,
 ) -> Res<V<T>> {
     maybe_multiply(&mm(&t(mat1)?, grad)?, alpha)
 }
@@ -607,20 +610,20 @@ pub fn expand_as<T: Backend>(self_: &V<T>, other: &V<T>) -> Res<V<T>> {
 }
 
 /// `where(condition, self, other)` with a scalar `other`.
-pub fn where_scalar_other<T: Backend>(condition: &V<T>, self_: &V<T>, other: f64) -> Res<V<T>> {
-    let o = add_scalar(&zeros_of(self_), other, 1.0)?;
+pub fn where_scalar_other<T: Backend>(condition: &V<T>, self_: &V<T>, other: Scalar) -> Res<V<T>> {
+    let o = add_scalar(&zeros_of(self_), other, 1)?;
     where_self(condition, self_, &o)
 }
 
 /// `where(condition, self, other)` with a scalar `self`.
-pub fn where_scalar_self<T: Backend>(condition: &V<T>, self_: f64, other: &V<T>) -> Res<V<T>> {
-    let s = add_scalar(&zeros_of(other), self_, 1.0)?;
+pub fn where_scalar_self<T: Backend>(condition: &V<T>, self_: Scalar, other: &V<T>) -> Res<V<T>> {
+    let s = add_scalar(&zeros_of(other), self_, 1)?;
     where_self(condition, &s, other)
 }
 
 /// `sigmoid_backward`: `grad_output * (1 - output) * output`, PyTorch's kernel's order.
 pub fn sigmoid_backward<T: Backend>(grad_output: &V<T>, output: &V<T>) -> Res<V<T>> {
-    let one_minus = add_scalar(&neg(output)?, 1.0, 1.0)?;
+    let one_minus = add_scalar(&neg(output)?, 1.0, 1)?;
     mul_tensor(&mul_tensor(grad_output, &one_minus)?, output)
 }
 
@@ -629,7 +632,7 @@ pub fn sigmoid_backward<T: Backend>(grad_output: &V<T>, output: &V<T>) -> Res<V<
 pub fn leaky_relu_backward<T: Backend>(
     grad_output: &V<T>,
     self_: &V<T>,
-    negative_slope: f64,
+    negative_slope: Scalar,
     _self_is_result: bool,
 ) -> Res<V<T>> {
     where_self(
@@ -647,13 +650,13 @@ pub fn gelu_backward<T: Backend>(g: &V<T>, self_: &V<T>, approximate: &str) -> R
         let c = 0.044715;
         let x2 = mul_tensor(x, x)?;
         let inner = mul_scalar(
-            &mul_tensor(x, &add_scalar(&mul_scalar(&x2, c)?, 1.0, 1.0)?)?,
+            &mul_tensor(x, &add_scalar(&mul_scalar(&x2, c)?, 1.0, 1)?)?,
             k,
         )?;
         let th = tanh(&inner)?;
-        let dinner = mul_scalar(&add_scalar(&mul_scalar(&x2, 3.0 * c)?, 1.0, 1.0)?, k)?;
-        let left = mul_scalar(&add_scalar(&th, 1.0, 1.0)?, 0.5)?;
-        let sech2 = add_scalar(&neg(&mul_tensor(&th, &th)?)?, 1.0, 1.0)?;
+        let dinner = mul_scalar(&add_scalar(&mul_scalar(&x2, 3.0 * c)?, 1.0, 1)?, k)?;
+        let left = mul_scalar(&add_scalar(&th, 1.0, 1)?, 0.5)?;
+        let sech2 = add_scalar(&neg(&mul_tensor(&th, &th)?)?, 1.0, 1)?;
         add_tensor(
             &left,
             &mul_tensor(&mul_scalar(x, 0.5)?, &mul_tensor(&sech2, &dinner)?)?,
@@ -672,7 +675,7 @@ pub fn gelu_backward<T: Backend>(g: &V<T>, self_: &V<T>, approximate: &str) -> R
             &exp(&mul_scalar(&mul_tensor(x, x)?, -0.5)?)?,
             1.0 / (2.0 * std::f64::consts::PI).sqrt(),
         )?;
-        add_tensor(&cdf, &mul_tensor(x, &pdf)?, 1.0)?
+        add_tensor(&cdf, &mul_tensor(x, &pdf)?, 1)?
     };
     mul_tensor(g, &d)
 }
@@ -726,11 +729,11 @@ pub fn slice_bounds(n: i64, start: Option<i64>, end: Option<i64>) -> (i64, i64) 
 pub fn mse_loss_backward<T: Backend>(g: &V<T>, a: &V<T>, b: &V<T>, reduction: i64) -> Res<V<T>> {
     // PyTorch's kernel subtracts in the promoted type: a boolean operand counts as 0/1.
     let number = |v: &V<T>| match v.with_data(|t| t.dtype()) {
-        "bool" => mul_scalar(v, 1.0),
+        "bool" => mul_scalar(v, 1),
         _ => Ok(v.clone()),
     };
     let d = mul_scalar(
-        &mul_tensor(&sub_tensor(&number(a)?, &number(b)?, 1.0)?, g)?,
+        &mul_tensor(&sub_tensor(&number(a)?, &number(b)?, 1)?, g)?,
         2.0,
     )?;
     let d = if reduction == 1 {
@@ -831,7 +834,7 @@ pub fn index_select_backward_symint<T: Backend>(
     index: &V<T>,
 ) -> Res<V<T>> {
     let zeros = new_zeros(grad, self_sizes, None, None, None, None)?;
-    index_add(&zeros, dim, index, grad, 1.0)
+    index_add(&zeros, dim, index, grad, 1)
 }
 
 /// Backward of `gather`: the gradient added back where it was gathered from.
@@ -873,9 +876,9 @@ pub fn layer_norm_backward<T: Backend>(
     let nd = input.shape().len();
     let red: Vec<i64> = ((nd - normalized_shape.len()) as i64..nd as i64).collect();
     let mean = mean_dim(input, Some(&red), true, None)?;
-    let xc = sub_tensor(input, &mean, 1.0)?;
+    let xc = sub_tensor(input, &mean, 1)?;
     let var = mean_dim(&mul_tensor(&xc, &xc)?, Some(&red), true, None)?;
-    let rstd = rsqrt(&add_scalar(&var, eps, 1.0)?)?;
+    let rstd = rsqrt(&add_scalar(&var, eps, 1)?)?;
     let xhat = mul_tensor(&xc, &rstd)?;
     let gi = mask[0]
         .then(|| {
@@ -887,7 +890,7 @@ pub fn layer_norm_backward<T: Backend>(
             let m2 = mean_dim(&mul_tensor(&gx, &xhat)?, Some(&red), true, None)?;
             mul_tensor(
                 &rstd,
-                &sub_tensor(&sub_tensor(&gx, &m1, 1.0)?, &mul_tensor(&xhat, &m2)?, 1.0)?,
+                &sub_tensor(&sub_tensor(&gx, &m1, 1)?, &mul_tensor(&xhat, &m2)?, 1)?,
             )
         })
         .transpose()?;
@@ -958,10 +961,10 @@ pub fn layer_norm_composite_jvp<T: Backend>(
         .iter()
         .product();
     let mean_p = mean_dim(input_p, Some(&red), true, None)?;
-    let xc = sub_tensor(input_p, &mean_p, 1.0)?;
+    let xc = sub_tensor(input_p, &mean_p, 1)?;
     let var = mean_dim(&mul_tensor(&xc, &xc)?, Some(&red), true, None)?;
-    let invstd_p = rsqrt(&add_scalar(&var, eps, 1.0)?)?;
-    let tc = sub_tensor(input_t, &mean_dim(input_t, Some(&red), true, None)?, 1.0)?;
+    let invstd_p = rsqrt(&add_scalar(&var, eps, 1)?)?;
+    let tc = sub_tensor(input_t, &mean_dim(input_t, Some(&red), true, None)?, 1)?;
     let dot = sum_dim_intlist(&mul_tensor(&tc, &xc)?, Some(&red), true, None)?;
     let invstd_t = div_scalar(
         &mul_tensor(&neg(&pow_tensor_scalar(&invstd_p, 3.0)?)?, &dot)?,
@@ -976,11 +979,11 @@ pub fn layer_norm_composite_jvp<T: Backend>(
         let result_p = mul_tensor(&xc, &invstd_p)?;
         result_t = mul_tensor(&result_t, w)?;
         if let Some(wt) = weight_t {
-            result_t = add_tensor(&result_t, &mul_tensor(&result_p, wt)?, 1.0)?;
+            result_t = add_tensor(&result_t, &mul_tensor(&result_p, wt)?, 1)?;
         }
     }
     match bias_t {
-        Some(b) => add_tensor(&result_t, b, 1.0),
+        Some(b) => add_tensor(&result_t, b, 1),
         None => Ok(result_t),
     }
 }

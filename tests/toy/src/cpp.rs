@@ -5,6 +5,7 @@
 //! implemented below with PyTorch's names and argument order.
 
 use crate::Toy;
+use autograd::types::Scalar;
 
 /// The generated layer (`Backend` trait, nodes, wrappers).
 pub mod ops {
@@ -21,6 +22,7 @@ pub mod ops {
 pub mod helpers {
     pub use super::ops::*;
     use autograd::runtime::Variable;
+    use autograd::types::Scalar;
 
     /// What `mul_tensor_backward`'s and `div_tensor_self_backward`'s template parameter
     /// `T` binds to: a tensor or a scalar.
@@ -50,8 +52,8 @@ pub mod helpers {
     }
 
     /// `t * s`, or `t` itself when `s` is 1.
-    pub fn maybe_multiply<T: Backend>(t: &Variable<T>, s: f64) -> Variable<T> {
-        if s == 1.0 {
+    pub fn maybe_multiply<T: Backend>(t: &Variable<T>, s: Scalar) -> Variable<T> {
+        if s.to_f64() == 1.0 {
             t.clone()
         } else {
             mul_scalar(t, s)
@@ -101,17 +103,17 @@ pub mod helpers {
 }
 
 impl ops::Backend for Toy {
-    fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> Self {
-        self_.zip(other, |a, b| a + alpha * b)
+    fn add_tensor(self_: &Self, other: &Self, alpha: Scalar) -> Self {
+        self_.zip(other, |a, b| a + alpha.to_f64() * b)
     }
-    fn sub_tensor(self_: &Self, other: &Self, alpha: f64) -> Self {
-        self_.zip(other, |a, b| a - alpha * b)
+    fn sub_tensor(self_: &Self, other: &Self, alpha: Scalar) -> Self {
+        self_.zip(other, |a, b| a - alpha.to_f64() * b)
     }
     fn mul_tensor(self_: &Self, other: &Self) -> Self {
         self_.zip(other, |a, b| a * b)
     }
-    fn mul_scalar(self_: &Self, other: f64) -> Self {
-        self_.map(|a| a * other)
+    fn mul_scalar(self_: &Self, other: Scalar) -> Self {
+        self_.map(|a| a * other.to_f64())
     }
     fn div_tensor(self_: &Self, other: &Self) -> Self {
         self_.zip(other, |a, b| a / b)

@@ -163,7 +163,9 @@ pub mod ops {
     autograd::autograd_ops!(
         "derivatives.yaml",
         native = "native_functions.yaml",
-        helpers = crate::helpers
+        helpers = crate::helpers,
+        // The Rust formulas compute with Scalars as `f64`.
+        types = { Scalar = f64 }
     );
 }
 

@@ -15,7 +15,7 @@
 
 use crate::tensor::CandleTensor;
 use autograd::runtime::Tensor as _;
-use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
+use autograd::types::{Device, Layout, MemoryFormat, Scalar, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index, kernel};
 use autograd_opset::error::Error;
@@ -189,16 +189,19 @@ fn int_pow(a: &C, b: &C) -> R<C> {
     narrowed(C::new(r), Kind::Int)
 }
 
-fn scalar_kind(t: &C, s: f64) -> Kind {
+fn scalar_kind(t: &C, s: Scalar) -> Kind {
     rules::scalar_kind(kind(t), s)
 }
 
 /// `tensor op scalar`: floats as they are, integers promoted to `F64` or kept.
-fn with_scalar(t: &C, s: f64, k: impl Fn(&C) -> R<C>) -> R<C> {
+fn with_scalar(t: &C, s: Scalar, k: impl Fn(&C) -> R<C>) -> R<C> {
     match scalar_kind(t, s) {
         Kind::Float => k(&promoted(t, float_dtype(&[t]))?),
         // Integral Scalars with integers: candle's `I64` arithmetic, exact.
-        _ => k(&as_i64(t)?),
+        Kind::Int => k(&as_i64(t)?),
+        // A boolean tensor and a boolean: `+` is `or`, `*` is `and` (0/1 in `I64`, then
+        // `!= 0`).
+        Kind::Bool => narrowed(k(&as_i64(t)?)?, Kind::Bool),
     }
 }
 
@@ -214,7 +217,8 @@ fn compare(a: &C, b: &C, k: fn(&C, &C) -> R<C>) -> R<C> {
     mask_out(r)
 }
 
-fn compare_scalar(t: &C, s: f64, k: fn(&C, f64) -> R<C>) -> R<C> {
+fn compare_scalar(t: &C, s: Scalar, k: fn(&C, f64) -> R<C>) -> R<C> {
+    let s = s.to_f64();
     let x = if kind(t) == Kind::Float {
         t.clone()
     } else {
@@ -280,32 +284,37 @@ impl Backend for CandleTensor {
     autograd_opset::written_back_kernels!(write_back);
     autograd_opset::float_unary_kernels!(float_unary, C);
 
-    fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
+    fn add_tensor(self_: &Self, other: &Self, alpha: Scalar) -> R<Self> {
         rules::check_alpha(kind(self_).max(kind(other)), alpha)?;
+        let alpha = alpha.to_f64();
         let r = binary_exact(self_, other, |a, b| C::add_tensor(a, b, alpha))?;
         zero_aware(ZeroOp::Add, self_, other, r)
     }
-    fn add_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
+    fn add_scalar(self_: &Self, other: Scalar, alpha: Scalar) -> R<Self> {
         rules::check_alpha(scalar_kind(self_, other), alpha)?;
-        with_scalar(self_, other, |x| C::add_scalar(x, other, alpha))
+        let (s, a) = (other.to_f64(), alpha.to_f64());
+        with_scalar(self_, other, |x| C::add_scalar(x, s, a))
     }
-    fn sub_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
+    fn sub_tensor(self_: &Self, other: &Self, alpha: Scalar) -> R<Self> {
         rules::check_sub(kind(self_), kind(other))?;
         rules::check_alpha(kind(self_).max(kind(other)), alpha)?;
+        let alpha = alpha.to_f64();
         let r = binary_exact(self_, other, |a, b| C::sub_tensor(a, b, alpha))?;
         zero_aware(ZeroOp::Add, self_, other, r)
     }
-    fn sub_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
-        rules::check_sub_scalar(kind(self_))?;
+    fn sub_scalar(self_: &Self, other: Scalar, alpha: Scalar) -> R<Self> {
+        rules::check_sub_scalar(kind(self_), other)?;
         rules::check_alpha(scalar_kind(self_, other), alpha)?;
-        with_scalar(self_, other, |x| C::sub_scalar(x, other, alpha))
+        let (s, a) = (other.to_f64(), alpha.to_f64());
+        with_scalar(self_, other, |x| C::sub_scalar(x, s, a))
     }
     fn mul_tensor(self_: &Self, other: &Self) -> R<Self> {
         let r = binary_exact(self_, other, C::mul_tensor)?;
         zero_aware(ZeroOp::Mul, self_, other, r)
     }
-    fn mul_scalar(self_: &Self, other: f64) -> R<Self> {
-        let r = with_scalar(self_, other, |x| C::mul_scalar(x, other))?;
+    fn mul_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        let s = other.to_f64();
+        let r = with_scalar(self_, other, |x| C::mul_scalar(x, s))?;
         Ok(zero_aware_scalar(self_, r))
     }
     fn div_tensor(self_: &Self, other: &Self) -> R<Self> {
@@ -313,20 +322,23 @@ impl Backend for CandleTensor {
         let r = C::div_tensor(&a, &b)?;
         zero_aware(ZeroOp::Div, self_, other, r)
     }
-    fn div_scalar(self_: &Self, other: f64) -> R<Self> {
-        let r = C::div_scalar(&promoted(self_, float_dtype(&[self_]))?, other)?;
+    fn div_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        let r = C::div_scalar(&promoted(self_, float_dtype(&[self_]))?, other.to_f64())?;
         Ok(zero_aware_scalar(self_, r))
     }
     fn neg(self_: &Self) -> R<Self> {
         rules::check_neg(kind(self_))?;
         int_kernel(self_, C::neg, Kind::Int)
     }
-    fn pow_tensor_scalar(self_: &Self, exponent: f64) -> R<Self> {
+    fn pow_tensor_scalar(self_: &Self, exponent: Scalar) -> R<Self> {
         rules::check_int_pow(scalar_kind(self_, exponent), exponent)?;
-        match scalar_kind(self_, exponent) {
+        let kind = scalar_kind(self_, exponent);
+        let exponent = exponent.to_f64();
+        match kind {
             Kind::Float => C::pow_tensor_scalar(&promoted(self_, float_dtype(&[self_]))?, exponent),
-            // candle's `powf` is for floats: integer powers go through `F64`.
-            _ => narrowed(C::pow_tensor_scalar(&wide(self_)?, exponent)?, Kind::Int),
+            // candle's `powf` is for floats: integer powers go through `F64` (a boolean to a
+            // boolean power stays boolean).
+            k => narrowed(C::pow_tensor_scalar(&wide(self_)?, exponent)?, k),
         }
     }
     fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> R<Self> {
@@ -354,11 +366,12 @@ impl Backend for CandleTensor {
         rules::check_relu(kind(self_))?;
         int_kernel(self_, C::relu, Kind::Int)
     }
-    fn leaky_relu(self_: &Self, negative_slope: f64) -> R<Self> {
+    fn leaky_relu(self_: &Self, negative_slope: Scalar) -> R<Self> {
         rules::check_floats(self_.dtype(), kernel::LEAKY_RELU)?;
-        C::leaky_relu(self_, negative_slope)
+        C::leaky_relu(self_, negative_slope.to_f64())
     }
-    fn threshold_backward(grad_output: &Self, self_: &Self, threshold: f64) -> R<Self> {
+    fn threshold_backward(grad_output: &Self, self_: &Self, threshold: Scalar) -> R<Self> {
+        let threshold = threshold.to_f64();
         rules::check_not_bool(kind(grad_output).max(kind(self_)), kernel::THRESHOLD)?;
         binary(grad_output, self_, |g, x| {
             C::threshold_backward(g, x, threshold)
@@ -368,8 +381,11 @@ impl Backend for CandleTensor {
         rules::check_floats(self_.dtype(), kernel::GELU)?;
         C::gelu(self_, approximate)
     }
-    fn clamp(self_: &Self, min: Option<f64>, max: Option<f64>) -> R<Self> {
-        if rules::clamp_kind(kind(self_), min, max) == Kind::Float {
+    fn clamp(self_: &Self, min: Option<Scalar>, max: Option<Scalar>) -> R<Self> {
+        let kind = rules::clamp_kind(kind(self_), min, max);
+        rules::check_clamp(kind)?;
+        let (min, max) = (min.map(Scalar::to_f64), max.map(Scalar::to_f64));
+        if kind == Kind::Float {
             return C::clamp(&promoted(self_, float_dtype(&[self_]))?, min, max);
         }
         narrowed(C::clamp(&wide(self_)?, min, max)?, Kind::Int)
@@ -394,10 +410,10 @@ impl Backend for CandleTensor {
     fn eq_tensor(self_: &Self, other: &Self) -> R<Self> {
         compare(self_, other, C::eq_tensor)
     }
-    fn eq_scalar(self_: &Self, other: f64) -> R<Self> {
+    fn eq_scalar(self_: &Self, other: Scalar) -> R<Self> {
         compare_scalar(self_, other, C::eq_scalar)
     }
-    fn ne_scalar(self_: &Self, other: f64) -> R<Self> {
+    fn ne_scalar(self_: &Self, other: Scalar) -> R<Self> {
         compare_scalar(self_, other, C::ne_scalar)
     }
     fn gt_tensor(self_: &Self, other: &Self) -> R<Self> {
@@ -412,19 +428,19 @@ impl Backend for CandleTensor {
     fn ne_tensor(self_: &Self, other: &Self) -> R<Self> {
         compare(self_, other, C::ne_tensor)
     }
-    fn gt_scalar(self_: &Self, other: f64) -> R<Self> {
+    fn gt_scalar(self_: &Self, other: Scalar) -> R<Self> {
         compare_scalar(self_, other, C::gt_scalar)
     }
     fn lt_tensor(self_: &Self, other: &Self) -> R<Self> {
         compare(self_, other, C::lt_tensor)
     }
-    fn lt_scalar(self_: &Self, other: f64) -> R<Self> {
+    fn lt_scalar(self_: &Self, other: Scalar) -> R<Self> {
         compare_scalar(self_, other, C::lt_scalar)
     }
-    fn ge_scalar(self_: &Self, other: f64) -> R<Self> {
+    fn ge_scalar(self_: &Self, other: Scalar) -> R<Self> {
         compare_scalar(self_, other, C::ge_scalar)
     }
-    fn le_scalar(self_: &Self, other: f64) -> R<Self> {
+    fn le_scalar(self_: &Self, other: Scalar) -> R<Self> {
         compare_scalar(self_, other, C::le_scalar)
     }
     fn argmax(self_: &Self, dim: Option<i64>, keepdim: bool) -> R<Self> {
@@ -450,7 +466,7 @@ impl Backend for CandleTensor {
     fn zero_(self_: &mut Self) -> R<()> {
         C::zero_(self_)
     }
-    fn fill_scalar_(self_: &mut Self, value: f64) -> R<()> {
+    fn fill_scalar_(self_: &mut Self, value: Scalar) -> R<()> {
         let mut w = wide(self_)?;
         // PyTorch converts the value to the tensor's dtype (truncating, or != 0 for bool).
         let v = rules::converted_scalar(kind(self_), value);
@@ -585,7 +601,7 @@ impl Backend for CandleTensor {
             C::index_select(x, dim, &i)
         })
     }
-    fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
+    fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: Scalar) -> R<Self> {
         let i = index_arg(index, self_, IndexUse::IndexAdd)?;
         rules::check_index_add_source(self_.dtype(), source.dtype())?;
         let s = wide(source)?;

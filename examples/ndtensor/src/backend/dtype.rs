@@ -19,7 +19,7 @@
 
 use crate::storage::FloatTensor;
 use crate::tensor::{Data, Element, NdTensor};
-use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
+use autograd::types::{Device, Layout, MemoryFormat, Scalar, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index, kernel};
 use autograd_opset::error::Error;
@@ -277,12 +277,18 @@ fn joined<E: Element>(
 // ------------------------------------------------------------------------------- arithmetic
 
 /// `a + alpha * b` (`sign` -1 for `sub`) with promotion.
-fn add_sub<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, alpha: f64, sign: i64) -> R<NdTensor<E>> {
+fn add_sub<E: Element>(
+    a: &NdTensor<E>,
+    b: &NdTensor<E>,
+    alpha: Scalar,
+    sign: i64,
+) -> R<NdTensor<E>> {
     let k = kind(a).max(kind(b));
     if sign < 0 {
         rules::check_sub(kind(a), kind(b))?;
     }
     rules::check_alpha(k, alpha)?;
+    let alpha = alpha.to_f64();
     match k {
         Kind::Float => {
             let (x, y) = (promoted(a), promoted(b));
@@ -307,21 +313,27 @@ fn add_sub<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, alpha: f64, sign: i64) 
     }
 }
 
-fn scalar_kind<E: Element>(t: &NdTensor<E>, s: f64) -> Kind {
-    match kind(t) {
-        // Decided before looking at the Scalar (the compiler otherwise computes
-        // `integral(s)`, a call to `trunc`, on every op).
-        Kind::Float => Kind::Float,
-        k => rules::scalar_kind(k, s),
-    }
+fn scalar_kind<E: Element>(t: &NdTensor<E>, s: Scalar) -> Kind {
+    rules::scalar_kind(kind(t), s)
 }
 
-fn add_sub_scalar<E: Element>(t: &NdTensor<E>, s: f64, alpha: f64, sign: i64) -> R<NdTensor<E>> {
+fn add_sub_scalar<E: Element>(
+    t: &NdTensor<E>,
+    s: Scalar,
+    alpha: Scalar,
+    sign: i64,
+) -> R<NdTensor<E>> {
     if sign < 0 {
-        rules::check_sub_scalar(kind(t))?;
+        rules::check_sub_scalar(kind(t), s)?;
     }
     let k = scalar_kind(t, s);
     rules::check_alpha(k, alpha)?;
+    if k == Kind::Bool {
+        // A boolean tensor plus a boolean: `x || (s && alpha)`, as PyTorch's bool kernel.
+        let on = s.to_bool() && alpha.to_bool();
+        return Ok(bool_out(ints(t).mapv(|x| x != 0 || on)));
+    }
+    let (s, alpha) = (s.to_f64(), alpha.to_f64());
     if k == Kind::Float {
         let x = promoted(t);
         return Ok(float_out(if sign < 0 {
@@ -405,10 +417,11 @@ fn compare<E: Element>(
 /// A comparison with a Scalar.
 fn compare_scalar<E: Element>(
     t: &NdTensor<E>,
-    s: f64,
+    s: Scalar,
     float: fn(&F<E>, f64) -> R<F<E>>,
     cmp: fn(&f64, &f64) -> bool,
 ) -> R<NdTensor<E>> {
+    let s = s.to_f64();
     match t.data() {
         Data::Float(a) => Ok(mask_out(float(a, s)?)),
         _ => Ok(bool_out(wide(t).arr().mapv(|x| cmp(&x, &s)))),
@@ -529,37 +542,44 @@ impl<E: Element> Backend for NdTensor<E> {
     autograd_opset::written_back_kernels!(write_back);
     autograd_opset::float_unary_kernels!(float_unary, F<E>);
 
-    fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
+    fn add_tensor(self_: &Self, other: &Self, alpha: Scalar) -> R<Self> {
         let r = add_sub(self_, other, alpha, 1)?;
         Ok(zero_aware(ZeroOp::Add, self_, other, r))
     }
-    fn add_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
+    fn add_scalar(self_: &Self, other: Scalar, alpha: Scalar) -> R<Self> {
         add_sub_scalar(self_, other, alpha, 1)
     }
-    fn sub_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
+    fn sub_tensor(self_: &Self, other: &Self, alpha: Scalar) -> R<Self> {
         let r = add_sub(self_, other, alpha, -1)?;
         Ok(zero_aware(ZeroOp::Add, self_, other, r))
     }
-    fn sub_scalar(self_: &Self, other: f64, alpha: f64) -> R<Self> {
+    fn sub_scalar(self_: &Self, other: Scalar, alpha: Scalar) -> R<Self> {
         add_sub_scalar(self_, other, alpha, -1)
     }
     fn mul_tensor(self_: &Self, other: &Self) -> R<Self> {
         mul(self_, other)
     }
-    fn mul_scalar(self_: &Self, other: f64) -> R<Self> {
-        if scalar_kind(self_, other) == Kind::Float {
-            let r = float_out(F::mul_scalar(&promoted(self_), other)?);
-            return Ok(zero_aware_scalar(self_, r));
+    fn mul_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        match scalar_kind(self_, other) {
+            Kind::Float => {
+                let r = float_out(F::mul_scalar(&promoted(self_), other.to_f64())?);
+                return Ok(zero_aware_scalar(self_, r));
+            }
+            Kind::Bool => {
+                let on = other.to_bool();
+                return Ok(bool_out(ints(self_).mapv(|x| x != 0 && on)));
+            }
+            Kind::Int => {}
         }
-        let s = other as i64;
+        let s = other.to_i64();
         Ok(int_out(ints(self_).mapv(|x| x.wrapping_mul(s))))
     }
     fn div_tensor(self_: &Self, other: &Self) -> R<Self> {
         let r = float_out(F::div_tensor(&promoted(self_), &promoted(other))?);
         Ok(zero_aware(ZeroOp::Div, self_, other, r))
     }
-    fn div_scalar(self_: &Self, other: f64) -> R<Self> {
-        let r = float_out(F::div_scalar(&promoted(self_), other)?);
+    fn div_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        let r = float_out(F::div_scalar(&promoted(self_), other.to_f64())?);
         Ok(zero_aware_scalar(self_, r))
     }
     fn neg(self_: &Self) -> R<Self> {
@@ -569,13 +589,19 @@ impl<E: Element> Backend for NdTensor<E> {
             _ => Ok(int_out(ints(self_).mapv(i64::wrapping_neg))),
         }
     }
-    fn pow_tensor_scalar(self_: &Self, exponent: f64) -> R<Self> {
+    fn pow_tensor_scalar(self_: &Self, exponent: Scalar) -> R<Self> {
         if scalar_kind(self_, exponent) == Kind::Float {
-            return Ok(float_out(F::pow_tensor_scalar(&promoted(self_), exponent)?));
+            let e = exponent.to_f64();
+            return Ok(float_out(F::pow_tensor_scalar(&promoted(self_), e)?));
         }
         rules::check_int_pow(Kind::Int, exponent)?;
-        let e = exponent as u32;
-        Ok(int_out(ints(self_).mapv(|x| x.wrapping_pow(e))))
+        let e = exponent.to_i64() as u32;
+        let r = ints(self_).mapv(|x| x.wrapping_pow(e));
+        // A boolean tensor to a boolean power stays boolean (PyTorch's result type).
+        Ok(match scalar_kind(self_, exponent) {
+            Kind::Bool => bool_out(r.mapv(|x| x != 0)),
+            _ => int_out(r),
+        })
     }
     fn pow_tensor_tensor(self_: &Self, exponent: &Self) -> R<Self> {
         let k = kind(self_).max(kind(exponent));
@@ -628,13 +654,14 @@ impl<E: Element> Backend for NdTensor<E> {
             _ => Ok(int_out(ints(self_).mapv(|x| x.max(0)))),
         }
     }
-    fn leaky_relu(self_: &Self, negative_slope: f64) -> R<Self> {
+    fn leaky_relu(self_: &Self, negative_slope: Scalar) -> R<Self> {
         Ok(float_out(F::leaky_relu(
             &*floats(self_, kernel::LEAKY_RELU)?,
-            negative_slope,
+            negative_slope.to_f64(),
         )?))
     }
-    fn threshold_backward(grad_output: &Self, self_: &Self, threshold: f64) -> R<Self> {
+    fn threshold_backward(grad_output: &Self, self_: &Self, threshold: Scalar) -> R<Self> {
+        let threshold = threshold.to_f64();
         let k = kind(grad_output).max(kind(self_));
         rules::check_not_bool(k, kernel::THRESHOLD)?;
         match k {
@@ -655,8 +682,11 @@ impl<E: Element> Backend for NdTensor<E> {
             approximate,
         )?))
     }
-    fn clamp(self_: &Self, min: Option<f64>, max: Option<f64>) -> R<Self> {
-        if rules::clamp_kind(kind(self_), min, max) == Kind::Float {
+    fn clamp(self_: &Self, min: Option<Scalar>, max: Option<Scalar>) -> R<Self> {
+        let kind = rules::clamp_kind(kind(self_), min, max);
+        rules::check_clamp(kind)?;
+        let (min, max) = (min.map(Scalar::to_f64), max.map(Scalar::to_f64));
+        if kind == Kind::Float {
             return Ok(float_out(F::clamp(&promoted(self_), min, max)?));
         }
         Ok(narrowed(F::clamp(&wide(self_), min, max)?, Kind::Int))
@@ -705,10 +735,10 @@ impl<E: Element> Backend for NdTensor<E> {
     fn eq_tensor(self_: &Self, other: &Self) -> R<Self> {
         compare(self_, other, F::eq_tensor, i64::eq)
     }
-    fn eq_scalar(self_: &Self, other: f64) -> R<Self> {
+    fn eq_scalar(self_: &Self, other: Scalar) -> R<Self> {
         compare_scalar(self_, other, F::eq_scalar, f64::eq)
     }
-    fn ne_scalar(self_: &Self, other: f64) -> R<Self> {
+    fn ne_scalar(self_: &Self, other: Scalar) -> R<Self> {
         compare_scalar(self_, other, F::ne_scalar, f64::ne)
     }
     fn gt_tensor(self_: &Self, other: &Self) -> R<Self> {
@@ -723,19 +753,19 @@ impl<E: Element> Backend for NdTensor<E> {
     fn ne_tensor(self_: &Self, other: &Self) -> R<Self> {
         compare(self_, other, F::ne_tensor, i64::ne)
     }
-    fn gt_scalar(self_: &Self, other: f64) -> R<Self> {
+    fn gt_scalar(self_: &Self, other: Scalar) -> R<Self> {
         compare_scalar(self_, other, F::gt_scalar, f64::gt)
     }
     fn lt_tensor(self_: &Self, other: &Self) -> R<Self> {
         compare(self_, other, F::lt_tensor, i64::lt)
     }
-    fn lt_scalar(self_: &Self, other: f64) -> R<Self> {
+    fn lt_scalar(self_: &Self, other: Scalar) -> R<Self> {
         compare_scalar(self_, other, F::lt_scalar, f64::lt)
     }
-    fn ge_scalar(self_: &Self, other: f64) -> R<Self> {
+    fn ge_scalar(self_: &Self, other: Scalar) -> R<Self> {
         compare_scalar(self_, other, F::ge_scalar, f64::ge)
     }
-    fn le_scalar(self_: &Self, other: f64) -> R<Self> {
+    fn le_scalar(self_: &Self, other: Scalar) -> R<Self> {
         compare_scalar(self_, other, F::le_scalar, f64::le)
     }
     fn argmax(self_: &Self, dim: Option<i64>, keepdim: bool) -> R<Self> {
@@ -782,16 +812,16 @@ impl<E: Element> Backend for NdTensor<E> {
         *self_ = zeros_as(self_, None, self_.shape());
         Ok(())
     }
-    fn fill_scalar_(self_: &mut Self, value: f64) -> R<()> {
+    fn fill_scalar_(self_: &mut Self, value: Scalar) -> R<()> {
         let s = IxDyn(self_.shape());
         let d = match self_.data() {
             Data::Float(a) => {
                 let mut f = a.clone();
-                F::fill_scalar_(&mut f, value)?;
+                F::fill_scalar_(&mut f, value.to_f64())?;
                 Data::Float(f)
             }
-            Data::Int(_) => Data::int(Array::from_elem(s, value as i64).into_shared()),
-            Data::Bool(_) => Data::bool(Array::from_elem(s, value != 0.0).into_shared()),
+            Data::Int(_) => Data::int(Array::from_elem(s, value.to_i64()).into_shared()),
+            Data::Bool(_) => Data::bool(Array::from_elem(s, value.to_bool()).into_shared()),
         };
         *self_ = NdTensor::from_data(d);
         Ok(())
@@ -981,7 +1011,7 @@ impl<E: Element> Backend for NdTensor<E> {
         }
         moved!(self_, x => F::index_select(x, dim, &idx(&i)))
     }
-    fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: f64) -> R<Self> {
+    fn index_add(self_: &Self, dim: i64, index: &Self, source: &Self, alpha: Scalar) -> R<Self> {
         let i = index_arg(index, IndexUse::IndexAdd)?;
         rules::check_index_add_source(self_.dtype(), source.dtype())?;
         if needs_f64::<E>(&i) {
@@ -990,7 +1020,7 @@ impl<E: Element> Backend for NdTensor<E> {
             return r.map(|r| r.cast());
         }
         if let (Data::Float(a), Data::Float(s)) = (self_.data(), source.data()) {
-            let r = F::index_add(a, dim, &idx(&i), s, alpha)?;
+            let r = F::index_add(a, dim, &idx(&i), s, alpha.to_f64())?;
             return Ok(float_out(r));
         }
         // PyTorch converts alpha to the integer dtype (truncates; for bools, != 0).
@@ -1151,7 +1181,11 @@ mod zero_tensor_tests {
         let m = B::mul_tensor(&z, &x).unwrap();
         assert!(m.is_zero_tensor());
         assert_eq!(m.to_vec(), [0.0, 0.0], "zero * inf is zero, not NaN");
-        assert!(B::mul_scalar(&z, f64::INFINITY).unwrap().is_zero_tensor());
+        assert!(
+            B::mul_scalar(&z, f64::INFINITY.into())
+                .unwrap()
+                .is_zero_tensor()
+        );
         assert_eq!(
             B::div_tensor(&v(&[1.0, 0.0]), &z).unwrap().to_vec(),
             [f64::INFINITY; 2]
@@ -1164,9 +1198,9 @@ mod zero_tensor_tests {
                 .all(|x| x.is_nan())
         );
         assert!(B::div_tensor(&z, &v(&[0.0, 1.0])).unwrap().is_zero_tensor());
-        let s = B::sub_tensor(&v(&[1.0, 2.0]), &z, 1.0).unwrap();
+        let s = B::sub_tensor(&v(&[1.0, 2.0]), &z, 1.0.into()).unwrap();
         assert_eq!((s.is_zero_tensor(), s.to_vec()), (false, vec![1.0, 2.0]));
-        assert!(B::add_tensor(&z, &z, 2.0).unwrap().is_zero_tensor());
+        assert!(B::add_tensor(&z, &z, 2.0.into()).unwrap().is_zero_tensor());
         // Other kernels read it as zeros, and their results are ordinary tensors.
         let e = B::exp(&z).unwrap();
         assert_eq!((e.is_zero_tensor(), e.to_vec()), (false, vec![1.0, 1.0]));
