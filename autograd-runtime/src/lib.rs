@@ -151,9 +151,9 @@
 //!
 //! # Where things are
 //!
-//! The model, at the top of `src/`: `variable.rs` ([`Variable`]), `node.rs` ([`Node`],
-//! [`NodeRef`], [`Edge`], [`record`] and its variants, the hooks and anomaly traces of
-//! nodes), `node_meta.rs` (a node's output shapes and dtypes, packed), `engine/` (the
+//! The model, at the top of `src/`: `variable.rs` ([`Variable`]), `node/` ([`Node`] and
+//! [`NodeRef`] in `mod.rs`, [`Edge`] in `edge.rs`, [`record`] and its variants in
+//! `record.rs`, the hooks and anomaly traces of nodes in `extras.rs`), `node_meta.rs` (a node's output shapes and dtypes, packed), `engine/` (the
 //! backward engine by concern: the entry points and the execution of a pass in `mod.rs`,
 //! the graph task, the ready queue, dependencies, the checks of a node's gradients, raw or
 //! variable gradients), `saved.rs` and `saved_hooks.rs` (saved variables, saved-tensor
@@ -174,8 +174,7 @@
 //! `crate::` paths outside tests make one cycle, through no `mem` file: `engine/` (its
 //! files), `forward`, `hooks`, `node`, `ops`, `saved`, `saved_hooks`, `variable`, `view`;
 //! pairs importing each other: node/variable, node/saved, node/hooks, hooks/variable,
-//! variable/view, variable/forward, forward/view, forward/ops. (Before issue 33 the cycle
-//! also ran through the plumbing, `node_ptr` and `var_ptr`, and through `dot`.) What keeps
+//! variable/view, variable/forward, forward/view, forward/ops. What keeps
 //! it: the model's types refer to each other. A variable holds its node and a node's
 //! edges hold variables (unavoidable: the graph is made of both); a variable's rarely used
 //! part holds its hooks, view state and tangents, which hold or take variables; the
