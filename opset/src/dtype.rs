@@ -131,6 +131,18 @@ pub mod kernel {
     pub const POW: &str = "pow";
     /// `clamp` with Scalar bounds.
     pub const CLAMP: &str = "clamp_scalar_cpu";
+    /// `ceil`, `floor`, `round`, `trunc` (no boolean form).
+    pub const CEIL: &str = "ceil_vml_cpu";
+    /// See [`CEIL`].
+    pub const FLOOR: &str = "floor_vml_cpu";
+    /// See [`CEIL`].
+    pub const ROUND: &str = "round_vml_cpu";
+    /// See [`CEIL`].
+    pub const TRUNC: &str = "trunc_vml_cpu";
+    /// `remainder` (no boolean form).
+    pub const REMAINDER: &str = "remainder_cpu";
+    /// `fmod` (no boolean form).
+    pub const FMOD: &str = "fmod_cpu";
     /// `abs` of booleans.
     pub const ABS: &str = "abs_cpu";
     /// `tanh_backward` of integers.
@@ -206,6 +218,26 @@ pub fn check_relu(kind: Kind) -> R<()> {
 pub fn check_argmax(kind: Kind) -> R<()> {
     check(kind != Kind::Bool, || {
         "argmax(): does not support bool input".into()
+    })
+}
+
+/// `argmin`'s refusal of booleans.
+pub fn check_argmin(kind: Kind) -> R<()> {
+    check(kind != Kind::Bool, || {
+        "argmin(): does not support bool input".into()
+    })
+}
+
+/// `remainder` and `fmod` with a Scalar: the result's kind ([`scalar_kind`]), which must
+/// not be boolean (PyTorch: `"remainder_cpu" not implemented for 'Bool'`).
+pub fn check_modulo(result: Kind, kernel: &str) -> R<()> {
+    check_not_bool(result, kernel)
+}
+
+/// An integer `remainder` or `fmod` by zero.
+pub fn check_int_divisor(result: Kind, divisor: Scalar) -> R<()> {
+    check(result != Kind::Int || divisor.to_f64() != 0.0, || {
+        "ZeroDivisionError".into()
     })
 }
 

@@ -326,6 +326,7 @@ mod tests;
 
 use indexing::index_below;
 pub use indexing::{
-    argmax, argmax_dim, embedding, index_add, index_in_dim, index_in_self, index_select, max_dim,
+    argmax, argmax_dim, argmin, argmin_dim, embedding, flip, index_add, index_in_dim,
+    index_in_self, index_select, max_dim, min_dim,
 };
 pub use losses::{NllBackward, nll_loss_backward, nll_loss_forward, nll_target};

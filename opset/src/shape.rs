@@ -306,13 +306,22 @@ pub fn check_nonempty_reduction(name: &str, axis: Option<usize>, shape: &[usize]
 /// `amax`'s checks: PyTorch's message for an empty input reduced over all its dims (`dim`
 /// empty), else [`check_nonempty_reduction`] per reduced axis.
 pub fn check_amax(dim: &[i64], axes: &[usize], shape: &[usize]) -> R<()> {
+    check_extremum("amax", dim, axes, shape)
+}
+
+/// `amin`'s checks, as [`check_amax`]'s.
+pub fn check_amin(dim: &[i64], axes: &[usize], shape: &[usize]) -> R<()> {
+    check_extremum("amin", dim, axes, shape)
+}
+
+fn check_extremum(name: &str, dim: &[i64], axes: &[usize], shape: &[usize]) -> R<()> {
     if dim.is_empty() && shape.contains(&0) {
-        return Err(Error::index(
-            "amax(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.",
-        ));
+        return Err(Error::index(format!(
+            "{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument."
+        )));
     }
     for ax in axes {
-        check_nonempty_reduction("amax", Some(*ax), shape)?;
+        check_nonempty_reduction(name, Some(*ax), shape)?;
     }
     Ok(())
 }

@@ -1139,6 +1139,68 @@ GEN["mm.out"] = g_mm_out
 GEN["sum.IntList_out"] = g_sum_out
 GEN["cat.out"] = g_cat_out
 
+
+# ---- rounding, modulo, selection and value tests
+
+
+def g_min_dim(p, r):
+    s = shape(r, 1, 3)
+    x = p.inp(s, nc=r.random() < 0.4)
+    v, i = p.op("min.dim", nout=2, self=x, dim=r.choice([0, -1, len(s) - 1]), keepdim=r.random() < 0.5)
+    p.out(v)
+    return v
+
+
+def g_amin(p, r):
+    s = r.choice([shape(r, 1, 3), []])
+    x = p.inp(s, nc=r.random() < 0.4)
+    return p.op("amin", self=x, dim=dims_arg(r, len(s)), keepdim=r.random() < 0.5)
+
+
+def g_argmin(p, r):
+    s = shape(r, 1, 3)
+    x = p.inp(s)
+    i = p.op("argmin", self=x, dim=r.choice([None, 0, -1]), keepdim=r.random() < 0.5)
+    return p.op("mul.Tensor", self=i, other=p.op("sum", self=x, dtype=None))
+
+
+def g_flip(p, r):
+    s = r.choice([shape(r, 1, 3), []])
+    x = p.inp(s, nc=r.random() < 0.4)
+    dims = r.sample(range(len(s)), r.randint(0, len(s))) if s else []
+    dims = [d - len(s) if r.random() < 0.3 else d for d in dims]
+    return p.op("flip", self=x, dims=dims)
+
+
+def g_test_of_values(op):
+    """A value test (`isnan`, `isinf`, `logical_not`) of an input with NaN, infinities and
+    zeros, times the input (the mask carries no gradient)."""
+    def g(p, r):
+        s = shape(r, 1, 2)
+        n = math.prod(s)
+        pool = [float("nan"), float("inf"), float("-inf"), 0.0, 1.5, -2.0]
+        x = p.inp(s, data=[r.choice(pool) for _ in range(n)])
+        m = p.op(op, self=x)
+        return p.op("mul.Tensor", self=m, other=p.inp(s))
+    return g
+
+
+GEN.update({
+    "ceil": unary("ceil", "wide"),
+    "floor": unary("floor", "wide"),
+    "round": unary("round", "wide"),
+    "trunc": unary("trunc", "wide"),
+    "remainder.Scalar": unary("remainder.Scalar", "wide", other=lambda r: r.choice([0.7, -1.5, 2, -3])),
+    "fmod.Scalar": unary("fmod.Scalar", "wide", other=lambda r: r.choice([0.7, -1.5, 2, -3])),
+    "flip": g_flip,
+    "amin": g_amin,
+    "min.dim": g_min_dim,
+    "argmin": g_argmin,
+    "isnan": g_test_of_values("isnan"),
+    "isinf": g_test_of_values("isinf"),
+    "logical_not": g_test_of_values("logical_not"),
+})
+
 # Ops a random program may apply to an op's result (a composition).
 POST = ["tanh", "sin", "square", "exp_neg", "sum_last", None, None]
 
@@ -1355,12 +1417,25 @@ def dtype_matrix():
              ("unsqueeze", {"dim": 1}), ("narrow", {"dim": 1, "start": 1, "length": 2}),
              ("select.int", {"dim": 0, "index": 1}), ("diagonal", {"offset": 0, "dim1": 0, "dim2": 1}),
              ("zeros_like", {"dtype": None, "layout": None, "device": None, "pin_memory": None,
-                             "memory_format": None})]
+                             "memory_format": None}),
+             ("ceil", {}), ("floor", {}), ("round", {}), ("trunc", {}), ("remainder.Scalar", {"other": 2}),
+             ("remainder.Scalar", {"other": -1.5}), ("fmod.Scalar", {"other": -2}), ("fmod.Scalar", {"other": 1.5}),
+             ("remainder.Scalar", {"other": 0}), ("fmod.Scalar", {"other": 0}), ("remainder.Scalar", {"other": True}),
+             ("flip", {"dims": [0, 1]}), ("amin", {"dim": [1], "keepdim": True}), ("argmin", {"dim": 1, "keepdim": False}),
+             ("argmin", {"dim": None, "keepdim": False}), ("isnan", {}), ("isinf", {}), ("logical_not", {})]
+    seen = set()
     for op, extra in unary:
+        # A second entry of one operator is named by its Scalar (`remainder.Scalar/i64_-1.5`).
+        tag = "" if op not in seen else "_" + "_".join(str(v) for v in extra.values())
+        seen.add(op)
         for a in kinds:
-            p = prog(f"{op}/{a}")
+            p = prog(f"{op}/{a}{tag}")
             p.op(op, self=operand(p, a, [2, 3]), **extra)
             progs.append(p)
+    for a in kinds:
+        p = prog(f"min.dim/{a}")
+        p.op("min.dim", nout=2, self=operand(p, a, [2, 3]), dim=1, keepdim=False)
+        progs.append(p)
     for a in kinds:
         p = prog(f"max.dim/{a}")
         v, i = p.op("max.dim", nout=2, self=operand(p, a, [2, 3]), dim=1, keepdim=False)
@@ -1789,7 +1864,10 @@ def scenarios():
                      ("mul.Scalar", {"other": 0.0}), ("gelu", {"approximate": "none"}),
                      ("softmax.int", {"dim": 0, "dtype": None}), ("log_softmax.int", {"dim": 0, "dtype": None}),
                      ("logsumexp", {"dim": [0], "keepdim": False}), ("amax", {"dim": [0], "keepdim": False}),
-                     ("sum", {"dtype": None}), ("mean", {"dtype": None}), ("pow.Tensor_Scalar", {"exponent": 2.0})]:
+                     ("sum", {"dtype": None}), ("mean", {"dtype": None}), ("pow.Tensor_Scalar", {"exponent": 2.0}),
+                     ("ceil", {}), ("floor", {}), ("round", {}), ("trunc", {}), ("remainder.Scalar", {"other": 1.5}),
+                     ("fmod.Scalar", {"other": -1.5}), ("amin", {"dim": [0], "keepdim": False}),
+                     ("isnan", {}), ("isinf", {}), ("logical_not", {})]:
         p = scen(f"nonfinite/{op}", "nonfinite")
         x = p.inp([6], data=nf)
         p.op(op, self=x, **args)
@@ -2874,6 +2952,9 @@ UNARY_SWEEP = {
     "squeeze.dims": {"dim": [0]}, "unsqueeze": {"dim": 0},
     "slice.Tensor": {"dim": 0, "start": 0, "end": 1, "step": 1}, "narrow": {"dim": 0, "start": 0, "length": 0},
     "diagonal": {"offset": 0, "dim1": 0, "dim2": -1}, "select.int": {"dim": 0, "index": 0},
+    "ceil": {}, "floor": {}, "round": {}, "trunc": {}, "remainder.Scalar": {"other": 1.5},
+    "fmod.Scalar": {"other": -1.5}, "flip": {"dims": [0]}, "amin": {"dim": [], "keepdim": False},
+    "argmin": {"dim": None, "keepdim": False}, "isnan": {}, "isinf": {}, "logical_not": {},
 }
 POSITIVE = {"log": {}, "sqrt": {}, "rsqrt": {}}
 
@@ -2903,6 +2984,7 @@ def sweep_calls():
         "permute": lambda p, a: p.op("permute", self=a.t(0), dims=list(reversed(range(nd(a))))),
         "expand": lambda p, a: p.op("expand", self=a.t(0), size=[2] + a.shape_at(0), implicit=False),
         "max.dim": lambda p, a: p.op("max.dim", nout=2, self=a.t(0), dim=0, keepdim=False),
+        "min.dim": lambda p, a: p.op("min.dim", nout=2, self=a.t(0), dim=0, keepdim=False),
         "split.Tensor": lambda p, a: p.op("split.Tensor", nout=n_outputs("split.Tensor", a.shape_at(0), split_size=1),
                                           self=a.t(0), split_size=1, dim=0),
         "chunk": lambda p, a: p.op("chunk", nout=n_outputs("chunk", a.shape_at(0), chunks=2), self=a.t(0), chunks=2,

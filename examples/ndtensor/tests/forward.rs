@@ -19,14 +19,17 @@ use ndtensor::ops::*;
 use ndtensor::{NdTensor, Var};
 use std::collections::BTreeSet;
 
-/// Non-out= functions with a differentiable output: each must have a forward formula.
+/// Non-out= functions with a differentiable input and a differentiable output: each must
+/// have a forward formula (`isnan`, whose input is `non_differentiable`, needs none, as in
+/// torchgen).
 fn functions_needing_a_forward_formula() -> Vec<(String, bool)> {
     let a = analysis();
     a.results
         .iter()
         .filter(|r| {
             !a.functions[r.func].func.is_out_fn()
-                && r.main_info().is_some()
+                && r.main_info()
+                    .is_some_and(|i| !i.args_with_derivatives.is_empty())
                 && r.differentiable_outputs
                     .as_ref()
                     .is_ok_and(|o| !o.is_empty())

@@ -680,7 +680,59 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
             move |x| embedding(&x[0], &c(&idx), -1, false, false).unwrap(),
         ));
     }
+    rounding_and_selection(&r, &mut cs);
     cs
+}
+
+/// `ceil`, `floor`, `round`, `trunc`, `remainder.Scalar`, `fmod.Scalar` (inputs away from
+/// their jumps), `flip`, `amin`, `min.dim`.
+fn rounding_and_selection<B: ConformanceTensor>(r: &Rng, cs: &mut Vec<Case<B>>) {
+    let s2 = r.shape(2);
+    let s3 = r.shape(3);
+    let jumps: Vec<f64> = (-8..=8).map(|k| f64::from(k) * 0.5).collect();
+    let off = |t: B| avoid(&t, &jumps, 0.05);
+    cs.push(case("ceil", "zero gradient", vec![off(r.t(&s2))], |x| {
+        ceil(&x[0]).unwrap()
+    }));
+    cs.push(case("floor", "zero gradient", vec![off(r.nc(&s2))], |x| {
+        floor(&x[0]).unwrap()
+    }));
+    cs.push(case("round", "zero gradient", vec![off(r.t(&s3))], |x| {
+        round(&x[0]).unwrap()
+    }));
+    cs.push(case("trunc", "zero gradient", vec![off(r.t(&s2))], |x| {
+        trunc(&x[0]).unwrap()
+    }));
+    cs.push(case(
+        "remainder.Scalar",
+        "by 0.5",
+        vec![off(r.t(&s2))],
+        |x| remainder_scalar(&x[0], 0.5).unwrap(),
+    ));
+    cs.push(case("fmod.Scalar", "by -0.5", vec![off(r.nc(&s2))], |x| {
+        fmod_scalar(&x[0], -0.5).unwrap()
+    }));
+    cs.push(case("flip", "dims [0, -1]", vec![r.t(&s3)], |x| {
+        flip(&x[0], &[0, -1]).unwrap()
+    }));
+    cs.push(case("flip", "non-contiguous", vec![r.nc(&s2)], |x| {
+        flip(&x[0], &[1]).unwrap()
+    }));
+    cs.push(case("amin", "dims [0,2]", vec![r.t(&s3)], |x| {
+        amin(&x[0], &[0, 2], false).unwrap()
+    }));
+    cs.push(case("amin", "keepdim", vec![r.nc(&s2)], |x| {
+        amin(&x[0], &[1], true).unwrap()
+    }));
+    cs.push(case("min.dim", "", vec![r.t(&s3)], |x| {
+        min_dim(&x[0], 1, false).unwrap().0
+    }));
+    cs.push(case(
+        "min.dim",
+        "keepdim, non-contiguous",
+        vec![r.nc(&s2)],
+        |x| min_dim(&x[0], -1, true).unwrap().0,
+    ));
 }
 
 pub fn dims_of(s: &[usize]) -> Vec<i64> {

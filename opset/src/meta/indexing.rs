@@ -96,6 +96,54 @@ pub fn argmax_dim(shape: &[usize], dim: i64) -> R<usize> {
     Ok(ax)
 }
 
+/// `argmin` over all elements: the input must have one.
+pub fn argmin(shape: &[usize]) -> R<()> {
+    check_nonempty_reduction("argmin", None, shape)
+}
+
+/// `argmin` along `dim`: the axis, which must have an element to select.
+pub fn argmin_dim(shape: &[usize], dim: i64) -> R<usize> {
+    let ax = norm_dim(dim, shape.len())?;
+    check_nonempty_reduction("argmin", Some(ax), shape)?;
+    Ok(ax)
+}
+
+/// `min.dim`: the axis, which must have an element to select.
+///
+/// ```
+/// use autograd_opset::meta;
+/// assert_eq!(meta::min_dim(&[0, 3], 0).unwrap_err().to_string(),
+///            "min(): Expected reduction dim 0 to have non-zero size.");
+/// ```
+pub fn min_dim(shape: &[usize], dim: i64) -> R<usize> {
+    let ax = norm_dim(dim, shape.len())?;
+    check_nonempty_reduction("min", Some(ax), shape)?;
+    Ok(ax)
+}
+
+/// `flip`'s dims: each wrapped into the tensor's range, none twice; the axes to reverse.
+///
+/// ```
+/// use autograd_opset::meta;
+/// assert_eq!(meta::flip(&[3], &[0, 0]).unwrap_err().to_string(),
+///            "dim 0 appears multiple times in the list of dims");
+/// ```
+pub fn flip(shape: &[usize], dims: &[i64]) -> R<Vec<usize>> {
+    let mut axes = Vec::with_capacity(dims.len());
+    for &d in dims {
+        let ax = norm_dim(d, shape.len())?;
+        if axes.contains(&ax) {
+            return Err(Error::runtime(format!(
+                "dim {ax} appears multiple times in the list of dims"
+            )));
+        }
+        axes.push(ax);
+    }
+    // A 0-d tensor takes dim 0 (or -1) as a 1-d one would, and flipping it changes nothing.
+    axes.retain(|&ax| ax < shape.len());
+    Ok(axes)
+}
+
 /// `max.dim`: the axis, which must have an element to select.
 ///
 /// ```

@@ -702,6 +702,83 @@ impl Backend for CandleTensor {
             C::embedding(x, &i, padding_idx, scale_grad_by_freq, sparse)
         })
     }
+    fn ceil(self_: &Self) -> R<Self> {
+        rounded(self_, kernel::CEIL, f64::ceil, f32::ceil)
+    }
+    fn floor(self_: &Self) -> R<Self> {
+        rounded(self_, kernel::FLOOR, f64::floor, f32::floor)
+    }
+    fn round(self_: &Self) -> R<Self> {
+        rounded(
+            self_,
+            kernel::ROUND,
+            f64::round_ties_even,
+            f32::round_ties_even,
+        )
+    }
+    fn trunc(self_: &Self) -> R<Self> {
+        rounded(self_, kernel::TRUNC, f64::trunc, f32::trunc)
+    }
+    fn remainder_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        modulo(self_, other, kernel::REMAINDER, true)
+    }
+    fn fmod_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        modulo(self_, other, kernel::FMOD, false)
+    }
+    fn flip(self_: &Self, dims: &[i64]) -> R<Self> {
+        let axes = autograd_opset::meta::flip(self_.shape(), dims)?;
+        // candle's index_select reads contiguous tensors only.
+        let mut t = ce(self_.t.contiguous())?;
+        for ax in axes {
+            let n = t.dims()[ax] as u32;
+            let rev = candle_core::Tensor::from_vec(
+                (0..n).rev().collect::<Vec<u32>>(),
+                n as usize,
+                t.device(),
+            );
+            t = ce(t.index_select(&ce(rev)?, ax))?;
+        }
+        Ok(C::new(t))
+    }
+    fn amin(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
+        let axes = autograd_opset::shape::reduce_axes(Some(dim), self_.shape().len())?;
+        autograd_opset::shape::check_amin(dim, &axes, self_.shape())?;
+        // min(x) = -max(-x), exactly (negation is exact), NaN kept.
+        let r = C::amax(&negated(self_)?, dim, keepdim)?;
+        narrowed(C::neg(&r)?, kind(self_))
+    }
+    fn min_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
+        autograd_opset::meta::min_dim(self_.shape(), dim)?;
+        let (v, i) = C::max_dim(&negated(self_)?, dim, keepdim)?;
+        Ok((narrowed(C::neg(&v)?, kind(self_))?, indices_out(i)?))
+    }
+    fn argmin(self_: &Self, dim: Option<i64>, keepdim: bool) -> R<Self> {
+        rules::check_argmin(kind(self_))?;
+        match dim {
+            None => autograd_opset::meta::argmin(self_.shape())?,
+            Some(d) => drop(autograd_opset::meta::argmin_dim(self_.shape(), d)?),
+        }
+        // The first smallest element is the first largest of `-x` (a NaN wins in both).
+        indices_out(C::argmax(&negated(self_)?, dim, keepdim)?)
+    }
+    fn isnan(self_: &Self) -> R<Self> {
+        let t = &self_.t;
+        match kind(self_) {
+            Kind::Float => mask_out(C::new(ce(t.ne(t))?)),
+            _ => mask_out(C::new(ce(t.zeros_like())?)),
+        }
+    }
+    fn isinf(self_: &Self) -> R<Self> {
+        let t = &self_.t;
+        match kind(self_) {
+            Kind::Float => mask_out(C::new(ce(ce(t.abs())?.eq(f64::INFINITY))?)),
+            _ => mask_out(C::new(ce(t.zeros_like())?)),
+        }
+    }
+    fn logical_not(self_: &Self) -> R<Self> {
+        let x = wide(self_)?;
+        mask_out(C::new(ce(x.t.eq(0.0))?))
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.
@@ -726,4 +803,90 @@ fn joined(tensors: &[C], k: impl Fn(&[C]) -> R<C>) -> R<C> {
         .map(|t| Ok(C::new(ce(t.t.to_dtype(d))?)))
         .collect::<R<Vec<_>>>()?;
     k(&ts)
+}
+
+// ---------------------------------------------------------------- rounding, modulo, selection
+
+/// `ceil`, `floor`, `round`, `trunc`: floats rounded (candle's custom op over Rust's
+/// functions: `round` is half to even, as PyTorch's), integers as they are, booleans refused.
+fn rounded(t: &C, kernel: &'static str, f64: fn(f64) -> f64, f32: fn(f32) -> f32) -> R<C> {
+    match kind(t) {
+        Kind::Float => super::elementwise(
+            t,
+            super::Map {
+                name: kernel,
+                f64,
+                f32,
+            },
+        ),
+        Kind::Int => Ok(t.clone()),
+        Kind::Bool => Err(rules::not_implemented(kernel, "bool")),
+    }
+}
+
+/// `remainder` (`floor`: the sign of the divisor) or `fmod` (the sign of the dividend) by a
+/// Scalar, in the kind PyTorch's promotion gives: a candle custom op ([`Modulo`]) for
+/// floats, `I64` values through it too (exact below 2^53).
+fn modulo(t: &C, s: Scalar, kernel: &str, floor: bool) -> R<C> {
+    let k = scalar_kind(t, s);
+    rules::check_modulo(k, kernel)?;
+    rules::check_int_divisor(k, s)?;
+    let x = match k {
+        Kind::Float => promoted(t, float_dtype(&[t]))?,
+        _ => wide(t)?,
+    };
+    let op = Modulo {
+        b: s.to_f64(),
+        floor,
+    };
+    narrowed(C::new(ce(x.t.apply_op1_no_bwd(&op))?), k)
+}
+
+/// `x mod b` on each element, C's `fmod` (`floor`: plus `b` where the signs differ).
+struct Modulo {
+    b: f64,
+    floor: bool,
+}
+
+impl Modulo {
+    fn at(&self, a: f64) -> f64 {
+        let m = a % self.b;
+        if self.floor && m != 0.0 && (m < 0.0) != (self.b < 0.0) {
+            m + self.b
+        } else {
+            m
+        }
+    }
+}
+
+impl candle_core::CustomOp1 for Modulo {
+    fn name(&self) -> &'static str {
+        "modulo"
+    }
+    fn cpu_fwd(
+        &self,
+        s: &candle_core::CpuStorage,
+        l: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        use candle_core::CpuStorage as S;
+        let out = match s {
+            S::F64(v) => S::F64(super::positions(l).map(|i| self.at(v[i])).collect()),
+            // fmod is exact, and one rounding of the f64 sum is the f32 sum's.
+            S::F32(v) => S::F32(
+                super::positions(l)
+                    .map(|i| self.at(f64::from(v[i])) as f32)
+                    .collect(),
+            ),
+            _ => candle_core::bail!("modulo takes a floating-point tensor"),
+        };
+        Ok((out, l.shape().clone()))
+    }
+}
+
+/// `-t` (integers and booleans as `F64`): `amin`, `min.dim` and `argmin` select on it.
+fn negated(t: &C) -> R<C> {
+    match kind(t) {
+        Kind::Float => C::neg(t),
+        _ => C::neg(&wide(t)?),
+    }
 }

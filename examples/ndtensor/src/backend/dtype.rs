@@ -23,7 +23,8 @@ use autograd::types::{Device, Layout, MemoryFormat, Scalar, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index, kernel};
 use autograd_opset::error::Error;
-use autograd_opset::shape::{broadcast_shape, reduce_axes};
+use autograd_opset::meta;
+use autograd_opset::shape::{broadcast_shape, check_amin, reduce_axes};
 use ndarray::{ArcArray, Array, ArrayView, Axis, IxDyn, Zip};
 use std::borrow::Cow;
 
@@ -1150,6 +1151,65 @@ impl<E: Element> Backend for NdTensor<E> {
         }
         moved!(weight, x => F::embedding(x, &idx(&i), padding_idx, scale_grad_by_freq, sparse))
     }
+    fn ceil(self_: &Self) -> R<Self> {
+        rounded(self_, kernel::CEIL, E::ceil)
+    }
+    fn floor(self_: &Self) -> R<Self> {
+        rounded(self_, kernel::FLOOR, E::floor)
+    }
+    fn round(self_: &Self) -> R<Self> {
+        rounded(self_, kernel::ROUND, round_half_even)
+    }
+    fn trunc(self_: &Self) -> R<Self> {
+        rounded(self_, kernel::TRUNC, E::trunc)
+    }
+    fn remainder_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        modulo(self_, other, kernel::REMAINDER, true)
+    }
+    fn fmod_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        modulo(self_, other, kernel::FMOD, false)
+    }
+    fn flip(self_: &Self, dims: &[i64]) -> R<Self> {
+        let axes = meta::flip(self_.shape(), dims)?;
+        moved!(self_, x => Ok::<_, Error>(flipped(x, &axes)))
+    }
+    fn amin(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
+        let axes = reduce_axes(Some(dim), self_.shape().len())?;
+        check_amin(dim, &axes, self_.shape())?;
+        // min(x) = -max(-x), exactly (negation is exact), NaN kept.
+        let k = kind(self_);
+        let r = F::amax(&negated(self_), dim, keepdim)?;
+        Ok(narrowed(negated_wide(&r), k))
+    }
+    fn min_dim(self_: &Self, dim: i64, keepdim: bool) -> R<(Self, Self)> {
+        meta::min_dim(self_.shape(), dim)?;
+        let (v, i) = F::max_dim(&negated(self_), dim, keepdim)?;
+        Ok((narrowed(negated_wide(&v), kind(self_)), indices_out(i)))
+    }
+    fn argmin(self_: &Self, dim: Option<i64>, keepdim: bool) -> R<Self> {
+        rules::check_argmin(kind(self_))?;
+        match dim {
+            None => meta::argmin(self_.shape())?,
+            Some(d) => drop(meta::argmin_dim(self_.shape(), d)?),
+        }
+        // The first smallest element is the first largest of `-x` (a NaN wins in both).
+        Ok(indices_out(F::argmax(&negated(self_), dim, keepdim)?))
+    }
+    fn isnan(self_: &Self) -> R<Self> {
+        Ok(match self_.data() {
+            Data::Float(a) => bool_out(a.arr().mapv(|x| x.is_nan())),
+            _ => bool_out(Array::from_elem(IxDyn(self_.shape()), false)),
+        })
+    }
+    fn isinf(self_: &Self) -> R<Self> {
+        Ok(match self_.data() {
+            Data::Float(a) => bool_out(a.arr().mapv(|x| x.is_infinite())),
+            _ => bool_out(Array::from_elem(IxDyn(self_.shape()), false)),
+        })
+    }
+    fn logical_not(self_: &Self) -> R<Self> {
+        Ok(bool_out(bools(self_).mapv(|x| !x)))
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
@@ -1161,6 +1221,76 @@ fn nll_weight<'a, E: Element>(
     let Some(w) = weight else { return Ok(None) };
     rules::check_same(input.dtype(), w.dtype())?;
     Ok(Some(promoted(w)))
+}
+
+// ---------------------------------------------------------------- rounding, modulo, selection
+
+/// `ceil`, `floor`, `round`, `trunc`: floats rounded, integers as they are, booleans refused.
+fn rounded<E: Element>(t: &NdTensor<E>, kernel: &str, f: fn(E) -> E) -> R<NdTensor<E>> {
+    match t.data() {
+        Data::Float(a) => Ok(float_out(fl(a.arr().mapv(f)))),
+        Data::Int(_) => Ok(t.clone()),
+        Data::Bool(_) => Err(rules::not_implemented(kernel, "bool")),
+    }
+}
+
+/// Round half to even (PyTorch's `round`, C's `nearbyint`).
+fn round_half_even<E: Element>(x: E) -> E {
+    let half = E::of(0.5);
+    if (x - x.trunc()).abs() == half {
+        (x * half).round() * E::of(2.0)
+    } else {
+        x.round()
+    }
+}
+
+/// `remainder` (`floor`: the sign of the divisor, Python's `%`) or `fmod` (the sign of the
+/// dividend, C's `fmod`) by a Scalar, in the kind PyTorch's promotion gives.
+fn modulo<E: Element>(t: &NdTensor<E>, s: Scalar, kernel: &str, floor: bool) -> R<NdTensor<E>> {
+    let k = scalar_kind(t, s);
+    rules::check_modulo(k, kernel)?;
+    rules::check_int_divisor(k, s)?;
+    if k == Kind::Float {
+        let b = E::of(s.to_f64());
+        let r = promoted(t).arr().mapv(|a| {
+            let m = a % b;
+            if floor && m != E::zero() && (m < E::zero()) != (b < E::zero()) {
+                m + b
+            } else {
+                m
+            }
+        });
+        return Ok(float_out(fl(r)));
+    }
+    let b = s.to_i64();
+    Ok(int_out(ints(t).mapv(|a| {
+        let m = a.wrapping_rem(b);
+        if floor && m != 0 && (m < 0) != (b < 0) {
+            m + b
+        } else {
+            m
+        }
+    })))
+}
+
+/// `x` with the axes `axes` reversed (a copy, as PyTorch's `flip`).
+fn flipped<G: Element>(x: &F<G>, axes: &[usize]) -> F<G> {
+    let mut v = x.arr().view();
+    for &ax in axes {
+        v.invert_axis(Axis(ax));
+    }
+    fl(v.to_owned())
+}
+
+/// `-t` in `f64` (integers and booleans too: the selection kernels of `amin`, `min.dim` and
+/// `argmin` run on it).
+fn negated<E: Element>(t: &NdTensor<E>) -> F<f64> {
+    fl(wide(t).arr().mapv(|x| -x))
+}
+
+/// `-r`, back from [`negated`]'s space.
+fn negated_wide(r: &F<f64>) -> F<f64> {
+    fl(r.arr().mapv(|x| -x))
 }
 
 #[cfg(test)]
