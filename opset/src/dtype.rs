@@ -143,6 +143,14 @@ pub mod kernel {
     pub const REMAINDER: &str = "remainder_cpu";
     /// `fmod` (no boolean form).
     pub const FMOD: &str = "fmod_cpu";
+    /// `bitwise_not` (integers and booleans only).
+    pub const BITWISE_NOT: &str = "bitwise_not_cpu";
+    /// `bitwise_and` (integers and booleans only).
+    pub const BITWISE_AND: &str = "bitwise_and_cpu";
+    /// `bitwise_or` (integers and booleans only).
+    pub const BITWISE_OR: &str = "bitwise_or_cpu";
+    /// `bitwise_xor` (integers and booleans only).
+    pub const BITWISE_XOR: &str = "bitwise_xor_cpu";
     /// `abs` of booleans.
     pub const ABS: &str = "abs_cpu";
     /// `tanh_backward` of integers.

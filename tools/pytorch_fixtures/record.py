@@ -1201,6 +1201,70 @@ GEN.update({
     "logical_not": g_test_of_values("logical_not"),
 })
 
+
+def g_logical(op):
+    """A logical op of two inputs with zeros (broadcast), times an input."""
+    def g(p, r):
+        s = shape(r, 1, 2)
+        x = p.inp(s, data=[r.choice([0.0, 1.5, -2.0]) for _ in range(math.prod(s))])
+        y = p.inp(s[-1:], data=[r.choice([0.0, 0.5]) for _ in range(s[-1])])
+        return p.op("mul.Tensor", self=p.op(op, self=x, other=y), other=p.inp(s))
+    return g
+
+
+def g_bitwise(op, scalar):
+    """A bitwise op of integer tensors (or a boolean one and an integer Scalar), as a
+    float: the result times an input."""
+    def g(p, r):
+        s = shape(r, 1, 2)
+        n = math.prod(s)
+        x = p.inp(s, "idx7", data=[r.randrange(-9, 10) for _ in range(n)])
+        if scalar:
+            y = p.op(op, self=x, other=r.choice([3, -4, True]))
+        else:
+            o = p.inp(s[-1:], "idx7", data=[r.randrange(-9, 10) for _ in range(s[-1])])
+            y = p.op(op, self=x, other=o)
+        return p.op("mul.Tensor", self=y, other=p.inp(s))
+    return g
+
+
+def g_any(op):
+    def g(p, r):
+        s = r.choice([shape(r, 1, 3), [], [2, 0]])
+        x = p.inp(s, data=[r.choice([0.0, 0.0, 1.0]) for _ in range(math.prod(s))])
+        if op == "any":
+            y = p.op(op, self=x)
+        elif op == "any.dim":
+            y = p.op(op, self=x, dim=r.choice([0, -1]), keepdim=r.random() < 0.5)
+        else:
+            dims = r.choice([None, [], [0], [-1, 0]]) if len(s) >= 2 else r.choice([None, []])
+            y = p.op(op, self=x, dim=dims, keepdim=r.random() < 0.5)
+        return p.op("mul.Tensor", self=y, other=p.op("sum", self=x, dtype=None))
+    return g
+
+
+def g_bitwise_not(p, r):
+    s = shape(r, 1, 2)
+    x = p.inp(s, "idx7", data=[r.randrange(-9, 10) for _ in range(math.prod(s))])
+    return p.op("mul.Tensor", self=p.op("bitwise_not", self=x), other=p.inp(s))
+
+
+GEN.update({
+    "logical_and": g_logical("logical_and"),
+    "logical_or": g_logical("logical_or"),
+    "logical_xor": g_logical("logical_xor"),
+    "bitwise_not": g_bitwise_not,
+    "bitwise_and.Tensor": g_bitwise("bitwise_and.Tensor", False),
+    "bitwise_and.Scalar": g_bitwise("bitwise_and.Scalar", True),
+    "bitwise_or.Tensor": g_bitwise("bitwise_or.Tensor", False),
+    "bitwise_or.Scalar": g_bitwise("bitwise_or.Scalar", True),
+    "bitwise_xor.Tensor": g_bitwise("bitwise_xor.Tensor", False),
+    "bitwise_xor.Scalar": g_bitwise("bitwise_xor.Scalar", True),
+    "any": g_any("any"),
+    "any.dim": g_any("any.dim"),
+    "any.dims": g_any("any.dims"),
+})
+
 # Ops a random program may apply to an op's result (a composition).
 POST = ["tanh", "sin", "square", "exp_neg", "sum_last", None, None]
 
@@ -1341,7 +1405,8 @@ def dtype_matrix():
     progs = []
     binary = ["add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "minimum", "pow.Tensor_Tensor",
               "eq.Tensor", "gt.Tensor", "lt.Tensor", "ge.Tensor", "le.Tensor", "ne.Tensor", "mse_loss",
-              "tanh_backward", "mm"]
+              "tanh_backward", "mm", "logical_and", "logical_or", "logical_xor", "bitwise_and.Tensor",
+              "bitwise_or.Tensor", "bitwise_xor.Tensor"]
     for op in binary:
         for a in kinds:
             for b in kinds:
@@ -1364,7 +1429,9 @@ def dtype_matrix():
     scalar_ops = [("add.Scalar", "other", {"alpha": 1}), ("sub.Scalar", "other", {"alpha": 1}),
                   ("mul.Scalar", "other", {}), ("div.Scalar", "other", {}), ("pow.Tensor_Scalar", "exponent", {}),
                   ("eq.Scalar", "other", {}), ("ne.Scalar", "other", {}), ("gt.Scalar", "other", {}),
-                  ("lt.Scalar", "other", {}), ("ge.Scalar", "other", {}), ("le.Scalar", "other", {})]
+                  ("lt.Scalar", "other", {}), ("ge.Scalar", "other", {}), ("le.Scalar", "other", {}),
+                  ("bitwise_and.Scalar", "other", {}), ("bitwise_or.Scalar", "other", {}),
+                  ("bitwise_xor.Scalar", "other", {})]
     # The Scalar's own kind decides (PyTorch's wrapped numbers): `2` an int, `2.0` a float
     # (an integer tensor plus 2.0 is a float tensor), `True` a bool.
     for op, arg, extra in scalar_ops:
@@ -1422,7 +1489,9 @@ def dtype_matrix():
              ("remainder.Scalar", {"other": -1.5}), ("fmod.Scalar", {"other": -2}), ("fmod.Scalar", {"other": 1.5}),
              ("remainder.Scalar", {"other": 0}), ("fmod.Scalar", {"other": 0}), ("remainder.Scalar", {"other": True}),
              ("flip", {"dims": [0, 1]}), ("amin", {"dim": [1], "keepdim": True}), ("argmin", {"dim": 1, "keepdim": False}),
-             ("argmin", {"dim": None, "keepdim": False}), ("isnan", {}), ("isinf", {}), ("logical_not", {})]
+             ("argmin", {"dim": None, "keepdim": False}), ("isnan", {}), ("isinf", {}), ("logical_not", {}),
+             ("bitwise_not", {}), ("any", {}), ("any.dim", {"dim": 1, "keepdim": True}),
+             ("any.dims", {"dim": None, "keepdim": False}), ("any.dims", {"dim": [], "keepdim": False})]
     seen = set()
     for op, extra in unary:
         # A second entry of one operator is named by its Scalar (`remainder.Scalar/i64_-1.5`).
@@ -2955,6 +3024,7 @@ UNARY_SWEEP = {
     "ceil": {}, "floor": {}, "round": {}, "trunc": {}, "remainder.Scalar": {"other": 1.5},
     "fmod.Scalar": {"other": -1.5}, "flip": {"dims": [0]}, "amin": {"dim": [], "keepdim": False},
     "argmin": {"dim": None, "keepdim": False}, "isnan": {}, "isinf": {}, "logical_not": {},
+    "any": {}, "any.dim": {"dim": 0, "keepdim": False}, "any.dims": {"dim": None, "keepdim": True},
 }
 POSITIVE = {"log": {}, "sqrt": {}, "rsqrt": {}}
 
@@ -2966,7 +3036,7 @@ def sweep_calls():
     calls.update({op: (lambda op=op: lambda p, a: p.op(op, self=a.t(0, "pos")))() for op in POSITIVE})
     bin_ = {"add.Tensor": {"alpha": 2.0}, "sub.Tensor": {"alpha": 1.0}, "mul.Tensor": {}, "maximum": {},
             "minimum": {}, "eq.Tensor": {}, "gt.Tensor": {}, "lt.Tensor": {}, "ge.Tensor": {}, "le.Tensor": {},
-            "ne.Tensor": {}}
+            "ne.Tensor": {}, "logical_and": {}, "logical_or": {}, "logical_xor": {}}
     calls.update({op: (lambda op=op, kw=kw: lambda p, a: p.op(op, self=a.t(0), other=a.t(1), **kw))()
                   for op, kw in bin_.items()})
     calls.update({
@@ -2985,6 +3055,13 @@ def sweep_calls():
         "expand": lambda p, a: p.op("expand", self=a.t(0), size=[2] + a.shape_at(0), implicit=False),
         "max.dim": lambda p, a: p.op("max.dim", nout=2, self=a.t(0), dim=0, keepdim=False),
         "min.dim": lambda p, a: p.op("min.dim", nout=2, self=a.t(0), dim=0, keepdim=False),
+        "bitwise_not": lambda p, a: p.op("bitwise_not", self=a.int(0)),
+        "bitwise_and.Tensor": lambda p, a: p.op("bitwise_and.Tensor", self=a.int(0), other=a.int(1)),
+        "bitwise_and.Scalar": lambda p, a: p.op("bitwise_and.Scalar", self=a.int(0), other=3),
+        "bitwise_or.Tensor": lambda p, a: p.op("bitwise_or.Tensor", self=a.int(0), other=a.int(1)),
+        "bitwise_or.Scalar": lambda p, a: p.op("bitwise_or.Scalar", self=a.int(0), other=True),
+        "bitwise_xor.Tensor": lambda p, a: p.op("bitwise_xor.Tensor", self=a.int(0), other=a.int(1)),
+        "bitwise_xor.Scalar": lambda p, a: p.op("bitwise_xor.Scalar", self=a.int(0), other=-2),
         "split.Tensor": lambda p, a: p.op("split.Tensor", nout=n_outputs("split.Tensor", a.shape_at(0), split_size=1),
                                           self=a.t(0), split_size=1, dim=0),
         "chunk": lambda p, a: p.op("chunk", nout=n_outputs("chunk", a.shape_at(0), chunks=2), self=a.t(0), chunks=2,

@@ -779,6 +779,61 @@ impl Backend for CandleTensor {
         let x = wide(self_)?;
         mask_out(C::new(ce(x.t.eq(0.0))?))
     }
+    fn logical_and(self_: &Self, other: &Self) -> R<Self> {
+        mask_out(C::new(ce(truth(self_)?.broadcast_mul(&truth(other)?))?))
+    }
+    fn logical_or(self_: &Self, other: &Self) -> R<Self> {
+        mask_out(C::new(ce(truth(self_)?.broadcast_maximum(&truth(other)?))?))
+    }
+    fn logical_xor(self_: &Self, other: &Self) -> R<Self> {
+        mask_out(C::new(ce(truth(self_)?.broadcast_ne(&truth(other)?))?))
+    }
+    fn bitwise_not(self_: &Self) -> R<Self> {
+        match kind(self_) {
+            Kind::Float => Err(rules::not_implemented(kernel::BITWISE_NOT, self_.dtype())),
+            Kind::Int => on_i64s(&[self_], |v| !v[0], DType::I64),
+            Kind::Bool => mask_out(C::new(ce(self_.t.eq(0.0))?)),
+        }
+    }
+    fn bitwise_and_tensor(self_: &Self, other: &Self) -> R<Self> {
+        bitwise(self_, other, kernel::BITWISE_AND, |x, y| x & y)
+    }
+    fn bitwise_and_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        bitwise(self_, &wrapped(other)?, kernel::BITWISE_AND, |x, y| x & y)
+    }
+    fn bitwise_or_tensor(self_: &Self, other: &Self) -> R<Self> {
+        bitwise(self_, other, kernel::BITWISE_OR, |x, y| x | y)
+    }
+    fn bitwise_or_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        bitwise(self_, &wrapped(other)?, kernel::BITWISE_OR, |x, y| x | y)
+    }
+    fn bitwise_xor_tensor(self_: &Self, other: &Self) -> R<Self> {
+        bitwise(self_, other, kernel::BITWISE_XOR, |x, y| x ^ y)
+    }
+    fn bitwise_xor_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        bitwise(self_, &wrapped(other)?, kernel::BITWISE_XOR, |x, y| x ^ y)
+    }
+    fn any(self_: &Self) -> R<Self> {
+        let all: Vec<usize> = (0..self_.shape().len()).collect();
+        any_over(self_, &all, false)
+    }
+    fn any_dim(self_: &Self, dim: i64, keepdim: bool) -> R<Self> {
+        let ax = autograd_opset::shape::norm_dim(dim, self_.shape().len())?;
+        let axes: Vec<usize> = if self_.shape().is_empty() {
+            vec![]
+        } else {
+            vec![ax]
+        };
+        any_over(self_, &axes, keepdim)
+    }
+    fn any_dims(self_: &Self, dim: Option<&[i64]>, keepdim: bool) -> R<Self> {
+        // `None` reduces every dim; `[]` none (unlike `sum`'s).
+        let axes = match dim {
+            Some([]) => vec![],
+            _ => autograd_opset::shape::reduce_axes(dim, self_.shape().len())?,
+        };
+        any_over(self_, &axes, keepdim)
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.
@@ -889,4 +944,80 @@ fn negated(t: &C) -> R<C> {
         Kind::Float => C::neg(t),
         _ => C::neg(&wide(t)?),
     }
+}
+
+// ---------------------------------------------------------------- logical, bitwise, any
+
+/// `t != 0` as `U8`.
+fn truth(t: &C) -> R<candle_core::Tensor> {
+    ce(wide(t)?.t.ne(0.0))
+}
+
+/// A Scalar as a 0-d tensor of its own kind (PyTorch's wrapped number).
+fn wrapped(s: Scalar) -> R<C> {
+    let dev = candle_core::Device::Cpu;
+    Ok(C::new(match s {
+        Scalar::Bool(b) => ce(candle_core::Tensor::new(u8::from(b), &dev))?,
+        Scalar::Int(i) => ce(candle_core::Tensor::new(i, &dev))?,
+        Scalar::Float(x) => ce(candle_core::Tensor::new(x, &dev))?,
+    }))
+}
+
+/// A bitwise op on integers or booleans (booleans with integers as `I64`), PyTorch's error
+/// for a float operand.
+fn bitwise(a: &C, b: &C, kernel: &str, f: fn(i64, i64) -> i64) -> R<C> {
+    match kind(a).max(kind(b)) {
+        Kind::Float => {
+            let float = if kind(a) == Kind::Float { a } else { b };
+            Err(rules::not_implemented(kernel, float.dtype()))
+        }
+        Kind::Int => on_i64s(&[a, b], |v| f(v[0], v[1]), DType::I64),
+        Kind::Bool => on_i64s(&[a, b], |v| f(v[0], v[1]), DType::U8),
+    }
+}
+
+/// `f` on the `i64` values of `ts` broadcast together, the result as `dtype` (exact: the
+/// values are read as `I64`).
+fn on_i64s(ts: &[&C], f: impl Fn(&[i64]) -> i64, dtype: DType) -> R<C> {
+    let mut shape: Vec<usize> = vec![];
+    for t in ts {
+        shape = autograd_opset::shape::broadcast_shape(&shape, t.t.dims())?;
+    }
+    let cols = ts
+        .iter()
+        .map(|t| {
+            let b = ce(ce(t.t.to_dtype(DType::I64))?.broadcast_as(shape.as_slice()))?;
+            ce(ce(b.flatten_all())?.to_vec1::<i64>())
+        })
+        .collect::<R<Vec<_>>>()?;
+    let n: usize = shape.iter().product();
+    let mut row = vec![0; ts.len()];
+    let v: Vec<i64> = (0..n)
+        .map(|i| {
+            for (r, c) in row.iter_mut().zip(&cols) {
+                *r = c[i];
+            }
+            f(&row)
+        })
+        .collect();
+    let t = ce(candle_core::Tensor::from_vec(
+        v,
+        shape.as_slice(),
+        &candle_core::Device::Cpu,
+    ))?;
+    Ok(C::new(ce(t.to_dtype(dtype))?))
+}
+
+/// `any` over `axes` (ascending, distinct): `true` where some element is non-zero.
+fn any_over(t: &C, axes: &[usize], keepdim: bool) -> R<C> {
+    let mut x = ce(truth(t)?.to_dtype(DType::F64))?;
+    for &ax in axes {
+        x = ce(x.sum_keepdim(ax))?;
+    }
+    if !keepdim {
+        for &ax in axes.iter().rev() {
+            x = ce(x.squeeze(ax))?;
+        }
+    }
+    mask_out(C::new(ce(x.gt(0.0))?))
 }

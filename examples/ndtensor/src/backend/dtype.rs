@@ -24,7 +24,7 @@ use autograd_opset::Backend;
 use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index, kernel};
 use autograd_opset::error::Error;
 use autograd_opset::meta;
-use autograd_opset::shape::{broadcast_shape, check_amin, reduce_axes};
+use autograd_opset::shape::{broadcast_shape, check_amin, norm_dim, reduce_axes};
 use ndarray::{ArcArray, Array, ArrayView, Axis, IxDyn, Zip};
 use std::borrow::Cow;
 
@@ -1210,6 +1210,67 @@ impl<E: Element> Backend for NdTensor<E> {
     fn logical_not(self_: &Self) -> R<Self> {
         Ok(bool_out(bools(self_).mapv(|x| !x)))
     }
+    fn logical_and(self_: &Self, other: &Self) -> R<Self> {
+        Ok(bool_out(bzip(&bools(self_), &bools(other), |x, y| x && y)?))
+    }
+    fn logical_or(self_: &Self, other: &Self) -> R<Self> {
+        Ok(bool_out(bzip(&bools(self_), &bools(other), |x, y| x || y)?))
+    }
+    fn logical_xor(self_: &Self, other: &Self) -> R<Self> {
+        Ok(bool_out(bzip(&bools(self_), &bools(other), |x, y| x != y)?))
+    }
+    fn bitwise_not(self_: &Self) -> R<Self> {
+        match self_.data() {
+            Data::Float(_) => Err(rules::not_implemented(kernel::BITWISE_NOT, self_.dtype())),
+            Data::Int(a) => Ok(int_out(a.mapv(|x| !x))),
+            Data::Bool(a) => Ok(bool_out(a.mapv(|x| !x))),
+        }
+    }
+    fn bitwise_and_tensor(self_: &Self, other: &Self) -> R<Self> {
+        bitwise(self_, other, kernel::BITWISE_AND, |x, y| x & y)
+    }
+    fn bitwise_and_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        bitwise(self_, &scalar_tensor(other), kernel::BITWISE_AND, |x, y| {
+            x & y
+        })
+    }
+    fn bitwise_or_tensor(self_: &Self, other: &Self) -> R<Self> {
+        bitwise(self_, other, kernel::BITWISE_OR, |x, y| x | y)
+    }
+    fn bitwise_or_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        bitwise(self_, &scalar_tensor(other), kernel::BITWISE_OR, |x, y| {
+            x | y
+        })
+    }
+    fn bitwise_xor_tensor(self_: &Self, other: &Self) -> R<Self> {
+        bitwise(self_, other, kernel::BITWISE_XOR, |x, y| x ^ y)
+    }
+    fn bitwise_xor_scalar(self_: &Self, other: Scalar) -> R<Self> {
+        bitwise(self_, &scalar_tensor(other), kernel::BITWISE_XOR, |x, y| {
+            x ^ y
+        })
+    }
+    fn any(self_: &Self) -> R<Self> {
+        let all: Vec<usize> = (0..self_.shape().len()).collect();
+        Ok(any_over(self_, &all, false))
+    }
+    fn any_dim(self_: &Self, dim: i64, keepdim: bool) -> R<Self> {
+        let ax = norm_dim(dim, self_.shape().len())?;
+        let axes: Vec<usize> = if self_.shape().is_empty() {
+            vec![]
+        } else {
+            vec![ax]
+        };
+        Ok(any_over(self_, &axes, keepdim))
+    }
+    fn any_dims(self_: &Self, dim: Option<&[i64]>, keepdim: bool) -> R<Self> {
+        // `None` reduces every dim; `[]` none (unlike `sum`'s).
+        let axes = match dim {
+            Some([]) => vec![],
+            _ => reduce_axes(dim, self_.shape().len())?,
+        };
+        Ok(any_over(self_, &axes, keepdim))
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
@@ -1291,6 +1352,51 @@ fn negated<E: Element>(t: &NdTensor<E>) -> F<f64> {
 /// `-r`, back from [`negated`]'s space.
 fn negated_wide(r: &F<f64>) -> F<f64> {
     fl(r.arr().mapv(|x| -x))
+}
+
+// ---------------------------------------------------------------- logical, bitwise, any
+
+/// A bitwise op on integers or booleans (booleans with integers as `i64`), PyTorch's error
+/// for a float operand.
+fn bitwise<E: Element>(
+    a: &NdTensor<E>,
+    b: &NdTensor<E>,
+    kernel: &str,
+    f: fn(i64, i64) -> i64,
+) -> R<NdTensor<E>> {
+    match kind(a).max(kind(b)) {
+        Kind::Float => {
+            let float = if kind(a) == Kind::Float { a } else { b };
+            Err(rules::not_implemented(kernel, float.dtype()))
+        }
+        Kind::Int => Ok(int_out(bzip(&ints(a), &ints(b), f)?)),
+        Kind::Bool => Ok(bool_out(bzip(&ints(a), &ints(b), |x, y| f(x, y) != 0)?)),
+    }
+}
+
+/// A Scalar as a 0-d tensor of its own kind (PyTorch's wrapped number): an
+/// integer `i64`, a boolean `bool`, a float the library's float.
+fn scalar_tensor<E: Element>(s: Scalar) -> NdTensor<E> {
+    let at = IxDyn(&[]);
+    match s {
+        Scalar::Bool(b) => bool_out(Array::from_elem(at, b)),
+        Scalar::Int(i) => int_out(Array::from_elem(at, i)),
+        Scalar::Float(x) => float_out(fl(Array::from_elem(at, E::of(x)))),
+    }
+}
+
+/// `any` over `axes` (ascending, distinct): `true` where some element is non-zero.
+fn any_over<E: Element>(t: &NdTensor<E>, axes: &[usize], keepdim: bool) -> NdTensor<E> {
+    let mut r = bools(t).to_owned();
+    for &ax in axes.iter().rev() {
+        r = r.map_axis(Axis(ax), |l| l.iter().any(|x| *x));
+    }
+    if keepdim {
+        for &ax in axes {
+            r = r.insert_axis(Axis(ax));
+        }
+    }
+    bool_out(r)
 }
 
 #[cfg(test)]
