@@ -143,6 +143,16 @@ pub mod kernel {
     pub const REMAINDER: &str = "remainder_cpu";
     /// `fmod` (no boolean form).
     pub const FMOD: &str = "fmod_cpu";
+    /// `div` with `rounding_mode="floor"` (no boolean form).
+    pub const DIV_FLOOR: &str = "div_floor_cpu";
+    /// `div` with `rounding_mode="trunc"` (no boolean form).
+    pub const DIV_TRUNC: &str = "div_trunc_cpu";
+    /// `elu` (floats only).
+    pub const ELU: &str = "elu_cpu";
+    /// `elu_backward` (floats only).
+    pub const ELU_BACKWARD: &str = "elu_backward_cpu";
+    /// `hardtanh_backward` (floats only).
+    pub const HARDTANH_BACKWARD: &str = "hardtanh_backward_cpu";
     /// `bitwise_not` (integers and booleans only).
     pub const BITWISE_NOT: &str = "bitwise_not_cpu";
     /// `bitwise_and` (integers and booleans only).
@@ -240,6 +250,13 @@ pub fn check_argmin(kind: Kind) -> R<()> {
 /// not be boolean (PyTorch: `"remainder_cpu" not implemented for 'Bool'`).
 pub fn check_modulo(result: Kind, kernel: &str) -> R<()> {
     check_not_bool(result, kernel)
+}
+
+/// `hardtanh`'s refusal of booleans.
+pub fn check_hardtanh(kind: Kind) -> R<()> {
+    check(kind != Kind::Bool, || {
+        "Bool inputs not supported for hardtanh".into()
+    })
 }
 
 /// An integer `remainder` or `fmod` by zero.
@@ -582,6 +599,7 @@ macro_rules! written_back_kernels {
             div_out => div_tensor(self_: &Self, other: &Self);
             exp_out => exp(self_: &Self);
             tanh_out => tanh(self_: &Self);
+            atan2_out => atan2(self_: &Self, other: &Self);
         }
         $crate::__same_dtype_out_kernels! { $write_back;
             neg_out => neg(self_: &Self);

@@ -1265,6 +1265,65 @@ GEN.update({
     "any.dims": g_any("any.dims"),
 })
 
+
+def g_div_mode(op):
+    def g(p, r):
+        s = shape(r, 1, 2)
+        x = p.inp(s, "wide", nc=r.random() < 0.4)
+        mode = r.choice([None, "trunc", "floor"])
+        if op == "div.Scalar_mode":
+            return p.op(op, self=x, other=r.choice([0.7, -1.5, 2, -3]), rounding_mode=mode)
+        return p.op(op, self=x, other=p.inp(r.choice([s, s[-1:]]), "away"), rounding_mode=mode)
+    return g
+
+
+def g_modulo_tensor(op):
+    def g(p, r):
+        s = shape(r, 1, 2)
+        x = p.inp(s, "wide", nc=r.random() < 0.4)
+        return p.op(op, self=x, other=p.inp(r.choice([s, s[-1:]]), "away"))
+    return g
+
+
+def g_elu(p, r):
+    s = r.choice([shape(r), []])
+    x = p.inp(s, "wide", nc=r.random() < 0.4)
+    return p.op("elu", self=x, alpha=r.choice([1, 1.5, -0.5]), scale=r.choice([1, 2.0]),
+                input_scale=r.choice([1, 0.5]))
+
+
+def g_elu_backward(p, r):
+    s = shape(r, 1, 2)
+    is_result = r.random() < 0.3
+    return p.op("elu_backward", grad_output=p.inp(s), alpha=r.choice([1.0, 0.5]), scale=1.0,
+                input_scale=r.choice([1.0, 2.0]), is_result=is_result, self_or_result=p.inp(s, "wide"))
+
+
+def g_hardtanh(p, r):
+    s = r.choice([shape(r), []])
+    x = p.inp(s, "wide", nc=r.random() < 0.4)
+    lo = r.choice([-1, -0.5])
+    return p.op("hardtanh", self=x, min_val=lo, max_val=r.choice([1, 0.25]))
+
+
+def g_hardtanh_backward(p, r):
+    s = shape(r, 1, 2)
+    return p.op("hardtanh_backward", grad_output=p.inp(s), self=p.inp(s, "wide"), min_val=-1, max_val=0.5)
+
+
+GEN.update({
+    "div.Tensor_mode": g_div_mode("div.Tensor_mode"),
+    "div.Scalar_mode": g_div_mode("div.Scalar_mode"),
+    "remainder.Tensor": g_modulo_tensor("remainder.Tensor"),
+    "fmod.Tensor": g_modulo_tensor("fmod.Tensor"),
+    "atan2": binary("atan2", "away"),
+    "atan2.out": out_variant("atan2.out"),
+    "elu": g_elu,
+    "elu_backward": g_elu_backward,
+    "hardtanh": g_hardtanh,
+    "hardtanh_backward": g_hardtanh_backward,
+})
+
 # Ops a random program may apply to an op's result (a composition).
 POST = ["tanh", "sin", "square", "exp_neg", "sum_last", None, None]
 
@@ -1405,7 +1464,7 @@ def dtype_matrix():
     progs = []
     binary = ["add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor", "maximum", "minimum", "pow.Tensor_Tensor",
               "eq.Tensor", "gt.Tensor", "lt.Tensor", "ge.Tensor", "le.Tensor", "ne.Tensor", "mse_loss",
-              "tanh_backward", "mm", "logical_and", "logical_or", "logical_xor", "bitwise_and.Tensor",
+              "tanh_backward", "mm", "remainder.Tensor", "fmod.Tensor", "atan2", "logical_and", "logical_or", "logical_xor", "bitwise_and.Tensor",
               "bitwise_or.Tensor", "bitwise_xor.Tensor"]
     for op in binary:
         for a in kinds:
@@ -1491,7 +1550,14 @@ def dtype_matrix():
              ("flip", {"dims": [0, 1]}), ("amin", {"dim": [1], "keepdim": True}), ("argmin", {"dim": 1, "keepdim": False}),
              ("argmin", {"dim": None, "keepdim": False}), ("isnan", {}), ("isinf", {}), ("logical_not", {}),
              ("bitwise_not", {}), ("any", {}), ("any.dim", {"dim": 1, "keepdim": True}),
-             ("any.dims", {"dim": None, "keepdim": False}), ("any.dims", {"dim": [], "keepdim": False})]
+             ("any.dims", {"dim": None, "keepdim": False}), ("any.dims", {"dim": [], "keepdim": False}),
+             ("elu", {"alpha": 1, "scale": 1, "input_scale": 1}), ("hardtanh", {"min_val": -1, "max_val": 1}),
+             ("hardtanh", {"min_val": -1.5, "max_val": 1}), ("div.Scalar_mode", {"other": 2, "rounding_mode": "floor"}),
+             ("div.Scalar_mode", {"other": 2, "rounding_mode": "trunc"}),
+             ("div.Scalar_mode", {"other": 2.0, "rounding_mode": "floor"}),
+             ("div.Scalar_mode", {"other": 0, "rounding_mode": "trunc"}),
+             ("div.Scalar_mode", {"other": 2, "rounding_mode": None}),
+             ("div.Scalar_mode", {"other": 2, "rounding_mode": "x"})]
     seen = set()
     for op, extra in unary:
         # A second entry of one operator is named by its Scalar (`remainder.Scalar/i64_-1.5`).
@@ -2650,6 +2716,7 @@ def out_dtype_programs(prog, ints, bools):
         "neg.out": lambda p, x, y, o: p.op("neg.out", self=x, out=o),
         "exp.out": lambda p, x, y, o: p.op("exp.out", self=x, out=o),
         "tanh.out": lambda p, x, y, o: p.op("tanh.out", self=x, out=o),
+        "atan2.out": lambda p, x, y, o: p.op("atan2.out", self=x, other=y, out=o),
         "clamp.out": lambda p, x, y, o: p.op("clamp.out", self=x, min=0, max=1, out=o),
         "mm.out": lambda p, x, y, o: p.op("mm.out", self=x, mat2=y, out=o),
         "sum.IntList_out": lambda p, x, y, o: p.op("sum.IntList_out", self=x, dim=[0], keepdim=False, dtype=None,
@@ -3025,6 +3092,8 @@ UNARY_SWEEP = {
     "fmod.Scalar": {"other": -1.5}, "flip": {"dims": [0]}, "amin": {"dim": [], "keepdim": False},
     "argmin": {"dim": None, "keepdim": False}, "isnan": {}, "isinf": {}, "logical_not": {},
     "any": {}, "any.dim": {"dim": 0, "keepdim": False}, "any.dims": {"dim": None, "keepdim": True},
+    "elu": {"alpha": 1.0, "scale": 1.0, "input_scale": 1.0}, "hardtanh": {"min_val": -0.5, "max_val": 0.5},
+    "div.Scalar_mode": {"other": 2.0, "rounding_mode": "floor"},
 }
 POSITIVE = {"log": {}, "sqrt": {}, "rsqrt": {}}
 
@@ -3056,6 +3125,15 @@ def sweep_calls():
         "max.dim": lambda p, a: p.op("max.dim", nout=2, self=a.t(0), dim=0, keepdim=False),
         "min.dim": lambda p, a: p.op("min.dim", nout=2, self=a.t(0), dim=0, keepdim=False),
         "bitwise_not": lambda p, a: p.op("bitwise_not", self=a.int(0)),
+        "div.Tensor_mode": lambda p, a: p.op("div.Tensor_mode", self=a.t(0), other=a.t(1, "pos"),
+                                             rounding_mode="trunc"),
+        "remainder.Tensor": lambda p, a: p.op("remainder.Tensor", self=a.t(0), other=a.t(1, "pos")),
+        "fmod.Tensor": lambda p, a: p.op("fmod.Tensor", self=a.t(0), other=a.t(1, "pos")),
+        "atan2": lambda p, a: p.op("atan2", self=a.t(0), other=a.t(1)),
+        "elu_backward": lambda p, a: p.op("elu_backward", grad_output=a.t(0), alpha=1.0, scale=1.0,
+                                          input_scale=1.0, is_result=False, self_or_result=a.t(1)),
+        "hardtanh_backward": lambda p, a: p.op("hardtanh_backward", grad_output=a.t(0), self=a.t(1), min_val=-1,
+                                               max_val=1),
         "bitwise_and.Tensor": lambda p, a: p.op("bitwise_and.Tensor", self=a.int(0), other=a.int(1)),
         "bitwise_and.Scalar": lambda p, a: p.op("bitwise_and.Scalar", self=a.int(0), other=3),
         "bitwise_or.Tensor": lambda p, a: p.op("bitwise_or.Tensor", self=a.int(0), other=a.int(1)),
@@ -3142,6 +3220,7 @@ def sweep_out_programs():
         "neg.out": lambda p, a: p.op("neg.out", self=a.t(0, rg=False), out=o(p)),
         "exp.out": lambda p, a: p.op("exp.out", self=a.t(0, rg=False), out=o(p)),
         "tanh.out": lambda p, a: p.op("tanh.out", self=a.t(0, rg=False), out=o(p)),
+        "atan2.out": lambda p, a: p.op("atan2.out", self=a.t(0, rg=False), other=a.t(1, rg=False), out=o(p)),
         "clamp.out": lambda p, a: p.op("clamp.out", self=a.t(0, rg=False), min=-0.5, max=0.5, out=o(p)),
         "mm.out": lambda p, a: p.op("mm.out", self=a.t(0, rg=False), mat2=a.t(1, rg=False), out=o(p)),
         "sum.IntList_out": lambda p, a: p.op("sum.IntList_out", self=a.t(0, rg=False), dim=[0], keepdim=False,

@@ -66,6 +66,10 @@ impl Lowerer<'_> {
             }
             "fmap" => return self.fmap(args, offset).map(Some),
             "sum_to" if n.starts_with("at::") => self.sum_to(args, offset)?,
+            // Without the factory in the schemas, a tensor like another is made from it.
+            "zeros" | "ones" if is_like(args) && !self.callees.functions.contains_key(base) => {
+                self.factory_like(base, args, offset)?
+            }
             "TensorGeometry"
             | "to_args_sizes"
             | "to_args_sizes_symint"
@@ -118,6 +122,22 @@ impl Lowerer<'_> {
             _ => return Ok(None),
         };
         Ok(Some(v))
+    }
+
+    /// `at::zeros(sizes, t.options())` (or `ones`) where the schemas have no `zeros`: a
+    /// tensor made with `t`'s options is `t.new_zeros(sizes)` (`new_ones`).
+    fn factory_like(&self, base: &str, args: &[Expr], offset: usize) -> Result<Val, LowerError> {
+        let [size, options] = args else {
+            return fail(offset, format!("`{base}` takes sizes and options"));
+        };
+        let ExprKind::Call(callee, _) = &options.kind else {
+            return fail(offset, format!("`{base}` takes a tensor's options"));
+        };
+        let ExprKind::Member(like, _, _) = &callee.kind else {
+            return fail(offset, format!("`{base}` takes a tensor's options"));
+        };
+        let (like, size) = (self.lower(like)?, self.lower(size)?);
+        self.method_call(like, &format!("new_{base}"), vec![size], offset)
     }
 
     /// `at::sum_to(t, sizes)`: the runtime's reduction of a gradient to a shape.
@@ -346,4 +366,10 @@ impl Lowerer<'_> {
             _ => None,
         })
     }
+}
+
+/// `(sizes, t.options())`: the arguments of a factory made like the tensor `t`.
+fn is_like(args: &[Expr]) -> bool {
+    matches!(args, [_, o] if matches!(&o.kind, ExprKind::Call(c, a)
+        if a.is_empty() && matches!(&c.kind, ExprKind::Member(_, m, false) if m == "options")))
 }

@@ -217,3 +217,45 @@ fn scalars_keep_their_kind() {
         );
     }
 }
+
+/// `at::zeros(sizes, t.options())` is `t.new_zeros(sizes)` when the schemas have no `zeros`
+/// (with `zeros`, the factory itself).
+#[test]
+fn a_factory_with_a_tensors_options_is_new_zeros_without_the_factory() {
+    let native_without_zeros: String = NATIVE
+        .lines()
+        .filter(|l| !l.starts_with("- func: zeros("))
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        + "- func: new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor\n  variants: method\n";
+    let mut cx = Ctxt::new();
+    let fns = parse_native_functions(
+        &Arc::from("n.yaml"),
+        &native_without_zeros,
+        &Default::default(),
+        &mut cx,
+    );
+    cx.check(()).unwrap();
+    let callees = Callees::new(&fns, &parse_header(HEADER).unwrap());
+    let s = FunctionSchema::parse(MUL).unwrap();
+    let loc = Location {
+        file: Arc::from("d.yaml"),
+        line: 1,
+        column: 0,
+    };
+    let f = FormulaEntry {
+        key: "self".into(),
+        var_names: vec!["self".into()],
+        formula: "at::zeros({}, grad.options())".into(),
+        loc: loc.clone(),
+        formula_loc: loc,
+    };
+    let cpp = super::CppFormulas {
+        fallible: true,
+        ..Default::default()
+    };
+    let rust = translate_formula(&s, &f, &callees, &cpp).unwrap();
+    assert!(rust.starts_with("new_zeros(&grad, &[0_i64; 0]"), "{rust}");
+    let with_zeros = tr(MUL, "self", "at::zeros({}, grad.options())").unwrap();
+    assert!(with_zeros.starts_with("zeros("), "{with_zeros}");
+}

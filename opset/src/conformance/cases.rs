@@ -681,7 +681,88 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
         ));
     }
     rounding_and_selection(&r, &mut cs);
+    divisions_and_activations(&r, &mut cs);
     cs
+}
+
+/// `div` with rounding modes, `remainder` / `fmod` of tensors (divisors in `[10, 11)`, so
+/// the quotients of inputs away from 0 do not cross an integer), `atan2`, `elu`,
+/// `hardtanh` and their backward ops (inputs away from their kinks).
+fn divisions_and_activations<B: ConformanceTensor>(r: &Rng, cs: &mut Vec<Case<B>>) {
+    let s2 = r.shape(2);
+    let jumps: Vec<f64> = (-8..=8).map(|k| f64::from(k) * 0.5).collect();
+    cs.push(case(
+        "div.Tensor_mode",
+        "no rounding",
+        vec![r.t(&s2), r.pos(&s2)],
+        |x| div_tensor_mode(&x[0], &x[1], None).unwrap(),
+    ));
+    cs.push(case(
+        "div.Tensor_mode",
+        "floor: zero gradient",
+        vec![avoid(&r.t(&s2), &jumps, 0.05), r.u(&s2, 0.5, 0.5001)],
+        |x| div_tensor_mode(&x[0], &x[1], Some("floor")).unwrap(),
+    ));
+    cs.push(case(
+        "div.Scalar_mode",
+        "trunc: zero gradient",
+        vec![avoid(&r.t(&s2), &jumps, 0.05)],
+        |x| div_scalar_mode(&x[0], 0.5, Some("trunc")).unwrap(),
+    ));
+    cs.push(case(
+        "div.Scalar_mode",
+        "no rounding",
+        vec![r.nc(&s2)],
+        |x| div_scalar_mode(&x[0], -2.5, None).unwrap(),
+    ));
+    cs.push(case(
+        "remainder.Tensor",
+        "",
+        vec![r.away(&s2), r.u(&[s2[1]], 10.0, 11.0)],
+        |x| remainder_tensor(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case(
+        "fmod.Tensor",
+        "",
+        vec![r.away(&s2), r.u(&s2, -11.0, -10.0)],
+        |x| fmod_tensor(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case(
+        "atan2",
+        "broadcast",
+        vec![r.away(&s2), r.away(&[s2[1]])],
+        |x| atan2(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case(
+        "elu",
+        "alpha 1.5, scale 2, input_scale 0.5",
+        vec![r.away(&s2)],
+        |x| elu(&x[0], 1.5, 2, 0.5).unwrap(),
+    ));
+    cs.push(case(
+        "elu_backward",
+        "on the input",
+        vec![r.t(&s2), r.away(&s2)],
+        |x| elu_backward(&x[0], 1.5, 1, 0.5, false, &x[1]).unwrap(),
+    ));
+    cs.push(case(
+        "elu_backward",
+        "on the result",
+        vec![r.t(&s2), r.away(&s2)],
+        |x| elu_backward(&x[0], 1, 1, 1, true, &x[1]).unwrap(),
+    ));
+    cs.push(case(
+        "hardtanh",
+        "",
+        vec![avoid(&r.u(&s2, -2.0, 2.0), &[-0.5, 0.5], 0.05)],
+        |x| hardtanh(&x[0], -0.5, 0.5).unwrap(),
+    ));
+    cs.push(case(
+        "hardtanh_backward",
+        "",
+        vec![r.t(&s2), avoid(&r.u(&s2, -2.0, 2.0), &[-1.0, 1.0], 0.05)],
+        |x| hardtanh_backward(&x[0], &x[1], -1, 1).unwrap(),
+    ));
 }
 
 /// `ceil`, `floor`, `round`, `trunc`, `remainder.Scalar`, `fmod.Scalar` (inputs away from

@@ -150,6 +150,12 @@ impl<B: ConformanceTensor> Args<'_, B> {
             .ok_or_else(|| format!("{k}: not a string"))?
             .to_string())
     }
+    pub fn os(&self, k: &str) -> R<Option<String>> {
+        match self.a.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.s(k).map(Some),
+        }
+    }
 }
 
 /// An error as its message (what the fixtures compare).
@@ -364,6 +370,41 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "bitwise_xor.Scalar" => one(bitwise_xor_scalar(&a.t("self")?, a.sc("other")?)),
         "any" => one(any(&a.t("self")?)),
         "any.dim" => one(any_dim(&a.t("self")?, a.i("dim")?, a.b("keepdim")?)),
+        "div.Tensor_mode" => one(div_tensor_mode(
+            &a.t("self")?,
+            &a.t("other")?,
+            a.os("rounding_mode")?.as_deref(),
+        )),
+        "div.Scalar_mode" => one(div_scalar_mode(
+            &a.t("self")?,
+            a.sc("other")?,
+            a.os("rounding_mode")?.as_deref(),
+        )),
+        "remainder.Tensor" => one(remainder_tensor(&a.t("self")?, &a.t("other")?)),
+        "fmod.Tensor" => one(fmod_tensor(&a.t("self")?, &a.t("other")?)),
+        "atan2" => one(atan2(&a.t("self")?, &a.t("other")?)),
+        "atan2.out" => ip(atan2_out(&a.t("self")?, &a.t("other")?, &a.t("out")?)),
+        "elu" => one(elu(
+            &a.t("self")?,
+            a.sc("alpha")?,
+            a.sc("scale")?,
+            a.sc("input_scale")?,
+        )),
+        "elu_backward" => one(elu_backward(
+            &a.t("grad_output")?,
+            a.sc("alpha")?,
+            a.sc("scale")?,
+            a.sc("input_scale")?,
+            a.b("is_result")?,
+            &a.t("self_or_result")?,
+        )),
+        "hardtanh" => one(hardtanh(&a.t("self")?, a.sc("min_val")?, a.sc("max_val")?)),
+        "hardtanh_backward" => one(hardtanh_backward(
+            &a.t("grad_output")?,
+            &a.t("self")?,
+            a.sc("min_val")?,
+            a.sc("max_val")?,
+        )),
         "any.dims" => one(any_dims(
             &a.t("self")?,
             a.oints("dim")?.as_deref(),

@@ -91,6 +91,12 @@ pub fn out_cases<B: ConformanceTensor>() -> Vec<OutCase<B>> {
             |x| tanh(&x[0]).unwrap(),
         ),
         oc(
+            "atan2.out",
+            vec![r.t(&s), r.t(&s)],
+            |x, o| atan2_out(&x[0], &x[1], o),
+            |x| atan2(&x[0], &x[1]).unwrap(),
+        ),
+        oc(
             "clamp.out",
             vec![r.t(&s)],
             |x, o| clamp_out(&x[0], Some(Scalar::Float(-0.2)), None, o),

@@ -987,3 +987,50 @@ pub fn layer_norm_composite_jvp<T: Backend>(
         None => Ok(result_t),
     }
 }
+
+/// PyTorch's `atan2_backward`: `grad * other / (self² + other²)` and
+/// `grad * -self / (self² + other²)`, each where `output_mask` asks.
+pub fn atan2_backward<T: Backend>(
+    grad: &V<T>,
+    self_: &V<T>,
+    other: &V<T>,
+    output_mask: [bool; 2],
+) -> Res<Grads2<T>> {
+    let sq = add_tensor(&mul_tensor(self_, self_)?, &mul_tensor(other, other)?, 1)?;
+    let recip = reciprocal(&sq)?;
+    let gs = output_mask[0]
+        .then(|| mul_tensor(&mul_tensor(grad, other)?, &recip))
+        .transpose()?;
+    let go = output_mask[1]
+        .then(|| mul_tensor(&mul_tensor(grad, &neg(self_)?)?, &recip))
+        .transpose()?;
+    Ok((gs, go))
+}
+
+/// PyTorch's `elu_double_backward`: the derivative of `elu_backward` in `self_or_result`.
+pub fn elu_double_backward<T: Backend>(
+    grad: &V<T>,
+    grad_output: &V<T>,
+    alpha: Scalar,
+    scale: Scalar,
+    input_scale: Scalar,
+    is_result: bool,
+    self_or_result: &V<T>,
+) -> Res<V<T>> {
+    // `(self_or_result < 0).type_as(grad)`: the mask as the gradient's dtype.
+    let negative = mul_scalar(&lt_scalar(self_or_result, 0)?, 1.0)?;
+    let gg = mul_tensor(grad, grad_output)?;
+    if is_result {
+        mul_tensor(&mul_scalar(&gg, input_scale)?, &negative)
+    } else {
+        let b = elu_backward(
+            &mul_scalar(&gg, input_scale)?,
+            alpha,
+            scale,
+            input_scale,
+            is_result,
+            self_or_result,
+        )?;
+        mul_tensor(&b, &negative)
+    }
+}

@@ -144,6 +144,32 @@ pub fn flip(shape: &[usize], dims: &[i64]) -> R<Vec<usize>> {
     Ok(axes)
 }
 
+/// `div`'s `rounding_mode`: `None` (true division), `"trunc"` (`Some(false)`) or `"floor"`
+/// (`Some(true)`); another string is PyTorch's error.
+///
+/// ```
+/// use autograd_opset::meta;
+/// assert_eq!(meta::rounding_mode(Some("floor")).unwrap(), Some(true));
+/// assert!(meta::rounding_mode(Some("x")).unwrap_err().to_string().starts_with("div expected"));
+/// ```
+pub fn rounding_mode(mode: Option<&str>) -> R<Option<bool>> {
+    match mode {
+        None => Ok(None),
+        Some("trunc") => Ok(Some(false)),
+        Some("floor") => Ok(Some(true)),
+        Some(m) => Err(Error::runtime(format!(
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{m}'"
+        ))),
+    }
+}
+
+/// `elu_backward` on its result (an in-place `elu`'s) with a negative `alpha`.
+pub fn elu_backward(alpha: f64, is_result: bool) -> R<()> {
+    check(!(is_result && alpha < 0.0), || {
+        "In-place elu backward calculation is triggered with a negative slope which is not supported. This is caused by calling in-place forward function with a negative slope, please call out-of-place version instead.".into()
+    })
+}
+
 /// `max.dim`: the axis, which must have an element to select.
 ///
 /// ```

@@ -834,6 +834,107 @@ impl Backend for CandleTensor {
         };
         any_over(self_, &axes, keepdim)
     }
+    fn div_tensor_mode(self_: &Self, other: &Self, rounding_mode: Option<&str>) -> R<Self> {
+        match autograd_opset::meta::rounding_mode(rounding_mode)? {
+            None => <Self as Backend>::div_tensor(self_, other),
+            Some(floor) => divided(self_, other, floor),
+        }
+    }
+    fn div_scalar_mode(self_: &Self, other: Scalar, rounding_mode: Option<&str>) -> R<Self> {
+        match autograd_opset::meta::rounding_mode(rounding_mode)? {
+            None => <Self as Backend>::div_scalar(self_, other),
+            Some(floor) => divided(self_, &wrapped(other)?, floor),
+        }
+    }
+    fn remainder_tensor(self_: &Self, other: &Self) -> R<Self> {
+        modulo_tensor(self_, other, kernel::REMAINDER, true)
+    }
+    fn fmod_tensor(self_: &Self, other: &Self) -> R<Self> {
+        modulo_tensor(self_, other, kernel::FMOD, false)
+    }
+    fn atan2(self_: &Self, other: &Self) -> R<Self> {
+        on_floats(&[self_, other], |v| v[0].atan2(v[1]))
+    }
+    fn elu(self_: &Self, alpha: Scalar, scale: Scalar, input_scale: Scalar) -> R<Self> {
+        rules::check_floats(self_.dtype(), kernel::ELU)?;
+        let (neg, pos, inp) = (
+            alpha.to_f64() * scale.to_f64(),
+            scale.to_f64(),
+            input_scale.to_f64(),
+        );
+        on_floats(&[self_], |v| {
+            if v[0] <= 0.0 {
+                (v[0] * inp).exp_m1() * neg
+            } else {
+                v[0] * pos
+            }
+        })
+    }
+    fn elu_backward(
+        grad_output: &Self,
+        alpha: Scalar,
+        scale: Scalar,
+        input_scale: Scalar,
+        is_result: bool,
+        self_or_result: &Self,
+    ) -> R<Self> {
+        autograd_opset::meta::elu_backward(alpha.to_f64(), is_result)?;
+        rules::check_promoted_floats(
+            kernel::ELU_BACKWARD,
+            grad_output.dtype(),
+            self_or_result.dtype(),
+        )?;
+        let (neg, pos, inp) = (
+            alpha.to_f64() * scale.to_f64(),
+            scale.to_f64(),
+            input_scale.to_f64(),
+        );
+        on_floats(&[grad_output, self_or_result], |v| {
+            let (a, b) = (v[0], v[1]);
+            match (b <= 0.0, is_result) {
+                (false, _) => a * pos,
+                (true, true) => a * inp * (b + neg),
+                (true, false) => a * inp * neg * (b * inp).exp(),
+            }
+        })
+    }
+    fn hardtanh(self_: &Self, min_val: Scalar, max_val: Scalar) -> R<Self> {
+        rules::check_hardtanh(kind(self_))?;
+        let (lo, hi) = (min_val.to_f64(), max_val.to_f64());
+        match kind(self_) {
+            Kind::Float => on_floats(&[self_], |v| {
+                if v[0] < lo {
+                    lo
+                } else if v[0] > hi {
+                    hi
+                } else {
+                    v[0]
+                }
+            }),
+            // Integers keep their dtype: the bounds clamp, then the cast truncates.
+            _ => on_i64s(
+                &[self_],
+                |v| (v[0] as f64).max(lo).min(hi) as i64,
+                DType::I64,
+            ),
+        }
+    }
+    fn hardtanh_backward(
+        grad_output: &Self,
+        self_: &Self,
+        min_val: Scalar,
+        max_val: Scalar,
+    ) -> R<Self> {
+        rules::check_promoted_floats(
+            kernel::HARDTANH_BACKWARD,
+            grad_output.dtype(),
+            self_.dtype(),
+        )?;
+        let (lo, hi) = (min_val.to_f64(), max_val.to_f64());
+        on_floats(&[grad_output, self_], |v| {
+            if v[1] <= lo || v[1] >= hi { 0.0 } else { v[0] }
+        })
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.
@@ -1020,4 +1121,118 @@ fn any_over(t: &C, axes: &[usize], keepdim: bool) -> R<C> {
         }
     }
     mask_out(C::new(ce(x.gt(0.0))?))
+}
+
+// ---------------------------------------------------------------- divisions with rounding
+
+/// `f` on the values of `ts` broadcast together, in `F64`, the result in their promoted
+/// float dtype (integers and booleans promote as PyTorch's do).
+fn on_floats(ts: &[&C], f: impl Fn(&[f64]) -> f64) -> R<C> {
+    let d = float_dtype(ts);
+    let mut shape: Vec<usize> = vec![];
+    for t in ts {
+        shape = autograd_opset::shape::broadcast_shape(&shape, t.t.dims())?;
+    }
+    let cols = ts
+        .iter()
+        .map(|t| {
+            let b = ce(ce(t.t.to_dtype(DType::F64))?.broadcast_as(shape.as_slice()))?;
+            ce(ce(b.flatten_all())?.to_vec1::<f64>())
+        })
+        .collect::<R<Vec<_>>>()?;
+    let n: usize = shape.iter().product();
+    let mut row = vec![0.0; ts.len()];
+    let v: Vec<f64> = (0..n)
+        .map(|i| {
+            for (r, c) in row.iter_mut().zip(&cols) {
+                *r = c[i];
+            }
+            f(&row)
+        })
+        .collect();
+    let t = ce(candle_core::Tensor::from_vec(
+        v,
+        shape.as_slice(),
+        &candle_core::Device::Cpu,
+    ))?;
+    Ok(C::new(ce(t.to_dtype(d))?))
+}
+
+/// PyTorch's `div_floor_floating` (`c10/util/generic_math.h`).
+fn div_floor_float(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != 0.0 && (b < 0.0) != (m < 0.0) {
+        div -= 1.0;
+    }
+    if div == 0.0 {
+        return 0.0f64.copysign(a / b);
+    }
+    let f = div.floor();
+    if div - f > 0.5 { f + 1.0 } else { f }
+}
+
+/// An integer division by zero: PyTorch's `ZeroDivisionError`.
+fn check_divisors(b: &C) -> R<()> {
+    let zero = ce(ce(ce(wide(b)?.t.eq(0.0))?.to_dtype(DType::F64))?.sum_all())?;
+    if ce(zero.to_scalar::<f64>())? > 0.0 {
+        return Err(Error::runtime("ZeroDivisionError"));
+    }
+    Ok(())
+}
+
+/// `div` with a rounding mode (`floor`, else `trunc`): integers stay integers (a zero
+/// divisor is PyTorch's error), booleans are refused.
+fn divided(a: &C, b: &C, floor: bool) -> R<C> {
+    let kernel = if floor {
+        kernel::DIV_FLOOR
+    } else {
+        kernel::DIV_TRUNC
+    };
+    match kind(a).max(kind(b)) {
+        Kind::Bool => Err(rules::not_implemented(kernel, "bool")),
+        Kind::Float if floor => on_floats(&[a, b], |v| div_floor_float(v[0], v[1])),
+        Kind::Float => on_floats(&[a, b], |v| (v[0] / v[1]).trunc()),
+        Kind::Int => {
+            check_divisors(b)?;
+            on_i64s(
+                &[a, b],
+                |v| {
+                    let (x, y) = (v[0], v[1]);
+                    let q = x.wrapping_div(y);
+                    if floor && x.wrapping_rem(y) != 0 && (x < 0) != (y < 0) {
+                        q - 1
+                    } else {
+                        q
+                    }
+                },
+                DType::I64,
+            )
+        }
+    }
+}
+
+/// `remainder` / `fmod` of two tensors (see [`modulo`]).
+fn modulo_tensor(a: &C, b: &C, kernel: &str, floor: bool) -> R<C> {
+    let k = kind(a).max(kind(b));
+    rules::check_modulo(k, kernel)?;
+    if k == Kind::Float {
+        return on_floats(&[a, b], |v| Modulo { b: v[1], floor }.at(v[0]));
+    }
+    check_divisors(b)?;
+    on_i64s(
+        &[a, b],
+        |v| {
+            let m = v[0].wrapping_rem(v[1]);
+            if floor && m != 0 && (m < 0) != (v[1] < 0) {
+                m + v[1]
+            } else {
+                m
+            }
+        },
+        DType::I64,
+    )
 }

@@ -1271,6 +1271,102 @@ impl<E: Element> Backend for NdTensor<E> {
         };
         Ok(any_over(self_, &axes, keepdim))
     }
+    fn div_tensor_mode(self_: &Self, other: &Self, rounding_mode: Option<&str>) -> R<Self> {
+        match meta::rounding_mode(rounding_mode)? {
+            None => <Self as Backend>::div_tensor(self_, other),
+            Some(floor) => divided(self_, other, floor),
+        }
+    }
+    fn div_scalar_mode(self_: &Self, other: Scalar, rounding_mode: Option<&str>) -> R<Self> {
+        match meta::rounding_mode(rounding_mode)? {
+            None => <Self as Backend>::div_scalar(self_, other),
+            Some(floor) => divided(self_, &scalar_tensor(other), floor),
+        }
+    }
+    fn remainder_tensor(self_: &Self, other: &Self) -> R<Self> {
+        modulo_tensor(self_, other, kernel::REMAINDER, true)
+    }
+    fn fmod_tensor(self_: &Self, other: &Self) -> R<Self> {
+        modulo_tensor(self_, other, kernel::FMOD, false)
+    }
+    fn atan2(self_: &Self, other: &Self) -> R<Self> {
+        fzip(self_, other, E::atan2)
+    }
+    fn elu(self_: &Self, alpha: Scalar, scale: Scalar, input_scale: Scalar) -> R<Self> {
+        rules::check_floats(self_.dtype(), kernel::ELU)?;
+        let (neg, pos, inp) = elu_coefs::<E>(alpha, scale, input_scale);
+        let x = promoted(self_);
+        Ok(float_out(fl(x.arr().mapv(|a| {
+            if a <= E::zero() {
+                (a * inp).exp_m1() * neg
+            } else {
+                a * pos
+            }
+        }))))
+    }
+    fn elu_backward(
+        grad_output: &Self,
+        alpha: Scalar,
+        scale: Scalar,
+        input_scale: Scalar,
+        is_result: bool,
+        self_or_result: &Self,
+    ) -> R<Self> {
+        meta::elu_backward(alpha.to_f64(), is_result)?;
+        rules::check_promoted_floats(
+            kernel::ELU_BACKWARD,
+            grad_output.dtype(),
+            self_or_result.dtype(),
+        )?;
+        let (neg, pos, inp) = elu_coefs::<E>(alpha, scale, input_scale);
+        fzip(grad_output, self_or_result, |a, b| {
+            match (b <= E::zero(), is_result) {
+                (false, _) => a * pos,
+                (true, true) => a * inp * (b + neg),
+                (true, false) => a * inp * neg * (b * inp).exp(),
+            }
+        })
+    }
+    fn hardtanh(self_: &Self, min_val: Scalar, max_val: Scalar) -> R<Self> {
+        rules::check_hardtanh(kind(self_))?;
+        let (lo, hi) = (min_val.to_f64(), max_val.to_f64());
+        match self_.data() {
+            Data::Float(a) => {
+                let (lo, hi) = (E::of(lo), E::of(hi));
+                // NaN stays NaN, as in PyTorch's clamp.
+                let c = |x: E| {
+                    if x < lo {
+                        lo
+                    } else if x > hi {
+                        hi
+                    } else {
+                        x
+                    }
+                };
+                Ok(float_out(fl(a.arr().mapv(c))))
+            }
+            // Integers keep their dtype: the bounds clamp, then the cast truncates.
+            _ => Ok(int_out(
+                ints(self_).mapv(|x| (x as f64).max(lo).min(hi) as i64),
+            )),
+        }
+    }
+    fn hardtanh_backward(
+        grad_output: &Self,
+        self_: &Self,
+        min_val: Scalar,
+        max_val: Scalar,
+    ) -> R<Self> {
+        rules::check_promoted_floats(
+            kernel::HARDTANH_BACKWARD,
+            grad_output.dtype(),
+            self_.dtype(),
+        )?;
+        let (lo, hi) = (E::of(min_val.to_f64()), E::of(max_val.to_f64()));
+        fzip(grad_output, self_, |g, x| {
+            if x <= lo || x >= hi { E::zero() } else { g }
+        })
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
@@ -1397,6 +1493,120 @@ fn any_over<E: Element>(t: &NdTensor<E>, axes: &[usize], keepdim: bool) -> NdTen
         }
     }
     bool_out(r)
+}
+
+// ---------------------------------------------------------------- divisions with rounding
+
+/// `a op b` elementwise on the two promoted to float, broadcast.
+fn fzip<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, f: impl Fn(E, E) -> E) -> R<NdTensor<E>> {
+    let (x, y) = (promoted(a), promoted(b));
+    let shape = broadcast_shape(x.shape(), y.shape())?;
+    let missing = || Error::internal("ndarray", "broadcast of a broadcastable shape failed");
+    let xv = x.arr().broadcast(IxDyn(&shape)).ok_or_else(missing)?;
+    let yv = y.arr().broadcast(IxDyn(&shape)).ok_or_else(missing)?;
+    Ok(float_out(fl(Zip::from(&xv)
+        .and(&yv)
+        .map_collect(|p, q| f(*p, *q)))))
+}
+
+/// PyTorch's `div_floor_floating` (`c10/util/generic_math.h`): the floor of `a / b`
+/// computed from `fmod`, so that it is exact where `floor(a / b)` rounds wrongly.
+fn div_floor_float<E: Element>(a: E, b: E) -> E {
+    if b == E::zero() {
+        return a / b;
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != E::zero() && (b < E::zero()) != (m < E::zero()) {
+        div -= E::one();
+    }
+    if div == E::zero() {
+        return E::zero().copysign(a / b);
+    }
+    let f = div.floor();
+    if div - f > E::of(0.5) {
+        f + E::one()
+    } else {
+        f
+    }
+}
+
+/// `div` with a rounding mode (`floor`, else `trunc`): integers stay integers (a zero
+/// divisor is PyTorch's error), booleans are refused.
+fn divided<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, floor: bool) -> R<NdTensor<E>> {
+    let kernel = if floor {
+        kernel::DIV_FLOOR
+    } else {
+        kernel::DIV_TRUNC
+    };
+    match kind(a).max(kind(b)) {
+        Kind::Bool => Err(rules::not_implemented(kernel, "bool")),
+        Kind::Float if floor => fzip(a, b, div_floor_float),
+        Kind::Float => fzip(a, b, |x, y| (x / y).trunc()),
+        Kind::Int => {
+            let d = ints(b);
+            check_divisors(&d)?;
+            Ok(int_out(bzip(&ints(a), &d, |x, y| {
+                let q = x.wrapping_div(y);
+                if floor && x.wrapping_rem(y) != 0 && (x < 0) != (y < 0) {
+                    q - 1
+                } else {
+                    q
+                }
+            })?))
+        }
+    }
+}
+
+/// An integer division by zero: PyTorch's `ZeroDivisionError`.
+fn check_divisors(d: &A<i64>) -> R<()> {
+    if d.iter().any(|&y| y == 0) {
+        return Err(Error::runtime("ZeroDivisionError"));
+    }
+    Ok(())
+}
+
+/// `remainder` / `fmod` of two tensors (see [`modulo`]).
+fn modulo_tensor<E: Element>(
+    a: &NdTensor<E>,
+    b: &NdTensor<E>,
+    kernel: &str,
+    floor: bool,
+) -> R<NdTensor<E>> {
+    let k = kind(a).max(kind(b));
+    rules::check_modulo(k, kernel)?;
+    let adjust = move |m: f64, y: f64| floor && m != 0.0 && (m < 0.0) != (y < 0.0);
+    if k == Kind::Float {
+        return fzip(a, b, |x, y| {
+            let m = x % y;
+            if adjust(m.as_f64(), y.as_f64()) {
+                m + y
+            } else {
+                m
+            }
+        });
+    }
+    let d = ints(b);
+    check_divisors(&d)?;
+    Ok(int_out(bzip(&ints(a), &d, |x, y| {
+        let m = x.wrapping_rem(y);
+        if floor && m != 0 && (m < 0) != (y < 0) {
+            m + y
+        } else {
+            m
+        }
+    })?))
+}
+
+/// `elu`'s coefficients as PyTorch's kernel names them: `negcoef` (`alpha * scale`),
+/// `poscoef` (`scale`), `negiptcoef` (`input_scale`).
+fn elu_coefs<E: Element>(alpha: Scalar, scale: Scalar, input_scale: Scalar) -> (E, E, E) {
+    let scale = scale.to_f64();
+    (
+        E::of(alpha.to_f64() * scale),
+        E::of(scale),
+        E::of(input_scale.to_f64()),
+    )
 }
 
 #[cfg(test)]
