@@ -1178,10 +1178,7 @@ fn div_floor_float(a: f64, b: f64) -> f64 {
 /// An integer division by zero: PyTorch's `ZeroDivisionError`.
 fn check_divisors(b: &C) -> R<()> {
     let zero = ce(ce(ce(wide(b)?.t.eq(0.0))?.to_dtype(DType::F64))?.sum_all())?;
-    if ce(zero.to_scalar::<f64>())? > 0.0 {
-        return Err(Error::runtime("ZeroDivisionError"));
-    }
-    Ok(())
+    rules::check_int_divisors(Kind::Int, ce(zero.to_scalar::<f64>())? > 0.0)
 }
 
 /// `div` with a rounding mode (`floor`, else `trunc`): integers stay integers (a zero

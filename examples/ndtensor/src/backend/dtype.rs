@@ -1560,10 +1560,7 @@ fn divided<E: Element>(a: &NdTensor<E>, b: &NdTensor<E>, floor: bool) -> R<NdTen
 
 /// An integer division by zero: PyTorch's `ZeroDivisionError`.
 fn check_divisors(d: &A<i64>) -> R<()> {
-    if d.iter().any(|&y| y == 0) {
-        return Err(Error::runtime("ZeroDivisionError"));
-    }
-    Ok(())
+    rules::check_int_divisors(Kind::Int, d.iter().any(|&y| y == 0))
 }
 
 /// `remainder` / `fmod` of two tensors (see [`modulo`]).
