@@ -186,7 +186,9 @@ mod tests {
         let b = assign(&specs, &[2, 1, 0], &[80, 1000]);
         assert_eq!(indices(&b), vec![vec![2], vec![1], vec![0]]);
         assert_eq!(
-            b.iter().map(|b| (b.dtype, b.size_limit)).collect::<Vec<_>>(),
+            b.iter()
+                .map(|b| (b.dtype, b.size_limit))
+                .collect::<Vec<_>>(),
             vec![("f64", 80), ("f32", 80), ("f64", 1000)]
         );
     }

@@ -106,7 +106,11 @@ enum Job {
 }
 
 enum Event {
-    Done { id: u64, buf: Buf, finished: Instant },
+    Done {
+        id: u64,
+        buf: Buf,
+        finished: Instant,
+    },
     Error(DistError),
 }
 
@@ -164,7 +168,9 @@ impl ProcessGroup {
         let thread = std::thread::Builder::new()
             .name("autograd-dist-comm".to_string())
             .spawn(move || comm_thread(init_tx, job_rx, ev_tx, timeout))
-            .map_err(|e| DistError::Closed(format!("cannot start the communication thread: {e}")))?;
+            .map_err(|e| {
+                DistError::Closed(format!("cannot start the communication thread: {e}"))
+            })?;
         let (rank, size) = match init_rx.recv() {
             Ok(Ok(rs)) => rs,
             Ok(Err(e)) => {
@@ -173,7 +179,9 @@ impl ProcessGroup {
             }
             Err(_) => {
                 let _ = thread.join();
-                return Err(DistError::Closed("the communication thread ended".to_string()));
+                return Err(DistError::Closed(
+                    "the communication thread ended".to_string(),
+                ));
             }
         };
         Ok(ProcessGroup {
@@ -268,8 +276,7 @@ impl ProcessGroup {
                         after: self.timeout(),
                     };
                     w.error = Some(e.clone());
-                    let note = format!("rank {}: {e}", self.rank());
-                    let _ = self.inner.jobs.send(Job::Notify(note));
+                    let _ = self.inner.jobs.send(Job::Notify(e.to_string()));
                     return Err(e);
                 }
                 Err(RecvTimeoutError::Disconnected) => {
@@ -290,7 +297,11 @@ impl ProcessGroup {
     /// Element-wise sum of `values` over the ranks.
     pub fn all_reduce_sum(&self, values: &[f64]) -> Result<Vec<f64>, DistError> {
         Ok(self
-            .run(Collective::AllReduceSum, Buf::F64(values.to_vec()), "all_reduce")?
+            .run(
+                Collective::AllReduceSum,
+                Buf::F64(values.to_vec()),
+                "all_reduce",
+            )?
             .to_f64())
     }
 
@@ -303,7 +314,9 @@ impl ProcessGroup {
             )));
         }
         let buf = Buf::F64(values.to_vec());
-        Ok(self.run(Collective::Broadcast { root }, buf, "broadcast")?.to_f64())
+        Ok(self
+            .run(Collective::Broadcast { root }, buf, "broadcast")?
+            .to_f64())
     }
 
     /// Waits until every rank has reached the barrier.
@@ -460,7 +473,7 @@ impl State {
                 recv,
             }),
             Err(e) => {
-                let note = format!("rank {}: {e}", self.rank);
+                let note = e.to_string();
                 self.fail(e);
                 self.notify(KIND_FAILED, &note);
             }
@@ -485,7 +498,8 @@ impl State {
                 Err(e) => return self.fail(e),
             }
         }
-        self.sent.retain_mut(|(req, _)| !matches!(raw::test(req), Ok(Some(_)) | Err(_)));
+        self.sent
+            .retain_mut(|(req, _)| !matches!(raw::test(req), Ok(Some(_)) | Err(_)));
         self.poll_ctrl();
         self.check_left();
     }

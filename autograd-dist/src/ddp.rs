@@ -1,11 +1,11 @@
 //! [`Ddp`]: PyTorch's `DistributedDataParallel` (`torch/nn/parallel/distributed.py` and its
 //! reducer, `torch/csrc/distributed/c10d/reducer.cpp`) for the parameters of any backend.
 
+use crate::DistError;
 use crate::bucket::{self, BucketPlan, GradSpec};
 use crate::comm::{Buf, Collective, Pending, ProcessGroup};
-use crate::DistError;
 use autograd::gradcheck::ElementAccess;
-use autograd::runtime::{AutogradError, Edge, HookId, Variable};
+use autograd::runtime::{AutogradError, Edge, NodeRef, Variable};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -108,6 +108,10 @@ struct Shared<T: ElementAccess> {
     buckets: Vec<BucketState>,
     next_bucket: usize,
     ready: Vec<bool>,
+    /// Per parameter: the graph's edges to it whose gradient has not arrived yet.
+    remaining: Vec<usize>,
+    /// Per parameter: the sum of the gradients that arrived.
+    partial: Vec<Option<Vec<f64>>>,
     /// Used in a backward pass since the last synchronisation (no_sync passes included).
     used: Vec<bool>,
     unused: Vec<usize>,
@@ -121,21 +125,28 @@ struct Shared<T: ElementAccess> {
 /// Data-parallel training: PyTorch's `DistributedDataParallel` for the parameters of a
 /// model on any backend of the op set.
 ///
-/// [`Ddp::new`] broadcasts the parameters from rank 0, groups their gradients into buckets
-/// ([`crate::bucket`]: 1 MiB first, then 25 MiB, in reverse order of registration) and
-/// registers a hook on each parameter. During [`Ddp::backward`] the hook of a bucket's last
-/// gradient hands the bucket (the gradients divided by the world size) to the process
-/// group's communication thread, which starts its all-reduce at once, while backward goes
-/// on; buckets start in order, the same on every rank. When backward has returned, the
+/// [`Ddp::new`] broadcasts the parameters from rank 0 and groups their gradients into
+/// buckets ([`crate::bucket`]: 1 MiB first, then 25 MiB, in reverse order of registration).
+/// During [`Ddp::backward`], as soon as a parameter's gradient is complete its value for
+/// `.grad` (`.grad` + the new gradient, divided by the world size) is copied into its
+/// bucket, and the hook that completes a bucket hands it to the process group's
+/// communication thread, which starts its all-reduce at once while backward goes on;
+/// buckets start in order, the same on every rank. When backward has returned, the
 /// averaged gradients are written into the parameters' `.grad` in place, ready for the
 /// optimizer's step.
 ///
-/// The hooks are the runtime's tensor hooks on the leaves, which run just before the
-/// gradient is added to `.grad` (PyTorch's reducer hooks run just after): the bucket gets
-/// `.grad + incoming`, the value `.grad` is about to have.
+/// PyTorch's reducer hooks each parameter's `AccumulateGrad` node, which PyTorch's engine
+/// runs as soon as its gradient is ready. The runtime's engine runs leaves after every
+/// other node (its order is topological depth first, and leaves have depth 0), and it
+/// has no post-accumulate-grad hook, so a hook on the leaf would fire only at the end of
+/// backward. `Ddp` instead finds, before each synchronised backward pass, the graph's
+/// edges into each parameter, and puts a post-hook (`NodeRef::register_hook`, removed
+/// after the pass) on each node with such an edge: the parameter's gradient is complete
+/// when every one of those nodes has run, which is when PyTorch's engine would run its
+/// `AccumulateGrad`. A tensor hook a program registers on a parameter, which could change
+/// the gradient before it is accumulated, is not seen by the bucket.
 pub struct Ddp<T: ElementAccess> {
     shared: Arc<Mutex<Shared<T>>>,
-    hooks: Vec<(Variable<T>, HookId)>,
     pg: ProcessGroup,
 }
 
@@ -148,14 +159,6 @@ pub struct NoSync<'a, T: ElementAccess> {
 impl<T: ElementAccess> Drop for NoSync<'_, T> {
     fn drop(&mut self) {
         self.ddp.lock().sync = self.previous;
-    }
-}
-
-impl<T: ElementAccess> Drop for Ddp<T> {
-    fn drop(&mut self) {
-        for (p, id) in &self.hooks {
-            p.remove_hook(*id);
-        }
     }
 }
 
@@ -205,7 +208,10 @@ impl<T: ElementAccess> Ddp<T> {
                     .to_string(),
             ));
         }
-        if let Some(i) = params.iter().position(|p| !p.is_leaf() || !p.requires_grad()) {
+        if let Some(i) = params
+            .iter()
+            .position(|p| !p.is_leaf() || !p.requires_grad())
+        {
             return Err(DistError::Protocol(format!(
                 "parameter {i} is not a leaf that requires grad"
             )));
@@ -220,7 +226,8 @@ impl<T: ElementAccess> Ddp<T> {
                 })
             })
             .collect();
-        let plans = bucket::assign_reverse(&specs, opts.first_bucket_cap_bytes, opts.bucket_cap_bytes);
+        let plans =
+            bucket::assign_reverse(&specs, opts.first_bucket_cap_bytes, opts.bucket_cap_bytes);
         let mut loc = vec![(0, 0); params.len()];
         let buckets: Vec<BucketState> = plans
             .into_iter()
@@ -252,6 +259,8 @@ impl<T: ElementAccess> Ddp<T> {
             buckets,
             next_bucket: 0,
             ready: vec![false; n],
+            remaining: vec![0; n],
+            partial: vec![None; n],
             used: vec![false; n],
             unused: Vec::new(),
             marked_unused: false,
@@ -260,18 +269,8 @@ impl<T: ElementAccess> Ddp<T> {
             opts,
             last: None,
         }));
-        let mut hooks = Vec::with_capacity(n);
-        for (i, p) in params.iter().enumerate() {
-            let s = Arc::clone(&shared);
-            let id = p.register_hook(move |g| {
-                lock(&s).on_grad(i, g).map_err(AutogradError::hook)?;
-                Ok(None)
-            })?;
-            hooks.push((p.clone(), id));
-        }
         Ok(Ddp {
             shared,
-            hooks,
             pg: pg.clone(),
         })
     }
@@ -329,19 +328,62 @@ impl<T: ElementAccess> Ddp<T> {
         r
     }
 
+    /// Before a backward pass: the parameters' edges in the graph of `loss`, the used
+    /// parameters, and (synchronised) a post-hook on each node with edges into parameters.
+    fn prepare(&self, loss: &Variable<T>) -> Result<Hooked<T>, DistError> {
+        let edges = {
+            let s = self.lock();
+            param_edges(loss, &s.params)
+        };
+        let mut s = self.lock();
+        s.in_backward = true;
+        let mut uses = vec![0; s.params.len()];
+        for (_, slots) in &edges {
+            slots.iter().for_each(|(_, i)| uses[*i] += 1);
+        }
+        for (i, u) in uses.iter().enumerate() {
+            s.used[i] |= *u > 0;
+        }
+        if !s.sync {
+            return Ok(Vec::new());
+        }
+        if s.opts.find_unused_parameters {
+            s.unused = (0..uses.len()).filter(|i| uses[*i] == 0).collect();
+        }
+        s.remaining = uses;
+        drop(s);
+        let mut hooked = Vec::new();
+        for (node, slots) in edges {
+            match node {
+                Some(node) => {
+                    let shared = Arc::clone(&self.shared);
+                    let id = node.register_hook(move |grads, _| {
+                        lock(&shared)
+                            .deliver(&slots, grads)
+                            .map_err(AutogradError::hook)
+                    });
+                    hooked.push((node, id));
+                }
+                // The loss is a parameter: its gradient is ones, known now.
+                None => {
+                    let ones = Variable::from_data(loss.data().ones_like());
+                    self.lock().deliver(&slots, &[Some(ones)])?;
+                }
+            }
+        }
+        Ok(hooked)
+    }
+
     fn backward_inner(&self, loss: &Variable<T>) -> Result<(), DistError> {
         if let Some(e) = self.pg.error() {
             return Err(e);
         }
         let start = Instant::now();
-        {
-            let mut s = self.lock();
-            s.in_backward = true;
-            if s.sync && s.opts.find_unused_parameters {
-                s.unused = unreachable_params(loss, &s.params);
-            }
-        }
+        let hooked = self.prepare(loss)?;
         let res = loss.backward();
+        for (node, id) in hooked {
+            node.remove_hook(id);
+        }
         let end = Instant::now();
         if let Err(e) = res {
             let inner = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<DistError>());
@@ -371,7 +413,10 @@ fn sync_parameters<T: ElementAccess>(
              rank 0 has inconsistent {theirs} params."
         )));
     }
-    let sizes: Vec<f64> = params.iter().map(|p| p.with_data(|d| d.numel()) as f64).collect();
+    let sizes: Vec<f64> = params
+        .iter()
+        .map(|p| p.with_data(|d| d.numel()) as f64)
+        .collect();
     let zero = pg.broadcast(&sizes, 0)?;
     if let Some(i) = (0..n).find(|i| zero[*i] != sizes[*i]) {
         return Err(DistError::Protocol(format!(
@@ -392,41 +437,79 @@ fn sync_parameters<T: ElementAccess>(
     Ok(())
 }
 
-/// The parameters the graph of `loss` does not reach.
-fn unreachable_params<T: ElementAccess>(loss: &Variable<T>, params: &[Variable<T>]) -> Vec<usize> {
-    let mut reached: Vec<Variable<T>> = Vec::new();
+/// The post-hooks [`Ddp::backward`] put on nodes for one pass.
+type Hooked<T> = Vec<(NodeRef<T>, autograd::runtime::HookId)>;
+
+/// The nodes of the graph of `loss` with edges into parameters: each node with its
+/// `(input_nr, parameter)` pairs. (A loss that is itself a parameter has no node: it
+/// counts as a node-less edge, `None`.)
+type ParamEdges<T> = Vec<(Option<NodeRef<T>>, Vec<(usize, usize)>)>;
+
+fn param_edges<T: ElementAccess>(loss: &Variable<T>, params: &[Variable<T>]) -> ParamEdges<T> {
+    let find = |v: &Variable<T>| params.iter().position(|p| p.ptr_eq(v));
+    let mut out = Vec::new();
     let mut seen = HashSet::new();
-    let mut stack: Vec<Edge<T>> = loss.gradient_edge().into_iter().collect();
-    while let Some(e) = stack.pop() {
-        match e {
-            Edge::Leaf(v) => reached.push(v),
-            Edge::Node { node, .. } => {
-                let key = format!("{node:?}");
-                if seen.insert(key) {
-                    stack.extend(node.next_edges().iter().flatten().cloned());
-                }
+    let mut stack: Vec<NodeRef<T>> = Vec::new();
+    match loss.gradient_edge() {
+        Some(Edge::Node { node, .. }) => stack.push(node),
+        Some(Edge::Leaf(v)) => out.extend(find(&v).map(|i| (None, vec![(0, i)]))),
+        None => {}
+    }
+    while let Some(node) = stack.pop() {
+        // The Debug form names the node's address: a key for "seen".
+        if !seen.insert(format!("{node:?}")) {
+            continue;
+        }
+        let mut slots = Vec::new();
+        for (k, e) in node.next_edges().iter().enumerate() {
+            match e {
+                Some(Edge::Leaf(v)) => slots.extend(find(v).map(|i| (k, i))),
+                Some(Edge::Node { node: next, .. }) => stack.push(next.clone()),
+                None => {}
             }
         }
+        if !slots.is_empty() {
+            out.push((Some(node.clone()), slots));
+        }
     }
-    (0..params.len())
-        .filter(|&i| !reached.iter().any(|v| v.ptr_eq(&params[i])))
-        .collect()
+    out
 }
 
 impl<T: ElementAccess> Shared<T> {
-    /// The hook of parameter `i`, with the gradient it is about to accumulate.
-    fn on_grad(&mut self, i: usize, g: &Variable<T>) -> Result<(), DistError> {
-        if !self.in_backward {
-            return Ok(());
-        }
-        self.used[i] = true;
-        if !self.sync {
+    /// A hooked node ran: `grads` are its gradients for its inputs, `slots` the
+    /// `(input_nr, parameter)` pairs among them.
+    fn deliver(
+        &mut self,
+        slots: &[(usize, usize)],
+        grads: &[Option<Variable<T>>],
+    ) -> Result<(), DistError> {
+        if !self.in_backward || !self.sync {
             return Ok(());
         }
         if !self.marked_unused {
             self.mark_unused()?;
         }
-        self.mark_ready(i, Some(g))
+        for &(k, i) in slots {
+            if let Some(g) = grads.get(k).and_then(Option::as_ref) {
+                let g = g.data().to_f64_vec();
+                match &mut self.partial[i] {
+                    Some(sum) => sum.iter_mut().zip(&g).for_each(|(s, x)| *s += x),
+                    slot @ None => *slot = Some(g),
+                }
+            }
+            if self.remaining[i] == 0 {
+                return Err(DistError::Protocol(format!(
+                    "Expected to mark a variable ready only once. Parameter {i} received \
+                     more gradients than the graph has edges into it."
+                )));
+            }
+            self.remaining[i] -= 1;
+            if self.remaining[i] == 0 {
+                let g = self.partial[i].take();
+                self.mark_ready(i, g)?;
+            }
+        }
+        Ok(())
     }
 
     fn mark_unused(&mut self) -> Result<(), DistError> {
@@ -439,7 +522,7 @@ impl<T: ElementAccess> Shared<T> {
 
     /// Copies `.grad + g` (divided by the world size) into parameter `i`'s bucket slot and
     /// launches the buckets that are complete, in order.
-    fn mark_ready(&mut self, i: usize, g: Option<&Variable<T>>) -> Result<(), DistError> {
+    fn mark_ready(&mut self, i: usize, g: Option<Vec<f64>>) -> Result<(), DistError> {
         if self.ready[i] {
             return Err(DistError::Protocol(format!(
                 "Expected to mark a variable ready only once. Parameter {i} received a \
@@ -449,11 +532,11 @@ impl<T: ElementAccess> Shared<T> {
         self.ready[i] = true;
         let p = &self.params[i];
         let numel = p.with_data(|d| d.numel());
-        let mut vals = p.grad().map_or_else(|| vec![0.0; numel], |old| old.data().to_f64_vec());
+        let mut vals = p
+            .grad()
+            .map_or_else(|| vec![0.0; numel], |old| old.data().to_f64_vec());
         if let Some(g) = g {
-            for (v, x) in vals.iter_mut().zip(g.data().to_f64_vec()) {
-                *v += x;
-            }
+            vals.iter_mut().zip(g).for_each(|(v, x)| *v += x);
         }
         let scale = 1.0 / self.pg.size() as f64;
         let (b, k) = self.loc[i];
@@ -547,6 +630,8 @@ impl<T: ElementAccess> Shared<T> {
         self.marked_unused = false;
         self.unused.clear();
         self.ready.iter_mut().for_each(|r| *r = false);
+        self.remaining.iter_mut().for_each(|r| *r = 0);
+        self.partial.iter_mut().for_each(|p| *p = None);
         self.used.iter_mut().for_each(|u| *u = false);
         for b in &mut self.buckets {
             b.pending = b.plan.indices.len();

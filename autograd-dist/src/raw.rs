@@ -115,7 +115,11 @@ fn ptr(buf: &mut Buf) -> *mut c_void {
 
 /// Starts `MPI_Iallreduce(send, recv, MPI_SUM)`. Both buffers must stay where they are
 /// (not be moved or touched) until the request completes.
-pub(crate) fn iallreduce_sum(send: &mut Buf, recv: &mut Buf, comm: Comm) -> Result<Request, DistError> {
+pub(crate) fn iallreduce_sum(
+    send: &mut Buf,
+    recv: &mut Buf,
+    comm: Comm,
+) -> Result<Request, DistError> {
     let (n, t) = count_type(send)?;
     // SAFETY: `send` and `recv` have `n` elements of type `t`; the caller keeps them alive
     // and in place until the request completes.
@@ -152,7 +156,12 @@ pub(crate) fn ibarrier(comm: Comm) -> Result<Request, DistError> {
 }
 
 /// Starts `MPI_Isend` of bytes; `bytes` stays in place until the request completes.
-pub(crate) fn isend_bytes(bytes: &[u8], dest: usize, tag: i32, comm: Comm) -> Result<Request, DistError> {
+pub(crate) fn isend_bytes(
+    bytes: &[u8],
+    dest: usize,
+    tag: i32,
+    comm: Comm,
+) -> Result<Request, DistError> {
     // SAFETY: `bytes` is a live buffer of its length; the caller keeps it until completion.
     unsafe {
         let mut req: Request = ffi::RSMPI_REQUEST_NULL;
@@ -202,7 +211,11 @@ pub(crate) fn test(req: &mut Request) -> Result<Option<(usize, usize)>, DistErro
         }
         let mut count: c_int = 0;
         let rc = ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut count);
-        let count = if rc == SUCCESS { count.max(0) as usize } else { 0 };
+        let count = if rc == SUCCESS {
+            count.max(0) as usize
+        } else {
+            0
+        };
         Ok(Some((status.MPI_SOURCE.max(0) as usize, count)))
     }
 }

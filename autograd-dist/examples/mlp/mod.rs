@@ -65,7 +65,9 @@ pub fn iris() -> Data {
 pub fn synthetic(n: usize, d: usize, classes: usize, seed: u64) -> Data {
     let g = Generator::new(seed);
     let x = (0..n * d).map(|_| 2.0 * g.next_f64() - 1.0).collect();
-    let y = (0..n).map(|_| (g.next_u64() % classes as u64) as i64).collect();
+    let y = (0..n)
+        .map(|_| (g.next_u64() % classes as u64) as i64)
+        .collect();
     Data {
         n,
         d,
