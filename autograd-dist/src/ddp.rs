@@ -532,12 +532,17 @@ impl<T: ElementAccess> Shared<T> {
         self.ready[i] = true;
         let p = &self.params[i];
         let numel = p.with_data(|d| d.numel());
-        let mut vals = p
-            .grad()
-            .map_or_else(|| vec![0.0; numel], |old| old.data().to_f64_vec());
-        if let Some(g) = g {
-            vals.iter_mut().zip(g).for_each(|(v, x)| *v += x);
-        }
+        // `.grad + g`, without a pass over zeros when either is missing.
+        let vals = match (p.grad(), g) {
+            (Some(old), Some(g)) => {
+                let mut v = old.data().to_f64_vec();
+                v.iter_mut().zip(g).for_each(|(v, x)| *v += x);
+                v
+            }
+            (Some(old), None) => old.data().to_f64_vec(),
+            (None, Some(g)) => g,
+            (None, None) => vec![0.0; numel],
+        };
         let scale = 1.0 / self.pg.size() as f64;
         let (b, k) = self.loc[i];
         let bucket = &mut self.buckets[b];
@@ -600,11 +605,16 @@ impl<T: ElementAccess> Shared<T> {
                 DistError::Protocol(format!("gradient bucket {b} was never launched"))
             })?;
             let done = self.pg.wait(pending)?;
-            let vals = done.buf.to_f64();
             let bucket = &self.buckets[b];
             for (k, &i) in bucket.plan.indices.iter().enumerate() {
                 if used_everywhere[i] {
-                    write_grad(&self.params[i], &vals[bucket.offsets[k]..]);
+                    let p = &self.params[i];
+                    let range = bucket.offsets[k]..bucket.offsets[k] + p.with_data(|d| d.numel());
+                    let vals: Vec<f64> = match &done.buf {
+                        Buf::F32(v) => v[range].iter().map(|x| f64::from(*x)).collect(),
+                        Buf::F64(v) => v[range].to_vec(),
+                    };
+                    write_grad(p, &vals);
                 }
             }
             timings.push(BucketTiming {
@@ -643,8 +653,6 @@ impl<T: ElementAccess> Shared<T> {
 
 /// The averaged gradient into `p.grad` in place (a new `.grad` when it had none).
 fn write_grad<T: ElementAccess>(p: &Variable<T>, vals: &[f64]) {
-    let numel = p.with_data(|d| d.numel());
-    let vals = &vals[..numel];
     match p.grad() {
         Some(g) => {
             let d = g.data().with_f64_vec(vals);
