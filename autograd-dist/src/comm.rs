@@ -346,8 +346,15 @@ const KIND_FAILED: u8 = 1;
 const KIND_BYE: u8 = 2;
 /// The longest control message.
 const CTRL_BYTES: usize = 2048;
-/// How long the thread waits for new jobs between two rounds of `MPI_Test`.
-const POLL: Duration = Duration::from_micros(20);
+/// How long the thread waits for new jobs between two rounds of `MPI_Test`: from
+/// `POLL_MIN` after a job arrived or a collective completed, doubling while nothing
+/// happens, up to `POLL_MAX` (a round of `MPI_Test` is also what moves Open MPI's
+/// non-blocking collectives on, so the bound keeps them moving without a busy core).
+const POLL_MIN: Duration = Duration::from_micros(10);
+const POLL_MAX: Duration = Duration::from_micros(POLL_MAX_US);
+const POLL_MAX_US: u64 = 200;
+/// At most this many spare send buffers are kept.
+const MAX_SPARE_SENDS: usize = 16;
 /// How long a collective may stay incomplete after a peer's leave notice.
 const LEAVE_GRACE: Duration = Duration::from_secs(2);
 
@@ -355,9 +362,9 @@ struct Active {
     id: u64,
     what: String,
     req: Request,
-    // The buffers MPI reads and writes: boxed so they stay in place.
-    _send: Box<Buf>,
-    recv: Box<Buf>,
+    // The buffers MPI reads and writes (their elements stay in place when a `Buf` moves).
+    send: Option<Buf>,
+    recv: Buf,
 }
 
 struct State {
@@ -369,6 +376,8 @@ struct State {
     ctrl_req: Request,
     ctrl_buf: Box<[u8; CTRL_BYTES]>,
     sent: Vec<(Request, Box<[u8]>)>,
+    /// Send buffers of completed all-reduces, for the next ones of the same size.
+    spare_sends: Vec<Buf>,
     left: Vec<Option<Instant>>,
     /// An error that ended the group (from here or reported by the main thread).
     failed: bool,
@@ -406,23 +415,32 @@ fn comm_thread(
         ctrl_req,
         ctrl_buf,
         sent: Vec::new(),
+        spare_sends: Vec::new(),
         left: vec![None; size],
         failed: false,
         events,
     };
+    let mut poll = POLL_MIN;
     loop {
         let job = if st.active.is_empty() {
             jobs.recv().ok()
         } else {
-            match jobs.recv_timeout(POLL) {
+            match jobs.recv_timeout(poll) {
                 Ok(j) => Some(j),
                 Err(RecvTimeoutError::Timeout) => {
+                    let before = st.active.len();
                     st.progress();
+                    poll = if st.active.len() < before {
+                        POLL_MIN
+                    } else {
+                        (poll * 2).min(POLL_MAX)
+                    };
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => None,
             }
         };
+        poll = POLL_MIN;
         match job {
             Some(Job::Collective { id, op, buf, what }) => st.begin(id, op, buf, what),
             Some(Job::Notify(msg)) => st.notify(KIND_FAILED, &msg),
@@ -457,10 +475,14 @@ impl State {
             )));
             return;
         }
-        let mut send = Box::new(buf.clone());
-        let mut recv = Box::new(buf);
+        let mut recv = buf;
+        let mut send = None;
         let req = match op {
-            Collective::AllReduceSum => raw::iallreduce_sum(&mut send, &mut recv, self.data),
+            Collective::AllReduceSum => {
+                // MPI's in-place form is not in rsmpi's bindings: a copy to send from.
+                let s = send.insert(self.send_copy(&recv));
+                raw::iallreduce_sum(s, &mut recv, self.data)
+            }
             Collective::Broadcast { root } => raw::ibcast(&mut recv, root, self.data),
             Collective::Barrier => raw::ibarrier(self.data),
         };
@@ -469,7 +491,7 @@ impl State {
                 id,
                 what,
                 req,
-                _send: send,
+                send,
                 recv,
             }),
             Err(e) => {
@@ -480,6 +502,29 @@ impl State {
         }
     }
 
+    /// A copy of `buf` in a spare send buffer of its size when there is one.
+    fn send_copy(&mut self, buf: &Buf) -> Buf {
+        let fits = |s: &Buf| {
+            s.len() == buf.len()
+                && matches!(
+                    (s, buf),
+                    (Buf::F32(_), Buf::F32(_)) | (Buf::F64(_), Buf::F64(_))
+                )
+        };
+        match self.spare_sends.iter().position(fits) {
+            Some(i) => {
+                let mut s = self.spare_sends.swap_remove(i);
+                match (&mut s, buf) {
+                    (Buf::F32(d), Buf::F32(v)) => d.copy_from_slice(v),
+                    (Buf::F64(d), Buf::F64(v)) => d.copy_from_slice(v),
+                    _ => unreachable!("matched by `fits`"),
+                }
+                s
+            }
+            None => buf.clone(),
+        }
+    }
+
     /// Tests every active collective and the control receive once.
     fn progress(&mut self) {
         let mut i = 0;
@@ -487,11 +532,17 @@ impl State {
             match raw::test(&mut self.active[i].req) {
                 Ok(None) => i += 1,
                 Ok(Some(_)) => {
-                    let a = self.active.remove(i);
+                    let mut a = self.active.remove(i);
+                    if let Some(s) = a.send.take() {
+                        self.spare_sends.push(s);
+                        if self.spare_sends.len() > MAX_SPARE_SENDS {
+                            self.spare_sends.remove(0);
+                        }
+                    }
                     let finished = Instant::now();
                     let _ = self.events.send(Event::Done {
                         id: a.id,
-                        buf: *a.recv,
+                        buf: a.recv,
                         finished,
                     });
                 }

@@ -97,6 +97,8 @@ struct BucketState {
     len: usize,
     pending: usize,
     buf: Option<Buf>,
+    /// The last step's buffer, reused (a fresh one would cost page faults every step).
+    spare: Option<Buf>,
     launched: Option<(Pending, Instant)>,
 }
 
@@ -120,6 +122,8 @@ struct Shared<T: ElementAccess> {
     sync: bool,
     opts: DdpOptions,
     last: Option<StepTimeline>,
+    /// Reused for the write-back of each gradient.
+    scratch: Vec<f64>,
 }
 
 /// Data-parallel training: PyTorch's `DistributedDataParallel` for the parameters of a
@@ -247,6 +251,7 @@ impl<T: ElementAccess> Ddp<T> {
                     len,
                     pending,
                     buf: None,
+                    spare: None,
                     launched: None,
                 }
             })
@@ -268,6 +273,7 @@ impl<T: ElementAccess> Ddp<T> {
             sync: true,
             opts,
             last: None,
+            scratch: Vec::new(),
         }));
         Ok(Ddp {
             shared,
@@ -548,9 +554,13 @@ impl<T: ElementAccess> Shared<T> {
         let bucket = &mut self.buckets[b];
         let off = bucket.offsets[k];
         let len = bucket.len;
-        let buf = bucket.buf.get_or_insert_with(|| match bucket.plan.dtype {
-            "f32" | "float32" | "float" => Buf::F32(vec![0.0; len]),
-            _ => Buf::F64(vec![0.0; len]),
+        // Every slot of the bucket is written before it is sent: a spare needs no zeroing.
+        let spare = bucket.spare.take().filter(|b| b.len() == len);
+        let buf = bucket.buf.get_or_insert_with(|| {
+            spare.unwrap_or_else(|| match bucket.plan.dtype {
+                "f32" | "float32" | "float" => Buf::F32(vec![0.0; len]),
+                _ => Buf::F64(vec![0.0; len]),
+            })
         });
         match buf {
             Buf::F32(v) => {
@@ -600,6 +610,7 @@ impl<T: ElementAccess> Shared<T> {
             vec![true; self.params.len()]
         };
         let mut timings = Vec::with_capacity(self.buckets.len());
+        let mut scratch = std::mem::take(&mut self.scratch);
         for b in 0..self.buckets.len() {
             let (pending, launched) = self.buckets[b].launched.take().ok_or_else(|| {
                 DistError::Protocol(format!("gradient bucket {b} was never launched"))
@@ -610,11 +621,12 @@ impl<T: ElementAccess> Shared<T> {
                 if used_everywhere[i] {
                     let p = &self.params[i];
                     let range = bucket.offsets[k]..bucket.offsets[k] + p.with_data(|d| d.numel());
-                    let vals: Vec<f64> = match &done.buf {
-                        Buf::F32(v) => v[range].iter().map(|x| f64::from(*x)).collect(),
-                        Buf::F64(v) => v[range].to_vec(),
-                    };
-                    write_grad(p, &vals);
+                    scratch.clear();
+                    match &done.buf {
+                        Buf::F32(v) => scratch.extend(v[range].iter().map(|x| f64::from(*x))),
+                        Buf::F64(v) => scratch.extend_from_slice(&v[range]),
+                    }
+                    write_grad(p, &scratch);
                 }
             }
             timings.push(BucketTiming {
@@ -622,7 +634,9 @@ impl<T: ElementAccess> Shared<T> {
                 launched,
                 finished: done.finished,
             });
+            self.buckets[b].spare = Some(done.buf);
         }
+        self.scratch = scratch;
         self.last = Some(StepTimeline {
             backward_start: start,
             backward_end: end,
@@ -645,7 +659,9 @@ impl<T: ElementAccess> Shared<T> {
         self.used.iter_mut().for_each(|u| *u = false);
         for b in &mut self.buckets {
             b.pending = b.plan.indices.len();
-            b.buf = None;
+            if let Some(buf) = b.buf.take() {
+                b.spare = Some(buf);
+            }
             b.launched = None;
         }
     }
