@@ -1322,6 +1322,7 @@ GEN.update({
     "elu_backward": g_elu_backward,
     "hardtanh": g_hardtanh,
     "hardtanh_backward": g_hardtanh_backward,
+    "alias": unary("alias"),
 })
 
 # Ops a random program may apply to an op's result (a composition).
@@ -1762,6 +1763,14 @@ def scenarios():
                                                  start=1, end=2, step=1), op="mul_.Scalar", args={"other": 3.0})
 
     # view values: the base's value after a write through a view (no grad needed)
+    # An in-place op through an alias reaches the base (values and gradients).
+    p = scen("view_inplace/through_alias", "view_inplace")
+    x = p.inp([3])
+    b = p.op("mul.Scalar", self=x, other=1.0)
+    v = p.op("alias", self=b)
+    p.op("mul_.Tensor", self=v, other=p.inp([3]))
+    p.out(b)
+    add(p)
     p = scen("view_inplace/value_of_base", "view_inplace", reduce="sum")
     a = p.inp([4], rg=False, data=[1.0, 2.0, 3.0, 4.0])
     b = p.op("mul.Scalar", self=a, other=1.0)
@@ -3093,7 +3102,7 @@ UNARY_SWEEP = {
     "argmin": {"dim": None, "keepdim": False}, "isnan": {}, "isinf": {}, "logical_not": {},
     "any": {}, "any.dim": {"dim": 0, "keepdim": False}, "any.dims": {"dim": None, "keepdim": True},
     "elu": {"alpha": 1.0, "scale": 1.0, "input_scale": 1.0}, "hardtanh": {"min_val": -0.5, "max_val": 0.5},
-    "div.Scalar_mode": {"other": 2.0, "rounding_mode": "floor"},
+    "div.Scalar_mode": {"other": 2.0, "rounding_mode": "floor"}, "alias": {},
 }
 POSITIVE = {"log": {}, "sqrt": {}, "rsqrt": {}}
 

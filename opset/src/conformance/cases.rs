@@ -793,6 +793,9 @@ fn rounding_and_selection<B: ConformanceTensor>(r: &Rng, cs: &mut Vec<Case<B>>) 
     cs.push(case("fmod.Scalar", "by -0.5", vec![off(r.nc(&s2))], |x| {
         fmod_scalar(&x[0], -0.5).unwrap()
     }));
+    cs.push(case("alias", "", vec![r.nc(&s3)], |x| {
+        alias(&x[0]).unwrap()
+    }));
     cs.push(case("flip", "dims [0, -1]", vec![r.t(&s3)], |x| {
         flip(&x[0], &[0, -1]).unwrap()
     }));

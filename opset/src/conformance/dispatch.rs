@@ -419,6 +419,7 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "logsumexp" => one(logsumexp(&a.t("self")?, &a.ints("dim")?, a.b("keepdim")?)),
         "transpose.int" => one(transpose_int(&a.t("self")?, a.i("dim0")?, a.i("dim1")?)),
         "t" => one(t(&a.t("self")?)),
+        "alias" => one(alias(&a.t("self")?)),
         "permute" => one(permute(&a.t("self")?, &a.ints("dims")?)),
         "reshape" => one(reshape(&a.t("self")?, &a.ints("shape")?)),
         "view" => one(view(&a.t("self")?, &a.ints("size")?)),

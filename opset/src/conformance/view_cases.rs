@@ -81,6 +81,9 @@ pub fn view_cases<B: ConformanceTensor>() -> Vec<ViewCase<B>> {
             move |x| transpose_int(x, 0, 2).map(one),
         ),
         vc(("t", ""), &ab, false, Reach, move |x| t(x).map(one)),
+        vc(("alias", ""), &abc, false, Reach, move |x| {
+            alias(x).map(one)
+        }),
         vc(("permute", "dims 2, 0, 1"), &abc, false, Reach, move |x| {
             permute(x, &[2, 0, 1]).map(one)
         }),

@@ -935,6 +935,10 @@ impl Backend for CandleTensor {
             if v[1] <= lo || v[1] >= hi { 0.0 } else { v[0] }
         })
     }
+    fn alias(self_: &Self) -> R<Self> {
+        // The same values (tensors are values; the autograd layer keeps the view).
+        Ok(self_.clone())
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.

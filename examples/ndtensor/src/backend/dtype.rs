@@ -1367,6 +1367,10 @@ impl<E: Element> Backend for NdTensor<E> {
             if x <= lo || x >= hi { E::zero() } else { g }
         })
     }
+    fn alias(self_: &Self) -> R<Self> {
+        // The same values (tensors are values; the autograd layer keeps the view).
+        Ok(self_.clone())
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
