@@ -686,6 +686,109 @@ impl Backend for CandleTensor {
             C::embedding(x, &i, padding_idx, scale_grad_by_freq, sparse)
         })
     }
+
+    // ---- convolution and pooling (backend/conv.rs): floats as they are (the first float
+    // operand's dtype); integers through `F64`, the result in their dtype.
+    fn convolution(
+        input: &Self,
+        weight: &Self,
+        bias: Option<&Self>,
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        transposed: bool,
+        output_padding: &[i64],
+        groups: i64,
+    ) -> R<Self> {
+        let k = kind(input).max(kind(weight));
+        let d = if k == Kind::Float {
+            float_dtype(&[input, weight])
+        } else {
+            DType::F64
+        };
+        let (x, w) = (promoted(input, d)?, promoted(weight, d)?);
+        let b = bias.map(|b| promoted(b, d)).transpose()?;
+        let r = C::convolution(
+            &x,
+            &w,
+            b.as_ref(),
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+        )?;
+        narrowed(r, k)
+    }
+    fn convolution_backward(
+        grad_output: &Self,
+        input: &Self,
+        weight: &Self,
+        _bias_sizes: Option<&[i64]>,
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        transposed: bool,
+        output_padding: &[i64],
+        groups: i64,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let [g, x, w] = promoted_all([grad_output, input, weight])?;
+        C::convolution_backward(
+            &g,
+            &x,
+            &w,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            output_mask,
+        )
+    }
+    fn max_pool2d_with_indices(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+    ) -> R<(Self, Self)> {
+        let k = kind(self_);
+        let x = if k == Kind::Float {
+            self_.clone()
+        } else {
+            wide(self_)?
+        };
+        let (v, i) =
+            C::max_pool2d_with_indices(&x, kernel_size, stride, padding, dilation, ceil_mode)?;
+        Ok((narrowed(v, k)?, indices_out(i)?))
+    }
+    fn max_pool2d_with_indices_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Self,
+    ) -> R<Self> {
+        let [g, x] = promoted_all([grad_output, self_])?;
+        let i = index_arg(indices, &g, IndexUse::Gather)?;
+        C::max_pool2d_with_indices_backward(
+            &g,
+            &x,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            &i,
+        )
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.

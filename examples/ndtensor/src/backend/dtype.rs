@@ -1120,6 +1120,124 @@ impl<E: Element> Backend for NdTensor<E> {
         }
         moved!(weight, x => F::embedding(x, &idx(&i), padding_idx, scale_grad_by_freq, sparse))
     }
+
+    // ---- convolution and pooling (backend/conv.rs): floats as they are; integers through
+    // `f64`, the result in their dtype.
+    fn convolution(
+        input: &Self,
+        weight: &Self,
+        bias: Option<&Self>,
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        transposed: bool,
+        output_padding: &[i64],
+        groups: i64,
+    ) -> R<Self> {
+        let k = kind(input).max(kind(weight));
+        if k == Kind::Float {
+            let (x, w, b) = (promoted(input), promoted(weight), bias.map(promoted));
+            let r = F::convolution(
+                &x,
+                &w,
+                b.as_deref(),
+                stride,
+                padding,
+                dilation,
+                transposed,
+                output_padding,
+                groups,
+            )?;
+            return Ok(float_out(r));
+        }
+        let b = bias.map(wide);
+        let r = F::convolution(
+            &wide(input),
+            &wide(weight),
+            b.as_ref(),
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+        )?;
+        Ok(narrowed(r, k))
+    }
+    fn convolution_backward(
+        grad_output: &Self,
+        input: &Self,
+        weight: &Self,
+        _bias_sizes: Option<&[i64]>,
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        transposed: bool,
+        output_padding: &[i64],
+        groups: i64,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let (g, x, w) = (promoted(grad_output), promoted(input), promoted(weight));
+        let (a, b, c) = F::convolution_backward(
+            &g,
+            &x,
+            &w,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            output_mask,
+        )?;
+        Ok((float_out(a), float_out(b), float_out(c)))
+    }
+    fn max_pool2d_with_indices(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+    ) -> R<(Self, Self)> {
+        if let Data::Float(a) = self_.data() {
+            let (v, i) =
+                F::max_pool2d_with_indices(a, kernel_size, stride, padding, dilation, ceil_mode)?;
+            return Ok((float_out(v), indices_out(i)));
+        }
+        let (v, i) = F::max_pool2d_with_indices(
+            &wide(self_),
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+        )?;
+        Ok((narrowed(v, kind(self_)), indices_out(i)))
+    }
+    fn max_pool2d_with_indices_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Self,
+    ) -> R<Self> {
+        let i = index_arg(indices, IndexUse::Gather)?;
+        let r = F::max_pool2d_with_indices_backward(
+            &promoted(grad_output),
+            &promoted(self_),
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            &idx(&i),
+        )?;
+        Ok(float_out(r))
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but

@@ -1,0 +1,377 @@
+//! The convolution and pooling kernels, compositions of candle's ops over the taps the op
+//! set's meta functions list (`meta::Conv::taps`, `meta::Pool2d::window`), so the argument
+//! checks and the index arithmetic are PyTorch's, shared with every backend:
+//!
+//! * a convolution unfolds the "large" side (a direct convolution's input, a transposed
+//!   one's output) into columns with one `index_select` (positions outside it read a zero
+//!   column), multiplies them with the weight by groups (`broadcast_matmul`), and folds
+//!   columns back with `index_add`; the weight's gradient is the product of the columns and
+//!   the other side summed over the batch, the bias's a `sum` (candle's `conv1d`/`conv2d`
+//!   take one padding, stride and dilation for every dim, and its `conv_transpose2d` no
+//!   groups, so one composition serves every case PyTorch's `convolution` takes);
+//! * max pooling gathers each window (the positions inside the input first, the padding
+//!   after them as `-inf`) and picks the first maximum (`argmax_keepdim`) or, where the
+//!   window has a NaN, its last NaN, as PyTorch's CPU kernel; its backward is a
+//!   `scatter_add`.
+
+use super::{Ce, R, cpu, sc, w};
+use crate::tensor::CandleTensor;
+use autograd_opset::meta::{self, Conv, Pool2d};
+use candle_core::{DType, Tensor};
+
+/// The unfold/fold of one convolution: for every (kernel tap, small position) the large
+/// side's flat position, or `nl` (a zero column) outside it.
+struct Columns<'a> {
+    c: &'a Conv,
+    idx: Tensor,
+    ns: usize,
+    nl: usize,
+    nk: usize,
+}
+
+impl<'a> Columns<'a> {
+    fn new(c: &'a Conv) -> R<Self> {
+        let ns: usize = c.small.iter().product();
+        let nl: usize = c.large.iter().product();
+        let nk: usize = c.kernel.iter().product();
+        let mut v = vec![nl as u32; nk * ns];
+        for (s, k, l) in c.taps() {
+            v[k * ns + s] = l as u32;
+        }
+        let idx = Tensor::from_vec(v, nk * ns, &cpu()).ce()?;
+        Ok(Columns { c, idx, ns, nl, nk })
+    }
+
+    fn groups(&self) -> usize {
+        self.c.groups
+    }
+
+    /// `[N, C, nl]` as columns `[N, G, C/G * nk, ns]`.
+    fn unfold(&self, large: &Tensor) -> R<Tensor> {
+        let (n, ch) = (large.dims()[0], large.dims()[1]);
+        let zero = Tensor::zeros((n, ch, 1), large.dtype(), &cpu()).ce()?;
+        let padded = Tensor::cat(&[&large.contiguous().ce()?, &zero], 2).ce()?;
+        let cols = padded.index_select(&self.idx, 2).ce()?;
+        let g = self.groups();
+        cols.reshape((n, g, ch / g * self.nk, self.ns)).ce()
+    }
+
+    /// Columns `[N, G, C/G * nk, ns]` summed back into `[N, C, nl]`.
+    fn fold(&self, cols: &Tensor) -> R<Tensor> {
+        let (n, ch) = (cols.dims()[0], self.c.large_channels);
+        let cols = cols
+            .reshape((n, ch, self.nk * self.ns))
+            .ce()?
+            .contiguous()
+            .ce()?;
+        let zeros = Tensor::zeros((n, ch, self.nl + 1), cols.dtype(), &cpu()).ce()?;
+        let out = zeros.index_add(&self.idx, &cols, 2).ce()?;
+        out.narrow(2, 0, self.nl).ce()
+    }
+
+    /// The weight `[Cs, Cl/G, k...]` as `[1, G, Cs/G, Cl/G * nk]`.
+    fn weight(&self, w: &Tensor) -> R<Tensor> {
+        let (g, c) = (self.groups(), self.c);
+        w.reshape((1, g, c.small_per_group(), c.large_per_group() * self.nk))
+            .ce()
+    }
+
+    /// The small side `[N, Cs, ns]` by groups.
+    fn small(&self, s: &Tensor) -> R<Tensor> {
+        let c = self.c;
+        s.reshape((c.batch, self.groups(), c.small_per_group(), self.ns))
+            .ce()
+    }
+
+    /// The small side from the large one (a direct convolution; a transposed one's input
+    /// gradient).
+    fn small_from_large(&self, large: &Tensor, w: &Tensor) -> R<Tensor> {
+        let out = self
+            .weight(w)?
+            .broadcast_matmul(&self.unfold(large)?)
+            .ce()?;
+        out.reshape((self.c.batch, self.c.small_channels, self.ns))
+            .ce()
+    }
+
+    /// The large side from the small one (a transposed convolution; a direct one's input
+    /// gradient).
+    fn large_from_small(&self, small: &Tensor, w: &Tensor) -> R<Tensor> {
+        let wt = self.weight(w)?.transpose(2, 3).ce()?.contiguous().ce()?;
+        let cols = wt.broadcast_matmul(&self.small(small)?).ce()?;
+        self.fold(&cols)
+    }
+
+    /// The weight's gradient: the small side times the large side's columns, summed over
+    /// the batch.
+    fn weight_from(&self, small: &Tensor, large: &Tensor) -> R<Tensor> {
+        let cols = self
+            .unfold(large)?
+            .transpose(2, 3)
+            .ce()?
+            .contiguous()
+            .ce()?;
+        let g = self.small(small)?.contiguous().ce()?.matmul(&cols).ce()?;
+        g.sum(0).ce()
+    }
+
+    /// Whether a product has an empty dim (candle's ops refuse some of them; the result is
+    /// zeros).
+    fn empty(&self) -> bool {
+        let c = self.c;
+        [
+            c.batch,
+            c.small_channels,
+            c.large_channels,
+            self.ns,
+            self.nl,
+            self.nk,
+        ]
+        .contains(&0)
+    }
+}
+
+/// `t` with its spatial dims flattened: `[N, C, prod]`.
+fn flat(t: &Tensor) -> R<Tensor> {
+    let d = t.dims();
+    t.reshape((d[0], d[1], d[2..].iter().product::<usize>()))
+        .ce()
+}
+
+/// `values` of `shape`, or zeros of `shape` in `like`'s dtype when the product is empty.
+fn shaped(
+    values: impl FnOnce() -> R<Tensor>,
+    empty: bool,
+    shape: &[usize],
+    like: &Tensor,
+) -> R<Tensor> {
+    if empty {
+        return Tensor::zeros(shape, like.dtype(), &cpu()).ce();
+    }
+    values()?.reshape(shape).ce()
+}
+
+impl CandleTensor {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn convolution(
+        input: &Self,
+        weight: &Self,
+        bias: Option<&Self>,
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        transposed: bool,
+        output_padding: &[i64],
+        groups: i64,
+    ) -> R<Self> {
+        let c = meta::convolution(
+            input.shape(),
+            weight.shape(),
+            bias.map(|b| b.shape()),
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+        )?;
+        let cols = Columns::new(&c)?;
+        let (x, wt) = (flat(&input.t)?, &weight.t);
+        let out = shaped(
+            || match transposed {
+                false => cols.small_from_large(&x, wt),
+                true => cols.large_from_small(&x, wt),
+            },
+            cols.empty(),
+            &c.output,
+            &x,
+        )?;
+        let Some(b) = bias else { return Ok(w(out)) };
+        let mut bshape = vec![1; c.output.len()];
+        bshape[1] = c.output[1];
+        let b = b.t.reshape(bshape).ce()?;
+        Ok(w(out.broadcast_add(&b).ce()?))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn convolution_backward(
+        grad_output: &Self,
+        input: &Self,
+        weight: &Self,
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        transposed: bool,
+        output_padding: &[i64],
+        groups: i64,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let c = meta::convolution_backward(
+            grad_output.shape(),
+            input.shape(),
+            weight.shape(),
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+        )?;
+        let cols = Columns::new(&c)?;
+        let (g, x, wt) = (flat(&grad_output.t)?, flat(&input.t)?, &weight.t);
+        let empty = || Tensor::zeros(0, g.dtype(), &cpu()).ce();
+        let e = cols.empty();
+        let gi = match (output_mask[0], transposed) {
+            (false, _) => empty()?,
+            (true, false) => shaped(|| cols.large_from_small(&g, wt), e, input.shape(), &g)?,
+            (true, true) => shaped(|| cols.small_from_large(&g, wt), e, input.shape(), &g)?,
+        };
+        let gw = match (output_mask[1], transposed) {
+            (false, _) => empty()?,
+            (true, false) => shaped(|| cols.weight_from(&g, &x), e, weight.shape(), &g)?,
+            (true, true) => shaped(|| cols.weight_from(&x, &g), e, weight.shape(), &g)?,
+        };
+        let gb = if !output_mask[2] {
+            empty()?
+        } else if g.elem_count() == 0 {
+            Tensor::zeros(c.output[1], g.dtype(), &cpu()).ce()?
+        } else {
+            g.sum(2).ce()?.sum(0).ce()?
+        };
+        Ok((w(gi), w(gw), w(gb)))
+    }
+
+    pub(super) fn max_pool2d_with_indices(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+    ) -> R<(Self, Self)> {
+        let p = meta::max_pool2d(
+            self_.shape(),
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+        )?;
+        let x = &self_.t;
+        let plane = p.input[0] * p.input[1];
+        let planes = x.elem_count() / plane.max(1);
+        if planes == 0 {
+            let z = Tensor::zeros(p.shape.as_slice(), x.dtype(), &cpu()).ce()?;
+            return Ok((w(z.clone()), w(z)));
+        }
+        let (idx, pos, nk) = windows(&p)?;
+        let ns = p.output[0] * p.output[1];
+        let x = x.reshape((planes, plane)).ce()?;
+        let pad = Tensor::full(f64::NEG_INFINITY, (planes, 1), &cpu())
+            .ce()?
+            .to_dtype(x.dtype())
+            .ce()?;
+        let padded = Tensor::cat(&[&x, &pad], 1).ce()?;
+        let cols = padded
+            .index_select(&idx, 1)
+            .ce()?
+            .reshape((planes, ns, nk))
+            .ce()?;
+        let best = first_max_last_nan(&cols, nk)?;
+        let values = cols.gather(&best, 2).ce()?;
+        let pos = pos.broadcast_as((planes, ns, nk)).ce()?.contiguous().ce()?;
+        let at = pos.gather(&best, 2).ce()?.to_dtype(x.dtype()).ce()?;
+        let shape = p.shape.as_slice();
+        Ok((w(values.reshape(shape).ce()?), w(at.reshape(shape).ce()?)))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn max_pool2d_with_indices_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Self,
+    ) -> R<Self> {
+        let p = meta::max_pool2d_backward(
+            grad_output.shape(),
+            self_.shape(),
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            indices.shape(),
+        )?;
+        let g = &grad_output.t;
+        let plane = p.input[0] * p.input[1];
+        let planes = self_.t.elem_count() / plane.max(1);
+        let zeros = Tensor::zeros(self_.shape(), g.dtype(), &cpu()).ce()?;
+        if planes == 0 {
+            return Ok(w(zeros));
+        }
+        let ns = p.output[0] * p.output[1];
+        let idx = indices
+            .t
+            .to_dtype(DType::U32)
+            .ce()?
+            .reshape((planes, ns))
+            .ce()?;
+        let g = g.reshape((planes, ns)).ce()?.contiguous().ce()?;
+        let out = zeros
+            .reshape((planes, plane))
+            .ce()?
+            .scatter_add(&idx, &g, 1)
+            .ce()?;
+        Ok(w(out.reshape(self_.shape()).ce()?))
+    }
+}
+
+/// The windows of a 2-d pooling: the `U32` positions to gather from a plane with a padding
+/// column appended (`[ns * nk]`: each window's positions inside the input in order, then the
+/// padding column), the positions themselves (`[1, ns, nk]`, `U32`) and the window size.
+fn windows(p: &Pool2d) -> R<(Tensor, Tensor, usize)> {
+    let nk = p.kernel[0] * p.kernel[1];
+    let pad = (p.input[0] * p.input[1]) as u32;
+    let mut idx = Vec::new();
+    let mut pos = Vec::new();
+    for oh in 0..p.output[0] {
+        for ow in 0..p.output[1] {
+            let win = p.window(oh, ow);
+            let first = win.first().copied().unwrap_or(0) as u32;
+            for k in 0..nk {
+                let at = win.get(k).map(|x| *x as u32);
+                idx.push(at.unwrap_or(pad));
+                pos.push(at.unwrap_or(first));
+            }
+        }
+    }
+    let ns = p.output[0] * p.output[1];
+    let idx = Tensor::from_vec(idx, ns * nk, &cpu()).ce()?;
+    let pos = Tensor::from_vec(pos, (1, ns, nk), &cpu()).ce()?;
+    Ok((idx, pos, nk))
+}
+
+/// The position (`U32`, keepdim) along the last dim of `cols` (`[P, ns, nk]`) PyTorch's max
+/// pooling picks: the first maximum (candle's `argmax`), or the last NaN where there is one.
+fn first_max_last_nan(cols: &Tensor, nk: usize) -> R<Tensor> {
+    let a = cols.argmax_keepdim(2).ce()?;
+    let nan = cols.ne(cols).ce()?.to_dtype(cols.dtype()).ce()?;
+    let ks = Tensor::arange(1u32, nk as u32 + 1, &cpu())
+        .ce()?
+        .to_dtype(cols.dtype())
+        .ce()?
+        .reshape((1, 1, nk))
+        .ce()?;
+    let ranked = nan.broadcast_mul(&ks).ce()?;
+    let last_nan = ranked.argmax_keepdim(2).ce()?;
+    let has = nan
+        .sum_keepdim(2)
+        .ce()?
+        .broadcast_gt(&sc(0.0, cols)?)
+        .ce()?;
+    has.where_cond(&last_nan, &a).ce()
+}
