@@ -204,6 +204,58 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
             },
         ));
     }
+    cs.extend(avg_pool_cases::<B>(&r));
+    cs
+}
+
+/// The average pooling cases (plain and adaptive).
+fn avg_pool_cases<B: ConformanceTensor>(r: &Rng) -> Vec<Case<B>> {
+    let mut cs = Vec::new();
+    cs.push(case(
+        "avg_pool2d",
+        "kernel (3,2), stride (2,1), padding 1, ceil_mode, count_include_pad",
+        vec![r.t(&[2, 2, 5, 4])],
+        |x| avg_pool2d(&x[0], &[3, 2], &[2, 1], &[1, 1], true, true, None).unwrap(),
+    ));
+    cs.push(case(
+        "avg_pool2d",
+        "3-d, padding excluded, divisor_override 3, non-contiguous",
+        vec![r.nc(&[2, 4, 5])],
+        |x| avg_pool2d(&x[0], &[2], &[], &[1], false, false, Some(3)).unwrap(),
+    ));
+    cs.push(case(
+        "avg_pool2d_backward",
+        "padding excluded",
+        vec![r.t(&[1, 2, 3, 3]), r.t(&[1, 2, 4, 4])],
+        |x| {
+            avg_pool2d_backward(&x[0], &x[1], &[2, 2], &[2, 2], &[1, 1], false, false, None)
+                .unwrap()
+        },
+    ));
+    cs.push(case(
+        "_adaptive_avg_pool2d",
+        "5x4 to 3x3 (overlapping windows)",
+        vec![r.t(&[2, 2, 5, 4])],
+        |x| _adaptive_avg_pool2d(&x[0], &[3, 3]).unwrap(),
+    ));
+    cs.push(case(
+        "_adaptive_avg_pool2d_backward",
+        "3-d, 4x5 to 2x3",
+        vec![r.t(&[2, 2, 3]), r.t(&[2, 4, 5])],
+        |x| _adaptive_avg_pool2d_backward(&x[0], &x[1]).unwrap(),
+    ));
+    cs.push(case(
+        "adaptive_avg_pool2d",
+        "1x1 (a mean), non-contiguous",
+        vec![r.nc(&[2, 3, 4])],
+        |x| adaptive_avg_pool2d(&x[0], &[1, 1]).unwrap(),
+    ));
+    cs.push(case(
+        "adaptive_avg_pool2d",
+        "3x2",
+        vec![r.t(&[1, 2, 4, 5])],
+        |x| adaptive_avg_pool2d(&x[0], &[3, 2]).unwrap(),
+    ));
     cs
 }
 
@@ -312,6 +364,39 @@ fn dispatch_conv<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<Va
             a.b("ceil_mode")?,
             &a.t("indices")?,
         )),
+        _ => return dispatch_avg_pool(op, a),
+    };
+    r.map(Some)
+}
+
+/// The average pooling part of [`dispatch_conv`].
+fn dispatch_avg_pool<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<Variable<B>>>> {
+    let r = match op {
+        "avg_pool2d" => ip(avg_pool2d(
+            &a.t("self")?,
+            &a.ints("kernel_size")?,
+            &a.ints("stride")?,
+            &a.ints("padding")?,
+            a.b("ceil_mode")?,
+            a.b("count_include_pad")?,
+            a.oi("divisor_override")?,
+        )),
+        "avg_pool2d_backward" => ip(avg_pool2d_backward(
+            &a.t("grad_output")?,
+            &a.t("self")?,
+            &a.ints("kernel_size")?,
+            &a.ints("stride")?,
+            &a.ints("padding")?,
+            a.b("ceil_mode")?,
+            a.b("count_include_pad")?,
+            a.oi("divisor_override")?,
+        )),
+        "_adaptive_avg_pool2d" => ip(_adaptive_avg_pool2d(&a.t("self")?, &a.ints("output_size")?)),
+        "_adaptive_avg_pool2d_backward" => ip(_adaptive_avg_pool2d_backward(
+            &a.t("grad_output")?,
+            &a.t("self")?,
+        )),
+        "adaptive_avg_pool2d" => ip(adaptive_avg_pool2d(&a.t("self")?, &a.ints("output_size")?)),
         _ => return Ok(None),
     };
     r.map(Some)

@@ -1,7 +1,8 @@
 //! PyTorch's convolution and pooling composites (CompositeImplicitAutograd, Convolution.cpp
 //! and MaxPooling.cpp): `conv1d`, `conv2d`, `conv_transpose1d`, `conv_transpose2d.input`
 //! call `convolution` (an unbatched input gets a batch of one, as PyTorch's `batchify`),
-//! `max_pool2d` is `max_pool2d_with_indices`' values; so their nodes, gradients and errors
+//! `max_pool2d` is `max_pool2d_with_indices`' values, `adaptive_avg_pool2d` a mean over the
+//! spatial dims for a 1x1 output and `_adaptive_avg_pool2d` otherwise; so their nodes, gradients and errors
 //! are those of the ops PyTorch dispatches to. Over `Variable<T>` only.
 
 use super::*;
@@ -196,4 +197,23 @@ pub fn max_pool2d<T: Backend>(
     ceil_mode: bool,
 ) -> Res<V<T>> {
     Ok(max_pool2d_with_indices(self_, kernel_size, stride, padding, dilation, ceil_mode)?.0)
+}
+
+/// PyTorch's `adaptive_avg_pool2d`: the mean over the last two dims (kept) for a `[1, 1]`
+/// output, `_adaptive_avg_pool2d` otherwise.
+pub fn adaptive_avg_pool2d<T: Backend>(self_: &V<T>, output_size: &[i64]) -> Res<V<T>> {
+    let fail = |m: String| Err(AutogradError::backend(crate::Error::runtime(m)));
+    if output_size.len() != 2 {
+        return fail("adaptive_avg_pool2d: output_size must be 2".into());
+    }
+    let (h, w) = (output_size[0], output_size[1]);
+    if h < 0 || w < 0 {
+        return fail(format!(
+            "adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but received {{{h}, {w}}}"
+        ));
+    }
+    if h == 1 && w == 1 {
+        return mean_dim(self_, Some(&[-1, -2]), true, None);
+    }
+    _adaptive_avg_pool2d(self_, output_size)
 }

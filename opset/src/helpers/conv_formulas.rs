@@ -124,12 +124,31 @@ pub fn convolution_double_backward<T: Backend>(
     groups: i64,
     _output_mask: [bool; 3],
 ) -> Res<Grads3<T>> {
+    // PyTorch's `expand_param_if_needed`: one value for every spatial dim (the forward
+    // checked the lengths).
+    let dim = weight.shape().len().saturating_sub(2);
+    let expand_param = |v: &[i64]| match v {
+        [x] => vec![*x; dim],
+        _ => v.to_vec(),
+    };
+    let (stride, padding, dilation) = (
+        expand_param(stride),
+        expand_param(padding),
+        expand_param(dilation),
+    );
+    // PyTorch's inference of the groups of a grouped 3-d convolution.
+    let (i_shape, w_shape) = (input.shape().to_vec(), weight.shape().to_vec());
+    let groups = if !transposed && i_shape.len() > 4 {
+        i_shape[1].checked_div(w_shape[1]).map_or(-1, |g| g as i64)
+    } else {
+        groups
+    };
     let params = ConvParams {
-        stride,
-        padding,
-        dilation,
+        stride: &stride,
+        padding: &padding,
+        dilation: &dilation,
         transposed,
-        output_padding: output_padding.to_vec(),
+        output_padding: expand_param(output_padding),
         groups,
     };
     let nonempty = !input.shape().contains(&0);

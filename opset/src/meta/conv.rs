@@ -518,6 +518,22 @@ pub fn max_pool2d(
     let (ih, iw) = (input[nd - 2] as i64, input[nd - 1] as i64);
     let oh = pooling_output_shape(ih, k[0], p[0], s[0], d[0], ceil_mode)?;
     let ow = pooling_output_shape(iw, k[1], p[1], s[1], d[1], ceil_mode)?;
+    pool2d_shape_check(input, k, s, p, d, oh, ow)?;
+    Ok(pool_geometry(input, k, s, p, d, oh, ow))
+}
+
+/// PyTorch's `pool2d_shape_check` (Pool.h).
+fn pool2d_shape_check(
+    input: &[usize],
+    k: [i64; 2],
+    s: [i64; 2],
+    p: [i64; 2],
+    d: [i64; 2],
+    oh: i64,
+    ow: i64,
+) -> R<()> {
+    let nd = input.len();
+    let (ih, iw) = (input[nd - 2], input[nd - 1]);
     check(k[0] > 0 && k[1] > 0, || {
         format!(
             "kernel size should be greater than zero, but got kH: {} kW: {}",
@@ -558,18 +574,199 @@ pub fn max_pool2d(
             input[nd - 3]
         )
     })?;
+    Ok(())
+}
+
+/// The geometry of a pooling whose arguments passed the checks.
+fn pool_geometry(
+    input: &[usize],
+    k: [i64; 2],
+    s: [i64; 2],
+    p: [i64; 2],
+    d: [i64; 2],
+    oh: i64,
+    ow: i64,
+) -> Pool2d {
+    let nd = input.len();
     let mut shape = input[..nd - 2].to_vec();
     shape.extend([oh as usize, ow as usize]);
     let u = |v: [i64; 2]| [v[0] as usize, v[1] as usize];
-    Ok(Pool2d {
+    Pool2d {
         kernel: u(k),
         stride: u(s),
         padding: u(p),
         dilation: u(d),
-        input: [ih as usize, iw as usize],
+        input: [input[nd - 2], input[nd - 1]],
         output: [oh as usize, ow as usize],
         shape,
-    })
+    }
+}
+
+/// `avg_pool2d`'s arguments, checked as PyTorch's meta function checks them (the
+/// geometry's dilation is 1).
+pub fn avg_pool2d(
+    input: &[usize],
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    divisor_override: Option<i64>,
+) -> R<Pool2d> {
+    let k = pair(kernel_size).ok_or_else(|| {
+        Error::runtime(
+            "avg_pool2d: kernel_size must either be a single int, or a tuple of two ints",
+        )
+    })?;
+    let s = match stride {
+        [] => k,
+        s => pair(s).ok_or_else(|| {
+            Error::runtime(
+                "avg_pool2d: stride must either be omitted, a single int, or a tuple of two ints",
+            )
+        })?,
+    };
+    let p = pair(padding).ok_or_else(|| {
+        Error::runtime("avg_pool2d: padding must either be a single int, or a tuple of two ints")
+    })?;
+    check(divisor_override != Some(0), || {
+        "divisor must be not zero".into()
+    })?;
+    // `input.size(-3)`: PyTorch's dimension error for fewer dims.
+    size_dim(input, -3)?;
+    let nd = input.len();
+    let (ih, iw) = (input[nd - 2] as i64, input[nd - 1] as i64);
+    let oh = pooling_output_shape(ih, k[0], p[0], s[0], 1, ceil_mode)?;
+    let ow = pooling_output_shape(iw, k[1], p[1], s[1], 1, ceil_mode)?;
+    pool2d_shape_check(input, k, s, p, [1, 1], oh, ow)?;
+    Ok(pool_geometry(input, k, s, p, [1, 1], oh, ow))
+}
+
+impl Pool2d {
+    /// Average pooling's window of output position `(oh, ow)` and its divisor, as PyTorch's
+    /// CPU kernel: the window clipped to the input; the divisor `divisor_override`, or the
+    /// window's size inside the padded input (`count_include_pad`) or inside the input.
+    pub fn avg_window(
+        &self,
+        oh: usize,
+        ow: usize,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> (Vec<usize>, f64) {
+        let bounds = |o: usize, i: usize| {
+            let start = (o * self.stride[i]) as i64 - self.padding[i] as i64;
+            let end = (start + self.kernel[i] as i64).min((self.input[i] + self.padding[i]) as i64);
+            let pool = end - start;
+            (start.max(0), end.min(self.input[i] as i64), pool)
+        };
+        let ((h0, h1, ph), (w0, w1, pw)) = (bounds(oh, 0), bounds(ow, 1));
+        let win: Vec<usize> = (h0..h1)
+            .flat_map(|h| (w0..w1).map(move |w| (h * self.input[1] as i64 + w) as usize))
+            .collect();
+        let divisor = match divisor_override {
+            Some(d) => d,
+            None if count_include_pad => ph * pw,
+            None => (h1 - h0).max(0) * (w1 - w0).max(0),
+        };
+        (win, divisor as f64)
+    }
+}
+
+/// `avg_pool2d_backward`: the forward's geometry, and a check of the gradient's shape.
+#[allow(clippy::too_many_arguments)]
+pub fn avg_pool2d_backward(
+    grad_output: &[usize],
+    input: &[usize],
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    divisor_override: Option<i64>,
+) -> R<Pool2d> {
+    let p = avg_pool2d(
+        input,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        divisor_override,
+    )?;
+    check(grad_output == p.shape.as_slice(), || {
+        format!(
+            "Expected gradOutput to have the shape {:?} of avg_pool2d's output, but got {grad_output:?}",
+            p.shape
+        )
+    })?;
+    Ok(p)
+}
+
+/// The axis of `tensor.size(dim)`, or PyTorch's `IndexError` (a 0-d tensor has no dims).
+fn size_dim(shape: &[usize], dim: i64) -> R<usize> {
+    if shape.is_empty() {
+        return Err(Error::index(format!(
+            "Dimension specified as {dim} but tensor has no dimensions"
+        )));
+    }
+    crate::shape::norm_dim(dim, shape.len())
+}
+
+/// `_adaptive_avg_pool2d_backward`: the output size the gradient gives (its last two
+/// sizes, which PyTorch's autograd layer reads first, `size(-1)` then `size(-2)`), checked
+/// as PyTorch's CPU kernel checks it; the forward's output shape.
+pub fn adaptive_avg_pool2d_backward(grad_output: &[usize], input: &[usize]) -> R<Vec<usize>> {
+    let w = size_dim(grad_output, -1)?;
+    let h = size_dim(grad_output, -2)?;
+    for (i, n) in grad_output.iter().enumerate().skip(1) {
+        check(*n > 0, || {
+            format!(
+                "adaptive_avg_pool2d_backward(): Expected grad_output to have non-zero size for non-batch dimensions, but grad_output has sizes {grad_output:?} with dimension {i} being empty"
+            )
+        })?;
+    }
+    let nd = grad_output.len();
+    check(nd == 3 || nd == 4, || {
+        format!("adaptive_avg_pool2d_backward(): Expected 3D or 4D tensor, but got {input:?}")
+    })?;
+    let out = [grad_output[h] as i64, grad_output[w] as i64];
+    let shape = adaptive_avg_pool2d(input, &out)?;
+    check(grad_output == shape.as_slice(), || {
+        format!(
+            "Expected grad_output to have the shape {shape:?} of adaptive_avg_pool2d's output, but got {grad_output:?}"
+        )
+    })?;
+    Ok(shape)
+}
+
+/// `_adaptive_avg_pool2d`: PyTorch's checks, and the output's shape.
+pub fn adaptive_avg_pool2d(input: &[usize], output_size: &[i64]) -> R<Vec<usize>> {
+    check(output_size.len() == 2, || {
+        "adaptive_avg_pool2d: output_size must be 2".into()
+    })?;
+    let nd = input.len();
+    check(nd == 3 || nd == 4, || {
+        format!("adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {input:?}")
+    })?;
+    for i in [nd - 2, nd - 1] {
+        check(input[i] > 0, || {
+            format!(
+                "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch dimensions, but input has sizes {input:?} with dimension {i} being empty"
+            )
+        })?;
+    }
+    check(output_size.iter().all(|s| *s >= 0), || {
+        "numel: integer multiplication overflow".into()
+    })?;
+    let mut shape = input[..nd - 2].to_vec();
+    shape.extend(output_size.iter().map(|s| *s as usize));
+    Ok(shape)
+}
+
+/// Adaptive pooling's window along one dim: output `o` of `out` over an input of `len`
+/// covers `[floor(o * len / out), ceil((o + 1) * len / out))` (PyTorch's `start_index`,
+/// `end_index`).
+pub fn adaptive_range(o: usize, out: usize, len: usize) -> std::ops::Range<usize> {
+    let start = (o * len) / out;
+    let end = ((o + 1) * len).div_ceil(out);
+    start..end
 }
 
 /// `max_pool2d_with_indices_backward`: the forward's geometry, and PyTorch's check of the

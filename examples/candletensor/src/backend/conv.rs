@@ -12,7 +12,10 @@
 //! * max pooling gathers each window (the positions inside the input first, the padding
 //!   after them as `-inf`) and picks the first maximum (`argmax_keepdim`) or, where the
 //!   window has a NaN, its last NaN, as PyTorch's CPU kernel; its backward is a
-//!   `scatter_add`.
+//!   `scatter_add`;
+//! * average pooling (plain and adaptive) is a product with the pooling's matrix (each
+//!   window's elements weighted by one over its divisor, `meta::Pool2d::avg_window`,
+//!   `meta::adaptive_range`), its backward the product with the matrix's transpose.
 
 use super::{Ce, R, cpu, sc, w};
 use crate::tensor::CandleTensor;
@@ -374,4 +377,144 @@ fn first_max_last_nan(cols: &Tensor, nk: usize) -> R<Tensor> {
         .broadcast_gt(&sc(0.0, cols)?)
         .ce()?;
     has.where_cond(&last_nan, &a).ce()
+}
+
+/// The matrix (`[outputs, plane]`) of an average pooling with these windows and divisors.
+fn mean_matrix(windows: &[(Vec<usize>, f64)], plane: usize, like: &Tensor) -> R<Tensor> {
+    let mut m = vec![0f64; windows.len() * plane];
+    for (o, (win, div)) in windows.iter().enumerate() {
+        for i in win {
+            m[o * plane + i] += 1.0 / div;
+        }
+    }
+    Tensor::from_vec(m, (windows.len(), plane), &cpu())
+        .ce()?
+        .to_dtype(like.dtype())
+        .ce()
+}
+
+/// `x`'s `(H, W)` planes averaged by `m` (`[outputs, plane]`), shaped `shape`.
+fn mean_pool(x: &Tensor, m: &Tensor, shape: &[usize]) -> R<Tensor> {
+    let (outs, plane) = m.dims2().ce()?;
+    let planes = x.elem_count() / plane.max(1);
+    if planes == 0 || outs == 0 {
+        return Tensor::zeros(shape, x.dtype(), &cpu()).ce();
+    }
+    let x = x.reshape((planes, plane)).ce()?.contiguous().ce()?;
+    x.matmul(&m.t().ce()?.contiguous().ce()?)
+        .ce()?
+        .reshape(shape)
+        .ce()
+}
+
+/// The adjoint of [`mean_pool`]: the gradient `g` back to planes of `shape`.
+fn mean_pool_backward(g: &Tensor, m: &Tensor, shape: &[usize]) -> R<Tensor> {
+    let (outs, plane) = m.dims2().ce()?;
+    let planes = g.elem_count() / outs.max(1);
+    if planes == 0 || outs == 0 || plane == 0 {
+        return Tensor::zeros(shape, g.dtype(), &cpu()).ce();
+    }
+    let g = g.reshape((planes, outs)).ce()?.contiguous().ce()?;
+    g.matmul(m).ce()?.reshape(shape).ce()
+}
+
+/// Average pooling's windows, row-major over the output.
+fn avg_windows(
+    p: &Pool2d,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> Vec<(Vec<usize>, f64)> {
+    (0..p.output[0])
+        .flat_map(|oh| (0..p.output[1]).map(move |ow| (oh, ow)))
+        .map(|(oh, ow)| p.avg_window(oh, ow, count_include_pad, divisor_override))
+        .collect()
+}
+
+/// Adaptive average pooling's windows from an `(ih, iw)` plane to `(oh, ow)`.
+fn adaptive_windows(input: [usize; 2], output: [usize; 2]) -> Vec<(Vec<usize>, f64)> {
+    let mut out = Vec::new();
+    for oh in 0..output[0] {
+        for ow in 0..output[1] {
+            let hs = meta::adaptive_range(oh, output[0], input[0]);
+            let ws = meta::adaptive_range(ow, output[1], input[1]);
+            let n = (hs.len() * ws.len()) as f64;
+            let win = hs
+                .flat_map(|h| ws.clone().map(move |w| h * input[1] + w))
+                .collect();
+            out.push((win, n));
+        }
+    }
+    out
+}
+
+/// The last two dims of a shape.
+fn plane_of(shape: &[usize]) -> [usize; 2] {
+    let nd = shape.len();
+    [shape[nd - 2], shape[nd - 1]]
+}
+
+impl CandleTensor {
+    pub(super) fn avg_pool2d(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let p = meta::avg_pool2d(
+            self_.shape(),
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            divisor_override,
+        )?;
+        let windows = avg_windows(&p, count_include_pad, divisor_override);
+        let m = mean_matrix(&windows, p.input[0] * p.input[1], &self_.t)?;
+        Ok(w(mean_pool(&self_.t, &m, &p.shape)?))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn avg_pool2d_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let p = meta::avg_pool2d_backward(
+            grad_output.shape(),
+            self_.shape(),
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            divisor_override,
+        )?;
+        let windows = avg_windows(&p, count_include_pad, divisor_override);
+        let m = mean_matrix(&windows, p.input[0] * p.input[1], &grad_output.t)?;
+        Ok(w(mean_pool_backward(&grad_output.t, &m, self_.shape())?))
+    }
+
+    pub(super) fn adaptive_avg_pool2d(self_: &Self, output_size: &[i64]) -> R<Self> {
+        let shape = meta::adaptive_avg_pool2d(self_.shape(), output_size)?;
+        let input = plane_of(self_.shape());
+        let windows = adaptive_windows(input, plane_of(&shape));
+        let m = mean_matrix(&windows, input[0] * input[1], &self_.t)?;
+        Ok(w(mean_pool(&self_.t, &m, &shape)?))
+    }
+
+    pub(super) fn adaptive_avg_pool2d_backward(grad_output: &Self, self_: &Self) -> R<Self> {
+        let xs = self_.shape();
+        let shape = meta::adaptive_avg_pool2d_backward(grad_output.shape(), xs)?;
+        let input = plane_of(xs);
+        let windows = adaptive_windows(input, plane_of(&shape));
+        let m = mean_matrix(&windows, input[0] * input[1], &grad_output.t)?;
+        Ok(w(mean_pool_backward(&grad_output.t, &m, xs)?))
+    }
 }

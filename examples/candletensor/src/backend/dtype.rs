@@ -789,6 +789,70 @@ impl Backend for CandleTensor {
             &i,
         )
     }
+    fn avg_pool2d(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let k = kind(self_);
+        let x = if k == Kind::Float {
+            self_.clone()
+        } else {
+            wide(self_)?
+        };
+        let r = C::avg_pool2d(
+            &x,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )?;
+        if k == Kind::Float {
+            return Ok(r);
+        }
+        // Integers: PyTorch's integer division of the window's sum (toward zero).
+        let t = &r.t;
+        let zero = ce(t.zeros_like())?;
+        let truncated = ce(ce(t.ge(&zero))?.where_cond(&ce(t.floor())?, &ce(t.ceil())?))?;
+        narrowed(C::new(truncated), k)
+    }
+    fn avg_pool2d_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let [g, x] = promoted_all([grad_output, self_])?;
+        C::avg_pool2d_backward(
+            &g,
+            &x,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )
+    }
+    fn _adaptive_avg_pool2d(self_: &Self, output_size: &[i64]) -> R<Self> {
+        rules::check_floats(self_.dtype(), kernel::ADAPTIVE_AVG_POOL2D)?;
+        C::adaptive_avg_pool2d(self_, output_size)
+    }
+    fn _adaptive_avg_pool2d_backward(grad_output: &Self, self_: &Self) -> R<Self> {
+        rules::check_floats(self_.dtype(), kernel::ADAPTIVE_AVG_POOL2D_BACKWARD)?;
+        let [g, x] = promoted_all([grad_output, self_])?;
+        C::adaptive_avg_pool2d_backward(&g, &x)
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.

@@ -1,5 +1,6 @@
 //! The convolution and pooling kernels over floating-point tensors: loops over the taps the
-//! op set's meta functions list (`meta::Conv::taps`, `meta::Pool2d::window`), so the index
+//! op set's meta functions list (`meta::Conv::taps`, `meta::Pool2d::window` and
+//! `avg_window`, `meta::adaptive_range`), so the index
 //! arithmetic and the argument checks are PyTorch's, shared with every backend.
 
 use crate::storage::FloatTensor;
@@ -267,4 +268,139 @@ fn max_pool_planes<E: Element>(p: &Pool2d, x: &[E]) -> (Vec<E>, Vec<E>) {
         }
     }
     (vals, idx)
+}
+
+/// The windows of every output position of a pooling over `(H, W)` planes, with each
+/// window's divisor.
+type Windows = Vec<(Vec<usize>, f64)>;
+
+/// Average pooling's windows (`meta::Pool2d::avg_window`), row-major over the output.
+fn avg_windows(p: &Pool2d, count_include_pad: bool, divisor_override: Option<i64>) -> Windows {
+    (0..p.output[0])
+        .flat_map(|oh| (0..p.output[1]).map(move |ow| (oh, ow)))
+        .map(|(oh, ow)| p.avg_window(oh, ow, count_include_pad, divisor_override))
+        .collect()
+}
+
+/// Adaptive average pooling's windows from an `(ih, iw)` plane to `(oh, ow)`.
+fn adaptive_windows(input: [usize; 2], output: [usize; 2]) -> Windows {
+    let mut out = Vec::new();
+    for oh in 0..output[0] {
+        for ow in 0..output[1] {
+            let (hs, ws) = (
+                meta::adaptive_range(oh, output[0], input[0]),
+                meta::adaptive_range(ow, output[1], input[1]),
+            );
+            let n = (hs.len() * ws.len()) as f64;
+            let win = hs
+                .flat_map(|h| ws.clone().map(move |w| h * input[1] + w))
+                .collect();
+            out.push((win, n));
+        }
+    }
+    out
+}
+
+/// Each plane of `x` (`plane` elements) averaged over `windows`: the sums divided by the
+/// divisors (a window outside the input gives 0).
+fn pool_mean<E: Element>(x: &[E], plane: usize, windows: &Windows) -> Vec<E> {
+    let planes = x.len() / plane.max(1);
+    let mut out = Vec::with_capacity(planes * windows.len());
+    for pl in 0..planes {
+        let xs = &x[pl * plane..(pl + 1) * plane];
+        for (win, div) in windows {
+            if win.is_empty() {
+                out.push(E::zero());
+                continue;
+            }
+            let sum = win.iter().fold(E::zero(), |a, i| a + xs[*i]);
+            out.push(sum / E::of(*div));
+        }
+    }
+    out
+}
+
+/// The adjoint of [`pool_mean`]: each gradient divided by its window's divisor, added to
+/// the window's elements.
+fn pool_mean_backward<E: Element>(g: &[E], plane: usize, len: usize, windows: &Windows) -> Vec<E> {
+    let mut out = vec![E::zero(); len];
+    let per = windows.len();
+    for (i, gv) in g.iter().enumerate() {
+        let (win, div) = &windows[i % per.max(1)];
+        let base = (i / per.max(1)) * plane;
+        for j in win {
+            out[base + j] += *gv / E::of(*div);
+        }
+    }
+    out
+}
+
+impl<E: Element> FloatTensor<E> {
+    pub(crate) fn avg_pool2d(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let p = meta::avg_pool2d(
+            self_.shape(),
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            divisor_override,
+        )?;
+        let windows = avg_windows(&p, count_include_pad, divisor_override);
+        let out = pool_mean(&values(self_), p.input[0] * p.input[1], &windows);
+        Ok(F::from_row_major(out, &p.shape))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn avg_pool2d_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let p = meta::avg_pool2d_backward(
+            grad_output.shape(),
+            self_.shape(),
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            divisor_override,
+        )?;
+        let windows = avg_windows(&p, count_include_pad, divisor_override);
+        let plane = p.input[0] * p.input[1];
+        let out = pool_mean_backward(&values(grad_output), plane, self_.len(), &windows);
+        Ok(F::from_row_major(out, self_.shape()))
+    }
+
+    pub(crate) fn adaptive_avg_pool2d(self_: &Self, output_size: &[i64]) -> R<Self> {
+        let shape = meta::adaptive_avg_pool2d(self_.shape(), output_size)?;
+        let nd = shape.len();
+        let input = [self_.shape()[nd - 2], self_.shape()[nd - 1]];
+        let windows = adaptive_windows(input, [shape[nd - 2], shape[nd - 1]]);
+        let out = pool_mean(&values(self_), input[0] * input[1], &windows);
+        Ok(F::from_row_major(out, &shape))
+    }
+
+    pub(crate) fn adaptive_avg_pool2d_backward(grad_output: &Self, self_: &Self) -> R<Self> {
+        let xs = self_.shape();
+        let shape = meta::adaptive_avg_pool2d_backward(grad_output.shape(), xs)?;
+        let nd = xs.len();
+        let input = [xs[nd - 2], xs[nd - 1]];
+        let windows = adaptive_windows(input, [shape[nd - 2], shape[nd - 1]]);
+        let plane = input[0] * input[1];
+        let out = pool_mean_backward(&values(grad_output), plane, self_.len(), &windows);
+        Ok(F::from_row_major(out, xs))
+    }
 }

@@ -1238,6 +1238,73 @@ impl<E: Element> Backend for NdTensor<E> {
         )?;
         Ok(float_out(r))
     }
+    fn avg_pool2d(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let k = kind(self_);
+        let run = |x: &F<_>| {
+            F::avg_pool2d(
+                x,
+                kernel_size,
+                stride,
+                padding,
+                ceil_mode,
+                count_include_pad,
+                divisor_override,
+            )
+        };
+        if let Data::Float(a) = self_.data() {
+            return Ok(float_out(run(a)?));
+        }
+        // Integers: PyTorch's integer division of the window's sum.
+        let r = F::avg_pool2d(
+            &wide(self_),
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )?;
+        Ok(narrowed(fl(r.arr().mapv(f64::trunc)), k))
+    }
+    fn avg_pool2d_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let r = F::avg_pool2d_backward(
+            &promoted(grad_output),
+            &promoted(self_),
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )?;
+        Ok(float_out(r))
+    }
+    fn _adaptive_avg_pool2d(self_: &Self, output_size: &[i64]) -> R<Self> {
+        let x = floats(self_, kernel::ADAPTIVE_AVG_POOL2D)?;
+        Ok(float_out(F::adaptive_avg_pool2d(&x, output_size)?))
+    }
+    fn _adaptive_avg_pool2d_backward(grad_output: &Self, self_: &Self) -> R<Self> {
+        let x = floats(self_, kernel::ADAPTIVE_AVG_POOL2D_BACKWARD)?;
+        let r = F::adaptive_avg_pool2d_backward(&promoted(grad_output), &x)?;
+        Ok(float_out(r))
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
