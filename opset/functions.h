@@ -216,6 +216,7 @@ at::Tensor max_pool_double_backward(
     const at::Tensor& grad,
     const at::Tensor& indices,
     int dim);
+at::Tensor constant_pad_nd_backward(const Tensor& grad, c10::SymIntArrayRef pad);
 Tensor flatten(const Tensor& self, int64_t start_dim = 0, int64_t end_dim = -1);
 Tensor view_as(const Tensor& self, const Tensor& other);
 

@@ -327,8 +327,8 @@ mod tests;
 
 pub use conv::{
     Conv, Pool2d, Tap, adaptive_avg_pool2d, adaptive_avg_pool2d_backward, adaptive_range,
-    avg_pool2d, avg_pool2d_backward, convolution, convolution_backward, max_pool2d,
-    max_pool2d_backward, pooling_output_shape,
+    avg_pool2d, avg_pool2d_backward, constant_pad_nd, convolution, convolution_backward,
+    max_pool2d, max_pool2d_backward, pooling_output_shape,
 };
 use indexing::index_below;
 pub use indexing::{

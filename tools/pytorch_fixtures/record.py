@@ -1260,6 +1260,33 @@ def g_adaptive_backward(p, r):
     return p.op("_adaptive_avg_pool2d_backward", grad_output=p.inp(x[:-2] + out), self=p.inp(x))
 
 
+def g_avg_pool1d(p, r):
+    x = ([r.choice([1, 2])] if r.random() < 0.6 else []) + [r.choice([1, 2]), r.choice([3, 4, 5, 6])]
+    k = r.choice([1, 2, 3])
+    args = dict(kernel_size=[k], stride=r.choice([[], [1], [2]]), padding=[r.randrange(k // 2 + 1)],
+                ceil_mode=r.random() < 0.4, count_include_pad=r.random() < 0.5)
+    return p.op("avg_pool1d", self=p.inp(x, nc=r.random() < 0.3), **args)
+
+
+def g_adaptive_1d(p, r):
+    x = ([r.choice([1, 2])] if r.random() < 0.6 else []) + [r.choice([1, 2]), r.choice([2, 3, 5])]
+    return p.op("adaptive_avg_pool1d", self=p.inp(x), output_size=[r.choice([1, 2, 3, 4])])
+
+
+def g_constant_pad(p, r):
+    s = shape(r, 1, 3)
+    pad = []
+    for d in reversed(s[len(s) - r.randint(1, len(s)):]):
+        pad += [r.randint(-(d // 2), 2), r.randint(-(d - d // 2) + 1 if d > 1 else 0, 2)]
+    return p.op("constant_pad_nd", self=p.inp(s, nc=r.random() < 0.3), pad=pad, value=r.choice([0.0, 0.5, -1.0]))
+
+
+GEN.update({
+    "avg_pool1d": g_avg_pool1d,
+    "adaptive_avg_pool1d": g_adaptive_1d,
+    "constant_pad_nd": g_constant_pad,
+})
+
 GEN.update({
     "avg_pool2d": g_avg_pool,
     "avg_pool2d_backward": g_avg_pool_backward,
@@ -3114,6 +3141,11 @@ def conv_sweep_calls():
         "_adaptive_avg_pool2d_backward": lambda p, a: p.op("_adaptive_avg_pool2d_backward", grad_output=a.t(0),
                                                            self=a.t(1)),
         "adaptive_avg_pool2d": lambda p, a: p.op("adaptive_avg_pool2d", self=a.t(0), output_size=[1, 1]),
+        "avg_pool1d": lambda p, a: p.op("avg_pool1d", self=a.t(0), kernel_size=[1], stride=[1], padding=[0],
+                                        ceil_mode=False, count_include_pad=True),
+        "adaptive_avg_pool1d": lambda p, a: p.op("adaptive_avg_pool1d", self=a.t(0), output_size=[1]),
+        "constant_pad_nd": lambda p, a: p.op("constant_pad_nd", self=a.t(0), pad=[1, 1] if nd(a) else [],
+                                             value=0.5),
     }
 
 
@@ -4002,7 +4034,37 @@ def conv_programs():
     avg("adaptive/mean_1x1", [2, 3, 4, 5], op="adaptive_avg_pool2d", output_size=[1, 1])
     avg("adaptive/composite_2x2", [2, 3, 4, 5], op="adaptive_avg_pool2d", output_size=[2, 2])
 
+    avg("avg_pool1d/ceil_mode", [1, 2, 5], op="avg_pool1d", kernel_size=[2], stride=[2], padding=[1],
+        ceil_mode=True, count_include_pad=False)
+    avg("adaptive_1d/mean", [2, 3, 4], op="adaptive_avg_pool1d", output_size=[1])
+    avg("adaptive_1d/upsampling", [3, 2], op="adaptive_avg_pool1d", output_size=[5])
+
+    def pad(name, x, pad, value=0.0):
+        p = scen(f"conv/constant_pad_nd/{name}", "conv")
+        p.op("constant_pad_nd", self=p.inp(x), pad=pad, value=value)
+        add(p)
+
+    pad("crop_only", [3, 4], [-1, -1, 0, -1])
+    pad("crop_and_pad", [2, 3, 4], [2, -3, -1, 1], value=-2.0)
+    pad("empty_pad", [2, 3], [])
+    pad("empty_input", [2, 0], [1, 2], value=1.5)
+    pad("zero_dim_input", [], [])
+    p = scen("conv/constant_pad_nd/integers", "conv")
+    p.op("constant_pad_nd", self=p.inp([2, 2], "idx5"), pad=[1, 0], value=2.7)
+    progs.append(p)
+
     errors = [
+        ("pad_odd", "constant_pad_nd", dict(self=[2, 3], pad=[1], value=0.0)),
+        ("pad_too_long", "constant_pad_nd", dict(self=[2, 3], pad=[1, 1, 1, 1, 1, 1], value=0.0)),
+        ("pad_crop_too_big", "constant_pad_nd", dict(self=[2, 3], pad=[-2, -2], value=0.0)),
+        ("avg_pool1d_rank", "avg_pool1d", dict(self=[2, 3, 4, 5], kernel_size=[2], stride=[], padding=[0],
+                                               ceil_mode=False, count_include_pad=True)),
+        ("avg_pool1d_kernel_list", "avg_pool1d", dict(self=[1, 5], kernel_size=[2, 2], stride=[], padding=[0],
+                                                      ceil_mode=False, count_include_pad=True)),
+        ("avg_pool1d_padding_list", "avg_pool1d", dict(self=[1, 5], kernel_size=[2], stride=[1], padding=[0, 0],
+                                                       ceil_mode=False, count_include_pad=True)),
+        ("adaptive_1d_rank", "adaptive_avg_pool1d", dict(self=[5], output_size=[2])),
+        ("adaptive_1d_list", "adaptive_avg_pool1d", dict(self=[1, 5], output_size=[2, 2])),
         ("avg_kernel_list", "avg_pool2d", dict(self=[1, 1, 4, 4], kernel_size=[2, 2, 2], stride=[2, 2],
                                                padding=[0, 0], ceil_mode=False, count_include_pad=True,
                                                divisor_override=None)),

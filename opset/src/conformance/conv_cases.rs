@@ -251,6 +251,30 @@ fn avg_pool_cases<B: ConformanceTensor>(r: &Rng) -> Vec<Case<B>> {
         |x| adaptive_avg_pool2d(&x[0], &[1, 1]).unwrap(),
     ));
     cs.push(case(
+        "avg_pool1d",
+        "3-d, kernel 3, stride 2, padding 1, ceil_mode",
+        vec![r.t(&[2, 2, 6])],
+        |x| avg_pool1d(&x[0], &[3], &[2], &[1], true, false).unwrap(),
+    ));
+    cs.push(case(
+        "adaptive_avg_pool1d",
+        "2-d, 5 to 3",
+        vec![r.t(&[3, 5])],
+        |x| adaptive_avg_pool1d(&x[0], &[3]).unwrap(),
+    ));
+    cs.push(case(
+        "constant_pad_nd",
+        "two dims padded, value 0.5",
+        vec![r.t(&[2, 3, 2])],
+        |x| constant_pad_nd(&x[0], &[1, 2, 0, 1], 0.5).unwrap(),
+    ));
+    cs.push(case(
+        "constant_pad_nd",
+        "a crop and a pad, non-contiguous",
+        vec![r.nc(&[3, 4])],
+        |x| constant_pad_nd(&x[0], &[-1, 2, 1, -2], 0.0).unwrap(),
+    ));
+    cs.push(case(
         "adaptive_avg_pool2d",
         "3x2",
         vec![r.t(&[1, 2, 4, 5])],
@@ -397,6 +421,20 @@ fn dispatch_avg_pool<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Ve
             &a.t("self")?,
         )),
         "adaptive_avg_pool2d" => ip(adaptive_avg_pool2d(&a.t("self")?, &a.ints("output_size")?)),
+        "avg_pool1d" => ip(avg_pool1d(
+            &a.t("self")?,
+            &a.ints("kernel_size")?,
+            &a.ints("stride")?,
+            &a.ints("padding")?,
+            a.b("ceil_mode")?,
+            a.b("count_include_pad")?,
+        )),
+        "adaptive_avg_pool1d" => ip(adaptive_avg_pool1d(&a.t("self")?, &a.ints("output_size")?)),
+        "constant_pad_nd" => ip(constant_pad_nd(
+            &a.t("self")?,
+            &a.ints("pad")?,
+            a.f("value")?,
+        )),
         _ => return Ok(None),
     };
     r.map(Some)

@@ -2,7 +2,8 @@
 //! and MaxPooling.cpp): `conv1d`, `conv2d`, `conv_transpose1d`, `conv_transpose2d.input`
 //! call `convolution` (an unbatched input gets a batch of one, as PyTorch's `batchify`),
 //! `max_pool2d` is `max_pool2d_with_indices`' values, `adaptive_avg_pool2d` a mean over the
-//! spatial dims for a 1x1 output and `_adaptive_avg_pool2d` otherwise; so their nodes, gradients and errors
+//! spatial dims for a 1x1 output and `_adaptive_avg_pool2d` otherwise, `avg_pool1d` and
+//! `adaptive_avg_pool1d` their 2-d forms on an unsqueezed input; so their nodes, gradients and errors
 //! are those of the ops PyTorch dispatches to. Over `Variable<T>` only.
 
 use super::*;
@@ -216,4 +217,70 @@ pub fn adaptive_avg_pool2d<T: Backend>(self_: &V<T>, output_size: &[i64]) -> Res
         return mean_dim(self_, Some(&[-1, -2]), true, None);
     }
     _adaptive_avg_pool2d(self_, output_size)
+}
+
+/// PyTorch's `checkDimRange(.., 2, 4)` and `check1d` of the 1-d poolings.
+fn check_1d_pool<T: Backend>(func: &str, self_: &V<T>, lists: &[(&str, &[i64])]) -> Res<()> {
+    let fail = |m: String| Err(AutogradError::backend(crate::Error::runtime(m)));
+    let nd = self_.shape().len();
+    if !(2..4).contains(&nd) {
+        return fail(format!(
+            "Expected 2 to 3 dimensions, but got {nd}-dimensional tensor for argument #1 'self' (while checking arguments for {func})"
+        ));
+    }
+    for (name, v) in lists {
+        if v.len() != 1 {
+            return fail(format!(
+                "{func}() argument '{name}' should contain one int (got {})",
+                v.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// PyTorch's `avg_pool1d`: `avg_pool2d` of the input with a height of 1.
+pub fn avg_pool1d<T: Backend>(
+    self_: &V<T>,
+    kernel_size: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> Res<V<T>> {
+    let stride = if stride.is_empty() {
+        kernel_size
+    } else {
+        stride
+    };
+    check_1d_pool(
+        "avg_pool1d",
+        self_,
+        &[
+            ("kernel_size", kernel_size),
+            ("stride", stride),
+            ("padding", padding),
+        ],
+    )?;
+    let out = avg_pool2d(
+        &unsqueeze(self_, -2)?,
+        &[1, kernel_size[0]],
+        &[1, stride[0]],
+        &[0, padding[0]],
+        ceil_mode,
+        count_include_pad,
+        None,
+    )?;
+    squeeze_dim(&out, -2)
+}
+
+/// PyTorch's `adaptive_avg_pool1d`: `adaptive_avg_pool2d` of the input with a height of 1.
+pub fn adaptive_avg_pool1d<T: Backend>(self_: &V<T>, output_size: &[i64]) -> Res<V<T>> {
+    check_1d_pool(
+        "adaptive_avg_pool1d",
+        self_,
+        &[("output_size", output_size)],
+    )?;
+    let out = adaptive_avg_pool2d(&unsqueeze(self_, -2)?, &[1, output_size[0]])?;
+    squeeze_dim(&out, -2)
 }

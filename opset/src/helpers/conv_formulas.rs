@@ -292,6 +292,12 @@ pub fn max_pool_double_backward<T: Backend>(grad: &V<T>, indices: &V<T>, dim: i6
     reshape(&gather(&g, -1, &indices_view, false)?, &ishape)
 }
 
+/// PyTorch's `constant_pad_nd_backward`: the gradient padded by the negated pads (a crop).
+pub fn constant_pad_nd_backward<T: Backend>(grad: &V<T>, pad: &[i64]) -> Res<V<T>> {
+    let negated: Vec<i64> = pad.iter().map(|p| -p).collect();
+    constant_pad_nd(grad, &negated, 0.0)
+}
+
 /// `flatten(start_dim, end_dim)` (PyTorch's composite `flatten.using_ints`): the dims from
 /// `start_dim` to `end_dim` merged into one, a reshape.
 pub fn flatten<T: Backend>(self_: &V<T>, start_dim: i64, end_dim: i64) -> Res<V<T>> {

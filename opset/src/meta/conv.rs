@@ -793,3 +793,49 @@ pub fn max_pool2d_backward(
     }
     Ok(p)
 }
+
+/// `constant_pad_nd`: PyTorch's checks (the pads' length, then the crops of negative pads as
+/// `narrow`s), the output's shape and each dim's offset: output index `o` holds input index
+/// `o - offset` when that is inside the input, the value otherwise.
+pub fn constant_pad_nd(shape: &[usize], pad: &[i64]) -> R<(Vec<usize>, Vec<i64>)> {
+    check(pad.len().is_multiple_of(2), || {
+        format!(
+            "Length of pad must be even but instead it equals {}",
+            pad.len()
+        )
+    })?;
+    let (l_inp, l_pad) = (shape.len(), pad.len() / 2);
+    check(l_inp >= l_pad, || {
+        format!(
+            "Length of pad should be no more than twice the number of dimensions of the input. Pad length is {}while the input has {l_inp}dimensions.",
+            pad.len()
+        )
+    })?;
+    let l_diff = l_inp - l_pad;
+    let mut out: Vec<usize> = shape.to_vec();
+    let mut offset = vec![0i64; l_inp];
+    for i in l_diff..l_inp {
+        let at = 2 * (l_inp - i - 1);
+        let (left, right) = (pad[at], pad[at + 1]);
+        // The crops, as PyTorch's `narrow`s: left, then right.
+        let mut size = shape[i] as i64;
+        for p in [left, right] {
+            if p < 0 {
+                size += p;
+                check(size >= 0, || {
+                    "narrow(): length must be non-negative.".into()
+                })?;
+            }
+        }
+        let new = shape[i] as i64 + left + right;
+        check(new >= 0, || {
+            format!(
+                "The input size {}, plus negative padding {left} and {right} resulted in a negative output size, which is invalid. Check dimension {i} of your input.",
+                shape[i]
+            )
+        })?;
+        out[i] = new as usize;
+        offset[i] = left;
+    }
+    Ok((out, offset))
+}

@@ -853,6 +853,18 @@ impl Backend for CandleTensor {
         let [g, x] = promoted_all([grad_output, self_])?;
         C::adaptive_avg_pool2d_backward(&g, &x)
     }
+    fn constant_pad_nd(self_: &Self, pad: &[i64], value: f64) -> R<Self> {
+        let k = kind(self_);
+        if k == Kind::Float {
+            return C::constant_pad_nd(self_, pad, value);
+        }
+        // Integers and booleans: padded in `F64`, the value converted as `fill_` converts it.
+        let r = C::constant_pad_nd(&wide(self_)?, pad, value)?;
+        let t = &r.t;
+        let zero = ce(t.zeros_like())?;
+        let truncated = ce(ce(t.ge(&zero))?.where_cond(&ce(t.floor())?, &ce(t.ceil())?))?;
+        narrowed(C::new(truncated), k)
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.

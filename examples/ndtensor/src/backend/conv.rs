@@ -404,3 +404,22 @@ impl<E: Element> FloatTensor<E> {
         Ok(F::from_row_major(out, xs))
     }
 }
+
+impl<E: Element> FloatTensor<E> {
+    pub(crate) fn constant_pad_nd(self_: &Self, pad: &[i64], value: f64) -> R<Self> {
+        let (shape, offset) = meta::constant_pad_nd(self_.shape(), pad)?;
+        let mut out = ndarray::ArrayD::from_elem(ndarray::IxDyn(&shape), E::of(value));
+        let mut at = vec![0usize; shape.len()];
+        'elements: for (ix, x) in self_.arr().indexed_iter() {
+            for (d, a) in at.iter_mut().enumerate() {
+                let o = ix[d] as i64 + offset[d];
+                if o < 0 || o >= shape[d] as i64 {
+                    continue 'elements;
+                }
+                *a = o as usize;
+            }
+            out[at.as_slice()] = *x;
+        }
+        Ok(F::from_array(out))
+    }
+}

@@ -1305,6 +1305,14 @@ impl<E: Element> Backend for NdTensor<E> {
         let r = F::adaptive_avg_pool2d_backward(&promoted(grad_output), &x)?;
         Ok(float_out(r))
     }
+    fn constant_pad_nd(self_: &Self, pad: &[i64], value: f64) -> R<Self> {
+        if let Data::Float(a) = self_.data() {
+            return Ok(float_out(F::constant_pad_nd(a, pad, value)?));
+        }
+        // Integers and booleans: padded in `f64`, the value converted as `fill_` converts it.
+        let r = F::constant_pad_nd(&wide(self_), pad, value)?;
+        Ok(narrowed(r, kind(self_)))
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
