@@ -3246,7 +3246,7 @@ OPINFO_CAP = {"functional": (12, 6), "inplace": (6, 3), "out": (4, 0)}
 # Entries whose samples repeat another entry's (with a dtype argument, or torch.max(a, b) for
 # maximum's) or one pattern many times: (in reverse mode, as a jvp).
 OPINFO_ENTRY_CAP = {"softmax.with_dtype": (4, 2), "log_softmax.with_dtype": (4, 2), "max.binary": (4, 2),
-                    "bmm.triton_optimized": (4, 2)}
+                    "bmm.triton_optimized": (4, 2), "nn.functional.max_pool2d": (6, 3), "constant_pad_nd": (6, 3)}
 OPINFO_MAX_BYTES = 3000  # a recorded sample larger than this is over the size budget
 OPINFO_SIG = 10          # significant digits of the recorded answers (the replay's rtol is 1e-6)
 REDUCTION = {"none": 0, "mean": 1, "sum": 2}
@@ -3525,6 +3525,70 @@ def c_dropout_backward(s):
     return "native_dropout_backward", dict(grad_output=s.input, **a)
 
 
+def int_list(v, n):
+    """An `int` or a tuple of them as a list of `n` (PyTorch's `int[n]` argument parsing)."""
+    if isinstance(v, str):
+        raise Skip(f"padding={v!r} (a string)")
+    if isinstance(v, int):
+        return [v] * n
+    return list(v)
+
+
+def c_conv(op, spatial, transposed):
+    def c(s):
+        names = ["weight", "bias", "stride", "padding"] + (["output_padding", "groups", "dilation"] if transposed
+                                                           else ["dilation", "groups"])
+        a = bind(s.args, s.kwargs, names, {"bias": None, "stride": 1, "padding": 0, "dilation": 1, "groups": 1,
+                                            "output_padding": 0})
+        out = dict(input=s.input, weight=a["weight"], bias=a["bias"], stride=int_list(a["stride"], spatial),
+                   padding=int_list(a["padding"], spatial), dilation=int_list(a["dilation"], spatial),
+                   groups=a["groups"])
+        if transposed:
+            out["output_padding"] = int_list(a["output_padding"], spatial)
+        return op, out
+    return c
+
+
+def c_max_pool2d(s):
+    a = bind(s.args, s.kwargs, ["kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"],
+             {"stride": None, "padding": 0, "dilation": 1, "ceil_mode": False, "return_indices": False})
+    args = dict(self=s.input, kernel_size=int_list(a["kernel_size"], 2),
+                stride=[] if a["stride"] is None else int_list(a["stride"], 2), padding=int_list(a["padding"], 2),
+                dilation=int_list(a["dilation"], 2), ceil_mode=a["ceil_mode"])
+    return ("max_pool2d_with_indices" if a["return_indices"] else "max_pool2d"), args
+
+
+def c_avg_pool(op, n):
+    def c(s):
+        names = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"] + (
+            ["divisor_override"] if n == 2 else [])
+        a = bind(s.args, s.kwargs, names, {"stride": None, "padding": 0, "ceil_mode": False,
+                                           "count_include_pad": True, "divisor_override": None})
+        args = dict(self=s.input, kernel_size=int_list(a["kernel_size"], n),
+                    stride=[] if a["stride"] is None else int_list(a["stride"], n),
+                    padding=int_list(a["padding"], n), ceil_mode=a["ceil_mode"],
+                    count_include_pad=a["count_include_pad"])
+        if n == 2:
+            args["divisor_override"] = a["divisor_override"]
+        return op, args
+    return c
+
+
+def c_adaptive_avg(op, n):
+    def c(s):
+        a = bind(s.args, s.kwargs, ["output_size"])
+        size = a["output_size"]
+        if size is None or (isinstance(size, (list, tuple)) and None in size):
+            raise Skip("an output size of None")
+        return op, dict(self=s.input, output_size=int_list(size, n))
+    return c
+
+
+def c_constant_pad(s):
+    a = bind(s.args, s.kwargs, ["pad", "value"], {"value": 0})
+    return "constant_pad_nd", dict(self=s.input, pad=list(a["pad"]), value=float(a["value"]))
+
+
 def c_method(op, names, defaults=None):
     """A method or function whose Python arguments are the schema's, after ``self``."""
     def conv(s):
@@ -3624,6 +3688,16 @@ OPINFO = {
     "nn.functional.relu": c_relu,
     "nn.functional.leaky_relu": c_leaky_relu,
     "native_dropout_backward": c_dropout_backward,
+    "nn.functional.conv1d": c_conv("conv1d", 1, False),
+    "nn.functional.conv2d": c_conv("conv2d", 2, False),
+    "nn.functional.conv_transpose1d": c_conv("conv_transpose1d", 1, True),
+    "nn.functional.conv_transpose2d": c_conv("conv_transpose2d.input", 2, True),
+    "nn.functional.max_pool2d": c_max_pool2d,
+    "nn.functional.avg_pool1d": c_avg_pool("avg_pool1d", 1),
+    "nn.functional.avg_pool2d": c_avg_pool("avg_pool2d", 2),
+    "nn.functional.adaptive_avg_pool1d": c_adaptive_avg("adaptive_avg_pool1d", 1),
+    "nn.functional.adaptive_avg_pool2d": c_adaptive_avg("adaptive_avg_pool2d", 2),
+    "constant_pad_nd": c_constant_pad,
 }
 
 # The op set's in-place and out= forms of a functional operator, recorded on its samples.
@@ -3753,6 +3827,9 @@ def opinfo_program(name, op, args, form, mode, rg=True):
         o = p.inp([0], rg=False, data=[])
         p.op(op, out=o, **a)
         p.out(o)
+    elif op == "max_pool2d_with_indices":
+        # The values (the indices are compared by the conv category's fixtures).
+        p.out(p.op(op, nout=2, **a)[0])
     elif op in MULTI_OUTPUT:
         n = opinfo_outputs(op, args)
         outs = p.op(op, nout=n, **a)

@@ -31,7 +31,7 @@ fn check_bias_dtype<T: Backend>(input: &V<T>, bias: Option<&V<T>>) -> Res<()> {
     if let Some(b) = bias {
         let (i, bd) = (input.data().dtype(), b.data().dtype());
         if i != bd {
-            let (i, bd) = (crate::dtype::torch_name(i), crate::dtype::torch_name(bd));
+            let (i, bd) = (crate::dtype::c10_name(i), crate::dtype::c10_name(bd));
             return Err(AutogradError::backend(crate::Error::runtime(format!(
                 "Input type ({i}) and bias type ({bd}) should be the same"
             ))));
