@@ -36,6 +36,7 @@ const NATIVE: &str = "\
 - func: zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 - func: expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)
   variants: method
+- func: convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)
 ";
 
 const HEADER: &str = "\
@@ -258,4 +259,20 @@ fn a_factory_with_a_tensors_options_is_new_zeros_without_the_factory() {
     assert!(rust.starts_with("new_zeros(&grad, &[0_i64; 0]"), "{rust}");
     let with_zeros = tr(MUL, "self", "at::zeros({}, grad.options())").unwrap();
     assert!(with_zeros.starts_with("zeros("), "{with_zeros}");
+}
+
+#[test]
+fn optional_sizes_are_read_where_the_formula_runs() {
+    // PyTorch's convolution entry passes `bias->sym_sizes()` (an `int[]?`) on.
+    let s = "convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor";
+    let got = tr(
+        s,
+        "input",
+        "std::get<0>(convolution_backward_symint(grad, input, weight, bias->sym_sizes(), stride, padding, dilation, transposed, output_padding, groups, {true, false, false}))",
+    )
+    .unwrap();
+    assert!(
+        got.contains("bias.as_ref().map(|t| dims(&t.shape())).as_deref()"),
+        "{got}"
+    );
 }

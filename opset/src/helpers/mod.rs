@@ -15,11 +15,18 @@ use autograd::runtime::{AutogradError, Variable};
 type V<T> = Variable<T>;
 
 mod composites;
+mod conv;
+mod conv_formulas;
 mod decompositions;
 mod formulas;
 pub mod raw;
 
 pub use composites::{chunk, cross_entropy_loss, matmul, nll_loss, nll_loss_nd};
+pub use conv::{
+    adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, conv_transpose1d, conv_transpose2d_input,
+    conv1d, conv2d, max_pool2d,
+};
+pub use conv_formulas::*;
 pub use decompositions::*;
 pub use formulas::*;
 

@@ -18,3 +18,10 @@ type V<T> = T;
 mod formulas;
 
 pub use formulas::*;
+
+// The convolution and pooling helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "conv_formulas.rs"]
+mod conv_formulas;
+
+pub use conv_formulas::*;
