@@ -192,7 +192,6 @@ at::Tensor max_pool_double_backward(
     int dim);
 Tensor constant_pad_nd_backward(const Tensor& grad, c10::SymIntArrayRef pad);
 
-// ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 std::tuple<Tensor, Tensor> atan2_backward(
     const Tensor& grad,
     const Tensor& self,
@@ -206,6 +205,7 @@ at::Tensor elu_double_backward(
     const Scalar& input_scale,
     bool is_result,
     const Tensor& self_or_result);
+// ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.
 Tensor sgn(const Tensor& self);
