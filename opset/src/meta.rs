@@ -321,6 +321,7 @@ pub fn broadcast_to(from: &[usize], to: &[usize]) -> R<()> {
 
 mod indexing;
 mod losses;
+mod normalization;
 #[cfg(test)]
 mod tests;
 
@@ -329,3 +330,6 @@ pub use indexing::{
     argmax, argmax_dim, embedding, index_add, index_in_dim, index_in_self, index_select, max_dim,
 };
 pub use losses::{NllBackward, nll_loss_backward, nll_loss_forward, nll_target};
+pub use normalization::{
+    batch_norm, batch_norm_channels, batch_norm_legit, batch_norm_no_stats, var, var_dtype,
+};

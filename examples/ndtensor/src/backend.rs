@@ -9,6 +9,7 @@
 //! them.
 
 mod dtype;
+mod norm;
 
 // The kernels below see the floating-point tensor under the name `NdTensor`.
 use crate::storage::FloatTensor as NdTensor;

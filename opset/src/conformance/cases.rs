@@ -679,6 +679,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
             move |x| embedding(&x[0], &c(&idx), -1, false, false).unwrap(),
         ));
     }
+    super::norm_cases::norm_cases(&r, &mut cs);
     cs
 }
 

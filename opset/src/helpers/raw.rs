@@ -18,3 +18,10 @@ type V<T> = T;
 mod formulas;
 
 pub use formulas::*;
+
+// The same file as `super`'s `normalization`, for the same reason.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "normalization.rs"]
+mod normalization;
+
+pub use normalization::*;
