@@ -16,6 +16,7 @@
 //! empty `narrow`s, `index_select` of a strided tensor), the kernel handles the case first.
 
 mod dtype;
+mod norm;
 
 use crate::tensor::CandleTensor;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};

@@ -198,3 +198,97 @@ pub fn norm_cases<B: ConformanceTensor>(r: &Rng, cs: &mut Vec<Case<B>>) {
         },
     ));
 }
+
+/// The fixture dispatcher's arms of the normalization ops and of `var` (`None`: another
+/// op); [`super::dispatch::dispatch`] falls back to it.
+pub fn dispatch_norm<B: ConformanceTensor>(
+    op: &str,
+    a: &super::dispatch::Args<B>,
+) -> Option<super::dispatch::R<Vec<Variable<B>>>> {
+    use autograd::runtime::AutogradError;
+    type Three<B> = Result<(Variable<B>, Variable<B>, Variable<B>), AutogradError>;
+    let three = |r: Three<B>| r.map(|(x, y, z)| vec![x, y, z]).map_err(|e| e.to_string());
+    let one = |r: Result<Variable<B>, AutogradError>| r.map(|v| vec![v]).map_err(|e| e.to_string());
+    let call = || -> super::dispatch::R<Vec<Variable<B>>> {
+        let (w, b) = (a.ot("weight")?, a.ot("bias")?);
+        match op {
+            "_native_batch_norm_legit" => three(_native_batch_norm_legit(
+                &a.t("input")?,
+                w.as_ref(),
+                b.as_ref(),
+                &a.t("running_mean")?,
+                &a.t("running_var")?,
+                a.b("training")?,
+                a.f("momentum")?,
+                a.f("eps")?,
+            )),
+            "_native_batch_norm_legit_no_training" => three(_native_batch_norm_legit_no_training(
+                &a.t("input")?,
+                w.as_ref(),
+                b.as_ref(),
+                &a.t("running_mean")?,
+                &a.t("running_var")?,
+                a.f("momentum")?,
+                a.f("eps")?,
+            )),
+            "_native_batch_norm_legit.no_stats" => three(_native_batch_norm_legit_no_stats(
+                &a.t("input")?,
+                w.as_ref(),
+                b.as_ref(),
+                a.b("training")?,
+                a.f("momentum")?,
+                a.f("eps")?,
+            )),
+            "native_batch_norm_backward" => {
+                let mask = a.get("output_mask")?;
+                let m = |i: usize| mask[i].as_bool().unwrap_or(true);
+                three(native_batch_norm_backward(
+                    &a.t("grad_out")?,
+                    &a.t("input")?,
+                    w.as_ref(),
+                    a.ot("running_mean")?.as_ref(),
+                    a.ot("running_var")?.as_ref(),
+                    a.ot("save_mean")?.as_ref(),
+                    a.ot("save_invstd")?.as_ref(),
+                    a.b("train")?,
+                    a.f("eps")?,
+                    [m(0), m(1), m(2)],
+                ))
+            }
+            "batch_norm" => one(batch_norm(
+                &a.t("input")?,
+                w.as_ref(),
+                b.as_ref(),
+                a.ot("running_mean")?.as_ref(),
+                a.ot("running_var")?.as_ref(),
+                a.b("training")?,
+                a.f("momentum")?,
+                a.f("eps")?,
+                a.b("cudnn_enabled")?,
+            )),
+            "var.correction" => one(var_correction(
+                &a.t("self")?,
+                a.oints("dim")?.as_deref(),
+                a.of("correction")?,
+                a.b("keepdim")?,
+            )),
+            "var.dim" => one(var_dim(
+                &a.t("self")?,
+                a.oints("dim")?.as_deref(),
+                a.b("unbiased")?,
+                a.b("keepdim")?,
+            )),
+            _ => unreachable!("listed below"),
+        }
+    };
+    const OPS: &[&str] = &[
+        "_native_batch_norm_legit",
+        "_native_batch_norm_legit_no_training",
+        "_native_batch_norm_legit.no_stats",
+        "native_batch_norm_backward",
+        "batch_norm",
+        "var.correction",
+        "var.dim",
+    ];
+    OPS.contains(&op).then(call)
+}

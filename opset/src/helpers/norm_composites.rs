@@ -26,7 +26,6 @@ pub fn batch_norm<T: Backend>(
     _cudnn_enabled: bool,
 ) -> Res<V<T>> {
     let shape = input.shape();
-    let num_features = crate::meta::batch_norm_channels(&shape).map_err(backend)?;
     if shape.iter().product::<usize>() == 0 {
         // "don't return view of input, don't return empty tensor because it will break
         // gradient chain" (PyTorch): the input's clone, times weight[0], plus bias[0].
@@ -39,6 +38,7 @@ pub fn batch_norm<T: Backend>(
         }
         return Ok(out);
     }
+    let num_features = crate::meta::batch_norm_channels(&shape).map_err(backend)?;
     let numel = |t: Option<&V<T>>| t.map(|t| t.shape().iter().product::<usize>());
     crate::meta::batch_norm(
         num_features,

@@ -185,6 +185,10 @@ fn first_back_grad_input<T: Backend>(
     mul_tensor(&h0, &h1)
 }
 
+/// PyTorch's error for an undefined tensor as an op's second operand.
+const UNDEFINED_OTHER: &str =
+    "Expected a proper Tensor but got None (or an undefined Tensor in C++) for argument #1 'other'";
+
 /// PyTorch's `batchnorm_double_backward`: the gradients of `native_batch_norm_backward`'s
 /// outputs (`ggI`, `ggG`, `ggB`) back to its input, weight and `grad_out`.
 #[allow(clippy::too_many_arguments)]
@@ -254,8 +258,12 @@ pub fn batchnorm_double_backward<T: Backend>(
         let term = mul_tensor(&mul_tensor(g, &st.input_sub_mu)?, &st.sigma2_eps_neg_1_2)?;
         gg_o = Some(add_defined(gg_o, term)?);
     }
-    if let Some(b) = gg_b_expanded {
-        gg_o = Some(add_defined(gg_o, b)?);
+    match (gg_b, gg_b_expanded, gg_o.is_some()) {
+        (_, Some(b), _) => gg_o = Some(add_defined(gg_o, b)?),
+        // PyTorch expands ggB only when affine: `ggO.add_(ggB_expanded)` of an undefined
+        // tensor fails (a bias without a weight), unless there is no ggO yet.
+        (Some(_), None, true) => return Err(AutogradError::msg(UNDEFINED_OTHER)),
+        _ => {}
     }
     Ok((gi, gg, gg_o))
 }

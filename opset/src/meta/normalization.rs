@@ -72,3 +72,14 @@ pub fn batch_norm_no_stats(training: bool) -> R<()> {
         "running_mean must be defined in evaluation mode".into()
     })
 }
+
+/// `native_batch_norm_backward`'s channel count: PyTorch's `input.size(1)`, which words a
+/// 0-d input apart.
+pub fn batch_norm_backward_channels(input: &[usize]) -> R<usize> {
+    if input.is_empty() {
+        return Err(Error::index(
+            "Dimension specified as 1 but tensor has no dimensions",
+        ));
+    }
+    batch_norm_channels(input)
+}

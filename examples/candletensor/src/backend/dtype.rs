@@ -686,6 +686,78 @@ impl Backend for CandleTensor {
             C::embedding(x, &i, padding_idx, scale_grad_by_freq, sparse)
         })
     }
+    // ---- normalization and variance (issue 30): candle compositions in backend/norm.rs
+    fn _native_batch_norm_legit(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        running_mean: &mut Self,
+        running_var: &mut Self,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let running = Some((running_mean, running_var));
+        C::batch_norm_legit(input, weight, bias, running, training, momentum, eps)
+    }
+    fn _native_batch_norm_legit_no_training(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        running_mean: &Self,
+        running_var: &Self,
+        _momentum: f64,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let (mut rm, mut rv) = (running_mean.clone(), running_var.clone());
+        let running = Some((&mut rm, &mut rv));
+        C::batch_norm_legit(input, weight, bias, running, false, 0.0, eps)
+    }
+    fn _native_batch_norm_legit_no_stats(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        autograd_opset::meta::batch_norm_no_stats(training)?;
+        C::batch_norm_legit(input, weight, bias, None, true, momentum, eps)
+    }
+    fn native_batch_norm_backward(
+        grad_out: &Self,
+        input: &Self,
+        weight: Option<&Self>,
+        running_mean: Option<&Self>,
+        running_var: Option<&Self>,
+        save_mean: Option<&Self>,
+        save_invstd: Option<&Self>,
+        train: bool,
+        eps: f64,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        C::native_batch_norm_backward(
+            grad_out,
+            input,
+            weight,
+            running_mean,
+            running_var,
+            save_mean,
+            save_invstd,
+            train,
+            eps,
+            output_mask,
+        )
+    }
+    fn var_correction(
+        self_: &Self,
+        dim: Option<&[i64]>,
+        correction: Option<f64>,
+        keepdim: bool,
+    ) -> R<Self> {
+        autograd_opset::meta::var_dtype(self_.dtype())?;
+        C::var_correction(self_, dim, correction, keepdim)
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.

@@ -150,7 +150,7 @@ impl<E: Element> NdTensor<E> {
         eps: f64,
         output_mask: [bool; 3],
     ) -> R<(Self, Self, Self)> {
-        let c = meta::batch_norm_channels(input.shape())?;
+        let c = meta::batch_norm_backward_channels(input.shape())?;
         let l = Layout::of(input.shape(), c);
         let stat = |t: Option<&Self>, name: &str| {
             t.map(values)
