@@ -42,10 +42,65 @@ pub fn batch_norm(
     features("bias", num_features, bias, training)
 }
 
-/// The `_native_batch_norm_legit` kernels' checks: the channel count; in training, an input
-/// with elements (PyTorch's `batch_norm_cpu` computes statistics over them).
-pub fn batch_norm_legit(input: &[usize], training: bool) -> R<usize> {
+/// The element counts of the per-channel tensors a batch norm kernel reads (`None`: not
+/// given or not read). PyTorch's kernels do not check them (its `batch_norm` composite
+/// does, with these words); the op set's kernels do, so a mismatch is an error, not a
+/// wrong read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChannelSizes {
+    pub weight: Option<usize>,
+    pub bias: Option<usize>,
+    pub running_mean: Option<usize>,
+    pub running_var: Option<usize>,
+    pub save_mean: Option<usize>,
+    pub save_invstd: Option<usize>,
+}
+
+/// Each given per-channel tensor has one element per channel (`batch_norm`'s words).
+fn per_channel(c: usize, s: &ChannelSizes) -> R<()> {
+    let named = [
+        ("weight", s.weight),
+        ("bias", s.bias),
+        ("running_mean", s.running_mean),
+        ("running_var", s.running_var),
+        ("save_mean", s.save_mean),
+        ("save_invstd", s.save_invstd),
+    ];
+    for (name, n) in named {
+        if let Some(n) = n {
+            check(n == c, || format!("{name} should contain {c} elements not {n}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A statistic `native_batch_norm_backward` reads in its mode.
+#[derive(Clone, Copy, Debug)]
+pub enum Stat {
+    RunningMean,
+    RunningVar,
+    SaveMean,
+    SaveInvstd,
+}
+
+/// `t`, the statistic `which`, or an error when it is not given (PyTorch reads an undefined
+/// tensor there).
+pub fn batch_norm_stat<X>(t: Option<X>, which: Stat) -> R<X> {
+    let name = match which {
+        Stat::RunningMean => "running_mean",
+        Stat::RunningVar => "running_var",
+        Stat::SaveMean => "save_mean",
+        Stat::SaveInvstd => "save_invstd",
+    };
+    t.ok_or_else(|| Error::runtime(format!("{name} must be defined")))
+}
+
+/// The `_native_batch_norm_legit` kernels' checks: the channel count, the per-channel
+/// tensors' sizes ([`ChannelSizes`]); in training, an input with elements (PyTorch's
+/// `batch_norm_cpu` computes statistics over them).
+pub fn batch_norm_legit(input: &[usize], sizes: &ChannelSizes, training: bool) -> R<usize> {
     let c = batch_norm_channels(input)?;
+    per_channel(c, sizes)?;
     let numel: usize = input.iter().product();
     check(!training || numel > 0, || {
         format!("input tensor must have at least one element, but got input_sizes = {input:?}")
@@ -73,13 +128,23 @@ pub fn batch_norm_no_stats(training: bool) -> R<()> {
     })
 }
 
-/// `native_batch_norm_backward`'s channel count: PyTorch's `input.size(1)`, which words a
-/// 0-d input apart.
-pub fn batch_norm_backward_channels(input: &[usize]) -> R<usize> {
+/// `native_batch_norm_backward`'s checks and channel count: PyTorch's `input.size(1)`,
+/// which words a 0-d input apart; then, as the forward's, the per-channel tensors' sizes,
+/// and a `grad_out` of the input's shape (PyTorch reads it as one).
+pub fn batch_norm_backward_channels(
+    grad_out: &[usize],
+    input: &[usize],
+    sizes: &ChannelSizes,
+) -> R<usize> {
     if input.is_empty() {
         return Err(Error::index(
             "Dimension specified as 1 but tensor has no dimensions",
         ));
     }
-    batch_norm_channels(input)
+    let c = batch_norm_channels(input)?;
+    per_channel(c, sizes)?;
+    check(grad_out == input, || {
+        format!("grad_out of shape {grad_out:?} for an input of shape {input:?}")
+    })?;
+    Ok(c)
 }

@@ -686,7 +686,8 @@ impl Backend for CandleTensor {
             C::embedding(x, &i, padding_idx, scale_grad_by_freq, sparse)
         })
     }
-    // ---- normalization and variance (issue 30): candle compositions in backend/norm.rs
+    // ---- normalization and variance (issue 30): candle compositions in backend/norm.rs,
+    // every tensor in the input's float dtype (integers and booleans promoted).
     fn _native_batch_norm_legit(
         input: &Self,
         weight: Option<&Self>,
@@ -697,8 +698,13 @@ impl Backend for CandleTensor {
         momentum: f64,
         eps: f64,
     ) -> R<(Self, Self, Self)> {
+        let d = float_dtype(&[input]);
+        let (w, b) = (opt_promoted(weight, d)?, opt_promoted(bias, d)?);
+        *running_mean = promoted(running_mean, d)?;
+        *running_var = promoted(running_var, d)?;
         let running = Some((running_mean, running_var));
-        C::batch_norm_legit(input, weight, bias, running, training, momentum, eps)
+        let x = promoted(input, d)?;
+        C::batch_norm_legit(&x, w.as_ref(), b.as_ref(), running, training, momentum, eps)
     }
     fn _native_batch_norm_legit_no_training(
         input: &Self,
@@ -709,9 +715,12 @@ impl Backend for CandleTensor {
         _momentum: f64,
         eps: f64,
     ) -> R<(Self, Self, Self)> {
-        let (mut rm, mut rv) = (running_mean.clone(), running_var.clone());
+        let d = float_dtype(&[input]);
+        let (w, b) = (opt_promoted(weight, d)?, opt_promoted(bias, d)?);
+        let (mut rm, mut rv) = (promoted(running_mean, d)?, promoted(running_var, d)?);
         let running = Some((&mut rm, &mut rv));
-        C::batch_norm_legit(input, weight, bias, running, false, 0.0, eps)
+        let x = promoted(input, d)?;
+        C::batch_norm_legit(&x, w.as_ref(), b.as_ref(), running, false, 0.0, eps)
     }
     fn _native_batch_norm_legit_no_stats(
         input: &Self,
@@ -722,7 +731,10 @@ impl Backend for CandleTensor {
         eps: f64,
     ) -> R<(Self, Self, Self)> {
         autograd_opset::meta::batch_norm_no_stats(training)?;
-        C::batch_norm_legit(input, weight, bias, None, true, momentum, eps)
+        let d = float_dtype(&[input]);
+        let (w, b) = (opt_promoted(weight, d)?, opt_promoted(bias, d)?);
+        let x = promoted(input, d)?;
+        C::batch_norm_legit(&x, w.as_ref(), b.as_ref(), None, true, momentum, eps)
     }
     fn native_batch_norm_backward(
         grad_out: &Self,
@@ -736,14 +748,18 @@ impl Backend for CandleTensor {
         eps: f64,
         output_mask: [bool; 3],
     ) -> R<(Self, Self, Self)> {
+        let d = float_dtype(&[input]);
+        let (g, x) = (promoted(grad_out, d)?, promoted(input, d)?);
+        let (w, rm, rv) = (opt_promoted(weight, d)?, opt_promoted(running_mean, d)?, opt_promoted(running_var, d)?);
+        let (sm, si) = (opt_promoted(save_mean, d)?, opt_promoted(save_invstd, d)?);
         C::native_batch_norm_backward(
-            grad_out,
-            input,
-            weight,
-            running_mean,
-            running_var,
-            save_mean,
-            save_invstd,
+            &g,
+            &x,
+            w.as_ref(),
+            rm.as_ref(),
+            rv.as_ref(),
+            sm.as_ref(),
+            si.as_ref(),
             train,
             eps,
             output_mask,
@@ -758,6 +774,11 @@ impl Backend for CandleTensor {
         autograd_opset::meta::var_dtype(self_.dtype())?;
         C::var_correction(self_, dim, correction, keepdim)
     }
+}
+
+/// An optional tensor in the float dtype `d`.
+fn opt_promoted(t: Option<&C>, d: DType) -> R<Option<C>> {
+    t.map(|t| promoted(t, d)).transpose()
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.

@@ -67,7 +67,19 @@ impl CandleTensor {
         momentum: f64,
         eps: f64,
     ) -> R<(Self, Self, Self)> {
-        meta::batch_norm_legit(input.shape(), training)?;
+        let numel = |t: Option<&Self>| t.map(|t| t.shape().iter().product::<usize>());
+        let (rm, rv) = match &running {
+            Some((m, v)) => (numel(Some(&**m)), numel(Some(&**v))),
+            None => (None, None),
+        };
+        let sizes = meta::ChannelSizes {
+            weight: numel(weight),
+            bias: numel(bias),
+            running_mean: rm,
+            running_var: rv,
+            ..Default::default()
+        };
+        meta::batch_norm_legit(input.shape(), &sizes, training)?;
         let x = &input.t;
         if !training {
             let (rm, rv) = running.expect("evaluation has running statistics");
@@ -107,17 +119,26 @@ impl CandleTensor {
         eps: f64,
         output_mask: [bool; 3],
     ) -> R<(Self, Self, Self)> {
-        let c = meta::batch_norm_backward_channels(input.shape())?;
-        let (x, go) = (&input.t, &grad_out.t);
-        let stat = |t: Option<&Self>, name: &str| {
-            t.map(|t| t.t.clone())
-                .ok_or_else(|| autograd_opset::Error::runtime(format!("{name} is undefined")))
+        let numel = |t: Option<&Self>| t.map(|t| t.shape().iter().product::<usize>());
+        // The statistics the mode reads.
+        let read = |t: Option<&Self>, read: bool| if read { numel(t) } else { None };
+        let sizes = meta::ChannelSizes {
+            weight: numel(weight),
+            running_mean: read(running_mean, !train),
+            running_var: read(running_var, !train),
+            save_mean: read(save_mean, train),
+            save_invstd: read(save_invstd, train),
+            bias: None,
         };
+        let c = meta::batch_norm_backward_channels(grad_out.shape(), input.shape(), &sizes)?;
+        let (x, go) = (&input.t, &grad_out.t);
+        use meta::Stat;
+        let stat = |t: Option<&Self>, which| meta::batch_norm_stat(t.map(|t| t.t.clone()), which);
         let (mean, is) = if train {
-            (stat(save_mean, "save_mean")?, stat(save_invstd, "save_invstd")?)
+            (stat(save_mean, Stat::SaveMean)?, stat(save_invstd, Stat::SaveInvstd)?)
         } else {
-            let rv = stat(running_var, "running_var")?;
-            (stat(running_mean, "running_mean")?, invstd(&rv, eps)?)
+            let rv = stat(running_var, Stat::RunningVar)?;
+            (stat(running_mean, Stat::RunningMean)?, invstd(&rv, eps)?)
         };
         let (mean, is) = (per_channel(&mean, x)?, per_channel(&is, x)?);
         let axes = channel_axes(x);

@@ -106,7 +106,19 @@ impl<E: Element> NdTensor<E> {
         momentum: f64,
         eps: f64,
     ) -> R<(Self, Self, Self)> {
-        let c = meta::batch_norm_legit(input.shape(), training)?;
+        let numel = |t: Option<&Self>| t.map(|t| t.shape().iter().product::<usize>());
+        let (rm, rv) = match &running {
+            Some((m, v)) => (numel(Some(&**m)), numel(Some(&**v))),
+            None => (None, None),
+        };
+        let sizes = meta::ChannelSizes {
+            weight: numel(weight),
+            bias: numel(bias),
+            running_mean: rm,
+            running_var: rv,
+            ..Default::default()
+        };
+        let c = meta::batch_norm_legit(input.shape(), &sizes, training)?;
         let l = Layout::of(input.shape(), c);
         let x = values(input);
         let (w, b) = (weight.map(values), bias.map(values));
@@ -150,21 +162,27 @@ impl<E: Element> NdTensor<E> {
         eps: f64,
         output_mask: [bool; 3],
     ) -> R<(Self, Self, Self)> {
-        let c = meta::batch_norm_backward_channels(input.shape())?;
-        let l = Layout::of(input.shape(), c);
-        let stat = |t: Option<&Self>, name: &str| {
-            t.map(values)
-                .ok_or_else(|| autograd_opset::Error::runtime(format!("{name} is undefined")))
+        let numel = |t: Option<&Self>| t.map(|t| t.shape().iter().product::<usize>());
+        // The statistics the mode reads.
+        let read = |t: Option<&Self>, read: bool| if read { numel(t) } else { None };
+        let sizes = meta::ChannelSizes {
+            weight: numel(weight),
+            running_mean: read(running_mean, !train),
+            running_var: read(running_var, !train),
+            save_mean: read(save_mean, train),
+            save_invstd: read(save_invstd, train),
+            bias: None,
         };
+        let c = meta::batch_norm_backward_channels(grad_out.shape(), input.shape(), &sizes)?;
+        let l = Layout::of(input.shape(), c);
+        use meta::Stat;
+        let stat = |t: Option<&Self>, which| meta::batch_norm_stat(t.map(values), which);
         let (mean, invstd) = if train {
-            (
-                stat(save_mean, "save_mean")?,
-                stat(save_invstd, "save_invstd")?,
-            )
+            (stat(save_mean, Stat::SaveMean)?, stat(save_invstd, Stat::SaveInvstd)?)
         } else {
-            let rv = stat(running_var, "running_var")?;
+            let rv = stat(running_var, Stat::RunningVar)?;
             let invstd = rv.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
-            (stat(running_mean, "running_mean")?, invstd)
+            (stat(running_mean, Stat::RunningMean)?, invstd)
         };
         let (x, go) = (values(input), values(grad_out));
         let w = weight.map(values);
