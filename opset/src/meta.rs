@@ -331,5 +331,6 @@ pub use indexing::{
 };
 pub use losses::{NllBackward, nll_loss_backward, nll_loss_forward, nll_target};
 pub use normalization::{
-    ChannelSizes, Stat, batch_norm, batch_norm_backward_channels, batch_norm_stat, batch_norm_channels, batch_norm_legit, batch_norm_no_stats, var, var_dtype,
+    ChannelSizes, Stat, batch_norm, batch_norm_backward_channels, batch_norm_channels,
+    batch_norm_legit, batch_norm_no_stats, batch_norm_stat, var, var_dtype,
 };

@@ -48,7 +48,9 @@ fn options() -> Result<Options, Box<dyn std::error::Error>> {
             "--out" => o.out = PathBuf::from(args.next().ok_or("--out DIR")?),
             "--bench" => o.bench = Some(args.next().ok_or("--bench N")?.parse()?),
             other => {
-                return Err(format!("unknown argument {other} (--epochs N, --out DIR, --bench N)").into());
+                return Err(
+                    format!("unknown argument {other} (--epochs N, --out DIR, --bench N)").into(),
+                );
             }
         }
     }
@@ -111,22 +113,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     pb.finish_and_clear();
+    report(&model, &data, (&train_hist, &test_hist), &opts.out)?;
+    println!("took {:.2?}", start.elapsed());
+    Ok(())
+}
 
-    let (_, train_acc, _) = evaluate(&model, &data.x_train, &data.y_train)?;
-    let (test_loss, test_acc, pred) = evaluate(&model, &data.x_test, &data.y_test)?;
-    let wrong: Vec<usize> = (0..n_test).filter(|i| pred[*i] != data.test_labels[*i]).collect();
+/// The final accuracies, and the pictures: the loss curves and the misclassified test
+/// images (the first 16) in `out`.
+fn report(
+    model: &Net<NdTensor<E>>,
+    data: &Digits<NdTensor<E>>,
+    (train_hist, test_hist): (&[f64], &[f64]),
+    out: &std::path::Path,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let n_test = data.test_labels.len();
+
+    let (_, train_acc, _) = evaluate(model, &data.x_train, &data.y_train)?;
+    let (test_loss, test_acc, pred) = evaluate(model, &data.x_test, &data.y_test)?;
+    let wrong: Vec<usize> = (0..n_test)
+        .filter(|i| pred[*i] != data.test_labels[*i])
+        .collect();
     println!(
         "final: train accuracy {:.1}%, test accuracy {:.1}% ({}/{n_test}), test loss {test_loss:.4}",
         100.0 * train_acc,
         100.0 * test_acc,
         n_test - wrong.len()
     );
-    std::fs::create_dir_all(&opts.out)?;
-    let curve = opts.out.join("loss_curve.png");
-    png_out::loss_curve(&curve, &train_hist, &test_hist)?;
+    std::fs::create_dir_all(out)?;
+    let curve = out.join("loss_curve.png");
+    png_out::loss_curve(&curve, train_hist, test_hist)?;
     let shown: Vec<usize> = wrong.iter().copied().take(16).collect();
     let images: Vec<[u8; 64]> = shown.iter().map(|i| data.test_pixels[*i]).collect();
-    let mistakes = opts.out.join("misclassified.png");
+    let mistakes = out.join("misclassified.png");
     png_out::mistakes(&mistakes, &images)?;
     let labels: Vec<String> = shown
         .iter()
@@ -139,6 +157,5 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         labels.join(", "),
         mistakes.display()
     );
-    println!("took {:.2?}", start.elapsed());
     Ok(())
 }

@@ -68,7 +68,9 @@ fn per_channel(c: usize, s: &ChannelSizes) -> R<()> {
     ];
     for (name, n) in named {
         if let Some(n) = n {
-            check(n == c, || format!("{name} should contain {c} elements not {n}"))?;
+            check(n == c, || {
+                format!("{name} should contain {c} elements not {n}")
+            })?;
         }
     }
     Ok(())

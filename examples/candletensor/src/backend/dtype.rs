@@ -750,7 +750,11 @@ impl Backend for CandleTensor {
     ) -> R<(Self, Self, Self)> {
         let d = float_dtype(&[input]);
         let (g, x) = (promoted(grad_out, d)?, promoted(input, d)?);
-        let (w, rm, rv) = (opt_promoted(weight, d)?, opt_promoted(running_mean, d)?, opt_promoted(running_var, d)?);
+        let (w, rm, rv) = (
+            opt_promoted(weight, d)?,
+            opt_promoted(running_mean, d)?,
+            opt_promoted(running_var, d)?,
+        );
         let (sm, si) = (opt_promoted(save_mean, d)?, opt_promoted(save_invstd, d)?);
         C::native_batch_norm_backward(
             &g,

@@ -23,7 +23,12 @@ fn per_channel(v: &Tensor, x: &Tensor) -> R<Tensor> {
 
 /// `1 / sqrt(var + eps)`.
 fn invstd(var: &Tensor, eps: f64) -> R<Tensor> {
-    var.broadcast_add(&sc(eps, var)?).ce()?.sqrt().ce()?.recip().ce()
+    var.broadcast_add(&sc(eps, var)?)
+        .ce()?
+        .sqrt()
+        .ce()?
+        .recip()
+        .ce()
 }
 
 /// `(x - mean) * invstd * weight + bias`, the statistics shaped per channel.
@@ -47,7 +52,11 @@ fn normalize(
 /// `(1 - momentum) * running + momentum * batch`, written into `running`.
 fn update(running: &mut CandleTensor, batch: &Tensor, momentum: f64) -> R<()> {
     let old = running.t.affine(1.0 - momentum, 0.0).ce()?;
-    let new = batch.affine(momentum, 0.0).ce()?.to_dtype(old.dtype()).ce()?;
+    let new = batch
+        .affine(momentum, 0.0)
+        .ce()?
+        .to_dtype(old.dtype())
+        .ce()?;
     *running = w(old.add(&new.reshape(old.dims()).ce()?).ce()?);
     Ok(())
 }
@@ -135,7 +144,10 @@ impl CandleTensor {
         use meta::Stat;
         let stat = |t: Option<&Self>, which| meta::batch_norm_stat(t.map(|t| t.t.clone()), which);
         let (mean, is) = if train {
-            (stat(save_mean, Stat::SaveMean)?, stat(save_invstd, Stat::SaveInvstd)?)
+            (
+                stat(save_mean, Stat::SaveMean)?,
+                stat(save_invstd, Stat::SaveInvstd)?,
+            )
         } else {
             let rv = stat(running_var, Stat::RunningVar)?;
             (stat(running_mean, Stat::RunningMean)?, invstd(&rv, eps)?)
@@ -151,9 +163,17 @@ impl CandleTensor {
             None => is.clone(),
         };
         let gi = if train {
-            let k = dotp.mul(&is.sqr().ce()?).ce()?.broadcast_div(&sc(n, x)?).ce()?;
+            let k = dotp
+                .mul(&is.sqr().ce()?)
+                .ce()?
+                .broadcast_div(&sc(n, x)?)
+                .ce()?;
             let mean_g = sum.broadcast_div(&sc(n, x)?).ce()?;
-            let centered = go.broadcast_sub(&mean_g).ce()?.sub(&xc.broadcast_mul(&k).ce()?).ce()?;
+            let centered = go
+                .broadcast_sub(&mean_g)
+                .ce()?
+                .sub(&xc.broadcast_mul(&k).ce()?)
+                .ce()?;
             centered.broadcast_mul(&scale).ce()?
         } else {
             go.broadcast_mul(&scale).ce()?

@@ -56,7 +56,11 @@ impl Canvas {
         }
     }
     fn save(&self, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
-        let mut enc = png::Encoder::new(BufWriter::new(File::create(path)?), self.w as u32, self.h as u32);
+        let mut enc = png::Encoder::new(
+            BufWriter::new(File::create(path)?),
+            self.w as u32,
+            self.h as u32,
+        );
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
         enc.write_header()?.write_image_data(&self.px)?;
@@ -72,7 +76,11 @@ const BLACK: [u8; 3] = [0, 0, 0];
 /// The per-epoch training (blue) and test (red) losses, epochs along x from 1, the loss
 /// along y from 0 to the largest (grid lines at every fifth of the range and every tenth
 /// of the epochs).
-pub fn loss_curve(path: &Path, train: &[f64], test: &[f64]) -> Result<(), Box<dyn std::error::Error>> {
+pub fn loss_curve(
+    path: &Path,
+    train: &[f64],
+    test: &[f64],
+) -> Result<(), Box<dyn std::error::Error>> {
     let (w, h, m) = (720usize, 440usize, 40i64);
     let mut c = Canvas::new(w, h);
     let ymax = train.iter().chain(test).fold(0.0f64, |a, b| a.max(*b)) * 1.05;
@@ -111,10 +119,22 @@ pub fn mistakes(path: &Path, images: &[[u8; 64]]) -> Result<(), Box<dyn std::err
     for (k, img) in images.iter().enumerate() {
         let (ox, oy) = ((k % per_row) * cell, (k / per_row) * cell);
         c.rect(ox + 2, oy + 2, cell - 4, cell - 4, RED);
-        c.rect(ox + pad - 1, oy + pad - 1, 8 * scale + 2, 8 * scale + 2, [255; 3]);
+        c.rect(
+            ox + pad - 1,
+            oy + pad - 1,
+            8 * scale + 2,
+            8 * scale + 2,
+            [255; 3],
+        );
         for (i, p) in img.iter().enumerate() {
             let v = 255 - (u16::from(*p) * 255 / 16) as u8;
-            c.rect(ox + pad + (i % 8) * scale, oy + pad + (i / 8) * scale, scale, scale, [v; 3]);
+            c.rect(
+                ox + pad + (i % 8) * scale,
+                oy + pad + (i / 8) * scale,
+                scale,
+                scale,
+                [v; 3],
+            );
         }
     }
     c.save(path)

@@ -178,7 +178,10 @@ impl<E: Element> NdTensor<E> {
         use meta::Stat;
         let stat = |t: Option<&Self>, which| meta::batch_norm_stat(t.map(values), which);
         let (mean, invstd) = if train {
-            (stat(save_mean, Stat::SaveMean)?, stat(save_invstd, Stat::SaveInvstd)?)
+            (
+                stat(save_mean, Stat::SaveMean)?,
+                stat(save_invstd, Stat::SaveInvstd)?,
+            )
         } else {
             let rv = stat(running_var, Stat::RunningVar)?;
             let invstd = rv.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
