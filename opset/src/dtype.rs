@@ -144,6 +144,10 @@ pub mod kernel {
     pub const NLL_LOSS: &str = "nll_loss_out_frame";
     /// `nll_loss_backward` of integers.
     pub const NLL_LOSS_BACKWARD: &str = "nll_loss_backward_out_frame";
+    /// `_adaptive_avg_pool2d` of integers.
+    pub const ADAPTIVE_AVG_POOL2D: &str = "adaptive_avg_pool2d";
+    /// `_adaptive_avg_pool2d_backward` of integers.
+    pub const ADAPTIVE_AVG_POOL2D_BACKWARD: &str = "adaptive_avg_pool2d_backward_cpu";
 }
 
 /// PyTorch's error for a kernel it implements for floating-point types only.

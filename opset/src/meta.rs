@@ -319,12 +319,18 @@ pub fn broadcast_to(from: &[usize], to: &[usize]) -> R<()> {
     })
 }
 
+mod conv;
 mod indexing;
 mod losses;
 mod normalization;
 #[cfg(test)]
 mod tests;
 
+pub use conv::{
+    Conv, Pool2d, Tap, adaptive_avg_pool2d, adaptive_avg_pool2d_backward, adaptive_range,
+    avg_pool2d, avg_pool2d_backward, constant_pad_nd, convolution, convolution_backward,
+    max_pool2d, max_pool2d_backward, pooling_output_shape,
+};
 use indexing::index_below;
 pub use indexing::{
     argmax, argmax_dim, embedding, index_add, index_in_dim, index_in_self, index_select, max_dim,

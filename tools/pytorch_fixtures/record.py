@@ -1111,6 +1111,203 @@ GEN = {
 }
 
 
+# ---- convolution and pooling (issue 30): small random geometries PyTorch accepts (drawn
+# again until it does), strides, padding, dilation, groups, transposed forms, batches of one
+# and non-contiguous inputs.
+
+def conv_geometry(r, spatial=None, transposed=None):
+    """A random `convolution` call PyTorch accepts: ``(input shape, weight shape, bias shape
+    or None, args)`` with `args` the non-tensor arguments."""
+    while True:
+        d = spatial or r.choice([1, 2])
+        tr = r.random() < 0.3 if transposed is None else transposed
+        g = r.choice([1, 1, 2])
+        cin_g, cout_g = r.choice([1, 2]), r.choice([1, 2])
+        n = r.choice([1, 2])
+        size = [r.choice([2, 3, 4, 5]) for _ in range(d)]
+        kernel = [r.choice([1, 2, 3]) for _ in range(d)]
+        stride = [r.choice([1, 1, 2]) for _ in range(d)]
+        padding = [r.choice([0, 0, 1]) for _ in range(d)]
+        dilation = [r.choice([1, 1, 2]) for _ in range(d)]
+        out_pad = [r.randrange(max(s, dl)) if tr else 0 for s, dl in zip(stride, dilation)]
+        if tr:
+            x, w = [n, cin_g * g] + size, [cin_g * g, cout_g] + kernel
+            b = [cout_g * g]
+        else:
+            x, w = [n, cin_g * g] + size, [cout_g * g, cin_g] + kernel
+            b = [cout_g * g]
+        args = dict(stride=stride, padding=padding, dilation=dilation, transposed=tr, output_padding=out_pad,
+                    groups=g)
+        try:
+            out = A.convolution.default(torch.zeros(x), torch.zeros(w), None, **args)
+        except Exception:  # noqa: BLE001 - draw again
+            continue
+        if out.numel() <= 64:
+            return x, w, (b if r.random() < 0.6 else None), args, list(out.shape)
+
+
+def g_convolution(p, r):
+    x, w, b, args, _ = conv_geometry(r)
+    nc = r.random() < 0.3
+    return p.op("convolution", input=p.inp(x, nc=nc), weight=p.inp(w), bias=p.inp(b) if b else None, **args)
+
+
+def g_convolution_backward(p, r):
+    x, w, b, args, out = conv_geometry(r)
+    mask = [True, True, b is not None]
+    if r.random() < 0.3:
+        mask[r.randrange(2)] = False
+    outs = p.op("convolution_backward", nout=3, grad_output=p.inp(out), input=p.inp(x), weight=p.inp(w),
+                bias_sizes=b, output_mask=mask, **args)
+    y = r.choice([o for o, m in zip(outs, mask) if m])
+    p.out(y)
+    return y
+
+
+def g_conv(op, spatial, transposed):
+    def g(p, r):
+        x, w, b, args, _ = conv_geometry(r, spatial, transposed)
+        if r.random() < 0.3:
+            x = x[1:]  # unbatched
+        kw = dict(stride=args["stride"], padding=args["padding"], groups=args["groups"], dilation=args["dilation"])
+        if transposed:
+            kw["output_padding"] = args["output_padding"]
+        return p.op(op, input=p.inp(x), weight=p.inp(w), bias=p.inp(b) if b else None, **kw)
+    return g
+
+
+def pool_geometry(r):
+    """A random `max_pool2d_with_indices` call PyTorch accepts: ``(input shape, args)``."""
+    while True:
+        x = ([r.choice([1, 2])] if r.random() < 0.7 else []) + [r.choice([1, 2]), r.choice([3, 4, 5]),
+                                                                 r.choice([3, 4, 5])]
+        k = [r.choice([1, 2, 3]) for _ in range(2)]
+        args = dict(kernel_size=k if r.random() < 0.8 else k[:1],
+                    stride=r.choice([[], [1, 2], [2, 2], [2], [1, 1]]),
+                    padding=[r.randrange(kk // 2 + 1) for kk in k],
+                    dilation=r.choice([[1, 1], [1], [2, 1], [1, 2]]),
+                    ceil_mode=r.random() < 0.4)
+        if len(args["kernel_size"]) == 1:
+            args["padding"] = args["padding"][:1]
+        try:
+            A.max_pool2d_with_indices.default(torch.zeros(x), **args)
+        except Exception:  # noqa: BLE001 - draw again
+            continue
+        return x, args
+
+
+def g_max_pool(p, r):
+    x, args = pool_geometry(r)
+    v, _ = p.op("max_pool2d_with_indices", nout=2, self=p.inp(x, nc=r.random() < 0.3), **args)
+    p.out(v)
+    return v
+
+
+def g_max_pool2d(p, r):
+    x, args = pool_geometry(r)
+    return p.op("max_pool2d", self=p.inp(x), **args)
+
+
+def g_max_pool_backward(p, r):
+    x, args = pool_geometry(r)
+    xin = p.inp(x)
+    v, i = p.op("max_pool2d_with_indices", nout=2, self=xin, **args)
+    shape = list(A.max_pool2d_with_indices.default(torch.zeros(x), **args)[0].shape)
+    return p.op("max_pool2d_with_indices_backward", grad_output=p.inp(shape), self=xin, indices=i, **args)
+
+
+def avg_geometry(r):
+    """A random `avg_pool2d` call PyTorch accepts: ``(input shape, args)``."""
+    while True:
+        x = ([r.choice([1, 2])] if r.random() < 0.7 else []) + [r.choice([1, 2]), r.choice([2, 3, 4, 5]),
+                                                                 r.choice([2, 3, 4, 5])]
+        k = [r.choice([1, 2, 3]) for _ in range(2)]
+        args = dict(kernel_size=k, stride=r.choice([[], [1, 2], [2, 2], [2], [1, 1]]),
+                    padding=[r.randrange(kk // 2 + 1) for kk in k], ceil_mode=r.random() < 0.4,
+                    count_include_pad=r.random() < 0.5, divisor_override=r.choice([None, None, None, 2, 5]))
+        try:
+            out = A.avg_pool2d.default(torch.zeros(x), **args)
+        except Exception:  # noqa: BLE001 - draw again
+            continue
+        return x, args, list(out.shape)
+
+
+def g_avg_pool(p, r):
+    x, args, _ = avg_geometry(r)
+    return p.op("avg_pool2d", self=p.inp(x, nc=r.random() < 0.3), **args)
+
+
+def g_avg_pool_backward(p, r):
+    x, args, out = avg_geometry(r)
+    return p.op("avg_pool2d_backward", grad_output=p.inp(out), self=p.inp(x), **args)
+
+
+def adaptive_geometry(r):
+    x = ([r.choice([1, 2])] if r.random() < 0.7 else []) + [r.choice([1, 2]), r.choice([1, 3, 4, 5]),
+                                                             r.choice([2, 3, 5])]
+    return x, [r.choice([1, 2, 3, 4]), r.choice([1, 2, 3])]
+
+
+def g_adaptive(op):
+    def g(p, r):
+        x, out = adaptive_geometry(r)
+        return p.op(op, self=p.inp(x, nc=r.random() < 0.3), output_size=out)
+    return g
+
+
+def g_adaptive_backward(p, r):
+    x, out = adaptive_geometry(r)
+    return p.op("_adaptive_avg_pool2d_backward", grad_output=p.inp(x[:-2] + out), self=p.inp(x))
+
+
+def g_avg_pool1d(p, r):
+    x = ([r.choice([1, 2])] if r.random() < 0.6 else []) + [r.choice([1, 2]), r.choice([3, 4, 5, 6])]
+    k = r.choice([1, 2, 3])
+    args = dict(kernel_size=[k], stride=r.choice([[], [1], [2]]), padding=[r.randrange(k // 2 + 1)],
+                ceil_mode=r.random() < 0.4, count_include_pad=r.random() < 0.5)
+    return p.op("avg_pool1d", self=p.inp(x, nc=r.random() < 0.3), **args)
+
+
+def g_adaptive_1d(p, r):
+    x = ([r.choice([1, 2])] if r.random() < 0.6 else []) + [r.choice([1, 2]), r.choice([2, 3, 5])]
+    return p.op("adaptive_avg_pool1d", self=p.inp(x), output_size=[r.choice([1, 2, 3, 4])])
+
+
+def g_constant_pad(p, r):
+    s = shape(r, 1, 3)
+    pad = []
+    for d in reversed(s[len(s) - r.randint(1, len(s)):]):
+        pad += [r.randint(-(d // 2), 2), r.randint(-(d - d // 2) + 1 if d > 1 else 0, 2)]
+    return p.op("constant_pad_nd", self=p.inp(s, nc=r.random() < 0.3), pad=pad, value=r.choice([0.0, 0.5, -1.0]))
+
+
+GEN.update({
+    "avg_pool1d": g_avg_pool1d,
+    "adaptive_avg_pool1d": g_adaptive_1d,
+    "constant_pad_nd": g_constant_pad,
+})
+
+GEN.update({
+    "avg_pool2d": g_avg_pool,
+    "avg_pool2d_backward": g_avg_pool_backward,
+    "_adaptive_avg_pool2d": g_adaptive("_adaptive_avg_pool2d"),
+    "_adaptive_avg_pool2d_backward": g_adaptive_backward,
+    "adaptive_avg_pool2d": g_adaptive("adaptive_avg_pool2d"),
+})
+
+GEN.update({
+    "convolution": g_convolution,
+    "convolution_backward": g_convolution_backward,
+    "conv1d": g_conv("conv1d", 1, False),
+    "conv2d": g_conv("conv2d", 2, False),
+    "conv_transpose1d": g_conv("conv_transpose1d", 1, True),
+    "conv_transpose2d.input": g_conv("conv_transpose2d.input", 2, True),
+    "max_pool2d_with_indices": g_max_pool,
+    "max_pool2d_with_indices_backward": g_max_pool_backward,
+    "max_pool2d": g_max_pool2d,
+})
+
+
 def g_mm_out(p, r):
     m, k, n = size(r), size(r), size(r)
     o = p.inp([m, n], rg=False)
@@ -2903,7 +3100,54 @@ def sweep_calls():
                                             end=1, step=1),
     })
     calls.update(norm_sweep_calls())
+    calls.update(conv_sweep_calls())
     return calls
+
+
+def conv_sweep_calls():
+    """The convolution and pooling operators in the sweep (mostly PyTorch's rank errors)."""
+    c1 = dict(stride=[1], padding=[0], dilation=[1])
+    mp = dict(kernel_size=[1, 1], stride=[1, 1], padding=[0, 0], dilation=[1, 1], ceil_mode=False)
+
+    def mp_backward(p, a):
+        x = a.t(0)
+        v, i = p.op("max_pool2d_with_indices", nout=2, self=x, **mp)
+        return p.op("max_pool2d_with_indices_backward", grad_output=a.t(1), self=x, indices=i, **mp)
+
+    return {
+        "convolution": lambda p, a: p.op("convolution", input=a.t(0), weight=a.t(1), bias=None, transposed=False,
+                                         output_padding=[0], groups=1, **c1),
+        "convolution_backward": lambda p, a: p.op("convolution_backward", nout=3, grad_output=a.t(0), input=a.t(1),
+                                                  weight=a.t(2), bias_sizes=None, transposed=False,
+                                                  output_padding=[0], groups=1, output_mask=[True, True, False],
+                                                  **c1),
+        "conv1d": lambda p, a: p.op("conv1d", input=a.t(0), weight=a.t(1), bias=None, groups=1, **c1),
+        "conv2d": lambda p, a: p.op("conv2d", input=a.t(0), weight=a.t(1), bias=None, stride=[1, 1],
+                                    padding=[0, 0], dilation=[1, 1], groups=1),
+        "conv_transpose1d": lambda p, a: p.op("conv_transpose1d", input=a.t(0), weight=a.t(1), bias=None,
+                                              output_padding=[0], groups=1, **c1),
+        "conv_transpose2d.input": lambda p, a: p.op("conv_transpose2d.input", input=a.t(0), weight=a.t(1), bias=None,
+                                                    stride=[1, 1], padding=[0, 0], output_padding=[0, 0], groups=1,
+                                                    dilation=[1, 1]),
+        "max_pool2d_with_indices": lambda p, a: p.op("max_pool2d_with_indices", nout=2, self=a.t(0), **mp),
+        "max_pool2d": lambda p, a: p.op("max_pool2d", self=a.t(0), **mp),
+        "max_pool2d_with_indices_backward": mp_backward,
+        "avg_pool2d": lambda p, a: p.op("avg_pool2d", self=a.t(0), kernel_size=[1, 1], stride=[1, 1],
+                                        padding=[0, 0], ceil_mode=False, count_include_pad=True,
+                                        divisor_override=None),
+        "avg_pool2d_backward": lambda p, a: p.op("avg_pool2d_backward", grad_output=a.t(0), self=a.t(1),
+                                                 kernel_size=[1, 1], stride=[1, 1], padding=[0, 0],
+                                                 ceil_mode=False, count_include_pad=True, divisor_override=None),
+        "_adaptive_avg_pool2d": lambda p, a: p.op("_adaptive_avg_pool2d", self=a.t(0), output_size=[1, 1]),
+        "_adaptive_avg_pool2d_backward": lambda p, a: p.op("_adaptive_avg_pool2d_backward", grad_output=a.t(0),
+                                                           self=a.t(1)),
+        "adaptive_avg_pool2d": lambda p, a: p.op("adaptive_avg_pool2d", self=a.t(0), output_size=[1, 1]),
+        "avg_pool1d": lambda p, a: p.op("avg_pool1d", self=a.t(0), kernel_size=[1], stride=[1], padding=[0],
+                                        ceil_mode=False, count_include_pad=True),
+        "adaptive_avg_pool1d": lambda p, a: p.op("adaptive_avg_pool1d", self=a.t(0), output_size=[1]),
+        "constant_pad_nd": lambda p, a: p.op("constant_pad_nd", self=a.t(0), pad=[1, 1] if nd(a) else [],
+                                             value=0.5),
+    }
 
 
 # (Not mse_loss: with a target that broadcasts PyTorch's gradient is wrong, a documented
@@ -3003,7 +3247,7 @@ OPINFO_CAP = {"functional": (12, 6), "inplace": (6, 3), "out": (4, 0)}
 # Entries whose samples repeat another entry's (with a dtype argument, or torch.max(a, b) for
 # maximum's) or one pattern many times: (in reverse mode, as a jvp).
 OPINFO_ENTRY_CAP = {"softmax.with_dtype": (4, 2), "log_softmax.with_dtype": (4, 2), "max.binary": (4, 2),
-                    "bmm.triton_optimized": (4, 2)}
+                    "bmm.triton_optimized": (4, 2), "nn.functional.max_pool2d": (6, 3), "constant_pad_nd": (6, 3)}
 OPINFO_MAX_BYTES = 3000  # a recorded sample larger than this is over the size budget
 OPINFO_SIG = 10          # significant digits of the recorded answers (the replay's rtol is 1e-6)
 REDUCTION = {"none": 0, "mean": 1, "sum": 2}
@@ -3282,6 +3526,70 @@ def c_dropout_backward(s):
     return "native_dropout_backward", dict(grad_output=s.input, **a)
 
 
+def int_list(v, n):
+    """An `int` or a tuple of them as a list of `n` (PyTorch's `int[n]` argument parsing)."""
+    if isinstance(v, str):
+        raise Skip(f"padding={v!r} (a string)")
+    if isinstance(v, int):
+        return [v] * n
+    return list(v)
+
+
+def c_conv(op, spatial, transposed):
+    def c(s):
+        names = ["weight", "bias", "stride", "padding"] + (["output_padding", "groups", "dilation"] if transposed
+                                                           else ["dilation", "groups"])
+        a = bind(s.args, s.kwargs, names, {"bias": None, "stride": 1, "padding": 0, "dilation": 1, "groups": 1,
+                                            "output_padding": 0})
+        out = dict(input=s.input, weight=a["weight"], bias=a["bias"], stride=int_list(a["stride"], spatial),
+                   padding=int_list(a["padding"], spatial), dilation=int_list(a["dilation"], spatial),
+                   groups=a["groups"])
+        if transposed:
+            out["output_padding"] = int_list(a["output_padding"], spatial)
+        return op, out
+    return c
+
+
+def c_max_pool2d(s):
+    a = bind(s.args, s.kwargs, ["kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"],
+             {"stride": None, "padding": 0, "dilation": 1, "ceil_mode": False, "return_indices": False})
+    args = dict(self=s.input, kernel_size=int_list(a["kernel_size"], 2),
+                stride=[] if a["stride"] is None else int_list(a["stride"], 2), padding=int_list(a["padding"], 2),
+                dilation=int_list(a["dilation"], 2), ceil_mode=a["ceil_mode"])
+    return ("max_pool2d_with_indices" if a["return_indices"] else "max_pool2d"), args
+
+
+def c_avg_pool(op, n):
+    def c(s):
+        names = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"] + (
+            ["divisor_override"] if n == 2 else [])
+        a = bind(s.args, s.kwargs, names, {"stride": None, "padding": 0, "ceil_mode": False,
+                                           "count_include_pad": True, "divisor_override": None})
+        args = dict(self=s.input, kernel_size=int_list(a["kernel_size"], n),
+                    stride=[] if a["stride"] is None else int_list(a["stride"], n),
+                    padding=int_list(a["padding"], n), ceil_mode=a["ceil_mode"],
+                    count_include_pad=a["count_include_pad"])
+        if n == 2:
+            args["divisor_override"] = a["divisor_override"]
+        return op, args
+    return c
+
+
+def c_adaptive_avg(op, n):
+    def c(s):
+        a = bind(s.args, s.kwargs, ["output_size"])
+        size = a["output_size"]
+        if size is None or (isinstance(size, (list, tuple)) and None in size):
+            raise Skip("an output size of None")
+        return op, dict(self=s.input, output_size=int_list(size, n))
+    return c
+
+
+def c_constant_pad(s):
+    a = bind(s.args, s.kwargs, ["pad", "value"], {"value": 0})
+    return "constant_pad_nd", dict(self=s.input, pad=list(a["pad"]), value=float(a["value"]))
+
+
 def c_method(op, names, defaults=None):
     """A method or function whose Python arguments are the schema's, after ``self``."""
     def conv(s):
@@ -3381,6 +3689,16 @@ OPINFO = {
     "nn.functional.relu": c_relu,
     "nn.functional.leaky_relu": c_leaky_relu,
     "native_dropout_backward": c_dropout_backward,
+    "nn.functional.conv1d": c_conv("conv1d", 1, False),
+    "nn.functional.conv2d": c_conv("conv2d", 2, False),
+    "nn.functional.conv_transpose1d": c_conv("conv_transpose1d", 1, True),
+    "nn.functional.conv_transpose2d": c_conv("conv_transpose2d.input", 2, True),
+    "nn.functional.max_pool2d": c_max_pool2d,
+    "nn.functional.avg_pool1d": c_avg_pool("avg_pool1d", 1),
+    "nn.functional.avg_pool2d": c_avg_pool("avg_pool2d", 2),
+    "nn.functional.adaptive_avg_pool1d": c_adaptive_avg("adaptive_avg_pool1d", 1),
+    "nn.functional.adaptive_avg_pool2d": c_adaptive_avg("adaptive_avg_pool2d", 2),
+    "constant_pad_nd": c_constant_pad,
 }
 
 # The op set's in-place and out= forms of a functional operator, recorded on its samples.
@@ -3510,6 +3828,9 @@ def opinfo_program(name, op, args, form, mode, rg=True):
         o = p.inp([0], rg=False, data=[])
         p.op(op, out=o, **a)
         p.out(o)
+    elif op == "max_pool2d_with_indices":
+        # The values (the indices are compared by the conv category's fixtures).
+        p.out(p.op(op, nout=2, **a)[0])
     elif op in MULTI_OUTPUT:
         n = opinfo_outputs(op, args)
         outs = p.op(op, nout=n, **a)
@@ -3930,12 +4251,240 @@ def norm_programs():
     p.op("batch_norm", input=p.inp([0, 3]), weight=p.inp([3], "pos"), bias=p.inp([3]), running_mean=None,
          running_var=None, training=True, momentum=0.1, eps=1e-5, cudnn_enabled=False)
     return S
+def conv_programs():
+    """The `conv` category: convolution and pooling edge cases (a batch of one, empty
+    batches and channels, transposed convolutions with groups, max pooling's ties, NaNs,
+    all `-inf` windows and ceil_mode windows) and PyTorch's argument errors, in reverse and
+    forward mode."""
+    progs = []
+
+    def add(p, jvp=True):
+        progs.append(p)
+        if jvp:
+            q = scen(p.name.replace("conv/", "conv/jvp/", 1), "conv")
+            q.inputs, q.steps, q.output, q.mode = p.inputs, p.steps, p.output, "jvp"
+            progs.append(q)
+
+    def conv(name, x, w, b, nc=False, **args):
+        p = scen(f"conv/{name}", "conv")
+        p.op("convolution", input=p.inp(x, nc=nc), weight=p.inp(w), bias=p.inp(b) if b else None, **args)
+        add(p)
+
+    c2 = dict(transposed=False, output_padding=[0, 0])
+    conv("batch1_stride_padding_dilation_groups", [1, 4, 5, 5], [4, 2, 2, 3], [4], stride=[2, 1], padding=[1, 1],
+         dilation=[2, 1], groups=2, **c2)
+    conv("noncontiguous_3x3_padding1", [2, 3, 4, 4], [2, 3, 3, 3], None, nc=True, stride=[1, 1], padding=[1, 1],
+         dilation=[1, 1], groups=1, **c2)
+    conv("depthwise", [1, 3, 4, 4], [3, 1, 2, 2], [3], stride=[1, 1], padding=[0, 0], dilation=[1, 1], groups=3, **c2)
+    conv("transposed2d_groups2_output_padding", [1, 4, 3, 2], [4, 1, 3, 2], [2], stride=[2, 2], padding=[1, 0],
+         dilation=[1, 1], transposed=True, output_padding=[1, 1], groups=2)
+    conv("transposed1d_dilation2", [2, 2, 3], [2, 3, 2], None, stride=[1], padding=[1], dilation=[2], transposed=True,
+         output_padding=[1], groups=1)
+    conv("empty_batch", [0, 2, 5], [3, 2, 2], [3], stride=[1], padding=[0], dilation=[1], transposed=False,
+         output_padding=[0], groups=1)
+    conv("single_param_lists", [1, 2, 4, 4], [2, 2, 2, 2], None, stride=[2], padding=[1], dilation=[1],
+         transposed=False, output_padding=[0], groups=1)
+    p = scen("conv/conv2d_unbatched_padding", "conv")
+    p.op("conv2d", input=p.inp([2, 4, 3]), weight=p.inp([3, 2, 2, 2]), bias=p.inp([3]), stride=[1, 1],
+         padding=[1, 0], dilation=[1, 1], groups=1)
+    add(p)
+    p = scen("conv/conv_transpose2d_unbatched", "conv")
+    p.op("conv_transpose2d.input", input=p.inp([2, 2, 3]), weight=p.inp([2, 2, 2, 2]), bias=None, stride=[2, 1],
+         padding=[0, 0], output_padding=[1, 0], groups=1, dilation=[1, 1])
+    add(p)
+
+    def pool(name, x, data=None, **args):
+        p = scen(f"conv/max_pool/{name}", "conv")
+        p.op("max_pool2d_with_indices", nout=2, self=p.inp(x, data=data), **args)
+        add(p)
+        q = scen(f"conv/max_pool_indices/{name}", "conv")
+        _, i = q.op("max_pool2d_with_indices", nout=2, self=q.inp(x, data=data), **args)
+        q.out(i)
+        progs.append(q)
+
+    k2 = dict(kernel_size=[2, 2], stride=[2, 2], padding=[0, 0], dilation=[1, 1], ceil_mode=False)
+    pool("ties", [1, 1, 2, 4], data=[1.0, 1.0, 2.0, 0.5, 1.0, 0.0, 2.0, 2.0], **k2)
+    nan = float("nan")
+    pool("nans", [1, 1, 2, 4], data=[nan, 1.0, 2.0, nan, 1.0, nan, 5.0, 2.0], **k2)
+    ninf = float("-inf")
+    pool("all_neg_inf", [1, 1, 2, 2], data=[ninf] * 4, kernel_size=[2, 2], stride=[1, 1], padding=[1, 1],
+         dilation=[1, 1], ceil_mode=False)
+    pool("ceil_mode_last_window", [1, 2, 5, 5], kernel_size=[2, 2], stride=[2, 2], padding=[1, 1], dilation=[1, 1],
+         ceil_mode=True)
+    pool("ceil_mode_dilation", [2, 1, 6, 5], kernel_size=[3, 2], stride=[2, 3], padding=[1, 0], dilation=[2, 2],
+         ceil_mode=True)
+    pool("unbatched_default_stride", [2, 4, 4], kernel_size=[2], stride=[], padding=[0], dilation=[1],
+         ceil_mode=False)
+    pool("empty_batch", [0, 2, 4, 4], **k2)
+    p = scen("conv/max_pool2d_batch1", "conv")
+    p.op("max_pool2d", self=p.inp([1, 1, 4, 3]), kernel_size=[3, 2], stride=[1, 1], padding=[1, 1], dilation=[1, 1],
+         ceil_mode=False)
+    add(p)
+
+    def avg(name, x, op="avg_pool2d", **args):
+        p = scen(f"conv/{name}", "conv")
+        p.op(op, self=p.inp(x), **args)
+        add(p)
+
+    avg("avg_pool/ceil_mode_padding_excluded", [1, 2, 5, 5], kernel_size=[3, 3], stride=[2, 2], padding=[1, 1],
+        ceil_mode=True, count_include_pad=False, divisor_override=None)
+    avg("avg_pool/ceil_mode_padding_included", [1, 2, 5, 5], kernel_size=[3, 3], stride=[2, 2], padding=[1, 1],
+        ceil_mode=True, count_include_pad=True, divisor_override=None)
+    avg("avg_pool/divisor_override", [2, 1, 4, 3], kernel_size=[2, 2], stride=[1, 1], padding=[1, 0],
+        ceil_mode=False, count_include_pad=False, divisor_override=3)
+    avg("avg_pool/unbatched_single_ints", [2, 4, 4], kernel_size=[2], stride=[2], padding=[1], ceil_mode=False,
+        count_include_pad=True, divisor_override=None)
+    avg("adaptive/overlapping", [1, 2, 5, 7], op="_adaptive_avg_pool2d", output_size=[3, 4])
+    avg("adaptive/upsampling", [1, 1, 2, 3], op="_adaptive_avg_pool2d", output_size=[3, 5])
+    avg("adaptive/empty_batch", [0, 2, 4, 4], op="_adaptive_avg_pool2d", output_size=[2, 2])
+    avg("adaptive/mean_1x1", [2, 3, 4, 5], op="adaptive_avg_pool2d", output_size=[1, 1])
+    avg("adaptive/composite_2x2", [2, 3, 4, 5], op="adaptive_avg_pool2d", output_size=[2, 2])
+
+    avg("avg_pool1d/ceil_mode", [1, 2, 5], op="avg_pool1d", kernel_size=[2], stride=[2], padding=[1],
+        ceil_mode=True, count_include_pad=False)
+    avg("adaptive_1d/mean", [2, 3, 4], op="adaptive_avg_pool1d", output_size=[1])
+    avg("adaptive_1d/upsampling", [3, 2], op="adaptive_avg_pool1d", output_size=[5])
+
+    def pad(name, x, pad, value=0.0):
+        p = scen(f"conv/constant_pad_nd/{name}", "conv")
+        p.op("constant_pad_nd", self=p.inp(x), pad=pad, value=value)
+        add(p)
+
+    pad("crop_only", [3, 4], [-1, -1, 0, -1])
+    pad("crop_and_pad", [2, 3, 4], [2, -3, -1, 1], value=-2.0)
+    pad("empty_pad", [2, 3], [])
+    pad("empty_input", [2, 0], [1, 2], value=1.5)
+    pad("zero_dim_input", [], [])
+    p = scen("conv/constant_pad_nd/integers", "conv")
+    p.op("constant_pad_nd", self=p.inp([2, 2], "idx5"), pad=[1, 0], value=2.7)
+    progs.append(p)
+
+    errors = [
+        ("pad_odd", "constant_pad_nd", dict(self=[2, 3], pad=[1], value=0.0)),
+        ("pad_too_long", "constant_pad_nd", dict(self=[2, 3], pad=[1, 1, 1, 1, 1, 1], value=0.0)),
+        ("pad_crop_too_big", "constant_pad_nd", dict(self=[2, 3], pad=[-2, -2], value=0.0)),
+        ("avg_pool1d_rank", "avg_pool1d", dict(self=[2, 3, 4, 5], kernel_size=[2], stride=[], padding=[0],
+                                               ceil_mode=False, count_include_pad=True)),
+        ("avg_pool1d_kernel_list", "avg_pool1d", dict(self=[1, 5], kernel_size=[2, 2], stride=[], padding=[0],
+                                                      ceil_mode=False, count_include_pad=True)),
+        ("avg_pool1d_padding_list", "avg_pool1d", dict(self=[1, 5], kernel_size=[2], stride=[1], padding=[0, 0],
+                                                       ceil_mode=False, count_include_pad=True)),
+        ("adaptive_1d_rank", "adaptive_avg_pool1d", dict(self=[5], output_size=[2])),
+        ("adaptive_1d_list", "adaptive_avg_pool1d", dict(self=[1, 5], output_size=[2, 2])),
+        ("avg_kernel_list", "avg_pool2d", dict(self=[1, 1, 4, 4], kernel_size=[2, 2, 2], stride=[2, 2],
+                                               padding=[0, 0], ceil_mode=False, count_include_pad=True,
+                                               divisor_override=None)),
+        ("avg_stride_list", "avg_pool2d", dict(self=[1, 1, 4, 4], kernel_size=[2, 2], stride=[2, 2, 2],
+                                               padding=[0, 0], ceil_mode=False, count_include_pad=True,
+                                               divisor_override=None)),
+        ("avg_padding_list", "avg_pool2d", dict(self=[1, 1, 4, 4], kernel_size=[2, 2], stride=[2, 2],
+                                                padding=[0, 0, 0], ceil_mode=False, count_include_pad=True,
+                                                divisor_override=None)),
+        ("avg_divisor_0", "avg_pool2d", dict(self=[1, 1, 4, 4], kernel_size=[2, 2], stride=[2, 2], padding=[0, 0],
+                                             ceil_mode=False, count_include_pad=True, divisor_override=0)),
+        ("avg_2d_input", "avg_pool2d", dict(self=[4, 4], kernel_size=[2, 2], stride=[2, 2], padding=[0, 0],
+                                            ceil_mode=False, count_include_pad=True, divisor_override=None)),
+        ("avg_pad_half", "avg_pool2d", dict(self=[1, 1, 4, 4], kernel_size=[2, 2], stride=[2, 2], padding=[2, 2],
+                                            ceil_mode=False, count_include_pad=True, divisor_override=None)),
+        ("avg_too_small", "avg_pool2d", dict(self=[1, 1, 4, 4], kernel_size=[5, 5], stride=[2, 2], padding=[0, 0],
+                                             ceil_mode=False, count_include_pad=True, divisor_override=None)),
+        ("avg_empty_channels", "avg_pool2d", dict(self=[1, 0, 4, 4], kernel_size=[2, 2], stride=[2, 2],
+                                                  padding=[0, 0], ceil_mode=False, count_include_pad=True,
+                                                  divisor_override=None)),
+        ("adaptive_output_size_list", "_adaptive_avg_pool2d", dict(self=[1, 1, 4, 4], output_size=[2, 2, 2])),
+        ("adaptive_2d_input", "_adaptive_avg_pool2d", dict(self=[4, 4], output_size=[2, 2])),
+        ("adaptive_empty_plane", "_adaptive_avg_pool2d", dict(self=[1, 1, 0, 4], output_size=[2, 2])),
+        ("adaptive_negative_size", "adaptive_avg_pool2d", dict(self=[1, 1, 4, 4], output_size=[-1, 2])),
+        ("weight_2d", "convolution", dict(input=[1, 2, 5], weight=[3, 2], bias=None, stride=[1], padding=[0],
+                                          dilation=[1], transposed=False, output_padding=[0], groups=1)),
+        ("groups_0", "convolution", dict(input=[1, 2, 5], weight=[3, 2, 2], bias=None, stride=[1], padding=[0],
+                                         dilation=[1], transposed=False, output_padding=[0], groups=0)),
+        ("stride_list", "convolution", dict(input=[1, 2, 5], weight=[3, 2, 2], bias=None, stride=[1, 1], padding=[0],
+                                            dilation=[1], transposed=False, output_padding=[0], groups=1)),
+        ("negative_padding", "convolution", dict(input=[1, 2, 5], weight=[3, 2, 2], bias=None, stride=[1],
+                                                 padding=[-1], dilation=[1], transposed=False, output_padding=[0],
+                                                 groups=1)),
+        ("stride_0", "convolution", dict(input=[1, 2, 5], weight=[3, 2, 2], bias=None, stride=[0], padding=[0],
+                                         dilation=[1], transposed=False, output_padding=[0], groups=1)),
+        ("dilation_0", "convolution", dict(input=[1, 2, 5], weight=[3, 2, 2], bias=None, stride=[1], padding=[0],
+                                           dilation=[0], transposed=False, output_padding=[0], groups=1)),
+        ("dilation_0_2d", "convolution", dict(input=[1, 2, 5, 5], weight=[3, 2, 2, 2], bias=None, stride=[1, 1],
+                                              padding=[0, 0], dilation=[1, 0], transposed=False,
+                                              output_padding=[0, 0], groups=1)),
+        ("weight_rank", "convolution", dict(input=[1, 2, 5], weight=[3, 2, 2, 2], bias=None, stride=[1, 1],
+                                            padding=[0], dilation=[1], transposed=False, output_padding=[0],
+                                            groups=1)),
+        ("input_2d", "convolution", dict(input=[2, 5], weight=[3, 2, 2], bias=None, stride=[1], padding=[0],
+                                         dilation=[1], transposed=False, output_padding=[0], groups=1)),
+        ("groups_divisible", "convolution", dict(input=[1, 4, 5], weight=[3, 2, 2], bias=None, stride=[1],
+                                                 padding=[0], dilation=[1], transposed=False, output_padding=[0],
+                                                 groups=2)),
+        ("groups_at_least", "convolution", dict(input=[1, 2, 5], weight=[0, 2, 2], bias=None, stride=[1],
+                                                padding=[0], dilation=[1], transposed=False, output_padding=[0],
+                                                groups=1)),
+        ("channels", "convolution", dict(input=[1, 2, 5], weight=[3, 3, 2], bias=None, stride=[1], padding=[0],
+                                         dilation=[1], transposed=False, output_padding=[0], groups=1)),
+        ("bias_size", "convolution", dict(input=[1, 2, 5], weight=[3, 2, 2], bias=[2], stride=[1], padding=[0],
+                                          dilation=[1], transposed=False, output_padding=[0], groups=1)),
+        ("kernel_too_big", "convolution", dict(input=[1, 2, 3, 3], weight=[3, 2, 4, 2], bias=None, stride=[1, 1],
+                                               padding=[0, 0], dilation=[1, 1], transposed=False,
+                                               output_padding=[0, 0], groups=1)),
+        ("transposed_channels", "convolution", dict(input=[1, 3, 5], weight=[2, 3, 2], bias=None, stride=[1],
+                                                    padding=[0], dilation=[1], transposed=True, output_padding=[0],
+                                                    groups=1)),
+        ("transposed_bias", "convolution", dict(input=[1, 2, 5], weight=[2, 3, 2], bias=[2], stride=[1],
+                                                padding=[0], dilation=[1], transposed=True, output_padding=[0],
+                                                groups=1)),
+        ("output_padding_too_big", "convolution", dict(input=[1, 2, 5], weight=[2, 3, 2], bias=None, stride=[1],
+                                                       padding=[0], dilation=[1], transposed=True,
+                                                       output_padding=[1], groups=1)),
+        ("negative_output_padding", "convolution", dict(input=[1, 2, 5], weight=[2, 3, 2], bias=None, stride=[2],
+                                                        padding=[0], dilation=[1], transposed=True,
+                                                        output_padding=[-1], groups=1)),
+        ("conv2d_rank", "conv2d", dict(input=[2, 5], weight=[3, 2, 2, 2], bias=None, stride=[1, 1],
+                                       padding=[0, 0], dilation=[1, 1], groups=1)),
+        ("conv1d_rank", "conv1d", dict(input=[1, 1, 2, 5], weight=[3, 2, 2], bias=None, stride=[1],
+                                       padding=[0], dilation=[1], groups=1)),
+        ("pool_kernel_list", "max_pool2d_with_indices", dict(self=[1, 1, 4, 4], kernel_size=[2, 2, 2], stride=[2, 2],
+                                                             padding=[0, 0], dilation=[1, 1], ceil_mode=False)),
+        ("pool_stride_list", "max_pool2d_with_indices", dict(self=[1, 1, 4, 4], kernel_size=[2, 2], stride=[2, 2, 2],
+                                                             padding=[0, 0], dilation=[1, 1], ceil_mode=False)),
+        ("pool_padding_list", "max_pool2d_with_indices", dict(self=[1, 1, 4, 4], kernel_size=[2, 2], stride=[2, 2],
+                                                              padding=[0, 0, 0], dilation=[1, 1], ceil_mode=False)),
+        ("pool_dilation_list", "max_pool2d_with_indices", dict(self=[1, 1, 4, 4], kernel_size=[2, 2], stride=[2, 2],
+                                                               padding=[0, 0], dilation=[1, 1, 1], ceil_mode=False)),
+        ("pool_pad_half", "max_pool2d_with_indices", dict(self=[1, 1, 4, 4], kernel_size=[2, 2], stride=[2, 2],
+                                                          padding=[2, 2], dilation=[1, 1], ceil_mode=False)),
+        ("pool_kernel_0", "max_pool2d_with_indices", dict(self=[1, 1, 4, 4], kernel_size=[0, 2], stride=[2, 2],
+                                                          padding=[0, 0], dilation=[1, 1], ceil_mode=False)),
+        ("pool_stride_0", "max_pool2d_with_indices", dict(self=[1, 1, 4, 4], kernel_size=[2, 2], stride=[0, 2],
+                                                          padding=[0, 0], dilation=[1, 1], ceil_mode=False)),
+        ("pool_dilation_0", "max_pool2d_with_indices", dict(self=[1, 1, 4, 4], kernel_size=[2, 2], stride=[2, 2],
+                                                            padding=[0, 0], dilation=[0, 1], ceil_mode=False)),
+        ("pool_too_small", "max_pool2d_with_indices", dict(self=[1, 1, 4, 4], kernel_size=[5, 5], stride=[2, 2],
+                                                           padding=[0, 0], dilation=[1, 1], ceil_mode=False)),
+        ("pool_2d_input", "max_pool2d_with_indices", dict(self=[4, 4], kernel_size=[2, 2], stride=[2, 2],
+                                                          padding=[0, 0], dilation=[1, 1], ceil_mode=False)),
+        ("pool_empty_channels", "max_pool2d_with_indices", dict(self=[1, 0, 4, 4], kernel_size=[2, 2], stride=[2, 2],
+                                                                padding=[0, 0], dilation=[1, 1], ceil_mode=False)),
+        ("pool_negative_pad", "max_pool2d_with_indices", dict(self=[1, 1, 4, 4], kernel_size=[2, 2], stride=[2, 2],
+                                                              padding=[-1, 0], dilation=[1, 1], ceil_mode=False)),
+    ]
+    for name, op, args in errors:
+        p = scen(f"conv/errors/{name}", "conv")
+        kw = {k: (p.inp(v) if k in ("input", "weight", "bias", "self") and v is not None else v)
+              for k, v in args.items()}
+        nout = 2 if op == "max_pool2d_with_indices" else None
+        p.op(op, nout=nout, **kw)
+        progs.append(p)
+    return progs
 
 
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
              + random_unseen_programs() + norm_programs())
+             + random_unseen_programs() + conv_programs())
     names = set()
     by_cat = {}
     for p in progs:

@@ -286,6 +286,16 @@ impl Lowerer<'_> {
         let Some((_, ty, m)) = PROPERTIES.iter().find(|(p, _, _)| *p == name) else {
             return fail(offset, format!("`->{name}()` is not a tensor property"));
         };
+        // The sizes of the optional's tensor, read where the formula runs (a tensor's own
+        // `x.sizes()` is a saved property by then; the optional's are not): the helpers'
+        // `dims` of its shape, which both value types (`Variable<T>`, a raw `T`) have, as
+        // the `Option<&[i64]>` an `int[]?` is.
+        if *m == "sym_sizes" {
+            return Ok(Val::new(
+                format!("{}.as_ref().map(|t| dims(&t.shape())).as_deref()", r.code),
+                Ty::Opt(Box::new(ty.clone())),
+            ));
+        }
         let inner = match ty {
             Ty::IntList => format!("t.{m}().to_vec()"),
             _ => format!("t.{m}()"),

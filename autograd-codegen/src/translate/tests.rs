@@ -36,6 +36,7 @@ const NATIVE: &str = "\
 - func: zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
 - func: expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)
   variants: method
+- func: convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)
 ";
 
 const HEADER: &str = "\
@@ -166,4 +167,20 @@ fn errors_are_located_and_name_the_construct() {
     );
     let e = tr(MUL, "self", "grad * (other").unwrap_err();
     assert!(e.starts_with("13: expected `)`"), "{e}");
+}
+
+#[test]
+fn optional_sizes_are_read_where_the_formula_runs() {
+    // PyTorch's convolution entry passes `bias->sym_sizes()` (an `int[]?`) on.
+    let s = "convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor";
+    let got = tr(
+        s,
+        "input",
+        "std::get<0>(convolution_backward_symint(grad, input, weight, bias->sym_sizes(), stride, padding, dilation, transposed, output_padding, groups, {true, false, false}))",
+    )
+    .unwrap();
+    assert!(
+        got.contains("bias.as_ref().map(|t| dims(&t.shape())).as_deref()"),
+        "{got}"
+    );
 }

@@ -33,6 +33,7 @@
 //! ```
 
 pub mod cases;
+pub mod conv_cases;
 pub mod dispatch;
 pub mod fixtures;
 pub mod inplace_cases;

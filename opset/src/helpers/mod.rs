@@ -16,6 +16,8 @@ type V<T> = Variable<T>;
 
 mod bn_guard;
 mod composites;
+mod conv;
+mod conv_formulas;
 mod decompositions;
 mod formulas;
 mod norm_composites;
@@ -24,6 +26,11 @@ pub mod raw;
 
 pub use bn_guard::BatchNormStat;
 pub use composites::{chunk, cross_entropy_loss, matmul, nll_loss, nll_loss_nd};
+pub use conv::{
+    adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, conv_transpose1d, conv_transpose2d_input,
+    conv1d, conv2d, max_pool2d,
+};
+pub use conv_formulas::*;
 pub use decompositions::*;
 pub use formulas::*;
 pub use norm_composites::{batch_norm, var_dim};

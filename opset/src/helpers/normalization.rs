@@ -7,9 +7,6 @@
 use super::*;
 use crate::helpers::BatchNormStat;
 
-/// The gradients of a three-input backward (`None`: undefined).
-pub type Grads3<T> = (Option<V<T>>, Option<V<T>>, Option<V<T>>);
-
 /// `a + b` where either may be undefined (PyTorch's `x.defined() ? x.add_(y) : y`).
 fn add_defined<T: Backend>(a: Option<V<T>>, b: V<T>) -> Res<V<T>> {
     match a {

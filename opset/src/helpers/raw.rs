@@ -25,3 +25,9 @@ pub use formulas::*;
 mod normalization;
 
 pub use normalization::*;
+// The convolution and pooling helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "conv_formulas.rs"]
+mod conv_formulas;
+
+pub use conv_formulas::*;

@@ -778,11 +778,185 @@ impl Backend for CandleTensor {
         autograd_opset::meta::var_dtype(self_.dtype())?;
         C::var_correction(self_, dim, correction, keepdim)
     }
-}
 
-/// An optional tensor in the float dtype `d`.
-fn opt_promoted(t: Option<&C>, d: DType) -> R<Option<C>> {
-    t.map(|t| promoted(t, d)).transpose()
+    // ---- convolution and pooling (backend/conv.rs): floats as they are (the first float
+    // operand's dtype); integers through `F64`, the result in their dtype.
+    fn convolution(
+        input: &Self,
+        weight: &Self,
+        bias: Option<&Self>,
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        transposed: bool,
+        output_padding: &[i64],
+        groups: i64,
+    ) -> R<Self> {
+        let k = kind(input).max(kind(weight));
+        let d = if k == Kind::Float {
+            float_dtype(&[input, weight])
+        } else {
+            DType::F64
+        };
+        let (x, w) = (promoted(input, d)?, promoted(weight, d)?);
+        let b = bias.map(|b| promoted(b, d)).transpose()?;
+        let r = C::convolution(
+            &x,
+            &w,
+            b.as_ref(),
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+        )?;
+        narrowed(r, k)
+    }
+    fn convolution_backward(
+        grad_output: &Self,
+        input: &Self,
+        weight: &Self,
+        _bias_sizes: Option<&[i64]>,
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        transposed: bool,
+        output_padding: &[i64],
+        groups: i64,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let [g, x, w] = promoted_all([grad_output, input, weight])?;
+        C::convolution_backward(
+            &g,
+            &x,
+            &w,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            output_mask,
+        )
+    }
+    fn max_pool2d_with_indices(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+    ) -> R<(Self, Self)> {
+        let k = kind(self_);
+        let x = if k == Kind::Float {
+            self_.clone()
+        } else {
+            wide(self_)?
+        };
+        let (v, i) =
+            C::max_pool2d_with_indices(&x, kernel_size, stride, padding, dilation, ceil_mode)?;
+        Ok((narrowed(v, k)?, indices_out(i)?))
+    }
+    fn max_pool2d_with_indices_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Self,
+    ) -> R<Self> {
+        let [g, x] = promoted_all([grad_output, self_])?;
+        let i = index_arg(indices, &g, IndexUse::Gather)?;
+        C::max_pool2d_with_indices_backward(
+            &g,
+            &x,
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            &i,
+        )
+    }
+    fn avg_pool2d(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let k = kind(self_);
+        let x = if k == Kind::Float {
+            self_.clone()
+        } else {
+            wide(self_)?
+        };
+        let r = C::avg_pool2d(
+            &x,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )?;
+        if k == Kind::Float {
+            return Ok(r);
+        }
+        // Integers: PyTorch's integer division of the window's sum (toward zero).
+        let t = &r.t;
+        let zero = ce(t.zeros_like())?;
+        let truncated = ce(ce(t.ge(&zero))?.where_cond(&ce(t.floor())?, &ce(t.ceil())?))?;
+        narrowed(C::new(truncated), k)
+    }
+    fn avg_pool2d_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let [g, x] = promoted_all([grad_output, self_])?;
+        C::avg_pool2d_backward(
+            &g,
+            &x,
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )
+    }
+    fn _adaptive_avg_pool2d(self_: &Self, output_size: &[i64]) -> R<Self> {
+        rules::check_floats(self_.dtype(), kernel::ADAPTIVE_AVG_POOL2D)?;
+        C::adaptive_avg_pool2d(self_, output_size)
+    }
+    fn _adaptive_avg_pool2d_backward(grad_output: &Self, self_: &Self) -> R<Self> {
+        rules::check_floats(self_.dtype(), kernel::ADAPTIVE_AVG_POOL2D_BACKWARD)?;
+        let [g, x] = promoted_all([grad_output, self_])?;
+        C::adaptive_avg_pool2d_backward(&g, &x)
+    }
+    fn constant_pad_nd(self_: &Self, pad: &[i64], value: f64) -> R<Self> {
+        let k = kind(self_);
+        if k == Kind::Float {
+            return C::constant_pad_nd(self_, pad, value);
+        }
+        // Integers and booleans: padded in `F64`, the value converted as `fill_` converts it.
+        let r = C::constant_pad_nd(&wide(self_)?, pad, value)?;
+        let t = &r.t;
+        let zero = ce(t.zeros_like())?;
+        let truncated = ce(ce(t.ge(&zero))?.where_cond(&ce(t.floor())?, &ce(t.ceil())?))?;
+        narrowed(C::new(truncated), k)
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.
@@ -807,4 +981,9 @@ fn joined(tensors: &[C], k: impl Fn(&[C]) -> R<C>) -> R<C> {
         .map(|t| Ok(C::new(ce(t.t.to_dtype(d))?)))
         .collect::<R<Vec<_>>>()?;
     k(&ts)
+}
+
+/// An optional tensor in the float dtype `d`.
+fn opt_promoted(t: Option<&C>, d: DType) -> R<Option<C>> {
+    t.map(|t| promoted(t, d)).transpose()
 }

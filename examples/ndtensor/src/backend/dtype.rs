@@ -1244,6 +1244,199 @@ impl<E: Element> Backend for NdTensor<E> {
             keepdim,
         )?))
     }
+
+    // ---- convolution and pooling (backend/conv.rs): floats as they are; integers through
+    // `f64`, the result in their dtype.
+    fn convolution(
+        input: &Self,
+        weight: &Self,
+        bias: Option<&Self>,
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        transposed: bool,
+        output_padding: &[i64],
+        groups: i64,
+    ) -> R<Self> {
+        let k = kind(input).max(kind(weight));
+        if k == Kind::Float {
+            let (x, w, b) = (promoted(input), promoted(weight), bias.map(promoted));
+            let r = F::convolution(
+                &x,
+                &w,
+                b.as_deref(),
+                stride,
+                padding,
+                dilation,
+                transposed,
+                output_padding,
+                groups,
+            )?;
+            return Ok(float_out(r));
+        }
+        let b = bias.map(wide);
+        let r = F::convolution(
+            &wide(input),
+            &wide(weight),
+            b.as_ref(),
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+        )?;
+        Ok(narrowed(r, k))
+    }
+    fn convolution_backward(
+        grad_output: &Self,
+        input: &Self,
+        weight: &Self,
+        _bias_sizes: Option<&[i64]>,
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        transposed: bool,
+        output_padding: &[i64],
+        groups: i64,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let (g, x, w) = (promoted(grad_output), promoted(input), promoted(weight));
+        let (a, b, c) = F::convolution_backward(
+            &g,
+            &x,
+            &w,
+            stride,
+            padding,
+            dilation,
+            transposed,
+            output_padding,
+            groups,
+            output_mask,
+        )?;
+        Ok((float_out(a), float_out(b), float_out(c)))
+    }
+    fn max_pool2d_with_indices(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+    ) -> R<(Self, Self)> {
+        if let Data::Float(a) = self_.data() {
+            let (v, i) =
+                F::max_pool2d_with_indices(a, kernel_size, stride, padding, dilation, ceil_mode)?;
+            return Ok((float_out(v), indices_out(i)));
+        }
+        let (v, i) = F::max_pool2d_with_indices(
+            &wide(self_),
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+        )?;
+        Ok((narrowed(v, kind(self_)), indices_out(i)))
+    }
+    fn max_pool2d_with_indices_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Self,
+    ) -> R<Self> {
+        let i = index_arg(indices, IndexUse::Gather)?;
+        let r = F::max_pool2d_with_indices_backward(
+            &promoted(grad_output),
+            &promoted(self_),
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            &idx(&i),
+        )?;
+        Ok(float_out(r))
+    }
+    fn avg_pool2d(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let k = kind(self_);
+        let run = |x: &F<_>| {
+            F::avg_pool2d(
+                x,
+                kernel_size,
+                stride,
+                padding,
+                ceil_mode,
+                count_include_pad,
+                divisor_override,
+            )
+        };
+        if let Data::Float(a) = self_.data() {
+            return Ok(float_out(run(a)?));
+        }
+        // Integers: PyTorch's integer division of the window's sum.
+        let r = F::avg_pool2d(
+            &wide(self_),
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )?;
+        Ok(narrowed(fl(r.arr().mapv(f64::trunc)), k))
+    }
+    fn avg_pool2d_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let r = F::avg_pool2d_backward(
+            &promoted(grad_output),
+            &promoted(self_),
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+        )?;
+        Ok(float_out(r))
+    }
+    fn _adaptive_avg_pool2d(self_: &Self, output_size: &[i64]) -> R<Self> {
+        let x = floats(self_, kernel::ADAPTIVE_AVG_POOL2D)?;
+        Ok(float_out(F::adaptive_avg_pool2d(&x, output_size)?))
+    }
+    fn _adaptive_avg_pool2d_backward(grad_output: &Self, self_: &Self) -> R<Self> {
+        let x = floats(self_, kernel::ADAPTIVE_AVG_POOL2D_BACKWARD)?;
+        let r = F::adaptive_avg_pool2d_backward(&promoted(grad_output), &x)?;
+        Ok(float_out(r))
+    }
+    fn constant_pad_nd(self_: &Self, pad: &[i64], value: f64) -> R<Self> {
+        if let Data::Float(a) = self_.data() {
+            return Ok(float_out(F::constant_pad_nd(a, pad, value)?));
+        }
+        // Integers and booleans: padded in `f64`, the value converted as `fill_` converts it.
+        let r = F::constant_pad_nd(&wide(self_), pad, value)?;
+        Ok(narrowed(r, kind(self_)))
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
