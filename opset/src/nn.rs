@@ -244,3 +244,53 @@ impl<T: FromValues> BatchNorm<T> {
         vec![self.weight.clone(), self.bias.clone()]
     }
 }
+
+/// A 2-d convolution (PyTorch's `nn.Conv2d` with a square kernel, stride 1, no dilation or
+/// groups): `conv2d(x, weight, bias, padding)`, Kaiming-uniform initialised as PyTorch's
+/// (weights and bias uniform in `±1/sqrt(in_channels * k * k)`).
+pub struct Conv2d<T: Backend> {
+    /// `(out, in, k, k)`.
+    pub weight: Variable<T>,
+    /// `(out)`.
+    pub bias: Variable<T>,
+    /// Zero padding on each side.
+    pub padding: i64,
+}
+
+impl<T: FromValues> Conv2d<T> {
+    /// A layer of `k x k` kernels from `in_channels` to `out_channels`, padded by `padding`.
+    pub fn new(
+        in_channels: usize,
+        out_channels: usize,
+        k: usize,
+        padding: i64,
+        g: &Generator,
+    ) -> Self {
+        let b = 1.0 / ((in_channels * k * k) as f64).sqrt();
+        let w = uniform(&[out_channels, in_channels, k, k], -b, b, g);
+        Conv2d {
+            weight: Variable::new(w, true).named("weight"),
+            bias: Variable::new(uniform(&[out_channels], -b, b, g), true).named("bias"),
+            padding,
+        }
+    }
+
+    /// The convolution of `x`, `(N, in, H, W)`.
+    pub fn forward(&self, x: &Variable<T>) -> Result<Variable<T>, AutogradError> {
+        let p = self.padding;
+        conv2d(
+            x,
+            &self.weight,
+            Some(&self.bias),
+            &[1, 1],
+            &[p, p],
+            &[1, 1],
+            1,
+        )
+    }
+
+    /// The parameters.
+    pub fn parameters(&self) -> Vec<Variable<T>> {
+        vec![self.weight.clone(), self.bias.clone()]
+    }
+}

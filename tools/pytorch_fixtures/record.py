@@ -4483,8 +4483,7 @@ def conv_programs():
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
-             + random_unseen_programs() + norm_programs())
-             + random_unseen_programs() + conv_programs())
+             + random_unseen_programs() + norm_programs() + conv_programs())
     names = set()
     by_cat = {}
     for p in progs:

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let (mut epochs, mut bench) = (30, None);
+    let (mut epochs, mut bench) = (15, None);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--epochs" => epochs = args.next().ok_or("--epochs N")?.parse()?,
@@ -40,7 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for epoch in 1..=epochs {
         let t0 = Instant::now();
         let loss = train_epoch(&model, &mut opt, &data, &mut order, &g, || {})?;
-        if epoch % 10 == 0 || epoch == 1 {
+        if epoch % 5 == 0 || epoch == 1 {
             let (_, acc, _) = evaluate(&model, &data.x_test, &data.y_test)?;
             println!(
                 "epoch {epoch:>3}: train loss {loss:.4}, test acc {:.1}%, {:.0?}/epoch",

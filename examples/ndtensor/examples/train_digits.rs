@@ -1,14 +1,16 @@
-//! Train a classifier on scikit-learn's 8x8 handwritten digits (UCI's optdigits test set,
-//! 1,797 images, shipped in `examples/digits/data/`) with ndtensor's generated autograd
-//! layer, in f32: a fixed seeded split (1,438 training / 359 test images), mini-batches of
-//! 64, Adam, batch norm with its running statistics for evaluation.
+//! Train a small CNN (two 3x3 convolutions with batch norm, ReLU and 2x2 max pooling, then a
+//! linear layer; cross entropy) on scikit-learn's 8x8 handwritten digits (UCI's optdigits
+//! test set, 1,797 images, shipped in `examples/digits/data/`) with ndtensor's generated
+//! autograd layer, in f32: a fixed seeded split (1,438 training / 359 test images),
+//! mini-batches of 64, Adam, batch norm's running statistics for evaluation.
 //!
 //! Run: `cargo run --release -p ndtensor --example train_digits [-- --epochs N --out DIR]`
 //!
 //! Prints a progress bar, the time of each epoch and the accuracies; writes
 //! `loss_curve.png` (training loss in blue, test loss in red, per epoch) and
 //! `misclassified.png` (the test images it gets wrong) into `DIR`, by default the
-//! `digits` folder beside the example's binary in the target directory.
+//! `digits` folder beside the example's binary in the target directory. `--bench N` times
+//! N training steps instead (`benches/digits/run.sh`).
 
 mod digits;
 #[path = "digits/png_out.rs"]
@@ -24,7 +26,7 @@ use std::time::Instant;
 
 type E = f32;
 
-/// The command line: `--epochs N` (default 30), `--out DIR`, and `--bench N` (time N
+/// The command line: `--epochs N` (default 15), `--out DIR`, and `--bench N` (time N
 /// training steps instead, see `digits::bench_steps`).
 struct Options {
     epochs: usize,
@@ -34,7 +36,7 @@ struct Options {
 
 fn options() -> Result<Options, Box<dyn std::error::Error>> {
     let mut o = Options {
-        epochs: 30,
+        epochs: 15,
         out: std::env::current_exe()?
             .parent()
             .ok_or("the example's binary has no folder")?

@@ -9,7 +9,7 @@
 use autograd::gradcheck::ElementAccess;
 use autograd::runtime::{AutogradError, Variable};
 use autograd::types::Generator;
-use autograd_opset::nn::{Adam, BatchNorm, FromValues, Linear};
+use autograd_opset::nn::{Adam, BatchNorm, Conv2d, FromValues, Linear};
 use autograd_opset::ops::*;
 
 /// What the example needs of a backend (ndtensor's and candletensor's tensors both are).
@@ -97,49 +97,61 @@ pub fn load<T: Backend>() -> Digits<T> {
     }
 }
 
-/// Hidden units.
-pub const HIDDEN: usize = 128;
+/// The channels of the two convolutions.
+pub const C1: usize = 16;
+pub const C2: usize = 32;
 
-/// The network: `Linear(64, 128) -> BatchNorm1d(128) -> ReLU -> Linear(128, 10)` on the
-/// flattened image.
+/// The network: `Conv2d(1, 16, 3, padding 1) -> BatchNorm2d(16) -> ReLU -> MaxPool2d(2) ->
+/// Conv2d(16, 32, 3, padding 1) -> BatchNorm2d(32) -> ReLU -> MaxPool2d(2) -> Flatten ->
+/// Linear(128, 10)`: 8x8 images to 4x4 then 2x2 maps.
 pub struct Net<T: Backend> {
-    pub l1: Linear<T>,
+    pub conv1: Conv2d<T>,
     pub bn1: BatchNorm<T>,
-    pub l2: Linear<T>,
+    pub conv2: Conv2d<T>,
+    pub bn2: BatchNorm<T>,
+    pub fc: Linear<T>,
 }
 
 impl<T: Backend> Net<T> {
     /// Kaiming-uniform layers drawn from `init`.
     pub fn new(init: &Generator) -> Self {
         Net {
-            l1: Linear::new(SIDE * SIDE, HIDDEN, init),
-            bn1: BatchNorm::new(HIDDEN),
-            l2: Linear::new(HIDDEN, CLASSES, init),
+            conv1: Conv2d::new(1, C1, 3, 1, init),
+            bn1: BatchNorm::new(C1),
+            conv2: Conv2d::new(C1, C2, 3, 1, init),
+            bn2: BatchNorm::new(C2),
+            fc: Linear::new(C2 * 2 * 2, CLASSES, init),
         }
     }
 
     /// A line describing the network.
     pub fn describe() -> String {
         format!(
-            "Flatten -> Linear(64, {HIDDEN}) -> BatchNorm1d({HIDDEN}) -> ReLU -> Linear({HIDDEN}, {CLASSES})"
+            "Conv2d(1, {C1}, 3, pad 1) -> BatchNorm2d -> ReLU -> MaxPool2d(2) -> Conv2d({C1}, {C2}, 3, pad 1) -> BatchNorm2d -> ReLU -> MaxPool2d(2) -> Linear({}, {CLASSES})",
+            C2 * 4
         )
     }
 
     /// The logits of `(n, 1, 8, 8)` images; batch statistics (and their running averages
     /// updated) when `train`.
     pub fn forward(&self, x: &Variable<T>, train: bool) -> Result<Variable<T>, AutogradError> {
-        let n = x.shape()[0] as i64;
-        let h = self.l1.forward(&reshape(x, &[n, -1])?)?;
-        let h = relu(&self.bn1.forward(&h, train)?)?;
-        self.l2.forward(&h)
+        let block = |x: &Variable<T>, conv: &Conv2d<T>, bn: &BatchNorm<T>| {
+            let h = relu(&bn.forward(&conv.forward(x)?, train)?)?;
+            max_pool2d(&h, &[2, 2], &[], &[0, 0], &[1, 1], false)
+        };
+        let h = block(&block(x, &self.conv1, &self.bn1)?, &self.conv2, &self.bn2)?;
+        let n = h.shape()[0] as i64;
+        self.fc.forward(&reshape(&h, &[n, -1])?)
     }
 
     /// The parameters.
     pub fn parameters(&self) -> Vec<Variable<T>> {
         [
-            self.l1.parameters(),
+            self.conv1.parameters(),
             self.bn1.parameters(),
-            self.l2.parameters(),
+            self.conv2.parameters(),
+            self.bn2.parameters(),
+            self.fc.parameters(),
         ]
         .concat()
     }
