@@ -166,6 +166,32 @@ at::Tensor mul_tensor_backward(
     ScalarType self_st);
 Tensor sgn_backward(const Tensor& x, const Tensor& gx, const Tensor& sgn);
 
+// Convolution and pooling (issue 30). convolution_jvp's bias_p and bias_t are
+// `const Tensor&` in PyTorch, where an absent bias is an undefined tensor; here they are
+// the optionals they are (the one difference from PyTorch's declarations, listed in
+// tests/pytorch_entries.rs).
+Tensor convolution_jvp(
+    const Tensor& input_p,
+    const Tensor& input_t,
+    const Tensor& weight_p,
+    const Tensor& weight_t,
+    const std::optional<Tensor>& bias_p,
+    const std::optional<Tensor>& bias_t,
+    at::SymIntArrayRef stride,
+    at::SymIntArrayRef padding,
+    at::SymIntArrayRef dilation,
+    bool transposed,
+    at::SymIntArrayRef output_padding,
+    const c10::SymInt& groups);
+Tensor convolution_backward_jvp_grad_bias(
+    const Tensor& grad_out_t,
+    const Tensor& grad_bias);
+at::Tensor max_pool_double_backward(
+    const at::Tensor& grad,
+    const at::Tensor& indices,
+    int dim);
+Tensor constant_pad_nd_backward(const Tensor& grad, c10::SymIntArrayRef pad);
+
 // normalization and variance (issue 30). `// undefined: a, b` (the op set's annotation)
 // marks the `const Tensor&` parameters PyTorch's helper tests with `.defined()`.
 at::Tensor var_backward(
@@ -229,33 +255,11 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const
 Tensor native_batch_norm_backward_jvp(const Tensor& grad_out_p, const Tensor& grad_out_t, const Tensor& input_p, const Tensor& input_t, const std::optional<Tensor>& weight_p, const std::optional<Tensor>& weight_t, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var, const std::optional<Tensor>& save_mean, const std::optional<Tensor>& save_invstd, bool train, double eps, int64_t output);
 Tensor layer_norm_composite_jvp(const Tensor& input_p, const Tensor& input_t, const std::optional<Tensor>& weight_p, const std::optional<Tensor>& weight_t, const std::optional<Tensor>& bias_t, c10::SymIntArrayRef normalized_shape, double eps);
 
-// ---- Convolution and pooling (issue 30): PyTorch's declarations (FunctionsManual.h, with
-// convolution_jvp's bias as the optional it is here, as layer_norm_composite_jvp's; the
-// double backward is PyTorch's native `_convolution_double_backward`, Convolution.cpp), and
-// the two composite methods the pooling formulas call (`flatten`, `view_as`).
-Tensor convolution_jvp(
-    const Tensor& input_p,
-    const Tensor& input_t,
-    const Tensor& weight_p,
-    const Tensor& weight_t,
-    const std::optional<Tensor>& bias_p,
-    const std::optional<Tensor>& bias_t,
-    at::SymIntArrayRef stride,
-    at::SymIntArrayRef padding,
-    at::SymIntArrayRef dilation,
-    bool transposed,
-    at::SymIntArrayRef output_padding,
-    const c10::SymInt& groups);
-Tensor convolution_backward_jvp_grad_bias(
-    const Tensor& grad_out_t,
-    const Tensor& grad_bias);
+// Convolution and pooling (issue 30): PyTorch's native `_convolution_double_backward`
+// (Convolution.cpp, CompositeImplicitAutograd there; its schema's declaration), and the two
+// composite methods the pooling formulas call (`flatten`, `view_as`).
 // rust: convolution_double_backward
 std::tuple<Tensor, Tensor, Tensor> _convolution_double_backward_symint(const std::optional<Tensor>& ggI, const std::optional<Tensor>& ggW, const std::optional<Tensor>& ggb, const Tensor& gO, const Tensor& weight, const Tensor& self, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed, c10::SymIntArrayRef output_padding, c10::SymInt groups, std::array<bool, 3> output_mask);
-at::Tensor max_pool_double_backward(
-    const at::Tensor& grad,
-    const at::Tensor& indices,
-    int dim);
-at::Tensor constant_pad_nd_backward(const Tensor& grad, c10::SymIntArrayRef pad);
 Tensor flatten(const Tensor& self, int64_t start_dim = 0, int64_t end_dim = -1);
 Tensor view_as(const Tensor& self, const Tensor& other);
 
