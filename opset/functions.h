@@ -205,6 +205,44 @@ at::Tensor elu_double_backward(
     const Scalar& input_scale,
     bool is_result,
     const Tensor& self_or_result);
+// normalization and variance (issue 30). `// undefined: a, b` (the op set's annotation)
+// marks the `const Tensor&` parameters PyTorch's helper tests with `.defined()`.
+at::Tensor var_backward(
+    at::Tensor grad,
+    const at::Tensor& self,
+    at::OptionalIntArrayRef dim,
+    const std::optional<c10::Scalar>& correction,
+    bool keepdim);
+// undefined: ggI, ggG, ggB
+std::tuple<Tensor, Tensor, Tensor> batchnorm_double_backward(
+    const Tensor& input,
+    const std::optional<Tensor>& gamma,
+    const Tensor& ggI,
+    const Tensor& ggG,
+    const Tensor& ggB,
+    const Tensor& gO,
+    const std::optional<Tensor>& running_mean,
+    const std::optional<Tensor>& running_var,
+    bool training,
+    double eps,
+    const std::optional<Tensor>& save_mean,
+    const std::optional<Tensor>& save_invstd,
+    std::array<bool, 3> output_mask);
+// undefined: weight_p, weight_t, bias_p, bias_t
+Tensor batch_norm_jvp(
+    const Tensor& input_p,
+    const Tensor& input_t,
+    const Tensor& weight_p,
+    const Tensor& weight_t,
+    const Tensor& bias_p,
+    const Tensor& bias_t,
+    const std::optional<Tensor>& running_mean,
+    const std::optional<Tensor>& running_var,
+    const Tensor& saved_mean,
+    const Tensor& saved_invstd,
+    bool train,
+    double eps);
+
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.
@@ -227,6 +265,7 @@ Tensor embedding_backward_symint(const Tensor& grad, const Tensor& indices, c10:
 Tensor softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim);
 Tensor log_softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim);
 std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input, c10::SymIntArrayRef normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, std::array<bool, 3> grad_input_mask);
+Tensor native_batch_norm_backward_jvp(const Tensor& grad_out_p, const Tensor& grad_out_t, const Tensor& input_p, const Tensor& input_t, const std::optional<Tensor>& weight_p, const std::optional<Tensor>& weight_t, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var, const std::optional<Tensor>& save_mean, const std::optional<Tensor>& save_invstd, bool train, double eps, int64_t output);
 Tensor layer_norm_composite_jvp(const Tensor& input_p, const Tensor& input_t, const std::optional<Tensor>& weight_p, const std::optional<Tensor>& weight_t, const std::optional<Tensor>& bias_t, c10::SymIntArrayRef normalized_shape, double eps);
 
 // Convolution and pooling (issue 30): PyTorch's native `_convolution_double_backward`

@@ -322,6 +322,7 @@ pub fn broadcast_to(from: &[usize], to: &[usize]) -> R<()> {
 mod conv;
 mod indexing;
 mod losses;
+mod normalization;
 #[cfg(test)]
 mod tests;
 
@@ -336,3 +337,7 @@ pub use indexing::{
     index_in_self, index_select, max_dim, min_dim, rounding_mode,
 };
 pub use losses::{NllBackward, nll_loss_backward, nll_loss_forward, nll_target};
+pub use normalization::{
+    ChannelSizes, Stat, batch_norm, batch_norm_backward_channels, batch_norm_channels,
+    batch_norm_legit, batch_norm_no_stats, batch_norm_stat, var, var_dtype,
+};

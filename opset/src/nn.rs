@@ -190,3 +190,107 @@ where
     };
     checkpoint_with(f, inputs, options)
 }
+
+/// Batch normalization over dim 1 (PyTorch's `nn.BatchNorm1d`/`nn.BatchNorm2d`: the
+/// `batch_norm` composite): an affine weight (ones) and bias (zeros), and the running
+/// statistics (zeros and ones) the training forward updates in place with `momentum`.
+pub struct BatchNorm<T: Backend> {
+    /// `(C)`.
+    pub weight: Variable<T>,
+    /// `(C)`.
+    pub bias: Variable<T>,
+    /// `(C)`, updated in training.
+    pub running_mean: Variable<T>,
+    /// `(C)`, updated in training (with the unbiased variance).
+    pub running_var: Variable<T>,
+    /// PyTorch's default 0.1.
+    pub momentum: f64,
+    /// PyTorch's default 1e-5.
+    pub eps: f64,
+}
+
+impl<T: FromValues> BatchNorm<T> {
+    /// A layer over `channels` channels with PyTorch's defaults.
+    pub fn new(channels: usize) -> Self {
+        let ones = || T::from_f64(&vec![1.0; channels], &[channels]);
+        BatchNorm {
+            weight: Variable::new(ones(), true).named("weight"),
+            bias: Variable::new(zeros(&[channels]), true).named("bias"),
+            running_mean: Variable::from_data(zeros(&[channels])),
+            running_var: Variable::from_data(ones()),
+            momentum: 0.1,
+            eps: 1e-5,
+        }
+    }
+
+    /// The batch's statistics in training (updating the running ones), the running ones in
+    /// evaluation.
+    pub fn forward(&self, x: &Variable<T>, train: bool) -> Result<Variable<T>, AutogradError> {
+        batch_norm(
+            x,
+            Some(&self.weight),
+            Some(&self.bias),
+            Some(&self.running_mean),
+            Some(&self.running_var),
+            train,
+            self.momentum,
+            self.eps,
+            false,
+        )
+    }
+
+    /// The parameters (not the running statistics).
+    pub fn parameters(&self) -> Vec<Variable<T>> {
+        vec![self.weight.clone(), self.bias.clone()]
+    }
+}
+
+/// A 2-d convolution (PyTorch's `nn.Conv2d` with a square kernel, stride 1, no dilation or
+/// groups): `conv2d(x, weight, bias, padding)`, Kaiming-uniform initialised as PyTorch's
+/// (weights and bias uniform in `±1/sqrt(in_channels * k * k)`).
+pub struct Conv2d<T: Backend> {
+    /// `(out, in, k, k)`.
+    pub weight: Variable<T>,
+    /// `(out)`.
+    pub bias: Variable<T>,
+    /// Zero padding on each side.
+    pub padding: i64,
+}
+
+impl<T: FromValues> Conv2d<T> {
+    /// A layer of `k x k` kernels from `in_channels` to `out_channels`, padded by `padding`.
+    pub fn new(
+        in_channels: usize,
+        out_channels: usize,
+        k: usize,
+        padding: i64,
+        g: &Generator,
+    ) -> Self {
+        let b = 1.0 / ((in_channels * k * k) as f64).sqrt();
+        let w = uniform(&[out_channels, in_channels, k, k], -b, b, g);
+        Conv2d {
+            weight: Variable::new(w, true).named("weight"),
+            bias: Variable::new(uniform(&[out_channels], -b, b, g), true).named("bias"),
+            padding,
+        }
+    }
+
+    /// The convolution of `x`, `(N, in, H, W)`.
+    pub fn forward(&self, x: &Variable<T>) -> Result<Variable<T>, AutogradError> {
+        let p = self.padding;
+        conv2d(
+            x,
+            &self.weight,
+            Some(&self.bias),
+            &[1, 1],
+            &[p, p],
+            &[1, 1],
+            1,
+        )
+    }
+
+    /// The parameters.
+    pub fn parameters(&self) -> Vec<Variable<T>> {
+        vec![self.weight.clone(), self.bias.clone()]
+    }
+}

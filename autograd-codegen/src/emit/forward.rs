@@ -21,7 +21,9 @@ use quote::{format_ident, quote};
 
 /// The tensor outputs `__fw` receives: `(index, ident, type)`.
 fn tensor_outputs(p: &FunctionPlan<'_>) -> Vec<(usize, Ident, TokenStream)> {
-    if p.kind != SchemaKind::Functional {
+    // A mutable function (`Tensor(a!)` arguments that are not `self` nor out=, such as
+    // `_native_batch_norm_legit`'s running statistics) returns new outputs as a functional one.
+    if !matches!(p.kind, SchemaKind::Functional | SchemaKind::Mutable) {
         return Vec::new();
     }
     p.returns

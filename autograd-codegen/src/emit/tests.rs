@@ -383,3 +383,33 @@ fn a_view_without_view_inverse_is_reported_at_its_entry() {
     assert_eq!(&*e.location.file, "d.yaml", "{e:?}");
     assert_eq!(e.location.line, 4, "{e:?}");
 }
+
+#[test]
+fn mutable_functions_write_their_arguments_back_and_get_forward_formulas() {
+    // torchgen's SchemaKind.mutable: `stats` is `Tensor(a!)` but neither self nor out=.
+    let yaml = "\
+- name: norm_update(Tensor input, Tensor(a!) stats, float m) -> (Tensor, Tensor)
+  input: grad
+  result0: input_t
+";
+    let code = generate_pretty(&config(yaml)).unwrap();
+    let kernel = code.split("fn norm_update(").nth(1).unwrap();
+    assert!(
+        kernel.starts_with("input: &Self, stats: &mut Self, m: f64"),
+        "{kernel}"
+    );
+    let wrapper = code.split("pub fn norm_update<T: Backend>").nth(1).unwrap();
+    let body = wrapper.split("\n}").next().unwrap();
+    // The kernel's new value of `stats` reaches its variable, without a version bump.
+    assert!(body.contains("stats.set_data(__d_stats);"), "{body}");
+    assert!(!body.contains("stats.bump_version()"), "{body}");
+    // The inputs without a formula are checked, and the outputs reach the forward formula.
+    assert!(
+        body.contains("check_no_requires_grad([stats], \"stats\""),
+        "{body}"
+    );
+    assert!(
+        body.contains("__fw::<T>(input, stats, m, &__o0, &__o1)"),
+        "{body}"
+    );
+}

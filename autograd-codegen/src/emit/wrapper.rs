@@ -208,6 +208,18 @@ fn functional_body(
         .map(|(t, r)| plain(t, r))
         .collect();
     let outs: Vec<Ident> = (0..raw.len()).map(|i| format_ident!("__o{}", i)).collect();
+    // A mutable function's `Tensor(a!)` arguments take the values its kernel wrote, without
+    // a version bump: PyTorch's kernels write them through the data pointer
+    // (`_native_batch_norm_legit`'s running statistics keep `_version` 0).
+    let written = p
+        .params
+        .iter()
+        .filter(|q| matches!(q.ty, RustTy::Tensor) && q.arg.is_write())
+        .map(|q| {
+            let (n, d) = (&q.ident, format_ident!("__d_{}", q.ident));
+            quote!(#n.set_data(#d);)
+        });
+    let bind_raw = quote!(#bind_raw #(#written)*);
     let fw = super::forward::call(p, s);
     let no_record = {
         let ok = s.ok(tuple(outs.iter().map(|o| quote!(#o)).collect()));

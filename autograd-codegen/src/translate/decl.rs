@@ -70,6 +70,7 @@ pub fn parse_header(text: &str) -> Result<Vec<Decl>, DeclError> {
         message: e.message,
     })?;
     let annotations = rust_names(text);
+    let undefined = annotated(text, "undefined:");
     let mut decls = Vec::new();
     let mut i = 0;
     while i < toks.len() {
@@ -83,6 +84,10 @@ pub fn parse_header(text: &str) -> Result<Vec<Decl>, DeclError> {
                 .iter()
                 .find(|(l, _)| l + 1 == d.line)
                 .map_or_else(|| rust_name(&d.name), |(_, n)| n.clone());
+            mark_undefined(&mut d, &undefined).map_err(|message| DeclError {
+                line: d.line,
+                message,
+            })?;
             decls.push(d);
         }
         i = end;
@@ -92,18 +97,50 @@ pub fn parse_header(text: &str) -> Result<Vec<Decl>, DeclError> {
 
 /// `(line, NAME)` of each `// rust: NAME` line.
 fn rust_names(text: &str) -> Vec<(usize, String)> {
+    annotated(text, "rust:")
+}
+
+/// `(line, TEXT)` of each `// KEY TEXT` comment line.
+fn annotated(text: &str, key: &str) -> Vec<(usize, String)> {
     text.lines()
         .enumerate()
         .filter_map(|(i, l)| {
-            let name = l
+            let rest = l
                 .trim()
                 .strip_prefix("//")?
                 .trim()
-                .strip_prefix("rust:")?
+                .strip_prefix(key)?
                 .trim();
-            Some((i + 1, name.to_string()))
+            Some((i + 1, rest.to_string()))
         })
         .collect()
+}
+
+/// Applies a `// undefined: a, b` comment in the comment lines right above `d`: the named
+/// `const Tensor&` parameters may receive an undefined tensor (PyTorch's helpers test them
+/// with `.defined()`, as `batchnorm_double_backward` does its `ggI`), so they are
+/// [`Ty::OptTensor`] (`Option<&Variable<T>>` in Rust). A name that is not a tensor parameter
+/// of `d` is an error.
+fn mark_undefined(d: &mut Decl, undefined: &[(usize, String)]) -> Result<(), String> {
+    // The annotation is on one of the two lines above (a `// rust:` line may sit between).
+    let Some((_, names)) = undefined
+        .iter()
+        .find(|(l, _)| *l + 1 == d.line || *l + 2 == d.line)
+    else {
+        return Ok(());
+    };
+    for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match d.params.iter_mut().find(|p| p.name == name) {
+            Some(p) if p.ty.is_tensor() => p.ty = Ty::OptTensor,
+            _ => {
+                return Err(format!(
+                    "`// undefined: {name}`: `{}` has no tensor parameter `{name}`",
+                    d.name
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn is_ident(t: Option<&Token>, s: &str) -> bool {
@@ -326,6 +363,28 @@ mod tests {
             Ty::OptTensorList,
             "gradients may be undefined"
         );
+    }
+
+    #[test]
+    fn undefined_annotation_makes_tensor_parameters_optional() {
+        let h = "// undefined: b\nTensor f(const Tensor& a, const Tensor& b);\n\
+                 // undefined: x\n// rust: g2\nTensor g(const Tensor& x, int64_t n);\n\
+                 Tensor h(const Tensor& y);\n";
+        let d = parse_header(h).unwrap();
+        assert_eq!(d[0].params[0].ty, Ty::Tensor);
+        assert_eq!(d[0].params[1].ty, Ty::OptTensor, "annotated");
+        assert_eq!(
+            (d[1].rust.as_str(), &d[1].params[0].ty),
+            ("g2", &Ty::OptTensor)
+        );
+        assert_eq!(
+            d[2].params[0].ty,
+            Ty::Tensor,
+            "an annotation covers only its declaration"
+        );
+        let e = parse_header("// undefined: n\nTensor f(const Tensor& a, int64_t n);").unwrap_err();
+        assert_eq!(e.line, 2, "{e:?}");
+        assert!(e.message.contains("no tensor parameter `n`"), "{e:?}");
     }
 
     #[test]

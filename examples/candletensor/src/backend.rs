@@ -17,6 +17,7 @@
 
 mod conv;
 mod dtype;
+mod norm;
 
 use crate::tensor::CandleTensor;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};

@@ -10,6 +10,7 @@
 
 mod conv;
 mod dtype;
+mod norm;
 
 // The kernels below see the floating-point tensor under the name `NdTensor`.
 use crate::storage::FloatTensor as NdTensor;

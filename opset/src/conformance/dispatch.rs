@@ -545,7 +545,8 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         )),
         // Pseudo-ops of the program format.
         "detach" => Ok(vec![a.t("self")?.detach()]),
-        _ => super::conv_cases::dispatch(op, a)
+        _ => super::norm_cases::dispatch_norm(op, a)
+            .or_else(|| super::conv_cases::dispatch(op, a))
             .unwrap_or_else(|| Err(format!("op missing in the op set: {op}"))),
     }
 }

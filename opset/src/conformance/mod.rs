@@ -39,6 +39,7 @@ pub mod fixtures;
 pub mod inplace_cases;
 pub mod kit;
 pub mod no_panic;
+pub mod norm_cases;
 pub mod out_cases;
 pub mod precision;
 pub mod report;

@@ -14,13 +14,17 @@ use autograd::runtime::{AutogradError, Variable};
 
 type V<T> = Variable<T>;
 
+mod bn_guard;
 mod composites;
 mod conv;
 mod conv_formulas;
 mod decompositions;
 mod formulas;
+mod norm_composites;
+mod normalization;
 pub mod raw;
 
+pub use bn_guard::BatchNormStat;
 pub use composites::{chunk, cross_entropy_loss, matmul, nll_loss, nll_loss_nd};
 pub use conv::{
     adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, conv_transpose1d, conv_transpose2d_input,
@@ -29,6 +33,8 @@ pub use conv::{
 pub use conv_formulas::*;
 pub use decompositions::*;
 pub use formulas::*;
+pub use norm_composites::{batch_norm, var_dim};
+pub use normalization::*;
 
 /// The tangents of `tensors` at the level whose forward formula runs (zeros for an input
 /// without one), for the JVP helpers that read them from the primals as PyTorch's do.

@@ -19,6 +19,12 @@ mod formulas;
 
 pub use formulas::*;
 
+// The same file as `super`'s `normalization`, for the same reason.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "normalization.rs"]
+mod normalization;
+
+pub use normalization::*;
 // The convolution and pooling helpers, likewise.
 #[allow(clippy::duplicate_mod, clippy::needless_borrow)]
 #[path = "conv_formulas.rs"]

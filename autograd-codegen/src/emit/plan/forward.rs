@@ -85,7 +85,7 @@ pub(crate) fn plan_forward<'a>(
         let output = output_index(&fw.var_names[0], &names, kind)
             .ok_or_else(|| format!("forward formula for `{}`: no such output", fw.var_names[0]))?;
         let mut ff = formula(fw, nf, &inputs, output, rename)?;
-        if kind == SchemaKind::Functional {
+        if matches!(kind, SchemaKind::Functional | SchemaKind::Mutable) {
             let tokens = &fw.tokens;
             ff.named = names
                 .iter()

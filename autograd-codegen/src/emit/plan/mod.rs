@@ -755,7 +755,11 @@ impl<'a> Builder<'a, '_> {
         let Some(info) = fa.main_info().filter(|i| i.has_derivatives()) else {
             return Vec::new();
         };
-        if diff_outputs.is_empty() || !matches!(kind, SchemaKind::Functional | SchemaKind::Inplace)
+        if diff_outputs.is_empty()
+            || !matches!(
+                kind,
+                SchemaKind::Functional | SchemaKind::Inplace | SchemaKind::Mutable
+            )
         {
             return Vec::new();
         }

@@ -940,6 +940,100 @@ impl Backend for CandleTensor {
         Ok(self_.clone())
     }
 
+    // ---- normalization and variance (issue 30): candle compositions in backend/norm.rs,
+    // every tensor in the input's float dtype (integers and booleans promoted).
+    fn _native_batch_norm_legit(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        running_mean: &mut Self,
+        running_var: &mut Self,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let d = float_dtype(&[input]);
+        let (w, b) = (opt_promoted(weight, d)?, opt_promoted(bias, d)?);
+        *running_mean = promoted(running_mean, d)?;
+        *running_var = promoted(running_var, d)?;
+        let running = Some((running_mean, running_var));
+        let x = promoted(input, d)?;
+        C::batch_norm_legit(&x, w.as_ref(), b.as_ref(), running, training, momentum, eps)
+    }
+    fn _native_batch_norm_legit_no_training(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        running_mean: &Self,
+        running_var: &Self,
+        _momentum: f64,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let d = float_dtype(&[input]);
+        let (w, b) = (opt_promoted(weight, d)?, opt_promoted(bias, d)?);
+        let (mut rm, mut rv) = (promoted(running_mean, d)?, promoted(running_var, d)?);
+        let running = Some((&mut rm, &mut rv));
+        let x = promoted(input, d)?;
+        C::batch_norm_legit(&x, w.as_ref(), b.as_ref(), running, false, 0.0, eps)
+    }
+    fn _native_batch_norm_legit_no_stats(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        autograd_opset::meta::batch_norm_no_stats(training)?;
+        let d = float_dtype(&[input]);
+        let (w, b) = (opt_promoted(weight, d)?, opt_promoted(bias, d)?);
+        let x = promoted(input, d)?;
+        C::batch_norm_legit(&x, w.as_ref(), b.as_ref(), None, true, momentum, eps)
+    }
+    fn native_batch_norm_backward(
+        grad_out: &Self,
+        input: &Self,
+        weight: Option<&Self>,
+        running_mean: Option<&Self>,
+        running_var: Option<&Self>,
+        save_mean: Option<&Self>,
+        save_invstd: Option<&Self>,
+        train: bool,
+        eps: f64,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let d = float_dtype(&[input]);
+        let (g, x) = (promoted(grad_out, d)?, promoted(input, d)?);
+        let (w, rm, rv) = (
+            opt_promoted(weight, d)?,
+            opt_promoted(running_mean, d)?,
+            opt_promoted(running_var, d)?,
+        );
+        let (sm, si) = (opt_promoted(save_mean, d)?, opt_promoted(save_invstd, d)?);
+        C::native_batch_norm_backward(
+            &g,
+            &x,
+            w.as_ref(),
+            rm.as_ref(),
+            rv.as_ref(),
+            sm.as_ref(),
+            si.as_ref(),
+            train,
+            eps,
+            output_mask,
+        )
+    }
+    fn var_correction(
+        self_: &Self,
+        dim: Option<&[i64]>,
+        correction: Option<Scalar>,
+        keepdim: bool,
+    ) -> R<Self> {
+        let correction = correction.map(Scalar::to_f64);
+        autograd_opset::meta::var_dtype(self_.dtype())?;
+        C::var_correction(self_, dim, correction, keepdim)
+    }
+
     // ---- convolution and pooling (backend/conv.rs): floats as they are (the first float
     // operand's dtype); integers through `F64`, the result in their dtype.
     fn convolution(
@@ -1416,4 +1510,9 @@ fn modulo_tensor(a: &C, b: &C, kernel: &str, floor: bool) -> R<C> {
         },
         DType::I64,
     )
+}
+
+/// An optional tensor in the float dtype `d`.
+fn opt_promoted(t: Option<&C>, d: DType) -> R<Option<C>> {
+    t.map(|t| promoted(t, d)).transpose()
 }

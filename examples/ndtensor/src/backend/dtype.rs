@@ -1372,6 +1372,132 @@ impl<E: Element> Backend for NdTensor<E> {
         Ok(self_.clone())
     }
 
+    // ---- normalization and variance (issue 30): floating-point kernels in backend/norm.rs
+    fn _native_batch_norm_legit(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        running_mean: &mut Self,
+        running_var: &mut Self,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let (mut rm, mut rv) = (
+            promoted(running_mean).into_owned(),
+            promoted(running_var).into_owned(),
+        );
+        let (w, b) = (weight.map(promoted), bias.map(promoted));
+        let (y, m, s) = F::batch_norm_legit(
+            &promoted(input),
+            w.as_deref(),
+            b.as_deref(),
+            Some((&mut rm, &mut rv)),
+            training,
+            momentum,
+            eps,
+        )?;
+        if training {
+            *running_mean = float_out(rm);
+            *running_var = float_out(rv);
+        }
+        Ok((float_out(y), float_out(m), float_out(s)))
+    }
+    fn _native_batch_norm_legit_no_training(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        running_mean: &Self,
+        running_var: &Self,
+        _momentum: f64,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let (mut rm, mut rv) = (
+            promoted(running_mean).into_owned(),
+            promoted(running_var).into_owned(),
+        );
+        let (w, b) = (weight.map(promoted), bias.map(promoted));
+        let running = Some((&mut rm, &mut rv));
+        let (y, m, s) = F::batch_norm_legit(
+            &promoted(input),
+            w.as_deref(),
+            b.as_deref(),
+            running,
+            false,
+            0.0,
+            eps,
+        )?;
+        Ok((float_out(y), float_out(m), float_out(s)))
+    }
+    fn _native_batch_norm_legit_no_stats(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        autograd_opset::meta::batch_norm_no_stats(training)?;
+        let (w, b) = (weight.map(promoted), bias.map(promoted));
+        let (y, m, s) = F::batch_norm_legit(
+            &promoted(input),
+            w.as_deref(),
+            b.as_deref(),
+            None,
+            true,
+            momentum,
+            eps,
+        )?;
+        Ok((float_out(y), float_out(m), float_out(s)))
+    }
+    fn native_batch_norm_backward(
+        grad_out: &Self,
+        input: &Self,
+        weight: Option<&Self>,
+        running_mean: Option<&Self>,
+        running_var: Option<&Self>,
+        save_mean: Option<&Self>,
+        save_invstd: Option<&Self>,
+        train: bool,
+        eps: f64,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let (w, rm, rv) = (
+            weight.map(promoted),
+            running_mean.map(promoted),
+            running_var.map(promoted),
+        );
+        let (sm, si) = (save_mean.map(promoted), save_invstd.map(promoted));
+        let (gi, gw, gb) = F::native_batch_norm_backward(
+            &promoted(grad_out),
+            &promoted(input),
+            w.as_deref(),
+            rm.as_deref(),
+            rv.as_deref(),
+            sm.as_deref(),
+            si.as_deref(),
+            train,
+            eps,
+            output_mask,
+        )?;
+        Ok((float_out(gi), float_out(gw), float_out(gb)))
+    }
+    fn var_correction(
+        self_: &Self,
+        dim: Option<&[i64]>,
+        correction: Option<Scalar>,
+        keepdim: bool,
+    ) -> R<Self> {
+        let correction = correction.map(Scalar::to_f64);
+        autograd_opset::meta::var_dtype(self_.dtype())?;
+        Ok(float_out(F::var_correction(
+            &promoted(self_),
+            dim,
+            correction,
+            keepdim,
+        )?))
+    }
+
     // ---- convolution and pooling (backend/conv.rs): floats as they are; integers through
     // `f64`, the result in their dtype.
     fn convolution(

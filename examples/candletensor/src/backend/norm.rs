@@ -1,0 +1,209 @@
+//! The kernels of the normalization ops and of `var.correction` (issue 30), composed of
+//! candle's ops: `_native_batch_norm_legit` (its running statistics updated in place),
+//! `_native_batch_norm_legit_no_training`, `_native_batch_norm_legit.no_stats`,
+//! `native_batch_norm_backward` and `var.correction`, as PyTorch's CPU kernels compute them
+//! (the mean, then the sum of squared deviations from it).
+
+use super::{Ce, R, count, sc, sum_axes, w};
+use crate::tensor::CandleTensor;
+use autograd_opset::meta;
+use candle_core::Tensor;
+
+/// Every axis but the channels' (1).
+fn channel_axes(x: &Tensor) -> Vec<usize> {
+    (0..x.rank()).filter(|a| *a != 1).collect()
+}
+
+/// A per-channel vector `[C]` shaped `[1, C, 1, ...]` to broadcast against `x`.
+fn per_channel(v: &Tensor, x: &Tensor) -> R<Tensor> {
+    let mut s = vec![1; x.rank()];
+    s[1] = x.dims()[1];
+    v.reshape(s).ce()
+}
+
+/// `1 / sqrt(var + eps)`.
+fn invstd(var: &Tensor, eps: f64) -> R<Tensor> {
+    var.broadcast_add(&sc(eps, var)?)
+        .ce()?
+        .sqrt()
+        .ce()?
+        .recip()
+        .ce()
+}
+
+/// `(x - mean) * invstd * weight + bias`, the statistics shaped per channel.
+fn normalize(
+    x: &Tensor,
+    mean: &Tensor,
+    invstd: &Tensor,
+    weight: Option<&CandleTensor>,
+    bias: Option<&CandleTensor>,
+) -> R<Tensor> {
+    let mut y = x.broadcast_sub(mean).ce()?.broadcast_mul(invstd).ce()?;
+    if let Some(wt) = weight {
+        y = y.broadcast_mul(&per_channel(&wt.t, x)?).ce()?;
+    }
+    if let Some(b) = bias {
+        y = y.broadcast_add(&per_channel(&b.t, x)?).ce()?;
+    }
+    Ok(y)
+}
+
+/// `(1 - momentum) * running + momentum * batch`, written into `running`.
+fn update(running: &mut CandleTensor, batch: &Tensor, momentum: f64) -> R<()> {
+    let old = running.t.affine(1.0 - momentum, 0.0).ce()?;
+    let new = batch
+        .affine(momentum, 0.0)
+        .ce()?
+        .to_dtype(old.dtype())
+        .ce()?;
+    *running = w(old.add(&new.reshape(old.dims()).ce()?).ce()?);
+    Ok(())
+}
+
+impl CandleTensor {
+    /// `_native_batch_norm_legit` and its `.no_stats` and `_no_training` forms: the output,
+    /// the saved mean and inverse standard deviation (empty `[0]` in evaluation, as
+    /// PyTorch's CPU kernel returns); in training, running statistics given are updated in
+    /// place with the unbiased variance.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn batch_norm_legit(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        running: Option<(&mut Self, &mut Self)>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let numel = |t: Option<&Self>| t.map(|t| t.shape().iter().product::<usize>());
+        let (rm, rv) = match &running {
+            Some((m, v)) => (numel(Some(&**m)), numel(Some(&**v))),
+            None => (None, None),
+        };
+        let sizes = meta::ChannelSizes {
+            weight: numel(weight),
+            bias: numel(bias),
+            running_mean: rm,
+            running_var: rv,
+            ..Default::default()
+        };
+        meta::batch_norm_legit(input.shape(), &sizes, training)?;
+        let x = &input.t;
+        if !training {
+            let (rm, rv) = running.expect("evaluation has running statistics");
+            let mean = per_channel(&rm.t, x)?;
+            let is = per_channel(&invstd(&rv.t, eps)?, x)?;
+            let y = normalize(x, &mean, &is, weight, bias)?;
+            let empty = || Tensor::zeros(0, x.dtype(), x.device()).ce().map(w);
+            return Ok((w(y), empty()?, empty()?));
+        }
+        let axes = channel_axes(x);
+        let n = count(x, &axes) as f64;
+        let mean = sum_axes(x, &axes, true)?.broadcast_div(&sc(n, x)?).ce()?;
+        let m2 = sum_axes(&x.broadcast_sub(&mean).ce()?.sqr().ce()?, &axes, true)?;
+        let is = invstd(&m2.broadcast_div(&sc(n, x)?).ce()?, eps)?;
+        let y = normalize(x, &mean, &is, weight, bias)?;
+        if let Some((rm, rv)) = running {
+            update(rm, &mean, momentum)?;
+            update(rv, &m2.broadcast_div(&sc(n - 1.0, x)?).ce()?, momentum)?;
+        }
+        let flat = |t: &Tensor| t.flatten_all().ce().map(w);
+        Ok((w(y), flat(&mean)?, flat(&is)?))
+    }
+
+    /// `native_batch_norm_backward`: PyTorch's `batch_norm_backward_cpu_template`, from the
+    /// saved statistics in training and the running ones in evaluation. Outputs the mask
+    /// leaves out are zeros.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn native_batch_norm_backward(
+        grad_out: &Self,
+        input: &Self,
+        weight: Option<&Self>,
+        running_mean: Option<&Self>,
+        running_var: Option<&Self>,
+        save_mean: Option<&Self>,
+        save_invstd: Option<&Self>,
+        train: bool,
+        eps: f64,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let numel = |t: Option<&Self>| t.map(|t| t.shape().iter().product::<usize>());
+        // The statistics the mode reads.
+        let read = |t: Option<&Self>, read: bool| if read { numel(t) } else { None };
+        let sizes = meta::ChannelSizes {
+            weight: numel(weight),
+            running_mean: read(running_mean, !train),
+            running_var: read(running_var, !train),
+            save_mean: read(save_mean, train),
+            save_invstd: read(save_invstd, train),
+            bias: None,
+        };
+        let c = meta::batch_norm_backward_channels(grad_out.shape(), input.shape(), &sizes)?;
+        let (x, go) = (&input.t, &grad_out.t);
+        use meta::Stat;
+        let stat = |t: Option<&Self>, which| meta::batch_norm_stat(t.map(|t| t.t.clone()), which);
+        let (mean, is) = if train {
+            (
+                stat(save_mean, Stat::SaveMean)?,
+                stat(save_invstd, Stat::SaveInvstd)?,
+            )
+        } else {
+            let rv = stat(running_var, Stat::RunningVar)?;
+            (stat(running_mean, Stat::RunningMean)?, invstd(&rv, eps)?)
+        };
+        let (mean, is) = (per_channel(&mean, x)?, per_channel(&is, x)?);
+        let axes = channel_axes(x);
+        let n = count(x, &axes) as f64;
+        let xc = x.broadcast_sub(&mean).ce()?;
+        let sum = sum_axes(go, &axes, true)?;
+        let dotp = sum_axes(&xc.mul(go).ce()?, &axes, true)?;
+        let scale = match weight {
+            Some(wt) => is.broadcast_mul(&per_channel(&wt.t, x)?).ce()?,
+            None => is.clone(),
+        };
+        let gi = if train {
+            let k = dotp
+                .mul(&is.sqr().ce()?)
+                .ce()?
+                .broadcast_div(&sc(n, x)?)
+                .ce()?;
+            let mean_g = sum.broadcast_div(&sc(n, x)?).ce()?;
+            let centered = go
+                .broadcast_sub(&mean_g)
+                .ce()?
+                .sub(&xc.broadcast_mul(&k).ce()?)
+                .ce()?;
+            centered.broadcast_mul(&scale).ce()?
+        } else {
+            go.broadcast_mul(&scale).ce()?
+        };
+        let zeros = || Tensor::zeros(c, x.dtype(), x.device()).ce();
+        let gw = match output_mask[1] {
+            true => dotp.mul(&is).ce()?.flatten_all().ce()?,
+            false => zeros()?,
+        };
+        let gb = match output_mask[2] {
+            true => sum.flatten_all().ce()?,
+            false => zeros()?,
+        };
+        Ok((w(gi), w(gw), w(gb)))
+    }
+
+    /// `var.correction`: the sum of squared deviations from the mean over `dim` divided by
+    /// `max(0, n - correction)` (PyTorch's; 0 / 0 is NaN, x / 0 infinity).
+    pub(super) fn var_correction(
+        self_: &Self,
+        dim: Option<&[i64]>,
+        correction: Option<f64>,
+        keepdim: bool,
+    ) -> R<Self> {
+        let x = &self_.t;
+        let axes = meta::var(self_.shape(), dim)?;
+        let n = count(x, &axes) as f64;
+        let mean = sum_axes(x, &axes, true)?.broadcast_div(&sc(n, x)?).ce()?;
+        let m2 = sum_axes(&x.broadcast_sub(&mean).ce()?.sqr().ce()?, &axes, keepdim)?;
+        let dof = (n - correction.unwrap_or(1.0)).max(0.0);
+        Ok(w(m2.broadcast_div(&sc(dof, x)?).ce()?))
+    }
+}

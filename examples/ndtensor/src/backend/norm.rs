@@ -1,0 +1,277 @@
+//! The floating-point kernels of the normalization ops and of `var.correction` (issue 30):
+//! `_native_batch_norm_legit` (with its running statistics updated in place),
+//! `_native_batch_norm_legit_no_training`, `_native_batch_norm_legit.no_stats`,
+//! `native_batch_norm_backward` and `var.correction`, as PyTorch's CPU kernels compute them
+//! (two passes: the mean, then the sum of squared deviations), in `f64`.
+
+use super::{NdTensor, R};
+use crate::tensor::Element;
+use autograd_opset::meta;
+use ndarray::{Array, IxDyn};
+
+/// The values of `t` in row-major order, as `f64`.
+fn values<E: Element>(t: &NdTensor<E>) -> Vec<f64> {
+    t.iter().map(|x| x.as_f64()).collect()
+}
+
+/// A tensor of `shape` from row-major `f64` values.
+fn tensor<E: Element>(shape: &[usize], v: Vec<f64>) -> NdTensor<E> {
+    let a = Array::from_shape_vec(IxDyn(shape), v.into_iter().map(E::of).collect());
+    NdTensor::from_array(a.expect("values of the shape"))
+}
+
+/// A batch norm's layout: `n` rows of `c` channels of `inner` elements each.
+#[derive(Clone, Copy)]
+struct Layout {
+    n: usize,
+    c: usize,
+    inner: usize,
+}
+
+impl Layout {
+    fn of(shape: &[usize], c: usize) -> Self {
+        Layout {
+            n: shape[0],
+            c,
+            inner: shape[2..].iter().product(),
+        }
+    }
+    /// The channel of row-major element `i`.
+    fn channel(&self, i: usize) -> usize {
+        (i / self.inner.max(1)) % self.c.max(1)
+    }
+    /// The elements per channel.
+    fn count(&self) -> usize {
+        self.n * self.inner
+    }
+}
+
+/// Per channel: the mean and the sum of squared deviations.
+fn channel_moments(x: &[f64], l: Layout) -> (Vec<f64>, Vec<f64>) {
+    let mut sum = vec![0.0; l.c];
+    for (i, v) in x.iter().enumerate() {
+        sum[l.channel(i)] += v;
+    }
+    let mean: Vec<f64> = sum.iter().map(|s| s / l.count() as f64).collect();
+    let mut m2 = vec![0.0; l.c];
+    for (i, v) in x.iter().enumerate() {
+        let c = l.channel(i);
+        m2[c] += (v - mean[c]) * (v - mean[c]);
+    }
+    (mean, m2)
+}
+
+/// `(x - mean) * invstd * weight + bias` per channel.
+fn normalize(
+    x: &[f64],
+    l: Layout,
+    mean: &[f64],
+    invstd: &[f64],
+    w: Option<&[f64]>,
+    b: Option<&[f64]>,
+) -> Vec<f64> {
+    x.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let c = l.channel(i);
+            let y = (v - mean[c]) * invstd[c];
+            y * w.map_or(1.0, |w| w[c]) + b.map_or(0.0, |b| b[c])
+        })
+        .collect()
+}
+
+/// `(1 - momentum) * running + momentum * batch`, written into `running`.
+fn update<E: Element>(running: &mut NdTensor<E>, batch: &[f64], momentum: f64) {
+    let old = values(running);
+    let v = old
+        .iter()
+        .zip(batch)
+        .map(|(r, b)| momentum * b + (1.0 - momentum) * r)
+        .collect();
+    *running = tensor(running.shape(), v);
+}
+
+impl<E: Element> NdTensor<E> {
+    /// `_native_batch_norm_legit` and its `.no_stats` and `_no_training` forms: the output,
+    /// the saved mean and inverse standard deviation (empty `[0]` in evaluation, as
+    /// PyTorch's CPU kernel returns); in training, running statistics given are updated in
+    /// place with the unbiased variance.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn batch_norm_legit(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        running: Option<(&mut Self, &mut Self)>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let numel = |t: Option<&Self>| t.map(|t| t.shape().iter().product::<usize>());
+        let (rm, rv) = match &running {
+            Some((m, v)) => (numel(Some(&**m)), numel(Some(&**v))),
+            None => (None, None),
+        };
+        let sizes = meta::ChannelSizes {
+            weight: numel(weight),
+            bias: numel(bias),
+            running_mean: rm,
+            running_var: rv,
+            ..Default::default()
+        };
+        let c = meta::batch_norm_legit(input.shape(), &sizes, training)?;
+        let l = Layout::of(input.shape(), c);
+        let x = values(input);
+        let (w, b) = (weight.map(values), bias.map(values));
+        if !training {
+            let (rm, rv) = running.expect("evaluation has running statistics");
+            let mean = values(rm);
+            let invstd: Vec<f64> = values(rv).iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+            let y = normalize(&x, l, &mean, &invstd, w.as_deref(), b.as_deref());
+            let empty = || tensor(&[0], Vec::new());
+            return Ok((tensor(input.shape(), y), empty(), empty()));
+        }
+        let (mean, m2) = channel_moments(&x, l);
+        let n = l.count() as f64;
+        let invstd: Vec<f64> = m2.iter().map(|s| 1.0 / (s / n + eps).sqrt()).collect();
+        let y = normalize(&x, l, &mean, &invstd, w.as_deref(), b.as_deref());
+        if let Some((rm, rv)) = running {
+            update(rm, &mean, momentum);
+            let unbiased: Vec<f64> = m2.iter().map(|s| s / (n - 1.0)).collect();
+            update(rv, &unbiased, momentum);
+        }
+        Ok((
+            tensor(input.shape(), y),
+            tensor(&[c], mean),
+            tensor(&[c], invstd),
+        ))
+    }
+
+    /// `native_batch_norm_backward`: PyTorch's `batch_norm_backward_cpu_template`, from the
+    /// saved statistics in training and the running ones in evaluation. Outputs the mask
+    /// leaves out are zeros.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn native_batch_norm_backward(
+        grad_out: &Self,
+        input: &Self,
+        weight: Option<&Self>,
+        running_mean: Option<&Self>,
+        running_var: Option<&Self>,
+        save_mean: Option<&Self>,
+        save_invstd: Option<&Self>,
+        train: bool,
+        eps: f64,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let numel = |t: Option<&Self>| t.map(|t| t.shape().iter().product::<usize>());
+        // The statistics the mode reads.
+        let read = |t: Option<&Self>, read: bool| if read { numel(t) } else { None };
+        let sizes = meta::ChannelSizes {
+            weight: numel(weight),
+            running_mean: read(running_mean, !train),
+            running_var: read(running_var, !train),
+            save_mean: read(save_mean, train),
+            save_invstd: read(save_invstd, train),
+            bias: None,
+        };
+        let c = meta::batch_norm_backward_channels(grad_out.shape(), input.shape(), &sizes)?;
+        let l = Layout::of(input.shape(), c);
+        use meta::Stat;
+        let stat = |t: Option<&Self>, which| meta::batch_norm_stat(t.map(values), which);
+        let (mean, invstd) = if train {
+            (
+                stat(save_mean, Stat::SaveMean)?,
+                stat(save_invstd, Stat::SaveInvstd)?,
+            )
+        } else {
+            let rv = stat(running_var, Stat::RunningVar)?;
+            let invstd = rv.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+            (stat(running_mean, Stat::RunningMean)?, invstd)
+        };
+        let (x, go) = (values(input), values(grad_out));
+        let w = weight.map(values);
+        let (mut sum, mut dotp) = (vec![0.0; c], vec![0.0; c]);
+        for (i, (xv, g)) in x.iter().zip(&go).enumerate() {
+            let ch = l.channel(i);
+            sum[ch] += g;
+            dotp[ch] += (xv - mean[ch]) * g;
+        }
+        let n = l.count() as f64;
+        let gi: Vec<f64> = match output_mask[0] {
+            false => vec![0.0; x.len()],
+            true => x
+                .iter()
+                .zip(&go)
+                .enumerate()
+                .map(|(i, (xv, g))| {
+                    let ch = l.channel(i);
+                    let wc = w.as_ref().map_or(1.0, |w| w[ch]);
+                    if train {
+                        let k = dotp[ch] * invstd[ch] * invstd[ch] / n;
+                        let dx = (xv - mean[ch]) * k;
+                        (g - sum[ch] / n - dx) * invstd[ch] * wc
+                    } else {
+                        g * invstd[ch] * wc
+                    }
+                })
+                .collect(),
+        };
+        let gw: Vec<f64> = dotp.iter().zip(&invstd).map(|(d, s)| d * s).collect();
+        Ok((
+            tensor(input.shape(), gi),
+            tensor(&[c], if output_mask[1] { gw } else { vec![0.0; c] }),
+            tensor(&[c], if output_mask[2] { sum } else { vec![0.0; c] }),
+        ))
+    }
+
+    /// `var.correction`: the sum of squared deviations from the mean over `dim` divided by
+    /// `max(0, n - correction)` (PyTorch's; 0 / 0 is NaN, x / 0 infinity).
+    pub(super) fn var_correction(
+        self_: &Self,
+        dim: Option<&[i64]>,
+        correction: Option<f64>,
+        keepdim: bool,
+    ) -> R<Self> {
+        let shape = self_.shape();
+        let axes = meta::var(shape, dim)?;
+        let correction = correction.unwrap_or(1.0);
+        let kept: Vec<usize> = (0..shape.len())
+            .map(|a| if axes.contains(&a) { 1 } else { shape[a] })
+            .collect();
+        let out_len: usize = kept.iter().product();
+        let n: usize = axes.iter().map(|a| shape[*a]).product();
+        let x = values(self_);
+        // The output position of each input element.
+        let pos = |mut i: usize| {
+            let (mut p, mut stride) = (0, 1);
+            for a in (0..shape.len()).rev() {
+                let k = i % shape[a].max(1);
+                i /= shape[a].max(1);
+                if !axes.contains(&a) {
+                    p += k * stride;
+                    stride *= shape[a];
+                }
+            }
+            p
+        };
+        let mut sum = vec![0.0; out_len];
+        for (i, v) in x.iter().enumerate() {
+            sum[pos(i)] += v;
+        }
+        let mean: Vec<f64> = sum.iter().map(|s| s / n as f64).collect();
+        let mut m2 = vec![0.0; out_len];
+        for (i, v) in x.iter().enumerate() {
+            let p = pos(i);
+            m2[p] += (v - mean[p]) * (v - mean[p]);
+        }
+        let dof = (n as f64 - correction).max(0.0);
+        let v = m2.iter().map(|s| s / dof).collect();
+        let out_shape: Vec<usize> = match keepdim {
+            true => kept,
+            false => (0..shape.len())
+                .filter(|a| !axes.contains(a))
+                .map(|a| shape[a])
+                .collect(),
+        };
+        Ok(tensor(&out_shape, v))
+    }
+}
