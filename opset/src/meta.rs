@@ -334,7 +334,7 @@ pub use conv::{
 use indexing::index_below;
 pub use indexing::{
     argmax, argmax_dim, argmin, argmin_dim, elu_backward, embedding, flip, index_add, index_in_dim,
-    index_in_self, index_select, max_dim, min_dim, rounding_mode,
+    index_in_self, index_select, max_dim, min_dim, repeat, rounding_mode,
 };
 pub use losses::{NllBackward, nll_loss_backward, nll_loss_forward, nll_target};
 pub use normalization::{

@@ -1503,6 +1503,15 @@ def g_hardtanh(p, r):
     return p.op("hardtanh", self=x, min_val=lo, max_val=r.choice([1, 0.25]))
 
 
+def g_repeat(p, r):
+    s = r.choice([shape(r, 1, 2), []])
+    x = p.inp(s, nc=r.random() < 0.4)
+    reps = [r.choice([1, 2, 3]) for _ in s] if r.random() < 0.5 else [2] + [r.choice([1, 2]) for _ in s]
+    if s and r.random() < 0.2:
+        reps[0] = 0
+    return p.op("repeat", self=x, repeats=reps)
+
+
 def g_hardtanh_backward(p, r):
     s = shape(r, 1, 2)
     return p.op("hardtanh_backward", grad_output=p.inp(s), self=p.inp(s, "wide"), min_val=-1, max_val=0.5)
@@ -1520,6 +1529,7 @@ GEN.update({
     "hardtanh": g_hardtanh,
     "hardtanh_backward": g_hardtanh_backward,
     "alias": unary("alias"),
+    "repeat": g_repeat,
 })
 
 # Ops a random program may apply to an op's result (a composition).
@@ -1755,7 +1765,8 @@ def dtype_matrix():
              ("div.Scalar_mode", {"other": 2.0, "rounding_mode": "floor"}),
              ("div.Scalar_mode", {"other": 0, "rounding_mode": "trunc"}),
              ("div.Scalar_mode", {"other": 2, "rounding_mode": None}),
-             ("div.Scalar_mode", {"other": 2, "rounding_mode": "x"})]
+             ("div.Scalar_mode", {"other": 2, "rounding_mode": "x"}), ("repeat", {"repeats": [1, 2, 1]}),
+             ("repeat", {"repeats": [2]}), ("repeat", {"repeats": [-1, 2]})]
     seen = set()
     for op, extra in unary:
         # A second entry of one operator is named by its Scalar (`remainder.Scalar/i64_-1.5`).
@@ -3300,6 +3311,7 @@ UNARY_SWEEP = {
     "any": {}, "any.dim": {"dim": 0, "keepdim": False}, "any.dims": {"dim": None, "keepdim": True},
     "elu": {"alpha": 1.0, "scale": 1.0, "input_scale": 1.0}, "hardtanh": {"min_val": -0.5, "max_val": 0.5},
     "div.Scalar_mode": {"other": 2.0, "rounding_mode": "floor"}, "alias": {},
+    "repeat": {"repeats": [2, 1, 1, 1]},
 }
 POSITIVE = {"log": {}, "sqrt": {}, "rsqrt": {}}
 

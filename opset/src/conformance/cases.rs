@@ -795,6 +795,9 @@ fn rounding_and_selection<B: ConformanceTensor>(r: &Rng, cs: &mut Vec<Case<B>>) 
     cs.push(case("fmod.Scalar", "by -0.5", vec![off(r.nc(&s2))], |x| {
         fmod_scalar(&x[0], -0.5).unwrap()
     }));
+    cs.push(case("repeat", "two more dims", vec![r.nc(&s2)], |x| {
+        repeat(&x[0], &[2, 1, 3, 1]).unwrap()
+    }));
     cs.push(case("alias", "", vec![r.nc(&s3)], |x| {
         alias(&x[0]).unwrap()
     }));

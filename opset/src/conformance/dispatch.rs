@@ -420,6 +420,7 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "transpose.int" => one(transpose_int(&a.t("self")?, a.i("dim0")?, a.i("dim1")?)),
         "t" => one(t(&a.t("self")?)),
         "alias" => one(alias(&a.t("self")?)),
+        "repeat" => one(repeat(&a.t("self")?, &a.ints("repeats")?)),
         "permute" => one(permute(&a.t("self")?, &a.ints("dims")?)),
         "reshape" => one(reshape(&a.t("self")?, &a.ints("shape")?)),
         "view" => one(view(&a.t("self")?, &a.ints("size")?)),

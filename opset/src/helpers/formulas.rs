@@ -1034,3 +1034,31 @@ pub fn elu_double_backward<T: Backend>(
         mul_tensor(&b, &negative)
     }
 }
+
+/// PyTorch's `repeat_backward`: the gradient summed over the repeated copies (zeros for a
+/// zero repeat).
+pub fn repeat_backward<T: Backend>(grad: &V<T>, repeats: &[i64], input_shape: &[i64]) -> Res<V<T>> {
+    if repeats.contains(&0) {
+        return new_zeros(grad, input_shape, None, None, None, None);
+    }
+    let nd = input_shape.len();
+    let unsqueezed = grad.shape().len() - nd;
+    let mut g = grad.clone();
+    for _ in 0..unsqueezed {
+        g = sum_dim_intlist(&g, Some(&[0]), false, None)?;
+    }
+    let (mut grad_size, mut sum_dims) = (Vec::new(), Vec::new());
+    for (dim, &size) in input_shape.iter().enumerate() {
+        let repeat = repeats[dim + unsqueezed];
+        if repeat != 1 {
+            grad_size.push(repeat);
+            sum_dims.push(grad_size.len() as i64 - 1);
+        }
+        grad_size.push(size);
+    }
+    let g = reshape(&g, &grad_size)?;
+    if sum_dims.is_empty() {
+        return Ok(g);
+    }
+    sum_dim_intlist(&g, Some(&sum_dims), false, None)
+}

@@ -170,6 +170,34 @@ pub fn elu_backward(alpha: f64, is_result: bool) -> R<()> {
     })
 }
 
+/// `repeat`: the result's sizes (the shape padded with leading 1s, times `repeats`).
+///
+/// ```
+/// use autograd_opset::meta;
+/// assert_eq!(meta::repeat(&[2], &[3, 2]).unwrap(), vec![3, 4]);
+/// assert!(meta::repeat(&[2, 2], &[2]).is_err());
+/// ```
+pub fn repeat(shape: &[usize], repeats: &[i64]) -> R<Vec<usize>> {
+    check(repeats.len() >= shape.len(), || {
+        "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
+            .into()
+    })?;
+    let pad = repeats.len() - shape.len();
+    let sizes: Vec<i64> = repeats
+        .iter()
+        .enumerate()
+        .map(|(i, r)| r * if i < pad { 1 } else { shape[i - pad] as i64 })
+        .collect();
+    if let Some(d) = sizes.iter().find(|s| **s < 0) {
+        let list: Vec<String> = sizes.iter().map(i64::to_string).collect();
+        return Err(Error::runtime(format!(
+            "Trying to create tensor with negative dimension {d}: [{}]",
+            list.join(", ")
+        )));
+    }
+    Ok(sizes.iter().map(|&s| s as usize).collect())
+}
+
 /// `max.dim`: the axis, which must have an element to select.
 ///
 /// ```

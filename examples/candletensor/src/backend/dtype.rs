@@ -1213,6 +1213,23 @@ impl Backend for CandleTensor {
         let truncated = ce(ce(t.ge(&zero))?.where_cond(&ce(t.floor())?, &ce(t.ceil())?))?;
         narrowed(C::new(truncated), k)
     }
+    fn repeat(self_: &Self, repeats: &[i64]) -> R<Self> {
+        let out = autograd_opset::meta::repeat(self_.shape(), repeats)?;
+        // The shape padded with leading 1s, then each dim gathered at `i % size` (exact for
+        // every dtype: elements are only moved).
+        let mut padded = vec![1; out.len() - self_.shape().len()];
+        padded.extend_from_slice(self_.shape());
+        let mut t = ce(ce(self_.t.reshape(padded.as_slice()))?.contiguous())?;
+        for (ax, (&n, &size)) in out.iter().zip(&padded).enumerate() {
+            if n == size {
+                continue;
+            }
+            let at: Vec<u32> = (0..n).map(|i| (i % size.max(1)) as u32).collect();
+            let at = ce(candle_core::Tensor::from_vec(at, n, t.device()))?;
+            t = ce(ce(t.index_select(&at, ax))?.contiguous())?;
+        }
+        Ok(C::new(t))
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.

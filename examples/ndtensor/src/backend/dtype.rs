@@ -1691,6 +1691,10 @@ impl<E: Element> Backend for NdTensor<E> {
         let r = F::constant_pad_nd(&wide(self_), pad, value)?;
         Ok(narrowed(r, kind(self_)))
     }
+    fn repeat(self_: &Self, repeats: &[i64]) -> R<Self> {
+        let out = meta::repeat(self_.shape(), repeats)?;
+        moved!(self_, x => Ok::<_, Error>(tiled(x, &out)))
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
@@ -1928,6 +1932,19 @@ fn elu_coefs<E: Element>(alpha: Scalar, scale: Scalar, input_scale: Scalar) -> (
         E::of(scale),
         E::of(input_scale.to_f64()),
     )
+}
+
+/// `x` repeated to `out` (PyTorch's `repeat`: `x`'s shape padded with leading 1s tiles it):
+/// each element of the result reads `x` at its index modulo `x`'s sizes.
+fn tiled<G: Element>(x: &F<G>, out: &[usize]) -> F<G> {
+    let v = x.arr();
+    let pad = out.len() - v.ndim();
+    fl(Array::from_shape_fn(IxDyn(out), |ix| {
+        let at: Vec<usize> = (pad..out.len())
+            .map(|d| ix[d] % v.shape()[d - pad])
+            .collect();
+        v[IxDyn(&at)]
+    }))
 }
 
 #[cfg(test)]
