@@ -1375,6 +1375,17 @@ fn bitwise(a: &C, b: &C, kernel: &str, f: fn(i64, i64) -> i64) -> R<C> {
 /// `f` on the `i64` values of `ts` broadcast together, the result as `dtype` (exact: the
 /// values are read as `I64`).
 fn on_i64s(ts: &[&C], f: impl Fn(&[i64]) -> i64, dtype: DType) -> R<C> {
+    on_host(ts, DType::I64, f, dtype)
+}
+
+/// `f` on the values of `ts` broadcast together, read as `read` (`T` on the host), the
+/// result as `out`.
+fn on_host<T: candle_core::WithDType>(
+    ts: &[&C],
+    read: DType,
+    f: impl Fn(&[T]) -> T,
+    out: DType,
+) -> R<C> {
     let mut shape: Vec<usize> = vec![];
     for t in ts {
         shape = autograd_opset::shape::broadcast_shape(&shape, t.t.dims())?;
@@ -1382,13 +1393,13 @@ fn on_i64s(ts: &[&C], f: impl Fn(&[i64]) -> i64, dtype: DType) -> R<C> {
     let cols = ts
         .iter()
         .map(|t| {
-            let b = ce(ce(t.t.to_dtype(DType::I64))?.broadcast_as(shape.as_slice()))?;
-            ce(ce(b.flatten_all())?.to_vec1::<i64>())
+            let b = ce(ce(t.t.to_dtype(read))?.broadcast_as(shape.as_slice()))?;
+            ce(ce(b.flatten_all())?.to_vec1::<T>())
         })
         .collect::<R<Vec<_>>>()?;
     let n: usize = shape.iter().product();
-    let mut row = vec![0; ts.len()];
-    let v: Vec<i64> = (0..n)
+    let mut row = vec![T::zero(); ts.len()];
+    let v: Vec<T> = (0..n)
         .map(|i| {
             for (r, c) in row.iter_mut().zip(&cols) {
                 *r = c[i];
@@ -1401,7 +1412,7 @@ fn on_i64s(ts: &[&C], f: impl Fn(&[i64]) -> i64, dtype: DType) -> R<C> {
         shape.as_slice(),
         &candle_core::Device::Cpu,
     ))?;
-    Ok(C::new(ce(t.to_dtype(dtype))?))
+    Ok(C::new(ce(t.to_dtype(out))?))
 }
 
 /// `any` over `axes` (ascending, distinct): `true` where some element is non-zero.
@@ -1423,34 +1434,7 @@ fn any_over(t: &C, axes: &[usize], keepdim: bool) -> R<C> {
 /// `f` on the values of `ts` broadcast together, in `F64`, the result in their promoted
 /// float dtype (integers and booleans promote as PyTorch's do).
 fn on_floats(ts: &[&C], f: impl Fn(&[f64]) -> f64) -> R<C> {
-    let d = float_dtype(ts);
-    let mut shape: Vec<usize> = vec![];
-    for t in ts {
-        shape = autograd_opset::shape::broadcast_shape(&shape, t.t.dims())?;
-    }
-    let cols = ts
-        .iter()
-        .map(|t| {
-            let b = ce(ce(t.t.to_dtype(DType::F64))?.broadcast_as(shape.as_slice()))?;
-            ce(ce(b.flatten_all())?.to_vec1::<f64>())
-        })
-        .collect::<R<Vec<_>>>()?;
-    let n: usize = shape.iter().product();
-    let mut row = vec![0.0; ts.len()];
-    let v: Vec<f64> = (0..n)
-        .map(|i| {
-            for (r, c) in row.iter_mut().zip(&cols) {
-                *r = c[i];
-            }
-            f(&row)
-        })
-        .collect();
-    let t = ce(candle_core::Tensor::from_vec(
-        v,
-        shape.as_slice(),
-        &candle_core::Device::Cpu,
-    ))?;
-    Ok(C::new(ce(t.to_dtype(d))?))
+    on_host(ts, DType::F64, f, float_dtype(ts))
 }
 
 /// PyTorch's `div_floor_floating` (`c10/util/generic_math.h`).
