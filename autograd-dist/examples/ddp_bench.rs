@@ -59,6 +59,7 @@ fn main() -> ExitCode {
 /// Per timed step: (step, backward, all-reduce, hidden all-reduce, wait after backward), s.
 type Sample = (f64, f64, f64, f64, f64);
 
+// One timed loop, read top to bottom: setup, warm-up, timed steps, the report.
 fn bench(pg: &ProcessGroup) -> Result<(), Box<dyn std::error::Error>> {
     let (rank, world) = (pg.rank(), pg.size());
     let (width, depth) = (arg("--width", 1024), arg("--depth", 4));

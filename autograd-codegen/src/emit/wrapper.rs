@@ -180,6 +180,8 @@ fn plain(t: &RustTy, raw: &Ident) -> TokenStream {
     }
 }
 
+// One quote! template of the generated wrapper's body (kernel, node, record), kept whole so
+// that it reads as the code it emits.
 fn functional_body(
     p: &FunctionPlan<'_>,
     node: Option<&NodePlan<'_>>,

@@ -129,6 +129,8 @@ fn usizes(v: &[i64]) -> Vec<usize> {
 
 /// `convolution`'s arguments (the shapes of input, weight and bias), checked as PyTorch's
 /// `_convolution` and its CPU kernels check them: the geometry, with the output's shape.
+// Long on purpose: PyTorch's checks in PyTorch's order, one after the other, so that the
+// first failing one gives PyTorch's message; split, the order would be harder to see.
 #[allow(clippy::too_many_arguments)]
 pub fn convolution(
     input: &[usize],
@@ -255,6 +257,7 @@ fn output_sizes(
 }
 
 /// PyTorch's `check_shape_forward` (Convolution.cpp).
+// Long on purpose: it follows PyTorch's function check by check, in its order.
 #[allow(clippy::too_many_arguments)]
 fn check_shape_forward(
     input: &[usize],
