@@ -247,6 +247,10 @@ at::Tensor repeat_backward(
     at::Tensor grad,
     at::SymIntArrayRef repeats,
     at::SymIntArrayRef input_shape);
+
+Tensor _to_copy_backward(
+    const Tensor& grad,
+    const c10::TensorOptions& self_options);
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.

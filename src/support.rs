@@ -164,6 +164,12 @@ pub fn should_record_not_implemented<T: Tensor>(needs: &[bool], result: &T) -> b
     should_record_any(needs) && result.is_differentiable()
 }
 
+/// [`should_record_any`] for an entry with `output_differentiability` conditions (PyTorch's
+/// `_to_copy`): also every result's dtype can carry gradients.
+pub fn should_record_differentiable<T: Tensor>(needs: &[bool], results: &[&T]) -> bool {
+    should_record_any(needs) && results.iter().all(|r| r.is_differentiable())
+}
+
 /// Gradients of a joint formula (`self, other: ...`): a tuple, one element per name.
 pub trait IntoGrads<T: Tensor, const N: usize> {
     /// The gradients, in the order of the names.
@@ -336,8 +342,8 @@ pub mod __prelude {
     pub use super::{
         Conj, IntoGrad, IntoGradList, IntoGrads, IntoTangent, KernelNotImplemented, NotImplemented,
         NotImplementedNode, check_inplace_shape, check_no_requires_grad, contiguous_strides,
-        save_if, save_opt_if, should_record_any, should_record_not_implemented, size_at,
-        wrap_opt_if,
+        save_if, save_opt_if, should_record_any, should_record_differentiable,
+        should_record_not_implemented, size_at, wrap_opt_if,
     };
     pub use crate::runtime::__private::{
         check_out, is_retaining_graph, record_generated as record,

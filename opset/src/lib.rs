@@ -22,6 +22,7 @@
 pub mod conformance;
 pub mod dtype;
 pub mod error;
+pub mod factory;
 pub mod helpers;
 pub mod meta;
 pub mod nn;

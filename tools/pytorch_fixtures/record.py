@@ -234,6 +234,10 @@ def run_steps(p, env):
                 res = args["self"].requires_grad_(args.get("requires_grad", True))
             else:
                 res = aten(op)(**args)
+            if isinstance(res, (bool, int, float)):
+                # An op's number (sym_numel, _local_scalar_dense) as a 0-d tensor of its kind.
+                res = torch.tensor(res, dtype=torch.bool if isinstance(res, bool)
+                                   else torch.long if isinstance(res, int) else torch.float64)
         except Exception as e:  # noqa: BLE001 - PyTorch's error is the answer
             return {"stage": "forward", "step": i, "message": str(e)}
         if "out" in st:
@@ -1531,6 +1535,125 @@ GEN.update({
     "alias": unary("alias"),
     "repeat": g_repeat,
 })
+
+# ---- factories, conversions and sizes: a factory's result (which has no gradient) joins an
+# input that has one, so values, dtypes and gradients are all compared.
+NO_OPTS = dict(layout=None, device=None, pin_memory=None)
+
+
+def g_full(p, r):
+    s = r.choice([shape(r), [], [0, 2]])
+    x = p.inp(s)
+    z = p.op("full", size=s, fill_value=r.choice([2.5, -1, True, 3]), dtype=r.choice([None, None, torch.float64]),
+             **NO_OPTS)
+    return p.op("add.Tensor", self=x, other=z, alpha=1)
+
+
+def g_scalar_tensor(p, r):
+    x = p.inp(shape(r))
+    z = p.op("scalar_tensor", s=r.choice([2, 2.5, True, -1.5]), dtype=r.choice([None, torch.float64, torch.int64]),
+             **NO_OPTS)
+    return p.op("mul.Tensor", self=x, other=z)
+
+
+def g_arange(p, r):
+    start, end, step = r.choice([(0, 4, 1), (1, 10, 3), (10, 1, -3), (0.5, 3, 1), (0, 1, 0.25), (0, 5, 1.5),
+                                 (-1, 1, 0.5)])
+    dtype = r.choice([None, None, torch.float64, torch.int64])
+    z = p.op("arange.start_step", start=start, end=end, step=step, dtype=dtype, **NO_OPTS)
+    n = len(torch.arange(start, end, step, dtype=dtype))
+    return p.op("mul.Tensor", self=p.inp([n]), other=z)
+
+
+def g_empty(p, r):
+    s = r.choice([shape(r), []])
+    z = p.op("empty.memory_format", size=s, dtype=r.choice([None, torch.float64]), memory_format=None, **NO_OPTS)
+    # PyTorch leaves the elements uninitialised: they are filled before anything reads them.
+    z = p.op("fill.Scalar", self=z, value=1.5)
+    return p.op("mul.Tensor", self=p.inp(s), other=z)
+
+
+def g_empty_strided(p, r):
+    s = shape(r)
+    stride = [1] * len(s)
+    for i in range(len(s) - 2, -1, -1):
+        stride[i] = stride[i + 1] * s[i + 1]
+    z = p.op("empty_strided", size=s, stride=stride, dtype=None, **NO_OPTS)
+    z = p.op("fill.Scalar", self=z, value=-0.5)
+    return p.op("add.Tensor", self=p.inp(s), other=z, alpha=2)
+
+
+def g_rand(p, r):
+    s = shape(r)
+    z = p.op("rand", size=s, dtype=r.choice([None, torch.float64]), **NO_OPTS)
+    # Random values differ from PyTorch's stream: what is compared is that they lie in [0, 1).
+    inside = p.op("logical_and", self=p.op("ge.Scalar", self=z, other=0.0), other=p.op("lt.Scalar", self=z, other=1.0))
+    x = p.inp(s)
+    return p.op("where.self", condition=inside, self=x, other=p.op("neg", self=x))
+
+
+def g_randn(p, r):
+    s = shape(r)
+    z = p.op("randn", size=s, dtype=r.choice([None, torch.float64]), **NO_OPTS)
+    x = p.inp(s)
+    return p.op("where.self", condition=p.op("isnan", self=z), self=p.op("neg", self=x), other=x)
+
+
+def g_randperm(p, r):
+    n = r.choice([1, 3, 5])
+    z = p.op("randperm", n=n, dtype=r.choice([None, torch.int64, torch.float64]), **NO_OPTS)
+    # Any permutation of 0..n sums to n(n-1)/2.
+    total = p.op("sum", self=z, dtype=None)
+    return p.op("mul.Tensor", self=p.inp(shape(r)), other=total)
+
+
+def g_fill(p, r):
+    x = p.inp(r.choice([shape(r), []]), nc=r.random() < 0.4)
+    z = p.op("fill.Scalar", self=x, value=r.choice([2.5, -1, 0]))
+    return p.op("mul.Tensor", self=z, other=x)
+
+
+def g_to_copy(p, r):
+    x = p.inp(r.choice([shape(r), []]), "wide", nc=r.random() < 0.4)
+    z = p.op("_to_copy", self=x, dtype=r.choice([None, torch.float64, torch.int64, torch.bool]), non_blocking=False,
+             memory_format=None, **NO_OPTS)
+    return p.op("mul.Tensor", self=z, other=x)
+
+
+def g_copy(p, r):
+    s = shape(r, 2, 2)
+    src_shape = r.choice([s, s[1:], [1, s[1]]])
+    # PyTorch has no derivative for aten::copy: with a source that requires grad, backward
+    # fails ("derivative for aten::copy is not implemented").
+    src = p.inp(src_shape, "wide", rg=r.random() < 0.4)
+    z = p.op("copy", self=p.inp(s, rg=False), src=src, non_blocking=False)
+    return p.op("mul.Tensor", self=z, other=p.inp(s))
+
+
+def g_local_scalar_dense(p, r):
+    x = p.inp(r.choice([[1], [], [3]]))
+    n = p.op("_local_scalar_dense", self=x)
+    return p.op("mul.Tensor", self=p.inp(shape(r)), other=n)
+
+
+def g_sym_size(p, r):
+    s = shape(r)
+    n = p.op("sym_size.int", self=p.inp(s), dim=r.choice(list(range(-len(s), len(s)))))
+    return p.op("mul.Tensor", self=p.inp(shape(r)), other=n)
+
+
+def g_sym_numel(p, r):
+    n = p.op("sym_numel", self=p.inp(r.choice([shape(r), [], [0, 3]])))
+    return p.op("mul.Tensor", self=p.inp(shape(r)), other=n)
+
+
+GEN.update({
+    "full": g_full, "scalar_tensor": g_scalar_tensor, "arange.start_step": g_arange,
+    "empty.memory_format": g_empty, "empty_strided": g_empty_strided, "rand": g_rand, "randn": g_randn,
+    "randperm": g_randperm, "fill.Scalar": g_fill, "_to_copy": g_to_copy, "copy": g_copy,
+    "_local_scalar_dense": g_local_scalar_dense, "sym_size.int": g_sym_size, "sym_numel": g_sym_numel,
+})
+
 
 # Ops a random program may apply to an op's result (a composition).
 POST = ["tanh", "sin", "square", "exp_neg", "sum_last", None, None]
@@ -3390,7 +3513,41 @@ def sweep_calls():
     })
     calls.update(norm_sweep_calls())
     calls.update(conv_sweep_calls())
+    calls.update(factory_sweep_calls())
     return calls
+
+
+def factory_sweep_calls():
+    """The factories (sized like the sweep's first tensor), conversions and sizes."""
+    def strides(s):
+        st = [1] * len(s)
+        for i in range(len(s) - 2, -1, -1):
+            st[i] = st[i + 1] * max(s[i + 1], 1)
+        return st
+
+    return {
+        "full": lambda p, a: p.op("full", size=a.shape_at(0), fill_value=2.5, dtype=None, **NO_OPTS),
+        "scalar_tensor": lambda p, a: p.op("mul.Tensor", self=a.t(0),
+                                           other=p.op("scalar_tensor", s=3, dtype=None, **NO_OPTS)),
+        "arange.start_step": lambda p, a: p.op("arange.start_step", start=0, end=math.prod(a.shape_at(0)), step=1, dtype=None,
+                                               **NO_OPTS),
+        "empty.memory_format": lambda p, a: p.op("fill.Scalar", value=1, self=p.op(
+            "empty.memory_format", size=a.shape_at(0), dtype=None, memory_format=None, **NO_OPTS)),
+        "empty_strided": lambda p, a: p.op("fill.Scalar", value=1, self=p.op(
+            "empty_strided", size=a.shape_at(0), stride=strides(a.shape_at(0)), dtype=None, **NO_OPTS)),
+        "rand": lambda p, a: p.op("ge.Scalar", other=0.0, self=p.op("rand", size=a.shape_at(0), dtype=None,
+                                                                     **NO_OPTS)),
+        "randn": lambda p, a: p.op("isnan", self=p.op("randn", size=a.shape_at(0), dtype=None, **NO_OPTS)),
+        "randperm": lambda p, a: p.op("sum", dtype=None, self=p.op("randperm", n=math.prod(a.shape_at(0)), dtype=None,
+                                                                   **NO_OPTS)),
+        "fill.Scalar": lambda p, a: p.op("fill.Scalar", self=a.t(0), value=-2),
+        "_to_copy": lambda p, a: p.op("_to_copy", self=a.t(0), dtype=torch.int64, non_blocking=False,
+                                      memory_format=None, **NO_OPTS),
+        "copy": lambda p, a: p.op("copy", self=a.t(0, rg=False), src=a.t(1, rg=False), non_blocking=False),
+        "_local_scalar_dense": lambda p, a: p.op("_local_scalar_dense", self=a.t(0)),
+        "sym_size.int": lambda p, a: p.op("sym_size.int", self=a.t(0), dim=0),
+        "sym_numel": lambda p, a: p.op("sym_numel", self=a.t(0)),
+    }
 
 
 def conv_sweep_calls():

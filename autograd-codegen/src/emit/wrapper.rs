@@ -246,11 +246,12 @@ fn functional_body(
         false => save,
     };
     let result = s.ok(tuple(outs.iter().map(|o| quote!(#o)).collect()));
+    let gate = record_gate(p, n, &raw);
     let body = quote! {
         #(#lets)*
         #bind_raw
         let __needs = [#(#needs),*];
-        if !__ag::should_record_any(&__needs) {
+        if !#gate {
             return #no_record;
         }
         #offsets
@@ -262,6 +263,22 @@ fn functional_body(
         #result
     };
     (ret, body)
+}
+
+/// Whether the functional wrapper records a node: an input requires grad (and grad mode is
+/// on); with `output_differentiability` conditions (PyTorch's `_to_copy`: `!dtype ||
+/// isDifferentiableType(*dtype)`, a condition on the result's dtype), also every tensor
+/// result's dtype can carry gradients, so a copy to `long` gets no history.
+fn record_gate(p: &FunctionPlan<'_>, n: &NodePlan<'_>, raw: &[Ident]) -> TokenStream {
+    if n.info.output_differentiability_conditions.is_none() {
+        return quote!(__ag::should_record_any(&__needs));
+    }
+    let tensors = raw
+        .iter()
+        .zip(&p.returns)
+        .filter(|(_, t)| matches!(t, RustTy::Tensor))
+        .map(|(r, _)| quote!(&#r));
+    quote!(__ag::should_record_differentiable(&__needs, &[#(#tensors),*]))
 }
 
 /// A function without a derivatives entry: when an input requires grad and the result can

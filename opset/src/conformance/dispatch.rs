@@ -163,6 +163,19 @@ pub fn es(e: AutogradError) -> String {
     e.to_string()
 }
 
+/// An op's number (`sym_numel`, `_local_scalar_dense`) as a 0-d tensor of its kind, as the
+/// recorder keeps it (`torch.tensor(number)`: `long`, `double` or `bool`).
+pub fn number<B: ConformanceTensor>(r: Result<Scalar, AutogradError>) -> R<Vec<Variable<B>>> {
+    use autograd::types::ScalarType as S;
+    let s = r.map_err(|e| e.to_string())?;
+    let dtype = match s {
+        Scalar::Bool(_) => S::Bool,
+        Scalar::Int(_) => S::I64,
+        Scalar::Float(_) => S::F64,
+    };
+    ip(scalar_tensor(s, Some(dtype), None, None, None))
+}
+
 pub fn ip<B: ConformanceTensor>(r: Result<Variable<B>, AutogradError>) -> R<Vec<Variable<B>>> {
     r.map(|v| vec![v]).map_err(|e| e.to_string())
 }
@@ -421,6 +434,63 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "t" => one(t(&a.t("self")?)),
         "alias" => one(alias(&a.t("self")?)),
         "repeat" => one(repeat(&a.t("self")?, &a.ints("repeats")?)),
+        "full" => one(full(
+            &a.ints("size")?,
+            a.sc("fill_value")?,
+            a.dtype("dtype")?,
+            None,
+            None,
+            None,
+        )),
+        "scalar_tensor" => one(scalar_tensor(
+            a.sc("s")?,
+            a.dtype("dtype")?,
+            None,
+            None,
+            None,
+        )),
+        "arange.start_step" => one(arange_start_step(
+            a.sc("start")?,
+            a.sc("end")?,
+            a.sc("step")?,
+            a.dtype("dtype")?,
+            None,
+            None,
+            None,
+        )),
+        "empty.memory_format" => one(empty_memory_format(
+            &a.ints("size")?,
+            a.dtype("dtype")?,
+            None,
+            None,
+            None,
+            None,
+        )),
+        "empty_strided" => one(empty_strided(
+            &a.ints("size")?,
+            &a.ints("stride")?,
+            a.dtype("dtype")?,
+            None,
+            None,
+            None,
+        )),
+        "rand" => one(rand(&a.ints("size")?, a.dtype("dtype")?, None, None, None)),
+        "randn" => one(randn(&a.ints("size")?, a.dtype("dtype")?, None, None, None)),
+        "randperm" => one(randperm(a.i("n")?, a.dtype("dtype")?, None, None, None)),
+        "fill.Scalar" => one(fill_scalar(&a.t("self")?, a.sc("value")?)),
+        "_to_copy" => one(_to_copy(
+            &a.t("self")?,
+            a.dtype("dtype")?,
+            None,
+            None,
+            None,
+            false,
+            None,
+        )),
+        "copy" => one(copy(&a.t("self")?, &a.t("src")?, false)),
+        "_local_scalar_dense" => number(_local_scalar_dense(&a.t("self")?)),
+        "sym_size.int" => number(sym_size_int(&a.t("self")?, a.i("dim")?).map(Scalar::Int)),
+        "sym_numel" => number(sym_numel(&a.t("self")?).map(Scalar::Int)),
         "permute" => one(permute(&a.t("self")?, &a.ints("dims")?)),
         "reshape" => one(reshape(&a.t("self")?, &a.ints("shape")?)),
         "view" => one(view(&a.t("self")?, &a.ints("size")?)),

@@ -148,3 +148,92 @@ pub fn decomposed_stack<T: Backend>(tensors: &[T], dim: i64) -> Result<T, T::Err
 fn sizes(s: &[usize]) -> Vec<i64> {
     s.iter().map(|&d| d as i64).collect()
 }
+
+/// `sym_size.int`: the size of dimension `dim` (PyTorch's `IndexError` for one out of range).
+pub fn decomposed_sym_size_int<T: Backend>(self_: &T, dim: i64) -> Result<i64, T::Error> {
+    let shape = self_.shape();
+    crate::factory::check_has_dims(shape.len(), dim)?;
+    let d = crate::shape::norm_dim(dim, shape.len())?;
+    Ok(shape[d] as i64)
+}
+
+/// `sym_numel`: the number of elements.
+pub fn decomposed_sym_numel<T: Backend>(self_: &T) -> Result<i64, T::Error> {
+    Ok(self_.shape().iter().product::<usize>() as i64)
+}
+
+/// `scalar_tensor`: `full` with no sizes, of `dtype` or the default float (whatever the
+/// number's kind: PyTorch's `scalar_tensor(3)` is `3.`).
+pub fn decomposed_scalar_tensor<T: Backend>(
+    s: autograd::types::Scalar,
+    dtype: Option<autograd::types::ScalarType>,
+    layout: Option<autograd::types::Layout>,
+    device: Option<autograd::types::Device>,
+    pin_memory: Option<bool>,
+) -> Result<T, T::Error> {
+    crate::factory::check_scalar_tensor(s, dtype)?;
+    // Without a dtype, `full` takes the value's kind: as a float it is the default float.
+    let s = match dtype {
+        None => autograd::types::Scalar::Float(s.to_f64()),
+        Some(_) => s,
+    };
+    T::full(&[], s, dtype, layout, device, pin_memory)
+}
+
+/// `empty.memory_format`: `full` of zeros (PyTorch leaves the elements uninitialised; the
+/// memory format changes no value).
+pub fn decomposed_empty<T: Backend>(
+    size: &[i64],
+    dtype: Option<autograd::types::ScalarType>,
+    layout: Option<autograd::types::Layout>,
+    device: Option<autograd::types::Device>,
+    pin_memory: Option<bool>,
+    _memory_format: Option<autograd::types::MemoryFormat>,
+) -> Result<T, T::Error> {
+    // A float zero: without a dtype, the default float.
+    let zero = autograd::types::Scalar::Float(0.0);
+    T::full(size, zero, dtype, layout, device, pin_memory)
+}
+
+/// `empty_strided`: [`decomposed_empty`] after PyTorch's check of the strides' count; the
+/// result is contiguous whatever strides are asked for.
+pub fn decomposed_empty_strided<T: Backend>(
+    size: &[i64],
+    stride: &[i64],
+    dtype: Option<autograd::types::ScalarType>,
+    layout: Option<autograd::types::Layout>,
+    device: Option<autograd::types::Device>,
+    pin_memory: Option<bool>,
+) -> Result<T, T::Error> {
+    crate::factory::check_strides(size, stride)?;
+    decomposed_empty(size, dtype, layout, device, pin_memory, None)
+}
+
+/// The dtype of a tensor as a [`ScalarType`](autograd::types::ScalarType).
+fn scalar_type<T: Backend>(t: &T) -> Option<autograd::types::ScalarType> {
+    autograd::types::ScalarType::from_name(t.dtype())
+}
+
+/// `fill.Scalar`: `full` with `self`'s sizes and dtype (PyTorch's `fill`: `empty_like`, then
+/// `fill_`).
+pub fn decomposed_fill<T: Backend>(
+    self_: &T,
+    value: autograd::types::Scalar,
+) -> Result<T, T::Error> {
+    T::full(
+        &sizes(self_.shape()),
+        value,
+        scalar_type(self_),
+        None,
+        None,
+        None,
+    )
+}
+
+/// `copy`: `src` expanded to `self`'s sizes and converted to its dtype (PyTorch's `copy`:
+/// `self.clone().copy_(src)`).
+pub fn decomposed_copy<T: Backend>(self_: &T, src: &T, non_blocking: bool) -> Result<T, T::Error> {
+    crate::factory::check_copy(self_.shape(), src.shape())?;
+    let e = T::expand(src, &sizes(self_.shape()), false)?;
+    T::_to_copy(&e, scalar_type(self_), None, None, None, non_blocking, None)
+}

@@ -1062,3 +1062,11 @@ pub fn repeat_backward<T: Backend>(grad: &V<T>, repeats: &[i64], input_shape: &[
     }
     sum_dim_intlist(&g, Some(&sum_dims), false, None)
 }
+
+/// PyTorch's `_to_copy_backward`: the gradient converted back to the input's dtype.
+pub fn _to_copy_backward<T: Backend>(
+    grad: &V<T>,
+    self_options: autograd::types::TensorOptions,
+) -> Res<V<T>> {
+    _to_copy(grad, self_options.dtype(), None, None, None, false, None)
+}

@@ -19,6 +19,7 @@ use autograd::types::{Device, Layout, MemoryFormat, Scalar, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index, kernel};
 use autograd_opset::error::Error;
+use autograd_opset::factory::{self, Elements, Values};
 use candle_core::DType;
 
 type C = CandleTensor;
@@ -1230,6 +1231,86 @@ impl Backend for CandleTensor {
         }
         Ok(C::new(t))
     }
+    fn full(
+        size: &[i64],
+        fill_value: Scalar,
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+    ) -> R<Self> {
+        from_values(factory::full(size, fill_value, dtype)?, dtype)
+    }
+    fn arange_start_step(
+        start: Scalar,
+        end: Scalar,
+        step: Scalar,
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+    ) -> R<Self> {
+        from_values(factory::arange(start, end, step, dtype)?, dtype)
+    }
+    fn rand(
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+    ) -> R<Self> {
+        from_values(factory::rand(size, dtype)?, dtype)
+    }
+    fn randn(
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+    ) -> R<Self> {
+        from_values(factory::randn(size, dtype)?, dtype)
+    }
+    fn randperm(
+        n: i64,
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+    ) -> R<Self> {
+        from_values(factory::randperm(n, dtype)?, dtype)
+    }
+    fn _to_copy(
+        self_: &Self,
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+        _non_blocking: bool,
+        _memory_format: Option<MemoryFormat>,
+    ) -> R<Self> {
+        match (kind(self_), dtype.map(Kind::requested)) {
+            // On the host: candle's cast saturates where PyTorch's gives `i64::MIN`.
+            (Kind::Float, Some(Kind::Int)) => {
+                let v = ce(ce(self_.t.flatten_all())?.to_dtype(DType::F64))?;
+                let v: Vec<i64> = ce(v.to_vec1::<f64>())?
+                    .into_iter()
+                    .map(factory::cast_i64)
+                    .collect();
+                Ok(C::from_i64(v, self_.t.dims()))
+            }
+            _ => cast_to(self_, dtype),
+        }
+    }
+    fn _local_scalar_dense(self_: &Self) -> R<Scalar> {
+        factory::check_local_scalar(self_.t.elem_count())?;
+        // PyTorch reads the first element, whatever the count.
+        let first = ce(ce(self_.t.flatten_all())?.get(0))?;
+        Ok(match kind(self_) {
+            Kind::Float => Scalar::Float(ce(ce(first.to_dtype(DType::F64))?.to_scalar::<f64>())?),
+            Kind::Int => Scalar::Int(ce(first.to_scalar::<i64>())?),
+            Kind::Bool => Scalar::Bool(ce(first.to_scalar::<u8>())? != 0),
+        })
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.
@@ -1516,4 +1597,25 @@ fn modulo_tensor(a: &C, b: &C, kernel: &str, floor: bool) -> R<C> {
 /// An optional tensor in the float dtype `d`.
 fn opt_promoted(t: Option<&C>, d: DType) -> R<Option<C>> {
     t.map(|t| promoted(t, d)).transpose()
+}
+
+// ------------------------------------------------------------------------- factories
+
+/// A factory's result (`autograd_opset::factory`) as a tensor: floats as `F64`, or `F32`
+/// when that is the dtype asked for.
+fn from_values(v: Values, dtype: Option<ScalarType>) -> R<C> {
+    let shape = v.shape;
+    Ok(match v.elements {
+        Elements::Float(x) if dtype == Some(ScalarType::F32) => {
+            let x: Vec<f32> = x.iter().map(|&y| y as f32).collect();
+            C::new(ce(candle_core::Tensor::from_vec(
+                x,
+                shape,
+                &candle_core::Device::Cpu,
+            ))?)
+        }
+        Elements::Float(x) => C::from_vec(x, &shape),
+        Elements::Int(x) => C::from_i64(x, &shape),
+        Elements::Bool(x) => C::from_bool(x, &shape),
+    })
 }

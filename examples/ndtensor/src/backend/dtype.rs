@@ -23,6 +23,7 @@ use autograd::types::{Device, Layout, MemoryFormat, Scalar, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index, kernel};
 use autograd_opset::error::Error;
+use autograd_opset::factory::{self, Elements, Values};
 use autograd_opset::meta;
 use autograd_opset::shape::{broadcast_shape, check_amin, norm_dim, reduce_axes};
 use ndarray::{ArcArray, Array, ArrayView, Axis, IxDyn, Zip};
@@ -1695,6 +1696,74 @@ impl<E: Element> Backend for NdTensor<E> {
         let out = meta::repeat(self_.shape(), repeats)?;
         moved!(self_, x => Ok::<_, Error>(tiled(x, &out)))
     }
+    fn full(
+        size: &[i64],
+        fill_value: Scalar,
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+    ) -> R<Self> {
+        Ok(from_values(factory::full(size, fill_value, dtype)?))
+    }
+    fn arange_start_step(
+        start: Scalar,
+        end: Scalar,
+        step: Scalar,
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+    ) -> R<Self> {
+        Ok(from_values(factory::arange(start, end, step, dtype)?))
+    }
+    fn rand(
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+    ) -> R<Self> {
+        Ok(from_values(factory::rand(size, dtype)?))
+    }
+    fn randn(
+        size: &[i64],
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+    ) -> R<Self> {
+        Ok(from_values(factory::randn(size, dtype)?))
+    }
+    fn randperm(
+        n: i64,
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+    ) -> R<Self> {
+        Ok(from_values(factory::randperm(n, dtype)?))
+    }
+    fn _to_copy(
+        self_: &Self,
+        dtype: Option<ScalarType>,
+        _layout: Option<Layout>,
+        _device: Option<Device>,
+        _pin_memory: Option<bool>,
+        _non_blocking: bool,
+        _memory_format: Option<MemoryFormat>,
+    ) -> R<Self> {
+        Ok(converted(self_, dtype.map_or(kind(self_), Kind::requested)))
+    }
+    fn _local_scalar_dense(self_: &Self) -> R<Scalar> {
+        factory::check_local_scalar(self_.shape().iter().product())?;
+        // PyTorch reads the first element, whatever the count.
+        Ok(match self_.data() {
+            Data::Float(a) => Scalar::Float(a.iter().next().map_or(0.0, |x| x.as_f64())),
+            Data::Int(a) => Scalar::Int(a.iter().next().copied().unwrap_or(0)),
+            Data::Bool(a) => Scalar::Bool(a.iter().next().copied().unwrap_or(false)),
+        })
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
@@ -1988,5 +2057,30 @@ mod zero_tensor_tests {
         // Other kernels read it as zeros, and their results are ordinary tensors.
         let e = B::exp(&z).unwrap();
         assert_eq!((e.is_zero_tensor(), e.to_vec()), (false, vec![1.0, 1.0]));
+    }
+}
+
+// ------------------------------------------------------------------------- factories
+
+/// A factory's result (`autograd_opset::factory`) as a tensor: floats as `E`.
+fn from_values<E: Element>(v: Values) -> NdTensor<E> {
+    match v.elements {
+        Elements::Float(x) => NdTensor::from_f64(&x, &v.shape),
+        Elements::Int(x) => NdTensor::from_i64(x, &v.shape),
+        Elements::Bool(x) => NdTensor::from_bool(x, &v.shape),
+    }
+}
+
+/// `t` converted to `to` as PyTorch's casts do: floats to integers truncate (what does not
+/// fit is `i64::MIN`, x86's result), anything to `bool` is `!= 0`.
+fn converted<E: Element>(t: &NdTensor<E>, to: Kind) -> NdTensor<E> {
+    match (t.data(), to) {
+        (_, Kind::Float) => float_out(promoted(t).into_owned()),
+        (Data::Int(a), Kind::Int) => int_out(a.mapv(|x| x)),
+        (Data::Bool(a), Kind::Int) => int_out(a.mapv(i64::from)),
+        (Data::Float(a), Kind::Int) => int_out(a.arr().mapv(|x| factory::cast_i64(x.as_f64()))),
+        (Data::Bool(a), Kind::Bool) => bool_out(a.mapv(|x| x)),
+        (Data::Int(a), Kind::Bool) => bool_out(a.mapv(|x| x != 0)),
+        (Data::Float(a), Kind::Bool) => bool_out(a.arr().mapv(|x| x.as_f64() != 0.0)),
     }
 }
