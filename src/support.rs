@@ -351,8 +351,8 @@ pub mod __prelude {
         record_vec_generated as record_vec,
     };
     pub use crate::runtime::forward::{
-        forbid as fw_forbid, original as fw_original, poison as fw_poison,
-        propagate as fw_propagate, tangent_or_zeros, tangents_or_zeros,
+        forbid as fw_forbid, forbid_fallback as fw_forbid_fallback, original as fw_original,
+        poison as fw_poison, propagate as fw_propagate, tangent_or_zeros, tangents_or_zeros,
     };
     pub use crate::runtime::is_forward_ad_enabled;
     pub use crate::runtime::ops::clone as clone_var;

@@ -500,6 +500,18 @@ pub fn forbid<T: Tensor>(
     Err(AutogradError::msg(not_supported(op, out_fn)))
 }
 
+/// Generated code, a function without a derivatives entry: PyTorch's autograd fallback
+/// refuses an input with a tangent ("Trying to use forward AD with aten::copy that does not
+/// support it.").
+pub fn forbid_fallback<T: Tensor>(inputs: &[&Variable<T>], op: &str) -> Result<(), AutogradError> {
+    if !inputs.iter().any(|i| i.has_fw_grad()) {
+        return Ok(());
+    }
+    Err(AutogradError::msg(format!(
+        "Trying to use forward AD with {op} that does not support it."
+    )))
+}
+
 /// Generated code: stores `err` as the tangent of `out` at every visible level (what an
 /// infallible wrapper does with an error it cannot return).
 pub fn poison<T: Tensor, O: SetTangent<T>>(out: &O, err: &AutogradError) {

@@ -47,7 +47,12 @@ pub(crate) fn call(p: &FunctionPlan<'_>, s: &Settings) -> TokenStream {
         return quote!();
     }
     let call = match &p.forward {
-        ForwardPlan::Forbid { op, out_fn, inputs } => forbid(p, inputs, op, *out_fn),
+        ForwardPlan::Forbid {
+            op,
+            out_fn,
+            inputs,
+            fallback,
+        } => forbid(p, inputs, op, *out_fn, *fallback),
         _ => {
             let names = p.params.iter().map(|q| &q.ident);
             let outs = tensor_outputs(p).into_iter().map(|(_, o, _)| quote!(&#o));
@@ -105,7 +110,13 @@ pub(crate) fn function(p: &FunctionPlan<'_>, params: &[TokenStream], s: &Setting
 
 /// An op without a forward formula: PyTorch's error when an input has a tangent (kept as
 /// the outputs' tangent too, for infallible wrappers that cannot return it).
-fn forbid(p: &FunctionPlan<'_>, inputs: &[DiffInput<'_>], op: &str, out_fn: bool) -> TokenStream {
+fn forbid(
+    p: &FunctionPlan<'_>,
+    inputs: &[DiffInput<'_>],
+    op: &str,
+    out_fn: bool,
+    fallback: bool,
+) -> TokenStream {
     let list = input_list(inputs, None);
     let mut poison: Vec<TokenStream> = tensor_outputs(p)
         .iter()
@@ -114,7 +125,11 @@ fn forbid(p: &FunctionPlan<'_>, inputs: &[DiffInput<'_>], op: &str, out_fn: bool
     if p.kind == SchemaKind::Inplace {
         poison.push(quote!(__ag::fw_poison(self_, &__e);));
     }
-    quote!(__ag::fw_forbid(&#list, #op, #out_fn).map_err(|__e| { #(#poison)* __e }))
+    let check = match fallback {
+        true => quote!(__ag::fw_forbid_fallback(&#list, #op)),
+        false => quote!(__ag::fw_forbid(&#list, #op, #out_fn)),
+    };
+    quote!(#check.map_err(|__e| { #(#poison)* __e }))
 }
 
 /// The inputs whose tangents are looked at, flattened (`self_` read as `__fw_orig` when

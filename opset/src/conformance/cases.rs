@@ -823,9 +823,12 @@ fn rounding_and_selection<B: ConformanceTensor>(r: &Rng, cs: &mut Vec<Case<B>>) 
         |x| min_dim(&x[0], -1, true).unwrap().0,
     ));
     // A fill's gradient is zeros; joined with its input so the check sees one.
-    cs.push(case("fill.Scalar", "times the input", vec![r.nc(&s2)], |x| {
-        mul_tensor(&fill_scalar(&x[0], 2.5).unwrap(), &x[0]).unwrap()
-    }));
+    cs.push(case(
+        "fill.Scalar",
+        "times the input",
+        vec![r.nc(&s2)],
+        |x| mul_tensor(&fill_scalar(&x[0], 2.5).unwrap(), &x[0]).unwrap(),
+    ));
     cs.push(case("_to_copy", "same dtype", vec![r.nc(&s3)], |x| {
         _to_copy(&x[0], None, None, None, None, false, None).unwrap()
     }));

@@ -22,6 +22,9 @@ pub(crate) enum ForwardPlan<'a> {
         op: String,
         out_fn: bool,
         inputs: Vec<DiffInput<'a>>,
+        /// The function has no derivatives entry: PyTorch's autograd fallback refuses a
+        /// tangent with its own words ("... with aten::copy that does not support it.").
+        fallback: bool,
     },
     /// Computes tangents with these formulas.
     Formulas(Vec<ForwardFormula<'a>>),
@@ -64,6 +67,7 @@ pub(crate) fn plan_forward<'a>(
         op: cpp_name(f),
         out_fn: matches!(kind, SchemaKind::Out | SchemaKind::Scratch),
         inputs,
+        fallback: false,
     };
     if matches!(kind, SchemaKind::Out | SchemaKind::Scratch) {
         return Ok(forbid(inputs));
@@ -73,7 +77,14 @@ pub(crate) fn plan_forward<'a>(
     }
     let fws = match fa.main_info() {
         Some(info) => &info.forward_derivatives,
-        None => return Ok(forbid(inputs)),
+        None => {
+            return Ok(ForwardPlan::Forbid {
+                op: format!("aten::{}", cpp_name(f)),
+                out_fn: false,
+                inputs,
+                fallback: true,
+            });
+        }
     };
     // Joint formulas (`values, indices: ...`) are not emitted: their function fails instead.
     if fws.is_empty() || fws.iter().any(|d| d.var_names.len() != 1) {
