@@ -78,6 +78,8 @@ fn table(pytorch: &Path, root: &Path) -> (String, usize, usize) {
         .filter(|l| !l.starts_with('#') && !l.is_empty())
     {
         let op = line.split('\t').next().unwrap_or_default();
+        let schema = line.split('\t').nth(2).unwrap_or_default();
+        let (args, returns) = schema.split_once(" -> ").unwrap_or((schema, ""));
         total += 1;
         let formula = match (
             functions.contains(op),
@@ -88,6 +90,8 @@ fn table(pytorch: &Path, root: &Path) -> (String, usize, usize) {
             (true, true, _) if constant.contains(op) => "not differentiable",
             (true, true, true) => "PyTorch's",
             (true, true, false) => "the op set's",
+            (true, false, _) if !args.contains("Tensor") => "factory",
+            (true, false, _) if !returns.contains("Tensor") => "not differentiable",
             (true, false, _) => "composite",
         };
         present += usize::from(functions.contains(op));
