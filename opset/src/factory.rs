@@ -26,6 +26,9 @@ use autograd::types::{Scalar, ScalarType};
 
 type R<T> = Result<T, Error>;
 
+/// 2^63, the first double past `i64::MAX` (`i64::MAX as f64` rounds to it).
+const I64_END: f64 = i64::MAX as f64;
+
 /// The elements of a factory's result, in row-major order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Elements {
@@ -95,14 +98,12 @@ fn kind_of(s: Scalar) -> Kind {
 
 /// PyTorch's check that a number fits an integer dtype (`fill_` of an `int64` tensor).
 fn check_fits(kind: Kind, s: Scalar) -> R<()> {
-    if let (Kind::Int, Scalar::Float(f)) = (kind, s) {
-        // 2^63 is the first double past i64::MAX.
-        if !f.is_finite() || f >= 9.223_372_036_854_775_808e18 || f < -9.223_372_036_854_775_808e18
-        {
-            return Err(Error::runtime(
-                "value cannot be converted to type int64_t without overflow",
-            ));
-        }
+    if let (Kind::Int, Scalar::Float(f)) = (kind, s)
+        && !(-I64_END..I64_END).contains(&f)
+    {
+        return Err(Error::runtime(
+            "value cannot be converted to type int64_t without overflow",
+        ));
     }
     Ok(())
 }
@@ -153,7 +154,7 @@ pub fn check_has_dims(ndim: usize, dim: i64) -> R<()> {
 /// A double converted to `int64` as PyTorch's CPU cast does: truncation, and the x86
 /// result for what does not fit (NaN, infinities, beyond 2^63): `i64::MIN`.
 pub fn cast_i64(x: f64) -> i64 {
-    if x.is_nan() || !(-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&x) {
+    if !(-I64_END..I64_END).contains(&x) {
         i64::MIN
     } else {
         x as i64

@@ -2016,6 +2016,31 @@ fn tiled<G: Element>(x: &F<G>, out: &[usize]) -> F<G> {
     }))
 }
 
+// ------------------------------------------------------------------------- factories
+
+/// A factory's result (`autograd_opset::factory`) as a tensor: floats as `E`.
+fn from_values<E: Element>(v: Values) -> NdTensor<E> {
+    match v.elements {
+        Elements::Float(x) => NdTensor::from_f64(&x, &v.shape),
+        Elements::Int(x) => NdTensor::from_i64(x, &v.shape),
+        Elements::Bool(x) => NdTensor::from_bool(x, &v.shape),
+    }
+}
+
+/// `t` converted to `to` as PyTorch's casts do: floats to integers truncate (what does not
+/// fit is `i64::MIN`, x86's result), anything to `bool` is `!= 0`.
+fn converted<E: Element>(t: &NdTensor<E>, to: Kind) -> NdTensor<E> {
+    match (t.data(), to) {
+        (_, Kind::Float) => float_out(promoted(t).into_owned()),
+        (Data::Int(a), Kind::Int) => int_out(a.mapv(|x| x)),
+        (Data::Bool(a), Kind::Int) => int_out(a.mapv(i64::from)),
+        (Data::Float(a), Kind::Int) => int_out(a.arr().mapv(|x| factory::cast_i64(x.as_f64()))),
+        (Data::Bool(a), Kind::Bool) => bool_out(a.mapv(|x| x)),
+        (Data::Int(a), Kind::Bool) => bool_out(a.mapv(|x| x != 0)),
+        (Data::Float(a), Kind::Bool) => bool_out(a.arr().mapv(|x| x.as_f64() != 0.0)),
+    }
+}
+
 #[cfg(test)]
 mod zero_tensor_tests {
     use super::*;
@@ -2057,30 +2082,5 @@ mod zero_tensor_tests {
         // Other kernels read it as zeros, and their results are ordinary tensors.
         let e = B::exp(&z).unwrap();
         assert_eq!((e.is_zero_tensor(), e.to_vec()), (false, vec![1.0, 1.0]));
-    }
-}
-
-// ------------------------------------------------------------------------- factories
-
-/// A factory's result (`autograd_opset::factory`) as a tensor: floats as `E`.
-fn from_values<E: Element>(v: Values) -> NdTensor<E> {
-    match v.elements {
-        Elements::Float(x) => NdTensor::from_f64(&x, &v.shape),
-        Elements::Int(x) => NdTensor::from_i64(x, &v.shape),
-        Elements::Bool(x) => NdTensor::from_bool(x, &v.shape),
-    }
-}
-
-/// `t` converted to `to` as PyTorch's casts do: floats to integers truncate (what does not
-/// fit is `i64::MIN`, x86's result), anything to `bool` is `!= 0`.
-fn converted<E: Element>(t: &NdTensor<E>, to: Kind) -> NdTensor<E> {
-    match (t.data(), to) {
-        (_, Kind::Float) => float_out(promoted(t).into_owned()),
-        (Data::Int(a), Kind::Int) => int_out(a.mapv(|x| x)),
-        (Data::Bool(a), Kind::Int) => int_out(a.mapv(i64::from)),
-        (Data::Float(a), Kind::Int) => int_out(a.arr().mapv(|x| factory::cast_i64(x.as_f64()))),
-        (Data::Bool(a), Kind::Bool) => bool_out(a.mapv(|x| x)),
-        (Data::Int(a), Kind::Bool) => bool_out(a.mapv(|x| x != 0)),
-        (Data::Float(a), Kind::Bool) => bool_out(a.arr().mapv(|x| x.as_f64() != 0.0)),
     }
 }
