@@ -3390,6 +3390,7 @@ def sweep_calls():
     })
     calls.update(norm_sweep_calls())
     calls.update(conv_sweep_calls())
+    calls.update(resample_sweep_calls())
     return calls
 
 
@@ -4770,10 +4771,144 @@ def conv_programs():
     return progs
 
 
+# ----------------------------------------------------------------------------------------
+# Reflection and replication padding, upsampling (helper-pads): generators (GEN), sweep
+# calls, and the `resample` category
+
+PAD_OPS = [(f"{mode}_pad{d}d", d) for mode in ("reflection", "replication") for d in (1, 2, 3)]
+
+
+def pad_geometry(r, d, reflect):
+    """An input shape (unbatched or batched) and pads for `d` padded dims: uneven pads, a
+    crop now and then, reflection's pads below each dim's size."""
+    sizes = {1: [1, 2, 3, 4], 2: [1, 2, 3], 3: [1, 2]}[d]
+    sp = [r.choice([n for n in sizes if n > 1] if reflect else sizes) for _ in range(d)]
+    x = ([r.choice([1, 2])] if r.random() < 0.5 else []) + [r.choice([1, 2]) if d < 3 else 1] + sp
+    pad = []
+    for n in reversed(sp):
+        hi = n - 1 if reflect else (2 if d < 3 else 1)
+        lo = -(n // 2) if n > 1 and r.random() < 0.2 else 0
+        pad += [r.randint(lo, hi), r.randint(0, hi)]
+    return x, pad
+
+
+def padded_shape(x, pad):
+    out = list(x)
+    for i in range(len(pad) // 2):
+        out[len(x) - 1 - i] += pad[2 * i] + pad[2 * i + 1]
+    return out
+
+
+def g_pad(op, d):
+    def g(p, r):
+        x, pad = pad_geometry(r, d, op.startswith("reflection"))
+        return p.op(op, self=p.inp(x, nc=r.random() < 0.3), padding=pad)
+    return g
+
+
+def g_pad_backward(op, d):
+    def g(p, r):
+        x, pad = pad_geometry(r, d, op.startswith("reflection"))
+        return p.op(f"{op}_backward", grad_output=p.inp(padded_shape(x, pad)), self=p.inp(x), padding=pad)
+    return g
+
+
+for _op, _d in PAD_OPS:
+    GEN[_op] = g_pad(_op, _d)
+    GEN[f"{_op}_backward"] = g_pad_backward(_op, _d)
+
+
+def resample_sweep_calls():
+    """The padding and upsampling operators in the sweep (mostly PyTorch's rank errors)."""
+    calls = {}
+    for op, d in PAD_OPS:
+        calls[op] = (lambda op=op, d=d: lambda p, a: p.op(op, self=a.t(0), padding=[0] * (2 * d)))()
+        calls[f"{op}_backward"] = (lambda op=op, d=d: lambda p, a: p.op(
+            f"{op}_backward", grad_output=a.t(0), self=a.t(1), padding=[0] * (2 * d)))()
+    return calls
+
+
+def resample_programs():
+    """The `resample` category: padding and upsampling edge cases (pads as wide as the
+    input allows, crops, an empty batch, integers, non-finite values, second derivatives
+    through the backward ops) in reverse and forward mode, and PyTorch's argument and dtype
+    errors."""
+    progs = []
+
+    def add(p, jvp=True):
+        progs.append(p)
+        if jvp:
+            q = scen(p.name.replace("resample/", "resample/jvp/", 1), "resample")
+            q.inputs, q.steps, q.output, q.mode = p.inputs, p.steps, p.output, "jvp"
+            progs.append(q)
+
+    def pad(name, op, x, padding, kind="t", jvp=True):
+        p = scen(f"resample/{op}/{name}", "resample")
+        p.op(op, self=p.inp(x, kind), padding=padding)
+        add(p, jvp and kind == "t")
+
+    for op, d in PAD_OPS:
+        reflect = op.startswith("reflection")
+        n = 3 if d < 3 else 2
+        wide = [n - 1] * (2 * d) if reflect else [3] * (2 * d)
+        pad("widest", op, [1, 1] + [n] * d, wide)
+        pad("crop", op, [1] + [n + 1] * d, [-1, 1] * d)
+        pad("empty_batch", op, [0, 2] + [n] * d, [1] * (2 * d))
+        pad("integers", op, [1] + [n] * d, [1, 0] * d, kind="idx9")
+        p = scen(f"resample/{op}/nonfinite", "resample")
+        m = n ** d
+        p.op(op, self=p.inp([1] + [n] * d, data=([float("inf"), float("nan"), -1.5] * m)[:m]), padding=[1, 1] * d)
+        progs.append(p)
+        # the backward op's own gradients (its grad_output's: the forward op; a second
+        # derivative of the forward op)
+        p = scen(f"resample/{op}_backward/double", "resample")
+        x = [1, 2] + [n] * d
+        pads = [1, 0] * d
+        g = p.inp(padded_shape(x, pads))
+        y = p.op(f"{op}_backward", grad_output=g, self=p.inp(x), padding=pads)
+        p.op("mul.Tensor", self=y, other=y)
+        add(p, jvp=d < 3)
+
+    errors = []
+    for op, d in PAD_OPS:
+        reflect = op.startswith("reflection")
+        x, g, one = [1, 2] + [2] * d, [1, 2] + [4] * d, [1] * (2 * d)
+        errors += [
+            (f"{op}/padding_length", op, dict(self=x, padding=[1] * (2 * d + 1))),
+            (f"{op}/rank", op, dict(self=[1] * (d + 3), padding=one)),
+            (f"{op}/rank_low", op, dict(self=[2] * d, padding=one)),
+            (f"{op}/empty_channels", op, dict(self=[1, 0] + [2] * d, padding=one)),
+            (f"{op}/output_too_small", op, dict(self=x, padding=[-2] * (2 * d))),
+            (f"{op}/bool", op, dict(self=("bool", x), padding=one)),
+            (f"{op}_backward/width", f"{op}_backward", dict(grad_output=g[:-1] + [5], self=x, padding=one)),
+            (f"{op}_backward/channels", f"{op}_backward", dict(grad_output=[1, 3] + [4] * d, self=x, padding=one)),
+            (f"{op}_backward/integers", f"{op}_backward", dict(grad_output=("idx3", g), self=("idx3", x),
+                                                              padding=one)),
+        ]
+        if reflect:
+            errors.append((f"{op}/padding_too_big", op, dict(self=x, padding=[1] * (2 * d - 1) + [2])))
+            errors.append((f"{op}/padding_too_big_left", op, dict(self=x, padding=[2] + [1] * (2 * d - 1))))
+        if d > 1:
+            errors.append((f"{op}_backward/height", f"{op}_backward",
+                           dict(grad_output=g[:-2] + [3, 4], self=x, padding=one)))
+    for name, op, args in errors:
+        p = scen(f"resample/errors/{name}", "resample")
+        kw = {}
+        for k, v in args.items():
+            if k in ("self", "grad_output"):
+                kind, v = v if isinstance(v[0], str) else ("t", v)
+                kw[k] = p.inp(v, kind)
+            else:
+                kw[k] = v
+        p.op(op, **kw)
+        progs.append(p)
+    return progs
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
-             + random_unseen_programs() + norm_programs() + conv_programs())
+             + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs())
     names = set()
     by_cat = {}
     for p in progs:

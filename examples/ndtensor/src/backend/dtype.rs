@@ -23,7 +23,7 @@ use autograd::types::{Device, Layout, MemoryFormat, Scalar, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index, kernel};
 use autograd_opset::error::Error;
-use autograd_opset::meta;
+use autograd_opset::meta::{self, PadMode};
 use autograd_opset::shape::{broadcast_shape, check_amin, norm_dim, reduce_axes};
 use ndarray::{ArcArray, Array, ArrayView, Axis, IxDyn, Zip};
 use std::borrow::Cow;
@@ -1695,6 +1695,92 @@ impl<E: Element> Backend for NdTensor<E> {
         let out = meta::repeat(self_.shape(), repeats)?;
         moved!(self_, x => Ok::<_, Error>(tiled(x, &out)))
     }
+    // ---- Reflection and replication padding, upsampling (backend/resample.rs)
+    fn reflection_pad1d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 1, PadMode::Reflect)
+    }
+    fn reflection_pad1d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 1, PadMode::Reflect)
+    }
+    fn reflection_pad2d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 2, PadMode::Reflect)
+    }
+    fn reflection_pad2d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 2, PadMode::Reflect)
+    }
+    fn reflection_pad3d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 3, PadMode::Reflect)
+    }
+    fn reflection_pad3d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 3, PadMode::Reflect)
+    }
+    fn replication_pad1d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 1, PadMode::Replicate)
+    }
+    fn replication_pad1d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 1, PadMode::Replicate)
+    }
+    fn replication_pad2d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 2, PadMode::Replicate)
+    }
+    fn replication_pad2d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 2, PadMode::Replicate)
+    }
+    fn replication_pad3d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 3, PadMode::Replicate)
+    }
+    fn replication_pad3d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 3, PadMode::Replicate)
+    }
+    fn upsample_nearest2d(
+        self_: &Self,
+        output_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> R<Self> {
+        let r = meta::upsample_nearest2d(self_.shape(), output_size, scales_h, scales_w)?;
+        upsampled(self_, &r, kernel::UPSAMPLE_NEAREST2D)
+    }
+    fn upsample_nearest2d_backward(
+        grad_output: &Self,
+        output_size: &[i64],
+        input_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> R<Self> {
+        let g = grad_output.shape();
+        let r = meta::upsample_nearest2d_backward(g, output_size, input_size, scales_h, scales_w)?;
+        upsampled_backward(grad_output, &r, kernel::UPSAMPLE_NEAREST2D_BACKWARD)
+    }
+    fn upsample_bilinear2d(
+        self_: &Self,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> R<Self> {
+        let x = self_.shape();
+        let r = meta::upsample_bilinear2d(x, output_size, align_corners, scales_h, scales_w)?;
+        upsampled(self_, &r, kernel::UPSAMPLE_BILINEAR2D)
+    }
+    fn upsample_bilinear2d_backward(
+        grad_output: &Self,
+        output_size: &[i64],
+        input_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> R<Self> {
+        let r = meta::upsample_bilinear2d_backward(
+            grad_output.shape(),
+            output_size,
+            input_size,
+            align_corners,
+            scales_h,
+            scales_w,
+        )?;
+        upsampled_backward(grad_output, &r, kernel::UPSAMPLE_BILINEAR2D_BACKWARD)
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
@@ -1945,6 +2031,58 @@ fn tiled<G: Element>(x: &F<G>, out: &[usize]) -> F<G> {
             .collect();
         v[IxDyn(&at)]
     }))
+}
+
+// ------------------------------------------- padding and upsampling (backend/resample.rs)
+
+/// `reflection_pad{1,2,3}d`, `replication_pad{1,2,3}d`: the op set's checks and maps, then
+/// PyTorch's refusal of booleans; integers padded in `f64` (elements only copied: exact).
+fn padded<E: Element>(
+    x: &NdTensor<E>,
+    padding: &[i64],
+    dim: usize,
+    mode: PadMode,
+) -> R<NdTensor<E>> {
+    let r = meta::pad(x.shape(), padding, dim, mode)?;
+    let k = kind(x);
+    rules::check_not_bool(k, &mode.name(dim))?;
+    if let Data::Float(a) = x.data() {
+        return Ok(float_out(F::resample(a, &r)));
+    }
+    Ok(narrowed(F::resample(&wide(x), &r), k))
+}
+
+/// The padding ops' backward: the op set's checks, PyTorch's dtype rules (floating-point
+/// only, the gradient's dtype the input's), the transposed maps.
+fn padded_backward<E: Element>(
+    g: &NdTensor<E>,
+    x: &NdTensor<E>,
+    padding: &[i64],
+    dim: usize,
+    mode: PadMode,
+) -> R<NdTensor<E>> {
+    let r = meta::pad_backward(g.shape(), x.shape(), padding, dim, mode)?;
+    rules::check_same(g.dtype(), x.dtype())?;
+    let name = mode.backward_name(dim);
+    rules::check_floats(g.dtype(), &name)?;
+    let g = floats(g, &name)?;
+    Ok(float_out(F::resample_backward(&g, &r)))
+}
+
+/// The upsampling ops: PyTorch's refusal of integers and booleans, then the maps.
+fn upsampled<E: Element>(x: &NdTensor<E>, r: &meta::Resample, name: &str) -> R<NdTensor<E>> {
+    let x = floats(x, name)?;
+    Ok(float_out(F::resample(&x, r)))
+}
+
+/// The upsampling ops' backward: floating-point gradients only, the transposed maps.
+fn upsampled_backward<E: Element>(
+    g: &NdTensor<E>,
+    r: &meta::Resample,
+    name: &str,
+) -> R<NdTensor<E>> {
+    let g = floats(g, name)?;
+    Ok(float_out(F::resample_backward(&g, r)))
 }
 
 #[cfg(test)]
