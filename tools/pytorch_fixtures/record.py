@@ -4818,6 +4818,59 @@ for _op, _d in PAD_OPS:
     GEN[f"{_op}_backward"] = g_pad_backward(_op, _d)
 
 
+def upsample_geometry(r):
+    """An input shape `[N, C, H, W]`, an output size and the scales (now and then)."""
+    x = [r.choice([1, 2]), r.choice([1, 2]), r.choice([1, 2, 3, 4]), r.choice([1, 2, 3])]
+    out = [r.choice([1, 2, 3, 5]), r.choice([1, 2, 4, 5])]
+    sc = [r.choice([None, None, 0.6, 1.7]) for _ in range(2)]
+    return x, out, sc
+
+
+def g_upsample(op, bilinear, backward):
+    def g(p, r):
+        x, out, sc = upsample_geometry(r)
+        ac = dict(align_corners=r.random() < 0.5) if bilinear else {}
+        if backward:
+            return p.op(op, grad_output=p.inp(x[:2] + out), output_size=out, input_size=x, **ac,
+                        scales_h=sc[0], scales_w=sc[1])
+        return p.op(op, self=p.inp(x, nc=r.random() < 0.3), output_size=out, **ac, scales_h=sc[0],
+                    scales_w=sc[1])
+    return g
+
+
+def g_upsample_vec(op):
+    def g(p, r):
+        x, out, _ = upsample_geometry(r)
+        ac = dict(align_corners=r.random() < 0.5) if "bilinear" in op else {}
+        if r.random() < 0.5:
+            return p.op(op, input=p.inp(x), output_size=out, **ac, scale_factors=None)
+        return p.op(op, input=p.inp(x), output_size=None, **ac,
+                    scale_factors=[r.choice([0.7, 1.0, 1.5, 2.0]), r.choice([0.5, 1.3, 2.0, 2.5])])
+    return g
+
+
+def g_pad_composite(p, r):
+    mode = r.choice(["constant", "reflect", "replicate", "circular"])
+    d = r.choice([1, 2]) if mode != "constant" else r.choice([1, 2, 3])
+    x, pad = pad_geometry(r, min(d, 3), mode in ("reflect", "circular"))
+    if mode == "circular":
+        x = ([1] if len(x) == d + 1 else []) + x  # circular pads need the batch dim or not
+        x = x[-(d + 2):]
+    value = r.choice([None, 0.5]) if mode == "constant" else None
+    return p.op("pad", self=p.inp(x), pad=pad, mode=mode, value=value)
+
+
+GEN.update({
+    "upsample_nearest2d": g_upsample("upsample_nearest2d", False, False),
+    "upsample_nearest2d_backward": g_upsample("upsample_nearest2d_backward", False, True),
+    "upsample_bilinear2d": g_upsample("upsample_bilinear2d", True, False),
+    "upsample_bilinear2d_backward": g_upsample("upsample_bilinear2d_backward", True, True),
+    "upsample_nearest2d.vec": g_upsample_vec("upsample_nearest2d.vec"),
+    "upsample_bilinear2d.vec": g_upsample_vec("upsample_bilinear2d.vec"),
+    "pad": g_pad_composite,
+})
+
+
 def resample_sweep_calls():
     """The padding and upsampling operators in the sweep (mostly PyTorch's rank errors)."""
     calls = {}
@@ -4825,6 +4878,23 @@ def resample_sweep_calls():
         calls[op] = (lambda op=op, d=d: lambda p, a: p.op(op, self=a.t(0), padding=[0] * (2 * d)))()
         calls[f"{op}_backward"] = (lambda op=op, d=d: lambda p, a: p.op(
             f"{op}_backward", grad_output=a.t(0), self=a.t(1), padding=[0] * (2 * d)))()
+    one = dict(scales_h=None, scales_w=None)
+    calls.update({
+        "upsample_nearest2d": lambda p, a: p.op("upsample_nearest2d", self=a.t(0), output_size=[1, 2], **one),
+        "upsample_nearest2d_backward": lambda p, a: p.op("upsample_nearest2d_backward", grad_output=a.t(0),
+                                                         output_size=[1, 1], input_size=[1, 1, 1, 1], **one),
+        "upsample_bilinear2d": lambda p, a: p.op("upsample_bilinear2d", self=a.t(0), output_size=[1, 2],
+                                                 align_corners=False, **one),
+        "upsample_bilinear2d_backward": lambda p, a: p.op("upsample_bilinear2d_backward", grad_output=a.t(0),
+                                                          output_size=[1, 1], input_size=[1, 1, 1, 1],
+                                                          align_corners=True, **one),
+        "upsample_nearest2d.vec": lambda p, a: p.op("upsample_nearest2d.vec", input=a.t(0), output_size=None,
+                                                    scale_factors=[2.0] * max(nd(a) - 2, 0)),
+        "upsample_bilinear2d.vec": lambda p, a: p.op("upsample_bilinear2d.vec", input=a.t(0),
+                                                     output_size=[2] * max(nd(a) - 2, 0), align_corners=False,
+                                                     scale_factors=None),
+        "pad": lambda p, a: p.op("pad", self=a.t(0), pad=[1, 0] if nd(a) else [], mode="replicate", value=None),
+    })
     return calls
 
 
@@ -4869,7 +4939,83 @@ def resample_programs():
         p.op("mul.Tensor", self=y, other=y)
         add(p, jvp=d < 3)
 
-    errors = []
+    def up(name, op, x, jvp=True, data=None, **args):
+        p = scen(f"resample/{op}/{name}", "resample")
+        key = "input" if op.endswith(".vec") else "self"
+        p.op(op, **{key: p.inp(x, data=data)}, **args)
+        add(p, jvp)
+
+    none = dict(scales_h=None, scales_w=None)
+    nvec, bvec = "upsample_nearest2d.vec", "upsample_bilinear2d.vec"
+    # nearest's index rules: floor(o * scale) in float, a copy for equal sizes, o / 2 for twice
+    up("scale_2_3", nvec, [1, 1, 1, 5], output_size=None, scale_factors=[1.0, 2.3])
+    up("scale_0_7", nvec, [1, 1, 2, 5], output_size=None, scale_factors=[1.0, 0.7])
+    up("twice_and_same", "upsample_nearest2d", [1, 2, 2, 3], output_size=[4, 3], **none)
+    up("scales_given", "upsample_nearest2d", [1, 1, 3, 3], output_size=[4, 2], scales_h=1.5, scales_w=0.75)
+    up("down_3_to_2", "upsample_nearest2d", [2, 1, 3, 3], output_size=[2, 2], **none)
+    up("empty_batch", "upsample_nearest2d", [0, 2, 2, 2], output_size=[3, 3], **none)
+    for ac in (False, True):
+        tag = "align_corners" if ac else "half_pixel"
+        up(f"{tag}/up", "upsample_bilinear2d", [1, 1, 2, 3], output_size=[3, 5], align_corners=ac, **none)
+        up(f"{tag}/down", "upsample_bilinear2d", [1, 2, 4, 3], output_size=[3, 2], align_corners=ac, **none)
+        up(f"{tag}/to_one", "upsample_bilinear2d", [1, 1, 3, 2], output_size=[1, 1], align_corners=ac, **none)
+        up(f"{tag}/scale_factors", bvec, [1, 1, 2, 3], output_size=None, align_corners=ac,
+           scale_factors=[1.5, 2.0])
+    up("scales_given", "upsample_bilinear2d", [1, 1, 2, 2], output_size=[3, 4], align_corners=False,
+       scales_h=2.0, scales_w=1.2)
+    up("nonfinite", "upsample_bilinear2d", [1, 1, 2, 2], jvp=False, data=[float("inf"), 1.0, float("nan"), -2.0],
+       output_size=[3, 3], align_corners=False, **none)
+    up("nonfinite", "upsample_nearest2d", [1, 1, 2, 2], jvp=False, data=[float("inf"), 1.0, float("nan"), -2.0],
+       output_size=[3, 3], **none)
+    for op, ac in (("upsample_nearest2d_backward", {}), ("upsample_bilinear2d_backward", dict(align_corners=True))):
+        p = scen(f"resample/{op}/double", "resample")
+        y = p.op(op, grad_output=p.inp([1, 2, 3, 3]), output_size=[3, 3], input_size=[1, 2, 2, 2], **ac, **none)
+        p.op("mul.Tensor", self=y, other=y)
+        add(p)
+    # F.pad's modes
+    for mode, x, pads in (("reflect", [2, 3], [2, 1]), ("replicate", [1, 2, 2, 3], [1, 2, 0, 1]),
+                          ("circular", [1, 2, 3], [2, 1]), ("circular", [1, 1, 3, 3], [-1, 2, 2, 0]),
+                          ("constant", [2, 2], [1, -1, 0, 2])):
+        p = scen(f"resample/pad/{mode}_{len(x)}d_{len(pads)}", "resample")
+        p.op("pad", self=p.inp(x), pad=pads, mode=mode, value=None)
+        add(p)
+
+    errors = [
+        ("pad/unknown_mode", "pad", dict(self=[2, 3], pad=[1, 1], mode="wrap", value=None)),
+        ("pad/odd", "pad", dict(self=[2, 3], pad=[1], mode="reflect", value=None)),
+        ("pad/too_long", "pad", dict(self=[2, 3], pad=[1] * 6, mode="reflect", value=None)),
+        ("pad/value", "pad", dict(self=[2, 3], pad=[1, 1], mode="reflect", value=1.0)),
+        ("pad/size_not_supported", "pad", dict(self=[1, 2, 2, 3], pad=[1, 1], mode="reflect", value=None)),
+        ("pad/circular_wraps_twice", "pad", dict(self=[1, 2, 3], pad=[4, 1], mode="circular", value=None)),
+        ("pad/circular_empty", "pad", dict(self=[1, 2, 3], pad=[-2, -2], mode="circular", value=None)),
+        ("upsample_nearest2d.vec/both", nvec, dict(input=[1, 1, 2, 2], output_size=[3, 3], scale_factors=[2.0, 2.0])),
+        ("upsample_nearest2d.vec/neither", nvec, dict(input=[1, 1, 2, 2], output_size=None, scale_factors=None)),
+        ("upsample_nearest2d.vec/output_size_length", nvec, dict(input=[1, 1, 2, 2], output_size=[3],
+                                                                 scale_factors=None)),
+        ("upsample_nearest2d.vec/scale_factors_length", nvec, dict(input=[1, 1, 2, 2], output_size=None,
+                                                                   scale_factors=[2.0])),
+        ("upsample_bilinear2d.vec/negative_scale", bvec, dict(input=[1, 1, 2, 2], output_size=None,
+                                                              align_corners=False, scale_factors=[0.5, -1.0])),
+        ("upsample_nearest2d/output_size_length", "upsample_nearest2d", dict(self=[1, 1, 2, 2], output_size=[3, 3, 3],
+                                                                            **none)),
+        ("upsample_nearest2d/rank", "upsample_nearest2d", dict(self=[1, 2, 2], output_size=[3, 3], **none)),
+        ("upsample_nearest2d/zero_output", "upsample_nearest2d", dict(self=[1, 1, 2, 2], output_size=[0, 3], **none)),
+        ("upsample_nearest2d/empty_channels", "upsample_nearest2d", dict(self=[1, 0, 2, 2], output_size=[3, 3],
+                                                                         **none)),
+        ("upsample_nearest2d/integers", "upsample_nearest2d", dict(self=("idx3", [1, 1, 2, 2]), output_size=[3, 3],
+                                                                   **none)),
+        ("upsample_bilinear2d/bool", "upsample_bilinear2d", dict(self=("bool", [1, 1, 2, 2]), output_size=[3, 3],
+                                                                 align_corners=True, **none)),
+        ("upsample_nearest2d_backward/grad_rank", "upsample_nearest2d_backward",
+         dict(grad_output=[2, 3, 3], output_size=[3, 3], input_size=[1, 2, 2, 2], **none)),
+        ("upsample_nearest2d_backward/grad_shape", "upsample_nearest2d_backward",
+         dict(grad_output=[1, 2, 3, 2], output_size=[3, 3], input_size=[1, 2, 2, 2], **none)),
+        ("upsample_bilinear2d_backward/input_size_length", "upsample_bilinear2d_backward",
+         dict(grad_output=[1, 2, 3, 3], output_size=[3, 3], input_size=[2, 2, 2], align_corners=False, **none)),
+        ("upsample_bilinear2d_backward/integers", "upsample_bilinear2d_backward",
+         dict(grad_output=("idx3", [1, 1, 3, 3]), output_size=[3, 3], input_size=[1, 1, 2, 2], align_corners=False,
+              **none)),
+    ]
     for op, d in PAD_OPS:
         reflect = op.startswith("reflection")
         x, g, one = [1, 2] + [2] * d, [1, 2] + [4] * d, [1] * (2 * d)
@@ -4895,7 +5041,7 @@ def resample_programs():
         p = scen(f"resample/errors/{name}", "resample")
         kw = {}
         for k, v in args.items():
-            if k in ("self", "grad_output"):
+            if k in ("self", "grad_output", "input"):
                 kind, v = v if isinstance(v[0], str) else ("t", v)
                 kw[k] = p.inp(v, kind)
             else:

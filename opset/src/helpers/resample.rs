@@ -11,12 +11,20 @@ fn fail<T>(m: String) -> Res<T> {
     Err(AutogradError::backend(crate::Error::runtime(m)))
 }
 
-/// The scales the `.vec` overloads pass on (`get_scale_value`): the scale factors', if any.
-fn scales(scale_factors: Option<&[f64]>) -> (Option<f64>, Option<f64>) {
-    match scale_factors {
-        Some(s) => (s.first().copied(), s.get(1).copied()),
-        None => (None, None),
-    }
+/// The scales the `.vec` overloads pass on (`get_scale_value`): the scale factors', if any
+/// (PyTorch's `ArrayRef` error for fewer than two).
+fn scales(scale_factors: Option<&[f64]>) -> Res<(Option<f64>, Option<f64>)> {
+    let Some(s) = scale_factors else {
+        return Ok((None, None));
+    };
+    let at = |i: usize| match s.get(i) {
+        Some(v) => Ok(Some(*v)),
+        None => fail(format!(
+            "ArrayRef: invalid index Index = {i}; Length = {}",
+            s.len()
+        )),
+    };
+    Ok((at(0)?, at(1)?))
 }
 
 /// PyTorch's `upsample_nearest2d.vec`.
@@ -27,7 +35,7 @@ pub fn upsample_nearest2d_vec<T: Backend>(
 ) -> Res<V<T>> {
     let osize = crate::meta::upsample_output_size(&input.shape(), output_size, scale_factors)
         .map_err(AutogradError::backend)?;
-    let (h, w) = scales(scale_factors);
+    let (h, w) = scales(scale_factors)?;
     upsample_nearest2d(input, &osize, h, w)
 }
 
@@ -40,7 +48,7 @@ pub fn upsample_bilinear2d_vec<T: Backend>(
 ) -> Res<V<T>> {
     let osize = crate::meta::upsample_output_size(&input.shape(), output_size, scale_factors)
         .map_err(AutogradError::backend)?;
-    let (h, w) = scales(scale_factors);
+    let (h, w) = scales(scale_factors)?;
     upsample_bilinear2d(input, &osize, align_corners, h, w)
 }
 
@@ -81,7 +89,7 @@ pub fn pad<T: Backend>(self_: &V<T>, pad: &[i64], mode: &str, value: Option<f64>
         };
     }
     fail(format!(
-        "Padding size {} is not supported for {nd}D input tensor.",
+        "Padding size {} is not supported for {nd}D input tensor.\nSupported combinations for non-constant padding:\n  - 2D or 3D input: padding size = 2 (pads last dimension)\n  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)",
         pad.len()
     ))
 }
@@ -121,11 +129,11 @@ fn pad_circular<T: Backend>(self_: &V<T>, pad: &[i64]) -> Res<V<T>> {
         let mid = narrow(&out, d, (-l).max(0), kept)?;
         let mut parts = Vec::new();
         if l > 0 {
-            parts.push(narrow(&mid, d, kept - l, l)?);
+            periodic(&mid, d, kept - l, l, kept, &mut parts)?;
         }
         parts.push(mid.clone());
         if r > 0 {
-            parts.push(narrow(&mid, d, 0, r)?);
+            periodic(&mid, d, 0, r, kept, &mut parts)?;
         }
         out = if parts.len() == 1 {
             mid
@@ -134,4 +142,29 @@ fn pad_circular<T: Backend>(self_: &V<T>, pad: &[i64]) -> Res<V<T>> {
         };
     }
     Ok(out)
+}
+
+/// `len` elements of `mid` (of `kept` along `d`) from `start` on, wrapping around as often as
+/// needed (PyTorch's copies from the padded output itself, element by element, repeat the
+/// cropped line when a wrap is longer than it: the same values; PyTorch's gradient there
+/// goes through its overlapping copies, this one through each repeat).
+fn periodic<T: Backend>(
+    mid: &V<T>,
+    d: i64,
+    start: i64,
+    len: i64,
+    kept: i64,
+    parts: &mut Vec<V<T>>,
+) -> Res<()> {
+    if kept <= 0 {
+        return fail("Negative padding value is resulting in an empty dimension".into());
+    }
+    let (mut at, mut left) = (start.rem_euclid(kept), len);
+    while left > 0 {
+        let n = left.min(kept - at);
+        parts.push(narrow(mid, d, at, n)?);
+        left -= n;
+        at = 0;
+    }
+    Ok(())
 }

@@ -526,3 +526,19 @@ pub fn upsample_output_size(
         _ => Err(exactly_one()),
     }
 }
+
+/// The name PyTorch's CPU kernel of `upsample_nearest2d_backward` (`nearest`) or
+/// `upsample_bilinear2d_backward` gives in its dtype error: the channels-last kernel's when
+/// the gradient (`[N, C, H, W]`, contiguous) is also channels-last contiguous (one channel, or
+/// a 1x1 plane).
+pub fn upsample_backward_kernel(nearest: bool, grad_output: &[usize]) -> &'static str {
+    use crate::dtype::kernel;
+    let cl =
+        grad_output.len() == 4 && (grad_output[1] == 1 || grad_output[2] * grad_output[3] == 1);
+    match (nearest, cl) {
+        (true, false) => kernel::UPSAMPLE_NEAREST2D_BACKWARD,
+        (true, true) => kernel::UPSAMPLE_NEAREST2D_BACKWARD_CL,
+        (false, false) => kernel::UPSAMPLE_BILINEAR2D_BACKWARD,
+        (false, true) => kernel::UPSAMPLE_BILINEAR2D_BACKWARD_CL,
+    }
+}

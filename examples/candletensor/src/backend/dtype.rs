@@ -1286,7 +1286,8 @@ impl Backend for CandleTensor {
     ) -> R<Self> {
         let g = grad_output.shape();
         let r = meta::upsample_nearest2d_backward(g, output_size, input_size, scales_h, scales_w)?;
-        upsampled_backward(grad_output, &r, kernel::UPSAMPLE_NEAREST2D_BACKWARD)
+        let name = meta::upsample_backward_kernel(true, grad_output.shape());
+        upsampled_backward(grad_output, &r, name)
     }
     fn upsample_bilinear2d(
         self_: &Self,
@@ -1315,7 +1316,8 @@ impl Backend for CandleTensor {
             scales_h,
             scales_w,
         )?;
-        upsampled_backward(grad_output, &r, kernel::UPSAMPLE_BILINEAR2D_BACKWARD)
+        let name = meta::upsample_backward_kernel(false, grad_output.shape());
+        upsampled_backward(grad_output, &r, name)
     }
 }
 

@@ -1750,7 +1750,8 @@ impl<E: Element> Backend for NdTensor<E> {
     ) -> R<Self> {
         let g = grad_output.shape();
         let r = meta::upsample_nearest2d_backward(g, output_size, input_size, scales_h, scales_w)?;
-        upsampled_backward(grad_output, &r, kernel::UPSAMPLE_NEAREST2D_BACKWARD)
+        let name = meta::upsample_backward_kernel(true, grad_output.shape());
+        upsampled_backward(grad_output, &r, name)
     }
     fn upsample_bilinear2d(
         self_: &Self,
@@ -1779,7 +1780,8 @@ impl<E: Element> Backend for NdTensor<E> {
             scales_h,
             scales_w,
         )?;
-        upsampled_backward(grad_output, &r, kernel::UPSAMPLE_BILINEAR2D_BACKWARD)
+        let name = meta::upsample_backward_kernel(false, grad_output.shape());
+        upsampled_backward(grad_output, &r, name)
     }
 }
 
