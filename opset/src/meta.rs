@@ -343,7 +343,7 @@ pub use normalization::{
     batch_norm_legit, batch_norm_no_stats, batch_norm_stat, var, var_dtype,
 };
 pub use resample::{
-    Axis, AxisTap, PadMode, Resample, pad, pad_backward, upsample_backward_kernel,
-    upsample_bilinear2d, upsample_bilinear2d_backward, upsample_nearest2d,
-    upsample_nearest2d_backward, upsample_output_size,
+    Axis, AxisTap, PadMode, Resample, adaptive_avg_pool3d, adaptive_avg_pool3d_backward, pad,
+    pad_backward, upsample_backward_kernel, upsample_bilinear2d, upsample_bilinear2d_backward,
+    upsample_nearest2d, upsample_nearest2d_backward, upsample_output_size,
 };

@@ -4871,6 +4871,24 @@ GEN.update({
 })
 
 
+def adaptive3d_geometry(r):
+    x = ([r.choice([1, 2])] if r.random() < 0.5 else []) + [r.choice([1, 2])] + [r.choice([1, 2, 3]) for _ in range(3)]
+    return x, [r.choice([1, 2, 3]) for _ in range(3)]
+
+
+def g_adaptive3d(p, r):
+    x, out = adaptive3d_geometry(r)
+    return p.op("_adaptive_avg_pool3d", self=p.inp(x, nc=r.random() < 0.3), output_size=out)
+
+
+def g_adaptive3d_backward(p, r):
+    x, out = adaptive3d_geometry(r)
+    return p.op("_adaptive_avg_pool3d_backward", grad_output=p.inp(x[:-3] + out), self=p.inp(x))
+
+
+GEN.update({"_adaptive_avg_pool3d": g_adaptive3d, "_adaptive_avg_pool3d_backward": g_adaptive3d_backward})
+
+
 def resample_sweep_calls():
     """The padding and upsampling operators in the sweep (mostly PyTorch's rank errors)."""
     calls = {}
@@ -4894,6 +4912,9 @@ def resample_sweep_calls():
                                                      output_size=[2] * max(nd(a) - 2, 0), align_corners=False,
                                                      scale_factors=None),
         "pad": lambda p, a: p.op("pad", self=a.t(0), pad=[1, 0] if nd(a) else [], mode="replicate", value=None),
+        "_adaptive_avg_pool3d": lambda p, a: p.op("_adaptive_avg_pool3d", self=a.t(0), output_size=[1, 1, 1]),
+        "_adaptive_avg_pool3d_backward": lambda p, a: p.op("_adaptive_avg_pool3d_backward", grad_output=a.t(0),
+                                                           self=a.t(1)),
     })
     return calls
 
@@ -4972,6 +4993,14 @@ def resample_programs():
         y = p.op(op, grad_output=p.inp([1, 2, 3, 3]), output_size=[3, 3], input_size=[1, 2, 2, 2], **ac, **none)
         p.op("mul.Tensor", self=y, other=y)
         add(p)
+    # adaptive average pooling in 3-d: overlapping windows, an empty batch, upsampling
+    up("overlapping", "_adaptive_avg_pool3d", [1, 1, 3, 2, 3], output_size=[2, 2, 2])
+    up("empty_batch", "_adaptive_avg_pool3d", [0, 1, 2, 2, 2], output_size=[1, 2, 1])
+    up("upsampling", "_adaptive_avg_pool3d", [1, 2, 1, 2], output_size=[2, 3, 1])
+    p = scen("resample/_adaptive_avg_pool3d_backward/double", "resample")
+    y = p.op("_adaptive_avg_pool3d_backward", grad_output=p.inp([1, 2, 2, 1]), self=p.inp([1, 3, 2, 2]))
+    p.op("mul.Tensor", self=y, other=y)
+    add(p)
     # F.pad's modes
     for mode, x, pads in (("reflect", [2, 3], [2, 1]), ("replicate", [1, 2, 2, 3], [1, 2, 0, 1]),
                           ("circular", [1, 2, 3], [2, 1]), ("circular", [1, 1, 3, 3], [-1, 2, 2, 0]),
@@ -4988,6 +5017,20 @@ def resample_programs():
         ("pad/size_not_supported", "pad", dict(self=[1, 2, 2, 3], pad=[1, 1], mode="reflect", value=None)),
         ("pad/circular_wraps_twice", "pad", dict(self=[1, 2, 3], pad=[4, 1], mode="circular", value=None)),
         ("pad/circular_empty", "pad", dict(self=[1, 2, 3], pad=[-2, -2], mode="circular", value=None)),
+        ("_adaptive_avg_pool3d/output_size_length", "_adaptive_avg_pool3d", dict(self=[1, 1, 2, 2, 2],
+                                                                                 output_size=[1, 1])),
+        ("_adaptive_avg_pool3d/rank", "_adaptive_avg_pool3d", dict(self=[2, 2, 2], output_size=[1, 1, 1])),
+        ("_adaptive_avg_pool3d/empty_channels", "_adaptive_avg_pool3d", dict(self=[1, 0, 2, 2, 2],
+                                                                             output_size=[1, 1, 1])),
+        ("_adaptive_avg_pool3d/negative_size", "_adaptive_avg_pool3d", dict(self=[1, 2, 2, 2], output_size=[-1, 1, 1])),
+        ("_adaptive_avg_pool3d/integers", "_adaptive_avg_pool3d", dict(self=("idx3", [1, 2, 2, 2]),
+                                                                       output_size=[1, 1, 1])),
+        ("_adaptive_avg_pool3d_backward/grad_rank", "_adaptive_avg_pool3d_backward",
+         dict(grad_output=[2, 1, 1, 1], self=[1, 2, 2, 2, 2])),
+        ("_adaptive_avg_pool3d_backward/grad_empty", "_adaptive_avg_pool3d_backward",
+         dict(grad_output=[1, 2, 0, 1, 1], self=[1, 2, 2, 2, 2])),
+        ("_adaptive_avg_pool3d_backward/integers", "_adaptive_avg_pool3d_backward",
+         dict(grad_output=("idx3", [2, 1, 1, 1]), self=("idx3", [2, 2, 2, 2]))),
         ("upsample_nearest2d.vec/both", nvec, dict(input=[1, 1, 2, 2], output_size=[3, 3], scale_factors=[2.0, 2.0])),
         ("upsample_nearest2d.vec/neither", nvec, dict(input=[1, 1, 2, 2], output_size=None, scale_factors=None)),
         ("upsample_nearest2d.vec/output_size_length", nvec, dict(input=[1, 1, 2, 2], output_size=[3],

@@ -17,7 +17,32 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     cs.extend(pad_backward_cases(&r));
     cs.extend(upsample_cases(&r));
     cs.extend(composite_cases(&r));
+    cs.extend(pool3d_cases(&r));
     cs
+}
+
+/// The 3-d poolings.
+fn pool3d_cases<B: ConformanceTensor>(r: &Rng) -> Vec<Case<B>> {
+    vec![
+        case(
+            "_adaptive_avg_pool3d",
+            "3x4x5 to 2x3x2 (overlapping windows)",
+            vec![r.t(&[1, 2, 3, 4, 5])],
+            |x| _adaptive_avg_pool3d(&x[0], &[2, 3, 2]).unwrap(),
+        ),
+        case(
+            "_adaptive_avg_pool3d",
+            "4-d, non-contiguous, to 1x2x4",
+            vec![r.nc(&[2, 3, 3, 2])],
+            |x| _adaptive_avg_pool3d(&x[0], &[1, 2, 4]).unwrap(),
+        ),
+        case(
+            "_adaptive_avg_pool3d_backward",
+            "4-d, 3x3x2 to 2x2x1",
+            vec![r.t(&[2, 2, 2, 1]), r.t(&[2, 3, 3, 2])],
+            |x| _adaptive_avg_pool3d_backward(&x[0], &x[1]).unwrap(),
+        ),
+    ]
 }
 
 /// The upsampling ops and their backward ops.
@@ -304,6 +329,10 @@ fn dispatch_upsample<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Ve
             a.b("align_corners")?,
             opt_f64s(a, "scale_factors")?.as_deref(),
         ),
+        "_adaptive_avg_pool3d" => _adaptive_avg_pool3d(&a.t("self")?, &a.ints("output_size")?),
+        "_adaptive_avg_pool3d_backward" => {
+            _adaptive_avg_pool3d_backward(&a.t("grad_output")?, &a.t("self")?)
+        }
         "pad" => pad(
             &a.t("self")?,
             &a.ints("pad")?,

@@ -542,3 +542,92 @@ pub fn upsample_backward_kernel(nearest: bool, grad_output: &[usize]) -> &'stati
         (false, true) => kernel::UPSAMPLE_BILINEAR2D_BACKWARD_CL,
     }
 }
+
+/// Adaptive average pooling's maps over the last three dims: output `o` of `out` averages
+/// the input's `meta::adaptive_range` (separable: the window is a box, its divisor the
+/// product of its sides).
+fn adaptive_maps(input: &[usize], out: &[usize]) -> Resample {
+    let nd = input.len();
+    let mut output = input.to_vec();
+    let axes = (0..out.len())
+        .map(|k| {
+            let d = nd - out.len() + k;
+            output[d] = out[k];
+            let taps = (0..out[k])
+                .flat_map(|o| {
+                    let r = super::adaptive_range(o, out[k], input[d]);
+                    let w = 1.0 / r.len() as f64;
+                    r.map(move |i| (o, i, w))
+                })
+                .collect();
+            Axis {
+                dim: d,
+                input: input[d],
+                output: out[k],
+                taps,
+            }
+        })
+        .collect();
+    Resample {
+        input: input.to_vec(),
+        output,
+        axes,
+    }
+}
+
+/// `_adaptive_avg_pool3d`: PyTorch's checks (its CPU kernel's), and the maps.
+pub fn adaptive_avg_pool3d(input: &[usize], output_size: &[i64]) -> R<Resample> {
+    check(output_size.len() == 3, || {
+        "adaptive_avg_pool3d: output_size must be 3".into()
+    })?;
+    for (i, n) in input.iter().enumerate().skip(1) {
+        check(*n > 0, || {
+            format!(
+                "adaptive_avg_pool3d(): Expected input to have non-zero size for non-batch dimensions, but input has sizes {input:?} with dimension {i} being empty"
+            )
+        })?;
+    }
+    let nd = input.len();
+    check(nd == 4 || nd == 5, || {
+        format!("adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got {input:?}")
+    })?;
+    check(output_size.iter().all(|s| *s >= 0), || {
+        "numel: integer multiplication overflow".into()
+    })?;
+    let out: Vec<usize> = output_size.iter().map(|s| *s as usize).collect();
+    Ok(adaptive_maps(input, &out))
+}
+
+/// `_adaptive_avg_pool3d_backward`: PyTorch's checks (the gradient's sizes give the output
+/// size), and the forward's maps.
+pub fn adaptive_avg_pool3d_backward(grad_output: &[usize], input: &[usize]) -> R<Resample> {
+    // PyTorch's autograd layer reads the output size first: `size(-1)`, `size(-2)`, `size(-3)`.
+    for d in [-1, -2, -3] {
+        size_at(grad_output, d)?;
+    }
+    for (i, n) in grad_output.iter().enumerate().skip(1) {
+        check(*n > 0, || {
+            format!(
+                "adaptive_avg_pool3d_backward(): Expected grad_output to have non-zero size for non-batch dimensions, but grad_output has sizes {grad_output:?} with dimension {i} being empty"
+            )
+        })?;
+    }
+    let nd = input.len();
+    check(grad_output.len() == nd, || {
+        format!(
+            "adaptive_avg_pool3d_backward_out_cpu_template: Expected dimensions {nd} for `gradOutput_` but got dimensions {}",
+            grad_output.len()
+        )
+    })?;
+    check(nd >= 3, || {
+        format!("adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got {input:?}")
+    })?;
+    let r = adaptive_maps(input, &grad_output[nd - 3..]);
+    check(grad_output == r.output.as_slice(), || {
+        format!(
+            "Expected grad_output to have the shape {:?} of adaptive_avg_pool3d's output, but got {grad_output:?}",
+            r.output
+        )
+    })?;
+    Ok(r)
+}

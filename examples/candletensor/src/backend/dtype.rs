@@ -1268,6 +1268,15 @@ impl Backend for CandleTensor {
     fn replication_pad3d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
         padded_backward(grad_output, self_, padding, 3, PadMode::Replicate)
     }
+    fn _adaptive_avg_pool3d(self_: &Self, output_size: &[i64]) -> R<Self> {
+        let r = meta::adaptive_avg_pool3d(self_.shape(), output_size)?;
+        upsampled(self_, &r, kernel::ADAPTIVE_AVG_POOL3D)
+    }
+    fn _adaptive_avg_pool3d_backward(grad_output: &Self, self_: &Self) -> R<Self> {
+        let r = meta::adaptive_avg_pool3d_backward(grad_output.shape(), self_.shape())?;
+        rules::check_floats(self_.dtype(), kernel::ADAPTIVE_AVG_POOL3D_BACKWARD)?;
+        upsampled_backward(grad_output, &r, kernel::ADAPTIVE_AVG_POOL3D_BACKWARD)
+    }
     fn upsample_nearest2d(
         self_: &Self,
         output_size: &[i64],
