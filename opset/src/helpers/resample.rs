@@ -77,7 +77,7 @@ pub fn pad<T: Backend>(self_: &V<T>, pad: &[i64], mode: &str, value: Option<f64>
         ));
     }
     let dims = pad.len() / 2;
-    if dims >= 1 && dims <= 3 && (nd == dims + 1 || nd == dims + 2) {
+    if (1..=3).contains(&dims) && (nd == dims + 1 || nd == dims + 2) {
         return match (mode, dims) {
             ("reflect", 1) => reflection_pad1d(self_, pad),
             ("reflect", 2) => reflection_pad2d(self_, pad),
