@@ -189,6 +189,24 @@ pub mod kernel {
     pub const ADAPTIVE_AVG_POOL2D: &str = "adaptive_avg_pool2d";
     /// `_adaptive_avg_pool2d_backward` of integers.
     pub const ADAPTIVE_AVG_POOL2D_BACKWARD: &str = "adaptive_avg_pool2d_backward_cpu";
+    /// `_adaptive_avg_pool3d` of integers and booleans.
+    pub const ADAPTIVE_AVG_POOL3D: &str = "adaptive_avg_pool3d_cpu";
+    /// `_adaptive_avg_pool3d_backward` of integers and booleans.
+    pub const ADAPTIVE_AVG_POOL3D_BACKWARD: &str = "adaptive_avg_pool3d_backward_cpu";
+    /// `upsample_nearest2d` of integers and booleans.
+    pub const UPSAMPLE_NEAREST2D: &str = "upsample_nearest2d_channels_last";
+    /// `upsample_nearest2d_backward` of integers and booleans.
+    pub const UPSAMPLE_NEAREST2D_BACKWARD: &str = "upsample_nearest2d_backward";
+    /// `upsample_bilinear2d` of integers and booleans.
+    pub const UPSAMPLE_BILINEAR2D: &str = "upsample_bilinear2d_channels_last";
+    /// `upsample_bilinear2d_backward` of integers and booleans.
+    pub const UPSAMPLE_BILINEAR2D_BACKWARD: &str = "upsample_bilinear2d_backward";
+    /// `upsample_nearest2d_backward` of integers and booleans whose gradient is also
+    /// channels-last contiguous (one channel, or a 1x1 plane).
+    pub const UPSAMPLE_NEAREST2D_BACKWARD_CL: &str = "upsample_nearest2d_backward_cl";
+    /// `upsample_bilinear2d_backward` of integers and booleans whose gradient is also
+    /// channels-last contiguous.
+    pub const UPSAMPLE_BILINEAR2D_BACKWARD_CL: &str = "upsample_bilinear2d_backward_channels_last";
 }
 
 /// PyTorch's error for a kernel it implements for floating-point types only.

@@ -323,6 +323,7 @@ mod conv;
 mod indexing;
 mod losses;
 mod normalization;
+mod resample;
 #[cfg(test)]
 mod tests;
 
@@ -340,4 +341,9 @@ pub use losses::{NllBackward, nll_loss_backward, nll_loss_forward, nll_target};
 pub use normalization::{
     ChannelSizes, Stat, batch_norm, batch_norm_backward_channels, batch_norm_channels,
     batch_norm_legit, batch_norm_no_stats, batch_norm_stat, var, var_dtype,
+};
+pub use resample::{
+    Axis, AxisTap, PadMode, Resample, adaptive_avg_pool3d, adaptive_avg_pool3d_backward, pad,
+    pad_backward, upsample_backward_kernel, upsample_bilinear2d, upsample_bilinear2d_backward,
+    upsample_nearest2d, upsample_nearest2d_backward, upsample_output_size,
 };

@@ -3514,6 +3514,7 @@ def sweep_calls():
     calls.update(norm_sweep_calls())
     calls.update(conv_sweep_calls())
     calls.update(factory_sweep_calls())
+    calls.update(resample_sweep_calls())
     return calls
 
 
@@ -4927,10 +4928,333 @@ def conv_programs():
     return progs
 
 
+# ----------------------------------------------------------------------------------------
+# Reflection and replication padding, upsampling (helper-pads): generators (GEN), sweep
+# calls, and the `resample` category
+
+PAD_OPS = [(f"{mode}_pad{d}d", d) for mode in ("reflection", "replication") for d in (1, 2, 3)]
+
+
+def pad_geometry(r, d, reflect):
+    """An input shape (unbatched or batched) and pads for `d` padded dims: uneven pads, a
+    crop now and then, reflection's pads below each dim's size."""
+    sizes = {1: [1, 2, 3, 4], 2: [1, 2, 3], 3: [1, 2]}[d]
+    sp = [r.choice([n for n in sizes if n > 1] if reflect else sizes) for _ in range(d)]
+    x = ([r.choice([1, 2])] if r.random() < 0.5 else []) + [r.choice([1, 2]) if d < 3 else 1] + sp
+    pad = []
+    for n in reversed(sp):
+        hi = n - 1 if reflect else (2 if d < 3 else 1)
+        lo = -(n // 2) if n > 1 and r.random() < 0.2 else 0
+        pad += [r.randint(lo, hi), r.randint(0, hi)]
+    return x, pad
+
+
+def padded_shape(x, pad):
+    out = list(x)
+    for i in range(len(pad) // 2):
+        out[len(x) - 1 - i] += pad[2 * i] + pad[2 * i + 1]
+    return out
+
+
+def g_pad(op, d):
+    def g(p, r):
+        x, pad = pad_geometry(r, d, op.startswith("reflection"))
+        return p.op(op, self=p.inp(x, nc=r.random() < 0.3), padding=pad)
+    return g
+
+
+def g_pad_backward(op, d):
+    def g(p, r):
+        x, pad = pad_geometry(r, d, op.startswith("reflection"))
+        return p.op(f"{op}_backward", grad_output=p.inp(padded_shape(x, pad)), self=p.inp(x), padding=pad)
+    return g
+
+
+for _op, _d in PAD_OPS:
+    GEN[_op] = g_pad(_op, _d)
+    GEN[f"{_op}_backward"] = g_pad_backward(_op, _d)
+
+
+def upsample_geometry(r):
+    """An input shape `[N, C, H, W]`, an output size and the scales (now and then)."""
+    x = [r.choice([1, 2]), r.choice([1, 2]), r.choice([1, 2, 3, 4]), r.choice([1, 2, 3])]
+    out = [r.choice([1, 2, 3, 5]), r.choice([1, 2, 4, 5])]
+    sc = [r.choice([None, None, 0.6, 1.7]) for _ in range(2)]
+    return x, out, sc
+
+
+def g_upsample(op, bilinear, backward):
+    def g(p, r):
+        x, out, sc = upsample_geometry(r)
+        ac = dict(align_corners=r.random() < 0.5) if bilinear else {}
+        if backward:
+            return p.op(op, grad_output=p.inp(x[:2] + out), output_size=out, input_size=x, **ac,
+                        scales_h=sc[0], scales_w=sc[1])
+        return p.op(op, self=p.inp(x, nc=r.random() < 0.3), output_size=out, **ac, scales_h=sc[0],
+                    scales_w=sc[1])
+    return g
+
+
+def g_upsample_vec(op):
+    def g(p, r):
+        x, out, _ = upsample_geometry(r)
+        ac = dict(align_corners=r.random() < 0.5) if "bilinear" in op else {}
+        if r.random() < 0.5:
+            return p.op(op, input=p.inp(x), output_size=out, **ac, scale_factors=None)
+        return p.op(op, input=p.inp(x), output_size=None, **ac,
+                    scale_factors=[r.choice([0.7, 1.0, 1.5, 2.0]), r.choice([0.5, 1.3, 2.0, 2.5])])
+    return g
+
+
+def g_pad_composite(p, r):
+    mode = r.choice(["constant", "reflect", "replicate", "circular"])
+    d = r.choice([1, 2]) if mode != "constant" else r.choice([1, 2, 3])
+    x, pad = pad_geometry(r, min(d, 3), mode in ("reflect", "circular"))
+    if mode == "circular":
+        x = ([1] if len(x) == d + 1 else []) + x  # circular pads need the batch dim or not
+        x = x[-(d + 2):]
+    value = r.choice([None, 0.5]) if mode == "constant" else None
+    return p.op("pad", self=p.inp(x), pad=pad, mode=mode, value=value)
+
+
+GEN.update({
+    "upsample_nearest2d": g_upsample("upsample_nearest2d", False, False),
+    "upsample_nearest2d_backward": g_upsample("upsample_nearest2d_backward", False, True),
+    "upsample_bilinear2d": g_upsample("upsample_bilinear2d", True, False),
+    "upsample_bilinear2d_backward": g_upsample("upsample_bilinear2d_backward", True, True),
+    "upsample_nearest2d.vec": g_upsample_vec("upsample_nearest2d.vec"),
+    "upsample_bilinear2d.vec": g_upsample_vec("upsample_bilinear2d.vec"),
+    "pad": g_pad_composite,
+})
+
+
+def adaptive3d_geometry(r):
+    x = ([r.choice([1, 2])] if r.random() < 0.5 else []) + [r.choice([1, 2])] + [r.choice([1, 2, 3]) for _ in range(3)]
+    return x, [r.choice([1, 2, 3]) for _ in range(3)]
+
+
+def g_adaptive3d(p, r):
+    x, out = adaptive3d_geometry(r)
+    return p.op("_adaptive_avg_pool3d", self=p.inp(x, nc=r.random() < 0.3), output_size=out)
+
+
+def g_adaptive3d_backward(p, r):
+    x, out = adaptive3d_geometry(r)
+    return p.op("_adaptive_avg_pool3d_backward", grad_output=p.inp(x[:-3] + out), self=p.inp(x))
+
+
+GEN.update({"_adaptive_avg_pool3d": g_adaptive3d, "_adaptive_avg_pool3d_backward": g_adaptive3d_backward})
+
+
+def resample_sweep_calls():
+    """The padding and upsampling operators in the sweep (mostly PyTorch's rank errors)."""
+    calls = {}
+    for op, d in PAD_OPS:
+        calls[op] = (lambda op=op, d=d: lambda p, a: p.op(op, self=a.t(0), padding=[0] * (2 * d)))()
+        calls[f"{op}_backward"] = (lambda op=op, d=d: lambda p, a: p.op(
+            f"{op}_backward", grad_output=a.t(0), self=a.t(1), padding=[0] * (2 * d)))()
+    one = dict(scales_h=None, scales_w=None)
+    calls.update({
+        "upsample_nearest2d": lambda p, a: p.op("upsample_nearest2d", self=a.t(0), output_size=[1, 2], **one),
+        "upsample_nearest2d_backward": lambda p, a: p.op("upsample_nearest2d_backward", grad_output=a.t(0),
+                                                         output_size=[1, 1], input_size=[1, 1, 1, 1], **one),
+        "upsample_bilinear2d": lambda p, a: p.op("upsample_bilinear2d", self=a.t(0), output_size=[1, 2],
+                                                 align_corners=False, **one),
+        "upsample_bilinear2d_backward": lambda p, a: p.op("upsample_bilinear2d_backward", grad_output=a.t(0),
+                                                          output_size=[1, 1], input_size=[1, 1, 1, 1],
+                                                          align_corners=True, **one),
+        "upsample_nearest2d.vec": lambda p, a: p.op("upsample_nearest2d.vec", input=a.t(0), output_size=None,
+                                                    scale_factors=[2.0] * max(nd(a) - 2, 0)),
+        "upsample_bilinear2d.vec": lambda p, a: p.op("upsample_bilinear2d.vec", input=a.t(0),
+                                                     output_size=[2] * max(nd(a) - 2, 0), align_corners=False,
+                                                     scale_factors=None),
+        "pad": lambda p, a: p.op("pad", self=a.t(0), pad=[1, 0] if nd(a) else [], mode="replicate", value=None),
+        "_adaptive_avg_pool3d": lambda p, a: p.op("_adaptive_avg_pool3d", self=a.t(0), output_size=[1, 1, 1]),
+        "_adaptive_avg_pool3d_backward": lambda p, a: p.op("_adaptive_avg_pool3d_backward", grad_output=a.t(0),
+                                                           self=a.t(1)),
+    })
+    return calls
+
+
+def resample_programs():
+    """The `resample` category: padding and upsampling edge cases (pads as wide as the
+    input allows, crops, an empty batch, integers, non-finite values, second derivatives
+    through the backward ops) in reverse and forward mode, and PyTorch's argument and dtype
+    errors."""
+    progs = []
+
+    def add(p, jvp=True):
+        progs.append(p)
+        if jvp:
+            q = scen(p.name.replace("resample/", "resample/jvp/", 1), "resample")
+            q.inputs, q.steps, q.output, q.mode = p.inputs, p.steps, p.output, "jvp"
+            progs.append(q)
+
+    def pad(name, op, x, padding, kind="t", jvp=True):
+        p = scen(f"resample/{op}/{name}", "resample")
+        p.op(op, self=p.inp(x, kind), padding=padding)
+        add(p, jvp and kind == "t")
+
+    for op, d in PAD_OPS:
+        reflect = op.startswith("reflection")
+        n = 3 if d < 3 else 2
+        wide = [n - 1] * (2 * d) if reflect else [3] * (2 * d)
+        pad("widest", op, [1, 1] + [n] * d, wide)
+        pad("crop", op, [1] + [n + 1] * d, [-1, 1] * d)
+        pad("empty_batch", op, [0, 2] + [n] * d, [1] * (2 * d))
+        pad("integers", op, [1] + [n] * d, [1, 0] * d, kind="idx9")
+        p = scen(f"resample/{op}/nonfinite", "resample")
+        m = n ** d
+        p.op(op, self=p.inp([1] + [n] * d, data=([float("inf"), float("nan"), -1.5] * m)[:m]), padding=[1, 1] * d)
+        progs.append(p)
+        # the backward op's own gradients (its grad_output's: the forward op; a second
+        # derivative of the forward op)
+        p = scen(f"resample/{op}_backward/double", "resample")
+        x = [1, 2] + [n] * d
+        pads = [1, 0] * d
+        g = p.inp(padded_shape(x, pads))
+        y = p.op(f"{op}_backward", grad_output=g, self=p.inp(x), padding=pads)
+        p.op("mul.Tensor", self=y, other=y)
+        add(p, jvp=d < 3)
+
+    def up(name, op, x, jvp=True, data=None, **args):
+        p = scen(f"resample/{op}/{name}", "resample")
+        key = "input" if op.endswith(".vec") else "self"
+        p.op(op, **{key: p.inp(x, data=data)}, **args)
+        add(p, jvp)
+
+    none = dict(scales_h=None, scales_w=None)
+    nvec, bvec = "upsample_nearest2d.vec", "upsample_bilinear2d.vec"
+    # nearest's index rules: floor(o * scale) in float, a copy for equal sizes, o / 2 for twice
+    up("scale_2_3", nvec, [1, 1, 1, 5], output_size=None, scale_factors=[1.0, 2.3])
+    up("scale_0_7", nvec, [1, 1, 2, 5], output_size=None, scale_factors=[1.0, 0.7])
+    up("twice_and_same", "upsample_nearest2d", [1, 2, 2, 3], output_size=[4, 3], **none)
+    up("scales_given", "upsample_nearest2d", [1, 1, 3, 3], output_size=[4, 2], scales_h=1.5, scales_w=0.75)
+    up("down_3_to_2", "upsample_nearest2d", [2, 1, 3, 3], output_size=[2, 2], **none)
+    up("empty_batch", "upsample_nearest2d", [0, 2, 2, 2], output_size=[3, 3], **none)
+    for ac in (False, True):
+        tag = "align_corners" if ac else "half_pixel"
+        up(f"{tag}/up", "upsample_bilinear2d", [1, 1, 2, 3], output_size=[3, 5], align_corners=ac, **none)
+        up(f"{tag}/down", "upsample_bilinear2d", [1, 2, 4, 3], output_size=[3, 2], align_corners=ac, **none)
+        up(f"{tag}/to_one", "upsample_bilinear2d", [1, 1, 3, 2], output_size=[1, 1], align_corners=ac, **none)
+        up(f"{tag}/scale_factors", bvec, [1, 1, 2, 3], output_size=None, align_corners=ac,
+           scale_factors=[1.5, 2.0])
+    up("scales_given", "upsample_bilinear2d", [1, 1, 2, 2], output_size=[3, 4], align_corners=False,
+       scales_h=2.0, scales_w=1.2)
+    up("nonfinite", "upsample_bilinear2d", [1, 1, 2, 2], jvp=False, data=[float("inf"), 1.0, float("nan"), -2.0],
+       output_size=[3, 3], align_corners=False, **none)
+    up("nonfinite", "upsample_nearest2d", [1, 1, 2, 2], jvp=False, data=[float("inf"), 1.0, float("nan"), -2.0],
+       output_size=[3, 3], **none)
+    for op, ac in (("upsample_nearest2d_backward", {}), ("upsample_bilinear2d_backward", dict(align_corners=True))):
+        p = scen(f"resample/{op}/double", "resample")
+        y = p.op(op, grad_output=p.inp([1, 2, 3, 3]), output_size=[3, 3], input_size=[1, 2, 2, 2], **ac, **none)
+        p.op("mul.Tensor", self=y, other=y)
+        add(p)
+    # adaptive average pooling in 3-d: overlapping windows, an empty batch, upsampling
+    up("overlapping", "_adaptive_avg_pool3d", [1, 1, 3, 2, 3], output_size=[2, 2, 2])
+    up("empty_batch", "_adaptive_avg_pool3d", [0, 1, 2, 2, 2], output_size=[1, 2, 1])
+    up("upsampling", "_adaptive_avg_pool3d", [1, 2, 1, 2], output_size=[2, 3, 1])
+    p = scen("resample/_adaptive_avg_pool3d_backward/double", "resample")
+    y = p.op("_adaptive_avg_pool3d_backward", grad_output=p.inp([1, 2, 2, 1]), self=p.inp([1, 3, 2, 2]))
+    p.op("mul.Tensor", self=y, other=y)
+    add(p)
+    # F.pad's modes
+    for mode, x, pads in (("reflect", [2, 3], [2, 1]), ("replicate", [1, 2, 2, 3], [1, 2, 0, 1]),
+                          ("circular", [1, 2, 3], [2, 1]), ("circular", [1, 1, 3, 3], [-1, 2, 2, 0]),
+                          ("constant", [2, 2], [1, -1, 0, 2])):
+        p = scen(f"resample/pad/{mode}_{len(x)}d_{len(pads)}", "resample")
+        p.op("pad", self=p.inp(x), pad=pads, mode=mode, value=None)
+        add(p)
+
+    errors = [
+        ("pad/unknown_mode", "pad", dict(self=[2, 3], pad=[1, 1], mode="wrap", value=None)),
+        ("pad/odd", "pad", dict(self=[2, 3], pad=[1], mode="reflect", value=None)),
+        ("pad/too_long", "pad", dict(self=[2, 3], pad=[1] * 6, mode="reflect", value=None)),
+        ("pad/value", "pad", dict(self=[2, 3], pad=[1, 1], mode="reflect", value=1.0)),
+        ("pad/size_not_supported", "pad", dict(self=[1, 2, 2, 3], pad=[1, 1], mode="reflect", value=None)),
+        ("pad/circular_wraps_twice", "pad", dict(self=[1, 2, 3], pad=[4, 1], mode="circular", value=None)),
+        ("pad/circular_empty", "pad", dict(self=[1, 2, 3], pad=[-2, -2], mode="circular", value=None)),
+        ("_adaptive_avg_pool3d/output_size_length", "_adaptive_avg_pool3d", dict(self=[1, 1, 2, 2, 2],
+                                                                                 output_size=[1, 1])),
+        ("_adaptive_avg_pool3d/rank", "_adaptive_avg_pool3d", dict(self=[2, 2, 2], output_size=[1, 1, 1])),
+        ("_adaptive_avg_pool3d/empty_channels", "_adaptive_avg_pool3d", dict(self=[1, 0, 2, 2, 2],
+                                                                             output_size=[1, 1, 1])),
+        ("_adaptive_avg_pool3d/negative_size", "_adaptive_avg_pool3d", dict(self=[1, 2, 2, 2], output_size=[-1, 1, 1])),
+        ("_adaptive_avg_pool3d/integers", "_adaptive_avg_pool3d", dict(self=("idx3", [1, 2, 2, 2]),
+                                                                       output_size=[1, 1, 1])),
+        ("_adaptive_avg_pool3d_backward/grad_rank", "_adaptive_avg_pool3d_backward",
+         dict(grad_output=[2, 1, 1, 1], self=[1, 2, 2, 2, 2])),
+        ("_adaptive_avg_pool3d_backward/grad_empty", "_adaptive_avg_pool3d_backward",
+         dict(grad_output=[1, 2, 0, 1, 1], self=[1, 2, 2, 2, 2])),
+        ("_adaptive_avg_pool3d_backward/integers", "_adaptive_avg_pool3d_backward",
+         dict(grad_output=("idx3", [2, 1, 1, 1]), self=("idx3", [2, 2, 2, 2]))),
+        ("upsample_nearest2d.vec/both", nvec, dict(input=[1, 1, 2, 2], output_size=[3, 3], scale_factors=[2.0, 2.0])),
+        ("upsample_nearest2d.vec/neither", nvec, dict(input=[1, 1, 2, 2], output_size=None, scale_factors=None)),
+        ("upsample_nearest2d.vec/output_size_length", nvec, dict(input=[1, 1, 2, 2], output_size=[3],
+                                                                 scale_factors=None)),
+        ("upsample_nearest2d.vec/scale_factors_length", nvec, dict(input=[1, 1, 2, 2], output_size=None,
+                                                                   scale_factors=[2.0])),
+        ("upsample_bilinear2d.vec/negative_scale", bvec, dict(input=[1, 1, 2, 2], output_size=None,
+                                                              align_corners=False, scale_factors=[0.5, -1.0])),
+        ("upsample_nearest2d/output_size_length", "upsample_nearest2d", dict(self=[1, 1, 2, 2], output_size=[3, 3, 3],
+                                                                            **none)),
+        ("upsample_nearest2d/rank", "upsample_nearest2d", dict(self=[1, 2, 2], output_size=[3, 3], **none)),
+        ("upsample_nearest2d/zero_output", "upsample_nearest2d", dict(self=[1, 1, 2, 2], output_size=[0, 3], **none)),
+        ("upsample_nearest2d/empty_channels", "upsample_nearest2d", dict(self=[1, 0, 2, 2], output_size=[3, 3],
+                                                                         **none)),
+        ("upsample_nearest2d/integers", "upsample_nearest2d", dict(self=("idx3", [1, 1, 2, 2]), output_size=[3, 3],
+                                                                   **none)),
+        ("upsample_bilinear2d/bool", "upsample_bilinear2d", dict(self=("bool", [1, 1, 2, 2]), output_size=[3, 3],
+                                                                 align_corners=True, **none)),
+        ("upsample_nearest2d_backward/grad_rank", "upsample_nearest2d_backward",
+         dict(grad_output=[2, 3, 3], output_size=[3, 3], input_size=[1, 2, 2, 2], **none)),
+        ("upsample_nearest2d_backward/grad_shape", "upsample_nearest2d_backward",
+         dict(grad_output=[1, 2, 3, 2], output_size=[3, 3], input_size=[1, 2, 2, 2], **none)),
+        ("upsample_bilinear2d_backward/input_size_length", "upsample_bilinear2d_backward",
+         dict(grad_output=[1, 2, 3, 3], output_size=[3, 3], input_size=[2, 2, 2], align_corners=False, **none)),
+        ("upsample_bilinear2d_backward/integers", "upsample_bilinear2d_backward",
+         dict(grad_output=("idx3", [1, 1, 3, 3]), output_size=[3, 3], input_size=[1, 1, 2, 2], align_corners=False,
+              **none)),
+    ]
+    for op, d in PAD_OPS:
+        reflect = op.startswith("reflection")
+        x, g, one = [1, 2] + [2] * d, [1, 2] + [4] * d, [1] * (2 * d)
+        errors += [
+            (f"{op}/padding_length", op, dict(self=x, padding=[1] * (2 * d + 1))),
+            (f"{op}/rank", op, dict(self=[1] * (d + 3), padding=one)),
+            (f"{op}/rank_low", op, dict(self=[2] * d, padding=one)),
+            (f"{op}/empty_channels", op, dict(self=[1, 0] + [2] * d, padding=one)),
+            (f"{op}/output_too_small", op, dict(self=x, padding=[-2] * (2 * d))),
+            (f"{op}/bool", op, dict(self=("bool", x), padding=one)),
+            (f"{op}_backward/width", f"{op}_backward", dict(grad_output=g[:-1] + [5], self=x, padding=one)),
+            (f"{op}_backward/channels", f"{op}_backward", dict(grad_output=[1, 3] + [4] * d, self=x, padding=one)),
+            (f"{op}_backward/integers", f"{op}_backward", dict(grad_output=("idx3", g), self=("idx3", x),
+                                                              padding=one)),
+        ]
+        if reflect:
+            errors.append((f"{op}/padding_too_big", op, dict(self=x, padding=[1] * (2 * d - 1) + [2])))
+            errors.append((f"{op}/padding_too_big_left", op, dict(self=x, padding=[2] + [1] * (2 * d - 1))))
+        if d > 1:
+            errors.append((f"{op}_backward/height", f"{op}_backward",
+                           dict(grad_output=g[:-2] + [3, 4], self=x, padding=one)))
+    for name, op, args in errors:
+        p = scen(f"resample/errors/{name}", "resample")
+        kw = {}
+        for k, v in args.items():
+            if k in ("self", "grad_output", "input"):
+                kind, v = v if isinstance(v[0], str) else ("t", v)
+                kw[k] = p.inp(v, kind)
+            else:
+                kw[k] = v
+        p.op(op, **kw)
+        progs.append(p)
+    return progs
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
-             + random_unseen_programs() + norm_programs() + conv_programs())
+             + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs())
     names = set()
     by_cat = {}
     for p in progs:

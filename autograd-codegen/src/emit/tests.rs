@@ -413,3 +413,16 @@ fn mutable_functions_write_their_arguments_back_and_get_forward_formulas() {
         "{body}"
     );
 }
+
+#[test]
+fn a_method_whose_parameter_shadows_its_function_calls_it_by_path() {
+    let yaml = "\
+- name: pad(Tensor self, SymInt[] pad) -> Tensor
+  self: grad
+";
+    let code = generate_pretty(&config(yaml)).unwrap();
+    assert!(
+        code.contains("self::pad::<T>(__ag::Borrow::borrow(self), pad)"),
+        "{code}"
+    );
+}

@@ -47,8 +47,15 @@ pub(crate) fn wrapper(
     let method = p.method.then(|| {
         let rest = &public[1..];
         let names = p.params[1..].iter().map(|q| &q.ident);
+        // A parameter named as the function (`pad(Tensor self, SymInt[] pad, ...)`) shadows
+        // it: the call names the module's function by path then.
+        let shadowed = p.params[1..].iter().any(|q| q.ident == *name);
+        let callee = match shadowed {
+            true => quote!(self::#name),
+            false => quote!(#name),
+        };
         quote!(#[doc = #doc] #[allow(clippy::too_many_arguments)] fn #name(&self, #(#rest),*) -> #ret {
-            #name::<T>(__ag::Borrow::borrow(self), #(#names),*)
+            #callee::<T>(__ag::Borrow::borrow(self), #(#names),*)
         })
     });
     (wrapper, method)

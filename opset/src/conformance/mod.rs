@@ -43,6 +43,7 @@ pub mod norm_cases;
 pub mod out_cases;
 pub mod precision;
 pub mod report;
+pub mod resample_cases;
 pub mod runner;
 pub mod source;
 pub mod view_cases;

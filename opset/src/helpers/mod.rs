@@ -23,6 +23,7 @@ mod formulas;
 mod norm_composites;
 mod normalization;
 pub mod raw;
+mod resample;
 
 pub use bn_guard::BatchNormStat;
 pub use composites::{chunk, cross_entropy_loss, matmul, nll_loss, nll_loss_nd};
@@ -35,6 +36,7 @@ pub use decompositions::*;
 pub use formulas::*;
 pub use norm_composites::{batch_norm, var_dim};
 pub use normalization::*;
+pub use resample::{pad, upsample_bilinear2d_vec, upsample_nearest2d_vec};
 
 /// The tangents of `tensors` at the level whose forward formula runs (zeros for an input
 /// without one), for the JVP helpers that read them from the primals as PyTorch's do.

@@ -20,6 +20,7 @@ use autograd_opset::Backend;
 use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index, kernel};
 use autograd_opset::error::Error;
 use autograd_opset::factory::{self, Elements, Values};
+use autograd_opset::meta::{self, PadMode};
 use candle_core::DType;
 
 type C = CandleTensor;
@@ -1311,6 +1312,103 @@ impl Backend for CandleTensor {
             Kind::Bool => Scalar::Bool(ce(first.to_scalar::<u8>())? != 0),
         })
     }
+    // ---- Reflection and replication padding, upsampling (backend/resample.rs)
+    fn reflection_pad1d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 1, PadMode::Reflect)
+    }
+    fn reflection_pad1d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 1, PadMode::Reflect)
+    }
+    fn reflection_pad2d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 2, PadMode::Reflect)
+    }
+    fn reflection_pad2d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 2, PadMode::Reflect)
+    }
+    fn reflection_pad3d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 3, PadMode::Reflect)
+    }
+    fn reflection_pad3d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 3, PadMode::Reflect)
+    }
+    fn replication_pad1d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 1, PadMode::Replicate)
+    }
+    fn replication_pad1d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 1, PadMode::Replicate)
+    }
+    fn replication_pad2d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 2, PadMode::Replicate)
+    }
+    fn replication_pad2d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 2, PadMode::Replicate)
+    }
+    fn replication_pad3d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 3, PadMode::Replicate)
+    }
+    fn replication_pad3d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 3, PadMode::Replicate)
+    }
+    fn _adaptive_avg_pool3d(self_: &Self, output_size: &[i64]) -> R<Self> {
+        let r = meta::adaptive_avg_pool3d(self_.shape(), output_size)?;
+        upsampled(self_, &r, kernel::ADAPTIVE_AVG_POOL3D)
+    }
+    fn _adaptive_avg_pool3d_backward(grad_output: &Self, self_: &Self) -> R<Self> {
+        let r = meta::adaptive_avg_pool3d_backward(grad_output.shape(), self_.shape())?;
+        rules::check_floats(self_.dtype(), kernel::ADAPTIVE_AVG_POOL3D_BACKWARD)?;
+        upsampled_backward(grad_output, &r, kernel::ADAPTIVE_AVG_POOL3D_BACKWARD)
+    }
+    fn upsample_nearest2d(
+        self_: &Self,
+        output_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> R<Self> {
+        let r = meta::upsample_nearest2d(self_.shape(), output_size, scales_h, scales_w)?;
+        upsampled(self_, &r, kernel::UPSAMPLE_NEAREST2D)
+    }
+    fn upsample_nearest2d_backward(
+        grad_output: &Self,
+        output_size: &[i64],
+        input_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> R<Self> {
+        let g = grad_output.shape();
+        let r = meta::upsample_nearest2d_backward(g, output_size, input_size, scales_h, scales_w)?;
+        let name = meta::upsample_backward_kernel(true, grad_output.shape());
+        upsampled_backward(grad_output, &r, name)
+    }
+    fn upsample_bilinear2d(
+        self_: &Self,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> R<Self> {
+        let x = self_.shape();
+        let r = meta::upsample_bilinear2d(x, output_size, align_corners, scales_h, scales_w)?;
+        upsampled(self_, &r, kernel::UPSAMPLE_BILINEAR2D)
+    }
+    fn upsample_bilinear2d_backward(
+        grad_output: &Self,
+        output_size: &[i64],
+        input_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> R<Self> {
+        let r = meta::upsample_bilinear2d_backward(
+            grad_output.shape(),
+            output_size,
+            input_size,
+            align_corners,
+            scales_h,
+            scales_w,
+        )?;
+        let name = meta::upsample_backward_kernel(false, grad_output.shape());
+        upsampled_backward(grad_output, &r, name)
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.
@@ -1618,4 +1716,35 @@ fn from_values(v: Values, dtype: Option<ScalarType>) -> R<C> {
         Elements::Int(x) => C::from_i64(x, &shape),
         Elements::Bool(x) => C::from_bool(x, &shape),
     })
+}
+
+// ------------------------------------------- padding and upsampling (backend/resample.rs)
+
+/// `reflection_pad{1,2,3}d`, `replication_pad{1,2,3}d`: the op set's checks and maps, then
+/// PyTorch's refusal of booleans; every other dtype padded as it is (elements only copied).
+fn padded(x: &C, padding: &[i64], dim: usize, mode: PadMode) -> R<C> {
+    let r = meta::pad(x.shape(), padding, dim, mode)?;
+    rules::check_not_bool(kind(x), &mode.name(dim))?;
+    C::resample(x, &r)
+}
+
+/// The padding ops' backward: the op set's checks, PyTorch's dtype rules (floating-point
+/// only, the gradient's dtype the input's), the transposed maps.
+fn padded_backward(g: &C, x: &C, padding: &[i64], dim: usize, mode: PadMode) -> R<C> {
+    let r = meta::pad_backward(g.shape(), x.shape(), padding, dim, mode)?;
+    rules::check_same(g.dtype(), x.dtype())?;
+    rules::check_floats(g.dtype(), &mode.backward_name(dim))?;
+    C::resample_backward(g, &r)
+}
+
+/// The upsampling ops: PyTorch's refusal of integers and booleans, then the maps.
+fn upsampled(x: &C, r: &meta::Resample, name: &str) -> R<C> {
+    rules::check_floats(x.dtype(), name)?;
+    C::resample(x, r)
+}
+
+/// The upsampling ops' backward: floating-point gradients only, the transposed maps.
+fn upsampled_backward(g: &C, r: &meta::Resample, name: &str) -> R<C> {
+    rules::check_floats(g.dtype(), name)?;
+    C::resample_backward(g, r)
 }

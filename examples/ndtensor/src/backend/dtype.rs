@@ -24,7 +24,7 @@ use autograd_opset::Backend;
 use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index, kernel};
 use autograd_opset::error::Error;
 use autograd_opset::factory::{self, Elements, Values};
-use autograd_opset::meta;
+use autograd_opset::meta::{self, PadMode};
 use autograd_opset::shape::{broadcast_shape, check_amin, norm_dim, reduce_axes};
 use ndarray::{ArcArray, Array, ArrayView, Axis, IxDyn, Zip};
 use std::borrow::Cow;
@@ -1764,6 +1764,103 @@ impl<E: Element> Backend for NdTensor<E> {
             Data::Bool(a) => Scalar::Bool(a.iter().next().copied().unwrap_or(false)),
         })
     }
+    // ---- Reflection and replication padding, upsampling (backend/resample.rs)
+    fn reflection_pad1d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 1, PadMode::Reflect)
+    }
+    fn reflection_pad1d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 1, PadMode::Reflect)
+    }
+    fn reflection_pad2d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 2, PadMode::Reflect)
+    }
+    fn reflection_pad2d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 2, PadMode::Reflect)
+    }
+    fn reflection_pad3d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 3, PadMode::Reflect)
+    }
+    fn reflection_pad3d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 3, PadMode::Reflect)
+    }
+    fn replication_pad1d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 1, PadMode::Replicate)
+    }
+    fn replication_pad1d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 1, PadMode::Replicate)
+    }
+    fn replication_pad2d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 2, PadMode::Replicate)
+    }
+    fn replication_pad2d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 2, PadMode::Replicate)
+    }
+    fn replication_pad3d(self_: &Self, padding: &[i64]) -> R<Self> {
+        padded(self_, padding, 3, PadMode::Replicate)
+    }
+    fn replication_pad3d_backward(grad_output: &Self, self_: &Self, padding: &[i64]) -> R<Self> {
+        padded_backward(grad_output, self_, padding, 3, PadMode::Replicate)
+    }
+    fn _adaptive_avg_pool3d(self_: &Self, output_size: &[i64]) -> R<Self> {
+        let r = meta::adaptive_avg_pool3d(self_.shape(), output_size)?;
+        upsampled(self_, &r, kernel::ADAPTIVE_AVG_POOL3D)
+    }
+    fn _adaptive_avg_pool3d_backward(grad_output: &Self, self_: &Self) -> R<Self> {
+        let r = meta::adaptive_avg_pool3d_backward(grad_output.shape(), self_.shape())?;
+        rules::check_floats(self_.dtype(), kernel::ADAPTIVE_AVG_POOL3D_BACKWARD)?;
+        upsampled_backward(grad_output, &r, kernel::ADAPTIVE_AVG_POOL3D_BACKWARD)
+    }
+    fn upsample_nearest2d(
+        self_: &Self,
+        output_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> R<Self> {
+        let r = meta::upsample_nearest2d(self_.shape(), output_size, scales_h, scales_w)?;
+        upsampled(self_, &r, kernel::UPSAMPLE_NEAREST2D)
+    }
+    fn upsample_nearest2d_backward(
+        grad_output: &Self,
+        output_size: &[i64],
+        input_size: &[i64],
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> R<Self> {
+        let g = grad_output.shape();
+        let r = meta::upsample_nearest2d_backward(g, output_size, input_size, scales_h, scales_w)?;
+        let name = meta::upsample_backward_kernel(true, grad_output.shape());
+        upsampled_backward(grad_output, &r, name)
+    }
+    fn upsample_bilinear2d(
+        self_: &Self,
+        output_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> R<Self> {
+        let x = self_.shape();
+        let r = meta::upsample_bilinear2d(x, output_size, align_corners, scales_h, scales_w)?;
+        upsampled(self_, &r, kernel::UPSAMPLE_BILINEAR2D)
+    }
+    fn upsample_bilinear2d_backward(
+        grad_output: &Self,
+        output_size: &[i64],
+        input_size: &[i64],
+        align_corners: bool,
+        scales_h: Option<f64>,
+        scales_w: Option<f64>,
+    ) -> R<Self> {
+        let r = meta::upsample_bilinear2d_backward(
+            grad_output.shape(),
+            output_size,
+            input_size,
+            align_corners,
+            scales_h,
+            scales_w,
+        )?;
+        let name = meta::upsample_backward_kernel(false, grad_output.shape());
+        upsampled_backward(grad_output, &r, name)
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
@@ -2039,6 +2136,58 @@ fn converted<E: Element>(t: &NdTensor<E>, to: Kind) -> NdTensor<E> {
         (Data::Int(a), Kind::Bool) => bool_out(a.mapv(|x| x != 0)),
         (Data::Float(a), Kind::Bool) => bool_out(a.arr().mapv(|x| x.as_f64() != 0.0)),
     }
+}
+
+// ------------------------------------------- padding and upsampling (backend/resample.rs)
+
+/// `reflection_pad{1,2,3}d`, `replication_pad{1,2,3}d`: the op set's checks and maps, then
+/// PyTorch's refusal of booleans; integers padded in `f64` (elements only copied: exact).
+fn padded<E: Element>(
+    x: &NdTensor<E>,
+    padding: &[i64],
+    dim: usize,
+    mode: PadMode,
+) -> R<NdTensor<E>> {
+    let r = meta::pad(x.shape(), padding, dim, mode)?;
+    let k = kind(x);
+    rules::check_not_bool(k, &mode.name(dim))?;
+    if let Data::Float(a) = x.data() {
+        return Ok(float_out(F::resample(a, &r)));
+    }
+    Ok(narrowed(F::resample(&wide(x), &r), k))
+}
+
+/// The padding ops' backward: the op set's checks, PyTorch's dtype rules (floating-point
+/// only, the gradient's dtype the input's), the transposed maps.
+fn padded_backward<E: Element>(
+    g: &NdTensor<E>,
+    x: &NdTensor<E>,
+    padding: &[i64],
+    dim: usize,
+    mode: PadMode,
+) -> R<NdTensor<E>> {
+    let r = meta::pad_backward(g.shape(), x.shape(), padding, dim, mode)?;
+    rules::check_same(g.dtype(), x.dtype())?;
+    let name = mode.backward_name(dim);
+    rules::check_floats(g.dtype(), &name)?;
+    let g = floats(g, &name)?;
+    Ok(float_out(F::resample_backward(&g, &r)))
+}
+
+/// The upsampling ops: PyTorch's refusal of integers and booleans, then the maps.
+fn upsampled<E: Element>(x: &NdTensor<E>, r: &meta::Resample, name: &str) -> R<NdTensor<E>> {
+    let x = floats(x, name)?;
+    Ok(float_out(F::resample(&x, r)))
+}
+
+/// The upsampling ops' backward: floating-point gradients only, the transposed maps.
+fn upsampled_backward<E: Element>(
+    g: &NdTensor<E>,
+    r: &meta::Resample,
+    name: &str,
+) -> R<NdTensor<E>> {
+    let g = floats(g, name)?;
+    Ok(float_out(F::resample_backward(&g, r)))
 }
 
 #[cfg(test)]
