@@ -3390,6 +3390,7 @@ def sweep_calls():
     })
     calls.update(norm_sweep_calls())
     calls.update(conv_sweep_calls())
+    calls.update(products_sweep_calls())
     return calls
 
 
@@ -3598,7 +3599,9 @@ def c_div(s):
 def c_pow(s):
     a = bind(s.args, s.kwargs, ["exponent"])
     if not is_t(s.input):
-        raise Skip("a Scalar base (pow.Scalar is not in the op set)")
+        if not is_t(a["exponent"]):
+            raise Skip("a Scalar base and a Scalar exponent")
+        return "pow.Scalar", dict(self=s.input, exponent=a["exponent"])
     ov = tensor_or_scalar("pow", a["exponent"], "pow.Tensor_Tensor", "pow.Tensor_Scalar")
     return ov, dict(self=s.input, exponent=a["exponent"])
 
@@ -4769,11 +4772,115 @@ def conv_programs():
         progs.append(p)
     return progs
 
+# ---- addmm, pow.Scalar and the cumulative, product and sorting ops (Core ATen; issue 30):
+# generators (GEN), sweep calls, and the `products` category.
+def g_addmm(p, r):
+    n, k, m = r.randint(1, 3), r.randint(1, 3), r.randint(1, 3)
+    s = r.choice([[n, m], [m], [1, m], [n, 1], []])
+    return p.op("addmm", self=p.inp(s), mat1=p.inp([n, k], nc=r.random() < 0.4), mat2=p.inp([k, m]),
+                beta=r.choice([1, 0.5, 0, -1.5]), alpha=r.choice([1, 2, -0.5]))
+
+
+def g_pow_scalar(p, r):
+    base = r.choice([2.5, 0.5, 2, 3, 0.0])
+    return p.op("pow.Scalar", self=base, exponent=p.inp(shape(r, 0, 2), "pos" if base == 0.0 else "t"))
+
+
+GEN.update({
+    "addmm": g_addmm,
+    "pow.Scalar": g_pow_scalar,
+})
+OPINFO.update({
+    "addmm": c_method("addmm", ["mat1", "mat2", "beta", "alpha"], {"beta": 1, "alpha": 1}),
+})
+
+
+def products_sweep_calls():
+    """These operators in the sweep of 0-d, empty and size-1 inputs."""
+    return {
+        "addmm": lambda p, a: p.op("addmm", self=a.t(0), mat1=a.t(1), mat2=a.t(2), beta=1, alpha=1),
+        "pow.Scalar": lambda p, a: p.op("pow.Scalar", self=2.0, exponent=a.t(0)),
+    }
+
+
+def products_programs():
+    """The `products` category: `addmm` and `pow.Scalar`'s edge cases (integer and boolean
+    operands, Scalars truncated to an integer result, `beta=0` ignoring `self`'s NaNs, zero
+    and negative bases, non-finite exponents) and PyTorch's argument errors, in reverse and
+    forward mode."""
+    progs = []
+
+    def add(p, jvp=True):
+        progs.append(p)
+        if jvp:
+            q = scen(p.name.replace("products/", "products/jvp/", 1), "products")
+            q.inputs, q.steps, q.output, q.mode = p.inputs, p.steps, p.output, "jvp"
+            progs.append(q)
+
+    def ints(p, shp, data):
+        return p.inp(shp, "idx7", data=data)
+
+    nan, inf = float("nan"), float("inf")
+    p = scen("products/addmm_beta0_nan_self", "products")
+    p.op("addmm", self=p.inp([2, 3], data=[nan, 1.0, inf, 2.0, nan, 0.5]), mat1=p.inp([2, 2]), mat2=p.inp([2, 3]),
+         beta=0, alpha=2.0)
+    add(p)
+    p = scen("products/addmm_alpha0", "products")
+    p.op("addmm", self=p.inp([3]), mat1=p.inp([2, 2]), mat2=p.inp([2, 3]), beta=-1, alpha=0.0)
+    add(p)
+    p = scen("products/addmm_0d_self_empty_inner", "products")
+    p.op("addmm", self=p.inp([]), mat1=p.inp([2, 0]), mat2=p.inp([0, 3]), beta=0.5, alpha=1)
+    add(p)
+    p = scen("products/addmm_empty_rows", "products")
+    p.op("addmm", self=p.inp([3]), mat1=p.inp([0, 2]), mat2=p.inp([2, 3]), beta=1, alpha=1)
+    add(p)
+    for name, beta, alpha in [("ints", 2, -3), ("ints_truncated_scalars", 0.5, 1.5), ("ints_negative_scalars", -1.5, -1.5),
+                              ("ints_bool_beta", True, 1)]:
+        p = scen(f"products/addmm_{name}", "products")
+        p.op("addmm", self=ints(p, [2], [1, -2]), mat1=ints(p, [2, 3], [1, 2, 3, -1, 0, 2]),
+             mat2=ints(p, [3, 2], [2, 0, -1, 1, 3, 2]), beta=beta, alpha=alpha)
+        progs.append(p)
+    p = scen("products/addmm_bools", "products")
+    p.op("addmm", self=p.inp([2, 2], "bool"), mat1=p.inp([2, 2], "bool"), mat2=p.inp([2, 2], "bool"), beta=1, alpha=1)
+    progs.append(p)
+    errors = [
+        ("self_dtype", dict(self=("i", [2, 2]), mat1=[2, 2], mat2=[2, 2])),
+        ("mat1_dtype", dict(self=[2, 2], mat1=("i", [2, 2]), mat2=[2, 2])),
+        ("mat1_1d", dict(self=[4], mat1=[6], mat2=[3, 4])),
+        ("mat2_3d", dict(self=[4], mat1=[2, 3], mat2=[3, 4, 1])),
+        ("mat1_3d_dtype_first", dict(self=("i", [4]), mat1=[1, 2, 3], mat2=[3, 4])),
+        ("inner_sizes", dict(self=[4], mat1=[2, 3], mat2=[2, 4])),
+        ("self_not_broadcastable", dict(self=[3], mat1=[2, 3], mat2=[3, 4])),
+        ("self_column_mismatch", dict(self=[3, 1], mat1=[2, 3], mat2=[3, 4])),
+        ("self_3d", dict(self=[2, 2, 4], mat1=[2, 3], mat2=[3, 4])),
+    ]
+    for name, args in errors:
+        p = scen(f"products/errors/addmm_{name}", "products")
+        kw = {k: (ints(p, v[1], [1] * math.prod(v[1])) if isinstance(v, tuple) else p.inp(v)) for k, v in args.items()}
+        p.op("addmm", beta=1, alpha=1, **kw)
+        progs.append(p)
+    # pow.Scalar: float bases on float exponents (zero, negative and non-finite).
+    for name, base in [("zero", 0.0), ("negative", -1.5), ("one", 1.0), ("nan", nan), ("inf", inf),
+                       ("int_zero", 0), ("int_negative", -2)]:
+        p = scen(f"products/pow_scalar_{name}", "products")
+        p.op("pow.Scalar", self=base, exponent=p.inp([6], data=[-1.0, 0.0, 0.5, 2.0, inf, nan]))
+        add(p)
+    # Integer and boolean exponents: the result's dtype is PyTorch's promotion of a wrapped number.
+    for name, base in [("int", 2), ("int_negative", -2), ("int_one", -1), ("int_zero", 0), ("float", 2.5),
+                       ("bool", True)]:
+        p = scen(f"products/pow_scalar_{name}_of_ints", "products")
+        p.op("pow.Scalar", self=base, exponent=ints(p, [5], [-2, -1, 0, 1, 3]))
+        progs.append(p)
+        p = scen(f"products/pow_scalar_{name}_of_bools", "products")
+        p.op("pow.Scalar", self=base, exponent=p.inp([2], "bool", data=[True, False]))
+        progs.append(p)
+    return progs
+
 
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
-             + random_unseen_programs() + norm_programs() + conv_programs())
+             + random_unseen_programs() + norm_programs() + conv_programs() + products_programs())
     names = set()
     by_cat = {}
     for p in progs:

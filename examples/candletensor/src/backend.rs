@@ -18,6 +18,7 @@
 mod conv;
 mod dtype;
 mod norm;
+mod products;
 
 use crate::tensor::CandleTensor;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};

@@ -11,6 +11,7 @@
 mod conv;
 mod dtype;
 mod norm;
+mod products;
 
 // The kernels below see the floating-point tensor under the name `NdTensor`.
 use crate::storage::FloatTensor as NdTensor;

@@ -80,7 +80,7 @@ fn float_dtype(ts: &[&C]) -> DType {
 }
 
 /// `t` as the float dtype `d` (PyTorch's promotion of integers and booleans).
-fn promoted(t: &C, d: DType) -> R<C> {
+pub(super) fn promoted(t: &C, d: DType) -> R<C> {
     if t.t.dtype() == d {
         return Ok(t.clone());
     }
@@ -1230,6 +1230,12 @@ impl Backend for CandleTensor {
         }
         Ok(C::new(t))
     }
+    fn addmm(self_: &Self, mat1: &Self, mat2: &Self, beta: Scalar, alpha: Scalar) -> R<Self> {
+        super::products::addmm(self_, mat1, mat2, beta, alpha)
+    }
+    fn pow_scalar(self_: Scalar, exponent: &Self) -> R<Self> {
+        super::products::pow_scalar(self_, exponent)
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.
@@ -1350,7 +1356,7 @@ fn truth(t: &C) -> R<candle_core::Tensor> {
 }
 
 /// A Scalar as a 0-d tensor of its own kind (PyTorch's wrapped number).
-fn wrapped(s: Scalar) -> R<C> {
+pub(super) fn wrapped(s: Scalar) -> R<C> {
     let dev = candle_core::Device::Cpu;
     Ok(C::new(match s {
         Scalar::Bool(b) => ce(candle_core::Tensor::new(u8::from(b), &dev))?,

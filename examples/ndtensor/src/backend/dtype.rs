@@ -1695,6 +1695,12 @@ impl<E: Element> Backend for NdTensor<E> {
         let out = meta::repeat(self_.shape(), repeats)?;
         moved!(self_, x => Ok::<_, Error>(tiled(x, &out)))
     }
+    fn addmm(self_: &Self, mat1: &Self, mat2: &Self, beta: Scalar, alpha: Scalar) -> R<Self> {
+        super::products::addmm(self_, mat1, mat2, beta, alpha)
+    }
+    fn pow_scalar(self_: Scalar, exponent: &Self) -> R<Self> {
+        super::products::pow_scalar(self_, exponent)
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
@@ -1800,7 +1806,7 @@ fn bitwise<E: Element>(
 
 /// A Scalar as a 0-d tensor of its own kind (PyTorch's wrapped number): an
 /// integer `i64`, a boolean `bool`, a float the library's float.
-fn scalar_tensor<E: Element>(s: Scalar) -> NdTensor<E> {
+pub(super) fn scalar_tensor<E: Element>(s: Scalar) -> NdTensor<E> {
     let at = IxDyn(&[]);
     match s {
         Scalar::Bool(b) => bool_out(Array::from_elem(at, b)),

@@ -1,0 +1,57 @@
+//! The gradcheck cases and the fixture dispatch of `addmm`, `pow.Scalar` and the
+//! cumulative, product and sorting operators (Core ATen; issue 30).
+
+use super::cases::{Case, case};
+use super::dispatch::{Args, R, ip};
+use super::*;
+use crate::ops::*;
+use autograd::runtime::Variable;
+
+/// The cases, appended to [`cases::cases`](super::cases::cases).
+pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
+    let r = Rng::new(3131);
+    let mut cs = Vec::new();
+    cs.push(case(
+        "addmm",
+        "self broadcast from a row, beta 0.5, alpha 2, non-contiguous mat1",
+        vec![r.t(&[4]), r.nc(&[3, 2]), r.t(&[2, 4])],
+        |x| addmm(&x[0], &x[1], &x[2], 0.5, 2).unwrap(),
+    ));
+    cs.push(case(
+        "addmm",
+        "beta 1, alpha 1, self of the product's shape",
+        vec![r.t(&[2, 3]), r.t(&[2, 4]), r.nc(&[4, 3])],
+        |x| addmm(&x[0], &x[1], &x[2], 1, 1).unwrap(),
+    ));
+    cs.push(case("pow.Scalar", "2.5 ** x", vec![r.nc(&[2, 3])], |x| {
+        pow_scalar(2.5, &x[0]).unwrap()
+    }));
+    cs.push(case(
+        "pow.Scalar",
+        "0 ** x, x > 0",
+        vec![r.pos(&[3])],
+        |x| pow_scalar(0, &x[0]).unwrap(),
+    ));
+    cs
+}
+
+/// The fixture dispatch of these operators; `None` for another operator.
+pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> Option<R<Vec<Variable<B>>>> {
+    dispatch_products(op, a).transpose()
+}
+
+/// `Ok(None)` for an operator that is not one of these.
+fn dispatch_products<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<Variable<B>>>> {
+    let r = match op {
+        "addmm" => ip(addmm(
+            &a.t("self")?,
+            &a.t("mat1")?,
+            &a.t("mat2")?,
+            a.sc("beta")?,
+            a.sc("alpha")?,
+        )),
+        "pow.Scalar" => ip(pow_scalar(a.sc("self")?, &a.t("exponent")?)),
+        _ => return Ok(None),
+    };
+    r.map(Some)
+}
