@@ -189,6 +189,8 @@ pub mod kernel {
     pub const ADAPTIVE_AVG_POOL2D: &str = "adaptive_avg_pool2d";
     /// `_adaptive_avg_pool2d_backward` of integers.
     pub const ADAPTIVE_AVG_POOL2D_BACKWARD: &str = "adaptive_avg_pool2d_backward_cpu";
+    /// `cumsum` asked for a `bool` result.
+    pub const CUMSUM: &str = "cumsum_out_cpu";
 }
 
 /// PyTorch's error for a kernel it implements for floating-point types only.

@@ -4786,12 +4786,52 @@ def g_pow_scalar(p, r):
     return p.op("pow.Scalar", self=base, exponent=p.inp(shape(r, 0, 2), "pos" if base == 0.0 else "t"))
 
 
+def g_cumsum(p, r):
+    s = r.choice([shape(r, 1, 3), []])
+    return p.op("cumsum", self=p.inp(s, nc=r.random() < 0.4), dim=r.randrange(-max(len(s), 1), max(len(s), 1)),
+                dtype=None)
+
+
+def zeroed(p, r, s):
+    """An input of shape `s` with, sometimes, a zero or two (prod's backward without a
+    division)."""
+    n = math.prod(s)
+    data = p.values(s, "away")
+    for _ in range(r.choice([0, 0, 1, 2]) if n else 0):
+        data[r.randrange(n)] = 0.0
+    return p.inp(s, data=data)
+
+
+def g_prod(p, r):
+    return p.op("prod", self=zeroed(p, r, r.choice([shape(r, 1, 2), []])), dtype=None)
+
+
+def g_prod_dim(p, r):
+    s = r.choice([shape(r, 1, 3), []])
+    return p.op("prod.dim_int", self=zeroed(p, r, s), dim=r.randrange(-max(len(s), 1), max(len(s), 1)),
+                keepdim=r.random() < 0.5, dtype=None)
+
+
 GEN.update({
     "addmm": g_addmm,
     "pow.Scalar": g_pow_scalar,
+    "cumsum": g_cumsum,
+    "prod": g_prod,
+    "prod.dim_int": g_prod_dim,
 })
+def c_prod(s):
+    a = bind(s.args, s.kwargs, ["dim", "keepdim", "dtype"], {"dim": None, "keepdim": False, "dtype": None})
+    if a["dim"] is None:
+        if a["keepdim"]:
+            raise Skip("keepdim without dim")
+        return "prod", dict(self=s.input, dtype=a["dtype"])
+    return "prod.dim_int", dict(self=s.input, **a)
+
+
 OPINFO.update({
     "addmm": c_method("addmm", ["mat1", "mat2", "beta", "alpha"], {"beta": 1, "alpha": 1}),
+    "cumsum": c_method("cumsum", ["dim", "dtype"], {"dtype": None}),
+    "prod": c_prod,
 })
 
 
@@ -4800,6 +4840,9 @@ def products_sweep_calls():
     return {
         "addmm": lambda p, a: p.op("addmm", self=a.t(0), mat1=a.t(1), mat2=a.t(2), beta=1, alpha=1),
         "pow.Scalar": lambda p, a: p.op("pow.Scalar", self=2.0, exponent=a.t(0)),
+        "cumsum": lambda p, a: p.op("cumsum", self=a.t(0), dim=0, dtype=None),
+        "prod": lambda p, a: p.op("prod", self=a.t(0), dtype=None),
+        "prod.dim_int": lambda p, a: p.op("prod.dim_int", self=a.t(0), dim=0, keepdim=False, dtype=None),
     }
 
 
@@ -4873,6 +4916,66 @@ def products_programs():
         progs.append(p)
         p = scen(f"products/pow_scalar_{name}_of_bools", "products")
         p.op("pow.Scalar", self=base, exponent=p.inp([2], "bool", data=[True, False]))
+        progs.append(p)
+    # cumsum, prod: zeros (prod's backward without a division), non-finite values, dtypes.
+    nf = [1.5, inf, -2.0, nan, 0.5, -inf]
+    p = scen("products/cumsum_nonfinite", "products")
+    p.op("cumsum", self=p.inp([6], data=nf), dim=0, dtype=None)
+    add(p)
+    p = scen("products/cumsum_empty_dim", "products")
+    p.op("cumsum", self=p.inp([2, 0]), dim=1, dtype=None)
+    add(p)
+    p = scen("products/cumsum_0d", "products")
+    p.op("cumsum", self=p.inp([]), dim=-1, dtype=None)
+    add(p)
+    for name, data in [("one_zero", [0.5, 0.0, -1.2, 0.8, 1.1, -0.6]), ("two_zeros", [0.0, 0.7, 1.2, 0.0, -1.3, 0.9]),
+                       ("nonfinite", [1.5, inf, -2.0, 0.5, 0.25, 3.0]), ("zero_and_inf", [0.0, inf, -2.0, 0.5, 1.5, 1.0]),
+                       ("nan", [1.5, nan, -2.0, 0.5, 0.25, 3.0])]:
+        p = scen(f"products/prod_{name}", "products")
+        p.op("prod", self=p.inp([2, 3], data=data), dtype=None)
+        add(p)
+        for dim, keep in [(1, False), (0, True)]:
+            p = scen(f"products/prod_dim{dim}_{name}", "products")
+            p.op("prod.dim_int", self=p.inp([2, 3], data=data), dim=dim, keepdim=keep, dtype=None)
+            add(p)
+    # Second derivatives through prod's backward with zeros (the exclusive products).
+    p = scen("products/prod_zeros_hvp", "products")
+    p.mode = "hvp"
+    y = p.op("prod.dim_int", self=p.inp([2, 3], data=[0.5, 0.0, -1.2, 0.0, 1.1, -0.6]), dim=1, keepdim=False,
+             dtype=None)
+    p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+    progs.append(p)
+    p = scen("products/prod_cumsum_hvp", "products")
+    p.mode = "hvp"
+    y = p.op("cumsum", self=p.inp([4], data=[0.5, 0.0, -1.2, 0.7]), dim=0, dtype=None)
+    p.op("prod", self=y, dtype=None)
+    progs.append(p)
+    p = scen("products/prod_empty", "products")
+    p.op("prod", self=p.inp([0, 3]), dtype=None)
+    add(p)
+    p = scen("products/prod_dim_empty", "products")
+    p.op("prod.dim_int", self=p.inp([0, 3]), dim=0, keepdim=False, dtype=None)
+    add(p)
+    p = scen("products/prod_0d_dim", "products")
+    p.op("prod.dim_int", self=p.inp([]), dim=-1, keepdim=True, dtype=None)
+    add(p)
+    for name, kind, dtype in [("ints", "i", None), ("bools", "b", None), ("ints_as_f64", "i", "f64"),
+                              ("floats_as_i64", "f", "i64"), ("ints_as_bool", "i", "bool")]:
+        def operand(p):
+            if kind == "i":
+                return ints(p, [2, 3], [1, -2, 3, 0, 2, -1])
+            if kind == "b":
+                return p.inp([2, 3], "bool", data=[True, False, True, True, True, False])
+            return p.inp([2, 3], "wide", rg=False)
+        for op, args in [("cumsum", dict(dim=1)), ("prod", {}), ("prod.dim_int", dict(dim=0, keepdim=False))]:
+            p = scen(f"products/{op}_{name}", "products")
+            p.op(op, self=operand(p), dtype=dtype, **args)
+            progs.append(p)
+    for name, op, args in [("cumsum_dim", "cumsum", dict(self=[2, 3], dim=2, dtype=None)),
+                           ("cumsum_0d_dim", "cumsum", dict(self=[], dim=1, dtype=None)),
+                           ("prod_dim", "prod.dim_int", dict(self=[2, 3], dim=-3, keepdim=False, dtype=None))]:
+        p = scen(f"products/errors/{name}", "products")
+        p.op(op, **{k: (p.inp(v) if k == "self" else v) for k, v in args.items()})
         progs.append(p)
     return progs
 

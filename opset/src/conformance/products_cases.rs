@@ -32,6 +32,42 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
         vec![r.pos(&[3])],
         |x| pow_scalar(0, &x[0]).unwrap(),
     ));
+    cs.push(case(
+        "cumsum",
+        "dim 1, non-contiguous",
+        vec![r.nc(&[2, 3])],
+        |x| cumsum(&x[0], 1, None).unwrap(),
+    ));
+    cs.push(case("cumsum", "dim -1, 1-d", vec![r.t(&[4])], |x| {
+        cumsum(&x[0], -1, None).unwrap()
+    }));
+    cs.push(case("prod", "no zero", vec![r.away(&[2, 3])], |x| {
+        prod(&x[0], None).unwrap()
+    }));
+    cs.push(case(
+        "prod",
+        "one zero",
+        vec![v(&[0.5, 0.0, -1.2, 0.8], &[2, 2])],
+        |x| prod(&x[0], None).unwrap(),
+    ));
+    cs.push(case(
+        "prod",
+        "two zeros",
+        vec![v(&[0.0, 0.7, 0.0, 1.3], &[4])],
+        |x| prod(&x[0], None).unwrap(),
+    ));
+    cs.push(case(
+        "prod.dim_int",
+        "dim 1, keepdim, a zero in a row",
+        vec![v(&[0.5, 0.0, -1.1, 0.9, 1.2, -0.7], &[2, 3])],
+        |x| prod_dim_int(&x[0], 1, true, None).unwrap(),
+    ));
+    cs.push(case(
+        "prod.dim_int",
+        "dim 0, non-contiguous",
+        vec![r.away::<B>(&[3, 2]).noncontiguous()],
+        |x| prod_dim_int(&x[0], 0, false, None).unwrap(),
+    ));
     cs
 }
 
@@ -51,6 +87,14 @@ fn dispatch_products<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Ve
             a.sc("alpha")?,
         )),
         "pow.Scalar" => ip(pow_scalar(a.sc("self")?, &a.t("exponent")?)),
+        "cumsum" => ip(cumsum(&a.t("self")?, a.i("dim")?, a.dtype("dtype")?)),
+        "prod" => ip(prod(&a.t("self")?, a.dtype("dtype")?)),
+        "prod.dim_int" => ip(prod_dim_int(
+            &a.t("self")?,
+            a.i("dim")?,
+            a.b("keepdim")?,
+            a.dtype("dtype")?,
+        )),
         _ => return Ok(None),
     };
     r.map(Some)

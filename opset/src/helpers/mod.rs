@@ -22,6 +22,7 @@ mod decompositions;
 mod formulas;
 mod norm_composites;
 mod normalization;
+mod product_formulas;
 pub mod raw;
 
 pub use bn_guard::BatchNormStat;
@@ -35,6 +36,7 @@ pub use decompositions::*;
 pub use formulas::*;
 pub use norm_composites::{batch_norm, var_dim};
 pub use normalization::*;
+pub use product_formulas::*;
 
 /// The tangents of `tensors` at the level whose forward formula runs (zeros for an input
 /// without one), for the JVP helpers that read them from the primals as PyTorch's do.

@@ -31,3 +31,10 @@ pub use normalization::*;
 mod conv_formulas;
 
 pub use conv_formulas::*;
+
+// The cumulative and product helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "product_formulas.rs"]
+mod product_formulas;
+
+pub use product_formulas::*;

@@ -25,7 +25,7 @@ type C = CandleTensor;
 type R<T> = Result<T, Error>;
 
 /// A candle error (a case the checks missed) as a `RuntimeError`.
-fn ce<T>(r: candle_core::Result<T>) -> R<T> {
+pub(super) fn ce<T>(r: candle_core::Result<T>) -> R<T> {
     r.map_err(|e| {
         let m = e.to_string();
         Error::internal("candle", m.lines().next().unwrap_or_default())
@@ -162,7 +162,7 @@ fn binary(a: &C, b: &C, k: impl Fn(&C, &C) -> R<C>) -> R<C> {
 }
 
 /// `t` as `I64` (booleans 0/1).
-fn as_i64(t: &C) -> R<C> {
+pub(super) fn as_i64(t: &C) -> R<C> {
     Ok(C::new(ce(t.t.to_dtype(DType::I64))?))
 }
 
@@ -229,7 +229,7 @@ fn compare_scalar(t: &C, s: Scalar, k: fn(&C, f64) -> R<C>) -> R<C> {
 
 /// `t` cast to a reduction's `dtype=` argument (PyTorch casts the input first; floats to
 /// integers truncate, anything to `bool` is `!= 0`).
-fn cast_to(t: &C, dtype: Option<ScalarType>) -> R<C> {
+pub(super) fn cast_to(t: &C, dtype: Option<ScalarType>) -> R<C> {
     Ok(match dtype {
         None => t.clone(),
         Some(ScalarType::F32) => promoted(t, DType::F32)?,
@@ -1235,6 +1235,15 @@ impl Backend for CandleTensor {
     }
     fn pow_scalar(self_: Scalar, exponent: &Self) -> R<Self> {
         super::products::pow_scalar(self_, exponent)
+    }
+    fn cumsum(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::cumsum(self_, dim, dtype)
+    }
+    fn prod(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::prod(self_, dtype)
+    }
+    fn prod_dim_int(self_: &Self, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::prod_dim_int(self_, dim, keepdim, dtype)
     }
 }
 

@@ -88,7 +88,7 @@ fn to_kind<E: Element>(t: &NdTensor<E>, k: Kind) -> NdTensor<E> {
 }
 
 /// The elements as `i64` (booleans 0/1) for integer arithmetic.
-fn ints<E: Element>(t: &NdTensor<E>) -> A<i64> {
+pub(super) fn ints<E: Element>(t: &NdTensor<E>) -> A<i64> {
     match t.data() {
         Data::Int(a) => A::clone(a),
         Data::Bool(a) => a.mapv(i64::from).into_shared(),
@@ -99,6 +99,11 @@ fn ints<E: Element>(t: &NdTensor<E>) -> A<i64> {
 /// A kernel PyTorch implements for floating-point types only.
 fn floats<'a, E: Element>(t: &'a NdTensor<E>, kernel: &str) -> R<Cow<'a, F<E>>> {
     rules::check_floats(t.dtype(), kernel).map(|()| promoted(t))
+}
+
+/// An `i64` tensor of `a` (for the kernels of `products.rs`).
+pub(super) fn int_tensor<E: Element>(a: Array<i64, IxDyn>) -> NdTensor<E> {
+    int_out(a)
 }
 
 fn int_out<E: Element>(a: Array<i64, IxDyn>) -> NdTensor<E> {
@@ -474,7 +479,10 @@ fn sum_ints<E: Element>(t: &NdTensor<E>, axes: &[usize], keepdim: bool) -> NdTen
 
 /// `t` cast to a reduction's `dtype=` argument (PyTorch casts the input first; floats to
 /// integers truncate, anything to `bool` is `!= 0`).
-fn cast_to<E: Element>(t: &NdTensor<E>, dtype: Option<ScalarType>) -> Cow<'_, NdTensor<E>> {
+pub(super) fn cast_to<E: Element>(
+    t: &NdTensor<E>,
+    dtype: Option<ScalarType>,
+) -> Cow<'_, NdTensor<E>> {
     Cow::Owned(match dtype.map(Kind::requested) {
         None => return Cow::Borrowed(t),
         Some(Kind::Bool) => to_bool(t),
@@ -1700,6 +1708,15 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn pow_scalar(self_: Scalar, exponent: &Self) -> R<Self> {
         super::products::pow_scalar(self_, exponent)
+    }
+    fn cumsum(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::cumsum(self_, dim, dtype)
+    }
+    fn prod(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::prod(self_, dtype)
+    }
+    fn prod_dim_int(self_: &Self, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::prod_dim_int(self_, dim, keepdim, dtype)
     }
 }
 

@@ -1,13 +1,16 @@
 //! The kernels of `addmm` and `pow.Scalar` (Core ATen; issue 30), composed of the backend's
 //! own kernels (`mm`, `mul.Scalar`, `add.Tensor`, `expand`, `pow.Tensor_Tensor`), which
-//! bring PyTorch's dtype rules.
+//! bring PyTorch's dtype rules, and of `cumsum`, `prod` and `prod.dim_int` (loops over the
+//! elements along an axis).
 
 use super::R;
-use super::dtype::scalar_tensor;
-use crate::tensor::{Element, NdTensor};
-use autograd::types::Scalar;
+use super::dtype::{cast_to, int_tensor, ints, scalar_tensor};
+use crate::tensor::{Data, Element, NdTensor};
+use autograd::types::{Scalar, ScalarType};
 use autograd_opset::dtype::{self as rules, Kind};
+use autograd_opset::shape::norm_dim;
 use autograd_opset::{Backend, meta};
+use ndarray::{Array, Axis, IxDyn};
 
 type T<E> = NdTensor<E>;
 
@@ -53,4 +56,98 @@ pub(super) fn addmm<E: Element>(
 /// `wrapped_scalar_tensor`) to the power of each element.
 pub(super) fn pow_scalar<E: Element>(base: Scalar, exponent: &T<E>) -> R<T<E>> {
     T::pow_tensor_tensor(&scalar_tensor(base), exponent)
+}
+
+/// `t` (cast to `dtype`) as the kind of a cumulative or product result: floats as they
+/// are, integers and booleans as `i64` (PyTorch's integral promotion to `Long`).
+fn accumulated<E: Element>(t: &T<E>, dtype: Option<ScalarType>) -> Acc<E> {
+    let t = cast_to(t, dtype);
+    match t.data() {
+        Data::Float(a) => Acc::Float(a.arr().to_owned()),
+        _ => Acc::Int(ints(&t).to_owned()),
+    }
+}
+
+/// The elements of a cumulative or product result, by kind.
+enum Acc<E> {
+    Float(Array<E, IxDyn>),
+    Int(Array<i64, IxDyn>),
+}
+
+/// `cumsum`: sums along `dim` from the start (in `f64` for floats, as PyTorch's CPU kernel
+/// accumulates in its `acc_type`; wrapping `i64` for integers).
+pub(super) fn cumsum<E: Element>(self_: &T<E>, dim: i64, dtype: Option<ScalarType>) -> R<T<E>> {
+    let nd = self_.shape().len();
+    let ax = norm_dim(dim, nd.max(1))?;
+    if dtype == Some(ScalarType::Bool) {
+        return Err(rules::not_implemented(rules::kernel::CUMSUM, "bool"));
+    }
+    Ok(match accumulated(self_, dtype) {
+        Acc::Float(a) if nd > 0 => {
+            let mut w = a.mapv(Element::as_f64);
+            w.accumulate_axis_inplace(Axis(ax), |&p, c| *c += p);
+            T::from_array(w.mapv(E::of))
+        }
+        Acc::Float(a) => T::from_array(a),
+        Acc::Int(mut a) => {
+            if nd > 0 {
+                a.accumulate_axis_inplace(Axis(ax), |&p, c| *c = c.wrapping_add(p));
+            }
+            int_tensor(a)
+        }
+    })
+}
+
+/// `prod.dim_int`: the product along `dim` (1 for an empty one; wrapping `i64` for
+/// integers).
+pub(super) fn prod_dim_int<E: Element>(
+    self_: &T<E>,
+    dim: i64,
+    keepdim: bool,
+    dtype: Option<ScalarType>,
+) -> R<T<E>> {
+    let nd = self_.shape().len();
+    let ax = norm_dim(dim, nd.max(1))?;
+    let keep = |r: T<E>| -> R<T<E>> {
+        match keepdim && nd > 0 {
+            true => T::unsqueeze(&r, ax as i64),
+            false => Ok(r),
+        }
+    };
+    let r = match accumulated(self_, dtype) {
+        Acc::Float(a) if nd > 0 => {
+            keep(T::from_array(
+                a.fold_axis(Axis(ax), E::one(), |&p, &x| p * x),
+            ))
+        }
+        Acc::Float(a) => Ok(T::from_array(a)),
+        Acc::Int(a) if nd > 0 => keep(int_tensor(
+            a.fold_axis(Axis(ax), 1, |&p, &x| p.wrapping_mul(x)),
+        )),
+        Acc::Int(a) => Ok(int_tensor(a)),
+    }?;
+    as_requested(r, dtype)
+}
+
+/// `prod`: the product of every element (a 0-d tensor; 1 for an empty tensor).
+pub(super) fn prod<E: Element>(self_: &T<E>, dtype: Option<ScalarType>) -> R<T<E>> {
+    let at = IxDyn(&[]);
+    let r = match accumulated(self_, dtype) {
+        Acc::Float(a) => {
+            T::from_array(Array::from_elem(at, a.iter().fold(E::one(), |p, &x| p * x)))
+        }
+        Acc::Int(a) => int_tensor(Array::from_elem(
+            at,
+            a.iter().fold(1i64, |p, &x| p.wrapping_mul(x)),
+        )),
+    };
+    as_requested(r, dtype)
+}
+
+/// A product asked for as `bool` is a boolean (PyTorch casts the product back: all).
+fn as_requested<E: Element>(r: T<E>, dtype: Option<ScalarType>) -> R<T<E>> {
+    match dtype {
+        Some(ScalarType::Bool) => T::ne_scalar(&r, Scalar::Int(0)),
+        _ => Ok(r),
+    }
 }
