@@ -342,4 +342,4 @@ pub use normalization::{
     ChannelSizes, Stat, batch_norm, batch_norm_backward_channels, batch_norm_channels,
     batch_norm_legit, batch_norm_no_stats, batch_norm_stat, var, var_dtype,
 };
-pub use products::addmm;
+pub use products::{addmm, sort_indices};

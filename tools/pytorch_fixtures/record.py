@@ -4812,6 +4812,20 @@ def g_prod_dim(p, r):
                 keepdim=r.random() < 0.5, dtype=None)
 
 
+def g_sort(p, r, stable=False):
+    s = r.choice([shape(r, 1, 3), []])
+    n = max(len(s), 1)
+    kw = dict(dim=r.randrange(-n, n), descending=r.random() < 0.5)
+    if stable:
+        kw["stable"] = r.choice([True, False, None])
+    x = p.inp(s, nc=r.random() < 0.4)
+    return p.op("sort.stable" if stable else "sort", nout=2, self=x, **kw)[0]
+
+
+GEN.update({
+    "sort": g_sort,
+    "sort.stable": lambda p, r: g_sort(p, r, stable=True),
+})
 GEN.update({
     "addmm": g_addmm,
     "pow.Scalar": g_pow_scalar,
@@ -4819,6 +4833,14 @@ GEN.update({
     "prod": g_prod,
     "prod.dim_int": g_prod_dim,
 })
+def c_sort(s):
+    a = bind(s.args, s.kwargs, ["dim", "descending", "stable"], {"dim": -1, "descending": False, "stable": None})
+    if "stable" in s.kwargs:
+        return "sort.stable", dict(self=s.input, **a)
+    a.pop("stable")
+    return "sort", dict(self=s.input, **a)
+
+
 def c_prod(s):
     a = bind(s.args, s.kwargs, ["dim", "keepdim", "dtype"], {"dim": None, "keepdim": False, "dtype": None})
     if a["dim"] is None:
@@ -4828,10 +4850,12 @@ def c_prod(s):
     return "prod.dim_int", dict(self=s.input, **a)
 
 
+MULTI_OUTPUT.update({"sort", "sort.stable"})
 OPINFO.update({
     "addmm": c_method("addmm", ["mat1", "mat2", "beta", "alpha"], {"beta": 1, "alpha": 1}),
     "cumsum": c_method("cumsum", ["dim", "dtype"], {"dtype": None}),
     "prod": c_prod,
+    "sort": c_sort,
 })
 
 
@@ -4843,6 +4867,8 @@ def products_sweep_calls():
         "cumsum": lambda p, a: p.op("cumsum", self=a.t(0), dim=0, dtype=None),
         "prod": lambda p, a: p.op("prod", self=a.t(0), dtype=None),
         "prod.dim_int": lambda p, a: p.op("prod.dim_int", self=a.t(0), dim=0, keepdim=False, dtype=None),
+        "sort": lambda p, a: p.op("sort", nout=2, self=a.t(0), dim=0, descending=False),
+        "sort.stable": lambda p, a: p.op("sort.stable", nout=2, self=a.t(0), stable=True, dim=-1, descending=True),
     }
 
 
@@ -4971,11 +4997,42 @@ def products_programs():
             p = scen(f"products/{op}_{name}", "products")
             p.op(op, self=operand(p), dtype=dtype, **args)
             progs.append(p)
-    for name, op, args in [("cumsum_dim", "cumsum", dict(self=[2, 3], dim=2, dtype=None)),
+    # sort: ties (stable), NaN (above every number), -0.0 and 0.0, integers and booleans; the
+    # values (reverse and forward mode) and the indices.
+    tie = [1.0, nan, -0.0, 0.0, 2.0, 1.0, -inf, nan, 2.0, inf, 0.0, -1.0]
+    for name, op, kw in [("ascending", "sort", dict(dim=-1, descending=False)),
+                         ("descending", "sort", dict(dim=-1, descending=True)),
+                         ("dim0", "sort", dict(dim=0, descending=False)),
+                         ("stable_descending", "sort.stable", dict(stable=True, dim=1, descending=True)),
+                         ("stable_none", "sort.stable", dict(stable=None, dim=-1, descending=False))]:
+        p = scen(f"products/sort_{name}", "products")
+        p.op(op, nout=2, self=p.inp([2, 6], data=tie), **kw)
+        add(p)
+        q = scen(f"products/sort_indices_{name}", "products")
+        _, i = q.op(op, nout=2, self=q.inp([2, 6], data=tie), **kw)
+        q.out(i)
+        progs.append(q)
+    for name, x in [("ints", lambda p: ints(p, [7], [3, -1, 3, 0, 2, -1, 5])),
+                    ("bools", lambda p: p.inp([5], "bool", data=[True, False, True, False, False]))]:
+        for desc in [False, True]:
+            p = scen(f"products/sort_{name}_{'desc' if desc else 'asc'}", "products")
+            v, i = p.op("sort", nout=2, self=x(p), dim=0, descending=desc)
+            p.op("cat", tensors=[p.op("mul.Scalar", self=v, other=1), i], dim=0)
+            progs.append(p)
+    p = scen("products/sort_0d", "products")
+    p.op("sort", nout=2, self=p.inp([]), dim=-1, descending=True)
+    add(p)
+    p = scen("products/sort_empty", "products")
+    p.op("sort", nout=2, self=p.inp([2, 0]), dim=1, descending=False)
+    add(p)
+    for name, op, args in [("sort_dim", "sort", dict(self=[2, 3], dim=2, descending=False)),
+                           ("sort_0d_dim", "sort.stable", dict(self=[], stable=True, dim=1, descending=False)),
+                           ("cumsum_dim", "cumsum", dict(self=[2, 3], dim=2, dtype=None)),
                            ("cumsum_0d_dim", "cumsum", dict(self=[], dim=1, dtype=None)),
                            ("prod_dim", "prod.dim_int", dict(self=[2, 3], dim=-3, keepdim=False, dtype=None))]:
         p = scen(f"products/errors/{name}", "products")
-        p.op(op, **{k: (p.inp(v) if k == "self" else v) for k, v in args.items()})
+        p.op(op, nout=2 if op.startswith("sort") else None, **{k: (p.inp(v) if k == "self" else v)
+                                                                for k, v in args.items()})
         progs.append(p)
     return progs
 

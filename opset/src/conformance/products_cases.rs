@@ -5,7 +5,7 @@ use super::cases::{Case, case};
 use super::dispatch::{Args, R, ip};
 use super::*;
 use crate::ops::*;
-use autograd::runtime::Variable;
+use autograd::runtime::{AutogradError, Variable};
 
 /// The cases, appended to [`cases::cases`](super::cases::cases).
 pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
@@ -68,6 +68,21 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
         vec![r.away::<B>(&[3, 2]).noncontiguous()],
         |x| prod_dim_int(&x[0], 0, false, None).unwrap(),
     ));
+    cs.push(case("sort", "dim 1, ascending", vec![r.t(&[3, 4])], |x| {
+        sort(&x[0], 1, false).unwrap().0
+    }));
+    cs.push(case(
+        "sort",
+        "dim 0, descending, non-contiguous",
+        vec![r.nc(&[3, 2])],
+        |x| sort(&x[0], 0, true).unwrap().0,
+    ));
+    cs.push(case(
+        "sort.stable",
+        "stable, dim -1, descending",
+        vec![r.t(&[2, 5])],
+        |x| sort_stable(&x[0], Some(true), -1, true).unwrap().0,
+    ));
     cs
 }
 
@@ -78,6 +93,9 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> Option<R<Vec<Var
 
 /// `Ok(None)` for an operator that is not one of these.
 fn dispatch_products<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<Variable<B>>>> {
+    let two = |r: Result<(Variable<B>, Variable<B>), AutogradError>| {
+        r.map(|(x, y)| vec![x, y]).map_err(|e| e.to_string())
+    };
     let r = match op {
         "addmm" => ip(addmm(
             &a.t("self")?,
@@ -94,6 +112,13 @@ fn dispatch_products<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Ve
             a.i("dim")?,
             a.b("keepdim")?,
             a.dtype("dtype")?,
+        )),
+        "sort" => two(sort(&a.t("self")?, a.i("dim")?, a.b("descending")?)),
+        "sort.stable" => two(sort_stable(
+            &a.t("self")?,
+            a.ob("stable")?,
+            a.i("dim")?,
+            a.b("descending")?,
         )),
         _ => return Ok(None),
     };

@@ -1,10 +1,11 @@
 //! The checks of the matrix-product, cumulative, product-reduction and sorting ops (Core
-//! ATen; issue 30): `addmm`, with PyTorch's wording.
+//! ATen; issue 30): `addmm`, with PyTorch's wording, and `sort`'s order.
 
 use super::R;
 use crate::dtype::torch_name;
 use crate::error::check;
-use crate::shape::expanded_shape;
+use crate::shape::{expanded_shape, norm_dim};
+use std::cmp::Ordering;
 
 /// `addmm(self, mat1, mat2)`: PyTorch's meta checks in its order (the dtypes, the ranks,
 /// the inner sizes), then `self` expanded to the product's `[n, m]` (PyTorch's
@@ -46,4 +47,47 @@ pub fn addmm(
         )
     })?;
     expanded_shape(self_.0, &[a[0] as i64, b[1] as i64])
+}
+
+/// `sort`: the indices that sort each lane of `values` (row-major, of shape `shape`) along
+/// `dim`, as PyTorch's CPU kernel orders them: NaN above every number (last ascending, first
+/// descending), equal values (and `-0.0` with `0.0`) in their order (a stable sort, which
+/// PyTorch's `std::sort` also is on lanes of up to 16 elements).
+///
+/// ```
+/// use autograd_opset::meta;
+/// let v = [1.0, f64::NAN, 0.0, 1.0];
+/// assert_eq!(meta::sort_indices(&v, &[4], -1, false), Ok(vec![2, 0, 3, 1]));
+/// assert_eq!(meta::sort_indices(&v, &[4], 0, true), Ok(vec![1, 0, 3, 2]));
+/// ```
+pub fn sort_indices(values: &[f64], shape: &[usize], dim: i64, descending: bool) -> R<Vec<i64>> {
+    let ax = norm_dim(dim, shape.len().max(1))?;
+    if shape.is_empty() {
+        return Ok(vec![0; values.len()]);
+    }
+    let (n, inner) = (shape[ax], shape[ax + 1..].iter().product::<usize>());
+    let outer = shape[..ax].iter().product::<usize>();
+    let asc = |a: f64, b: f64| match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        _ => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    };
+    let mut out = vec![0i64; values.len()];
+    let mut perm: Vec<usize> = Vec::with_capacity(n);
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |j: usize| (o * n + j) * inner + i;
+            perm.clear();
+            perm.extend(0..n);
+            perm.sort_by(|&a, &b| match descending {
+                false => asc(values[at(a)], values[at(b)]),
+                true => asc(values[at(b)], values[at(a)]),
+            });
+            for (j, &p) in perm.iter().enumerate() {
+                out[at(j)] = p as i64;
+            }
+        }
+    }
+    Ok(out)
 }

@@ -1245,6 +1245,18 @@ impl Backend for CandleTensor {
     fn prod_dim_int(self_: &Self, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> R<Self> {
         super::products::prod_dim_int(self_, dim, keepdim, dtype)
     }
+    fn sort(self_: &Self, dim: i64, descending: bool) -> R<(Self, Self)> {
+        super::products::sort(self_, dim, descending)
+    }
+    fn sort_stable(
+        self_: &Self,
+        _stable: Option<bool>,
+        dim: i64,
+        descending: bool,
+    ) -> R<(Self, Self)> {
+        // Always stable: PyTorch's unstable sort agrees on lanes of up to 16 elements.
+        super::products::sort(self_, dim, descending)
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.

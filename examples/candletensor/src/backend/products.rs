@@ -124,3 +124,25 @@ pub(super) fn prod(self_: &C, dtype: Option<ScalarType>) -> R<C> {
     let r = prod_dim_int(&flat, 0, false, None)?;
     as_requested(C::new(ce(r.t.reshape(()))?), dtype)
 }
+
+/// `sort`: the indices in PyTorch's order (`meta::sort_indices`, on the values as `f64`
+/// on the host: exact for integers below 2^53), the values gathered by them with candle's
+/// `gather` (elements moved: exact for every dtype).
+pub(super) fn sort(self_: &C, dim: i64, descending: bool) -> R<(C, C)> {
+    let keys: Vec<f64> = ce(ce(self_.t.to_dtype(candle_core::DType::F64))?
+        .flatten_all()
+        .and_then(|t| t.to_vec1::<f64>()))?;
+    let order = meta::sort_indices(&keys, self_.shape(), dim, descending)?;
+    let indices = C::new(ce(Tensor::from_vec(
+        order,
+        self_.shape(),
+        self_.t.device(),
+    ))?);
+    if self_.shape().is_empty() {
+        return Ok((self_.clone(), indices));
+    }
+    Ok((
+        <C as Backend>::gather(self_, dim, &indices, false)?,
+        indices,
+    ))
+}

@@ -61,7 +61,7 @@ fn promoted<E: Element>(t: &NdTensor<E>) -> Cow<'_, F<E>> {
 }
 
 /// The tensor as `f64` (the integer kernels' arithmetic).
-fn wide<E: Element>(t: &NdTensor<E>) -> F<f64> {
+pub(super) fn wide<E: Element>(t: &NdTensor<E>) -> F<f64> {
     fl(match t.data() {
         Data::Float(a) => a.arr().mapv(|x| x.as_f64()),
         Data::Int(a) => a.mapv(|x| x as f64),
@@ -1717,6 +1717,18 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn prod_dim_int(self_: &Self, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> R<Self> {
         super::products::prod_dim_int(self_, dim, keepdim, dtype)
+    }
+    fn sort(self_: &Self, dim: i64, descending: bool) -> R<(Self, Self)> {
+        super::products::sort(self_, dim, descending)
+    }
+    fn sort_stable(
+        self_: &Self,
+        _stable: Option<bool>,
+        dim: i64,
+        descending: bool,
+    ) -> R<(Self, Self)> {
+        // Always stable: PyTorch's unstable sort agrees on lanes of up to 16 elements.
+        super::products::sort(self_, dim, descending)
     }
 }
 

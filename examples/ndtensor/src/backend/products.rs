@@ -1,10 +1,10 @@
 //! The kernels of `addmm` and `pow.Scalar` (Core ATen; issue 30), composed of the backend's
 //! own kernels (`mm`, `mul.Scalar`, `add.Tensor`, `expand`, `pow.Tensor_Tensor`), which
 //! bring PyTorch's dtype rules, and of `cumsum`, `prod` and `prod.dim_int` (loops over the
-//! elements along an axis).
+//! elements along an axis) and `sort` (PyTorch's order, `meta::sort_indices`).
 
 use super::R;
-use super::dtype::{cast_to, int_tensor, ints, scalar_tensor};
+use super::dtype::{cast_to, int_tensor, ints, scalar_tensor, wide};
 use crate::tensor::{Data, Element, NdTensor};
 use autograd::types::{Scalar, ScalarType};
 use autograd_opset::dtype::{self as rules, Kind};
@@ -150,4 +150,18 @@ fn as_requested<E: Element>(r: T<E>, dtype: Option<ScalarType>) -> R<T<E>> {
         Some(ScalarType::Bool) => T::ne_scalar(&r, Scalar::Int(0)),
         _ => Ok(r),
     }
+}
+
+/// `sort`: the indices in PyTorch's order (`meta::sort_indices`, on the values as `f64`:
+/// exact for integers below 2^53), the values gathered by them (elements moved: exact for
+/// every dtype).
+pub(super) fn sort<E: Element>(self_: &T<E>, dim: i64, descending: bool) -> R<(T<E>, T<E>)> {
+    let keys: Vec<f64> = wide(self_).arr().iter().copied().collect();
+    let order = meta::sort_indices(&keys, self_.shape(), dim, descending)?;
+    let at = Array::from_shape_vec(IxDyn(self_.shape()), order).expect("one index per element");
+    let indices = int_tensor(at);
+    if self_.shape().is_empty() {
+        return Ok((self_.clone(), indices));
+    }
+    Ok((T::gather(self_, dim, &indices, false)?, indices))
 }
