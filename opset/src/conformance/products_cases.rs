@@ -8,6 +8,10 @@ use crate::ops::*;
 use autograd::runtime::{AutogradError, Variable};
 
 /// The cases, appended to [`cases::cases`](super::cases::cases).
+#[allow(
+    clippy::too_many_lines,
+    reason = "a flat list, one case per operator variant"
+)]
 pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     let r = Rng::new(3131);
     let mut cs = Vec::new();
