@@ -259,13 +259,6 @@ impl Lowerer<'_> {
         if let Some((_, ty, m)) = PROPERTIES.iter().find(|(p, _, _)| *p == name)
             && args.is_empty()
         {
-            // A dtype read where the formula runs (of `grad`, or of `result` in a forward
-            // formula; an input's is a saved property by then): the helpers' `scalar_type_of`,
-            // which both value types (`Variable<T>`, a raw `T`) take.
-            if *m == "scalar_type" {
-                let code = format!("scalar_type_of(&{})", self.defined_tensor(&r));
-                return Ok(Val::new(code, ty.clone()));
-            }
             return Ok(Val::new(
                 format!("{}.{m}()", self.defined_tensor(&r)),
                 ty.clone(),

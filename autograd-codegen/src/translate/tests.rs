@@ -137,11 +137,6 @@ fn helpers_methods_and_builtins() {
         tr(s, "self", "grad.sum(dim, true)").unwrap(),
         "sum_dim_intlist(&grad, dim, true, None)?"
     );
-    // A dtype read where the formula runs: the helpers' `scalar_type_of`.
-    assert_eq!(
-        tr(s, "self", "grad.sum(dim, true, grad.scalar_type())").unwrap(),
-        "sum_dim_intlist(&grad, dim, true, Some(scalar_type_of(&grad)))?"
-    );
     assert_eq!(
         tr(s, "self", "at::zeros({}, self.options())").unwrap(),
         "zeros(&[0_i64; 0], self.options().dtype(), Some(self.options().layout()), Some(self.options().device()), None)?"

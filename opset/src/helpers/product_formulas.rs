@@ -141,9 +141,3 @@ pub fn to_scalar_type<T: Backend>(self_: &V<T>, dtype: &str) -> Res<V<T>> {
 pub fn new_ones<T: Backend>(self_: &V<T>, size: &[i64]) -> Res<V<T>> {
     add_scalar(&new_zeros(self_, size, None, None, None, None)?, 1.0, 1)
 }
-
-/// `x.scalar_type()` where a formula runs (of `grad`, or of `result` in a forward formula):
-/// the dtype's name, as `ScalarType` values are in the generated code.
-pub fn scalar_type_of<T: Backend>(x: &V<T>) -> &'static str {
-    x.with_data(|t| t.dtype())
-}

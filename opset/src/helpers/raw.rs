@@ -38,3 +38,6 @@ pub use conv_formulas::*;
 mod product_formulas;
 
 pub use product_formulas::*;
+
+// `x.scalar_type()` of a raw tensor where a formula runs.
+pub use super::ScalarTypeOf;
