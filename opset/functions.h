@@ -251,6 +251,22 @@ at::Tensor repeat_backward(
 Tensor _to_copy_backward(
     const Tensor& grad,
     const c10::TensorOptions& self_options);
+at::Tensor cumsum_backward(const at::Tensor& grad, int64_t dim);
+at::Tensor prod_safe_zeros_backward(
+    const at::Tensor& grad,
+    const at::Tensor& inp,
+    int64_t dim);
+at::Tensor prod_backward(
+    const at::Tensor& grad,
+    const at::Tensor& input,
+    const at::Tensor& result);
+// rust: prod_backward_dim
+at::Tensor prod_backward(
+    at::Tensor grad,
+    const at::Tensor& input,
+    at::Tensor result,
+    int64_t dim,
+    bool keepdim);
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.
@@ -283,5 +299,11 @@ Tensor layer_norm_composite_jvp(const Tensor& input_p, const Tensor& input_t, co
 std::tuple<Tensor, Tensor, Tensor> _convolution_double_backward_symint(const std::optional<Tensor>& ggI, const std::optional<Tensor>& ggW, const std::optional<Tensor>& ggb, const Tensor& gO, const Tensor& weight, const Tensor& self, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, bool transposed, c10::SymIntArrayRef output_padding, c10::SymInt groups, std::array<bool, 3> output_mask);
 Tensor flatten(const Tensor& self, int64_t start_dim = 0, int64_t end_dim = -1);
 Tensor view_as(const Tensor& self, const Tensor& other);
+
+// Cumulative and product reductions (issue 30): the methods their entries call that the op
+// set has no schema for (PyTorch's method signatures, computed with differentiable ops).
+// rust: to_scalar_type
+Tensor to(const Tensor& self, ScalarType dtype);
+Tensor new_ones(const Tensor& self, c10::SymIntArrayRef size);
 
 } // namespace torch::autograd::generated::details

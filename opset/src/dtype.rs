@@ -207,6 +207,8 @@ pub mod kernel {
     /// `upsample_bilinear2d_backward` of integers and booleans whose gradient is also
     /// channels-last contiguous.
     pub const UPSAMPLE_BILINEAR2D_BACKWARD_CL: &str = "upsample_bilinear2d_backward_channels_last";
+    /// `cumsum` asked for a `bool` result.
+    pub const CUMSUM: &str = "cumsum_out_cpu";
 }
 
 /// PyTorch's error for a kernel it implements for floating-point types only.

@@ -324,6 +324,7 @@ mod indexing;
 mod losses;
 mod normalization;
 mod resample;
+mod products;
 #[cfg(test)]
 mod tests;
 
@@ -347,3 +348,4 @@ pub use resample::{
     pad_backward, upsample_backward_kernel, upsample_bilinear2d, upsample_bilinear2d_backward,
     upsample_nearest2d, upsample_nearest2d_backward, upsample_output_size,
 };
+pub use products::{addmm, sort_indices};

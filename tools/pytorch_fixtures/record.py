@@ -3515,6 +3515,7 @@ def sweep_calls():
     calls.update(conv_sweep_calls())
     calls.update(factory_sweep_calls())
     calls.update(resample_sweep_calls())
+    calls.update(products_sweep_calls())
     return calls
 
 
@@ -3756,7 +3757,9 @@ def c_div(s):
 def c_pow(s):
     a = bind(s.args, s.kwargs, ["exponent"])
     if not is_t(s.input):
-        raise Skip("a Scalar base (pow.Scalar is not in the op set)")
+        if not is_t(a["exponent"]):
+            raise Skip("a Scalar base and a Scalar exponent")
+        return "pow.Scalar", dict(self=s.input, exponent=a["exponent"])
     ov = tensor_or_scalar("pow", a["exponent"], "pow.Tensor_Tensor", "pow.Tensor_Scalar")
     return ov, dict(self=s.input, exponent=a["exponent"])
 
@@ -4927,6 +4930,270 @@ def conv_programs():
         progs.append(p)
     return progs
 
+# ---- addmm, pow.Scalar and the cumulative, product and sorting ops (Core ATen; issue 30):
+# generators (GEN), sweep calls, and the `products` category.
+def g_addmm(p, r):
+    n, k, m = r.randint(1, 3), r.randint(1, 3), r.randint(1, 3)
+    s = r.choice([[n, m], [m], [1, m], [n, 1], []])
+    return p.op("addmm", self=p.inp(s), mat1=p.inp([n, k], nc=r.random() < 0.4), mat2=p.inp([k, m]),
+                beta=r.choice([1, 0.5, 0, -1.5]), alpha=r.choice([1, 2, -0.5]))
+
+
+def g_pow_scalar(p, r):
+    base = r.choice([2.5, 0.5, 2, 3, 0.0])
+    return p.op("pow.Scalar", self=base, exponent=p.inp(shape(r, 0, 2), "pos" if base == 0.0 else "t"))
+
+
+def g_cumsum(p, r):
+    s = r.choice([shape(r, 1, 3), []])
+    return p.op("cumsum", self=p.inp(s, nc=r.random() < 0.4), dim=r.randrange(-max(len(s), 1), max(len(s), 1)),
+                dtype=None)
+
+
+def zeroed(p, r, s):
+    """An input of shape `s` with, sometimes, a zero or two (prod's backward without a
+    division)."""
+    n = math.prod(s)
+    data = p.values(s, "away")
+    for _ in range(r.choice([0, 0, 1, 2]) if n else 0):
+        data[r.randrange(n)] = 0.0
+    return p.inp(s, data=data)
+
+
+def g_prod(p, r):
+    return p.op("prod", self=zeroed(p, r, r.choice([shape(r, 1, 2), []])), dtype=None)
+
+
+def g_prod_dim(p, r):
+    s = r.choice([shape(r, 1, 3), []])
+    return p.op("prod.dim_int", self=zeroed(p, r, s), dim=r.randrange(-max(len(s), 1), max(len(s), 1)),
+                keepdim=r.random() < 0.5, dtype=None)
+
+
+def g_sort(p, r, stable=False):
+    s = r.choice([shape(r, 1, 3), []])
+    n = max(len(s), 1)
+    kw = dict(dim=r.randrange(-n, n), descending=r.random() < 0.5)
+    if stable:
+        kw["stable"] = r.choice([True, False, None])
+    x = p.inp(s, nc=r.random() < 0.4)
+    return p.op("sort.stable" if stable else "sort", nout=2, self=x, **kw)[0]
+
+
+GEN.update({
+    "sort": g_sort,
+    "sort.stable": lambda p, r: g_sort(p, r, stable=True),
+})
+GEN.update({
+    "addmm": g_addmm,
+    "pow.Scalar": g_pow_scalar,
+    "cumsum": g_cumsum,
+    "prod": g_prod,
+    "prod.dim_int": g_prod_dim,
+})
+def c_sort(s):
+    a = bind(s.args, s.kwargs, ["dim", "descending", "stable"], {"dim": -1, "descending": False, "stable": None})
+    if "stable" in s.kwargs:
+        return "sort.stable", dict(self=s.input, **a)
+    a.pop("stable")
+    return "sort", dict(self=s.input, **a)
+
+
+def c_prod(s):
+    a = bind(s.args, s.kwargs, ["dim", "keepdim", "dtype"], {"dim": None, "keepdim": False, "dtype": None})
+    if a["dim"] is None:
+        if a["keepdim"]:
+            raise Skip("keepdim without dim")
+        return "prod", dict(self=s.input, dtype=a["dtype"])
+    return "prod.dim_int", dict(self=s.input, **a)
+
+
+MULTI_OUTPUT.update({"sort", "sort.stable"})
+OPINFO.update({
+    "addmm": c_method("addmm", ["mat1", "mat2", "beta", "alpha"], {"beta": 1, "alpha": 1}),
+    "cumsum": c_method("cumsum", ["dim", "dtype"], {"dtype": None}),
+    "prod": c_prod,
+    "sort": c_sort,
+})
+
+
+def products_sweep_calls():
+    """These operators in the sweep of 0-d, empty and size-1 inputs."""
+    return {
+        "addmm": lambda p, a: p.op("addmm", self=a.t(0), mat1=a.t(1), mat2=a.t(2), beta=1, alpha=1),
+        "pow.Scalar": lambda p, a: p.op("pow.Scalar", self=2.0, exponent=a.t(0)),
+        "cumsum": lambda p, a: p.op("cumsum", self=a.t(0), dim=0, dtype=None),
+        "prod": lambda p, a: p.op("prod", self=a.t(0), dtype=None),
+        "prod.dim_int": lambda p, a: p.op("prod.dim_int", self=a.t(0), dim=0, keepdim=False, dtype=None),
+        "sort": lambda p, a: p.op("sort", nout=2, self=a.t(0), dim=0, descending=False),
+        "sort.stable": lambda p, a: p.op("sort.stable", nout=2, self=a.t(0), stable=True, dim=-1, descending=True),
+    }
+
+
+def products_programs():
+    """The `products` category: `addmm` and `pow.Scalar`'s edge cases (integer and boolean
+    operands, Scalars truncated to an integer result, `beta=0` ignoring `self`'s NaNs, zero
+    and negative bases, non-finite exponents) and PyTorch's argument errors, in reverse and
+    forward mode."""
+    progs = []
+
+    def add(p, jvp=True):
+        progs.append(p)
+        if jvp:
+            q = scen(p.name.replace("products/", "products/jvp/", 1), "products")
+            q.inputs, q.steps, q.output, q.mode = p.inputs, p.steps, p.output, "jvp"
+            progs.append(q)
+
+    def ints(p, shp, data):
+        return p.inp(shp, "idx7", data=data)
+
+    nan, inf = float("nan"), float("inf")
+    p = scen("products/addmm_beta0_nan_self", "products")
+    p.op("addmm", self=p.inp([2, 3], data=[nan, 1.0, inf, 2.0, nan, 0.5]), mat1=p.inp([2, 2]), mat2=p.inp([2, 3]),
+         beta=0, alpha=2.0)
+    add(p)
+    p = scen("products/addmm_alpha0", "products")
+    p.op("addmm", self=p.inp([3]), mat1=p.inp([2, 2]), mat2=p.inp([2, 3]), beta=-1, alpha=0.0)
+    add(p)
+    p = scen("products/addmm_0d_self_empty_inner", "products")
+    p.op("addmm", self=p.inp([]), mat1=p.inp([2, 0]), mat2=p.inp([0, 3]), beta=0.5, alpha=1)
+    add(p)
+    p = scen("products/addmm_empty_rows", "products")
+    p.op("addmm", self=p.inp([3]), mat1=p.inp([0, 2]), mat2=p.inp([2, 3]), beta=1, alpha=1)
+    add(p)
+    for name, beta, alpha in [("ints", 2, -3), ("ints_truncated_scalars", 0.5, 1.5), ("ints_negative_scalars", -1.5, -1.5),
+                              ("ints_bool_beta", True, 1)]:
+        p = scen(f"products/addmm_{name}", "products")
+        p.op("addmm", self=ints(p, [2], [1, -2]), mat1=ints(p, [2, 3], [1, 2, 3, -1, 0, 2]),
+             mat2=ints(p, [3, 2], [2, 0, -1, 1, 3, 2]), beta=beta, alpha=alpha)
+        progs.append(p)
+    p = scen("products/addmm_bools", "products")
+    p.op("addmm", self=p.inp([2, 2], "bool"), mat1=p.inp([2, 2], "bool"), mat2=p.inp([2, 2], "bool"), beta=1, alpha=1)
+    progs.append(p)
+    errors = [
+        ("self_dtype", dict(self=("i", [2, 2]), mat1=[2, 2], mat2=[2, 2])),
+        ("mat1_dtype", dict(self=[2, 2], mat1=("i", [2, 2]), mat2=[2, 2])),
+        ("mat1_1d", dict(self=[4], mat1=[6], mat2=[3, 4])),
+        ("mat2_3d", dict(self=[4], mat1=[2, 3], mat2=[3, 4, 1])),
+        ("mat1_3d_dtype_first", dict(self=("i", [4]), mat1=[1, 2, 3], mat2=[3, 4])),
+        ("inner_sizes", dict(self=[4], mat1=[2, 3], mat2=[2, 4])),
+        ("self_not_broadcastable", dict(self=[3], mat1=[2, 3], mat2=[3, 4])),
+        ("self_column_mismatch", dict(self=[3, 1], mat1=[2, 3], mat2=[3, 4])),
+        ("self_3d", dict(self=[2, 2, 4], mat1=[2, 3], mat2=[3, 4])),
+    ]
+    for name, args in errors:
+        p = scen(f"products/errors/addmm_{name}", "products")
+        kw = {k: (ints(p, v[1], [1] * math.prod(v[1])) if isinstance(v, tuple) else p.inp(v)) for k, v in args.items()}
+        p.op("addmm", beta=1, alpha=1, **kw)
+        progs.append(p)
+    # pow.Scalar: float bases on float exponents (zero, negative and non-finite).
+    for name, base in [("zero", 0.0), ("negative", -1.5), ("one", 1.0), ("nan", nan), ("inf", inf),
+                       ("int_zero", 0), ("int_negative", -2)]:
+        p = scen(f"products/pow_scalar_{name}", "products")
+        p.op("pow.Scalar", self=base, exponent=p.inp([6], data=[-1.0, 0.0, 0.5, 2.0, inf, nan]))
+        add(p)
+    # Integer and boolean exponents: the result's dtype is PyTorch's promotion of a wrapped number.
+    for name, base in [("int", 2), ("int_negative", -2), ("int_one", -1), ("int_zero", 0), ("float", 2.5),
+                       ("bool", True)]:
+        p = scen(f"products/pow_scalar_{name}_of_ints", "products")
+        p.op("pow.Scalar", self=base, exponent=ints(p, [5], [-2, -1, 0, 1, 3]))
+        progs.append(p)
+        p = scen(f"products/pow_scalar_{name}_of_bools", "products")
+        p.op("pow.Scalar", self=base, exponent=p.inp([2], "bool", data=[True, False]))
+        progs.append(p)
+    # cumsum, prod: zeros (prod's backward without a division), non-finite values, dtypes.
+    nf = [1.5, inf, -2.0, nan, 0.5, -inf]
+    p = scen("products/cumsum_nonfinite", "products")
+    p.op("cumsum", self=p.inp([6], data=nf), dim=0, dtype=None)
+    add(p)
+    p = scen("products/cumsum_empty_dim", "products")
+    p.op("cumsum", self=p.inp([2, 0]), dim=1, dtype=None)
+    add(p)
+    p = scen("products/cumsum_0d", "products")
+    p.op("cumsum", self=p.inp([]), dim=-1, dtype=None)
+    add(p)
+    for name, data in [("one_zero", [0.5, 0.0, -1.2, 0.8, 1.1, -0.6]), ("two_zeros", [0.0, 0.7, 1.2, 0.0, -1.3, 0.9]),
+                       ("nonfinite", [1.5, inf, -2.0, 0.5, 0.25, 3.0]), ("zero_and_inf", [0.0, inf, -2.0, 0.5, 1.5, 1.0]),
+                       ("nan", [1.5, nan, -2.0, 0.5, 0.25, 3.0])]:
+        p = scen(f"products/prod_{name}", "products")
+        p.op("prod", self=p.inp([2, 3], data=data), dtype=None)
+        add(p)
+        for dim, keep in [(1, False), (0, True)]:
+            p = scen(f"products/prod_dim{dim}_{name}", "products")
+            p.op("prod.dim_int", self=p.inp([2, 3], data=data), dim=dim, keepdim=keep, dtype=None)
+            add(p)
+    # Second derivatives through prod's backward with zeros (the exclusive products).
+    p = scen("products/prod_zeros_hvp", "products")
+    p.mode = "hvp"
+    y = p.op("prod.dim_int", self=p.inp([2, 3], data=[0.5, 0.0, -1.2, 0.0, 1.1, -0.6]), dim=1, keepdim=False,
+             dtype=None)
+    p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+    progs.append(p)
+    p = scen("products/prod_cumsum_hvp", "products")
+    p.mode = "hvp"
+    y = p.op("cumsum", self=p.inp([4], data=[0.5, 0.0, -1.2, 0.7]), dim=0, dtype=None)
+    p.op("prod", self=y, dtype=None)
+    progs.append(p)
+    p = scen("products/prod_empty", "products")
+    p.op("prod", self=p.inp([0, 3]), dtype=None)
+    add(p)
+    p = scen("products/prod_dim_empty", "products")
+    p.op("prod.dim_int", self=p.inp([0, 3]), dim=0, keepdim=False, dtype=None)
+    add(p)
+    p = scen("products/prod_0d_dim", "products")
+    p.op("prod.dim_int", self=p.inp([]), dim=-1, keepdim=True, dtype=None)
+    add(p)
+    for name, kind, dtype in [("ints", "i", None), ("bools", "b", None), ("ints_as_f64", "i", "f64"),
+                              ("floats_as_i64", "f", "i64"), ("ints_as_bool", "i", "bool")]:
+        def operand(p):
+            if kind == "i":
+                return ints(p, [2, 3], [1, -2, 3, 0, 2, -1])
+            if kind == "b":
+                return p.inp([2, 3], "bool", data=[True, False, True, True, True, False])
+            return p.inp([2, 3], "wide", rg=False)
+        for op, args in [("cumsum", dict(dim=1)), ("prod", {}), ("prod.dim_int", dict(dim=0, keepdim=False))]:
+            p = scen(f"products/{op}_{name}", "products")
+            p.op(op, self=operand(p), dtype=dtype, **args)
+            progs.append(p)
+    # sort: ties (stable), NaN (above every number), -0.0 and 0.0, integers and booleans; the
+    # values (reverse and forward mode) and the indices.
+    tie = [1.0, nan, -0.0, 0.0, 2.0, 1.0, -inf, nan, 2.0, inf, 0.0, -1.0]
+    for name, op, kw in [("ascending", "sort", dict(dim=-1, descending=False)),
+                         ("descending", "sort", dict(dim=-1, descending=True)),
+                         ("dim0", "sort", dict(dim=0, descending=False)),
+                         ("stable_descending", "sort.stable", dict(stable=True, dim=1, descending=True)),
+                         ("stable_none", "sort.stable", dict(stable=None, dim=-1, descending=False))]:
+        p = scen(f"products/sort_{name}", "products")
+        p.op(op, nout=2, self=p.inp([2, 6], data=tie), **kw)
+        add(p)
+        q = scen(f"products/sort_indices_{name}", "products")
+        _, i = q.op(op, nout=2, self=q.inp([2, 6], data=tie), **kw)
+        q.out(i)
+        progs.append(q)
+    for name, x in [("ints", lambda p: ints(p, [7], [3, -1, 3, 0, 2, -1, 5])),
+                    ("bools", lambda p: p.inp([5], "bool", data=[True, False, True, False, False]))]:
+        for desc in [False, True]:
+            p = scen(f"products/sort_{name}_{'desc' if desc else 'asc'}", "products")
+            v, i = p.op("sort", nout=2, self=x(p), dim=0, descending=desc)
+            p.op("cat", tensors=[p.op("mul.Scalar", self=v, other=1), i], dim=0)
+            progs.append(p)
+    p = scen("products/sort_0d", "products")
+    p.op("sort", nout=2, self=p.inp([]), dim=-1, descending=True)
+    add(p)
+    p = scen("products/sort_empty", "products")
+    p.op("sort", nout=2, self=p.inp([2, 0]), dim=1, descending=False)
+    add(p)
+    for name, op, args in [("sort_dim", "sort", dict(self=[2, 3], dim=2, descending=False)),
+                           ("sort_0d_dim", "sort.stable", dict(self=[], stable=True, dim=1, descending=False)),
+                           ("cumsum_dim", "cumsum", dict(self=[2, 3], dim=2, dtype=None)),
+                           ("cumsum_0d_dim", "cumsum", dict(self=[], dim=1, dtype=None)),
+                           ("prod_dim", "prod.dim_int", dict(self=[2, 3], dim=-3, keepdim=False, dtype=None))]:
+        p = scen(f"products/errors/{name}", "products")
+        p.op(op, nout=2 if op.startswith("sort") else None, **{k: (p.inp(v) if k == "self" else v)
+                                                                for k, v in args.items()})
+        progs.append(p)
+    return progs
+
 
 # ----------------------------------------------------------------------------------------
 # Reflection and replication padding, upsampling (helper-pads): generators (GEN), sweep
@@ -5254,7 +5521,8 @@ def resample_programs():
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
-             + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs())
+             + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
+             + products_programs())
     names = set()
     by_cat = {}
     for p in progs:

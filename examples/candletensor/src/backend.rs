@@ -19,6 +19,7 @@ mod conv;
 mod dtype;
 mod norm;
 mod resample;
+mod products;
 
 use crate::tensor::CandleTensor;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};

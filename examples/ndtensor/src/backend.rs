@@ -12,6 +12,7 @@ mod conv;
 mod dtype;
 mod norm;
 mod resample;
+mod products;
 
 // The kernels below see the floating-point tensor under the name `NdTensor`.
 use crate::storage::FloatTensor as NdTensor;

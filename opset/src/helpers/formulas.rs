@@ -1070,3 +1070,21 @@ pub fn _to_copy_backward<T: Backend>(
 ) -> Res<V<T>> {
     _to_copy(grad, self_options.dtype(), None, None, None, false, None)
 }
+
+/// Backward of `pow.Scalar` (a Scalar base) for the exponent: `grad * result * log(base)`;
+/// for a zero base, zero where `exponent >= 0` (PyTorch's `pow_backward_exponent` overload
+/// taking a Scalar base; the gradient outside the `where`).
+pub fn pow_backward_exponent_scalar_base<T: Backend>(
+    grad: &V<T>,
+    base: Scalar,
+    exponent: &V<T>,
+    result: &V<T>,
+) -> Res<V<T>> {
+    // `Scalar::log` is a double's log (of the integer's value for an integer base).
+    let d = mul_scalar(result, Scalar::Float(base.to_f64().ln()))?;
+    if base.to_f64() == 0.0 {
+        let cond = ge_scalar(exponent, 0.0)?;
+        return mul_tensor(grad, &where_self(&cond, &zeros_of(&d), &d)?);
+    }
+    mul_tensor(grad, &d)
+}

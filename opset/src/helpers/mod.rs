@@ -22,6 +22,7 @@ mod decompositions;
 mod formulas;
 mod norm_composites;
 mod normalization;
+mod product_formulas;
 pub mod raw;
 mod resample;
 
@@ -37,6 +38,27 @@ pub use formulas::*;
 pub use norm_composites::{batch_norm, var_dim};
 pub use normalization::*;
 pub use resample::{pad, upsample_bilinear2d_vec, upsample_nearest2d_vec};
+pub use product_formulas::*;
+
+/// `x.scalar_type()` where a formula runs (of `grad`, or of `result` in a forward formula;
+/// an input's is a saved property): the dtype's name, as `ScalarType` values are in the
+/// generated code, for both value types (`Variable<T>`, a raw `T`).
+pub trait ScalarTypeOf {
+    /// The dtype's name (`"f64"`, `"i64"`, ...).
+    fn scalar_type(&self) -> &'static str;
+}
+
+impl<T: Backend> ScalarTypeOf for Variable<T> {
+    fn scalar_type(&self) -> &'static str {
+        self.with_data(|t| t.dtype())
+    }
+}
+
+impl<T: Backend> ScalarTypeOf for T {
+    fn scalar_type(&self) -> &'static str {
+        autograd::runtime::Tensor::dtype(self)
+    }
+}
 
 /// The tangents of `tensors` at the level whose forward formula runs (zeros for an input
 /// without one), for the JVP helpers that read them from the primals as PyTorch's do.

@@ -31,3 +31,13 @@ pub use normalization::*;
 mod conv_formulas;
 
 pub use conv_formulas::*;
+
+// The cumulative and product helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "product_formulas.rs"]
+mod product_formulas;
+
+pub use product_formulas::*;
+
+// `x.scalar_type()` of a raw tensor where a formula runs.
+pub use super::ScalarTypeOf;

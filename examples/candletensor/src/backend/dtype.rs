@@ -27,7 +27,7 @@ type C = CandleTensor;
 type R<T> = Result<T, Error>;
 
 /// A candle error (a case the checks missed) as a `RuntimeError`.
-fn ce<T>(r: candle_core::Result<T>) -> R<T> {
+pub(super) fn ce<T>(r: candle_core::Result<T>) -> R<T> {
     r.map_err(|e| {
         let m = e.to_string();
         Error::internal("candle", m.lines().next().unwrap_or_default())
@@ -82,7 +82,7 @@ fn float_dtype(ts: &[&C]) -> DType {
 }
 
 /// `t` as the float dtype `d` (PyTorch's promotion of integers and booleans).
-fn promoted(t: &C, d: DType) -> R<C> {
+pub(super) fn promoted(t: &C, d: DType) -> R<C> {
     if t.t.dtype() == d {
         return Ok(t.clone());
     }
@@ -164,7 +164,7 @@ fn binary(a: &C, b: &C, k: impl Fn(&C, &C) -> R<C>) -> R<C> {
 }
 
 /// `t` as `I64` (booleans 0/1).
-fn as_i64(t: &C) -> R<C> {
+pub(super) fn as_i64(t: &C) -> R<C> {
     Ok(C::new(ce(t.t.to_dtype(DType::I64))?))
 }
 
@@ -231,7 +231,7 @@ fn compare_scalar(t: &C, s: Scalar, k: fn(&C, f64) -> R<C>) -> R<C> {
 
 /// `t` cast to a reduction's `dtype=` argument (PyTorch casts the input first; floats to
 /// integers truncate, anything to `bool` is `!= 0`).
-fn cast_to(t: &C, dtype: Option<ScalarType>) -> R<C> {
+pub(super) fn cast_to(t: &C, dtype: Option<ScalarType>) -> R<C> {
     Ok(match dtype {
         None => t.clone(),
         Some(ScalarType::F32) => promoted(t, DType::F32)?,
@@ -1409,6 +1409,33 @@ impl Backend for CandleTensor {
         let name = meta::upsample_backward_kernel(false, grad_output.shape());
         upsampled_backward(grad_output, &r, name)
     }
+    fn addmm(self_: &Self, mat1: &Self, mat2: &Self, beta: Scalar, alpha: Scalar) -> R<Self> {
+        super::products::addmm(self_, mat1, mat2, beta, alpha)
+    }
+    fn pow_scalar(self_: Scalar, exponent: &Self) -> R<Self> {
+        super::products::pow_scalar(self_, exponent)
+    }
+    fn cumsum(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::cumsum(self_, dim, dtype)
+    }
+    fn prod(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::prod(self_, dtype)
+    }
+    fn prod_dim_int(self_: &Self, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::prod_dim_int(self_, dim, keepdim, dtype)
+    }
+    fn sort(self_: &Self, dim: i64, descending: bool) -> R<(Self, Self)> {
+        super::products::sort(self_, dim, descending)
+    }
+    fn sort_stable(
+        self_: &Self,
+        _stable: Option<bool>,
+        dim: i64,
+        descending: bool,
+    ) -> R<(Self, Self)> {
+        // Always stable: PyTorch's unstable sort agrees on lanes of up to 16 elements.
+        super::products::sort(self_, dim, descending)
+    }
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.
@@ -1529,7 +1556,7 @@ fn truth(t: &C) -> R<candle_core::Tensor> {
 }
 
 /// A Scalar as a 0-d tensor of its own kind (PyTorch's wrapped number).
-fn wrapped(s: Scalar) -> R<C> {
+pub(super) fn wrapped(s: Scalar) -> R<C> {
     let dev = candle_core::Device::Cpu;
     Ok(C::new(match s {
         Scalar::Bool(b) => ce(candle_core::Tensor::new(u8::from(b), &dev))?,

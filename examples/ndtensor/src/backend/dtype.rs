@@ -62,7 +62,7 @@ fn promoted<E: Element>(t: &NdTensor<E>) -> Cow<'_, F<E>> {
 }
 
 /// The tensor as `f64` (the integer kernels' arithmetic).
-fn wide<E: Element>(t: &NdTensor<E>) -> F<f64> {
+pub(super) fn wide<E: Element>(t: &NdTensor<E>) -> F<f64> {
     fl(match t.data() {
         Data::Float(a) => a.arr().mapv(|x| x.as_f64()),
         Data::Int(a) => a.mapv(|x| x as f64),
@@ -89,7 +89,7 @@ fn to_kind<E: Element>(t: &NdTensor<E>, k: Kind) -> NdTensor<E> {
 }
 
 /// The elements as `i64` (booleans 0/1) for integer arithmetic.
-fn ints<E: Element>(t: &NdTensor<E>) -> A<i64> {
+pub(super) fn ints<E: Element>(t: &NdTensor<E>) -> A<i64> {
     match t.data() {
         Data::Int(a) => A::clone(a),
         Data::Bool(a) => a.mapv(i64::from).into_shared(),
@@ -100,6 +100,11 @@ fn ints<E: Element>(t: &NdTensor<E>) -> A<i64> {
 /// A kernel PyTorch implements for floating-point types only.
 fn floats<'a, E: Element>(t: &'a NdTensor<E>, kernel: &str) -> R<Cow<'a, F<E>>> {
     rules::check_floats(t.dtype(), kernel).map(|()| promoted(t))
+}
+
+/// An `i64` tensor of `a` (for the kernels of `products.rs`).
+pub(super) fn int_tensor<E: Element>(a: Array<i64, IxDyn>) -> NdTensor<E> {
+    int_out(a)
 }
 
 fn int_out<E: Element>(a: Array<i64, IxDyn>) -> NdTensor<E> {
@@ -475,7 +480,10 @@ fn sum_ints<E: Element>(t: &NdTensor<E>, axes: &[usize], keepdim: bool) -> NdTen
 
 /// `t` cast to a reduction's `dtype=` argument (PyTorch casts the input first; floats to
 /// integers truncate, anything to `bool` is `!= 0`).
-fn cast_to<E: Element>(t: &NdTensor<E>, dtype: Option<ScalarType>) -> Cow<'_, NdTensor<E>> {
+pub(super) fn cast_to<E: Element>(
+    t: &NdTensor<E>,
+    dtype: Option<ScalarType>,
+) -> Cow<'_, NdTensor<E>> {
     Cow::Owned(match dtype.map(Kind::requested) {
         None => return Cow::Borrowed(t),
         Some(Kind::Bool) => to_bool(t),
@@ -1861,6 +1869,33 @@ impl<E: Element> Backend for NdTensor<E> {
         let name = meta::upsample_backward_kernel(false, grad_output.shape());
         upsampled_backward(grad_output, &r, name)
     }
+    fn addmm(self_: &Self, mat1: &Self, mat2: &Self, beta: Scalar, alpha: Scalar) -> R<Self> {
+        super::products::addmm(self_, mat1, mat2, beta, alpha)
+    }
+    fn pow_scalar(self_: Scalar, exponent: &Self) -> R<Self> {
+        super::products::pow_scalar(self_, exponent)
+    }
+    fn cumsum(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::cumsum(self_, dim, dtype)
+    }
+    fn prod(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::prod(self_, dtype)
+    }
+    fn prod_dim_int(self_: &Self, dim: i64, keepdim: bool, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::prod_dim_int(self_, dim, keepdim, dtype)
+    }
+    fn sort(self_: &Self, dim: i64, descending: bool) -> R<(Self, Self)> {
+        super::products::sort(self_, dim, descending)
+    }
+    fn sort_stable(
+        self_: &Self,
+        _stable: Option<bool>,
+        dim: i64,
+        descending: bool,
+    ) -> R<(Self, Self)> {
+        // Always stable: PyTorch's unstable sort agrees on lanes of up to 16 elements.
+        super::products::sort(self_, dim, descending)
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
@@ -1966,7 +2001,7 @@ fn bitwise<E: Element>(
 
 /// A Scalar as a 0-d tensor of its own kind (PyTorch's wrapped number): an
 /// integer `i64`, a boolean `bool`, a float the library's float.
-fn scalar_tensor<E: Element>(s: Scalar) -> NdTensor<E> {
+pub(super) fn scalar_tensor<E: Element>(s: Scalar) -> NdTensor<E> {
     let at = IxDyn(&[]);
     match s {
         Scalar::Bool(b) => bool_out(Array::from_elem(at, b)),
