@@ -323,6 +323,7 @@ mod conv;
 mod indexing;
 mod losses;
 mod normalization;
+mod softmax;
 #[cfg(test)]
 mod tests;
 
@@ -341,3 +342,4 @@ pub use normalization::{
     ChannelSizes, Stat, batch_norm, batch_norm_backward_channels, batch_norm_channels,
     batch_norm_legit, batch_norm_no_stats, batch_norm_stat, var, var_dtype,
 };
+pub use softmax::{softmax, softmax_backward_data};

@@ -548,6 +548,7 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "detach" => Ok(vec![a.t("self")?.detach()]),
         _ => super::norm_cases::dispatch_norm(op, a)
             .or_else(|| super::conv_cases::dispatch(op, a))
+            .or_else(|| super::softmax_cases::dispatch(op, a))
             .unwrap_or_else(|| Err(format!("op missing in the op set: {op}"))),
     }
 }

@@ -44,6 +44,7 @@ pub mod out_cases;
 pub mod precision;
 pub mod report;
 pub mod runner;
+pub mod softmax_cases;
 pub mod source;
 pub mod view_cases;
 

@@ -23,6 +23,8 @@ mod formulas;
 mod norm_composites;
 mod normalization;
 pub mod raw;
+mod softmax;
+mod softmax_formulas;
 
 pub use bn_guard::BatchNormStat;
 pub use composites::{chunk, cross_entropy_loss, matmul, nll_loss, nll_loss_nd};
@@ -35,6 +37,15 @@ pub use decompositions::*;
 pub use formulas::*;
 pub use norm_composites::{batch_norm, var_dim};
 pub use normalization::*;
+pub(crate) use softmax::runtime_dtype_name;
+pub use softmax::{log_softmax_int, softmax_int};
+pub use softmax_formulas::*;
+
+/// A variable converted to the dtype named `dtype`, differentiably (the runtime's
+/// `to_dtype`), for [`to`].
+fn cast_value<T: Backend>(v: &V<T>, dtype: &'static str) -> Res<V<T>> {
+    autograd::runtime::ops::to_dtype(v, dtype)
+}
 
 /// The tangents of `tensors` at the level whose forward formula runs (zeros for an input
 /// without one), for the JVP helpers that read them from the primals as PyTorch's do.
