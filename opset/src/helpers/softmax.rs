@@ -3,6 +3,7 @@
 //! `_softmax` / `_log_softmax`. Over `Variable<T>` only (no formula calls them).
 
 use super::*;
+use autograd::support::KernelNotImplemented;
 use autograd::types::ScalarType;
 
 /// The runtime's name of a dtype (what [`autograd::runtime::Tensor::dtype`] returns).
@@ -22,7 +23,8 @@ pub(crate) fn runtime_dtype_name(d: ScalarType) -> &'static str {
 }
 
 /// `input_.toType(dtype)` then `_softmax` (`log` false) or `_log_softmax`, as PyTorch's
-/// composites. A cast to a float dtype is the runtime's differentiable conversion; an
+/// composites. A cast to a float dtype is the runtime's differentiable conversion (where the
+/// backend has none, PyTorch's "Could not run 'aten::_to_copy'" error); an
 /// integer or boolean one would reach the kernel's dtype error, which is raised here
 /// (after the same dim check), without a conversion the backend may not have.
 fn softmax_composite<T: Backend>(
@@ -43,7 +45,12 @@ fn softmax_composite<T: Backend>(
             if input.with_data(|t| t.dtype()) == name {
                 input.clone()
             } else {
-                autograd::runtime::ops::to_dtype(input, name)?
+                // The runtime's conversion fails only where the backend has none: PyTorch's
+                // cast is its `_to_copy` kernel, which such a backend has not written.
+                autograd::runtime::ops::to_dtype(input, name).map_err(|_| {
+                    let e = KernelNotImplemented::new("aten::_to_copy", T::backend_name());
+                    AutogradError::backend(crate::Error::from(e))
+                })?
             }
         }
     };

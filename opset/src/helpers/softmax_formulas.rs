@@ -27,7 +27,8 @@ pub fn softmax_double_backward<T: Backend>(
 }
 
 /// PyTorch's `Tensor::to(ScalarType)` (`grad.to(output.dtype())`): the tensor itself when it
-/// has that dtype already, else converted ([`cast_value`]: differentiably over variables).
+/// has that dtype already, else converted (the runtime's `to_dtype`: differentiably over
+/// variables).
 pub fn to<T: Backend>(self_: &V<T>, dtype: &str) -> Res<V<T>> {
     if self_.with_data(|t| t.dtype()) == dtype {
         return Ok(self_.clone());
