@@ -267,6 +267,12 @@ at::Tensor prod_backward(
     at::Tensor result,
     int64_t dim,
     bool keepdim);
+// Softmax (issue 30): _softmax_backward_data's double backward.
+at::Tensor softmax_double_backward(
+    const at::Tensor& grad,
+    const at::Tensor& grad_output,
+    int dim,
+    const at::Tensor& output);
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.
@@ -286,8 +292,6 @@ Tensor value_selecting_reduction_backward_symint(const Tensor& grad, int64_t dim
 Tensor index_select_backward_symint(const Tensor& grad, c10::SymIntArrayRef self_sizes, int64_t dim, const Tensor& index);
 Tensor gather_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad);
 Tensor embedding_backward_symint(const Tensor& grad, const Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx, bool scale_grad_by_freq, bool sparse);
-Tensor softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim);
-Tensor log_softmax_backward(const Tensor& grad, const Tensor& result, int64_t dim);
 std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input, c10::SymIntArrayRef normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, std::array<bool, 3> grad_input_mask);
 Tensor native_batch_norm_backward_jvp(const Tensor& grad_out_p, const Tensor& grad_out_t, const Tensor& input_p, const Tensor& input_t, const std::optional<Tensor>& weight_p, const std::optional<Tensor>& weight_t, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var, const std::optional<Tensor>& save_mean, const std::optional<Tensor>& save_invstd, bool train, double eps, int64_t output);
 Tensor layer_norm_composite_jvp(const Tensor& input_p, const Tensor& input_t, const std::optional<Tensor>& weight_p, const std::optional<Tensor>& weight_t, const std::optional<Tensor>& bias_t, c10::SymIntArrayRef normalized_shape, double eps);
@@ -302,8 +306,9 @@ Tensor view_as(const Tensor& self, const Tensor& other);
 
 // Cumulative and product reductions (issue 30): the methods their entries call that the op
 // set has no schema for (PyTorch's method signatures, computed with differentiable ops).
-// rust: to_scalar_type
-Tensor to(const Tensor& self, ScalarType dtype);
 Tensor new_ones(const Tensor& self, c10::SymIntArrayRef size);
+// Softmax (issue 30): the method `Tensor::to(ScalarType)` of the `_softmax_backward_data`
+// and `_log_softmax_backward_data` entries (`grad.to(output.dtype())`).
+Tensor to(const Tensor& self, ScalarType dtype);
 
 } // namespace torch::autograd::generated::details

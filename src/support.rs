@@ -341,8 +341,8 @@ impl<T: Tensor> Conj for Variable<T> {
 pub mod __prelude {
     pub use super::{
         Conj, IntoGrad, IntoGradList, IntoGrads, IntoTangent, KernelNotImplemented, NotImplemented,
-        NotImplementedNode, check_inplace_shape, check_no_requires_grad, contiguous_strides,
-        save_if, save_opt_if, should_record_any, should_record_differentiable,
+        NotImplementedNode, ScalarTypeArg, check_inplace_shape, check_no_requires_grad,
+        contiguous_strides, save_if, save_opt_if, should_record_any, should_record_differentiable,
         should_record_not_implemented, size_at, wrap_opt_if,
     };
     pub use crate::runtime::__private::{
@@ -373,4 +373,25 @@ pub mod __prelude {
     pub use std::string::String;
     pub use std::sync::Arc;
     pub use std::vec::Vec;
+}
+
+/// A `ScalarType` argument of an operator, as formulas write it: the schema's type itself
+/// (`input_dtype`, `at::kFloat`) or a tensor's dtype name (`self.scalar_type()`, which
+/// formulas hold as the runtime's `&'static str`).
+pub trait ScalarTypeArg {
+    /// The dtype; an error for a name [`ScalarType`](crate::types::ScalarType) does not have.
+    fn scalar_type_arg(self) -> Result<crate::types::ScalarType, AutogradError>;
+}
+
+impl ScalarTypeArg for crate::types::ScalarType {
+    fn scalar_type_arg(self) -> Result<crate::types::ScalarType, AutogradError> {
+        Ok(self)
+    }
+}
+
+impl ScalarTypeArg for &str {
+    fn scalar_type_arg(self) -> Result<crate::types::ScalarType, AutogradError> {
+        crate::types::ScalarType::from_name(self)
+            .ok_or_else(|| AutogradError::msg(format!("no ScalarType for the dtype `{self}`")))
+    }
 }

@@ -325,6 +325,7 @@ mod losses;
 mod normalization;
 mod resample;
 mod products;
+mod softmax;
 #[cfg(test)]
 mod tests;
 
@@ -349,3 +350,4 @@ pub use resample::{
     upsample_nearest2d, upsample_nearest2d_backward, upsample_output_size,
 };
 pub use products::{addmm, sort_indices};
+pub use softmax::{softmax, softmax_backward_data};

@@ -23,6 +23,14 @@ const OWN: &[(&str, &str)] = &[
     (NATIVE_BATCH_NORM_BACKWARD, "result0"),
     (NATIVE_BATCH_NORM_BACKWARD, "result1"),
     (NATIVE_BATCH_NORM_BACKWARD, "result2"),
+    (
+        "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
+        "result",
+    ),
+    (
+        "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
+        "result",
+    ),
 ];
 
 const NATIVE_BATCH_NORM_BACKWARD: &str = "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)";

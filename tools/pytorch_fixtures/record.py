@@ -3516,6 +3516,7 @@ def sweep_calls():
     calls.update(factory_sweep_calls())
     calls.update(resample_sweep_calls())
     calls.update(products_sweep_calls())
+    calls.update(softmax_sweep_calls())
     return calls
 
 
@@ -5518,11 +5519,151 @@ def resample_programs():
     return progs
 
 
+# ----------------------------------------------------------------------------- softmax
+# Issue 30: _softmax, _log_softmax and their backward functions (softmax.int and
+# log_softmax.int are PyTorch's composites over them): generators (GEN), sweep calls, and
+# the `softmax` category (dtypes, non-finite values, 0-d inputs, the backward functions'
+# second and third derivatives, errors).
+
+def g_softmax_raw(op):
+    def g(p, r):
+        s = r.choice([shape(r, 1, 3), []])
+        x = p.inp(s, "wide", nc=r.random() < 0.4)
+        d = r.choice([0, -1]) if not s else r.randrange(-len(s), len(s))
+        return p.op(op, self=x, dim=d, half_to_float=False)
+    return g
+
+
+def g_softmax_backward_data(op):
+    """grad_output and output of one shape; output a softmax's (log-softmax's) result of a
+    leaf, or a leaf itself (the formulas hold for any values)."""
+    def g(p, r):
+        s = r.choice([shape(r, 1, 3), []])
+        d = r.choice([0, -1]) if not s else r.randrange(-len(s), len(s))
+        go = p.inp(s, nc=r.random() < 0.3)
+        if r.random() < 0.5:
+            fwd = "_log_softmax" if op.startswith("_log") else "_softmax"
+            out = p.op(fwd, self=p.inp(s, "wide"), dim=d, half_to_float=False)
+        else:
+            out = p.inp(s, "unit")
+        return p.op(op, grad_output=go, output=out, dim=d, input_dtype=torch.float64)
+    return g
+
+
+GEN.update({
+    "_softmax": g_softmax_raw("_softmax"),
+    "_log_softmax": g_softmax_raw("_log_softmax"),
+    "_softmax_backward_data": g_softmax_backward_data("_softmax_backward_data"),
+    "_log_softmax_backward_data": g_softmax_backward_data("_log_softmax_backward_data"),
+})
+
+def softmax_sweep_calls():
+    """The sweep's calls of the softmax ops."""
+    def bwd(op):
+        return lambda p, a: p.op(op, grad_output=a.t(0), output=a.t(0, "unit"), dim=0, input_dtype=torch.float64)
+
+    return {
+        "_softmax": lambda p, a: p.op("_softmax", self=a.t(0), dim=-1, half_to_float=False),
+        "_log_softmax": lambda p, a: p.op("_log_softmax", self=a.t(0), dim=0, half_to_float=False),
+        "_softmax_backward_data": bwd("_softmax_backward_data"),
+        "_log_softmax_backward_data": bwd("_log_softmax_backward_data"),
+    }
+
+
+def softmax_programs():
+    """The `softmax` category: the four operators on every dtype, non-finite values, 0-d
+    inputs, second and third derivatives through the backward functions, the composites'
+    dtype argument, and PyTorch's errors."""
+    S = []
+
+    def prog(name, mode="grad"):
+        p = scen(f"softmax/{name}", "softmax")
+        p.mode = mode
+        S.append(p)
+        return p
+
+    def operand(p, k, s):
+        if k == "f64":
+            return p.inp(s, "wide")
+        if k == "i64":
+            return p.inp(s, "idx7", data=[p.r.randrange(-3, 4) for _ in range(math.prod(s))])
+        return p.inp(s, "bool")
+
+    for k in ("f64", "i64", "bool"):
+        for op in ("_softmax", "_log_softmax"):
+            for d in (0, 1):
+                p = prog(f"dtypes/{op}/{k}_dim{d}")
+                p.op(op, self=operand(p, k, [2, 3]), dim=d, half_to_float=False)
+        for op in ("_softmax_backward_data", "_log_softmax_backward_data"):
+            for d in (0, -1):
+                p = prog(f"dtypes/{op}/{k}_dim{d}")
+                p.op(op, grad_output=operand(p, k, [2, 3]), output=operand(p, k, [2, 3]), dim=d,
+                     input_dtype=torch.float64)
+    nf = [float("inf"), float("-inf"), float("nan"), 0.0, 1.0, -2.0]
+    for op in ("_softmax", "_log_softmax"):
+        p = prog(f"nonfinite/{op}")
+        p.op(op, self=p.inp([6], data=nf), dim=0, half_to_float=False)
+        p = prog(f"nonfinite/{op}_all_minus_inf")
+        p.op(op, self=p.inp([2, 3], data=[float("-inf")] * 3 + [0.5, 1.0, -1.0]), dim=1, half_to_float=False)
+        for d in (0, -1):
+            p = prog(f"zero_dim/{op}_{d}")
+            p.op(op, self=p.inp([], data=[0.7]), dim=d, half_to_float=False)
+    for op in ("_softmax_backward_data", "_log_softmax_backward_data"):
+        p = prog(f"nonfinite/{op}")
+        p.op(op, grad_output=p.inp([6], data=nf), output=p.inp([6], "unit"), dim=0, input_dtype=torch.float64)
+        p = prog(f"zero_dim/{op}")
+        p.op(op, grad_output=p.inp([], data=[0.3]), output=p.inp([], data=[0.7]), dim=0, input_dtype=torch.float64)
+    # Third derivatives: the gradient of the backward function's gradients (its entry's
+    # formulas, and theirs).
+    for op, fwd in (("_softmax_backward_data", "_softmax"), ("_log_softmax_backward_data", "_log_softmax")):
+        p = prog(f"backward_of_backward/{op}")
+        go, x = p.inp([3, 4]), p.inp([3, 4], "wide")
+        y = p.op(fwd, self=x, dim=1, half_to_float=False)
+        gi = p.op(op, grad_output=go, output=y, dim=1, input_dtype=torch.float64)
+        p.op("sum", self=p.op("mul.Tensor", self=gi, other=p.op("tanh", self=gi)), dtype=None)
+    for op in ("_softmax", "_log_softmax"):
+        p = prog(f"hvp/{op}", "hvp")
+        x = p.inp([2, 4], "wide")
+        y = p.op(op, self=x, dim=-1, half_to_float=False)
+        p.op("sum", self=p.op("mul.Tensor", self=y, other=p.op("sin", self=y)), dtype=None)
+    # The composites: the dtype argument casts first (integers to floats), then the raw op.
+    for op in ("softmax.int", "log_softmax.int"):
+        for k in ("i64", "bool"):
+            p = prog(f"composite/{op}/{k}_as_f64")
+            p.op(op, self=operand(p, k, [2, 3]), dim=1, dtype=torch.float64)
+        p = prog(f"composite/{op}/f64_as_bool")
+        p.op(op, self=p.inp([2, 3]), dim=-1, dtype=torch.bool)
+        p = prog(f"composite/{op}/dim_error_before_dtype_error")
+        p.op(op, self=p.inp([2, 3]), dim=3, dtype=torch.int64)
+
+    def error(name, op, **kw):
+        p = prog(f"error/{name}")
+        args = {k: (p.inp(v[0], v[1] if len(v) > 1 else "t", rg=False) if isinstance(v, tuple) else v)
+                for k, v in kw.items()}
+        p.op(op, **args)
+
+    for op in ("_softmax", "_log_softmax"):
+        error(f"{op}_dim_out_of_range", op, self=([2, 3],), dim=2, half_to_float=False)
+        error(f"{op}_dim_out_of_range_0d", op, self=([],), dim=1, half_to_float=False)
+        error(f"{op}_half_to_float", op, self=([2, 3],), dim=1, half_to_float=True)
+        error(f"{op}_int_dim_error_first", op, self=([2, 3], "idx3"), dim=-3, half_to_float=True)
+    for op in ("_softmax_backward_data", "_log_softmax_backward_data"):
+        error(f"{op}_dim_out_of_range", op, grad_output=([2, 3],), output=([2, 3],), dim=-3,
+              input_dtype=torch.float64)
+        error(f"{op}_int", op, grad_output=([2, 3], "idx3"), output=([2, 3], "idx3"), dim=1,
+              input_dtype=torch.int64)
+        error(f"{op}_int_not_last", op, grad_output=([2, 3], "idx3"), output=([2, 3], "idx3"), dim=0,
+              input_dtype=torch.int64)
+    error("_softmax_backward_data_shapes", "_softmax_backward_data", grad_output=([2, 3],), output=([3, 2],), dim=1,
+          input_dtype=torch.float64)
+    return S
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
              + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
-             + products_programs())
+             + products_programs() + softmax_programs())
     names = set()
     by_cat = {}
     for p in progs:

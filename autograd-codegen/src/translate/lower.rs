@@ -501,6 +501,7 @@ impl Lowerer<'_> {
                     cost += k;
                     codes.push(match (&p.ty, &c.origin) {
                         (Ty::Options, Origin::Op(_)) => spread_options(v),
+                        (Ty::ScalarType, Origin::Op(_)) => self.scalar_type_arg(&code),
                         _ => code,
                     });
                 }
@@ -508,6 +509,17 @@ impl Lowerer<'_> {
             }
         }
         Some((cost, codes))
+    }
+
+    /// A `ScalarType` passed to an operator: formulas hold a tensor's dtype
+    /// (`self.scalar_type()`) as the runtime's name, the operator takes the enum; the
+    /// support trait takes either (`ScalarTypeArg`).
+    fn scalar_type_arg(&self, code: &str) -> String {
+        let arg = format!("__ag::ScalarTypeArg::scalar_type_arg({})", bare(code));
+        match self.fallible {
+            true => format!("{arg}?"),
+            false => format!("{arg}.expect(\"a dtype ScalarType names\")"),
+        }
     }
 
     fn default_arg(&self, p: &CParam) -> Option<String> {

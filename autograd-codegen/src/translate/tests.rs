@@ -276,3 +276,62 @@ fn optional_sizes_are_read_where_the_formula_runs() {
         "{got}"
     );
 }
+
+#[test]
+fn a_dtype_passed_to_an_operator_is_its_scalar_type_and_to_is_a_declared_helper() {
+    let native = NATIVE.to_string()
+        + "- func: _softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor\n";
+    let mut cx = Ctxt::new();
+    let fns = parse_native_functions(&Arc::from("n.yaml"), &native, &Default::default(), &mut cx);
+    cx.check(()).unwrap();
+    let header = HEADER.to_string() + "Tensor to(const Tensor& self, ScalarType dtype);\n";
+    let callees = Callees::new(&fns, &parse_header(&header).unwrap());
+    let loc = Location {
+        file: Arc::from("d.yaml"),
+        line: 1,
+        column: 0,
+    };
+    let run = |schema: &str, key: &str, formula: &str| {
+        let f = FormulaEntry {
+            key: key.into(),
+            var_names: vec![key.into()],
+            formula: formula.into(),
+            loc: loc.clone(),
+            formula_loc: loc.clone(),
+        };
+        let cpp = super::CppFormulas {
+            fallible: true,
+            ..Default::default()
+        };
+        let s = FunctionSchema::parse(schema).unwrap();
+        translate_formula(&s, &f, &callees, &cpp).unwrap()
+    };
+    // A tensor's dtype (the runtime's name) passed to the operator's `ScalarType`.
+    let softmax = "_softmax(Tensor self, int dim, bool half_to_float) -> Tensor";
+    let rust = run(
+        softmax,
+        "self",
+        "_softmax_backward_data(grad, result, dim, self.scalar_type())",
+    );
+    assert!(
+        rust.contains("__ag::ScalarTypeArg::scalar_type_arg(self_scalar_type)?")
+            || rust.contains("__ag::ScalarTypeArg::scalar_type_arg(self.scalar_type())?"),
+        "{rust}"
+    );
+    // The operator's own `ScalarType` argument passes through the same conversion (the
+    // identity), and `grad.to(dtype)` is the declared helper with the tensor first.
+    let bwd = "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor";
+    let rust = run(
+        bwd,
+        "grad_output",
+        "_softmax_backward_data(grad.to(output.dtype()), output, dim, input_dtype)",
+    );
+    assert!(
+        rust.starts_with("_softmax_backward_data(&to(&grad, "),
+        "{rust}"
+    );
+    assert!(
+        rust.contains("__ag::ScalarTypeArg::scalar_type_arg(input_dtype)?"),
+        "{rust}"
+    );
+}

@@ -20,6 +20,7 @@ mod dtype;
 mod norm;
 mod resample;
 mod products;
+mod softmax;
 
 use crate::tensor::CandleTensor;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
@@ -829,11 +830,11 @@ impl CandleTensor {
         }
         Ok(w(m))
     }
-    fn softmax_int(self_: &Self, dim: i64, _dtype: Option<ScalarType>) -> R<Self> {
-        let l = Self::log_softmax_int(self_, dim, None)?;
+    fn _softmax(self_: &Self, dim: i64, _half_to_float: bool) -> R<Self> {
+        let l = Self::_log_softmax(self_, dim, false)?;
         Ok(w(l.t.exp().ce()?))
     }
-    fn log_softmax_int(self_: &Self, dim: i64, _dtype: Option<ScalarType>) -> R<Self> {
+    fn _log_softmax(self_: &Self, dim: i64, _half_to_float: bool) -> R<Self> {
         let ax = norm_dim(dim, self_.t.rank())?;
         if self_.numel() == 0 {
             return Ok(self_.clone());

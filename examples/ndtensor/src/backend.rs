@@ -13,6 +13,7 @@ mod dtype;
 mod norm;
 mod resample;
 mod products;
+mod softmax;
 
 // The kernels below see the floating-point tensor under the name `NdTensor`.
 use crate::storage::FloatTensor as NdTensor;
@@ -672,14 +673,14 @@ impl<E: Element> NdTensor<E> {
             },
         )))
     }
-    fn softmax_int(self_: &Self, dim: i64, _dtype: Option<ScalarType>) -> R<Self> {
+    fn _softmax(self_: &Self, dim: i64, _half_to_float: bool) -> R<Self> {
         let ax = norm_dim(dim, self_.ndim())?;
         Ok(per_lane(self_.arr(), ax, |mut l| {
             log_softmax_lane(l.view_mut());
             l.mapv_inplace(|x| x.exp());
         }))
     }
-    fn log_softmax_int(self_: &Self, dim: i64, _dtype: Option<ScalarType>) -> R<Self> {
+    fn _log_softmax(self_: &Self, dim: i64, _half_to_float: bool) -> R<Self> {
         let ax = norm_dim(dim, self_.ndim())?;
         Ok(per_lane(self_.arr(), ax, log_softmax_lane))
     }

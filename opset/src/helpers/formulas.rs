@@ -759,28 +759,6 @@ pub fn dropout_scale(p: f64, train: Option<bool>) -> f64 {
     }
 }
 
-/// Backward of `softmax`.
-pub fn softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> Res<V<T>> {
-    let gy = mul_tensor(g, result)?;
-    sub_tensor(
-        &gy,
-        &mul_tensor(result, &sum_dim_intlist(&gy, Some(&[dim]), true, None)?)?,
-        1.0,
-    )
-}
-
-/// Backward of `log_softmax`.
-pub fn log_softmax_backward<T: Backend>(g: &V<T>, result: &V<T>, dim: i64) -> Res<V<T>> {
-    sub_tensor(
-        g,
-        &mul_tensor(
-            &exp(result)?,
-            &sum_dim_intlist(g, Some(&[dim]), true, None)?,
-        )?,
-        1.0,
-    )
-}
-
 /// Backward of `select.int`: the gradient put back at `index` of `dim`, zeros elsewhere.
 pub fn select_backward_symint<T: Backend>(
     grad_output: &V<T>,

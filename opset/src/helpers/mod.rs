@@ -25,6 +25,8 @@ mod normalization;
 mod product_formulas;
 pub mod raw;
 mod resample;
+mod softmax;
+mod softmax_formulas;
 
 pub use bn_guard::BatchNormStat;
 pub use composites::{chunk, cross_entropy_loss, matmul, nll_loss, nll_loss_nd};
@@ -58,6 +60,16 @@ impl<T: Backend> ScalarTypeOf for T {
     fn scalar_type(&self) -> &'static str {
         autograd::runtime::Tensor::dtype(self)
     }
+}
+
+pub(crate) use softmax::runtime_dtype_name;
+pub use softmax::{log_softmax_int, softmax_int};
+pub use softmax_formulas::*;
+
+/// A variable converted to the dtype named `dtype`, differentiably (the runtime's
+/// `to_dtype`), for [`to`].
+fn cast_value<T: Backend>(v: &V<T>, dtype: &'static str) -> Res<V<T>> {
+    autograd::runtime::ops::to_dtype(v, dtype)
 }
 
 /// The tangents of `tensors` at the level whose forward formula runs (zeros for an input

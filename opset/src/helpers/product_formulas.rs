@@ -4,7 +4,6 @@
 //! tensors.
 
 use super::*;
-use autograd::types::ScalarType;
 
 /// `dim` of a tensor of rank `n` as an index (PyTorch's `maybe_wrap_dim`; a 0-d tensor
 /// takes 0 and -1).
@@ -117,24 +116,6 @@ pub fn prod_backward_dim<T: Backend>(
         return mul_tensor(&grad, &div_tensor(&result, input)?);
     }
     prod_safe_zeros_backward(&grad, input, ax)
-}
-
-/// `self.to(dtype)` (PyTorch's `Tensor::to` with a dtype): `self` when it has the dtype
-/// already, else the dtype's zeros plus `self` (a differentiable promotion). A cast to a
-/// narrower dtype, which no formula of the op set asks for, is an error.
-pub fn to_scalar_type<T: Backend>(self_: &V<T>, dtype: &str) -> Res<V<T>> {
-    let have = self_.with_data(|t| t.dtype());
-    if have == dtype {
-        return Ok(self_.clone());
-    }
-    let zeros = zeros_like(self_, ScalarType::from_name(dtype), None, None, None, None)?;
-    let r = add_tensor(&zeros, self_, 1)?;
-    match r.with_data(|t| t.dtype()) == dtype {
-        true => Ok(r),
-        false => Err(AutogradError::msg(format!(
-            "to: the op set casts {have} to {dtype} only by promotion"
-        ))),
-    }
 }
 
 /// `self.new_ones(size)`: ones of `self`'s dtype.

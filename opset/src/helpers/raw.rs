@@ -41,3 +41,20 @@ pub use product_formulas::*;
 
 // `x.scalar_type()` of a raw tensor where a formula runs.
 pub use super::ScalarTypeOf;
+// The softmax entries' helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "softmax_formulas.rs"]
+mod softmax_formulas;
+
+pub use softmax_formulas::*;
+
+/// A raw tensor converted to the dtype named `dtype` (the backend's `Tensor::to_dtype`), for
+/// [`to`].
+fn cast_value<T: Backend>(t: &T, dtype: &'static str) -> Result<T, AutogradError> {
+    autograd::runtime::Tensor::to_dtype(t, dtype).ok_or_else(|| {
+        AutogradError::msg(format!(
+            "the backend cannot convert {} to {dtype}",
+            t.dtype()
+        ))
+    })
+}

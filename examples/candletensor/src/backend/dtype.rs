@@ -523,15 +523,40 @@ impl Backend for CandleTensor {
     fn amax(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
         kept(self_, |x| C::amax(x, dim, keepdim))
     }
-    fn softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &cast_to(self_, dtype)?;
-        rules::check_softmax(kernel::SOFTMAX, t.dtype(), t.shape().len(), dim)?;
-        C::softmax_int(t, dim, None)
+    fn _softmax(self_: &Self, dim: i64, half_to_float: bool) -> R<Self> {
+        autograd_opset::meta::softmax(false, self_.dtype(), self_.shape(), dim, half_to_float)?;
+        C::_softmax(self_, dim, half_to_float)
     }
-    fn log_softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &cast_to(self_, dtype)?;
-        rules::check_softmax(kernel::LOG_SOFTMAX, t.dtype(), t.shape().len(), dim)?;
-        C::log_softmax_int(t, dim, None)
+    fn _log_softmax(self_: &Self, dim: i64, half_to_float: bool) -> R<Self> {
+        autograd_opset::meta::softmax(true, self_.dtype(), self_.shape(), dim, half_to_float)?;
+        C::_log_softmax(self_, dim, half_to_float)
+    }
+    // ---- softmax's backward functions (issue 30): candle compositions in backend/softmax.rs
+    fn _softmax_backward_data(
+        grad_output: &Self,
+        output: &Self,
+        dim: i64,
+        _input_dtype: ScalarType,
+    ) -> R<Self> {
+        let (g, o) = (
+            (grad_output.shape(), grad_output.dtype()),
+            (output.shape(), output.dtype()),
+        );
+        let ax = autograd_opset::meta::softmax_backward_data(false, g, o, dim)?;
+        C::softmax_backward_data(grad_output, output, ax, false)
+    }
+    fn _log_softmax_backward_data(
+        grad_output: &Self,
+        output: &Self,
+        dim: i64,
+        _input_dtype: ScalarType,
+    ) -> R<Self> {
+        let (g, o) = (
+            (grad_output.shape(), grad_output.dtype()),
+            (output.shape(), output.dtype()),
+        );
+        let ax = autograd_opset::meta::softmax_backward_data(true, g, o, dim)?;
+        C::softmax_backward_data(grad_output, output, ax, true)
     }
     fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
         C::logsumexp(&promoted(self_, float_dtype(&[self_]))?, dim, keepdim)

@@ -915,17 +915,50 @@ impl<E: Element> Backend for NdTensor<E> {
             k,
         )
     }
-    fn softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &*cast_to(self_, dtype);
-        rules::check_softmax(kernel::SOFTMAX, t.dtype(), t.shape().len(), dim)?;
-        let x = promoted(t);
-        Ok(float_out(F::softmax_int(&x, dim, None)?))
+    fn _softmax(self_: &Self, dim: i64, half_to_float: bool) -> R<Self> {
+        meta::softmax(false, self_.dtype(), self_.shape(), dim, half_to_float)?;
+        Ok(float_out(F::_softmax(
+            &promoted(self_),
+            dim,
+            half_to_float,
+        )?))
     }
-    fn log_softmax_int(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
-        let t = &*cast_to(self_, dtype);
-        rules::check_softmax(kernel::LOG_SOFTMAX, t.dtype(), t.shape().len(), dim)?;
-        let x = promoted(t);
-        Ok(float_out(F::log_softmax_int(&x, dim, None)?))
+    fn _log_softmax(self_: &Self, dim: i64, half_to_float: bool) -> R<Self> {
+        meta::softmax(true, self_.dtype(), self_.shape(), dim, half_to_float)?;
+        Ok(float_out(F::_log_softmax(
+            &promoted(self_),
+            dim,
+            half_to_float,
+        )?))
+    }
+    // ---- softmax's backward functions (issue 30): floating-point kernels in backend/softmax.rs
+    fn _softmax_backward_data(
+        grad_output: &Self,
+        output: &Self,
+        dim: i64,
+        _input_dtype: ScalarType,
+    ) -> R<Self> {
+        let (g, o) = (
+            (grad_output.shape(), grad_output.dtype()),
+            (output.shape(), output.dtype()),
+        );
+        let ax = meta::softmax_backward_data(false, g, o, dim)?;
+        let (g, o) = (promoted(grad_output), promoted(output));
+        Ok(float_out(F::softmax_backward_data(&g, &o, ax, false)))
+    }
+    fn _log_softmax_backward_data(
+        grad_output: &Self,
+        output: &Self,
+        dim: i64,
+        _input_dtype: ScalarType,
+    ) -> R<Self> {
+        let (g, o) = (
+            (grad_output.shape(), grad_output.dtype()),
+            (output.shape(), output.dtype()),
+        );
+        let ax = meta::softmax_backward_data(true, g, o, dim)?;
+        let (g, o) = (promoted(grad_output), promoted(output));
+        Ok(float_out(F::softmax_backward_data(&g, &o, ax, true)))
     }
     fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
         Ok(float_out(F::logsumexp(&promoted(self_), dim, keepdim)?))

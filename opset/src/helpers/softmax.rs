@@ -1,0 +1,72 @@
+//! PyTorch's softmax composites (CompositeImplicitAutograd in PyTorch's `SoftMax.cpp`):
+//! `softmax.int` and `log_softmax.int` cast to their `dtype` argument first, then call
+//! `_softmax` / `_log_softmax`. Over `Variable<T>` only (no formula calls them).
+
+use super::*;
+use autograd::support::KernelNotImplemented;
+use autograd::types::ScalarType;
+
+/// The runtime's name of a dtype (what [`autograd::runtime::Tensor::dtype`] returns).
+pub(crate) fn runtime_dtype_name(d: ScalarType) -> &'static str {
+    match d {
+        ScalarType::Bool => "bool",
+        ScalarType::U8 => "u8",
+        ScalarType::I8 => "i8",
+        ScalarType::I16 => "i16",
+        ScalarType::I32 => "i32",
+        ScalarType::I64 => "i64",
+        ScalarType::F16 => "f16",
+        ScalarType::BF16 => "bf16",
+        ScalarType::F32 => "f32",
+        ScalarType::F64 => "f64",
+    }
+}
+
+/// `input_.toType(dtype)` then `_softmax` (`log` false) or `_log_softmax`, as PyTorch's
+/// composites. A cast to a float dtype is the runtime's differentiable conversion (where the
+/// backend has none, PyTorch's "Could not run 'aten::_to_copy'" error); an
+/// integer or boolean one would reach the kernel's dtype error, which is raised here
+/// (after the same dim check), without a conversion the backend may not have.
+fn softmax_composite<T: Backend>(
+    log: bool,
+    input: &V<T>,
+    dim: i64,
+    dtype: Option<ScalarType>,
+) -> Res<V<T>> {
+    let converted = match dtype {
+        None => input.clone(),
+        Some(d) => {
+            let name = runtime_dtype_name(d);
+            if crate::dtype::Kind::requested(d) != crate::dtype::Kind::Float {
+                let shape = input.shape();
+                crate::meta::softmax(log, name, &shape, dim, false)
+                    .map_err(AutogradError::backend)?;
+            }
+            if input.with_data(|t| t.dtype()) == name {
+                input.clone()
+            } else {
+                // The runtime's conversion fails only where the backend has none: PyTorch's
+                // cast is its `_to_copy` kernel, which such a backend has not written.
+                autograd::runtime::ops::to_dtype(input, name).map_err(|_| {
+                    let e = KernelNotImplemented::new("aten::_to_copy", T::backend_name());
+                    AutogradError::backend(crate::Error::from(e))
+                })?
+            }
+        }
+    };
+    if log {
+        _log_softmax(&converted, dim, false)
+    } else {
+        _softmax(&converted, dim, false)
+    }
+}
+
+/// PyTorch's `softmax.int`: `_softmax` of the input cast to `dtype`.
+pub fn softmax_int<T: Backend>(self_: &V<T>, dim: i64, dtype: Option<ScalarType>) -> Res<V<T>> {
+    softmax_composite(false, self_, dim, dtype)
+}
+
+/// PyTorch's `log_softmax.int`: `_log_softmax` of the input cast to `dtype`.
+pub fn log_softmax_int<T: Backend>(self_: &V<T>, dim: i64, dtype: Option<ScalarType>) -> Res<V<T>> {
+    softmax_composite(true, self_, dim, dtype)
+}
