@@ -247,6 +247,10 @@ at::Tensor repeat_backward(
     at::Tensor grad,
     at::SymIntArrayRef repeats,
     at::SymIntArrayRef input_shape);
+at::Tensor index_backward(
+    at::Tensor zeros_like_self,
+    const torch::List<std::optional<Tensor>>& indices,
+    const at::Tensor& grad);
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.

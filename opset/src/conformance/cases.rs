@@ -684,6 +684,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     divisions_and_activations(&r, &mut cs);
     super::norm_cases::norm_cases(&r, &mut cs);
     cs.extend(super::conv_cases::cases::<B>());
+    cs.extend(super::index_cases::cases::<B>());
     cs
 }
 

@@ -81,6 +81,25 @@ impl<B: ConformanceTensor> Args<'_, B> {
             })
             .collect()
     }
+    /// A `Tensor?[]`: `{"otl": ["x0", null]}` (`null` for `None`), or a plain tensor list.
+    pub fn otl(&self, k: &str) -> R<Vec<Option<Variable<B>>>> {
+        let v = self.get(k)?;
+        let Some(names) = v["otl"].as_array() else {
+            return Ok(self.tl(k)?.into_iter().map(Some).collect());
+        };
+        names
+            .iter()
+            .map(|n| match n.as_str() {
+                None => Ok(None),
+                Some(n) => self
+                    .env
+                    .get(n)
+                    .cloned()
+                    .map(Some)
+                    .ok_or_else(|| format!("unknown tensor {n}")),
+            })
+            .collect()
+    }
     pub fn f(&self, k: &str) -> R<f64> {
         Ok(num(self.get(k)?))
     }
@@ -421,6 +440,13 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "t" => one(t(&a.t("self")?)),
         "alias" => one(alias(&a.t("self")?)),
         "repeat" => one(repeat(&a.t("self")?, &a.ints("repeats")?)),
+        "index.Tensor" => one(index_tensor(&a.t("self")?, &a.otl("indices")?)),
+        "index_put" => one(index_put(
+            &a.t("self")?,
+            &a.otl("indices")?,
+            &a.t("values")?,
+            a.b("accumulate")?,
+        )),
         "permute" => one(permute(&a.t("self")?, &a.ints("dims")?)),
         "reshape" => one(reshape(&a.t("self")?, &a.ints("shape")?)),
         "view" => one(view(&a.t("self")?, &a.ints("size")?)),

@@ -1062,3 +1062,14 @@ pub fn repeat_backward<T: Backend>(grad: &V<T>, repeats: &[i64], input_shape: &[
     }
     sum_dim_intlist(&g, Some(&sum_dims), false, None)
 }
+
+/// PyTorch's `index_backward`: the gradient accumulated into `zeros_like_self` at the
+/// indexed positions (`index_put` with `accumulate=true`, which PyTorch's
+/// `_index_put_impl_` computes too).
+pub fn index_backward<T: Backend>(
+    zeros_like_self: &V<T>,
+    indices: &[Option<V<T>>],
+    grad: &V<T>,
+) -> Res<V<T>> {
+    index_put(zeros_like_self, indices, grad, true)
+}

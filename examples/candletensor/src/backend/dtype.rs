@@ -1213,6 +1213,17 @@ impl Backend for CandleTensor {
         let truncated = ce(ce(t.ge(&zero))?.where_cond(&ce(t.floor())?, &ce(t.ceil())?))?;
         narrowed(C::new(truncated), k)
     }
+    fn index_tensor(self_: &Self, indices: &[Option<Self>]) -> R<Self> {
+        super::advanced::index_tensor(self_, indices)
+    }
+    fn index_put(
+        self_: &Self,
+        indices: &[Option<Self>],
+        values: &Self,
+        accumulate: bool,
+    ) -> R<Self> {
+        super::advanced::index_put(self_, indices, values, accumulate)
+    }
     fn repeat(self_: &Self, repeats: &[i64]) -> R<Self> {
         let out = autograd_opset::meta::repeat(self_.shape(), repeats)?;
         // The shape padded with leading 1s, then each dim gathered at `i % size` (exact for

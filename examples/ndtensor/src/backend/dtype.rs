@@ -1691,6 +1691,17 @@ impl<E: Element> Backend for NdTensor<E> {
         let r = F::constant_pad_nd(&wide(self_), pad, value)?;
         Ok(narrowed(r, kind(self_)))
     }
+    fn index_tensor(self_: &Self, indices: &[Option<Self>]) -> R<Self> {
+        super::advanced::index_tensor(self_, indices)
+    }
+    fn index_put(
+        self_: &Self,
+        indices: &[Option<Self>],
+        values: &Self,
+        accumulate: bool,
+    ) -> R<Self> {
+        super::advanced::index_put(self_, indices, values, accumulate)
+    }
     fn repeat(self_: &Self, repeats: &[i64]) -> R<Self> {
         let out = meta::repeat(self_.shape(), repeats)?;
         moved!(self_, x => Ok::<_, Error>(tiled(x, &out)))
