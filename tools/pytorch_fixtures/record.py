@@ -35,7 +35,7 @@ dispatcher in ``examples/ndtensor/tests/pytorch_fixtures.rs`` (a match on the op
 format is checked by both interpreters.
 
 Argument encoding: ``{"t": "x0"}`` a tensor of the environment, ``{"tl": ["a", "b"]}`` a list of
-tensors, otherwise the JSON value (numbers, bools, strings, ``null``, lists of ints). Tensor
+tensors, ``{"otl": ["a", null]}`` a list of optional tensors (``Tensor?[]``, with a ``None``), otherwise the JSON value (numbers, bools, strings, ``null``, lists of ints). Tensor
 values are ``{"shape": [...], "dtype": "f64" | "i64" | "bool", "data": [...]}`` (the data as
 numbers whatever the dtype, booleans 0/1) with non-finite numbers written as the strings
 ``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no literals for them); the replay compares the
@@ -112,6 +112,8 @@ def enc_arg(v):
         return {"t": v.name}
     if isinstance(v, (list, tuple)) and v and all(isinstance(x, T) for x in v):
         return {"tl": [x.name for x in v]}
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, T) or x is None for x in v):
+        return {"otl": [x.name if x is not None else None for x in v]}
     if isinstance(v, float):
         return enc_num(v)
     return v
@@ -122,6 +124,8 @@ def dec_arg(v, env):
         return env[v["t"]]
     if isinstance(v, dict) and "tl" in v:
         return [env[n] for n in v["tl"]]
+    if isinstance(v, dict) and "otl" in v:
+        return [env[n] if n is not None else None for n in v["otl"]]
     if isinstance(v, str) and v in ("inf", "-inf", "nan"):
         return float(v)
     if isinstance(v, str) and v in DTYPE_OF:
@@ -1531,6 +1535,68 @@ GEN.update({
     "alias": unary("alias"),
     "repeat": g_repeat,
 })
+
+def index_entries(p, r, s, distinct=False):
+    """A ``Tensor?[]`` for ``self`` of shape ``s``: ``None``s and int64 indices (broadcast
+    together; with ``distinct``, one index of distinct positions), or a single mask."""
+    if r.random() < 0.25:
+        d = r.randrange(len(s))
+        k = r.randint(1, len(s) - d)
+        m = [r.random() < 0.6 for _ in range(math.prod(s[d:d + k]))]
+        m[0] = True
+        return [None] * d + [p.inp(s[d:d + k], "bool", data=m)]
+    n = r.randint(1, len(s))
+    ent = [None] * n
+    picked = [d for d in range(n) if r.random() < 0.6] or [n - 1]
+    if distinct:
+        picked = picked[:1]
+    length = r.randint(1, 4)
+    for k, d in enumerate(picked):
+        if distinct:
+            data = r.sample(range(s[d]), min(length, s[d]))
+            data = [x - s[d] if r.random() < 0.3 else x for x in data]
+            ent[d] = p.inp([len(data)], "idx1", data=data)
+        else:
+            ish = [length, 1] if k == 0 and len(picked) > 1 and r.random() < 0.4 else [length]
+            data = [r.randrange(-s[d], s[d]) for _ in range(math.prod(ish))]
+            ent[d] = p.inp(ish, "idx1", data=data)
+    return ent
+
+
+def torch_entries(p, ent):
+    """The torch tensors of ``index_entries``' entries (to compute shapes here)."""
+    by = {i["name"]: i for i in p.inputs}
+    out = []
+    for e in ent:
+        if e is None:
+            out.append(None)
+            continue
+        i = by[e.name]
+        out.append(torch.tensor(i["data"], dtype=DTYPE_OF[i["dtype"]]).reshape(i["shape"]))
+    return out
+
+
+def g_index_tensor(p, r):
+    s = shape(r, 1, 3)
+    x = p.inp(s, nc=r.random() < 0.4)
+    return p.op("index.Tensor", self=x, indices=index_entries(p, r, s))
+
+
+def g_index_put(p, r):
+    s = shape(r, 1, 3)
+    acc = r.random() < 0.5
+    x = p.inp(s, nc=r.random() < 0.3)
+    ent = index_entries(p, r, s, distinct=not acc)
+    res = list(A.index.Tensor(torch.zeros(s), torch_entries(p, ent)).shape)
+    vs = res[r.randint(0, len(res)):] if r.random() < 0.4 else res
+    return p.op("index_put", self=x, indices=ent, values=p.inp(vs), accumulate=acc)
+
+
+GEN.update({
+    "index.Tensor": g_index_tensor,
+    "index_put": g_index_put,
+})
+
 
 # Ops a random program may apply to an op's result (a composition).
 POST = ["tanh", "sin", "square", "exp_neg", "sum_last", None, None]
@@ -3388,6 +3454,11 @@ def sweep_calls():
         "slice_backward": lambda p, a: p.op("slice_backward", grad_output=a.t(0), input_sizes=[2], dim=0, start=0,
                                             end=1, step=1),
     })
+    calls.update({
+        "index.Tensor": lambda p, a: p.op("index.Tensor", self=a.t(0), indices=[a.int(1)]),
+        "index_put": lambda p, a: p.op("index_put", self=a.t(0), indices=[a.int(1)], values=a.t(2),
+                                       accumulate=True),
+    })
     calls.update(norm_sweep_calls())
     calls.update(conv_sweep_calls())
     return calls
@@ -4770,10 +4841,112 @@ def conv_programs():
     return progs
 
 
+def advanced_index_programs():
+    """The `index` category: advanced indexing (``index.Tensor``, ``index_put``) with int64
+    indices (negative, repeated, broadcast together, adjacent or split by a slice, empty),
+    masks, integer and boolean tensors, ``index_put``'s last write among repeated positions,
+    in reverse and forward mode, and PyTorch's errors."""
+    progs = []
+    i64 = lambda p, shape, data: p.inp(shape, "idx1", data=data)
+    msk = lambda p, shape, data: p.inp(shape, "bool", data=data)
+
+    def prog(name, mode="grad"):
+        p = scen(f"index/{name}" if mode == "grad" else f"index/{mode}/{name}", "index")
+        p.mode = mode
+        progs.append(p)
+        return p
+
+    def index_cases(mode):
+        p = prog("long_negative_repeated", mode)
+        p.op("index.Tensor", self=p.inp([4, 3]), indices=[i64(p, [3], [2, -1, 2])])
+        p = prog("broadcast_split_by_slice", mode)
+        p.op("index.Tensor", self=p.inp([3, 4, 2], nc=True),
+             indices=[i64(p, [2, 1], [0, 2]), None, i64(p, [3], [1, 0, -1])])
+        p = prog("adjacent_after_slice", mode)
+        p.op("index.Tensor", self=p.inp([2, 4, 3]), indices=[None, i64(p, [3], [1, 3, 1]), i64(p, [3], [0, 2, 2])])
+        p = prog("mask_2d", mode)
+        p.op("index.Tensor", self=p.inp([2, 3, 2]), indices=[msk(p, [2, 3], [True, False, True, False, True, True])])
+        p = prog("mask_after_none", mode)
+        p.op("index.Tensor", self=p.inp([2, 3]), indices=[None, msk(p, [3], [False, True, True])])
+        p = prog("mask_and_long", mode)
+        p.op("index.Tensor", self=p.inp([2, 3, 2]), indices=[msk(p, [2], [True, True]), None, i64(p, [2], [1, 0])])
+        p = prog("empty_index", mode)
+        p.op("index.Tensor", self=p.inp([3, 2]), indices=[i64(p, [0], [])])
+        p = prog("put_accumulate_repeated", mode)
+        p.op("index_put", self=p.inp([4, 3]), indices=[i64(p, [3], [1, 3, 1])], values=p.inp([3, 3]),
+             accumulate=True)
+        p = prog("put_distinct_broadcast", mode)
+        p.op("index_put", self=p.inp([3, 2, 2]), indices=[i64(p, [2], [0, 2]), None, i64(p, [2], [1, -2])],
+             values=p.inp([2]), accumulate=False)
+        p = prog("put_mask_one_value", mode)
+        p.op("index_put", self=p.inp([3, 2], nc=True), indices=[msk(p, [3], [False, True, True])],
+             values=p.inp([1]), accumulate=False)
+        p = prog("put_repeated_last_write", mode)
+        p.note = "repeated positions, accumulate=False: PyTorch's CPU kernel writes in order (the last write stays)"
+        p.op("index_put", self=p.inp([4]), indices=[i64(p, [4], [1, 3, 1, 1])],
+             values=p.inp([4], rg=False), accumulate=False)
+
+    index_cases("grad")
+    index_cases("jvp")
+    # integer and boolean elements moved or added exactly
+    p = prog("index_of_int")
+    p.op("index.Tensor", self=p.inp([3, 2], "idx9", data=[10, 11, 12, 13, 14, 15]), indices=[i64(p, [2], [2, 0])])
+    p = prog("index_of_bool")
+    p.op("index.Tensor", self=msk(p, [2, 2], [True, False, False, True]), indices=[None, i64(p, [3], [1, 0, 1])])
+    p = prog("put_int_accumulate")
+    p.op("index_put", self=p.inp([3], "idx9", data=[1, 2, 3]), indices=[i64(p, [3], [0, 0, 2])],
+         values=p.inp([3], "idx9", data=[4, 5, 6]), accumulate=True)
+    p = prog("put_bool_accumulate")
+    p.op("index_put", self=msk(p, [3], [True, False, False]), indices=[i64(p, [3], [0, 1, 1])],
+         values=msk(p, [3], [False, True, False]), accumulate=True)
+    p = prog("put_int_write")
+    p.op("index_put", self=p.inp([2, 2], "idx9", data=[1, 2, 3, 4]), indices=[msk(p, [2], [False, True])],
+         values=p.inp([2], "idx9", data=[7, 8]), accumulate=False)
+    # PyTorch's errors
+    errors = [
+        ("too_many", "index.Tensor", [2, 3], [None, None, ("i", [1], [0])], None),
+        ("float_index", "index.Tensor", [2, 3], [("f", [1], [0.0])], None),
+        ("mask_shape", "index.Tensor", [2, 3], [("m", [3], [True, False, True])], None),
+        ("mask_shape_after_none", "index.Tensor", [2, 3, 2], [None, ("m", [3, 1], [True, False, True])], None),
+        ("broadcast", "index.Tensor", [2, 3], [("i", [2], [0, 1]), ("i", [3], [0, 1, 2])], None),
+        ("out_of_range", "index.Tensor", [2, 3], [("i", [2], [1, 2])], None),
+        ("out_of_range_negative", "index.Tensor", [2, 3], [None, ("i", [1], [-4])], None),
+        ("out_of_range_second", "index.Tensor", [2, 3], [("i", [2], [1, 7]), ("i", [2], [9, 0])], None),
+        ("empty_dim", "index.Tensor", [0, 3], [("i", [1], [0])], None),
+        ("no_index", "index.Tensor", [2, 3], [], None),
+        ("put_no_index_shape", "index_put", [2, 3], [], [4]),
+        ("put_shape", "index_put", [2, 3], [("i", [2], [0, 1])], [4]),
+        ("put_too_many_values", "index_put", [2, 3], [("i", [1], [0])], [2, 1, 3]),
+        ("put_dtype", "index_put", [2, 3], [("i", [1], [0])], "int"),
+        ("put_out_of_range", "index_put", [2, 3], [("i", [1], [2])], [3]),
+        ("put_float_index", "index_put", [2, 3], [("f", [1], [1.0])], [3]),
+    ]
+    for name, op, s, ent, vals in errors:
+        p = prog(f"errors/{name}")
+        x = p.inp(s)
+        idx = []
+        for e in ent:
+            if e is None:
+                idx.append(None)
+            elif e[0] == "i":
+                idx.append(i64(p, e[1], e[2]))
+            elif e[0] == "m":
+                idx.append(msk(p, e[1], e[2]))
+            else:
+                idx.append(p.inp(e[1], rg=False, data=e[2]))
+        if op == "index.Tensor":
+            p.op(op, self=x, indices=idx)
+        else:
+            v = p.inp([3], "idx9", data=[1, 2, 3]) if vals == "int" else p.inp(vals)
+            p.op(op, self=x, indices=idx, values=v, accumulate=False)
+    return progs
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
-             + random_unseen_programs() + norm_programs() + conv_programs())
+             + random_unseen_programs() + norm_programs() + conv_programs()
+             + advanced_index_programs())
     names = set()
     by_cat = {}
     for p in progs:

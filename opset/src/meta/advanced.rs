@@ -162,9 +162,10 @@ pub fn index_tensor(self_: &[usize], indices: &[Option<Index>]) -> R<Advanced> {
     advanced(self_, &longs)
 }
 
-/// `index_put`'s indexing result (as [`index_tensor`]; with no index, every element of
-/// `self` in order) and PyTorch's check that `values` broadcasts to it, then that its dtype
-/// is `self`'s.
+/// `index_put`'s indexing result (as [`index_tensor`]) and PyTorch's check that `values`
+/// broadcasts to it, then that its dtype is `self`'s. With no index (`[]`, or only `None`s)
+/// the indexing result is `self`'s shape for these checks; then PyTorch fails an internal
+/// assert, and this says "at least one index must be provided".
 ///
 /// ```
 /// use autograd_opset::meta::{self, Index};
@@ -207,6 +208,9 @@ pub fn index_put(
             crate::dtype::torch_name(values_dtype)
         )
     })?;
+    if longs.iter().all(Option::is_none) {
+        return Err(Error::index("at least one index must be provided"));
+    }
     Ok(a)
 }
 
@@ -290,8 +294,9 @@ fn positions(
                 }
                 None => {
                     let at = &coord[r..r + bshape.len()];
-                    for (d, ix) in defined {
-                        off += wrapped(broadcast_at(ix, at), *d, self_[*d])? * st[*d];
+                    // PyTorch's message counts the indexed dims (its `AdvancedIndex`'s).
+                    for (k, (d, ix)) in defined.iter().enumerate() {
+                        off += wrapped(broadcast_at(ix, at), k, self_[*d])? * st[*d];
                     }
                     r += bshape.len();
                 }
@@ -302,7 +307,7 @@ fn positions(
     Ok(out)
 }
 
-/// An index element into dim `d` of size `n` (negative counts from the end), or PyTorch's
+/// An index element into the `d`-th indexed dim, of size `n` (negative counts from the end), or PyTorch's
 /// "index ... is out of bounds for dimension ... with size ...".
 fn wrapped(v: i64, d: usize, n: usize) -> R<usize> {
     let n_i = n as i64;
