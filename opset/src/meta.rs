@@ -327,7 +327,7 @@ mod normalization;
 #[cfg(test)]
 mod tests;
 
-pub use advanced::{Advanced, Index, index_put, index_tensor};
+pub use advanced::{Advanced, Index, index_put, index_tensor, scatter};
 pub use conv::{
     Conv, Pool2d, Tap, adaptive_avg_pool2d, adaptive_avg_pool2d_backward, adaptive_range,
     avg_pool2d, avg_pool2d_backward, constant_pad_nd, convolution, convolution_backward,

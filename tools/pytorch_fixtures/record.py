@@ -1592,9 +1592,49 @@ def g_index_put(p, r):
     return p.op("index_put", self=x, indices=ent, values=p.inp(vs), accumulate=acc)
 
 
+def scatter_index(p, r, s, d, ish, distinct):
+    """An index for ``scatter`` along ``d`` of ``s`` of shape ``ish`` (with ``distinct``, no
+    two elements of a column along ``d`` equal: the gradient of ``src`` is then PyTorch's)."""
+    cols = math.prod(ish) // ish[d]
+    data = [[r.randrange(s[d]) for _ in range(ish[d])] if not distinct else r.sample(range(s[d]), ish[d])
+            for _ in range(cols)]
+    flat = [0] * math.prod(ish)
+    strides = [math.prod(ish[k + 1:]) for k in range(len(ish))]
+    c = 0
+    for k in range(math.prod(ish)):
+        if (k // strides[d]) % ish[d] == 0:
+            col = [k + j * strides[d] for j in range(ish[d])]
+            for j, at in enumerate(col):
+                flat[at] = data[c][j]
+            c += 1
+    return p.inp(ish, "idx1", data=flat)
+
+
+def g_scatter_src(p, r):
+    s = shape(r, 1, 2)
+    d = r.randrange(len(s))
+    ish = [r.randint(1, n) for n in s]
+    x = p.inp(s, nc=r.random() < 0.3)
+    # (A larger `src` fails PyTorch's backward: `grad.gather(dim, index)` has the index's shape.)
+    src = p.inp(ish, nc=r.random() < 0.3)
+    return p.op("scatter.src", self=x, dim=d, index=scatter_index(p, r, s, d, ish, True), src=src)
+
+
+def g_scatter_value(p, r):
+    s = shape(r, 1, 2)
+    d = r.randrange(len(s))
+    ish = [r.randint(1, n) for n in s]
+    x = p.inp(s, nc=r.random() < 0.3)
+    idx = scatter_index(p, r, s, d, ish, r.random() < 0.5)
+    return p.op("scatter.value", self=x, dim=d - len(s) if r.random() < 0.3 else d, index=idx,
+                value=r.choice([0.5, -2.0, 3]))
+
+
 GEN.update({
     "index.Tensor": g_index_tensor,
     "index_put": g_index_put,
+    "scatter.src": g_scatter_src,
+    "scatter.value": g_scatter_value,
 })
 
 
@@ -3458,6 +3498,8 @@ def sweep_calls():
         "index.Tensor": lambda p, a: p.op("index.Tensor", self=a.t(0), indices=[a.int(1)]),
         "index_put": lambda p, a: p.op("index_put", self=a.t(0), indices=[a.int(1)], values=a.t(2),
                                        accumulate=True),
+        "scatter.src": lambda p, a: p.op("scatter.src", self=a.t(0), dim=0, index=a.int(1), src=a.t(2)),
+        "scatter.value": lambda p, a: p.op("scatter.value", self=a.t(0), dim=0, index=a.int(1), value=1.5),
     })
     calls.update(norm_sweep_calls())
     calls.update(conv_sweep_calls())
@@ -4881,6 +4923,15 @@ def advanced_index_programs():
         p = prog("put_mask_one_value", mode)
         p.op("index_put", self=p.inp([3, 2], nc=True), indices=[msk(p, [3], [False, True, True])],
              values=p.inp([1]), accumulate=False)
+        p = prog("scatter_src_dim1", mode)
+        p.op("scatter.src", self=p.inp([2, 3]), dim=1, index=i64(p, [2, 2], [2, 0, 1, 2]), src=p.inp([2, 3]))
+        p = prog("scatter_value_negative_dim", mode)
+        p.op("scatter.value", self=p.inp([3, 2], nc=True), dim=-2, index=i64(p, [2, 1], [2, 0]), value=0.25)
+        p = prog("scatter_src_repeated_last_write", mode)
+        p.note = "repeated positions: PyTorch's CPU kernel writes in order (the last write stays)"
+        p.op("scatter.src", self=p.inp([3]), dim=0, index=i64(p, [3], [0, 0, 1]), src=p.inp([3], rg=False))
+        p = prog("scatter_src_0d", mode)
+        p.op("scatter.src", self=p.inp([]), dim=0, index=i64(p, [], [0]), src=p.inp([]))
         p = prog("put_repeated_last_write", mode)
         p.note = "repeated positions, accumulate=False: PyTorch's CPU kernel writes in order (the last write stays)"
         p.op("index_put", self=p.inp([4]), indices=[i64(p, [4], [1, 3, 1, 1])],
@@ -4899,6 +4950,13 @@ def advanced_index_programs():
     p = prog("put_bool_accumulate")
     p.op("index_put", self=msk(p, [3], [True, False, False]), indices=[i64(p, [3], [0, 1, 1])],
          values=msk(p, [3], [False, True, False]), accumulate=True)
+    p = prog("scatter_value_of_int")
+    p.op("scatter.value", self=p.inp([3], "idx9", data=[1, 2, 3]), dim=0, index=i64(p, [1], [1]), value=2.7)
+    p = prog("scatter_value_of_bool")
+    p.op("scatter.value", self=msk(p, [3], [False, False, True]), dim=0, index=i64(p, [2], [0, 2]), value=0)
+    p = prog("scatter_src_of_int")
+    p.op("scatter.src", self=p.inp([2, 2], "idx9", data=[1, 2, 3, 4]), dim=1, index=i64(p, [2, 1], [1, 0]),
+         src=p.inp([2, 1], "idx9", data=[7, 8]))
     p = prog("put_int_write")
     p.op("index_put", self=p.inp([2, 2], "idx9", data=[1, 2, 3, 4]), indices=[msk(p, [2], [False, True])],
          values=p.inp([2], "idx9", data=[7, 8]), accumulate=False)
@@ -4921,6 +4979,25 @@ def advanced_index_programs():
         ("put_out_of_range", "index_put", [2, 3], [("i", [1], [2])], [3]),
         ("put_float_index", "index_put", [2, 3], [("f", [1], [1.0])], [3]),
     ]
+    scatter_errors = [
+        ("scatter_out_of_range", "scatter.src", [3], 0, ("i", [1], [3]), [1]),
+        ("scatter_negative_index", "scatter.value", [3], 0, ("i", [1], [-1]), None),
+        ("scatter_float_index", "scatter.src", [3], 0, ("f", [1], [0.0]), [1]),
+        ("scatter_src_dtype", "scatter.src", [3], 0, ("i", [1], [0]), "int"),
+        ("scatter_rank", "scatter.src", [3, 2], 0, ("i", [1], [0]), [1]),
+        ("scatter_index_too_big", "scatter.value", [3, 2], 0, ("i", [1, 3], [0, 0, 0]), None),
+        ("scatter_src_too_small", "scatter.src", [3, 2], 0, ("i", [2, 2], [0, 0, 0, 0]), [1, 2]),
+        ("scatter_dim", "scatter.value", [3, 2], 2, ("i", [1, 1], [0]), None),
+    ]
+    for name, op, s, d, e, src in scatter_errors:
+        p = prog(f"errors/{name}")
+        x = p.inp(s)
+        idx = i64(p, e[1], e[2]) if e[0] == "i" else p.inp(e[1], rg=False, data=e[2])
+        if op == "scatter.value":
+            p.op(op, self=x, dim=d, index=idx, value=1.0)
+        else:
+            v = p.inp([1], "idx9", data=[1]) if src == "int" else p.inp(src)
+            p.op(op, self=x, dim=d, index=idx, src=v)
     for name, op, s, ent, vals in errors:
         p = prog(f"errors/{name}")
         x = p.inp(s)

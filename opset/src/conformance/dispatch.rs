@@ -441,6 +441,18 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "alias" => one(alias(&a.t("self")?)),
         "repeat" => one(repeat(&a.t("self")?, &a.ints("repeats")?)),
         "index.Tensor" => one(index_tensor(&a.t("self")?, &a.otl("indices")?)),
+        "scatter.src" => one(scatter_src(
+            &a.t("self")?,
+            a.i("dim")?,
+            &a.t("index")?,
+            &a.t("src")?,
+        )),
+        "scatter.value" => one(scatter_value(
+            &a.t("self")?,
+            a.i("dim")?,
+            &a.t("index")?,
+            a.sc("value")?,
+        )),
         "index_put" => one(index_put(
             &a.t("self")?,
             &a.otl("indices")?,

@@ -1,4 +1,4 @@
-//! The gradcheck cases of advanced indexing (`index.Tensor`, `index_put`): integer indices
+//! The gradcheck cases of advanced indexing (`index.Tensor`, `index_put`) and `scatter`: integer indices
 //! (repeated, negative, broadcast together, adjacent or split by a slice), boolean masks,
 //! and `index_put` accumulating into repeated positions or writing distinct ones (with
 //! repeated positions and `accumulate=false` only the last write survives, which PyTorch's
@@ -7,6 +7,7 @@
 use super::cases::{Case, c, case};
 use super::*;
 use crate::ops::*;
+use autograd::types::Scalar;
 
 fn mask<B: ConformanceTensor>(x: &[bool], shape: &[usize]) -> B {
     B::from_bool(x, shape)
@@ -61,6 +62,20 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
         "a mask, one value broadcast",
         vec![r.nc(&[3, 2]), r.t(&[1])],
         move |x| index_put(&x[0], &[Some(c(&m))], &x[1], false).unwrap(),
+    ));
+    let i: B = iv(&[2, 0, 1, 1, 2, 0], &[2, 3]);
+    cs.push(case(
+        "scatter.src",
+        "distinct positions per column",
+        vec![r.t(&[3, 3]), r.nc(&[2, 3])],
+        move |x| scatter_src(&x[0], 0, &c(&i), &x[1]).unwrap(),
+    ));
+    let i: B = iv(&[1, 0, 2], &[3, 1]);
+    cs.push(case(
+        "scatter.value",
+        "along dim 1",
+        vec![r.nc(&[3, 3])],
+        move |x| scatter_value(&x[0], 1, &c(&i), Scalar::Float(0.5)).unwrap(),
     ));
     cs
 }

@@ -365,3 +365,67 @@ mod tests {
         );
     }
 }
+
+/// `scatter.src` / `scatter.value`: PyTorch's checks (`scatter_shape_check`, then each index
+/// in range, element by element) and, for each element of `index` (row-major), the row-major
+/// position in `self` it writes and the one in `src` it reads (`src`'s shape; `0` for
+/// `scatter.value`). The index's dtype is the backend's check (`dtype::check_index`).
+///
+/// ```
+/// use autograd_opset::meta;
+/// let p = meta::scatter(&[2, 3], 1, &[2, 1], &[2, 0], Some(&[2, 2])).unwrap();
+/// assert_eq!(p, vec![(2, 0), (3, 2)]);
+/// assert_eq!(meta::scatter(&[2, 3], 1, &[1, 1], &[3], None).unwrap_err().to_string(),
+///            "index 3 is out of bounds for dimension 1 with size 3");
+/// ```
+pub fn scatter(
+    self_: &[usize],
+    dim: i64,
+    index: &[usize],
+    index_data: &[i64],
+    src: Option<&[usize]>,
+) -> R<Vec<(usize, usize)>> {
+    let ax = crate::shape::norm_dim(dim, self_.len())?;
+    match src {
+        Some(_) => crate::shape::check_gather_shapes(self_, ax, index, src)?,
+        None => scatter_value_shapes(self_, ax, index)?,
+    }
+    let pad = |s: &[usize]| if s.is_empty() { vec![1] } else { s.to_vec() };
+    let (sp, ip) = (pad(self_), pad(index));
+    let spp = src.map(pad);
+    let (sst, ist) = (strides(&sp), strides(&ip));
+    let srst = spp.as_deref().map(strides);
+    let n = sp[ax];
+    let mut out = Vec::with_capacity(index_data.len());
+    for (k, &v) in index_data.iter().enumerate() {
+        if v < 0 || v >= n as i64 {
+            return Err(Error::index(format!(
+                "index {v} is out of bounds for dimension {ax} with size {n}"
+            )));
+        }
+        let (mut to, mut from, mut rest) = (0, 0, k);
+        for d in 0..ip.len() {
+            let c = rest / ist[d];
+            rest %= ist[d];
+            to += if d == ax { v as usize } else { c } * sst[d];
+            from += srst.as_ref().map_or(0, |st| c * st[d]);
+        }
+        out.push((to, from));
+    }
+    Ok(out)
+}
+
+/// PyTorch's `scatter_shape_check` without `src` (`scatter.value`).
+fn scatter_value_shapes(self_: &[usize], ax: usize, index: &[usize]) -> R<()> {
+    if index.contains(&0) {
+        return Ok(());
+    }
+    check(index.len().max(1) == self_.len().max(1), || {
+        "Index tensor must have the same number of dimensions as self tensor".into()
+    })?;
+    let size = |t: &[usize], d: usize| t.get(d).copied().unwrap_or(1);
+    let fits = (0..self_.len().max(1)).all(|d| d == ax || size(index, d) <= size(self_, d));
+    check(fits, || {
+        format!("Expected index {index:?} to be no larger than self {self_:?} apart from dimension {ax}")
+    })
+}

@@ -5,6 +5,8 @@
 
 use crate::tensor::CandleTensor;
 use autograd::runtime::Tensor as _;
+use autograd::types::Scalar;
+use autograd_opset::dtype::{self as rules, IndexUse};
 use autograd_opset::error::Error;
 use autograd_opset::meta::{self, Advanced, Index};
 use candle_core::{DType, Tensor};
@@ -127,4 +129,52 @@ fn added(x: &Tensor, ids: &Tensor, v: &Tensor) -> R<Tensor> {
             }
         }
     }
+}
+
+/// `scatter`'s index on the host, or PyTorch's dtype error.
+fn scatter_index(index: &C) -> R<Vec<i64>> {
+    rules::check_index(IndexUse::Scatter, index.dtype())?;
+    ce(ce(index.t.flatten_all())?.to_vec1::<i64>())
+}
+
+/// `x` (flat) with `at`'s writes from `values` (flat): both side by side, each element of
+/// the result picks its source with candle's `index_select` (the last write stays).
+fn written(self_: &C, at: &[(usize, usize)], values: &Tensor) -> R<C> {
+    let x = flat(&self_.t)?;
+    let n = x.elem_count();
+    let mut from: Vec<usize> = (0..n).collect();
+    for &(to, k) in at {
+        from[to] = n + k;
+    }
+    let both = ce(Tensor::cat(&[&x, values], 0))?;
+    let r = if from.is_empty() {
+        x
+    } else {
+        ce(both.index_select(&ids(&from, &both)?, 0))?
+    };
+    Ok(C::new(ce(r.reshape(self_.shape()))?))
+}
+
+/// `scatter.src`: `self` with `src`'s elements written where `index` says along `dim` (the
+/// last write to a position stays, as PyTorch's CPU kernel does).
+pub(super) fn scatter_src(self_: &C, dim: i64, index: &C, src: &C) -> R<C> {
+    let i = scatter_index(index)?;
+    rules::check_scatter_src(self_.dtype(), src.dtype())?;
+    let at = meta::scatter(self_.shape(), dim, index.shape(), &i, Some(src.shape()))?;
+    written(self_, &at, &flat(&src.t)?)
+}
+
+/// `scatter.value`: `self` with `value` (converted to `self`'s dtype) written where `index`
+/// says along `dim`.
+pub(super) fn scatter_value(self_: &C, dim: i64, index: &C, value: Scalar) -> R<C> {
+    let i = scatter_index(index)?;
+    let at = meta::scatter(self_.shape(), dim, index.shape(), &i, None)?;
+    let v = rules::converted_scalar(rules::Kind::of(self_.dtype()), value);
+    let d = self_.t.dtype();
+    let one = ce(Tensor::from_vec(vec![v], 1, self_.t.device()))?;
+    let one = match d {
+        DType::U8 => ce(ce(one.ne(0.0))?.to_dtype(DType::U8))?,
+        _ => ce(one.to_dtype(d))?,
+    };
+    written(self_, &at, &one)
 }

@@ -1224,6 +1224,12 @@ impl Backend for CandleTensor {
     ) -> R<Self> {
         super::advanced::index_put(self_, indices, values, accumulate)
     }
+    fn scatter_src(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
+        super::advanced::scatter_src(self_, dim, index, src)
+    }
+    fn scatter_value(self_: &Self, dim: i64, index: &Self, value: Scalar) -> R<Self> {
+        super::advanced::scatter_value(self_, dim, index, value)
+    }
     fn repeat(self_: &Self, repeats: &[i64]) -> R<Self> {
         let out = autograd_opset::meta::repeat(self_.shape(), repeats)?;
         // The shape padded with leading 1s, then each dim gathered at `i % size` (exact for

@@ -5,6 +5,8 @@
 
 use crate::storage::FloatTensor;
 use crate::tensor::{Data, Element, NdTensor};
+use autograd::types::Scalar;
+use autograd_opset::dtype::{self as rules, IndexUse};
 use autograd_opset::error::Error;
 use autograd_opset::meta::{self, Index};
 use ndarray::{ArcArray, ArrayView, IxDyn};
@@ -126,5 +128,75 @@ pub(super) fn index_put<E: Element>(
             Data::bool(put(&x.view(), o, &v.view(), s, add)?)
         }
         _ => return Err(Error::internal("ndtensor", "index_put: dtypes checked above")),
+    }))
+}
+
+/// `self`'s elements with `at`'s writes (`(position in self, element of values)`, in order:
+/// the last write to a position stays).
+fn written<T: Copy>(
+    x: &ArrayView<'_, T, IxDyn>,
+    at: &[(usize, usize)],
+    values: &[T],
+) -> R<ArcArray<T, IxDyn>> {
+    let mut out: Vec<T> = x.iter().copied().collect();
+    for &(to, from) in at {
+        out[to] = values[from];
+    }
+    array(out, x.shape())
+}
+
+/// The `i64` elements of `scatter`'s index, or PyTorch's dtype error.
+fn scatter_index<E: Element>(index: &NdTensor<E>) -> R<Vec<i64>> {
+    rules::check_index(IndexUse::Scatter, index.dtype())?;
+    match index.data() {
+        Data::Int(a) => Ok(a.iter().copied().collect()),
+        _ => Err(Error::internal("ndtensor", "scatter: index dtype checked above")),
+    }
+}
+
+/// `scatter.src`: `self` with `src`'s elements written where `index` says along `dim` (the
+/// last write to a position stays, as PyTorch's CPU kernel does).
+pub(super) fn scatter_src<E: Element>(
+    self_: &NdTensor<E>,
+    dim: i64,
+    index: &NdTensor<E>,
+    src: &NdTensor<E>,
+) -> R<NdTensor<E>> {
+    let i = scatter_index(index)?;
+    rules::check_scatter_src(self_.dtype(), src.dtype())?;
+    let at = meta::scatter(self_.shape(), dim, index.shape(), &i, Some(src.shape()))?;
+    Ok(NdTensor::from_data(match (self_.data(), src.data()) {
+        (Data::Float(x), Data::Float(s)) => {
+            let r = written(x.arr(), &at, &s.to_vec())?;
+            Data::Float(FloatTensor::from_row_major(r.iter().copied().collect(), x.shape()))
+        }
+        (Data::Int(x), Data::Int(s)) => {
+            Data::int(written(&x.view(), &at, &s.iter().copied().collect::<Vec<_>>())?)
+        }
+        (Data::Bool(x), Data::Bool(s)) => {
+            Data::bool(written(&x.view(), &at, &s.iter().copied().collect::<Vec<_>>())?)
+        }
+        _ => return Err(Error::internal("ndtensor", "scatter: dtypes checked above")),
+    }))
+}
+
+/// `scatter.value`: `self` with `value` (converted to `self`'s dtype) written where `index`
+/// says along `dim`.
+pub(super) fn scatter_value<E: Element>(
+    self_: &NdTensor<E>,
+    dim: i64,
+    index: &NdTensor<E>,
+    value: Scalar,
+) -> R<NdTensor<E>> {
+    let i = scatter_index(index)?;
+    let at = meta::scatter(self_.shape(), dim, index.shape(), &i, None)?;
+    let v = rules::converted_scalar(rules::Kind::of(self_.dtype()), value);
+    Ok(NdTensor::from_data(match self_.data() {
+        Data::Float(x) => {
+            let r = written(x.arr(), &at, &[E::of(v)])?;
+            Data::Float(FloatTensor::from_row_major(r.iter().copied().collect(), x.shape()))
+        }
+        Data::Int(x) => Data::int(written(&x.view(), &at, &[v as i64])?),
+        Data::Bool(x) => Data::bool(written(&x.view(), &at, &[v != 0.0])?),
     }))
 }
