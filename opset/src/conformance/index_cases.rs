@@ -39,9 +39,12 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
         move |x| index_tensor(&x[0], &[None, Some(c(&i)), Some(c(&j))]).unwrap(),
     ));
     let m: B = mask(&[true, false, true, false, true, true], &[2, 3]);
-    cs.push(case("index.Tensor", "a 2-d mask", vec![r.t(&[2, 3, 2])], move |x| {
-        index_tensor(&x[0], &[Some(c(&m))]).unwrap()
-    }));
+    cs.push(case(
+        "index.Tensor",
+        "a 2-d mask",
+        vec![r.t(&[2, 3, 2])],
+        move |x| index_tensor(&x[0], &[Some(c(&m))]).unwrap(),
+    ));
     let i: B = iv(&[1, 3, 1], &[3]);
     cs.push(case(
         "index_put",

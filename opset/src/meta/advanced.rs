@@ -76,7 +76,9 @@ fn expanded(self_: &[usize], indices: &[Option<Index>]) -> R<Vec<Option<Long>>> 
                 shape: shape.to_vec(),
                 data: data.to_vec(),
             })),
-            Some(Index::Mask(shape, data)) => out.extend(mask_indices(self_, out.len(), shape, data)?),
+            Some(Index::Mask(shape, data)) => {
+                out.extend(mask_indices(self_, out.len(), shape, data)?)
+            }
             Some(Index::Invalid) => unreachable!("refused above"),
         }
     }
@@ -85,7 +87,12 @@ fn expanded(self_: &[usize], indices: &[Option<Index>]) -> R<Vec<Option<Long>>> 
 }
 
 /// A mask covering `self`'s dims from `start`: the coordinates of its `true` elements.
-fn mask_indices(self_: &[usize], start: usize, shape: &[usize], data: &[bool]) -> R<Vec<Option<Long>>> {
+fn mask_indices(
+    self_: &[usize],
+    start: usize,
+    shape: &[usize],
+    data: &[bool],
+) -> R<Vec<Option<Long>>> {
     let nd = self_.len();
     check(!shape.is_empty(), || {
         "index.Tensor / index_put: a 0-d boolean mask is not supported (PyTorch fails an internal assert)".into()
@@ -316,54 +323,11 @@ fn wrapped(v: i64, d: usize, n: usize) -> R<usize> {
             "index {v} is out of bounds for dimension {d} with size {n}"
         )));
     }
-    Ok(if v < 0 { (v + n_i) as usize } else { v as usize })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn longs(shape: &[usize], data: &[i64]) -> Vec<usize> {
-        let i = [None, Some(Index::Long(shape, data))];
-        index_tensor(&[2, 3], &i).unwrap().offsets
-    }
-
-    #[test]
-    fn slices_and_indices() {
-        assert_eq!(longs(&[2], &[2, 0]), vec![2, 0, 5, 3]);
-        let i = [
-            Some(Index::Long(&[2], &[0, 1])),
-            None,
-            Some(Index::Long(&[1], &[1])),
-        ];
-        let a = index_tensor(&[2, 3, 2], &i).unwrap();
-        assert_eq!(a.shape, vec![2, 3]);
-        assert_eq!(a.offsets, vec![1, 3, 5, 7, 9, 11]);
-    }
-
-    #[test]
-    fn masks_and_errors() {
-        let i = [Some(Index::Mask(&[2, 3], &[true, false, true, false, true, true]))];
-        let a = index_tensor(&[2, 3], &i).unwrap();
-        assert_eq!((a.shape, a.offsets), (vec![4], vec![0, 2, 4, 5]));
-        let e = index_tensor(&[2, 3], &[Some(Index::Mask(&[3], &[true; 3]))]).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "The shape of the mask [3] at index 0 does not match the shape of the indexed tensor [2, 3] at index 0"
-        );
-        let i = [Some(Index::Long(&[2], &[0, 1])), Some(Index::Long(&[3], &[0, 1, 2]))];
-        assert_eq!(
-            index_tensor(&[2, 3], &i).unwrap_err().to_string(),
-            "shape mismatch: indexing tensors could not be broadcast together with shapes [2], [3]"
-        );
-        let e = index_tensor(&[2], &[None, None]).unwrap_err();
-        assert_eq!(e.to_string(), "too many indices for tensor of dimension 1 (got 2)");
-        let e = index_put(&[2], &[Some(Index::Long(&[1], &[0]))], &[1], "f64", "f32").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "Index put requires the source and destination dtypes match, got Double for the destination and Float for the source."
-        );
-    }
+    Ok(if v < 0 {
+        (v + n_i) as usize
+    } else {
+        v as usize
+    })
 }
 
 /// `scatter.src` / `scatter.value`: PyTorch's checks (`scatter_shape_check`, then each index
@@ -426,6 +390,64 @@ fn scatter_value_shapes(self_: &[usize], ax: usize, index: &[usize]) -> R<()> {
     let size = |t: &[usize], d: usize| t.get(d).copied().unwrap_or(1);
     let fits = (0..self_.len().max(1)).all(|d| d == ax || size(index, d) <= size(self_, d));
     check(fits, || {
-        format!("Expected index {index:?} to be no larger than self {self_:?} apart from dimension {ax}")
+        format!(
+            "Expected index {index:?} to be no larger than self {self_:?} apart from dimension {ax}"
+        )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn longs(shape: &[usize], data: &[i64]) -> Vec<usize> {
+        let i = [None, Some(Index::Long(shape, data))];
+        index_tensor(&[2, 3], &i).unwrap().offsets
+    }
+
+    #[test]
+    fn slices_and_indices() {
+        assert_eq!(longs(&[2], &[2, 0]), vec![2, 0, 5, 3]);
+        let i = [
+            Some(Index::Long(&[2], &[0, 1])),
+            None,
+            Some(Index::Long(&[1], &[1])),
+        ];
+        let a = index_tensor(&[2, 3, 2], &i).unwrap();
+        assert_eq!(a.shape, vec![2, 3]);
+        assert_eq!(a.offsets, vec![1, 3, 5, 7, 9, 11]);
+    }
+
+    #[test]
+    fn masks_and_errors() {
+        let i = [Some(Index::Mask(
+            &[2, 3],
+            &[true, false, true, false, true, true],
+        ))];
+        let a = index_tensor(&[2, 3], &i).unwrap();
+        assert_eq!((a.shape, a.offsets), (vec![4], vec![0, 2, 4, 5]));
+        let e = index_tensor(&[2, 3], &[Some(Index::Mask(&[3], &[true; 3]))]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "The shape of the mask [3] at index 0 does not match the shape of the indexed tensor [2, 3] at index 0"
+        );
+        let i = [
+            Some(Index::Long(&[2], &[0, 1])),
+            Some(Index::Long(&[3], &[0, 1, 2])),
+        ];
+        assert_eq!(
+            index_tensor(&[2, 3], &i).unwrap_err().to_string(),
+            "shape mismatch: indexing tensors could not be broadcast together with shapes [2], [3]"
+        );
+        let e = index_tensor(&[2], &[None, None]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "too many indices for tensor of dimension 1 (got 2)"
+        );
+        let e = index_put(&[2], &[Some(Index::Long(&[1], &[0]))], &[1], "f64", "f32").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Index put requires the source and destination dtypes match, got Double for the destination and Float for the source."
+        );
+    }
 }

@@ -83,9 +83,9 @@ fn put<T: Copy>(
     add: Option<fn(T, T) -> T>,
 ) -> R<ArcArray<T, IxDyn>> {
     let mut out: Vec<T> = x.iter().copied().collect();
-    let v = values.broadcast(IxDyn(shape)).ok_or_else(|| {
-        Error::internal("ndarray", format!("cannot broadcast to {shape:?}"))
-    })?;
+    let v = values
+        .broadcast(IxDyn(shape))
+        .ok_or_else(|| Error::internal("ndarray", format!("cannot broadcast to {shape:?}")))?;
     for (&o, &y) in offsets.iter().zip(v.iter()) {
         out[o] = match add {
             Some(f) => f(out[o], y),
@@ -117,7 +117,10 @@ pub(super) fn index_put<E: Element>(
         (Data::Float(x), Data::Float(v)) => {
             let add: Option<fn(E, E) -> E> = accumulate.then_some(|p, q| p + q);
             let r = put(x.arr(), o, v.arr(), s, add)?;
-            Data::Float(FloatTensor::from_row_major(r.iter().copied().collect(), x.shape()))
+            Data::Float(FloatTensor::from_row_major(
+                r.iter().copied().collect(),
+                x.shape(),
+            ))
         }
         (Data::Int(x), Data::Int(v)) => {
             let add: Option<fn(i64, i64) -> i64> = accumulate.then_some(i64::wrapping_add);
@@ -127,7 +130,12 @@ pub(super) fn index_put<E: Element>(
             let add: Option<fn(bool, bool) -> bool> = accumulate.then_some(|p, q| p || q);
             Data::bool(put(&x.view(), o, &v.view(), s, add)?)
         }
-        _ => return Err(Error::internal("ndtensor", "index_put: dtypes checked above")),
+        _ => {
+            return Err(Error::internal(
+                "ndtensor",
+                "index_put: dtypes checked above",
+            ));
+        }
     }))
 }
 
@@ -150,7 +158,10 @@ fn scatter_index<E: Element>(index: &NdTensor<E>) -> R<Vec<i64>> {
     rules::check_index(IndexUse::Scatter, index.dtype())?;
     match index.data() {
         Data::Int(a) => Ok(a.iter().copied().collect()),
-        _ => Err(Error::internal("ndtensor", "scatter: index dtype checked above")),
+        _ => Err(Error::internal(
+            "ndtensor",
+            "scatter: index dtype checked above",
+        )),
     }
 }
 
@@ -168,14 +179,21 @@ pub(super) fn scatter_src<E: Element>(
     Ok(NdTensor::from_data(match (self_.data(), src.data()) {
         (Data::Float(x), Data::Float(s)) => {
             let r = written(x.arr(), &at, &s.to_vec())?;
-            Data::Float(FloatTensor::from_row_major(r.iter().copied().collect(), x.shape()))
+            Data::Float(FloatTensor::from_row_major(
+                r.iter().copied().collect(),
+                x.shape(),
+            ))
         }
-        (Data::Int(x), Data::Int(s)) => {
-            Data::int(written(&x.view(), &at, &s.iter().copied().collect::<Vec<_>>())?)
-        }
-        (Data::Bool(x), Data::Bool(s)) => {
-            Data::bool(written(&x.view(), &at, &s.iter().copied().collect::<Vec<_>>())?)
-        }
+        (Data::Int(x), Data::Int(s)) => Data::int(written(
+            &x.view(),
+            &at,
+            &s.iter().copied().collect::<Vec<_>>(),
+        )?),
+        (Data::Bool(x), Data::Bool(s)) => Data::bool(written(
+            &x.view(),
+            &at,
+            &s.iter().copied().collect::<Vec<_>>(),
+        )?),
         _ => return Err(Error::internal("ndtensor", "scatter: dtypes checked above")),
     }))
 }
@@ -194,7 +212,10 @@ pub(super) fn scatter_value<E: Element>(
     Ok(NdTensor::from_data(match self_.data() {
         Data::Float(x) => {
             let r = written(x.arr(), &at, &[E::of(v)])?;
-            Data::Float(FloatTensor::from_row_major(r.iter().copied().collect(), x.shape()))
+            Data::Float(FloatTensor::from_row_major(
+                r.iter().copied().collect(),
+                x.shape(),
+            ))
         }
         Data::Int(x) => Data::int(written(&x.view(), &at, &[v as i64])?),
         Data::Bool(x) => Data::bool(written(&x.view(), &at, &[v != 0.0])?),
