@@ -273,6 +273,10 @@ at::Tensor softmax_double_backward(
     const at::Tensor& grad_output,
     int dim,
     const at::Tensor& output);
+at::Tensor index_backward(
+    at::Tensor zeros_like_self,
+    const torch::List<std::optional<Tensor>>& indices,
+    const at::Tensor& grad);
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.

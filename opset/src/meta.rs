@@ -319,6 +319,7 @@ pub fn broadcast_to(from: &[usize], to: &[usize]) -> R<()> {
     })
 }
 
+mod advanced;
 mod conv;
 mod indexing;
 mod losses;
@@ -329,6 +330,7 @@ mod softmax;
 #[cfg(test)]
 mod tests;
 
+pub use advanced::{Advanced, Index, index_put, index_tensor, scatter};
 pub use conv::{
     Conv, Pool2d, Tap, adaptive_avg_pool2d, adaptive_avg_pool2d_backward, adaptive_range,
     avg_pool2d, avg_pool2d_backward, constant_pad_nd, convolution, convolution_backward,

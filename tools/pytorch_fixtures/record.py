@@ -35,7 +35,7 @@ dispatcher in ``examples/ndtensor/tests/pytorch_fixtures.rs`` (a match on the op
 format is checked by both interpreters.
 
 Argument encoding: ``{"t": "x0"}`` a tensor of the environment, ``{"tl": ["a", "b"]}`` a list of
-tensors, otherwise the JSON value (numbers, bools, strings, ``null``, lists of ints). Tensor
+tensors, ``{"otl": ["a", null]}`` a list of optional tensors (``Tensor?[]``, with a ``None``), otherwise the JSON value (numbers, bools, strings, ``null``, lists of ints). Tensor
 values are ``{"shape": [...], "dtype": "f64" | "i64" | "bool", "data": [...]}`` (the data as
 numbers whatever the dtype, booleans 0/1) with non-finite numbers written as the strings
 ``"inf"``, ``"-inf"``, ``"nan"`` (JSON has no literals for them); the replay compares the
@@ -112,6 +112,8 @@ def enc_arg(v):
         return {"t": v.name}
     if isinstance(v, (list, tuple)) and v and all(isinstance(x, T) for x in v):
         return {"tl": [x.name for x in v]}
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, T) or x is None for x in v):
+        return {"otl": [x.name if x is not None else None for x in v]}
     if isinstance(v, float):
         return enc_num(v)
     return v
@@ -122,6 +124,8 @@ def dec_arg(v, env):
         return env[v["t"]]
     if isinstance(v, dict) and "tl" in v:
         return [env[n] for n in v["tl"]]
+    if isinstance(v, dict) and "otl" in v:
+        return [env[n] if n is not None else None for n in v["otl"]]
     if isinstance(v, str) and v in ("inf", "-inf", "nan"):
         return float(v)
     if isinstance(v, str) and v in DTYPE_OF:
@@ -1652,6 +1656,108 @@ GEN.update({
     "empty.memory_format": g_empty, "empty_strided": g_empty_strided, "rand": g_rand, "randn": g_randn,
     "randperm": g_randperm, "fill.Scalar": g_fill, "_to_copy": g_to_copy, "copy": g_copy,
     "_local_scalar_dense": g_local_scalar_dense, "sym_size.int": g_sym_size, "sym_numel": g_sym_numel,
+})
+
+
+def index_entries(p, r, s, distinct=False):
+    """A ``Tensor?[]`` for ``self`` of shape ``s``: ``None``s and int64 indices (broadcast
+    together; with ``distinct``, one index of distinct positions), or a single mask."""
+    if r.random() < 0.25:
+        d = r.randrange(len(s))
+        k = r.randint(1, len(s) - d)
+        m = [r.random() < 0.6 for _ in range(math.prod(s[d:d + k]))]
+        m[0] = True
+        return [None] * d + [p.inp(s[d:d + k], "bool", data=m)]
+    n = r.randint(1, len(s))
+    ent = [None] * n
+    picked = [d for d in range(n) if r.random() < 0.6] or [n - 1]
+    if distinct:
+        picked = picked[:1]
+    length = r.randint(1, 4)
+    for k, d in enumerate(picked):
+        if distinct:
+            data = r.sample(range(s[d]), min(length, s[d]))
+            data = [x - s[d] if r.random() < 0.3 else x for x in data]
+            ent[d] = p.inp([len(data)], "idx1", data=data)
+        else:
+            ish = [length, 1] if k == 0 and len(picked) > 1 and r.random() < 0.4 else [length]
+            data = [r.randrange(-s[d], s[d]) for _ in range(math.prod(ish))]
+            ent[d] = p.inp(ish, "idx1", data=data)
+    return ent
+
+
+def torch_entries(p, ent):
+    """The torch tensors of ``index_entries``' entries (to compute shapes here)."""
+    by = {i["name"]: i for i in p.inputs}
+    out = []
+    for e in ent:
+        if e is None:
+            out.append(None)
+            continue
+        i = by[e.name]
+        out.append(torch.tensor(i["data"], dtype=DTYPE_OF[i["dtype"]]).reshape(i["shape"]))
+    return out
+
+
+def g_index_tensor(p, r):
+    s = shape(r, 1, 3)
+    x = p.inp(s, nc=r.random() < 0.4)
+    return p.op("index.Tensor", self=x, indices=index_entries(p, r, s))
+
+
+def g_index_put(p, r):
+    s = shape(r, 1, 3)
+    acc = r.random() < 0.5
+    x = p.inp(s, nc=r.random() < 0.3)
+    ent = index_entries(p, r, s, distinct=not acc)
+    res = list(A.index.Tensor(torch.zeros(s), torch_entries(p, ent)).shape)
+    vs = res[r.randint(0, len(res)):] if r.random() < 0.4 else res
+    return p.op("index_put", self=x, indices=ent, values=p.inp(vs), accumulate=acc)
+
+
+def scatter_index(p, r, s, d, ish, distinct):
+    """An index for ``scatter`` along ``d`` of ``s`` of shape ``ish`` (with ``distinct``, no
+    two elements of a column along ``d`` equal: the gradient of ``src`` is then PyTorch's)."""
+    cols = math.prod(ish) // ish[d]
+    data = [[r.randrange(s[d]) for _ in range(ish[d])] if not distinct else r.sample(range(s[d]), ish[d])
+            for _ in range(cols)]
+    flat = [0] * math.prod(ish)
+    strides = [math.prod(ish[k + 1:]) for k in range(len(ish))]
+    c = 0
+    for k in range(math.prod(ish)):
+        if (k // strides[d]) % ish[d] == 0:
+            col = [k + j * strides[d] for j in range(ish[d])]
+            for j, at in enumerate(col):
+                flat[at] = data[c][j]
+            c += 1
+    return p.inp(ish, "idx1", data=flat)
+
+
+def g_scatter_src(p, r):
+    s = shape(r, 1, 2)
+    d = r.randrange(len(s))
+    ish = [r.randint(1, n) for n in s]
+    x = p.inp(s, nc=r.random() < 0.3)
+    # (A larger `src` fails PyTorch's backward: `grad.gather(dim, index)` has the index's shape.)
+    src = p.inp(ish, nc=r.random() < 0.3)
+    return p.op("scatter.src", self=x, dim=d, index=scatter_index(p, r, s, d, ish, True), src=src)
+
+
+def g_scatter_value(p, r):
+    s = shape(r, 1, 2)
+    d = r.randrange(len(s))
+    ish = [r.randint(1, n) for n in s]
+    x = p.inp(s, nc=r.random() < 0.3)
+    idx = scatter_index(p, r, s, d, ish, r.random() < 0.5)
+    return p.op("scatter.value", self=x, dim=d - len(s) if r.random() < 0.3 else d, index=idx,
+                value=r.choice([0.5, -2.0, 3]))
+
+
+GEN.update({
+    "index.Tensor": g_index_tensor,
+    "index_put": g_index_put,
+    "scatter.src": g_scatter_src,
+    "scatter.value": g_scatter_value,
 })
 
 
@@ -3510,6 +3616,13 @@ def sweep_calls():
                                                dim1=0, dim2=1),
         "slice_backward": lambda p, a: p.op("slice_backward", grad_output=a.t(0), input_sizes=[2], dim=0, start=0,
                                             end=1, step=1),
+    })
+    calls.update({
+        "index.Tensor": lambda p, a: p.op("index.Tensor", self=a.t(0), indices=[a.int(1)]),
+        "index_put": lambda p, a: p.op("index_put", self=a.t(0), indices=[a.int(1)], values=a.t(2),
+                                       accumulate=True),
+        "scatter.src": lambda p, a: p.op("scatter.src", self=a.t(0), dim=0, index=a.int(1), src=a.t(2)),
+        "scatter.value": lambda p, a: p.op("scatter.value", self=a.t(0), dim=0, index=a.int(1), value=1.5),
     })
     calls.update(norm_sweep_calls())
     calls.update(conv_sweep_calls())
@@ -5659,11 +5772,147 @@ def softmax_programs():
     return S
 
 
+def advanced_index_programs():
+    """The `index` category: advanced indexing (``index.Tensor``, ``index_put``) with int64
+    indices (negative, repeated, broadcast together, adjacent or split by a slice, empty),
+    masks, integer and boolean tensors, ``index_put``'s last write among repeated positions,
+    in reverse and forward mode, and PyTorch's errors."""
+    progs = []
+    i64 = lambda p, shape, data: p.inp(shape, "idx1", data=data)
+    msk = lambda p, shape, data: p.inp(shape, "bool", data=data)
+
+    def prog(name, mode="grad"):
+        p = scen(f"index/{name}" if mode == "grad" else f"index/{mode}/{name}", "index")
+        p.mode = mode
+        progs.append(p)
+        return p
+
+    def index_cases(mode):
+        p = prog("long_negative_repeated", mode)
+        p.op("index.Tensor", self=p.inp([4, 3]), indices=[i64(p, [3], [2, -1, 2])])
+        p = prog("broadcast_split_by_slice", mode)
+        p.op("index.Tensor", self=p.inp([3, 4, 2], nc=True),
+             indices=[i64(p, [2, 1], [0, 2]), None, i64(p, [3], [1, 0, -1])])
+        p = prog("adjacent_after_slice", mode)
+        p.op("index.Tensor", self=p.inp([2, 4, 3]), indices=[None, i64(p, [3], [1, 3, 1]), i64(p, [3], [0, 2, 2])])
+        p = prog("mask_2d", mode)
+        p.op("index.Tensor", self=p.inp([2, 3, 2]), indices=[msk(p, [2, 3], [True, False, True, False, True, True])])
+        p = prog("mask_after_none", mode)
+        p.op("index.Tensor", self=p.inp([2, 3]), indices=[None, msk(p, [3], [False, True, True])])
+        p = prog("mask_and_long", mode)
+        p.op("index.Tensor", self=p.inp([2, 3, 2]), indices=[msk(p, [2], [True, True]), None, i64(p, [2], [1, 0])])
+        p = prog("empty_index", mode)
+        p.op("index.Tensor", self=p.inp([3, 2]), indices=[i64(p, [0], [])])
+        p = prog("put_accumulate_repeated", mode)
+        p.op("index_put", self=p.inp([4, 3]), indices=[i64(p, [3], [1, 3, 1])], values=p.inp([3, 3]),
+             accumulate=True)
+        p = prog("put_distinct_broadcast", mode)
+        p.op("index_put", self=p.inp([3, 2, 2]), indices=[i64(p, [2], [0, 2]), None, i64(p, [2], [1, -2])],
+             values=p.inp([2]), accumulate=False)
+        p = prog("put_mask_one_value", mode)
+        p.op("index_put", self=p.inp([3, 2], nc=True), indices=[msk(p, [3], [False, True, True])],
+             values=p.inp([1]), accumulate=False)
+        p = prog("scatter_src_dim1", mode)
+        p.op("scatter.src", self=p.inp([2, 3]), dim=1, index=i64(p, [2, 2], [2, 0, 1, 2]), src=p.inp([2, 3]))
+        p = prog("scatter_value_negative_dim", mode)
+        p.op("scatter.value", self=p.inp([3, 2], nc=True), dim=-2, index=i64(p, [2, 1], [2, 0]), value=0.25)
+        p = prog("scatter_src_repeated_last_write", mode)
+        p.note = "repeated positions: PyTorch's CPU kernel writes in order (the last write stays)"
+        p.op("scatter.src", self=p.inp([3]), dim=0, index=i64(p, [3], [0, 0, 1]), src=p.inp([3], rg=False))
+        p = prog("scatter_src_0d", mode)
+        p.op("scatter.src", self=p.inp([]), dim=0, index=i64(p, [], [0]), src=p.inp([]))
+        p = prog("put_repeated_last_write", mode)
+        p.note = "repeated positions, accumulate=False: PyTorch's CPU kernel writes in order (the last write stays)"
+        p.op("index_put", self=p.inp([4]), indices=[i64(p, [4], [1, 3, 1, 1])],
+             values=p.inp([4], rg=False), accumulate=False)
+
+    index_cases("grad")
+    index_cases("jvp")
+    # integer and boolean elements moved or added exactly
+    p = prog("index_of_int")
+    p.op("index.Tensor", self=p.inp([3, 2], "idx9", data=[10, 11, 12, 13, 14, 15]), indices=[i64(p, [2], [2, 0])])
+    p = prog("index_of_bool")
+    p.op("index.Tensor", self=msk(p, [2, 2], [True, False, False, True]), indices=[None, i64(p, [3], [1, 0, 1])])
+    p = prog("put_int_accumulate")
+    p.op("index_put", self=p.inp([3], "idx9", data=[1, 2, 3]), indices=[i64(p, [3], [0, 0, 2])],
+         values=p.inp([3], "idx9", data=[4, 5, 6]), accumulate=True)
+    p = prog("put_bool_accumulate")
+    p.op("index_put", self=msk(p, [3], [True, False, False]), indices=[i64(p, [3], [0, 1, 1])],
+         values=msk(p, [3], [False, True, False]), accumulate=True)
+    p = prog("scatter_value_of_int")
+    p.op("scatter.value", self=p.inp([3], "idx9", data=[1, 2, 3]), dim=0, index=i64(p, [1], [1]), value=2.7)
+    p = prog("scatter_value_of_bool")
+    p.op("scatter.value", self=msk(p, [3], [False, False, True]), dim=0, index=i64(p, [2], [0, 2]), value=0)
+    p = prog("scatter_src_of_int")
+    p.op("scatter.src", self=p.inp([2, 2], "idx9", data=[1, 2, 3, 4]), dim=1, index=i64(p, [2, 1], [1, 0]),
+         src=p.inp([2, 1], "idx9", data=[7, 8]))
+    p = prog("put_int_write")
+    p.op("index_put", self=p.inp([2, 2], "idx9", data=[1, 2, 3, 4]), indices=[msk(p, [2], [False, True])],
+         values=p.inp([2], "idx9", data=[7, 8]), accumulate=False)
+    # PyTorch's errors
+    errors = [
+        ("too_many", "index.Tensor", [2, 3], [None, None, ("i", [1], [0])], None),
+        ("float_index", "index.Tensor", [2, 3], [("f", [1], [0.0])], None),
+        ("mask_shape", "index.Tensor", [2, 3], [("m", [3], [True, False, True])], None),
+        ("mask_shape_after_none", "index.Tensor", [2, 3, 2], [None, ("m", [3, 1], [True, False, True])], None),
+        ("broadcast", "index.Tensor", [2, 3], [("i", [2], [0, 1]), ("i", [3], [0, 1, 2])], None),
+        ("out_of_range", "index.Tensor", [2, 3], [("i", [2], [1, 2])], None),
+        ("out_of_range_negative", "index.Tensor", [2, 3], [None, ("i", [1], [-4])], None),
+        ("out_of_range_second", "index.Tensor", [2, 3], [("i", [2], [1, 7]), ("i", [2], [9, 0])], None),
+        ("empty_dim", "index.Tensor", [0, 3], [("i", [1], [0])], None),
+        ("no_index", "index.Tensor", [2, 3], [], None),
+        ("put_no_index_shape", "index_put", [2, 3], [], [4]),
+        ("put_shape", "index_put", [2, 3], [("i", [2], [0, 1])], [4]),
+        ("put_too_many_values", "index_put", [2, 3], [("i", [1], [0])], [2, 1, 3]),
+        ("put_dtype", "index_put", [2, 3], [("i", [1], [0])], "int"),
+        ("put_out_of_range", "index_put", [2, 3], [("i", [1], [2])], [3]),
+        ("put_float_index", "index_put", [2, 3], [("f", [1], [1.0])], [3]),
+    ]
+    scatter_errors = [
+        ("scatter_out_of_range", "scatter.src", [3], 0, ("i", [1], [3]), [1]),
+        ("scatter_negative_index", "scatter.value", [3], 0, ("i", [1], [-1]), None),
+        ("scatter_float_index", "scatter.src", [3], 0, ("f", [1], [0.0]), [1]),
+        ("scatter_src_dtype", "scatter.src", [3], 0, ("i", [1], [0]), "int"),
+        ("scatter_rank", "scatter.src", [3, 2], 0, ("i", [1], [0]), [1]),
+        ("scatter_index_too_big", "scatter.value", [3, 2], 0, ("i", [1, 3], [0, 0, 0]), None),
+        ("scatter_src_too_small", "scatter.src", [3, 2], 0, ("i", [2, 2], [0, 0, 0, 0]), [1, 2]),
+        ("scatter_dim", "scatter.value", [3, 2], 2, ("i", [1, 1], [0]), None),
+    ]
+    for name, op, s, d, e, src in scatter_errors:
+        p = prog(f"errors/{name}")
+        x = p.inp(s)
+        idx = i64(p, e[1], e[2]) if e[0] == "i" else p.inp(e[1], rg=False, data=e[2])
+        if op == "scatter.value":
+            p.op(op, self=x, dim=d, index=idx, value=1.0)
+        else:
+            v = p.inp([1], "idx9", data=[1]) if src == "int" else p.inp(src)
+            p.op(op, self=x, dim=d, index=idx, src=v)
+    for name, op, s, ent, vals in errors:
+        p = prog(f"errors/{name}")
+        x = p.inp(s)
+        idx = []
+        for e in ent:
+            if e is None:
+                idx.append(None)
+            elif e[0] == "i":
+                idx.append(i64(p, e[1], e[2]))
+            elif e[0] == "m":
+                idx.append(msk(p, e[1], e[2]))
+            else:
+                idx.append(p.inp(e[1], rg=False, data=e[2]))
+        if op == "index.Tensor":
+            p.op(op, self=x, indices=idx)
+        else:
+            v = p.inp([3], "idx9", data=[1, 2, 3]) if vals == "int" else p.inp(vals)
+            p.op(op, self=x, indices=idx, values=v, accumulate=False)
+    return progs
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
              + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
-             + products_programs() + softmax_programs())
+             + products_programs() + softmax_programs() + advanced_index_programs())
     names = set()
     by_cat = {}
     for p in progs:

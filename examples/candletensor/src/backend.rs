@@ -15,6 +15,7 @@
 //! candle as `U32`. Where candle refuses what PyTorch accepts (reductions of empty tensors,
 //! empty `narrow`s, `index_select` of a strided tensor), the kernel handles the case first.
 
+mod advanced;
 mod conv;
 mod dtype;
 mod norm;

@@ -8,6 +8,7 @@
 //! PyTorch's dtype rules (integer and boolean tensors, promotion, index dtypes) and calls
 //! them.
 
+mod advanced;
 mod conv;
 mod dtype;
 mod norm;

@@ -687,6 +687,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     cs.extend(super::conv_cases::cases::<B>());
     cs.extend(super::resample_cases::cases::<B>());
     cs.extend(super::products_cases::cases::<B>());
+    cs.extend(super::index_cases::cases::<B>());
     cs
 }
 

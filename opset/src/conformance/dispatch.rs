@@ -81,6 +81,25 @@ impl<B: ConformanceTensor> Args<'_, B> {
             })
             .collect()
     }
+    /// A `Tensor?[]`: `{"otl": ["x0", null]}` (`null` for `None`), or a plain tensor list.
+    pub fn otl(&self, k: &str) -> R<Vec<Option<Variable<B>>>> {
+        let v = self.get(k)?;
+        let Some(names) = v["otl"].as_array() else {
+            return Ok(self.tl(k)?.into_iter().map(Some).collect());
+        };
+        names
+            .iter()
+            .map(|n| match n.as_str() {
+                None => Ok(None),
+                Some(n) => self
+                    .env
+                    .get(n)
+                    .cloned()
+                    .map(Some)
+                    .ok_or_else(|| format!("unknown tensor {n}")),
+            })
+            .collect()
+    }
     pub fn f(&self, k: &str) -> R<f64> {
         Ok(num(self.get(k)?))
     }
@@ -491,6 +510,25 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "_local_scalar_dense" => number(_local_scalar_dense(&a.t("self")?)),
         "sym_size.int" => number(sym_size_int(&a.t("self")?, a.i("dim")?).map(Scalar::Int)),
         "sym_numel" => number(sym_numel(&a.t("self")?).map(Scalar::Int)),
+        "index.Tensor" => one(index_tensor(&a.t("self")?, &a.otl("indices")?)),
+        "scatter.src" => one(scatter_src(
+            &a.t("self")?,
+            a.i("dim")?,
+            &a.t("index")?,
+            &a.t("src")?,
+        )),
+        "scatter.value" => one(scatter_value(
+            &a.t("self")?,
+            a.i("dim")?,
+            &a.t("index")?,
+            a.sc("value")?,
+        )),
+        "index_put" => one(index_put(
+            &a.t("self")?,
+            &a.otl("indices")?,
+            &a.t("values")?,
+            a.b("accumulate")?,
+        )),
         "permute" => one(permute(&a.t("self")?, &a.ints("dims")?)),
         "reshape" => one(reshape(&a.t("self")?, &a.ints("shape")?)),
         "view" => one(view(&a.t("self")?, &a.ints("size")?)),

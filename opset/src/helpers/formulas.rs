@@ -1066,3 +1066,14 @@ pub fn pow_backward_exponent_scalar_base<T: Backend>(
     }
     mul_tensor(grad, &d)
 }
+
+/// PyTorch's `index_backward`: the gradient accumulated into `zeros_like_self` at the
+/// indexed positions (`index_put` with `accumulate=true`, which PyTorch's
+/// `_index_put_impl_` computes too).
+pub fn index_backward<T: Backend>(
+    zeros_like_self: &V<T>,
+    indices: &[Option<V<T>>],
+    grad: &V<T>,
+) -> Res<V<T>> {
+    index_put(zeros_like_self, indices, grad, true)
+}

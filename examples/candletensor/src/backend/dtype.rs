@@ -1240,6 +1240,23 @@ impl Backend for CandleTensor {
         let truncated = ce(ce(t.ge(&zero))?.where_cond(&ce(t.floor())?, &ce(t.ceil())?))?;
         narrowed(C::new(truncated), k)
     }
+    fn index_tensor(self_: &Self, indices: &[Option<Self>]) -> R<Self> {
+        super::advanced::index_tensor(self_, indices)
+    }
+    fn index_put(
+        self_: &Self,
+        indices: &[Option<Self>],
+        values: &Self,
+        accumulate: bool,
+    ) -> R<Self> {
+        super::advanced::index_put(self_, indices, values, accumulate)
+    }
+    fn scatter_src(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
+        super::advanced::scatter_src(self_, dim, index, src)
+    }
+    fn scatter_value(self_: &Self, dim: i64, index: &Self, value: Scalar) -> R<Self> {
+        super::advanced::scatter_value(self_, dim, index, value)
+    }
     fn repeat(self_: &Self, repeats: &[i64]) -> R<Self> {
         let out = autograd_opset::meta::repeat(self_.shape(), repeats)?;
         // The shape padded with leading 1s, then each dim gathered at `i % size` (exact for

@@ -1733,6 +1733,23 @@ impl<E: Element> Backend for NdTensor<E> {
         let r = F::constant_pad_nd(&wide(self_), pad, value)?;
         Ok(narrowed(r, kind(self_)))
     }
+    fn index_tensor(self_: &Self, indices: &[Option<Self>]) -> R<Self> {
+        super::advanced::index_tensor(self_, indices)
+    }
+    fn index_put(
+        self_: &Self,
+        indices: &[Option<Self>],
+        values: &Self,
+        accumulate: bool,
+    ) -> R<Self> {
+        super::advanced::index_put(self_, indices, values, accumulate)
+    }
+    fn scatter_src(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
+        super::advanced::scatter_src(self_, dim, index, src)
+    }
+    fn scatter_value(self_: &Self, dim: i64, index: &Self, value: Scalar) -> R<Self> {
+        super::advanced::scatter_value(self_, dim, index, value)
+    }
     fn repeat(self_: &Self, repeats: &[i64]) -> R<Self> {
         let out = meta::repeat(self_.shape(), repeats)?;
         moved!(self_, x => Ok::<_, Error>(tiled(x, &out)))
