@@ -324,8 +324,8 @@ mod conv;
 mod indexing;
 mod losses;
 mod normalization;
-mod resample;
 mod products;
+mod resample;
 mod softmax;
 #[cfg(test)]
 mod tests;
@@ -346,10 +346,10 @@ pub use normalization::{
     ChannelSizes, Stat, batch_norm, batch_norm_backward_channels, batch_norm_channels,
     batch_norm_legit, batch_norm_no_stats, batch_norm_stat, var, var_dtype,
 };
+pub use products::{addmm, sort_indices};
 pub use resample::{
     Axis, AxisTap, PadMode, Resample, adaptive_avg_pool3d, adaptive_avg_pool3d_backward, pad,
     pad_backward, upsample_backward_kernel, upsample_bilinear2d, upsample_bilinear2d_backward,
     upsample_nearest2d, upsample_nearest2d_backward, upsample_output_size,
 };
-pub use products::{addmm, sort_indices};
 pub use softmax::{softmax, softmax_backward_data};

@@ -19,8 +19,8 @@ mod advanced;
 mod conv;
 mod dtype;
 mod norm;
-mod resample;
 mod products;
+mod resample;
 mod softmax;
 
 use crate::tensor::CandleTensor;

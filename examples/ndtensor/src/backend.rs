@@ -12,8 +12,8 @@ mod advanced;
 mod conv;
 mod dtype;
 mod norm;
-mod resample;
 mod products;
+mod resample;
 mod softmax;
 
 // The kernels below see the floating-point tensor under the name `NdTensor`.

@@ -39,8 +39,8 @@ pub use decompositions::*;
 pub use formulas::*;
 pub use norm_composites::{batch_norm, var_dim};
 pub use normalization::*;
-pub use resample::{pad, upsample_bilinear2d_vec, upsample_nearest2d_vec};
 pub use product_formulas::*;
+pub use resample::{pad, upsample_bilinear2d_vec, upsample_nearest2d_vec};
 
 /// `x.scalar_type()` where a formula runs (of `grad`, or of `result` in a forward formula;
 /// an input's is a saved property): the dtype's name, as `ScalarType` values are in the
