@@ -222,6 +222,7 @@ pub enum MemoryFormat {
     Contiguous,
     Preserve,
     ChannelsLast,
+    ChannelsLast3d,
 }
 
 /// A seeded random number generator (`Generator`): SplitMix64, shareable between threads.

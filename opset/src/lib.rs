@@ -24,6 +24,7 @@ pub mod dtype;
 pub mod error;
 pub mod factory;
 pub mod helpers;
+pub mod layout;
 pub mod meta;
 pub mod nn;
 pub mod random;

@@ -105,9 +105,16 @@ class T:
 DTYPE_OF = {"f64": torch.float64, "f32": torch.float32, "i64": torch.int64, "bool": torch.bool}
 
 
+MEMORY_FORMATS = {f: str(f).removeprefix("torch.") for f in (
+    torch.contiguous_format, torch.channels_last, torch.channels_last_3d, torch.preserve_format)}
+MEMORY_FORMAT_OF = {v: k for k, v in MEMORY_FORMATS.items()}
+
+
 def enc_arg(v):
     if isinstance(v, torch.dtype):
         return DTYPES[v]
+    if isinstance(v, torch.memory_format):
+        return MEMORY_FORMATS[v]
     if isinstance(v, T):
         return {"t": v.name}
     if isinstance(v, (list, tuple)) and v and all(isinstance(x, T) for x in v):
@@ -130,6 +137,8 @@ def dec_arg(v, env):
         return float(v)
     if isinstance(v, str) and v in DTYPE_OF:
         return DTYPE_OF[v]
+    if isinstance(v, str) and v in MEMORY_FORMAT_OF:
+        return MEMORY_FORMAT_OF[v]
     return v
 
 
@@ -1649,6 +1658,34 @@ def g_sym_size(p, r):
 def g_sym_numel(p, r):
     n = p.op("sym_numel", self=p.inp(r.choice([shape(r), [], [0, 3]])))
     return p.op("mul.Tensor", self=p.inp(shape(r)), other=n)
+
+
+def g_sym_stride(p, r):
+    s = shape(r)
+    x = p.inp(s, nc=r.random() < 0.5)
+    n = p.op("sym_stride.int", self=x, dim=r.choice(list(range(-len(s), len(s)))))
+    return p.op("mul.Tensor", self=p.inp(shape(r)), other=n)
+
+
+def g_sym_storage_offset(p, r):
+    s = shape(r)
+    x = p.inp(s)
+    if s and s[0] > 1:
+        x = p.op("select.int", self=x, dim=0, index=r.randrange(s[0]))
+    n = p.op("sym_storage_offset", self=x)
+    return p.op("mul.Tensor", self=p.inp(shape(r)), other=n)
+
+
+def g_sym_is_contiguous(p, r):
+    s = shape(r)
+    b = p.op("sym_is_contiguous", self=p.inp(s, nc=r.random() < 0.5), memory_format=torch.contiguous_format)
+    return p.op("mul.Tensor", self=p.inp(shape(r)), other=b)
+
+
+GEN.update({
+    "sym_stride.int": g_sym_stride, "sym_storage_offset": g_sym_storage_offset,
+    "sym_is_contiguous": g_sym_is_contiguous,
+})
 
 
 GEN.update({
@@ -3663,6 +3700,10 @@ def factory_sweep_calls():
         "_local_scalar_dense": lambda p, a: p.op("_local_scalar_dense", self=a.t(0)),
         "sym_size.int": lambda p, a: p.op("sym_size.int", self=a.t(0), dim=0),
         "sym_numel": lambda p, a: p.op("sym_numel", self=a.t(0)),
+        "sym_stride.int": lambda p, a: p.op("sym_stride.int", self=a.t(0), dim=0),
+        "sym_storage_offset": lambda p, a: p.op("sym_storage_offset", self=a.t(0)),
+        "sym_is_contiguous": lambda p, a: p.op("sym_is_contiguous", self=a.t(0),
+                                               memory_format=torch.contiguous_format),
     }
 
 
@@ -5908,11 +5949,79 @@ def advanced_index_programs():
     return progs
 
 
+def layout_programs():
+    """The `layout` category: ``sym_stride.int``, ``sym_storage_offset`` and
+    ``sym_is_contiguous`` of views of contiguous float tensors (PyTorch's view ops define
+    their strides and offsets), of fresh and empty tensors, and PyTorch's errors."""
+    progs = []
+    chains = {
+        "fresh": ([3, 4], []),
+        "fresh_size_one": ([3, 1, 2], []),
+        "fresh_empty": ([2, 0, 3], []),
+        "transpose": ([3, 4], [("transpose.int", dict(dim0=0, dim1=1))]),
+        "permute": ([2, 3, 4], [("permute", dict(dims=[2, 0, 1]))]),
+        "slice_step": ([3, 5], [("slice.Tensor", dict(dim=1, start=1, end=5, step=2))]),
+        "slice_rows": ([4, 3], [("slice.Tensor", dict(dim=0, start=1, end=3, step=1))]),
+        "slice_size_one_column": ([3, 4], [("slice.Tensor", dict(dim=1, start=2, end=3, step=1))]),
+        "slice_to_empty": ([3, 4], [("slice.Tensor", dict(dim=0, start=3, end=3, step=1))]),
+        "select": ([3, 4], [("select.int", dict(dim=1, index=2))]),
+        "narrow": ([2, 5], [("narrow", dict(dim=1, start=1, length=3))]),
+        "expand": ([3, 1], [("expand", dict(size=[2, 3, 4], implicit=False))]),
+        "unsqueeze_front": ([3, 4], [("transpose.int", dict(dim0=0, dim1=1)), ("unsqueeze", dict(dim=0))]),
+        "unsqueeze_middle": ([3, 4], [("transpose.int", dict(dim0=0, dim1=1)), ("unsqueeze", dict(dim=1))]),
+        "unsqueeze_last": ([3, 4], [("unsqueeze", dict(dim=2))]),
+        "squeeze_dim": ([3, 1, 2], [("squeeze.dim", dict(dim=1))]),
+        "diagonal": ([3, 4], [("diagonal", dict(offset=1, dim1=0, dim2=1))]),
+        "view": ([3, 4], [("view", dict(size=[2, 6]))]),
+        "reshape_copy": ([3, 4], [("transpose.int", dict(dim0=0, dim1=1)), ("reshape", dict(shape=[12]))]),
+        "select_of_transpose": ([2, 3, 4], [("transpose.int", dict(dim0=1, dim1=2)), ("select.int", dict(dim=0, index=1))]),
+        "elementwise_result": ([3, 4], [("exp", dict())]),
+    }
+    for name, (shape, chain) in chains.items():
+        p = scen(f"layout/{name}", "layout")
+        v = p.inp(shape, rg=False)
+        for op, args in chain:
+            v = p.op(op, self=v, **args)
+        t = torch.zeros(shape)
+        for op, args in chain:
+            t = aten(op)(t, **args)
+        nums = [p.op("sym_stride.int", self=v, dim=d) for d in range(t.dim())]
+        nums.append(p.op("sym_storage_offset", self=v))
+        p.op("stack", tensors=nums, dim=0)
+        progs.append(p)
+        for fmt in (torch.contiguous_format, torch.channels_last, torch.preserve_format):
+            q = scen(f"layout/contiguous/{name}/{MEMORY_FORMATS[fmt]}", "layout")
+            w = q.inp(shape, rg=False)
+            for op, args in chain:
+                w = q.op(op, self=w, **args)
+            q.op("sym_is_contiguous", self=w, memory_format=fmt)
+            progs.append(q)
+    four_d = {
+        "channels_last": ([2, 4, 5, 3], [("permute", dict(dims=[0, 3, 1, 2]))]),
+        "channels_last_one_channel": ([2, 4, 5, 1], [("permute", dict(dims=[0, 3, 1, 2]))]),
+        "channels_last_3d": ([2, 3, 4, 5, 2], [("permute", dict(dims=[0, 4, 1, 2, 3]))]),
+        "contiguous_4d": ([2, 3, 4, 5], []),
+    }
+    for name, (shape, chain) in four_d.items():
+        for fmt in (torch.contiguous_format, torch.channels_last, torch.channels_last_3d):
+            q = scen(f"layout/contiguous/{name}/{MEMORY_FORMATS[fmt]}", "layout")
+            w = q.inp(shape, rg=False)
+            for op, args in chain:
+                w = q.op(op, self=w, **args)
+            q.op("sym_is_contiguous", self=w, memory_format=fmt)
+            progs.append(q)
+    for name, shape, dim in (("zero_dim", [], 0), ("out_of_range", [3, 4], 2), ("negative_out_of_range", [3, 4], -3)):
+        p = scen(f"layout/stride_error/{name}", "layout")
+        p.op("sym_stride.int", self=p.inp(shape, rg=False), dim=dim)
+        progs.append(p)
+    return progs
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
              + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
-             + products_programs() + softmax_programs() + advanced_index_programs())
+             + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs())
     names = set()
     by_cat = {}
     for p in progs:

@@ -894,8 +894,8 @@ impl CandleTensor {
     }
     fn expand(self_: &Self, size: &[i64], _implicit: bool) -> R<Self> {
         let s = expanded_shape(self_.shape(), size)?;
-        // Materialized, as ndtensor's (a later `view` sees a contiguous tensor).
-        Ok(w(broadcast_to(&self_.t, &s)?.contiguous().ce()?))
+        // candle's broadcast view: PyTorch's strides (0 for a new or broadcast dimension).
+        Ok(w(broadcast_to(&self_.t, &s)?))
     }
     fn clone(self_: &Self, _memory_format: Option<MemoryFormat>) -> R<Self> {
         // candle's tensors are immutable: sharing the storage is a copy.

@@ -296,6 +296,35 @@ fn nll_forward<E: Element>(
     Ok((out, NdTensor::scalar(total)))
 }
 
+/// The view of `t` that PyTorch's view op makes: `f` turns `t`'s sizes, strides and storage
+/// offset into the view's (an `as_strided` of `t`'s buffer; no allocation but the view's own
+/// up to four dimensions).
+fn pytorch_view<E: Element>(
+    t: &NdTensor<E>,
+    f: impl FnOnce(IxDyn, IxDyn, usize) -> (IxDyn, IxDyn, usize),
+) -> R<NdTensor<E>> {
+    let a = t.arr();
+    if a.strides().iter().any(|s| *s < 0) {
+        // A reversed view (ndarray's `flip`) is a fresh tensor in PyTorch.
+        return pytorch_view(
+            &NdTensor::from_array(a.as_standard_layout().into_owned()),
+            f,
+        );
+    }
+    let mut strides = IxDyn::zeros(a.ndim());
+    for (s, st) in strides.slice_mut().iter_mut().zip(a.strides()) {
+        *s = *st as usize;
+    }
+    let (sizes, strides, offset) = f(a.raw_dim(), strides, t.storage_offset());
+    t.as_strided(sizes.slice(), strides.slice(), offset)
+        .ok_or_else(|| {
+            Error::internal(
+                "ndtensor",
+                format!("a view of sizes {sizes:?} and strides {strides:?} at {offset} leaves its buffer"),
+            )
+        })
+}
+
 /// The floating-point kernels (`dtype`'s `impl Backend` calls them).
 impl<E: Element> NdTensor<E> {
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
@@ -723,7 +752,19 @@ impl<E: Element> NdTensor<E> {
     }
     fn expand(self_: &Self, size: &[i64], _implicit: bool) -> R<Self> {
         let s = expanded_shape(self_.shape(), size)?;
-        Ok(wrap(broadcast_to(self_.arr(), &s)?.to_owned()))
+        // PyTorch's strides: 0 for a new or broadcast dimension.
+        pytorch_view(self_, |sizes, strides, offset| {
+            let lead = s.len() - sizes.ndim();
+            let mut out = IxDyn::zeros(s.len());
+            for i in 0..sizes.ndim() {
+                out[lead + i] = if sizes[i] == s[lead + i] {
+                    strides[i]
+                } else {
+                    0
+                };
+            }
+            (IxDyn(&s), out, offset)
+        })
     }
     fn squeeze(self_: &Self) -> R<Self> {
         reshape_to(self_, &meta::squeeze(self_.shape()))
@@ -742,7 +783,18 @@ impl<E: Element> NdTensor<E> {
     }
     fn unsqueeze(self_: &Self, dim: i64) -> R<Self> {
         let ax = meta::unsqueeze(self_.ndim(), dim)?;
-        Ok(self_.derive(|r| r.insert_axis(Axis(ax))))
+        // PyTorch's stride for the new dimension: the size times the stride of the one it
+        // goes before, 1 at the end.
+        pytorch_view(self_, |sizes, strides, offset| {
+            let st = if ax < sizes.ndim() {
+                sizes[ax] * strides[ax]
+            } else {
+                1
+            };
+            let mut strides = strides.insert_axis(Axis(ax));
+            strides[ax] = st;
+            (sizes.insert_axis(Axis(ax)), strides, offset)
+        })
     }
     fn slice_tensor(
         self_: &Self,
@@ -752,10 +804,13 @@ impl<E: Element> NdTensor<E> {
         step: i64,
     ) -> R<Self> {
         let (ax, range) = meta::slice(self_.shape(), dim, start, end, step)?;
-        Ok(self_.derive(|mut r| {
-            r.slice_axis_inplace(Axis(ax), axis_slice(range, step));
-            r
-        }))
+        // PyTorch's layout (ndarray's slice gives a length of 0 or 1 the stride 0).
+        pytorch_view(self_, |mut sizes, mut strides, offset| {
+            let first = offset + range.start * strides[ax];
+            sizes[ax] = range.len().div_ceil(step as usize);
+            strides[ax] *= step as usize;
+            (sizes, strides, first)
+        })
     }
     fn slice_backward(
         grad_output: &Self,
@@ -804,11 +859,23 @@ impl<E: Element> NdTensor<E> {
     fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
         let shape = self_.shape();
         let d = meta::diagonal(shape, offset, dim1, dim2)?;
-        let src = self_.arr();
-        let out = Array::from_shape_fn(IxDyn(&d.out_shape()), |ix| {
-            src[diagonal_source(&ix, shape, &d, offset)]
-        });
-        Ok(wrap(out))
+        let out = d.out_shape();
+        let n = out[out.len() - 1];
+        // PyTorch's view: the two dimensions replaced by one of their strides' sum, the
+        // offset moved to the first element (left as it is for an empty diagonal).
+        pytorch_view(self_, |sizes, strides, mut first| {
+            let (s1, s2) = (strides[d.d1], strides[d.d2]);
+            if n > 0 {
+                first += offset.max(0) as usize * s2 + (-offset).max(0) as usize * s1;
+            }
+            let mut kept = IxDyn::zeros(out.len());
+            let others = (0..sizes.ndim()).filter(|i| *i != d.d1 && *i != d.d2);
+            for (k, i) in others.enumerate() {
+                kept[k] = strides[i];
+            }
+            kept[out.len() - 1] = s1 + s2;
+            (IxDyn(&out), kept, first)
+        })
     }
     fn diagonal_backward(
         grad_output: &Self,

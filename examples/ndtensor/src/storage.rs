@@ -13,7 +13,7 @@
 //! re-borrowed for as long as the tensor is borrowed.
 
 use crate::tensor::Element;
-use ndarray::{Array, ArrayView, Dimension, IxDyn};
+use ndarray::{Array, ArrayView, Dimension, IxDyn, ShapeBuilder};
 use std::convert::Infallible;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -226,6 +226,50 @@ impl<E: Element> FloatTensor<E> {
         }
     }
 
+    /// The strides (in elements) and the storage offset (the first element's position in
+    /// the buffer) that PyTorch's `stride()` and `storage_offset()` report for this tensor.
+    /// A fresh empty array's strides are ndarray's zeros: PyTorch's contiguous ones then.
+    ///
+    /// ```
+    /// use ndtensor::FloatTensor;
+    /// let a = FloatTensor::from_array(ndarray::Array::from_shape_vec((3, 4), (0..12).map(f64::from).collect()).unwrap());
+    /// let v = a.derive(|v| v.slice_move(ndarray::s![1.., 2..]).into_dyn());
+    /// assert_eq!(v.layout(), (vec![4, 1], 6));
+    /// ```
+    pub fn layout(&self) -> (Vec<i64>, i64) {
+        let a = self.arr();
+        let fresh_empty = a.is_empty() && a.strides().iter().all(|s| *s == 0);
+        if a.strides().iter().any(|s| *s < 0) {
+            // A reversed view (ndarray's `flip`): PyTorch's `flip` makes a fresh tensor.
+            return (autograd_opset::layout::contiguous_strides(a.shape()), 0);
+        }
+        let strides = if fresh_empty {
+            autograd_opset::layout::contiguous_strides(a.shape())
+        } else {
+            a.strides().iter().map(|s| *s as i64).collect()
+        };
+        (strides, self.storage_offset() as i64)
+    }
+
+    /// The position of the first element in the buffer (PyTorch's `storage_offset()`).
+    pub fn storage_offset(&self) -> usize {
+        let (start, len) = self.buffer();
+        let offset = (self.arr().as_ptr() as usize).wrapping_sub(start as usize) / size_of::<E>();
+        if offset <= len { offset } else { 0 }
+    }
+
+    /// The start and length of the buffer the tensor's elements live in (its root's).
+    fn buffer(&self) -> (*const E, usize) {
+        let mut inner = &*self.inner;
+        loop {
+            match &inner.owner {
+                Owner::Buffer(v) => return (v.as_ptr(), v.len()),
+                Owner::Small(s) => return (s.as_ptr(), s.len()),
+                Owner::Base(root) => inner = root,
+            }
+        }
+    }
+
     /// The array, borrowed from `self`.
     pub fn arr(&self) -> &ArrayView<'_, E, IxDyn> {
         let view: *const ArrayView<'static, E, IxDyn> = self.inner.view.get_or_init(|| {
@@ -276,6 +320,70 @@ impl<E: Element> FloatTensor<E> {
         // mutated, so the view stays valid for as long as it is used.
         let view = unsafe { forever(view) };
         Ok(FloatTensor {
+            inner: Arc::new(Inner {
+                view: OnceLock::from(view),
+                dims: None,
+                owner: Owner::Base(root),
+                zero: self.inner.zero,
+            }),
+        })
+    }
+
+    /// A view of the buffer `self` lives in (its root's) with PyTorch's `size`, `stride` and
+    /// `storage_offset` (`as_strided`): `None` when the elements it would read are not all in
+    /// the buffer. The view ops whose strides ndarray does not keep as PyTorch does (a
+    /// slice's stride over a length of 0 or 1, `unsqueeze`'s new stride, `diagonal`) are
+    /// made here.
+    ///
+    /// ```
+    /// use ndtensor::FloatTensor;
+    /// let a = FloatTensor::from_row_major((0..6).map(f64::from).collect(), &[2, 3]);
+    /// let d = a.as_strided(&[2], &[4], 0).unwrap(); // the diagonal
+    /// assert_eq!(d.arr().iter().copied().collect::<Vec<_>>(), [0.0, 4.0]);
+    /// assert_eq!(d.layout(), (vec![4], 0));
+    /// assert!(a.as_strided(&[2], &[4], 3).is_none());
+    /// ```
+    pub fn as_strided(&self, size: &[usize], stride: &[usize], offset: usize) -> Option<Self> {
+        let root = match &self.inner.owner {
+            Owner::Base(root) => Arc::clone(root),
+            Owner::Buffer(_) | Owner::Small(_) => Arc::clone(&self.inner),
+        };
+        let elements: &[E] = match (&root.owner, &root.dims) {
+            (Owner::Buffer(v), _) => v,
+            (Owner::Small(s), Some(dims)) => &s[..dims.count()],
+            (Owner::Small(_), None) | (Owner::Base(_), _) => return None,
+        };
+        // The last element's position, checked: every element read is in `elements`.
+        let last = size.iter().zip(stride).try_fold(offset, |acc, (n, s)| {
+            acc.checked_add(n.checked_sub(1)?.checked_mul(*s)?)
+        });
+        let count = size.iter().try_fold(1usize, |a, n| a.checked_mul(*n));
+        if count.is_none_or(|n| n > isize::MAX as usize) {
+            return None;
+        }
+        let (shape, offset) = if size.contains(&0) {
+            // An empty view reads nothing: ndarray's strides for an empty array (zeros, which
+            // `layout` reports as PyTorch's contiguous ones), its offset kept where the buffer
+            // has it (an empty slice of an empty tensor points at the buffer's end).
+            let zeros = vec![0; size.len()];
+            (
+                IxDyn(size).strides(IxDyn(&zeros)),
+                offset.min(elements.len()),
+            )
+        } else if last.is_some_and(|last| last < elements.len()) {
+            (IxDyn(size).strides(IxDyn(stride)), offset)
+        } else {
+            return None;
+        };
+        // SAFETY: the element count fits `isize` (checked above); `offset <= elements.len()` (clamped for an empty view; otherwise
+        // `offset <= last < elements.len()`, `last` the largest position the view reads,
+        // computed above without overflow), so the pointer is in bounds or one past the end,
+        // aligned and non-null, and a non-empty view reads only elements of `elements`. The
+        // view is read-only, so overlapping positions (a stride of 0) are allowed. `elements`
+        // belong to `root`, which the new `Inner` holds and whose elements are never mutated,
+        // so the view stays valid for as long as it is used.
+        let view = unsafe { ArrayView::from_shape_ptr(shape, elements.as_ptr().add(offset)) };
+        Some(FloatTensor {
             inner: Arc::new(Inner {
                 view: OnceLock::from(view),
                 dims: None,

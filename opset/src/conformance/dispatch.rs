@@ -113,6 +113,17 @@ impl<B: ConformanceTensor> Args<'_, B> {
             Some(v) => Ok(Some(scalar(v))),
         }
     }
+    /// A `MemoryFormat`, written as PyTorch names it (`"channels_last"`).
+    pub fn mf(&self, k: &str) -> R<autograd::types::MemoryFormat> {
+        use autograd::types::MemoryFormat as M;
+        match self.get(k)?.as_str() {
+            Some("contiguous_format") => Ok(M::Contiguous),
+            Some("preserve_format") => Ok(M::Preserve),
+            Some("channels_last") => Ok(M::ChannelsLast),
+            Some("channels_last_3d") => Ok(M::ChannelsLast3d),
+            _ => Err(format!("{k}: not a memory format")),
+        }
+    }
     pub fn i(&self, k: &str) -> R<i64> {
         self.get(k)?
             .as_i64()
@@ -510,6 +521,11 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "_local_scalar_dense" => number(_local_scalar_dense(&a.t("self")?)),
         "sym_size.int" => number(sym_size_int(&a.t("self")?, a.i("dim")?).map(Scalar::Int)),
         "sym_numel" => number(sym_numel(&a.t("self")?).map(Scalar::Int)),
+        "sym_stride.int" => number(sym_stride_int(&a.t("self")?, a.i("dim")?).map(Scalar::Int)),
+        "sym_storage_offset" => number(sym_storage_offset(&a.t("self")?).map(Scalar::Int)),
+        "sym_is_contiguous" => {
+            number(sym_is_contiguous(&a.t("self")?, a.mf("memory_format")?).map(Scalar::Bool))
+        }
         "index.Tensor" => one(index_tensor(&a.t("self")?, &a.otl("indices")?)),
         "scatter.src" => one(scatter_src(
             &a.t("self")?,

@@ -162,6 +162,19 @@ pub fn decomposed_sym_numel<T: Backend>(self_: &T) -> Result<i64, T::Error> {
     Ok(self_.shape().iter().product::<usize>() as i64)
 }
 
+/// `sym_is_contiguous`: c10's contiguity rule over the backend's strides
+/// ([`crate::layout::is_contiguous`]).
+pub fn decomposed_sym_is_contiguous<T: Backend>(
+    self_: &T,
+    memory_format: autograd::types::MemoryFormat,
+) -> Result<bool, T::Error> {
+    let sizes = self_.shape();
+    let strides = (0..sizes.len() as i64)
+        .map(|d| T::sym_stride_int(self_, d))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(crate::layout::is_contiguous(sizes, &strides, memory_format))
+}
+
 /// `scalar_tensor`: `full` with no sizes, of `dtype` or the default float (whatever the
 /// number's kind: PyTorch's `scalar_tensor(3)` is `3.`).
 pub fn decomposed_scalar_tensor<T: Backend>(

@@ -69,6 +69,16 @@ fn zero_aware_scalar(a: &C, r: C) -> C {
     }
 }
 
+/// The strides of `t`'s view of its storage, as PyTorch reports them: candle's, but for a
+/// fresh empty tensor, whose candle strides count a size of 0 as 0 (PyTorch's as 1).
+fn strides(t: &C) -> Vec<i64> {
+    let layout = t.t.layout();
+    if t.t.elem_count() == 0 && layout.is_contiguous() {
+        return autograd_opset::layout::contiguous_strides(t.t.dims());
+    }
+    layout.stride().iter().map(|s| *s as i64).collect()
+}
+
 fn kind(t: &C) -> Kind {
     Kind::of(t.dtype())
 }
@@ -580,6 +590,11 @@ impl Backend for CandleTensor {
     }
     fn clone(self_: &Self, memory_format: Option<MemoryFormat>) -> R<Self> {
         moved(self_, |x| C::clone(x, memory_format))
+    }
+    /// candle's `unsqueeze`: a view with PyTorch's stride for the new dimension.
+    fn unsqueeze(self_: &Self, dim: i64) -> R<Self> {
+        let ax = meta::unsqueeze(self_.t.rank(), dim)?;
+        Ok(C::new(ce(self_.t.unsqueeze(ax))?))
     }
     fn slice_tensor(
         self_: &Self,
@@ -1353,6 +1368,13 @@ impl Backend for CandleTensor {
             Kind::Int => Scalar::Int(ce(first.to_scalar::<i64>())?),
             Kind::Bool => Scalar::Bool(ce(first.to_scalar::<u8>())? != 0),
         })
+    }
+    fn sym_stride_int(self_: &Self, dim: i64) -> R<i64> {
+        let d = autograd_opset::layout::stride_dim(self_.t.rank(), dim)?;
+        Ok(strides(self_)[d])
+    }
+    fn sym_storage_offset(self_: &Self) -> R<i64> {
+        Ok(self_.t.layout().start_offset() as i64)
     }
     // ---- Reflection and replication padding, upsampling (backend/resample.rs)
     fn reflection_pad1d(self_: &Self, padding: &[i64]) -> R<Self> {

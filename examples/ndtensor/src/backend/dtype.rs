@@ -226,6 +226,24 @@ macro_rules! moved {
     };
 }
 
+/// The strides and storage offset of `t`: a float tensor's view of its buffer; an integer or
+/// boolean tensor's views are copies (see [`moved!`]), so its strides are its array's, from
+/// offset 0.
+fn layout<E: Element>(t: &NdTensor<E>) -> (Vec<i64>, i64) {
+    let of = |strides: &[isize], shape: &[usize]| {
+        if shape.contains(&0) && strides.iter().all(|s| *s == 0) {
+            autograd_opset::layout::contiguous_strides(shape)
+        } else {
+            strides.iter().map(|s| *s as i64).collect()
+        }
+    };
+    match t.data() {
+        Data::Float(a) => a.layout(),
+        Data::Int(a) => (of(a.strides(), a.shape()), 0),
+        Data::Bool(a) => (of(a.strides(), a.shape()), 0),
+    }
+}
+
 /// [`moved!`] for kernels with several outputs (`split`, `unbind`).
 macro_rules! moved_all {
     ($t:expr, $x:ident => $call:expr) => {
@@ -1821,6 +1839,13 @@ impl<E: Element> Backend for NdTensor<E> {
             Data::Int(a) => Scalar::Int(a.iter().next().copied().unwrap_or(0)),
             Data::Bool(a) => Scalar::Bool(a.iter().next().copied().unwrap_or(false)),
         })
+    }
+    fn sym_stride_int(self_: &Self, dim: i64) -> R<i64> {
+        let d = autograd_opset::layout::stride_dim(self_.shape().len(), dim)?;
+        Ok(layout(self_).0[d])
+    }
+    fn sym_storage_offset(self_: &Self) -> R<i64> {
+        Ok(layout(self_).1)
     }
     // ---- Reflection and replication padding, upsampling (backend/resample.rs)
     fn reflection_pad1d(self_: &Self, padding: &[i64]) -> R<Self> {
