@@ -178,7 +178,10 @@ fn figures() -> String {
 fn the_readmes_figures_are_the_op_sets() {
     let t = figures();
     if std::env::var_os("UPDATE_FIGURES").is_some() && !README.contains(&t) {
-        let start = README.find("\n| what | how many |").expect("the figures table") + 1;
+        let start = README
+            .find("\n| what | how many |")
+            .expect("the figures table")
+            + 1;
         let end = start + README[start..].find("\n\n").expect("the table's end") + 1;
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../opset/README.md");
         let updated = format!("{}{t}{}", &README[..start], &README[end..]);
