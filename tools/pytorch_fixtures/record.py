@@ -1682,7 +1682,17 @@ def g_sym_is_contiguous(p, r):
     return p.op("mul.Tensor", self=p.inp(shape(r)), other=b)
 
 
+def g_resize(p, r):
+    """``resize_`` to as many elements or fewer (PyTorch's new elements are uninitialised)."""
+    s = r.choice([[2, 3], [6], [3, 2, 2], [4]])
+    n = math.prod(s)
+    size = r.choice([[n], [1, n], [n // 2], [0], [2, n // 2]])
+    y = p.op("resize_", self=p.inp(s, rg=False), size=size, memory_format=None)
+    return p.op("mul.Tensor", self=y, other=p.inp([size[-1]] if size[-1] else [1]))
+
+
 GEN.update({
+    "resize_": g_resize,
     "sym_stride.int": g_sym_stride, "sym_storage_offset": g_sym_storage_offset,
     "sym_is_contiguous": g_sym_is_contiguous,
 })
@@ -3701,6 +3711,7 @@ def factory_sweep_calls():
         "sym_size.int": lambda p, a: p.op("sym_size.int", self=a.t(0), dim=0),
         "sym_numel": lambda p, a: p.op("sym_numel", self=a.t(0)),
         "sym_stride.int": lambda p, a: p.op("sym_stride.int", self=a.t(0), dim=0),
+        "resize_": lambda p, a: p.op("resize_", self=a.t(0, rg=False), size=[1], memory_format=None),
         "sym_storage_offset": lambda p, a: p.op("sym_storage_offset", self=a.t(0)),
         "sym_is_contiguous": lambda p, a: p.op("sym_is_contiguous", self=a.t(0),
                                                memory_format=torch.contiguous_format),
@@ -6010,6 +6021,37 @@ def layout_programs():
                 w = q.op(op, self=w, **args)
             q.op("sym_is_contiguous", self=w, memory_format=fmt)
             progs.append(q)
+    resizes = {
+        "shrink": ([2, 3], [4], None, False),
+        "same_numel": ([2, 3], [3, 2], None, False),
+        "grow_keeps_elements": ([2, 3], [2, 2, 2], None, False),
+        "to_empty": ([2, 3], [0, 3], None, False),
+        "channels_last": ([2, 3, 2, 2], [2, 3, 2, 2], torch.channels_last, False),
+        "channels_last_3d_shrink": ([2, 3, 2, 2, 2], [1, 2, 2, 2, 3], torch.channels_last_3d, False),
+        "error/requires_grad": ([3], [2], None, True),
+        "error/negative": ([3], [-1, 2], None, False),
+        "error/channels_last_rank": ([2, 3], [2, 3], torch.channels_last, False),
+        "error/channels_last_3d_rank": ([2, 3], [2, 3], torch.channels_last_3d, False),
+        "error/preserve_format": ([2, 3], [2, 3], torch.preserve_format, False),
+    }
+    for name, (shape, size, fmt, rg) in resizes.items():
+        p = scen(f"layout/resize/{name}", "layout")
+        y = p.op("resize_", self=p.inp(shape, rg=rg), size=size, memory_format=fmt)
+        if name == "grow_keeps_elements":
+            # Only the elements the tensor had are defined (PyTorch's new ones are not).
+            y = p.op("narrow", self=p.op("reshape", self=y, shape=[-1]), dim=0, start=0, length=6)
+        progs.append(p)
+    p = scen("layout/resize/view", "layout")
+    v = p.op("slice.Tensor", self=p.inp([4], rg=False), dim=0, start=0, end=2, step=1)
+    p.op("resize_", self=v, size=[3], memory_format=None)
+    progs.append(p)
+    for mode in ("jvp",):
+        p = scen(f"layout/resize/{mode}/dual_self", "layout")
+        p.mode = mode
+        x = p.inp([2, 3], rg=False)
+        p.inputs[-1]["dual"] = True
+        p.op("resize_", self=x, size=[3], memory_format=None)
+        progs.append(p)
     for name, shape, dim in (("zero_dim", [], 0), ("out_of_range", [3, 4], 2), ("negative_out_of_range", [3, 4], -3)):
         p = scen(f"layout/stride_error/{name}", "layout")
         p.op("sym_stride.int", self=p.inp(shape, rg=False), dim=dim)

@@ -124,6 +124,13 @@ impl<B: ConformanceTensor> Args<'_, B> {
             _ => Err(format!("{k}: not a memory format")),
         }
     }
+    /// An optional `MemoryFormat` (`null`: `None`).
+    pub fn omf(&self, k: &str) -> R<Option<autograd::types::MemoryFormat>> {
+        match self.a.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.mf(k).map(Some),
+        }
+    }
     pub fn i(&self, k: &str) -> R<i64> {
         self.get(k)?
             .as_i64()
@@ -523,6 +530,11 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         "sym_numel" => number(sym_numel(&a.t("self")?).map(Scalar::Int)),
         "sym_stride.int" => number(sym_stride_int(&a.t("self")?, a.i("dim")?).map(Scalar::Int)),
         "sym_storage_offset" => number(sym_storage_offset(&a.t("self")?).map(Scalar::Int)),
+        "resize_" => one(resize_(
+            &a.t("self")?,
+            &a.ints("size")?,
+            a.omf("memory_format")?,
+        )),
         "sym_is_contiguous" => {
             number(sym_is_contiguous(&a.t("self")?, a.mf("memory_format")?).map(Scalar::Bool))
         }

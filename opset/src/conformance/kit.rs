@@ -38,6 +38,7 @@ pub const OP_SET_DIFFERENCES: &[(&str, &str)] = &[
     ("products/prod_zero_and_inf", "the op set has no cumprod: prod_safe_zeros_backward's cumulative products are a chain of differentiable products, whose derivative at an input with a zero and an infinity is finite where PyTorch's cumprod_backward divides by the infinity (NaN); first-order gradients agree"),
     ("products/prod_dim1_zero_and_inf", "as products/prod_zero_and_inf"),
     ("products/prod_dim0_zero_and_inf", "as products/prod_zero_and_inf"),
+    ("layout/resize/view", "the runtime's views are functional (docs/views.md): a view cannot take other sizes than its replay gives, so resize_ refuses a view, where PyTorch resizes it over its base's storage"),
     ("forward_nested/grad_of_jvp/layer_norm_weight", "PyTorch bug: the gradient of a layer_norm tangent misses the paths through native_layer_norm's mean and rstd, whose gradients its backward formula ignores (as forward_nested/jvp_jvp/layer_norm_weight)"),
 ];
 

@@ -245,8 +245,9 @@ pub fn differentiable_functions() -> Vec<(String, &'static str)> {
     for r in &a.results {
         let f = &a.functions[r.func].func;
         let has_node = r.main_info().is_some_and(|i| i.op.is_some());
-        // Composite functions are differentiable through the ops their kernel calls.
-        let composite = a.functions[r.func].composite_kernel.is_some();
+        // Functional composites are differentiable through the ops their kernel calls (an
+        // in-place composite, `resize_`, refuses a tensor that requires grad).
+        let composite = a.functions[r.func].composite_kernel.is_some() && kind(f) == "functional";
         if has_node || composite {
             out.push((f.name.to_string(), kind(f)));
         }

@@ -4,8 +4,9 @@ use super::Plan;
 use crate::diagnostics::Ctxt;
 use crate::model::schema::SchemaKind;
 
-/// A composite function's kernel lives in the helpers module, and only functional
-/// composites are supported (an in-place or out= one would need a kernel to write into).
+/// A composite function's kernel lives in the helpers module, and only functional and
+/// in-place composites are supported (an out= one would need a kernel to write into; an
+/// in-place one, as `resize_`, writes through the runtime itself).
 /// The same for a decomposition (`CompositeExplicitAutograd`), which also cannot be a
 /// `CompositeImplicitAutograd` function (that has no kernel to give a default).
 pub(crate) fn check_composites(p: &Plan<'_>, has_helpers: bool, cx: &mut Ctxt) {
@@ -25,8 +26,8 @@ pub(crate) fn check_composites(p: &Plan<'_>, has_helpers: bool, cx: &mut Ctxt) {
         cx.error(&f.nf.loc, Some(&f.nf.schema), problem);
     }
     for f in p.functions.iter().filter(|f| f.composite.is_some()) {
-        let problem = if f.kind != SchemaKind::Functional {
-            "only functional functions can be CompositeImplicitAutograd here (an in-place or \
+        let problem = if !matches!(f.kind, SchemaKind::Functional | SchemaKind::Inplace) {
+            "only functional and in-place functions can be CompositeImplicitAutograd here (an \
              out= one needs a kernel to write into)"
         } else if !has_helpers {
             "a CompositeImplicitAutograd function's kernel is a function of the helpers \
