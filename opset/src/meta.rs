@@ -283,6 +283,11 @@ pub fn clamp(min: Option<f64>, max: Option<f64>) -> R<()> {
     })
 }
 
+/// `clamp.Tensor`: at least one bound (`min`, `max`: whether each is given).
+pub fn clamp_tensor(min: bool, max: bool) -> R<()> {
+    clamp(min.then_some(0.0), max.then_some(0.0))
+}
+
 /// `gelu`: whether the approximation is `"tanh"` (else `"none"`; any other is an error).
 pub fn gelu(approximate: &str) -> R<bool> {
     match approximate {

@@ -3630,6 +3630,7 @@ def sweep_calls():
     calls.update(resample_sweep_calls())
     calls.update(products_sweep_calls())
     calls.update(softmax_sweep_calls())
+    calls.update(select_sweep_calls())
     return calls
 
 
@@ -5908,11 +5909,120 @@ def advanced_index_programs():
     return progs
 
 
+# ----------------------------------------------------------------------------------------
+# Selection (helper-select; Core ATen, issue 30): clamp with tensor bounds; generators (GEN),
+# sweep calls, and the `select` category.
+
+def g_clamp_tensor(p, r):
+    sa, sb = bshapes(r)
+    x = p.inp(sa, "wide", nc=r.random() < 0.4)
+    which = r.choice(["both", "both", "min", "max"])
+    lo = p.inp(sb, nc=r.random() < 0.3) if which != "max" else None
+    hi = p.inp(r.choice([sb, sa, []])) if which != "min" else None
+    if lo is not None and hi is not None and r.random() < 0.6:
+        hi = p.op("add.Scalar", self=hi, other=1.0, alpha=1.0)
+    return p.op("clamp.Tensor", self=x, min=lo, max=hi)
+
+
+GEN.update({
+    "clamp.Tensor": g_clamp_tensor,
+})
+SWEEP_JVP.update({"clamp.Tensor"})
+
+
+def select_sweep_calls():
+    """These operators in the sweep of 0-d, empty and size-1 inputs."""
+    return {
+        "clamp.Tensor": lambda p, a: p.op("clamp.Tensor", self=a.t(0), min=a.t(1), max=a.t(2)),
+    }
+
+
+def select_programs():
+    """The `select` category: `clamp.Tensor`'s ties with a bound (the gradient split in
+    halves), crossed bounds (`min > max`), NaN in the input or a bound, broadcast and 0-d
+    bounds, one bound, integer and boolean operands (PyTorch's promotion and its refusal of
+    booleans with both bounds) and its errors; reverse mode, forward mode and second
+    derivatives."""
+    progs = []
+
+    def add(p, jvp=True):
+        progs.append(p)
+        if jvp:
+            q = scen(p.name.replace("select/", "select/jvp/", 1), "select")
+            q.inputs, q.steps, q.output, q.mode = p.inputs, p.steps, p.output, "jvp"
+            progs.append(q)
+
+    nan = float("nan")
+    xs = [0.0, 1.0, 1.5, 2.0, 3.0, nan, -1.0, 2.5]
+    bounds = {
+        "ordered": ([1.0] * 8, [2.0] * 8),
+        "crossed": ([2.0] * 8, [1.0] * 8),
+        "equal": ([1.0] * 8, [1.0] * 8),
+        "nan_min": ([nan, 1.0, nan, 1.0, nan, 1.0, nan, 1.0], [2.0] * 8),
+        "nan_max": ([1.0] * 8, [nan, 2.0, nan, 2.0, nan, 2.0, nan, 2.0]),
+        "mixed": ([1.0, 1.0, 2.0, 2.0, 0.5, 1.0, -1.0, 3.0], [2.0, 0.5, 2.0, 1.0, 3.0, 1.0, -1.0, 2.5]),
+    }
+    for name, (lo, hi) in bounds.items():
+        for which in ("both", "min", "max"):
+            p = scen(f"select/clamp_tensor_{name}_{which}", "select")
+            p.op("clamp.Tensor", self=p.inp([8], data=xs),
+                 min=p.inp([8], data=lo) if which != "max" else None,
+                 max=p.inp([8], data=hi) if which != "min" else None)
+            add(p)
+    p = scen("select/clamp_tensor_broadcast", "select")
+    p.op("clamp.Tensor", self=p.inp([2, 3], nc=True), min=p.inp([3]), max=p.inp([2, 1], "pos"))
+    add(p)
+    p = scen("select/clamp_tensor_0d_bounds", "select")
+    p.op("clamp.Tensor", self=p.inp([4], "wide"), min=p.inp([], data=[-0.5]), max=p.inp([], data=[0.5]))
+    add(p)
+    p = scen("select/clamp_tensor_0d_self", "select")
+    p.op("clamp.Tensor", self=p.inp([], data=[0.7]), min=p.inp([3], data=[0.0, 0.7, 1.0]), max=None)
+    add(p)
+    p = scen("select/clamp_tensor_empty", "select")
+    p.op("clamp.Tensor", self=p.inp([0, 3]), min=p.inp([3]), max=p.inp([1, 3]))
+    add(p)
+    p = scen("select/clamp_tensor_hvp", "select")
+    p.mode = "hvp"
+    lo, hi = p.inp([4], data=[0.0, -0.5, 0.2, 1.0]), p.inp([4], data=[0.5, 0.5, 0.2, 0.8])
+    y = p.op("clamp.Tensor", self=p.inp([4], data=[0.3, -0.9, 0.2, 1.5]), min=lo, max=hi)
+    p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+    progs.append(p)
+    ints = [-3, 0, 2, 5]
+    for name, mk in [("ints", lambda p, d: p.inp([4], "idx7", data=d)),
+                     ("int_float_bounds", None), ("bools_one_bound", None), ("bools", None), ("bool_int", None)]:
+        p = scen(f"select/clamp_tensor_{name}", "select")
+        if name == "ints":
+            p.op("clamp.Tensor", self=mk(p, ints), min=mk(p, [0, 0, 3, 0]), max=mk(p, [4, 4, 4, 1]))
+        elif name == "int_float_bounds":
+            p.op("clamp.Tensor", self=p.inp([4], "idx7", data=ints), min=p.inp([], data=[-0.5], rg=False),
+                 max=p.inp([4], "idx7", data=[4, 4, 1, 3]))
+        elif name == "bools_one_bound":
+            p.op("clamp.Tensor", self=p.inp([4], "bool", data=[True, False, True, False]),
+                 min=None, max=p.inp([4], "bool", data=[True, True, False, False]))
+        elif name == "bools":
+            p.op("clamp.Tensor", self=p.inp([2], "bool", data=[True, False]),
+                 min=p.inp([2], "bool", data=[False, False]), max=p.inp([2], "bool", data=[True, True]))
+        else:
+            p.op("clamp.Tensor", self=p.inp([3], "bool", data=[True, False, True]),
+                 min=p.inp([3], "idx7", data=[0, 2, 1]), max=None)
+        progs.append(p)
+    for name, args in [("no_bounds", dict(self=[3], min=None, max=None)),
+                       ("bool_no_bounds", dict(self=("b", [2]), min=None, max=None)),
+                       ("min_shape", dict(self=[2, 3], min=[4], max=None)),
+                       ("max_shape", dict(self=[2, 3], min=[3], max=[2, 2]))]:
+        p = scen(f"select/errors/clamp_tensor_{name}", "select")
+        kw = {k: (None if v is None else p.inp(v[1], "bool") if isinstance(v, tuple) else p.inp(v))
+              for k, v in args.items()}
+        p.op("clamp.Tensor", **kw)
+        progs.append(p)
+    return progs
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
              + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
-             + products_programs() + softmax_programs() + advanced_index_programs())
+             + products_programs() + softmax_programs() + advanced_index_programs() + select_programs())
     names = set()
     by_cat = {}
     for p in progs:

@@ -237,3 +237,27 @@ pub fn decomposed_copy<T: Backend>(self_: &T, src: &T, non_blocking: bool) -> Re
     let e = T::expand(src, &sizes(self_.shape()), false)?;
     T::_to_copy(&e, scalar_type(self_), None, None, None, non_blocking, None)
 }
+
+/// `clamp.Tensor`: `maximum` with `min`, then `minimum` with `max` (PyTorch's kernel:
+/// `min(max(self, min), max)` over the broadcast and promoted operands, NaN from any of the
+/// three; `max` wins where `min > max`). With both bounds, booleans are refused as PyTorch's
+/// `clamp_cpu` does (one bound is its `clamp_min`/`clamp_max` kernel, which takes them).
+pub fn decomposed_clamp_tensor<T: Backend>(
+    self_: &T,
+    min: Option<&T>,
+    max: Option<&T>,
+) -> Result<T, T::Error> {
+    meta::clamp_tensor(min.is_some(), max.is_some())?;
+    if let (Some(lo), Some(hi)) = (min, max) {
+        let kind = crate::dtype::promoted_kind(&[self_.dtype(), lo.dtype(), hi.dtype()]);
+        crate::dtype::check_not_bool(kind, crate::dtype::kernel::CLAMP_TENSOR)?;
+    }
+    let low = match min {
+        Some(lo) => T::maximum(self_, lo)?,
+        None => self_.clone(),
+    };
+    match max {
+        Some(hi) => T::minimum(&low, hi),
+        None => Ok(low),
+    }
+}

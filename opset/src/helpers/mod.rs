@@ -25,6 +25,7 @@ mod normalization;
 mod product_formulas;
 pub mod raw;
 mod resample;
+mod select_formulas;
 mod softmax;
 mod softmax_formulas;
 
@@ -41,6 +42,7 @@ pub use norm_composites::{batch_norm, var_dim};
 pub use normalization::*;
 pub use product_formulas::*;
 pub use resample::{pad, upsample_bilinear2d_vec, upsample_nearest2d_vec};
+pub use select_formulas::*;
 
 /// `x.scalar_type()` where a formula runs (of `grad`, or of `result` in a forward formula;
 /// an input's is a saved property): the dtype's name, as `ScalarType` values are in the

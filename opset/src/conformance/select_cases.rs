@@ -1,0 +1,55 @@
+//! The gradcheck cases and the fixture dispatch of the selection operators (Core ATen;
+//! issue 30): `clamp.Tensor`.
+
+use super::cases::{Case, case};
+use super::dispatch::{Args, R, ip};
+use super::*;
+use crate::ops::*;
+use autograd::runtime::Variable;
+
+/// The cases, appended to [`cases::cases`](super::cases::cases).
+pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
+    let r = Rng::new(1818);
+    vec![
+        case(
+            "clamp.Tensor",
+            "both bounds broadcast, some of them crossed (min > max)",
+            vec![
+                r.nc(&[2, 3]),
+                v(&[-0.5, 0.25, -0.3], &[3]),
+                v(&[0.4, 0.1, 0.6, -0.2, 0.3, 0.5], &[2, 3]),
+            ],
+            |x| clamp_tensor(&x[0], Some(&x[1]), Some(&x[2])).unwrap(),
+        ),
+        case(
+            "clamp.Tensor",
+            "min only, a 0-d bound",
+            vec![r.t(&[4]), v(&[0.05], &[])],
+            |x| clamp_tensor(&x[0], Some(&x[1]), None).unwrap(),
+        ),
+        case(
+            "clamp.Tensor",
+            "max only",
+            vec![r.t(&[2, 2]), v(&[0.3, -0.45], &[2])],
+            |x| clamp_tensor(&x[0], None, Some(&x[1])).unwrap(),
+        ),
+    ]
+}
+
+/// The fixture dispatch of these operators; `None` for another operator.
+pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> Option<R<Vec<Variable<B>>>> {
+    dispatch_select(op, a).transpose()
+}
+
+/// `Ok(None)` for an operator that is not one of these.
+fn dispatch_select<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<Variable<B>>>> {
+    let r = match op {
+        "clamp.Tensor" => ip(clamp_tensor(
+            &a.t("self")?,
+            a.ot("min")?.as_ref(),
+            a.ot("max")?.as_ref(),
+        )),
+        _ => return Ok(None),
+    };
+    r.map(Some)
+}
