@@ -283,6 +283,16 @@ pub fn clamp(min: Option<f64>, max: Option<f64>) -> R<()> {
     })
 }
 
+/// `slice_scatter` / `select_scatter`: `src` must have the sizes of the slice (selection)
+/// of `self` it replaces.
+pub fn scattered_slice(src: &[usize], slice: &[usize]) -> R<()> {
+    check(src == slice, || {
+        format!(
+            "expected src to have a size equal to the slice of self. src size = {src:?}, slice size = {slice:?}"
+        )
+    })
+}
+
 /// `clamp.Tensor`: at least one bound (`min`, `max`: whether each is given).
 pub fn clamp_tensor(min: bool, max: bool) -> R<()> {
     clamp(min.then_some(0.0), max.then_some(0.0))

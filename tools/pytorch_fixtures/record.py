@@ -5924,16 +5924,44 @@ def g_clamp_tensor(p, r):
     return p.op("clamp.Tensor", self=x, min=lo, max=hi)
 
 
+def sliced_shape(s, dim, start, end, step):
+    """The sizes of `self[..., start:end:step, ...]` along `dim` of a tensor of sizes `s`."""
+    return list(torch.empty(s)[(slice(None),) * (dim % len(s)) + (slice(start, end, step),)].shape)
+
+
+def g_slice_scatter(p, r):
+    s = shape(r, 1, 3)
+    dim = r.randrange(-len(s), len(s))
+    start, end = r.choice([None, 0, 1, -2]), r.choice([None, -1, 3, 10])
+    step = r.choice([1, 1, 2, 3])
+    src = p.inp(sliced_shape(s, dim, start, end, step), nc=r.random() < 0.3)
+    return p.op("slice_scatter", self=p.inp(s, nc=r.random() < 0.4), src=src, dim=dim, start=start, end=end, step=step)
+
+
+def g_select_scatter(p, r):
+    s = shape(r, 1, 3)
+    dim = r.randrange(-len(s), len(s))
+    index = r.randrange(-s[dim], s[dim])
+    src = p.inp(s[:dim % len(s)] + s[dim % len(s) + 1:], nc=r.random() < 0.3)
+    return p.op("select_scatter", self=p.inp(s, nc=r.random() < 0.4), src=src, dim=dim, index=index)
+
+
 GEN.update({
     "clamp.Tensor": g_clamp_tensor,
+    "slice_scatter": g_slice_scatter,
+    "select_scatter": g_select_scatter,
 })
-SWEEP_JVP.update({"clamp.Tensor"})
+SWEEP_JVP.update({"clamp.Tensor", "slice_scatter", "select_scatter"})
 
 
 def select_sweep_calls():
     """These operators in the sweep of 0-d, empty and size-1 inputs."""
     return {
         "clamp.Tensor": lambda p, a: p.op("clamp.Tensor", self=a.t(0), min=a.t(1), max=a.t(2)),
+        "slice_scatter": lambda p, a: p.op("slice_scatter", self=a.t(0), src=a.t(1), dim=0, start=None, end=None,
+                                           step=1),
+        "select_scatter": lambda p, a: p.op("select_scatter", self=a.t(0), src=p.op("select.int", self=a.t(1), dim=0,
+                                                                                       index=0), dim=0, index=-1),
     }
 
 
@@ -6015,7 +6043,57 @@ def select_programs():
               for k, v in args.items()}
         p.op("clamp.Tensor", **kw)
         progs.append(p)
+    scatter_programs(add, progs)
     return progs
+
+
+def scatter_programs(add, progs):
+    """`slice_scatter` and `select_scatter` in the `select` category: steps, negative and
+    out-of-range bounds, empty slices, a source of another dtype (converted to `self`'s),
+    integer and boolean tensors, second derivatives and PyTorch's errors."""
+    for name, s, dim, start, end, step in [("step2", [3, 5], 1, 1, None, 2), ("negative_start", [4, 2], 0, -3, -1, 1),
+                                           ("end_past", [2, 3], -1, 1, 10, 1), ("empty_slice", [2, 3], 1, 3, 1, 1),
+                                           ("step_past_end", [5], 0, 1, None, 7), ("empty_self", [0, 3], 1, 0, 2, 1),
+                                           ("whole", [2, 2], 0, None, None, 1)]:
+        p = scen(f"select/slice_scatter_{name}", "select")
+        p.op("slice_scatter", self=p.inp(s, nc=True), src=p.inp(sliced_shape(s, dim, start, end, step)), dim=dim,
+             start=start, end=end, step=step)
+        add(p)
+    for name, s, dim, index in [("dim0", [3, 2], 0, 1), ("negative_index", [2, 3, 2], -2, -1), ("1d", [4], 0, 2),
+                                ("empty_rest", [3, 0], 0, 2)]:
+        p = scen(f"select/select_scatter_{name}", "select")
+        d = dim % len(s)
+        p.op("select_scatter", self=p.inp(s, nc=True), src=p.inp(s[:d] + s[d + 1:]), dim=dim, index=index)
+        add(p)
+    for op, extra in [("slice_scatter", dict(dim=0, start=1, end=None, step=2)), ("select_scatter", dict(dim=0, index=1))]:
+        src_shape = [1, 3] if op == "slice_scatter" else [3]
+        for name, self_kind, src_kind in [("ints_from_floats", "idx7", "wide"), ("floats_from_ints", "t", "idx7"),
+                                          ("bools", "bool", "bool"), ("ints_from_bools", "idx7", "bool")]:
+            p = scen(f"select/{op}_{name}", "select")
+            src = p.inp(src_shape, src_kind, rg=False)
+            p.op(op, self=p.inp([3, 3], self_kind, rg=self_kind == "t"), src=src, **extra)
+            progs.append(p)
+        p = scen(f"select/{op}_hvp", "select")
+        p.mode = "hvp"
+        x, src = p.inp([3, 3]), p.inp(src_shape)
+        y = p.op(op, self=p.op("mul.Tensor", self=x, other=x), src=p.op("sin", self=src), **extra)
+        p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+        progs.append(p)
+    for name, op, s, src, args in [
+        ("slice_0d", "slice_scatter", [], [], dict(dim=0, start=None, end=None, step=1)),
+        ("slice_step0", "slice_scatter", [2, 3], [2, 3], dict(dim=1, start=None, end=None, step=0)),
+        ("slice_negative_step", "slice_scatter", [2, 3], [2, 3], dict(dim=1, start=None, end=None, step=-1)),
+        ("slice_dim", "slice_scatter", [2, 3], [2, 3], dict(dim=2, start=None, end=None, step=1)),
+        ("slice_src_size", "slice_scatter", [3, 4], [3, 3], dict(dim=1, start=0, end=4, step=2)),
+        ("select_0d", "select_scatter", [], [], dict(dim=0, index=0)),
+        ("select_index", "select_scatter", [3, 4], [4], dict(dim=0, index=5)),
+        ("select_negative_index", "select_scatter", [3, 4], [3], dict(dim=1, index=-5)),
+        ("select_dim", "select_scatter", [3, 4], [4], dict(dim=-3, index=0)),
+        ("select_src_size", "select_scatter", [3, 4], [3], dict(dim=0, index=1)),
+    ]:
+        p = scen(f"select/errors/{name}", "select")
+        p.op(op, self=p.inp(s), src=p.inp(src), **args)
+        progs.append(p)
 
 
 def main():

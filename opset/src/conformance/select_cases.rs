@@ -1,5 +1,5 @@
 //! The gradcheck cases and the fixture dispatch of the selection operators (Core ATen;
-//! issue 30): `clamp.Tensor`.
+//! issue 30): `clamp.Tensor`, `slice_scatter`, `select_scatter`.
 
 use super::cases::{Case, case};
 use super::dispatch::{Args, R, ip};
@@ -33,6 +33,30 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
             vec![r.t(&[2, 2]), v(&[0.3, -0.45], &[2])],
             |x| clamp_tensor(&x[0], None, Some(&x[1])).unwrap(),
         ),
+        case(
+            "slice_scatter",
+            "dim 1, step 2, non-contiguous self",
+            vec![r.nc(&[3, 5]), r.t(&[3, 2])],
+            |x| slice_scatter(&x[0], &x[1], 1, Some(1), None, 2).unwrap(),
+        ),
+        case(
+            "slice_scatter",
+            "dim -1, negative start",
+            vec![r.t(&[2, 4]), r.t(&[2, 2])],
+            |x| slice_scatter(&x[0], &x[1], -1, Some(-2), None, 1).unwrap(),
+        ),
+        case(
+            "select_scatter",
+            "dim 0, negative index",
+            vec![r.t(&[3, 2]), r.nc(&[2])],
+            |x| select_scatter(&x[0], &x[1], 0, -1).unwrap(),
+        ),
+        case(
+            "select_scatter",
+            "dim 1 of a 3-d self",
+            vec![r.t(&[2, 3, 2]), r.t(&[2, 2])],
+            |x| select_scatter(&x[0], &x[1], 1, 1).unwrap(),
+        ),
     ]
 }
 
@@ -48,6 +72,20 @@ fn dispatch_select<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<
             &a.t("self")?,
             a.ot("min")?.as_ref(),
             a.ot("max")?.as_ref(),
+        )),
+        "slice_scatter" => ip(slice_scatter(
+            &a.t("self")?,
+            &a.t("src")?,
+            a.i("dim")?,
+            a.oi("start")?,
+            a.oi("end")?,
+            a.i("step")?,
+        )),
+        "select_scatter" => ip(select_scatter(
+            &a.t("self")?,
+            &a.t("src")?,
+            a.i("dim")?,
+            a.i("index")?,
         )),
         _ => return Ok(None),
     };

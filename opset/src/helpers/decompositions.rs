@@ -261,3 +261,61 @@ pub fn decomposed_clamp_tensor<T: Backend>(
         None => Ok(low),
     }
 }
+
+/// `slice_scatter`: `self` with `src` (converted to `self`'s dtype) written into the slice
+/// `start:end:step` of `dim` (PyTorch's checks: `slice`'s, then `src`'s sizes against the
+/// slice's), as `index_put` at the slice's positions.
+pub fn decomposed_slice_scatter<T: Backend>(
+    self_: &T,
+    src: &T,
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Result<T, T::Error> {
+    let (ax, range) = meta::slice(self_.shape(), dim, start, end, step)?;
+    let mut slice = self_.shape().to_vec();
+    slice[ax] = range.len().div_ceil(step as usize);
+    meta::scattered_slice(src.shape(), &slice)?;
+    put_along(self_, src, ax, (range.start, range.end, step))
+}
+
+/// `select_scatter`: `self` with `src` (converted to `self`'s dtype) written at `index` of
+/// `dim` (PyTorch's checks: `select`'s, then `src`'s sizes against the selection's).
+pub fn decomposed_select_scatter<T: Backend>(
+    self_: &T,
+    src: &T,
+    dim: i64,
+    index: i64,
+) -> Result<T, T::Error> {
+    let (ax, i) = meta::select(self_.shape(), dim, index)?;
+    let mut selected = self_.shape().to_vec();
+    selected.remove(ax);
+    meta::scattered_slice(src.shape(), &selected)?;
+    let one = T::unsqueeze(src, ax as i64)?;
+    put_along(self_, &one, ax, (i, i + 1, 1))
+}
+
+/// `self` with `src` written at the positions `start..end` by `step` of axis `ax` (`src` has
+/// the slice's sizes): `index_put` with an `arange` index after `ax` full dims.
+fn put_along<T: Backend>(
+    self_: &T,
+    src: &T,
+    ax: usize,
+    (start, end, step): (usize, usize, i64),
+) -> Result<T, T::Error> {
+    use autograd::types::{Scalar, ScalarType};
+    let at = T::arange_start_step(
+        Scalar::Int(start as i64),
+        Scalar::Int(end as i64),
+        Scalar::Int(step),
+        Some(ScalarType::I64),
+        None,
+        None,
+        None,
+    )?;
+    let mut indices: Vec<Option<T>> = vec![None; ax];
+    indices.push(Some(at));
+    let values = T::_to_copy(src, scalar_type(self_), None, None, None, false, None)?;
+    T::index_put(self_, &indices, &values, false)
+}
