@@ -5946,18 +5946,43 @@ def g_select_scatter(p, r):
     return p.op("select_scatter", self=p.inp(s, nc=r.random() < 0.4), src=src, dim=dim, index=index)
 
 
+def random_sizes(r, n):
+    """A list of non-negative sizes summing to `n` (an empty piece now and then)."""
+    cuts = sorted(r.randint(0, n) for _ in range(r.choice([0, 1, 2, 3])))
+    return [b - a for a, b in zip([0] + cuts, cuts + [n])]
+
+
+def g_split_with_sizes(p, r):
+    s = shape(r, 1, 3)
+    dim = r.randrange(-len(s), len(s))
+    sizes = random_sizes(r, s[dim])
+    us = p.op("split_with_sizes", nout=len(sizes), self=p.inp(s, nc=r.random() < 0.4), split_sizes=sizes, dim=dim)
+    k = r.randrange(len(sizes))
+    return p.op("mul.Tensor", self=us[k], other=us[-1 - k] if sizes[k] == sizes[-1 - k] else us[k])
+
+
 GEN.update({
     "clamp.Tensor": g_clamp_tensor,
     "slice_scatter": g_slice_scatter,
     "select_scatter": g_select_scatter,
+    "split_with_sizes": g_split_with_sizes,
 })
+MULTI_OUTPUT.update({"split_with_sizes"})
 SWEEP_JVP.update({"clamp.Tensor", "slice_scatter", "select_scatter"})
+
+
+def sweep_sizes(s):
+    """`split_with_sizes`'s sizes in the sweep: one piece of the whole first dim."""
+    return [s[0]] if s else [1]
 
 
 def select_sweep_calls():
     """These operators in the sweep of 0-d, empty and size-1 inputs."""
     return {
         "clamp.Tensor": lambda p, a: p.op("clamp.Tensor", self=a.t(0), min=a.t(1), max=a.t(2)),
+        "split_with_sizes": lambda p, a: p.op(
+            "split_with_sizes", nout=n_outputs("split_with_sizes", a.shape_at(0), split_sizes=sweep_sizes(a.shape_at(0))),
+            self=a.t(0), split_sizes=sweep_sizes(a.shape_at(0)), dim=0),
         "slice_scatter": lambda p, a: p.op("slice_scatter", self=a.t(0), src=a.t(1), dim=0, start=None, end=None,
                                            step=1),
         "select_scatter": lambda p, a: p.op("select_scatter", self=a.t(0), src=p.op("select.int", self=a.t(1), dim=0,
@@ -6044,7 +6069,32 @@ def select_programs():
         p.op("clamp.Tensor", **kw)
         progs.append(p)
     scatter_programs(add, progs)
+    split_programs(add, progs)
     return progs
+
+
+def split_programs(add, progs):
+    """`split_with_sizes` in the `select` category: empty pieces, negative dims, 0-size dims,
+    pieces left unused (their gradients zeros), integer inputs and PyTorch's errors."""
+    for name, s, sizes, dim, use in [("uneven", [5, 2], [2, 0, 3], 0, [0, 2]), ("negative_dim", [2, 3, 4], [1, 3], -1, [1]),
+                                     ("one_piece", [3], [3], 0, [0]), ("empty_dim", [2, 0], [0, 0], 1, [0, 1]),
+                                     ("all_used", [4, 3], [1, 1, 2], 0, [0, 1, 2])]:
+        p = scen(f"select/split_with_sizes_{name}", "select")
+        us = p.op("split_with_sizes", nout=len(sizes), self=p.inp(s, nc=True), split_sizes=sizes, dim=dim)
+        parts = [p.op("sum.dim_IntList", self=p.op("mul.Tensor", self=us[k], other=us[k]), dim=[dim], keepdim=True,
+                      dtype=None) for k in use]
+        p.op("cat", tensors=parts, dim=dim)
+        add(p)
+    p = scen("select/split_with_sizes_ints", "select")
+    us = p.op("split_with_sizes", nout=2, self=p.inp([5], "idx7", data=[3, -1, 0, 4, 2]), split_sizes=[3, 2], dim=0)
+    p.op("cat", tensors=[us[1], us[0]], dim=0)
+    progs.append(p)
+    for name, s, sizes, dim in [("sum_short", [3, 4], [1, 2], 1), ("sum_long", [3, 4], [2, 2], 0),
+                                ("negative_size", [3, 4], [5, -1], 1), ("0d", [], [1], 0), ("dim", [3, 4], [4], -3),
+                                ("no_sizes", [3, 4], [], 0)]:
+        p = scen(f"select/errors/split_with_sizes_{name}", "select")
+        p.op("split_with_sizes", nout=max(len(sizes), 1), self=p.inp(s), split_sizes=sizes, dim=dim)
+        progs.append(p)
 
 
 def scatter_programs(add, progs):

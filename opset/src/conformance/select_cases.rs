@@ -1,5 +1,6 @@
 //! The gradcheck cases and the fixture dispatch of the selection operators (Core ATen;
-//! issue 30): `clamp.Tensor`, `slice_scatter`, `select_scatter`.
+//! issue 30): `clamp.Tensor`, `slice_scatter`, `select_scatter`,
+//! `split_with_sizes`.
 
 use super::cases::{Case, case};
 use super::dispatch::{Args, R, ip};
@@ -57,6 +58,16 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
             vec![r.t(&[2, 3, 2]), r.t(&[2, 2])],
             |x| select_scatter(&x[0], &x[1], 1, 1).unwrap(),
         ),
+        case(
+            "split_with_sizes",
+            "uneven pieces with an empty one, some unused",
+            vec![r.t(&[6, 2])],
+            |x| {
+                let u = split_with_sizes(&x[0], &[1, 0, 3, 2], 0).unwrap();
+                let sq = mul_tensor(&u[2], &u[2]).unwrap();
+                add_tensor(&sum(&u[0], None).unwrap(), &sum(&sq, None).unwrap(), 1.0).unwrap()
+            },
+        ),
     ]
 }
 
@@ -81,6 +92,8 @@ fn dispatch_select<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<
             a.oi("end")?,
             a.i("step")?,
         )),
+        "split_with_sizes" => split_with_sizes(&a.t("self")?, &a.ints("split_sizes")?, a.i("dim")?)
+            .map_err(|e| e.to_string()),
         "select_scatter" => ip(select_scatter(
             &a.t("self")?,
             &a.t("src")?,

@@ -319,3 +319,16 @@ fn put_along<T: Backend>(
     let values = T::_to_copy(src, scalar_type(self_), None, None, None, false, None)?;
     T::index_put(self_, &indices, &values, false)
 }
+
+/// `split_with_sizes`: one `slice` per piece (PyTorch's checks first).
+pub fn decomposed_split_with_sizes<T: Backend>(
+    self_: &T,
+    split_sizes: &[i64],
+    dim: i64,
+) -> Result<Vec<T>, T::Error> {
+    let (ax, pieces) = meta::split_with_sizes(self_.shape(), split_sizes, dim)?;
+    pieces
+        .into_iter()
+        .map(|r| T::slice_tensor(self_, ax as i64, Some(r.start), Some(r.end), 1))
+        .collect()
+}
