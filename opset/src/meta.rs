@@ -368,5 +368,5 @@ pub use resample::{
     pad_backward, upsample_backward_kernel, upsample_bilinear2d, upsample_bilinear2d_backward,
     upsample_nearest2d, upsample_nearest2d_backward, upsample_output_size,
 };
-pub use select::split_with_sizes;
+pub use select::{split_with_sizes, topk};
 pub use softmax::{softmax, softmax_backward_data};

@@ -5961,13 +5961,23 @@ def g_split_with_sizes(p, r):
     return p.op("mul.Tensor", self=us[k], other=us[-1 - k] if sizes[k] == sizes[-1 - k] else us[k])
 
 
+def g_topk(p, r):
+    s = r.choice([shape(r, 1, 3), []])
+    n = max(len(s), 1)
+    dim = r.randrange(-n, n)
+    k = r.randint(0, s[dim] if s else 1)
+    x = p.inp(s, nc=r.random() < 0.4)
+    return p.op("topk", nout=2, self=x, k=k, dim=dim, largest=r.random() < 0.6, sorted=r.random() < 0.7)[0]
+
+
 GEN.update({
     "clamp.Tensor": g_clamp_tensor,
     "slice_scatter": g_slice_scatter,
     "select_scatter": g_select_scatter,
     "split_with_sizes": g_split_with_sizes,
+    "topk": g_topk,
 })
-MULTI_OUTPUT.update({"split_with_sizes"})
+MULTI_OUTPUT.update({"split_with_sizes", "topk"})
 SWEEP_JVP.update({"clamp.Tensor", "slice_scatter", "select_scatter"})
 
 
@@ -5983,6 +5993,7 @@ def select_sweep_calls():
         "split_with_sizes": lambda p, a: p.op(
             "split_with_sizes", nout=n_outputs("split_with_sizes", a.shape_at(0), split_sizes=sweep_sizes(a.shape_at(0))),
             self=a.t(0), split_sizes=sweep_sizes(a.shape_at(0)), dim=0),
+        "topk": lambda p, a: p.op("topk", nout=2, self=a.t(0), k=1, dim=0, largest=True, sorted=True),
         "slice_scatter": lambda p, a: p.op("slice_scatter", self=a.t(0), src=a.t(1), dim=0, start=None, end=None,
                                            step=1),
         "select_scatter": lambda p, a: p.op("select_scatter", self=a.t(0), src=p.op("select.int", self=a.t(1), dim=0,
@@ -6070,7 +6081,56 @@ def select_programs():
         progs.append(p)
     scatter_programs(add, progs)
     split_programs(add, progs)
+    topk_programs(add, progs)
     return progs
+
+
+def topk_programs(add, progs):
+    """`topk` in the `select` category: NaN (above every number), infinities, -0.0, ties
+    (values; the indices and gradients of ties, where PyTorch's partial sort picks its own
+    order, are `OP_SET_DIFFERENCES`), k 0 and k the whole dim, 0-d, empty, integer inputs and
+    PyTorch's errors."""
+    nan, inf = float("nan"), float("inf")
+    distinct = [0.5, nan, -1.5, inf, 2.0, -inf, -0.25, 1.25, 3.0, -2.0, 0.0, 0.75]
+    for name, kw in [("largest", dict(k=3, dim=-1, largest=True, sorted=True)),
+                     ("smallest", dict(k=4, dim=1, largest=False, sorted=True)),
+                     ("dim0", dict(k=1, dim=0, largest=True, sorted=False)),
+                     ("k0", dict(k=0, dim=1, largest=True, sorted=True)),
+                     ("whole", dict(k=6, dim=-1, largest=False, sorted=True))]:
+        p = scen(f"select/topk_{name}", "select")
+        p.op("topk", nout=2, self=p.inp([2, 6], data=distinct), **kw)
+        add(p)
+        q = scen(f"select/topk_indices_{name}", "select")
+        _, i = q.op("topk", nout=2, self=q.inp([2, 6], data=distinct), **kw)
+        q.out(i)
+        progs.append(q)
+    ties = [1.0, 3.0, 3.0, 2.0, 3.0, nan, 1.0, 1.0]
+    for name, kw in [("largest", dict(k=3, dim=0, largest=True, sorted=True)),
+                     ("smallest", dict(k=4, dim=0, largest=False, sorted=True))]:
+        p = scen(f"select/topk_ties_values_{name}", "select")
+        v, _ = p.op("topk", nout=2, self=p.inp([8], data=ties, rg=False), **kw)
+        progs.append(p)
+        p = scen(f"select/topk_ties_{name}", "select")
+        p.op("topk", nout=2, self=p.inp([8], data=ties), **kw)
+        progs.append(p)
+    for name, s, k in [("0d", [], 1), ("0d_k0", [], 0), ("empty", [2, 0], 0), ("empty_rows", [0, 3], 2)]:
+        p = scen(f"select/topk_{name}", "select")
+        p.op("topk", nout=2, self=p.inp(s), k=k, dim=-1, largest=True, sorted=True)
+        add(p)
+    p = scen("select/topk_ints", "select")
+    v, i = p.op("topk", nout=2, self=p.inp([5], "idx7", data=[3, -1, 6, 0, 2]), k=3, dim=0, largest=True, sorted=True)
+    p.op("cat", tensors=[v, i], dim=0)
+    progs.append(p)
+    p = scen("select/topk_hvp", "select")
+    p.mode = "hvp"
+    v, _ = p.op("topk", nout=2, self=p.inp([2, 4]), k=2, dim=1, largest=True, sorted=True)
+    p.op("sum", self=p.op("mul.Tensor", self=v, other=p.op("sin", self=v)), dtype=None)
+    progs.append(p)
+    for name, s, k, dim, kind in [("k_large", [3, 4], 5, 1, "t"), ("k_negative", [3, 4], -1, 1, "t"),
+                                  ("0d_k2", [], 2, 0, "t"), ("dim", [3], 1, 1, "t"), ("bools", [3], 1, 0, "bool")]:
+        p = scen(f"select/errors/topk_{name}", "select")
+        p.op("topk", nout=2, self=p.inp(s, kind), k=k, dim=dim, largest=True, sorted=True)
+        progs.append(p)
 
 
 def split_programs(add, progs):

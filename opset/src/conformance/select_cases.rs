@@ -1,6 +1,6 @@
 //! The gradcheck cases and the fixture dispatch of the selection operators (Core ATen;
 //! issue 30): `clamp.Tensor`, `slice_scatter`, `select_scatter`,
-//! `split_with_sizes`.
+//! `split_with_sizes`, `topk`.
 
 use super::cases::{Case, case};
 use super::dispatch::{Args, R, ip};
@@ -68,6 +68,12 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
                 add_tensor(&sum(&u[0], None).unwrap(), &sum(&sq, None).unwrap(), 1.0).unwrap()
             },
         ),
+        case("topk", "k 2 of dim 1, largest", vec![r.nc(&[3, 4])], |x| {
+            topk(&x[0], 2, 1, true, true).unwrap().0
+        }),
+        case("topk", "k 3, smallest, dim -1", vec![r.t(&[5])], |x| {
+            topk(&x[0], 3, -1, false, true).unwrap().0
+        }),
     ]
 }
 
@@ -94,6 +100,15 @@ fn dispatch_select<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<
         )),
         "split_with_sizes" => split_with_sizes(&a.t("self")?, &a.ints("split_sizes")?, a.i("dim")?)
             .map_err(|e| e.to_string()),
+        "topk" => topk(
+            &a.t("self")?,
+            a.i("k")?,
+            a.i("dim")?,
+            a.b("largest")?,
+            a.b("sorted")?,
+        )
+        .map(|(v, i)| vec![v, i])
+        .map_err(|e| e.to_string()),
         "select_scatter" => ip(select_scatter(
             &a.t("self")?,
             &a.t("src")?,

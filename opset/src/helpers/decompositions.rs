@@ -332,3 +332,28 @@ pub fn decomposed_split_with_sizes<T: Backend>(
         .map(|r| T::slice_tensor(self_, ax as i64, Some(r.start), Some(r.end), 1))
         .collect()
 }
+
+/// `topk`: the first `k` of a stable `sort` along `dim` (descending for `largest`; NaN
+/// above every number, as PyTorch's). `sorted=False` gives the same order. Among equal
+/// values PyTorch's CPU kernel (a partial sort) may pick other indices than the stable
+/// order (the `select` fixtures' ties, `OP_SET_DIFFERENCES`). A 0-d input is its own top
+/// value, at index 0, for `k` 0 or 1.
+pub fn decomposed_topk<T: Backend>(
+    self_: &T,
+    k: i64,
+    dim: i64,
+    largest: bool,
+    _sorted: bool,
+) -> Result<(T, T), T::Error> {
+    use autograd::types::{Scalar, ScalarType};
+    let ax = meta::topk(self_.shape(), self_.dtype(), k, dim)? as i64;
+    if self_.shape().is_empty() {
+        let i = T::scalar_tensor(Scalar::Int(0), Some(ScalarType::I64), None, None, None)?;
+        return Ok((self_.clone(), i));
+    }
+    let (v, i) = T::sort_stable(self_, Some(true), ax, largest)?;
+    Ok((
+        T::slice_tensor(&v, ax, Some(0), Some(k), 1)?,
+        T::slice_tensor(&i, ax, Some(0), Some(k), 1)?,
+    ))
+}

@@ -46,3 +46,24 @@ pub fn split_with_sizes(
         .collect();
     Ok((ax, ranges))
 }
+
+/// `topk`: PyTorch's checks (the dim, `k` within the dim's size: a 0-d input has one
+/// element; booleans refused, as its CPU kernel does) and the axis.
+///
+/// ```
+/// use autograd_opset::meta;
+/// assert_eq!(meta::topk(&[2, 5], "f64", 3, -1), Ok(1));
+/// assert_eq!(meta::topk(&[2, 5], "f64", 6, 1).unwrap_err().to_string(),
+///            "selected index k out of range");
+/// ```
+pub fn topk(shape: &[usize], dtype: &str, k: i64, dim: i64) -> R<usize> {
+    let ax = norm_dim(dim, shape.len())?;
+    let n = shape.get(ax).map_or(1, |&n| n as i64);
+    check((0..=n).contains(&k), || {
+        "selected index k out of range".into()
+    })?;
+    check(dtype != "bool", || {
+        "topk does not support bool dtypes on CPU".into()
+    })?;
+    Ok(ax)
+}
