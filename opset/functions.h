@@ -277,6 +277,36 @@ at::Tensor index_backward(
     at::Tensor zeros_like_self,
     const torch::List<std::optional<Tensor>>& indices,
     const at::Tensor& grad);
+// Selection (issue 30): clamp with tensor bounds. The bodies are PyTorch 2.15's as its
+// behaviour shows them (a tie with a bound splits the gradient in halves).
+// undefined: min, max
+// rust: clamp_backward_tensor
+at::Tensor clamp_backward(
+    const at::Tensor& grad,
+    const at::Tensor& self,
+    const at::Tensor& min,
+    const at::Tensor& max);
+// undefined: min, max
+std::tuple<at::Tensor, at::Tensor> clamp_backward_min_max(
+    const at::Tensor& grad,
+    const at::Tensor& self,
+    const at::Tensor& min,
+    const at::Tensor& max,
+    const std::array<bool, 2>& /*grad_input_mask*/);
+// undefined: min_p, min_t, max_p, max_t
+at::Tensor clamp_jvp(
+    const Tensor& self_p,
+    const Tensor& self_t,
+    const Tensor& min_p,
+    const Tensor& min_t,
+    const Tensor& max_p,
+    const Tensor& max_t);
+at::Tensor split_with_sizes_backward(
+    const std::vector<torch::autograd::Variable>& grads,
+    c10::SymIntArrayRef split_sizes,
+    int64_t dim,
+    c10::SymIntArrayRef sizes,
+    const at::TensorOptions& options);
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.

@@ -131,6 +131,9 @@ pub mod kernel {
     pub const POW: &str = "pow";
     /// `clamp` with Scalar bounds.
     pub const CLAMP: &str = "clamp_scalar_cpu";
+    /// `clamp.Tensor` with both bounds (one bound is `maximum`'s or `minimum`'s kernel,
+    /// which take booleans).
+    pub const CLAMP_TENSOR: &str = "clamp_cpu";
     /// `ceil`, `floor`, `round`, `trunc` (no boolean form).
     pub const CEIL: &str = "ceil_vml_cpu";
     /// See [`CEIL`].

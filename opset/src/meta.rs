@@ -283,6 +283,21 @@ pub fn clamp(min: Option<f64>, max: Option<f64>) -> R<()> {
     })
 }
 
+/// `slice_scatter` / `select_scatter`: `src` must have the sizes of the slice (selection)
+/// of `self` it replaces.
+pub fn scattered_slice(src: &[usize], slice: &[usize]) -> R<()> {
+    check(src == slice, || {
+        format!(
+            "expected src to have a size equal to the slice of self. src size = {src:?}, slice size = {slice:?}"
+        )
+    })
+}
+
+/// `clamp.Tensor`: at least one bound (`min`, `max`: whether each is given).
+pub fn clamp_tensor(min: bool, max: bool) -> R<()> {
+    clamp(min.then_some(0.0), max.then_some(0.0))
+}
+
 /// `gelu`: whether the approximation is `"tanh"` (else `"none"`; any other is an error).
 pub fn gelu(approximate: &str) -> R<bool> {
     match approximate {
@@ -326,6 +341,7 @@ mod losses;
 mod normalization;
 mod products;
 mod resample;
+mod select;
 mod softmax;
 #[cfg(test)]
 mod tests;
@@ -352,4 +368,5 @@ pub use resample::{
     pad_backward, upsample_backward_kernel, upsample_bilinear2d, upsample_bilinear2d_backward,
     upsample_nearest2d, upsample_nearest2d_backward, upsample_output_size,
 };
+pub use select::{split_with_sizes, topk};
 pub use softmax::{softmax, softmax_backward_data};

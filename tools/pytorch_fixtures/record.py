@@ -3677,6 +3677,7 @@ def sweep_calls():
     calls.update(resample_sweep_calls())
     calls.update(products_sweep_calls())
     calls.update(softmax_sweep_calls())
+    calls.update(select_sweep_calls())
     return calls
 
 
@@ -6059,11 +6060,309 @@ def layout_programs():
     return progs
 
 
+# ----------------------------------------------------------------------------------------
+# Selection (helper-select; Core ATen, issue 30): clamp with tensor bounds; generators (GEN),
+# sweep calls, and the `select` category.
+
+def g_clamp_tensor(p, r):
+    sa, sb = bshapes(r)
+    x = p.inp(sa, "wide", nc=r.random() < 0.4)
+    which = r.choice(["both", "both", "min", "max"])
+    lo = p.inp(sb, nc=r.random() < 0.3) if which != "max" else None
+    hi = p.inp(r.choice([sb, sa, []])) if which != "min" else None
+    if lo is not None and hi is not None and r.random() < 0.6:
+        hi = p.op("add.Scalar", self=hi, other=1.0, alpha=1.0)
+    return p.op("clamp.Tensor", self=x, min=lo, max=hi)
+
+
+def sliced_shape(s, dim, start, end, step):
+    """The sizes of `self[..., start:end:step, ...]` along `dim` of a tensor of sizes `s`."""
+    return list(torch.empty(s)[(slice(None),) * (dim % len(s)) + (slice(start, end, step),)].shape)
+
+
+def g_slice_scatter(p, r):
+    s = shape(r, 1, 3)
+    dim = r.randrange(-len(s), len(s))
+    start, end = r.choice([None, 0, 1, -2]), r.choice([None, -1, 3, 10])
+    step = r.choice([1, 1, 2, 3])
+    src = p.inp(sliced_shape(s, dim, start, end, step), nc=r.random() < 0.3)
+    return p.op("slice_scatter", self=p.inp(s, nc=r.random() < 0.4), src=src, dim=dim, start=start, end=end, step=step)
+
+
+def g_select_scatter(p, r):
+    s = shape(r, 1, 3)
+    dim = r.randrange(-len(s), len(s))
+    index = r.randrange(-s[dim], s[dim])
+    src = p.inp(s[:dim % len(s)] + s[dim % len(s) + 1:], nc=r.random() < 0.3)
+    return p.op("select_scatter", self=p.inp(s, nc=r.random() < 0.4), src=src, dim=dim, index=index)
+
+
+def random_sizes(r, n):
+    """A list of non-negative sizes summing to `n` (an empty piece now and then)."""
+    cuts = sorted(r.randint(0, n) for _ in range(r.choice([0, 1, 2, 3])))
+    return [b - a for a, b in zip([0] + cuts, cuts + [n])]
+
+
+def g_split_with_sizes(p, r):
+    s = shape(r, 1, 3)
+    dim = r.randrange(-len(s), len(s))
+    sizes = random_sizes(r, s[dim])
+    us = p.op("split_with_sizes", nout=len(sizes), self=p.inp(s, nc=r.random() < 0.4), split_sizes=sizes, dim=dim)
+    k = r.randrange(len(sizes))
+    return p.op("mul.Tensor", self=us[k], other=us[-1 - k] if sizes[k] == sizes[-1 - k] else us[k])
+
+
+def g_topk(p, r):
+    s = r.choice([shape(r, 1, 3), []])
+    n = max(len(s), 1)
+    dim = r.randrange(-n, n)
+    k = r.randint(0, s[dim] if s else 1)
+    x = p.inp(s, nc=r.random() < 0.4)
+    return p.op("topk", nout=2, self=x, k=k, dim=dim, largest=r.random() < 0.6, sorted=r.random() < 0.7)[0]
+
+
+GEN.update({
+    "clamp.Tensor": g_clamp_tensor,
+    "slice_scatter": g_slice_scatter,
+    "select_scatter": g_select_scatter,
+    "split_with_sizes": g_split_with_sizes,
+    "topk": g_topk,
+})
+MULTI_OUTPUT.update({"split_with_sizes", "topk"})
+SWEEP_JVP.update({"clamp.Tensor", "slice_scatter", "select_scatter"})
+
+
+def sweep_sizes(s):
+    """`split_with_sizes`'s sizes in the sweep: one piece of the whole first dim."""
+    return [s[0]] if s else [1]
+
+
+def select_sweep_calls():
+    """These operators in the sweep of 0-d, empty and size-1 inputs."""
+    return {
+        "clamp.Tensor": lambda p, a: p.op("clamp.Tensor", self=a.t(0), min=a.t(1), max=a.t(2)),
+        "split_with_sizes": lambda p, a: p.op(
+            "split_with_sizes", nout=n_outputs("split_with_sizes", a.shape_at(0), split_sizes=sweep_sizes(a.shape_at(0))),
+            self=a.t(0), split_sizes=sweep_sizes(a.shape_at(0)), dim=0),
+        "topk": lambda p, a: p.op("topk", nout=2, self=a.t(0), k=1, dim=0, largest=True, sorted=True),
+        "slice_scatter": lambda p, a: p.op("slice_scatter", self=a.t(0), src=a.t(1), dim=0, start=None, end=None,
+                                           step=1),
+        "select_scatter": lambda p, a: p.op("select_scatter", self=a.t(0), src=p.op("select.int", self=a.t(1), dim=0,
+                                                                                       index=0), dim=0, index=-1),
+    }
+
+
+def select_programs():
+    """The `select` category: `clamp.Tensor`'s ties with a bound (the gradient split in
+    halves), crossed bounds (`min > max`), NaN in the input or a bound, broadcast and 0-d
+    bounds, one bound, integer and boolean operands (PyTorch's promotion and its refusal of
+    booleans with both bounds) and its errors; reverse mode, forward mode and second
+    derivatives."""
+    progs = []
+
+    def add(p, jvp=True):
+        progs.append(p)
+        if jvp:
+            q = scen(p.name.replace("select/", "select/jvp/", 1), "select")
+            q.inputs, q.steps, q.output, q.mode = p.inputs, p.steps, p.output, "jvp"
+            progs.append(q)
+
+    nan = float("nan")
+    xs = [0.0, 1.0, 1.5, 2.0, 3.0, nan, -1.0, 2.5]
+    bounds = {
+        "ordered": ([1.0] * 8, [2.0] * 8),
+        "crossed": ([2.0] * 8, [1.0] * 8),
+        "equal": ([1.0] * 8, [1.0] * 8),
+        "nan_min": ([nan, 1.0, nan, 1.0, nan, 1.0, nan, 1.0], [2.0] * 8),
+        "nan_max": ([1.0] * 8, [nan, 2.0, nan, 2.0, nan, 2.0, nan, 2.0]),
+        "mixed": ([1.0, 1.0, 2.0, 2.0, 0.5, 1.0, -1.0, 3.0], [2.0, 0.5, 2.0, 1.0, 3.0, 1.0, -1.0, 2.5]),
+    }
+    for name, (lo, hi) in bounds.items():
+        for which in ("both", "min", "max"):
+            p = scen(f"select/clamp_tensor_{name}_{which}", "select")
+            p.op("clamp.Tensor", self=p.inp([8], data=xs),
+                 min=p.inp([8], data=lo) if which != "max" else None,
+                 max=p.inp([8], data=hi) if which != "min" else None)
+            add(p)
+    p = scen("select/clamp_tensor_broadcast", "select")
+    p.op("clamp.Tensor", self=p.inp([2, 3], nc=True), min=p.inp([3]), max=p.inp([2, 1], "pos"))
+    add(p)
+    p = scen("select/clamp_tensor_0d_bounds", "select")
+    p.op("clamp.Tensor", self=p.inp([4], "wide"), min=p.inp([], data=[-0.5]), max=p.inp([], data=[0.5]))
+    add(p)
+    p = scen("select/clamp_tensor_0d_self", "select")
+    p.op("clamp.Tensor", self=p.inp([], data=[0.7]), min=p.inp([3], data=[0.0, 0.7, 1.0]), max=None)
+    add(p)
+    p = scen("select/clamp_tensor_empty", "select")
+    p.op("clamp.Tensor", self=p.inp([0, 3]), min=p.inp([3]), max=p.inp([1, 3]))
+    add(p)
+    p = scen("select/clamp_tensor_hvp", "select")
+    p.mode = "hvp"
+    lo, hi = p.inp([4], data=[0.0, -0.5, 0.2, 1.0]), p.inp([4], data=[0.5, 0.5, 0.2, 0.8])
+    y = p.op("clamp.Tensor", self=p.inp([4], data=[0.3, -0.9, 0.2, 1.5]), min=lo, max=hi)
+    p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+    progs.append(p)
+    ints = [-3, 0, 2, 5]
+    for name, mk in [("ints", lambda p, d: p.inp([4], "idx7", data=d)),
+                     ("int_float_bounds", None), ("bools_one_bound", None), ("bools", None), ("bool_int", None)]:
+        p = scen(f"select/clamp_tensor_{name}", "select")
+        if name == "ints":
+            p.op("clamp.Tensor", self=mk(p, ints), min=mk(p, [0, 0, 3, 0]), max=mk(p, [4, 4, 4, 1]))
+        elif name == "int_float_bounds":
+            p.op("clamp.Tensor", self=p.inp([4], "idx7", data=ints), min=p.inp([], data=[-0.5], rg=False),
+                 max=p.inp([4], "idx7", data=[4, 4, 1, 3]))
+        elif name == "bools_one_bound":
+            p.op("clamp.Tensor", self=p.inp([4], "bool", data=[True, False, True, False]),
+                 min=None, max=p.inp([4], "bool", data=[True, True, False, False]))
+        elif name == "bools":
+            p.op("clamp.Tensor", self=p.inp([2], "bool", data=[True, False]),
+                 min=p.inp([2], "bool", data=[False, False]), max=p.inp([2], "bool", data=[True, True]))
+        else:
+            p.op("clamp.Tensor", self=p.inp([3], "bool", data=[True, False, True]),
+                 min=p.inp([3], "idx7", data=[0, 2, 1]), max=None)
+        progs.append(p)
+    for name, args in [("no_bounds", dict(self=[3], min=None, max=None)),
+                       ("bool_no_bounds", dict(self=("b", [2]), min=None, max=None)),
+                       ("min_shape", dict(self=[2, 3], min=[4], max=None)),
+                       ("max_shape", dict(self=[2, 3], min=[3], max=[2, 2]))]:
+        p = scen(f"select/errors/clamp_tensor_{name}", "select")
+        kw = {k: (None if v is None else p.inp(v[1], "bool") if isinstance(v, tuple) else p.inp(v))
+              for k, v in args.items()}
+        p.op("clamp.Tensor", **kw)
+        progs.append(p)
+    scatter_programs(add, progs)
+    split_programs(add, progs)
+    topk_programs(add, progs)
+    return progs
+
+
+def topk_programs(add, progs):
+    """`topk` in the `select` category: NaN (above every number), infinities, -0.0, ties
+    (values; the indices and gradients of ties, where PyTorch's partial sort picks its own
+    order, are `OP_SET_DIFFERENCES`), k 0 and k the whole dim, 0-d, empty, integer inputs and
+    PyTorch's errors."""
+    nan, inf = float("nan"), float("inf")
+    distinct = [0.5, nan, -1.5, inf, 2.0, -inf, -0.25, 1.25, 3.0, -2.0, 0.0, 0.75]
+    for name, kw in [("largest", dict(k=3, dim=-1, largest=True, sorted=True)),
+                     ("smallest", dict(k=4, dim=1, largest=False, sorted=True)),
+                     ("dim0", dict(k=1, dim=0, largest=True, sorted=False)),
+                     ("k0", dict(k=0, dim=1, largest=True, sorted=True)),
+                     ("whole", dict(k=6, dim=-1, largest=False, sorted=True))]:
+        p = scen(f"select/topk_{name}", "select")
+        p.op("topk", nout=2, self=p.inp([2, 6], data=distinct), **kw)
+        add(p)
+        q = scen(f"select/topk_indices_{name}", "select")
+        _, i = q.op("topk", nout=2, self=q.inp([2, 6], data=distinct), **kw)
+        q.out(i)
+        progs.append(q)
+    ties = [1.0, 3.0, 3.0, 2.0, 3.0, nan, 1.0, 1.0]
+    for name, kw in [("largest", dict(k=3, dim=0, largest=True, sorted=True)),
+                     ("smallest", dict(k=4, dim=0, largest=False, sorted=True))]:
+        p = scen(f"select/topk_ties_values_{name}", "select")
+        v, _ = p.op("topk", nout=2, self=p.inp([8], data=ties, rg=False), **kw)
+        progs.append(p)
+        p = scen(f"select/topk_ties_{name}", "select")
+        p.op("topk", nout=2, self=p.inp([8], data=ties), **kw)
+        progs.append(p)
+    for name, s, k in [("0d", [], 1), ("0d_k0", [], 0), ("empty", [2, 0], 0), ("empty_rows", [0, 3], 2)]:
+        p = scen(f"select/topk_{name}", "select")
+        p.op("topk", nout=2, self=p.inp(s), k=k, dim=-1, largest=True, sorted=True)
+        add(p)
+    p = scen("select/topk_ints", "select")
+    v, i = p.op("topk", nout=2, self=p.inp([5], "idx7", data=[3, -1, 6, 0, 2]), k=3, dim=0, largest=True, sorted=True)
+    p.op("cat", tensors=[v, i], dim=0)
+    progs.append(p)
+    p = scen("select/topk_hvp", "select")
+    p.mode = "hvp"
+    v, _ = p.op("topk", nout=2, self=p.inp([2, 4]), k=2, dim=1, largest=True, sorted=True)
+    p.op("sum", self=p.op("mul.Tensor", self=v, other=p.op("sin", self=v)), dtype=None)
+    progs.append(p)
+    for name, s, k, dim, kind in [("k_large", [3, 4], 5, 1, "t"), ("k_negative", [3, 4], -1, 1, "t"),
+                                  ("0d_k2", [], 2, 0, "t"), ("dim", [3], 1, 1, "t"), ("bools", [3], 1, 0, "bool")]:
+        p = scen(f"select/errors/topk_{name}", "select")
+        p.op("topk", nout=2, self=p.inp(s, kind), k=k, dim=dim, largest=True, sorted=True)
+        progs.append(p)
+
+
+def split_programs(add, progs):
+    """`split_with_sizes` in the `select` category: empty pieces, negative dims, 0-size dims,
+    pieces left unused (their gradients zeros), integer inputs and PyTorch's errors."""
+    for name, s, sizes, dim, use in [("uneven", [5, 2], [2, 0, 3], 0, [0, 2]), ("negative_dim", [2, 3, 4], [1, 3], -1, [1]),
+                                     ("one_piece", [3], [3], 0, [0]), ("empty_dim", [2, 0], [0, 0], 1, [0, 1]),
+                                     ("all_used", [4, 3], [1, 1, 2], 0, [0, 1, 2])]:
+        p = scen(f"select/split_with_sizes_{name}", "select")
+        us = p.op("split_with_sizes", nout=len(sizes), self=p.inp(s, nc=True), split_sizes=sizes, dim=dim)
+        parts = [p.op("sum.dim_IntList", self=p.op("mul.Tensor", self=us[k], other=us[k]), dim=[dim], keepdim=True,
+                      dtype=None) for k in use]
+        p.op("cat", tensors=parts, dim=dim)
+        add(p)
+    p = scen("select/split_with_sizes_ints", "select")
+    us = p.op("split_with_sizes", nout=2, self=p.inp([5], "idx7", data=[3, -1, 0, 4, 2]), split_sizes=[3, 2], dim=0)
+    p.op("cat", tensors=[us[1], us[0]], dim=0)
+    progs.append(p)
+    for name, s, sizes, dim in [("sum_short", [3, 4], [1, 2], 1), ("sum_long", [3, 4], [2, 2], 0),
+                                ("negative_size", [3, 4], [5, -1], 1), ("0d", [], [1], 0), ("dim", [3, 4], [4], -3),
+                                ("no_sizes", [3, 4], [], 0)]:
+        p = scen(f"select/errors/split_with_sizes_{name}", "select")
+        p.op("split_with_sizes", nout=max(len(sizes), 1), self=p.inp(s), split_sizes=sizes, dim=dim)
+        progs.append(p)
+
+
+def scatter_programs(add, progs):
+    """`slice_scatter` and `select_scatter` in the `select` category: steps, negative and
+    out-of-range bounds, empty slices, a source of another dtype (converted to `self`'s),
+    integer and boolean tensors, second derivatives and PyTorch's errors."""
+    for name, s, dim, start, end, step in [("step2", [3, 5], 1, 1, None, 2), ("negative_start", [4, 2], 0, -3, -1, 1),
+                                           ("end_past", [2, 3], -1, 1, 10, 1), ("empty_slice", [2, 3], 1, 3, 1, 1),
+                                           ("step_past_end", [5], 0, 1, None, 7), ("empty_self", [0, 3], 1, 0, 2, 1),
+                                           ("whole", [2, 2], 0, None, None, 1)]:
+        p = scen(f"select/slice_scatter_{name}", "select")
+        p.op("slice_scatter", self=p.inp(s, nc=True), src=p.inp(sliced_shape(s, dim, start, end, step)), dim=dim,
+             start=start, end=end, step=step)
+        add(p)
+    for name, s, dim, index in [("dim0", [3, 2], 0, 1), ("negative_index", [2, 3, 2], -2, -1), ("1d", [4], 0, 2),
+                                ("empty_rest", [3, 0], 0, 2)]:
+        p = scen(f"select/select_scatter_{name}", "select")
+        d = dim % len(s)
+        p.op("select_scatter", self=p.inp(s, nc=True), src=p.inp(s[:d] + s[d + 1:]), dim=dim, index=index)
+        add(p)
+    for op, extra in [("slice_scatter", dict(dim=0, start=1, end=None, step=2)), ("select_scatter", dict(dim=0, index=1))]:
+        src_shape = [1, 3] if op == "slice_scatter" else [3]
+        for name, self_kind, src_kind in [("ints_from_floats", "idx7", "wide"), ("floats_from_ints", "t", "idx7"),
+                                          ("bools", "bool", "bool"), ("ints_from_bools", "idx7", "bool")]:
+            p = scen(f"select/{op}_{name}", "select")
+            src = p.inp(src_shape, src_kind, rg=False)
+            p.op(op, self=p.inp([3, 3], self_kind, rg=self_kind == "t"), src=src, **extra)
+            progs.append(p)
+        p = scen(f"select/{op}_hvp", "select")
+        p.mode = "hvp"
+        x, src = p.inp([3, 3]), p.inp(src_shape)
+        y = p.op(op, self=p.op("mul.Tensor", self=x, other=x), src=p.op("sin", self=src), **extra)
+        p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+        progs.append(p)
+    for name, op, s, src, args in [
+        ("slice_0d", "slice_scatter", [], [], dict(dim=0, start=None, end=None, step=1)),
+        ("slice_step0", "slice_scatter", [2, 3], [2, 3], dict(dim=1, start=None, end=None, step=0)),
+        ("slice_negative_step", "slice_scatter", [2, 3], [2, 3], dict(dim=1, start=None, end=None, step=-1)),
+        ("slice_dim", "slice_scatter", [2, 3], [2, 3], dict(dim=2, start=None, end=None, step=1)),
+        ("slice_src_size", "slice_scatter", [3, 4], [3, 3], dict(dim=1, start=0, end=4, step=2)),
+        ("select_0d", "select_scatter", [], [], dict(dim=0, index=0)),
+        ("select_index", "select_scatter", [3, 4], [4], dict(dim=0, index=5)),
+        ("select_negative_index", "select_scatter", [3, 4], [3], dict(dim=1, index=-5)),
+        ("select_dim", "select_scatter", [3, 4], [4], dict(dim=-3, index=0)),
+        ("select_src_size", "select_scatter", [3, 4], [3], dict(dim=0, index=1)),
+    ]:
+        p = scen(f"select/errors/{name}", "select")
+        p.op(op, self=p.inp(s), src=p.inp(src), **args)
+        progs.append(p)
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
              + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
-             + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs())
+             + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
+             + select_programs())
     names = set()
     by_cat = {}
     for p in progs:

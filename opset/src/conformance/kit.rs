@@ -40,6 +40,8 @@ pub const OP_SET_DIFFERENCES: &[(&str, &str)] = &[
     ("products/prod_dim0_zero_and_inf", "as products/prod_zero_and_inf"),
     ("layout/resize/view", "the runtime's views are functional (docs/views.md): a view cannot take other sizes than its replay gives, so resize_ refuses a view, where PyTorch resizes it over its base's storage"),
     ("forward_nested/grad_of_jvp/layer_norm_weight", "PyTorch bug: the gradient of a layer_norm tangent misses the paths through native_layer_norm's mean and rstd, whose gradients its backward formula ignores (as forward_nested/jvp_jvp/layer_norm_weight)"),
+    ("select/topk_ties_largest", "topk among equal values: PyTorch's CPU kernel (std::partial_sort / std::nth_element) picks the indices in libstdc++'s selection order, the op set the first in a stable sort; the values agree (select/topk_ties_values_largest), the index of a tie and so where its gradient goes differ"),
+    ("select/topk_ties_smallest", "as select/topk_ties_largest"),
 ];
 
 /// What [`check_backend_with`] runs.

@@ -47,6 +47,7 @@ pub mod products_cases;
 pub mod report;
 pub mod resample_cases;
 pub mod runner;
+pub mod select_cases;
 pub mod softmax_cases;
 pub mod source;
 pub mod view_cases;

@@ -154,6 +154,13 @@ pub fn view_cases<B: ConformanceTensor>() -> Vec<ViewCase<B>> {
             MultiOutput,
             move |x| split_tensor(x, 2, 0),
         ),
+        vc(
+            ("split_with_sizes", "an empty piece, dim -1"),
+            &[a, 5],
+            true,
+            MultiOutput,
+            move |x| split_with_sizes(x, &[2, 0, 3], -1),
+        ),
         vc(("chunk", "dim -1"), &[a, 6], false, MultiOutput, move |x| {
             chunk(x, 3, -1)
         }),

@@ -250,3 +250,123 @@ pub fn decomposed_copy<T: Backend>(self_: &T, src: &T, non_blocking: bool) -> Re
     let e = T::expand(src, &sizes(self_.shape()), false)?;
     T::_to_copy(&e, scalar_type(self_), None, None, None, non_blocking, None)
 }
+
+/// `clamp.Tensor`: `maximum` with `min`, then `minimum` with `max` (PyTorch's kernel:
+/// `min(max(self, min), max)` over the broadcast and promoted operands, NaN from any of the
+/// three; `max` wins where `min > max`). With both bounds, booleans are refused as PyTorch's
+/// `clamp_cpu` does (one bound is its `clamp_min`/`clamp_max` kernel, which takes them).
+pub fn decomposed_clamp_tensor<T: Backend>(
+    self_: &T,
+    min: Option<&T>,
+    max: Option<&T>,
+) -> Result<T, T::Error> {
+    meta::clamp_tensor(min.is_some(), max.is_some())?;
+    if let (Some(lo), Some(hi)) = (min, max) {
+        let kind = crate::dtype::promoted_kind(&[self_.dtype(), lo.dtype(), hi.dtype()]);
+        crate::dtype::check_not_bool(kind, crate::dtype::kernel::CLAMP_TENSOR)?;
+    }
+    let low = match min {
+        Some(lo) => T::maximum(self_, lo)?,
+        None => self_.clone(),
+    };
+    match max {
+        Some(hi) => T::minimum(&low, hi),
+        None => Ok(low),
+    }
+}
+
+/// `slice_scatter`: `self` with `src` (converted to `self`'s dtype) written into the slice
+/// `start:end:step` of `dim` (PyTorch's checks: `slice`'s, then `src`'s sizes against the
+/// slice's), as `index_put` at the slice's positions.
+pub fn decomposed_slice_scatter<T: Backend>(
+    self_: &T,
+    src: &T,
+    dim: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    step: i64,
+) -> Result<T, T::Error> {
+    let (ax, range) = meta::slice(self_.shape(), dim, start, end, step)?;
+    let mut slice = self_.shape().to_vec();
+    slice[ax] = range.len().div_ceil(step as usize);
+    meta::scattered_slice(src.shape(), &slice)?;
+    put_along(self_, src, ax, (range.start, range.end, step))
+}
+
+/// `select_scatter`: `self` with `src` (converted to `self`'s dtype) written at `index` of
+/// `dim` (PyTorch's checks: `select`'s, then `src`'s sizes against the selection's).
+pub fn decomposed_select_scatter<T: Backend>(
+    self_: &T,
+    src: &T,
+    dim: i64,
+    index: i64,
+) -> Result<T, T::Error> {
+    let (ax, i) = meta::select(self_.shape(), dim, index)?;
+    let mut selected = self_.shape().to_vec();
+    selected.remove(ax);
+    meta::scattered_slice(src.shape(), &selected)?;
+    let one = T::unsqueeze(src, ax as i64)?;
+    put_along(self_, &one, ax, (i, i + 1, 1))
+}
+
+/// `self` with `src` written at the positions `start..end` by `step` of axis `ax` (`src` has
+/// the slice's sizes): `index_put` with an `arange` index after `ax` full dims.
+fn put_along<T: Backend>(
+    self_: &T,
+    src: &T,
+    ax: usize,
+    (start, end, step): (usize, usize, i64),
+) -> Result<T, T::Error> {
+    use autograd::types::{Scalar, ScalarType};
+    let at = T::arange_start_step(
+        Scalar::Int(start as i64),
+        Scalar::Int(end as i64),
+        Scalar::Int(step),
+        Some(ScalarType::I64),
+        None,
+        None,
+        None,
+    )?;
+    let mut indices: Vec<Option<T>> = vec![None; ax];
+    indices.push(Some(at));
+    let values = T::_to_copy(src, scalar_type(self_), None, None, None, false, None)?;
+    T::index_put(self_, &indices, &values, false)
+}
+
+/// `split_with_sizes`: one `slice` per piece (PyTorch's checks first).
+pub fn decomposed_split_with_sizes<T: Backend>(
+    self_: &T,
+    split_sizes: &[i64],
+    dim: i64,
+) -> Result<Vec<T>, T::Error> {
+    let (ax, pieces) = meta::split_with_sizes(self_.shape(), split_sizes, dim)?;
+    pieces
+        .into_iter()
+        .map(|r| T::slice_tensor(self_, ax as i64, Some(r.start), Some(r.end), 1))
+        .collect()
+}
+
+/// `topk`: the first `k` of a stable `sort` along `dim` (descending for `largest`; NaN
+/// above every number, as PyTorch's). `sorted=False` gives the same order. Among equal
+/// values PyTorch's CPU kernel (a partial sort) may pick other indices than the stable
+/// order (the `select` fixtures' ties, `OP_SET_DIFFERENCES`). A 0-d input is its own top
+/// value, at index 0, for `k` 0 or 1.
+pub fn decomposed_topk<T: Backend>(
+    self_: &T,
+    k: i64,
+    dim: i64,
+    largest: bool,
+    _sorted: bool,
+) -> Result<(T, T), T::Error> {
+    use autograd::types::{Scalar, ScalarType};
+    let ax = meta::topk(self_.shape(), self_.dtype(), k, dim)? as i64;
+    if self_.shape().is_empty() {
+        let i = T::scalar_tensor(Scalar::Int(0), Some(ScalarType::I64), None, None, None)?;
+        return Ok((self_.clone(), i));
+    }
+    let (v, i) = T::sort_stable(self_, Some(true), ax, largest)?;
+    Ok((
+        T::slice_tensor(&v, ax, Some(0), Some(k), 1)?,
+        T::slice_tensor(&i, ax, Some(0), Some(k), 1)?,
+    ))
+}

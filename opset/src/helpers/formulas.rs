@@ -545,6 +545,25 @@ pub fn split_backward<T: Backend>(
     cat(&grads_or_zeros(grads, piece)?, ax as i64)
 }
 
+/// PyTorch's `split_with_sizes_backward`: the pieces' gradients concatenated along `dim`,
+/// an undefined one as zeros of its piece's sizes.
+pub fn split_with_sizes_backward<T: Backend>(
+    grads: &[Option<V<T>>],
+    split_sizes: &[i64],
+    dim: i64,
+    sizes: &[i64],
+    _options: autograd::types::TensorOptions,
+) -> Res<V<T>> {
+    let ax = wrap_dim(dim, sizes.len())?;
+    let shape = shape_of(sizes);
+    let piece = |i: usize| {
+        let mut p = shape.clone();
+        p[ax] = split_sizes[i].max(0) as usize;
+        p
+    };
+    cat(&grads_or_zeros(grads, piece)?, ax as i64)
+}
+
 /// The gradient of `native_dropout`'s backward for its gradient: `ggI * mask * scale`.
 pub fn native_dropout_double_backward<T: Backend>(
     ggi: &V<T>,

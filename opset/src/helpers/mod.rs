@@ -26,6 +26,7 @@ mod product_formulas;
 pub mod raw;
 mod resample;
 mod resize;
+mod select_formulas;
 mod softmax;
 mod softmax_formulas;
 
@@ -43,6 +44,7 @@ pub use normalization::*;
 pub use product_formulas::*;
 pub use resample::{pad, upsample_bilinear2d_vec, upsample_nearest2d_vec};
 pub use resize::resize_;
+pub use select_formulas::*;
 
 /// `x.scalar_type()` where a formula runs (of `grad`, or of `result` in a forward formula;
 /// an input's is a saved property): the dtype's name, as `ScalarType` values are in the

@@ -48,6 +48,13 @@ mod softmax_formulas;
 
 pub use softmax_formulas::*;
 
+// The selection family's helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "select_formulas.rs"]
+mod select_formulas;
+
+pub use select_formulas::*;
+
 /// A raw tensor converted to the dtype named `dtype` (the backend's `Tensor::to_dtype`), for
 /// [`to`].
 fn cast_value<T: Backend>(t: &T, dtype: &'static str) -> Result<T, AutogradError> {
