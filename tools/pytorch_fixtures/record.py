@@ -5946,6 +5946,11 @@ GEN.update({
 })
 
 
+OPINFO.update({
+    "masked_scatter": c_method("masked_scatter", ["mask", "source"]),
+})
+
+
 def geom_sweep_calls():
     """These operators in the sweep of 0-d, empty and size-1 inputs."""
     return {
