@@ -38,9 +38,6 @@ pub const OP_SET_DIFFERENCES: &[(&str, &str)] = &[
     ("products/prod_zero_and_inf", "the op set has no cumprod: prod_safe_zeros_backward's cumulative products are a chain of differentiable products, whose derivative at an input with a zero and an infinity is finite where PyTorch's cumprod_backward divides by the infinity (NaN); first-order gradients agree"),
     ("products/prod_dim1_zero_and_inf", "as products/prod_zero_and_inf"),
     ("products/prod_dim0_zero_and_inf", "as products/prod_zero_and_inf"),
-    ("jvp/masked_scatter_backward/0", "PyTorch bug: its entry for masked_scatter_backward has no forward formula and the one torchgen derives from the backward entry gives a tangent of grad_output's shape, so with sizes of another shape PyTorch fails ('Trying to set a forward gradient that has a different size than that of the original Tensor'); the op set's forward formula (the op is linear in grad_output) gives the tangent"),
-    ("jvp/masked_scatter_backward/1", "as jvp/masked_scatter_backward/0"),
-    ("random_unseen/jvp/masked_scatter_backward/0", "as jvp/masked_scatter_backward/0"),
     ("forward_nested/grad_of_jvp/layer_norm_weight", "PyTorch bug: the gradient of a layer_norm tangent misses the paths through native_layer_norm's mean and rstd, whose gradients its backward formula ignores (as forward_nested/jvp_jvp/layer_norm_weight)"),
 ];
 
