@@ -344,5 +344,9 @@ Tensor new_ones(const Tensor& self, c10::SymIntArrayRef size);
 // Softmax (issue 30): the method `Tensor::to(ScalarType)` of the `_softmax_backward_data`
 // and `_log_softmax_backward_data` entries (`grad.to(output.dtype())`).
 Tensor to(const Tensor& self, ScalarType dtype);
+// Grid sampling, distances, masked_scatter (issue 30): the method `Tensor::masked_fill`
+// of `masked_scatter`'s entry (PyTorch's `masked_fill.Scalar` signature, computed with
+// `where`).
+Tensor masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value);
 
 } // namespace torch::autograd::generated::details

@@ -456,7 +456,8 @@ pub fn propagate<T: Tensor, O: SetTangent<T>>(
                     let _h = Hidden::new(level);
                     let _f = InFormula::enter(level);
                     formula(level)
-                };
+                }
+                .and_then(|t| out.check_sizes(&t).map(|()| t));
                 if let Err(e) = &t {
                     out.set_tangent(level, Err(e.clone()));
                     return Err(e.clone());
@@ -568,6 +569,11 @@ pub trait SetTangent<T: Tensor> {
     fn set_tangent(&self, level: Level, t: Result<Self, AutogradError>)
     where
         Self: Sized;
+
+    /// PyTorch's error (`_set_fw_grad`'s check) when a tangent's size is not its output's.
+    fn check_sizes(&self, t: &Self) -> Result<(), AutogradError>
+    where
+        Self: Sized;
 }
 
 impl<T: Tensor> SetTangent<T> for Variable<T> {
@@ -579,6 +585,16 @@ impl<T: Tensor> SetTangent<T> for Variable<T> {
                 Err(e) => Tangent::Error(e),
             },
         );
+    }
+
+    fn check_sizes(&self, t: &Self) -> Result<(), AutogradError> {
+        // An output a mask left out (PyTorch's undefined tensor) is an empty `[0]` here:
+        // PyTorch sets no tangent on it, so it has no size to check.
+        let (p, s) = (self.shape(), t.shape());
+        if p != s && p != [0] {
+            return Err(size_mismatch(&p, &s));
+        }
+        Ok(())
     }
 }
 
@@ -596,6 +612,10 @@ impl<T: Tensor> SetTangent<T> for Vec<Variable<T>> {
                 }
             }
         }
+    }
+
+    fn check_sizes(&self, t: &Self) -> Result<(), AutogradError> {
+        self.iter().zip(t).try_for_each(|(o, t)| o.check_sizes(t))
     }
 }
 

@@ -336,6 +336,7 @@ pub fn broadcast_to(from: &[usize], to: &[usize]) -> R<()> {
 
 mod advanced;
 mod conv;
+mod geom;
 mod indexing;
 mod losses;
 mod normalization;
@@ -351,6 +352,9 @@ pub use conv::{
     Conv, Pool2d, Tap, adaptive_avg_pool2d, adaptive_avg_pool2d_backward, adaptive_range,
     avg_pool2d, avg_pool2d_backward, constant_pad_nd, convolution, convolution_backward,
     max_pool2d, max_pool2d_backward, pooling_output_shape,
+};
+pub use geom::{
+    broadcast_positions, masked_scatter, masked_scatter_backward, masked_scatter_sources, nonzero,
 };
 use indexing::index_below;
 pub use indexing::{

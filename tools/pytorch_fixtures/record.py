@@ -3678,6 +3678,7 @@ def sweep_calls():
     calls.update(products_sweep_calls())
     calls.update(softmax_sweep_calls())
     calls.update(select_sweep_calls())
+    calls.update(geom_sweep_calls())
     return calls
 
 
@@ -6357,12 +6358,149 @@ def scatter_programs(add, progs):
         progs.append(p)
 
 
+# ---- nonzero, masked_scatter, distances, grid sampling (Core ATen; issue 30): generators
+# (GEN), sweep calls, and the `geom` category.
+def g_nonzero(p, r):
+    s = r.choice([shape(r, 1, 3), []])
+    kind = r.choice(["t", "bool", "idx2"])
+    data = None
+    if kind == "t":
+        data = [0.0 if r.random() < 0.4 else round(r.uniform(-1, 1), 6) for _ in range(math.prod(s))]
+    return p.op("nonzero", self=p.inp(s, kind, rg=False, data=data))
+
+
+def g_masked_scatter(p, r):
+    s = shape(r, 1, 3)
+    ms = s[r.randint(0, len(s)):] if r.random() < 0.4 else s
+    if r.random() < 0.2:
+        ms = [2] + ms if len(ms) < 3 else ms
+    m = p.inp(ms, "bool")
+    out = list(torch.broadcast_shapes(tuple(s), tuple(ms)))
+    n = math.prod(out) + r.choice([0, 0, 2])
+    src = p.inp(r.choice([[n], [1, n]]), nc=False)
+    return p.op("masked_scatter", self=p.inp(s, nc=r.random() < 0.4), mask=m, source=src)
+
+
+def g_masked_scatter_backward(p, r):
+    s = shape(r, 1, 3)
+    m = p.inp(s, "bool")
+    n = math.prod(s) + r.choice([0, 1, 3])
+    return p.op("masked_scatter_backward", grad_output=p.inp(s), mask=m, sizes=r.choice([[n], [1, n]]))
+
+
+GEN.update({
+    "nonzero": g_nonzero,
+    "masked_scatter": g_masked_scatter,
+    "masked_scatter_backward": g_masked_scatter_backward,
+})
+
+
+OPINFO.update({
+    "masked_scatter": c_method("masked_scatter", ["mask", "source"]),
+})
+
+
+def geom_sweep_calls():
+    """These operators in the sweep of 0-d, empty and size-1 inputs."""
+    return {
+        "nonzero": lambda p, a: p.op("nonzero", self=a.t(0, rg=False)),
+        "masked_scatter": lambda p, a: p.op("masked_scatter", self=a.t(0), mask=a.bool(1),
+                                            source=p.inp([3])),
+        "masked_scatter_backward": lambda p, a: p.op("masked_scatter_backward", grad_output=a.t(0), mask=a.bool(1),
+                                                     sizes=[3]),
+    }
+
+
+def geom_programs():
+    """The `geom` category: ``nonzero`` (0-d, empty, NaN, integers and booleans),
+    ``masked_scatter`` (broadcast masks, more source elements than set ones, integers and
+    booleans, PyTorch's errors) and its backward function, in reverse and forward mode, with
+    second derivatives."""
+    progs = []
+
+    def prog(name, mode="grad"):
+        p = scen(f"geom/{name}" if mode == "grad" else f"geom/{mode}/{name}", "geom")
+        p.mode = mode
+        progs.append(p)
+        return p
+
+    msk = lambda p, shape, data: p.inp(shape, "bool", data=data)
+    nan = float("nan")
+    for name, shp, kind, data in [("0d_nonzero", [], "t", [0.5]), ("0d_zero", [], "t", [0.0]),
+                                  ("0d_nan", [], "t", [nan]), ("empty", [0, 3], "t", []),
+                                  ("floats_nan_negzero", [2, 3], "t", [0.0, nan, -0.0, 1.5, 0.0, -2.0]),
+                                  ("ints_3d", [2, 1, 3], "idx9", [0, 3, 0, -1, 0, 7]),
+                                  ("bools", [4], "bool", [True, False, False, True]),
+                                  ("all_zero", [2, 2], "t", [0.0] * 4)]:
+        p = prog(f"nonzero_{name}")
+        p.op("nonzero", self=p.inp(shp, kind, rg=False, data=data))
+    p = prog("nonzero_noncontiguous")
+    x = p.inp([2, 3], rg=False, data=[0.0, 1.0, 2.0, 0.0, 0.0, 3.0], nc=True)
+    p.op("nonzero", self=x)
+
+    def scatter_cases(mode):
+        p = prog("masked_scatter_2d_mask_extra_source", mode)
+        p.op("masked_scatter", self=p.inp([2, 3]), mask=msk(p, [2, 3], [True, False, True, True, False, True]),
+             source=p.inp([7]))
+        p = prog("masked_scatter_mask_broadcast_nc", mode)
+        p.op("masked_scatter", self=p.inp([2, 3], nc=True), mask=msk(p, [3], [False, True, True]),
+             source=p.inp([2, 2]))
+        p = prog("masked_scatter_self_broadcast", mode)
+        p.op("masked_scatter", self=p.inp([3]), mask=msk(p, [2, 1], [True, False]), source=p.inp([4]))
+        p = prog("masked_scatter_0d", mode)
+        p.op("masked_scatter", self=p.inp([]), mask=msk(p, [], [True]), source=p.inp([2]))
+        p = prog("masked_scatter_none_set_empty_source", mode)
+        p.op("masked_scatter", self=p.inp([3]), mask=msk(p, [3], [False] * 3), source=p.inp([0]))
+        p = prog("masked_scatter_backward_pad", mode)
+        p.op("masked_scatter_backward", grad_output=p.inp([2, 3]),
+             mask=msk(p, [3], [True, False, True]), sizes=[2, 3])
+
+    scatter_cases("grad")
+    scatter_cases("jvp")
+    # (With the source differentiable too, PyTorch's forward-over-reverse fails an internal
+    # check: the tangent of `masked_scatter_backward`'s result gets the gradient's size.)
+    p = prog("masked_scatter_hvp", "hvp")
+    y = p.op("masked_scatter", self=p.inp([2, 3]), mask=msk(p, [2, 3], [True, False, True, False, True, True]),
+             source=p.inp([5], rg=False))
+    p.op("sum", self=p.op("mul.Tensor", self=y, other=p.op("sin", self=y)), dtype=None)
+    p = prog("masked_scatter_ints")
+    p.op("masked_scatter", self=p.inp([4], "idx9", data=[1, 2, 3, 4]), mask=msk(p, [4], [False, True, False, True]),
+         source=p.inp([3], "idx9", data=[7, 8, 9]))
+    p = prog("masked_scatter_bools")
+    p.op("masked_scatter", self=msk(p, [3], [True, False, True]), mask=msk(p, [3], [True, True, False]),
+         source=msk(p, [2], [False, True]))
+    p = prog("masked_scatter_backward_sizes_inferred")
+    p.op("masked_scatter_backward", grad_output=p.inp([2, 3]), mask=msk(p, [3], [True, False, True]), sizes=[-1])
+    errors = [
+        ("dtype", [2, 3], ("m", [2, 3]), ("i", [6])),
+        ("mask_float", [2, 3], ("f", [2, 3]), ("f", [6])),
+        ("dtype_before_mask", [3], ("f", [3]), ("i", [3])),
+        ("too_few_source", [2, 3], ("m", [2, 3]), ("f", [5])),
+        ("broadcast", [2, 3], ("m", [4]), ("f", [6])),
+        ("broadcast_before_dtype", [3], ("f", [4]), ("i", [3])),
+        ("0d_empty_source", [], ("m", []), ("f", [0])),
+    ]
+    for name, s, m, src in errors:
+        p = prog(f"errors/masked_scatter_{name}")
+        mk = (msk(p, m[1], [True] * math.prod(m[1])) if m[0] == "m"
+              else p.inp(m[1], rg=False, data=[1.0] * math.prod(m[1])))
+        sv = (p.inp(src[1], "idx9", data=[1] * math.prod(src[1])) if src[0] == "i" else p.inp(src[1]))
+        p.op("masked_scatter", self=p.inp(s), mask=mk, source=sv)
+    for name, m, sizes in [("mask_float", ("f", [2, 3]), [6]), ("view", ("m", [2, 3]), [4]),
+                           ("broadcast", ("m", [4]), [8])]:
+        p = prog(f"errors/masked_scatter_backward_{name}")
+        mk = (msk(p, m[1], [True] * math.prod(m[1])) if m[0] == "m"
+              else p.inp(m[1], rg=False, data=[1.0] * math.prod(m[1])))
+        p.op("masked_scatter_backward", grad_output=p.inp([2, 3]), mask=mk, sizes=sizes)
+    return progs
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
              + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
              + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
-             + select_programs())
+             + select_programs() + geom_programs())
     names = set()
     by_cat = {}
     for p in progs:

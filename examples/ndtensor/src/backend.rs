@@ -11,6 +11,7 @@
 mod advanced;
 mod conv;
 mod dtype;
+mod geom;
 mod norm;
 mod products;
 mod resample;

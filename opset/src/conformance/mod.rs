@@ -36,6 +36,7 @@ pub mod cases;
 pub mod conv_cases;
 pub mod dispatch;
 pub mod fixtures;
+pub mod geom_cases;
 pub mod index_cases;
 pub mod inplace_cases;
 pub mod kit;

@@ -20,6 +20,7 @@ mod conv;
 mod conv_formulas;
 mod decompositions;
 mod formulas;
+mod geom_formulas;
 mod norm_composites;
 mod normalization;
 mod product_formulas;
@@ -39,6 +40,7 @@ pub use conv::{
 pub use conv_formulas::*;
 pub use decompositions::*;
 pub use formulas::*;
+pub use geom_formulas::*;
 pub use norm_composites::{batch_norm, var_dim};
 pub use normalization::*;
 pub use product_formulas::*;

@@ -39,6 +39,13 @@ mod product_formulas;
 
 pub use product_formulas::*;
 
+// The grid-sampling, distance and `masked_scatter` helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "geom_formulas.rs"]
+mod geom_formulas;
+
+pub use geom_formulas::*;
+
 // `x.scalar_type()` of a raw tensor where a formula runs.
 pub use super::ScalarTypeOf;
 // The softmax entries' helpers, likewise.

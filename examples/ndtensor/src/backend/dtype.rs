@@ -1765,6 +1765,15 @@ impl<E: Element> Backend for NdTensor<E> {
     fn scatter_src(self_: &Self, dim: i64, index: &Self, src: &Self) -> R<Self> {
         super::advanced::scatter_src(self_, dim, index, src)
     }
+    fn nonzero(self_: &Self) -> R<Self> {
+        super::geom::nonzero(self_)
+    }
+    fn masked_scatter(self_: &Self, mask: &Self, source: &Self) -> R<Self> {
+        super::geom::masked_scatter(self_, mask, source)
+    }
+    fn masked_scatter_backward(grad_output: &Self, mask: &Self, sizes: &[i64]) -> R<Self> {
+        super::geom::masked_scatter_backward(grad_output, mask, sizes)
+    }
     fn scatter_value(self_: &Self, dim: i64, index: &Self, value: Scalar) -> R<Self> {
         super::advanced::scatter_value(self_, dim, index, value)
     }
