@@ -161,11 +161,6 @@ pub fn cast_i64(x: f64) -> i64 {
     }
 }
 
-/// `check_fits` for `scalar_tensor`, whose default dtype is the default float.
-pub fn check_scalar_tensor(s: Scalar, dtype: Option<ScalarType>) -> R<()> {
-    check_fits(dtype.map_or(Kind::Float, Kind::requested), s)
-}
-
 /// A double as C++'s `operator<<` prints it (`%g`: `0.5`, `5`, `inf`, `nan`, `1e+30`).
 fn cpp_double(x: f64) -> String {
     if x.is_nan() {

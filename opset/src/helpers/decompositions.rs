@@ -184,8 +184,8 @@ pub fn decomposed_scalar_tensor<T: Backend>(
     device: Option<autograd::types::Device>,
     pin_memory: Option<bool>,
 ) -> Result<T, T::Error> {
-    crate::factory::check_scalar_tensor(s, dtype)?;
-    // Without a dtype, `full` takes the value's kind: as a float it is the default float.
+    // Without a dtype, `full` takes the value's kind: as a float it is the default float
+    // (`full` checks that the value fits the dtype).
     let s = match dtype {
         None => autograd::types::Scalar::Float(s.to_f64()),
         Some(_) => s,

@@ -68,15 +68,8 @@ impl<T: Backend> ScalarTypeOf for T {
     }
 }
 
-pub(crate) use softmax::runtime_dtype_name;
 pub use softmax::{log_softmax_int, softmax_int};
 pub use softmax_formulas::*;
-
-/// A variable converted to the dtype named `dtype`, differentiably (the runtime's
-/// `to_dtype`), for [`to`].
-fn cast_value<T: Backend>(v: &V<T>, dtype: &'static str) -> Res<V<T>> {
-    autograd::runtime::ops::to_dtype(v, dtype)
-}
 
 /// The tangents of `tensors` at the level whose forward formula runs (zeros for an input
 /// without one), for the JVP helpers that read them from the primals as PyTorch's do.

@@ -61,14 +61,3 @@ pub use softmax_formulas::*;
 mod select_formulas;
 
 pub use select_formulas::*;
-
-/// A raw tensor converted to the dtype named `dtype` (the backend's `Tensor::to_dtype`), for
-/// [`to`].
-fn cast_value<T: Backend>(t: &T, dtype: &'static str) -> Result<T, AutogradError> {
-    autograd::runtime::Tensor::to_dtype(t, dtype).ok_or_else(|| {
-        AutogradError::msg(format!(
-            "the backend cannot convert {} to {dtype}",
-            t.dtype()
-        ))
-    })
-}

@@ -3,7 +3,6 @@
 //! `_softmax` / `_log_softmax`. Over `Variable<T>` only (no formula calls them).
 
 use super::*;
-use autograd::support::KernelNotImplemented;
 use autograd::types::ScalarType;
 
 /// The runtime's name of a dtype (what [`autograd::runtime::Tensor::dtype`] returns).
@@ -23,8 +22,7 @@ pub(crate) fn runtime_dtype_name(d: ScalarType) -> &'static str {
 }
 
 /// `input_.toType(dtype)` then `_softmax` (`log` false) or `_log_softmax`, as PyTorch's
-/// composites. A cast to a float dtype is the runtime's differentiable conversion (where the
-/// backend has none, PyTorch's "Could not run 'aten::_to_copy'" error); an
+/// composites. A cast to a float dtype is `_to_copy`, as PyTorch's; an
 /// integer or boolean one would reach the kernel's dtype error, which is raised here
 /// (after the same dim check), without a conversion the backend may not have.
 fn softmax_composite<T: Backend>(
@@ -45,12 +43,9 @@ fn softmax_composite<T: Backend>(
             if input.with_data(|t| t.dtype()) == name {
                 input.clone()
             } else {
-                // The runtime's conversion fails only where the backend has none: PyTorch's
-                // cast is its `_to_copy` kernel, which such a backend has not written.
-                autograd::runtime::ops::to_dtype(input, name).map_err(|_| {
-                    let e = KernelNotImplemented::new("aten::_to_copy", T::backend_name());
-                    AutogradError::backend(crate::Error::from(e))
-                })?
+                // PyTorch's cast: its `_to_copy` (a backend without that kernel gives
+                // PyTorch's "Could not run 'aten::_to_copy'" error).
+                _to_copy(input, Some(d), None, None, None, false, None)?
             }
         }
     };

@@ -1,6 +1,6 @@
 //! The softmax entries' helpers (compiled twice, as `formulas.rs`): PyTorch's
-//! `softmax_double_backward`, and `Tensor::to(ScalarType)`, the conversion its formulas
-//! write as `grad.to(output.dtype())`.
+//! `softmax_double_backward`, and `Tensor::to(ScalarType)` (`_to_copy`), the conversion its
+//! formulas write as `grad.to(output.dtype())`.
 
 use super::*;
 
@@ -27,14 +27,12 @@ pub fn softmax_double_backward<T: Backend>(
 }
 
 /// PyTorch's `Tensor::to(ScalarType)` (`grad.to(output.dtype())`): the tensor itself when it
-/// has that dtype already, else converted (the runtime's `to_dtype`: differentiably over
-/// variables).
+/// has that dtype already, else `_to_copy` to it (PyTorch's decomposition of `to`).
 pub fn to<T: Backend>(self_: &V<T>, dtype: &str) -> Res<V<T>> {
     if self_.with_data(|t| t.dtype()) == dtype {
         return Ok(self_.clone());
     }
-    let name = autograd::types::ScalarType::from_name(dtype)
-        .map(crate::helpers::runtime_dtype_name)
+    let dtype = autograd::types::ScalarType::from_name(dtype)
         .ok_or_else(|| AutogradError::msg(format!("no dtype named {dtype}")))?;
-    cast_value(self_, name)
+    _to_copy(self_, Some(dtype), None, None, None, false, None)
 }
