@@ -166,8 +166,8 @@ fn check_dim_size(t: &[usize], ndim: usize, dim: usize, size: usize) -> R<()> {
 fn check_output_like(t: &[usize], input: &[usize], out: [i64; 3]) -> R<()> {
     let nd = input.len();
     check_dim_size(t, nd, nd - 4, input[nd - 4])?;
-    for i in 0..3 {
-        check_dim_size(t, nd, nd - 3 + i, out[i] as usize)?;
+    for (i, o) in out.iter().enumerate() {
+        check_dim_size(t, nd, nd - 3 + i, *o as usize)?;
     }
     Ok(())
 }
