@@ -212,6 +212,14 @@ pub mod kernel {
     pub const UPSAMPLE_BILINEAR2D_BACKWARD_CL: &str = "upsample_bilinear2d_backward_channels_last";
     /// `cumsum` asked for a `bool` result.
     pub const CUMSUM: &str = "cumsum_out_cpu";
+    /// `max_pool3d_with_indices` of booleans.
+    pub const MAX_POOL3D: &str = "max_pool3d";
+    /// `max_pool3d_with_indices_backward` of integers and booleans.
+    pub const MAX_POOL3D_BACKWARD: &str = "max_pool3d_backward";
+    /// `avg_pool3d` of booleans.
+    pub const AVG_POOL3D: &str = "avg_pool3d_out_frame";
+    /// `avg_pool3d_backward` of booleans.
+    pub const AVG_POOL3D_BACKWARD: &str = "avg_pool3d_backward_out_frame";
 }
 
 /// PyTorch's error for a kernel it implements for floating-point types only.
@@ -357,6 +365,20 @@ pub fn check_same(expected: &str, found: &str) -> R<()> {
             torch_name(found)
         )
     })
+}
+
+/// `max_pool3d_with_indices_backward`'s dtypes: the gradient's is the input's, the indices
+/// are `int64`, the kernel is for floating-point types.
+pub fn check_pool3d_backward(input: &str, grad_output: &str, indices: &str) -> R<()> {
+    check(input == grad_output, || {
+        format!(
+            "expected dtype {} for `gradOutput` but got dtype {}",
+            c10_name(input),
+            c10_name(grad_output)
+        )
+    })?;
+    check_same("i64", indices)?;
+    check_floats(input, kernel::MAX_POOL3D_BACKWARD)
 }
 
 /// PyTorch's C++ name of a dtype (`caffe2::TypeMeta`'s: `double`, `long int`, `bool`, ...),

@@ -340,6 +340,7 @@ mod geom;
 mod indexing;
 mod losses;
 mod normalization;
+mod pool3d;
 mod products;
 mod resample;
 mod select;
@@ -349,9 +350,9 @@ mod tests;
 
 pub use advanced::{Advanced, Index, index_put, index_tensor, scatter};
 pub use conv::{
-    Conv, Pool2d, Tap, adaptive_avg_pool2d, adaptive_avg_pool2d_backward, adaptive_range,
-    avg_pool2d, avg_pool2d_backward, constant_pad_nd, convolution, convolution_backward,
-    max_pool2d, max_pool2d_backward, pooling_output_shape,
+    Conv, Pool, Tap, adaptive_avg_pool2d, adaptive_avg_pool2d_backward, adaptive_range, avg_pool2d,
+    avg_pool2d_backward, constant_pad_nd, convolution, convolution_backward, max_pool2d,
+    max_pool2d_backward, pooling_output_shape,
 };
 pub use geom::{
     broadcast_positions, masked_scatter, masked_scatter_backward, masked_scatter_sources, nonzero,
@@ -366,6 +367,7 @@ pub use normalization::{
     ChannelSizes, Stat, batch_norm, batch_norm_backward_channels, batch_norm_channels,
     batch_norm_legit, batch_norm_no_stats, batch_norm_stat, var, var_dtype,
 };
+pub use pool3d::{avg_pool3d, avg_pool3d_backward, max_pool3d, max_pool3d_backward};
 pub use products::{addmm, sort_indices};
 pub use resample::{
     Axis, AxisTap, PadMode, Resample, adaptive_avg_pool3d, adaptive_avg_pool3d_backward, pad,

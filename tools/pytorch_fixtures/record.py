@@ -3679,6 +3679,7 @@ def sweep_calls():
     calls.update(softmax_sweep_calls())
     calls.update(select_sweep_calls())
     calls.update(geom_sweep_calls())
+    calls.update(pool3d_sweep_calls())
     return calls
 
 
@@ -6495,12 +6496,232 @@ def geom_programs():
     return progs
 
 
+# ---- 3-d pooling (avg_pool3d, max_pool3d_with_indices and their backward ops; Core ATen;
+# issue 30): generators (GEN), sweep calls, and the `pool3d` category.
+def pool3d_geometry(r, op):
+    """A random 3-d pooling call PyTorch accepts: ``(input shape, args, output shape)``."""
+    while True:
+        x = ([r.choice([1, 2])] if r.random() < 0.6 else []) + [r.choice([1, 2])] + [r.choice([2, 3, 4])
+                                                                                    for _ in range(3)]
+        k = [r.choice([1, 2, 3]) for _ in range(3)]
+        args = dict(kernel_size=k if r.random() < 0.8 else k[:1], stride=r.choice([[], [1, 2, 1], [2], [1]]),
+                    padding=[r.randrange(kk // 2 + 1) for kk in k], ceil_mode=r.random() < 0.4)
+        if len(args["kernel_size"]) == 1:
+            args["padding"] = args["padding"][:1]
+        if op == "max":
+            args["dilation"] = r.choice([[1], [1, 2, 1], [2, 1, 1]])
+        else:
+            args.update(count_include_pad=r.random() < 0.5, divisor_override=r.choice([None, None, 2, -3]))
+        try:
+            f = A.max_pool3d_with_indices.default if op == "max" else A.avg_pool3d.default
+            out = f(torch.zeros(x), **args)
+        except Exception:  # noqa: BLE001 - draw again
+            continue
+        return x, args, list((out[0] if op == "max" else out).shape)
+
+
+def g_max_pool3d(p, r):
+    x, args, _ = pool3d_geometry(r, "max")
+    v, _ = p.op("max_pool3d_with_indices", nout=2, self=p.inp(x, nc=r.random() < 0.3), **args)
+    p.out(v)
+    return v
+
+
+def g_max_pool3d_backward(p, r):
+    x, args, out = pool3d_geometry(r, "max")
+    xin = p.inp(x)
+    _, i = p.op("max_pool3d_with_indices", nout=2, self=xin, **args)
+    return p.op("max_pool3d_with_indices_backward", grad_output=p.inp(out), self=xin, indices=i, **args)
+
+
+def g_avg_pool3d(p, r):
+    x, args, _ = pool3d_geometry(r, "avg")
+    return p.op("avg_pool3d", self=p.inp(x, nc=r.random() < 0.3), **args)
+
+
+def g_avg_pool3d_backward(p, r):
+    x, args, out = pool3d_geometry(r, "avg")
+    return p.op("avg_pool3d_backward", grad_output=p.inp(out), self=p.inp(x), **args)
+
+
+GEN.update({
+    "max_pool3d_with_indices": g_max_pool3d,
+    "max_pool3d_with_indices_backward": g_max_pool3d_backward,
+    "avg_pool3d": g_avg_pool3d,
+    "avg_pool3d_backward": g_avg_pool3d_backward,
+})
+
+MP3 = dict(kernel_size=[1, 1, 1], stride=[1, 1, 1], padding=[0, 0, 0], dilation=[1, 1, 1], ceil_mode=False)
+AP3 = dict(kernel_size=[1, 1, 1], stride=[1, 1, 1], padding=[0, 0, 0], ceil_mode=False, count_include_pad=True,
+           divisor_override=None)
+
+
+def pool3d_sweep_calls():
+    """The 3-d poolings in the sweep (mostly PyTorch's rank errors)."""
+    def mp_backward(p, a):
+        x = a.t(0)
+        _, i = p.op("max_pool3d_with_indices", nout=2, self=x, **MP3)
+        return p.op("max_pool3d_with_indices_backward", grad_output=a.t(1), self=x, indices=i, **MP3)
+
+    return {
+        "max_pool3d_with_indices": lambda p, a: p.op("max_pool3d_with_indices", nout=2, self=a.t(0), **MP3),
+        "max_pool3d_with_indices_backward": mp_backward,
+        "avg_pool3d": lambda p, a: p.op("avg_pool3d", self=a.t(0), **AP3),
+        "avg_pool3d_backward": lambda p, a: p.op("avg_pool3d_backward", grad_output=a.t(0), self=a.t(1), **AP3),
+    }
+
+
+def pool3d_programs():
+    """The `pool3d` category: 3-d pooling edge cases (ceil_mode, padding, dilation,
+    count_include_pad, divisor_override, max pooling's ties and NaNs, non-contiguous,
+    unbatched and empty-batch inputs, integers), the backward ops' own gradients (second
+    derivatives), jvps, and PyTorch's argument errors."""
+    progs = []
+
+    def add(p, jvp=True):
+        progs.append(p)
+        if jvp:
+            q = scen(p.name.replace("pool3d/", "pool3d/jvp/", 1), "pool3d")
+            q.inputs, q.steps, q.output, q.mode = p.inputs, p.steps, p.output, "jvp"
+            progs.append(q)
+
+    def mp(name, x, data=None, kind="t", nc=False, jvp=True, **args):
+        p = scen(f"pool3d/max/{name}", "pool3d")
+        p.op("max_pool3d_with_indices", nout=2, self=p.inp(x, kind, data=data, nc=nc), **args)
+        add(p, jvp)
+        q = scen(f"pool3d/max_indices/{name}", "pool3d")
+        _, i = q.op("max_pool3d_with_indices", nout=2, self=q.inp(x, kind, data=data, nc=nc), **args)
+        q.out(i)
+        progs.append(q)
+
+    def mpa(k, s=None, p=0, d=1, ceil=False):
+        return dict(kernel_size=k, stride=[] if s is None else s, padding=p if isinstance(p, list) else [p],
+                    dilation=d if isinstance(d, list) else [d], ceil_mode=ceil)
+
+    nan, ninf = float("nan"), float("-inf")
+    mp("ties", [1, 1, 2, 2, 2], data=[1.0, 2.0, 2.0, 1.0, 2.0, 0.5, 2.0, 2.0], **mpa([2]))
+    mp("nans", [1, 1, 2, 2, 2], data=[nan, 1.0, 2.0, nan, 1.0, 3.0, 5.0, 2.0], **mpa([2]))
+    mp("all_neg_inf_padded", [1, 1, 1, 2, 2], data=[ninf] * 4, **mpa([1, 2, 2], [1], [0, 1, 1]))
+    mp("ceil_mode_padding_dilation", [1, 2, 4, 5, 5], **mpa([2, 3, 2], [2, 2, 1], [1, 1, 0], [1, 1, 2], True))
+    mp("ceil_mode_last_window", [1, 1, 5, 5, 3], **mpa([2], [2], [1], [1], True))
+    mp("unbatched_noncontiguous", [2, 3, 4, 4], nc=True, **mpa([2, 2, 3], [1, 2, 1]))
+    mp("empty_batch", [0, 2, 2, 2, 2], jvp=False, **mpa([2]))
+    mp("integers", [1, 2, 3, 3, 3], kind="idx9", jvp=False, **mpa([2], [1]))
+
+    def ap(name, x, kind="t", nc=False, jvp=True, **args):
+        p = scen(f"pool3d/avg/{name}", "pool3d")
+        p.op("avg_pool3d", self=p.inp(x, kind, nc=nc), **args)
+        add(p, jvp and kind == "t")
+
+    def apa(k, s=None, p=0, ceil=False, cip=True, div=None):
+        return dict(kernel_size=k, stride=[] if s is None else s, padding=p if isinstance(p, list) else [p],
+                    ceil_mode=ceil, count_include_pad=cip, divisor_override=div)
+
+    ap("ceil_mode_padding_excluded", [1, 2, 4, 5, 5], **apa([3], [2], [1], True, False))
+    ap("ceil_mode_padding_included", [1, 2, 4, 5, 5], **apa([3], [2], [1], True, True))
+    ap("divisor_override", [2, 1, 3, 4, 3], **apa([2, 2, 1], [1], [1, 0, 0], False, False, 3))
+    ap("negative_divisor", [1, 1, 2, 3, 3], **apa([2], [1], 0, False, True, -2))
+    ap("unbatched_noncontiguous", [2, 3, 4, 4], nc=True, **apa([2, 3, 2], [1, 2, 1], [1, 1, 0]))
+    ap("empty_batch", [0, 2, 2, 2, 2], jvp=False, **apa([2]))
+    ap("integers_truncated", [1, 2, 3, 3, 3], kind="idx9", **apa([2], [1], [1], False, False))
+    ap("integers_negative_divisor", [1, 1, 2, 3, 3], kind="idx9", **apa([2], [1], 0, False, True, -3))
+
+    # the backward ops' own gradients (a second derivative of the forward op)
+    p = scen("pool3d/avg_pool3d_backward/double", "pool3d")
+    args = apa([2, 3, 2], [1, 2, 1], [1, 1, 0], True, False)
+    out = list(A.avg_pool3d.default(torch.zeros(1, 2, 3, 4, 3), **args).shape)
+    y = p.op("avg_pool3d_backward", grad_output=p.inp(out), self=p.inp([1, 2, 3, 4, 3]), **args)
+    p.op("mul.Tensor", self=y, other=y)
+    add(p)
+    p = scen("pool3d/avg_pool3d_backward/integers", "pool3d")
+    args = apa([2], [1], [1], False, False, None)
+    out = list(A.avg_pool3d.default(torch.zeros(1, 1, 2, 2, 3), **args).shape)
+    p.op("avg_pool3d_backward", grad_output=p.inp(out, "idx9"), self=p.inp([1, 1, 2, 2, 3], "idx9"), **args)
+    progs.append(p)
+    p = scen("pool3d/max_pool3d_with_indices_backward/double", "pool3d")
+    args = mpa([2, 2, 3], [1, 2, 1], [1, 0, 1], [1, 1, 1], True)
+    x = p.inp([2, 1, 3, 4, 4])
+    _, i = p.op("max_pool3d_with_indices", nout=2, self=x, **args)
+    out = list(A.max_pool3d_with_indices.default(torch.zeros(2, 1, 3, 4, 4), **args)[0].shape)
+    y = p.op("max_pool3d_with_indices_backward", grad_output=p.inp(out), self=x, indices=i, **args)
+    p.op("mul.Tensor", self=y, other=y)
+    add(p)
+    p = scen("pool3d/hvp/max_then_avg", "pool3d")
+    p.mode = "hvp"
+    v, _ = p.op("max_pool3d_with_indices", nout=2, self=p.inp([1, 2, 4, 4, 4]), **mpa([2], [1]))
+    s = p.op("avg_pool3d", self=p.op("mul.Tensor", self=v, other=v), **apa([2], [1], [1], True, False))
+    p.op("sum", self=s, dtype=None)
+    progs.append(p)
+
+    m3 = mpa([2])
+    a3 = apa([2])
+    errors = [
+        ("max_kernel_list", "max", dict(self=[1, 1, 4, 4, 4], **{**m3, "kernel_size": [2, 2]})),
+        ("max_stride_list", "max", dict(self=[1, 1, 4, 4, 4], **{**m3, "stride": [1, 1]})),
+        ("max_padding_list", "max", dict(self=[1, 1, 4, 4, 4], **{**m3, "padding": [0, 0]})),
+        ("max_dilation_list", "max", dict(self=[1, 1, 4, 4, 4], **{**m3, "dilation": [1, 1]})),
+        ("max_rank", "max", dict(self=[4, 4, 4], **m3)),
+        ("max_kernel_0", "max", dict(self=[1, 1, 4, 4, 4], **{**m3, "kernel_size": [0], "stride": [1]})),
+        ("max_kernel_negative", "max", dict(self=[1, 1, 4, 4, 4], **{**m3, "kernel_size": [-1], "stride": [1]})),
+        ("max_stride_0", "max", dict(self=[1, 1, 4, 4, 4], **{**m3, "stride": [0]})),
+        ("max_stride_negative", "max", dict(self=[1, 1, 4, 4, 4], **{**m3, "stride": [-1]})),
+        ("max_dilation_0", "max", dict(self=[1, 1, 4, 4, 4], **{**m3, "dilation": [0]})),
+        ("max_pad_half", "max", dict(self=[1, 1, 4, 4, 4], **{**m3, "padding": [2]})),
+        ("max_negative_pad", "max", dict(self=[1, 1, 4, 4, 4], **{**m3, "padding": [-1]})),
+        ("max_too_small", "max", dict(self=[1, 3, 4, 4, 4], **{**m3, "kernel_size": [5]})),
+        ("max_too_small_dilation", "max", dict(self=[3, 3, 1, 3], **mpa([1, 3, 3], [1], [0, 1, 1], [3]))),
+        ("max_empty_channels", "max", dict(self=[2, 0, 4, 4, 4], **m3)),
+        ("max_empty_unbatched", "max", dict(self=[0, 4, 4, 4], **m3)),
+        ("max_bool", "max", dict(self=([1, 1, 2, 2, 2], "bool"), **m3)),
+        ("avg_kernel_list", "avg", dict(self=[1, 1, 4, 4, 4], **{**a3, "kernel_size": [2, 2]})),
+        ("avg_stride_list", "avg", dict(self=[1, 1, 4, 4, 4], **{**a3, "stride": [1, 1]})),
+        ("avg_padding_list", "avg", dict(self=[1, 1, 4, 4, 4], **{**a3, "padding": [0, 0]})),
+        ("avg_rank", "avg", dict(self=[4, 4], **a3)),
+        ("avg_divisor_0", "avg", dict(self=[1, 1, 4, 4, 4], **{**a3, "divisor_override": 0})),
+        ("avg_kernel_negative", "avg", dict(self=[1, 1, 4, 4, 4], **{**a3, "kernel_size": [-1], "stride": [1]})),
+        ("avg_input_smaller_than_kernel", "avg", dict(self=[1, 1, 3, 3, 3], **apa([3, 3, 4], [1], [1]))),
+        ("avg_pad_half", "avg", dict(self=[1, 1, 4, 4, 4], **{**a3, "padding": [2]})),
+        ("avg_empty_channels", "avg", dict(self=[2, 0, 4, 4, 4], **a3)),
+        ("avg_bool", "avg", dict(self=([1, 1, 2, 2, 2], "bool"), **a3)),
+    ]
+    for name, op, args in errors:
+        p = scen(f"pool3d/errors/{name}", "pool3d")
+        x = args.pop("self")
+        x = p.inp(*x) if isinstance(x, tuple) else p.inp(x)
+        if op == "max":
+            p.op("max_pool3d_with_indices", nout=2, self=x, **args)
+        else:
+            p.op("avg_pool3d", self=x, **args)
+        progs.append(p)
+    backward_errors = [
+        ("avg_backward_channels", "avg", [1, 2, 1, 1, 1], [1, 3, 2, 2, 2], a3),
+        ("avg_backward_spatial", "avg", [1, 3, 1, 1, 2], [1, 3, 2, 2, 2], a3),
+        ("avg_backward_rank", "avg", [3, 1, 1], [3, 2, 2, 2], a3),
+        ("avg_backward_zero_dim_grad", "avg", [], [3, 2, 2, 2], a3),
+        ("max_backward_channels", "max", [1, 2, 1, 1, 1], [1, 3, 2, 2, 2], m3),
+        ("max_backward_rank", "max", [3, 1, 1], [3, 2, 2, 2], m3),
+        ("max_backward_zero_dim_grad", "max", [], [3, 2, 2, 2], m3),
+        ("max_backward_grad_too_small", "max", [3, 0, 1, 1], [3, 2, 2, 2], m3),
+        ("max_backward_pad_half", "max", [3, 1, 1, 1], [3, 2, 2, 2], {**m3, "padding": [2]}),
+    ]
+    for name, op, g, x, args in backward_errors:
+        p = scen(f"pool3d/errors/{name}", "pool3d")
+        xin = p.inp(x)
+        if op == "max":
+            i = p.inp([3, 1, 1, 1], "idx1")
+            p.op("max_pool3d_with_indices_backward", grad_output=p.inp(g), self=xin, indices=i, **args)
+        else:
+            p.op("avg_pool3d_backward", grad_output=p.inp(g), self=xin, **args)
+        progs.append(p)
+    return progs
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
              + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
              + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
-             + select_programs() + geom_programs())
+             + select_programs() + geom_programs() + pool3d_programs())
     names = set()
     by_cat = {}
     for p in progs:

@@ -685,6 +685,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     super::norm_cases::norm_cases(&r, &mut cs);
     super::softmax_cases::softmax_cases(&r, &mut cs);
     cs.extend(super::conv_cases::cases::<B>());
+    cs.extend(super::pool3d_cases::cases::<B>());
     cs.extend(super::resample_cases::cases::<B>());
     cs.extend(super::products_cases::cases::<B>());
     cs.extend(super::index_cases::cases::<B>());

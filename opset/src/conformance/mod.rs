@@ -43,6 +43,7 @@ pub mod kit;
 pub mod no_panic;
 pub mod norm_cases;
 pub mod out_cases;
+pub mod pool3d_cases;
 pub mod precision;
 pub mod products_cases;
 pub mod report;

@@ -398,41 +398,140 @@ pub fn convolution_backward(
     Ok(c)
 }
 
-/// A 2-d pooling's geometry (`max_pool2d_with_indices`, `avg_pool2d`), once its arguments
-/// passed PyTorch's checks.
+/// A pooling's geometry over its last `n` dims (`max_pool2d_with_indices`, `avg_pool2d`,
+/// their 3-d forms), once its arguments passed PyTorch's checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pool2d {
-    /// Kernel height and width.
-    pub kernel: [usize; 2],
+pub struct Pool {
+    /// Kernel sizes, one per spatial dim.
+    pub kernel: Vec<usize>,
     /// Strides.
-    pub stride: [usize; 2],
+    pub stride: Vec<usize>,
     /// Paddings.
-    pub padding: [usize; 2],
+    pub padding: Vec<usize>,
     /// Dilations.
-    pub dilation: [usize; 2],
-    /// The input's height and width.
-    pub input: [usize; 2],
-    /// The output's height and width.
-    pub output: [usize; 2],
-    /// The output's shape (the input's leading dims, then the output's height and width).
+    pub dilation: Vec<usize>,
+    /// The input's spatial sizes.
+    pub input: Vec<usize>,
+    /// The output's spatial sizes.
+    pub output: Vec<usize>,
+    /// The output's shape (the input's leading dims, then the output's spatial sizes).
     pub shape: Vec<usize>,
 }
 
-impl Pool2d {
-    /// The input positions (`h * W + w`) of output position `(oh, ow)`'s window, in
+/// Every multi-index below `sizes`, row-major.
+fn row_major(sizes: &[usize]) -> Vec<Vec<usize>> {
+    sizes.iter().fold(vec![vec![]], |acc, &n| {
+        acc.into_iter()
+            .flat_map(|prefix| {
+                (0..n).map(move |i| {
+                    let mut v = prefix.clone();
+                    v.push(i);
+                    v
+                })
+            })
+            .collect()
+    })
+}
+
+/// The flat row-major positions of the product of per-dim index lists, in a plane of
+/// spatial sizes `dims`.
+fn flat_product(axes: &[Vec<usize>], dims: &[usize]) -> Vec<usize> {
+    axes.iter().zip(dims).fold(vec![0], |acc, (axis, &n)| {
+        acc.iter()
+            .flat_map(|base| axis.iter().map(move |i| base * n + i))
+            .collect()
+    })
+}
+
+impl Pool {
+    /// The number of elements of one input plane (the spatial dims).
+    pub fn plane_in(&self) -> usize {
+        self.input.iter().product()
+    }
+
+    /// The number of elements of one output plane.
+    pub fn plane_out(&self) -> usize {
+        self.output.iter().product()
+    }
+
+    /// The number of taps of the kernel.
+    pub fn taps(&self) -> usize {
+        self.kernel.iter().product()
+    }
+
+    /// The input positions (flat, row-major in a plane) of output position `o`'s window, in
     /// row-major order, inside the input (PyTorch's kernels skip the padding).
-    pub fn window(&self, oh: usize, ow: usize) -> Vec<usize> {
-        let axis = |o: usize, i: usize| -> Vec<usize> {
-            let start = (o * self.stride[i]) as i64 - self.padding[i] as i64;
-            (0..self.kernel[i])
-                .map(|k| start + (k * self.dilation[i]) as i64)
-                .filter(|x| *x >= 0 && *x < self.input[i] as i64)
-                .map(|x| x as usize)
-                .collect()
+    pub fn window(&self, o: &[usize]) -> Vec<usize> {
+        let axes: Vec<Vec<usize>> = (0..o.len())
+            .map(|i| {
+                let start = (o[i] * self.stride[i]) as i64 - self.padding[i] as i64;
+                (0..self.kernel[i])
+                    .map(|k| start + (k * self.dilation[i]) as i64)
+                    .filter(|x| *x >= 0 && *x < self.input[i] as i64)
+                    .map(|x| x as usize)
+                    .collect()
+            })
+            .collect();
+        flat_product(&axes, &self.input)
+    }
+
+    /// A max pooling index as a position in an input plane, or an error where it is outside
+    /// (PyTorch's kernels write out of bounds there).
+    pub fn plane_index(&self, ix: i64) -> R<usize> {
+        let plane = self.plane_in();
+        usize::try_from(ix)
+            .ok()
+            .filter(|x| *x < plane)
+            .ok_or_else(|| {
+                Error::index(format!(
+                    "max pooling index {ix} is out of bounds for a plane of {plane} elements"
+                ))
+            })
+    }
+
+    /// The windows of every output position, row-major over the output.
+    pub fn windows(&self) -> Vec<Vec<usize>> {
+        row_major(&self.output)
+            .iter()
+            .map(|o| self.window(o))
+            .collect()
+    }
+
+    /// Average pooling's window of output position `o` and its divisor, as PyTorch's CPU
+    /// kernels: the window clipped to the input; the divisor `divisor_override`, or the
+    /// window's size inside the padded input (`count_include_pad`) or inside the input.
+    pub fn avg_window(
+        &self,
+        o: &[usize],
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> (Vec<usize>, f64) {
+        let (mut axes, mut padded, mut inside) = (Vec::new(), 1i64, 1i64);
+        for (i, &oi) in o.iter().enumerate() {
+            let start = (oi * self.stride[i]) as i64 - self.padding[i] as i64;
+            let end = (start + self.kernel[i] as i64).min((self.input[i] + self.padding[i]) as i64);
+            padded *= end - start;
+            let (lo, hi) = (start.max(0), end.min(self.input[i] as i64));
+            inside *= (hi - lo).max(0);
+            axes.push((lo..hi.max(lo)).map(|x| x as usize).collect());
+        }
+        let divisor = match divisor_override {
+            Some(d) => d,
+            None if count_include_pad => padded,
+            None => inside,
         };
-        let (hs, ws) = (axis(oh, 0), axis(ow, 1));
-        hs.iter()
-            .flat_map(|h| ws.iter().map(move |w| h * self.input[1] + w))
+        (flat_product(&axes, &self.input), divisor as f64)
+    }
+
+    /// Average pooling's windows and divisors, row-major over the output.
+    pub fn avg_windows(
+        &self,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> Vec<(Vec<usize>, f64)> {
+        row_major(&self.output)
+            .iter()
+            .map(|o| self.avg_window(o, count_include_pad, divisor_override))
             .collect()
     }
 }
@@ -494,7 +593,7 @@ pub fn max_pool2d(
     padding: &[i64],
     dilation: &[i64],
     ceil_mode: bool,
-) -> R<Pool2d> {
+) -> R<Pool> {
     let k = pair(kernel_size).ok_or_else(|| {
         Error::runtime(
             "max_pool2d: kernel_size must either be a single int, or a tuple of two ints",
@@ -522,7 +621,7 @@ pub fn max_pool2d(
     let oh = pooling_output_shape(ih, k[0], p[0], s[0], d[0], ceil_mode)?;
     let ow = pooling_output_shape(iw, k[1], p[1], s[1], d[1], ceil_mode)?;
     pool2d_shape_check(input, k, s, p, d, oh, ow)?;
-    Ok(pool_geometry(input, k, s, p, d, oh, ow))
+    Ok(pool_geometry(input, &k, &s, &p, &d, &[oh, ow]))
 }
 
 /// PyTorch's `pool2d_shape_check` (Pool.h).
@@ -580,27 +679,27 @@ fn pool2d_shape_check(
     Ok(())
 }
 
-/// The geometry of a pooling whose arguments passed the checks.
-fn pool_geometry(
+/// The geometry of a pooling whose arguments passed the checks (`out`: the output's
+/// spatial sizes).
+pub(super) fn pool_geometry(
     input: &[usize],
-    k: [i64; 2],
-    s: [i64; 2],
-    p: [i64; 2],
-    d: [i64; 2],
-    oh: i64,
-    ow: i64,
-) -> Pool2d {
-    let nd = input.len();
-    let mut shape = input[..nd - 2].to_vec();
-    shape.extend([oh as usize, ow as usize]);
-    let u = |v: [i64; 2]| [v[0] as usize, v[1] as usize];
-    Pool2d {
+    k: &[i64],
+    s: &[i64],
+    p: &[i64],
+    d: &[i64],
+    out: &[i64],
+) -> Pool {
+    let (nd, n) = (input.len(), out.len());
+    let u = |v: &[i64]| v.iter().map(|x| *x as usize).collect::<Vec<_>>();
+    let mut shape = input[..nd - n].to_vec();
+    shape.extend(u(out));
+    Pool {
         kernel: u(k),
         stride: u(s),
         padding: u(p),
         dilation: u(d),
-        input: [input[nd - 2], input[nd - 1]],
-        output: [oh as usize, ow as usize],
+        input: input[nd - n..].to_vec(),
+        output: u(out),
         shape,
     }
 }
@@ -614,7 +713,7 @@ pub fn avg_pool2d(
     padding: &[i64],
     ceil_mode: bool,
     divisor_override: Option<i64>,
-) -> R<Pool2d> {
+) -> R<Pool> {
     let k = pair(kernel_size).ok_or_else(|| {
         Error::runtime(
             "avg_pool2d: kernel_size must either be a single int, or a tuple of two ints",
@@ -641,37 +740,7 @@ pub fn avg_pool2d(
     let oh = pooling_output_shape(ih, k[0], p[0], s[0], 1, ceil_mode)?;
     let ow = pooling_output_shape(iw, k[1], p[1], s[1], 1, ceil_mode)?;
     pool2d_shape_check(input, k, s, p, [1, 1], oh, ow)?;
-    Ok(pool_geometry(input, k, s, p, [1, 1], oh, ow))
-}
-
-impl Pool2d {
-    /// Average pooling's window of output position `(oh, ow)` and its divisor, as PyTorch's
-    /// CPU kernel: the window clipped to the input; the divisor `divisor_override`, or the
-    /// window's size inside the padded input (`count_include_pad`) or inside the input.
-    pub fn avg_window(
-        &self,
-        oh: usize,
-        ow: usize,
-        count_include_pad: bool,
-        divisor_override: Option<i64>,
-    ) -> (Vec<usize>, f64) {
-        let bounds = |o: usize, i: usize| {
-            let start = (o * self.stride[i]) as i64 - self.padding[i] as i64;
-            let end = (start + self.kernel[i] as i64).min((self.input[i] + self.padding[i]) as i64);
-            let pool = end - start;
-            (start.max(0), end.min(self.input[i] as i64), pool)
-        };
-        let ((h0, h1, ph), (w0, w1, pw)) = (bounds(oh, 0), bounds(ow, 1));
-        let win: Vec<usize> = (h0..h1)
-            .flat_map(|h| (w0..w1).map(move |w| (h * self.input[1] as i64 + w) as usize))
-            .collect();
-        let divisor = match divisor_override {
-            Some(d) => d,
-            None if count_include_pad => ph * pw,
-            None => (h1 - h0).max(0) * (w1 - w0).max(0),
-        };
-        (win, divisor as f64)
-    }
+    Ok(pool_geometry(input, &k, &s, &p, &[1, 1], &[oh, ow]))
 }
 
 /// `avg_pool2d_backward`: the forward's geometry, and a check of the gradient's shape.
@@ -684,7 +753,7 @@ pub fn avg_pool2d_backward(
     padding: &[i64],
     ceil_mode: bool,
     divisor_override: Option<i64>,
-) -> R<Pool2d> {
+) -> R<Pool> {
     let p = avg_pool2d(
         input,
         kernel_size,
@@ -703,7 +772,7 @@ pub fn avg_pool2d_backward(
 }
 
 /// The axis of `tensor.size(dim)`, or PyTorch's `IndexError` (a 0-d tensor has no dims).
-fn size_dim(shape: &[usize], dim: i64) -> R<usize> {
+pub(super) fn size_dim(shape: &[usize], dim: i64) -> R<usize> {
     if shape.is_empty() {
         return Err(Error::index(format!(
             "Dimension specified as {dim} but tensor has no dimensions"
@@ -784,7 +853,7 @@ pub fn max_pool2d_backward(
     dilation: &[i64],
     ceil_mode: bool,
     indices: &[usize],
-) -> R<Pool2d> {
+) -> R<Pool> {
     let p = max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)?;
     for (name, shape) in [("gradOutput", grad_output), ("indices", indices)] {
         check(shape == p.shape.as_slice(), || {

@@ -1,5 +1,5 @@
 //! The convolution and pooling kernels, compositions of candle's ops over the taps the op
-//! set's meta functions list (`meta::Conv::taps`, `meta::Pool2d::window`), so the argument
+//! set's meta functions list (`meta::Conv::taps`, `meta::Pool::windows`), so the argument
 //! checks and the index arithmetic are PyTorch's, shared with every backend:
 //!
 //! * a convolution unfolds the "large" side (a direct convolution's input, a transposed
@@ -15,12 +15,12 @@
 //!   window has a NaN, its last NaN, as PyTorch's CPU kernel; its backward is a
 //!   `scatter_add`;
 //! * average pooling (plain and adaptive) is a product with the pooling's matrix (each
-//!   window's elements weighted by one over its divisor, `meta::Pool2d::avg_window`,
+//!   window's elements weighted by one over its divisor, `meta::Pool::avg_windows`,
 //!   `meta::adaptive_range`), its backward the product with the matrix's transpose.
 
 use super::{Ce, R, cpu, sc, w};
 use crate::tensor::CandleTensor;
-use autograd_opset::meta::{self, Conv, Pool2d};
+use autograd_opset::meta::{self, Conv, Pool};
 use candle_core::{DType, Tensor};
 
 /// The unfold/fold of one convolution: for every (kernel tap, small position) the large
@@ -280,31 +280,18 @@ impl CandleTensor {
         Ok((w(gi), w(gw), w(gb)))
     }
 
-    pub(super) fn max_pool2d_with_indices(
-        self_: &Self,
-        kernel_size: &[i64],
-        stride: &[i64],
-        padding: &[i64],
-        dilation: &[i64],
-        ceil_mode: bool,
-    ) -> R<(Self, Self)> {
-        let p = meta::max_pool2d(
-            self_.shape(),
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            ceil_mode,
-        )?;
+    /// Max pooling of `self_` over the geometry `p` (PyTorch's checks passed): the values
+    /// and the flat positions in their plane (as `self_`'s dtype).
+    pub(super) fn max_pool(self_: &Self, p: &Pool) -> R<(Self, Self)> {
         let x = &self_.t;
-        let plane = p.input[0] * p.input[1];
+        let plane = p.plane_in();
         let planes = x.elem_count() / plane.max(1);
         if planes == 0 {
             let z = Tensor::zeros(p.shape.as_slice(), x.dtype(), &cpu()).ce()?;
             return Ok((w(z.clone()), w(z)));
         }
-        let (idx, pos, nk) = windows(&p)?;
-        let ns = p.output[0] * p.output[1];
+        let (idx, pos, nk) = windows(p)?;
+        let ns = p.plane_out();
         let x = x.reshape((planes, plane)).ce()?;
         let pad = Tensor::full(f64::NEG_INFINITY, (planes, 1), &cpu())
             .ce()?
@@ -324,35 +311,26 @@ impl CandleTensor {
         Ok((w(values.reshape(shape).ce()?), w(at.reshape(shape).ce()?)))
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn max_pool2d_with_indices_backward(
+    /// The adjoint of [`Self::max_pool`]: the gradient scattered (`scatter_add`) at the
+    /// indices (positions in their plane, checked first: `meta::Pool::plane_index`).
+    pub(super) fn max_pool_backward(
         grad_output: &Self,
         self_: &Self,
-        kernel_size: &[i64],
-        stride: &[i64],
-        padding: &[i64],
-        dilation: &[i64],
-        ceil_mode: bool,
+        p: &Pool,
         indices: &Self,
     ) -> R<Self> {
-        let p = meta::max_pool2d_backward(
-            grad_output.shape(),
-            self_.shape(),
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            ceil_mode,
-            indices.shape(),
-        )?;
         let g = &grad_output.t;
-        let plane = p.input[0] * p.input[1];
+        let plane = p.plane_in();
         let planes = self_.t.elem_count() / plane.max(1);
         let zeros = Tensor::zeros(self_.shape(), g.dtype(), &cpu()).ce()?;
         if planes == 0 {
             return Ok(w(zeros));
         }
-        let ns = p.output[0] * p.output[1];
+        let ns = p.plane_out();
+        let all = indices.t.flatten_all().ce()?.to_dtype(DType::F64).ce()?;
+        for ix in all.to_vec1::<f64>().ce()? {
+            p.plane_index(ix as i64)?;
+        }
         let idx = indices
             .t
             .to_dtype(DType::U32)
@@ -369,26 +347,23 @@ impl CandleTensor {
     }
 }
 
-/// The windows of a 2-d pooling: the `U32` positions to gather from a plane with a padding
+/// The windows of a pooling: the `U32` positions to gather from a plane with a padding
 /// column appended (`[ns * nk]`: each window's positions inside the input in order, then the
 /// padding column), the positions themselves (`[1, ns, nk]`, `U32`) and the window size.
-fn windows(p: &Pool2d) -> R<(Tensor, Tensor, usize)> {
-    let nk = p.kernel[0] * p.kernel[1];
-    let pad = (p.input[0] * p.input[1]) as u32;
+fn windows(p: &Pool) -> R<(Tensor, Tensor, usize)> {
+    let nk = p.taps();
+    let pad = p.plane_in() as u32;
     let mut idx = Vec::new();
     let mut pos = Vec::new();
-    for oh in 0..p.output[0] {
-        for ow in 0..p.output[1] {
-            let win = p.window(oh, ow);
-            let first = win.first().copied().unwrap_or(0) as u32;
-            for k in 0..nk {
-                let at = win.get(k).map(|x| *x as u32);
-                idx.push(at.unwrap_or(pad));
-                pos.push(at.unwrap_or(first));
-            }
+    for win in p.windows() {
+        let first = win.first().copied().unwrap_or(0) as u32;
+        for k in 0..nk {
+            let at = win.get(k).map(|x| *x as u32);
+            idx.push(at.unwrap_or(pad));
+            pos.push(at.unwrap_or(first));
         }
     }
-    let ns = p.output[0] * p.output[1];
+    let ns = p.plane_out();
     let idx = Tensor::from_vec(idx, ns * nk, &cpu()).ce()?;
     let pos = Tensor::from_vec(pos, (1, ns, nk), &cpu()).ce()?;
     Ok((idx, pos, nk))
@@ -454,18 +429,6 @@ fn mean_pool_backward(g: &Tensor, m: &Tensor, shape: &[usize]) -> R<Tensor> {
     g.matmul(m).ce()?.reshape(shape).ce()
 }
 
-/// Average pooling's windows, row-major over the output.
-fn avg_windows(
-    p: &Pool2d,
-    count_include_pad: bool,
-    divisor_override: Option<i64>,
-) -> Vec<(Vec<usize>, f64)> {
-    (0..p.output[0])
-        .flat_map(|oh| (0..p.output[1]).map(move |ow| (oh, ow)))
-        .map(|(oh, ow)| p.avg_window(oh, ow, count_include_pad, divisor_override))
-        .collect()
-}
-
 /// Adaptive average pooling's windows from an `(ih, iw)` plane to `(oh, ow)`.
 fn adaptive_windows(input: [usize; 2], output: [usize; 2]) -> Vec<(Vec<usize>, f64)> {
     let mut out = Vec::new();
@@ -490,50 +453,28 @@ fn plane_of(shape: &[usize]) -> [usize; 2] {
 }
 
 impl CandleTensor {
-    pub(super) fn avg_pool2d(
+    /// Average pooling of `self_` over the geometry `p` (PyTorch's checks passed).
+    pub(super) fn avg_pool(
         self_: &Self,
-        kernel_size: &[i64],
-        stride: &[i64],
-        padding: &[i64],
-        ceil_mode: bool,
+        p: &Pool,
         count_include_pad: bool,
         divisor_override: Option<i64>,
     ) -> R<Self> {
-        let p = meta::avg_pool2d(
-            self_.shape(),
-            kernel_size,
-            stride,
-            padding,
-            ceil_mode,
-            divisor_override,
-        )?;
-        let windows = avg_windows(&p, count_include_pad, divisor_override);
-        let m = mean_matrix(&windows, p.input[0] * p.input[1], &self_.t)?;
+        let windows = p.avg_windows(count_include_pad, divisor_override);
+        let m = mean_matrix(&windows, p.plane_in(), &self_.t)?;
         Ok(w(mean_pool(&self_.t, &m, &p.shape)?))
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn avg_pool2d_backward(
+    /// The adjoint of [`Self::avg_pool`]: the gradient back to `self_`'s shape.
+    pub(super) fn avg_pool_backward(
         grad_output: &Self,
         self_: &Self,
-        kernel_size: &[i64],
-        stride: &[i64],
-        padding: &[i64],
-        ceil_mode: bool,
+        p: &Pool,
         count_include_pad: bool,
         divisor_override: Option<i64>,
     ) -> R<Self> {
-        let p = meta::avg_pool2d_backward(
-            grad_output.shape(),
-            self_.shape(),
-            kernel_size,
-            stride,
-            padding,
-            ceil_mode,
-            divisor_override,
-        )?;
-        let windows = avg_windows(&p, count_include_pad, divisor_override);
-        let m = mean_matrix(&windows, p.input[0] * p.input[1], &grad_output.t)?;
+        let windows = p.avg_windows(count_include_pad, divisor_override);
+        let m = mean_matrix(&windows, p.plane_in(), &grad_output.t)?;
         Ok(w(mean_pool_backward(&grad_output.t, &m, self_.shape())?))
     }
 

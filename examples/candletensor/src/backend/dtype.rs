@@ -140,6 +140,61 @@ fn index_arg(t: &C, like: &C, arg: IndexUse) -> R<C> {
     promoted(t, float_dtype(&[like]))
 }
 
+/// Max pooling over the geometry `p` of any dtype (integers pooled as `f64`, narrowed
+/// back): the values and the `int64` indices.
+fn max_pool_any(t: &C, p: &meta::Pool) -> R<(C, C)> {
+    let k = kind(t);
+    let x = if k == Kind::Float {
+        t.clone()
+    } else {
+        wide(t)?
+    };
+    let (v, i) = C::max_pool(&x, p)?;
+    Ok((narrowed(v, k)?, indices_out(i)?))
+}
+
+/// `t`'s values truncated toward zero (PyTorch's integer division).
+fn truncated(t: &C) -> R<C> {
+    let t = &t.t;
+    let zero = ce(t.zeros_like())?;
+    let r = ce(ce(t.ge(&zero))?.where_cond(&ce(t.floor())?, &ce(t.ceil())?))?;
+    Ok(C::new(r))
+}
+
+/// Each plane of `t` (its last dims, `divisors.len()` elements) divided elementwise by
+/// `divisors`.
+fn divide_planes(t: &C, divisors: &[f64]) -> R<C> {
+    let n = divisors.len();
+    let d = ce(candle_core::Tensor::from_vec(
+        divisors.to_vec(),
+        n,
+        &t.t.device().clone(),
+    ))?;
+    let d = ce(d.to_dtype(t.t.dtype()))?;
+    let planes = t.t.elem_count() / n.max(1);
+    if planes == 0 {
+        return Ok(t.clone());
+    }
+    let r = ce(ce(t.t.reshape((planes, n)))?.broadcast_div(&d))?;
+    Ok(C::new(ce(r.reshape(t.t.shape()))?))
+}
+
+/// Average pooling over the geometry `p` of any dtype: integers as PyTorch's integer
+/// division of each window's sum (toward zero).
+fn avg_pool_any(
+    t: &C,
+    p: &meta::Pool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> R<C> {
+    let k = kind(t);
+    if k == Kind::Float {
+        return C::avg_pool(t, p, count_include_pad, divisor_override);
+    }
+    let r = C::avg_pool(&wide(t)?, p, count_include_pad, divisor_override)?;
+    narrowed(truncated(&r)?, k)
+}
+
 /// A kernel that keeps integers (`bool_kind` for booleans) and takes floats as they are.
 fn int_kernel(t: &C, k: impl Fn(&C) -> R<C>, bool_kind: Kind) -> R<C> {
     match kind(t) {
@@ -1145,15 +1200,15 @@ impl Backend for CandleTensor {
         dilation: &[i64],
         ceil_mode: bool,
     ) -> R<(Self, Self)> {
-        let k = kind(self_);
-        let x = if k == Kind::Float {
-            self_.clone()
-        } else {
-            wide(self_)?
-        };
-        let (v, i) =
-            C::max_pool2d_with_indices(&x, kernel_size, stride, padding, dilation, ceil_mode)?;
-        Ok((narrowed(v, k)?, indices_out(i)?))
+        let p = meta::max_pool2d(
+            self_.shape(),
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+        )?;
+        max_pool_any(self_, &p)
     }
     fn max_pool2d_with_indices_backward(
         grad_output: &Self,
@@ -1167,16 +1222,10 @@ impl Backend for CandleTensor {
     ) -> R<Self> {
         let [g, x] = promoted_all([grad_output, self_])?;
         let i = index_arg(indices, &g, IndexUse::Gather)?;
-        C::max_pool2d_with_indices_backward(
-            &g,
-            &x,
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            ceil_mode,
-            &i,
-        )
+        let (gs, xs, is) = (g.shape(), x.shape(), i.shape());
+        let geo = (kernel_size, stride, padding, dilation);
+        let p = meta::max_pool2d_backward(gs, xs, geo.0, geo.1, geo.2, geo.3, ceil_mode, is)?;
+        C::max_pool_backward(&g, &x, &p, &i)
     }
     fn avg_pool2d(
         self_: &Self,
@@ -1187,29 +1236,9 @@ impl Backend for CandleTensor {
         count_include_pad: bool,
         divisor_override: Option<i64>,
     ) -> R<Self> {
-        let k = kind(self_);
-        let x = if k == Kind::Float {
-            self_.clone()
-        } else {
-            wide(self_)?
-        };
-        let r = C::avg_pool2d(
-            &x,
-            kernel_size,
-            stride,
-            padding,
-            ceil_mode,
-            count_include_pad,
-            divisor_override,
-        )?;
-        if k == Kind::Float {
-            return Ok(r);
-        }
-        // Integers: PyTorch's integer division of the window's sum (toward zero).
-        let t = &r.t;
-        let zero = ce(t.zeros_like())?;
-        let truncated = ce(ce(t.ge(&zero))?.where_cond(&ce(t.floor())?, &ce(t.ceil())?))?;
-        narrowed(C::new(truncated), k)
+        let (k, s) = (kernel_size, stride);
+        let p = meta::avg_pool2d(self_.shape(), k, s, padding, ceil_mode, divisor_override)?;
+        avg_pool_any(self_, &p, count_include_pad, divisor_override)
     }
     fn avg_pool2d_backward(
         grad_output: &Self,
@@ -1222,16 +1251,86 @@ impl Backend for CandleTensor {
         divisor_override: Option<i64>,
     ) -> R<Self> {
         let [g, x] = promoted_all([grad_output, self_])?;
-        C::avg_pool2d_backward(
-            &g,
-            &x,
+        let (gs, xs, k, s) = (g.shape(), x.shape(), kernel_size, stride);
+        let p = meta::avg_pool2d_backward(gs, xs, k, s, padding, ceil_mode, divisor_override)?;
+        C::avg_pool_backward(&g, &x, &p, count_include_pad, divisor_override)
+    }
+    fn max_pool3d_with_indices(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+    ) -> R<(Self, Self)> {
+        let p = meta::max_pool3d(
+            self_.shape(),
             kernel_size,
             stride,
             padding,
+            dilation,
             ceil_mode,
-            count_include_pad,
-            divisor_override,
-        )
+        )?;
+        rules::check_not_bool(kind(self_), kernel::MAX_POOL3D)?;
+        max_pool_any(self_, &p)
+    }
+    fn max_pool3d_with_indices_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Self,
+    ) -> R<Self> {
+        let (gs, xs, is) = (grad_output.shape(), self_.shape(), indices.shape());
+        let geo = (kernel_size, stride, padding, dilation);
+        let p = meta::max_pool3d_backward(gs, xs, geo.0, geo.1, geo.2, geo.3, ceil_mode, is)?;
+        rules::check_pool3d_backward(self_.dtype(), grad_output.dtype(), indices.dtype())?;
+        let i = index_arg(indices, grad_output, IndexUse::Gather)?;
+        C::max_pool_backward(grad_output, self_, &p, &i)
+    }
+    fn avg_pool3d(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let (k, s) = (kernel_size, stride);
+        let p = meta::avg_pool3d(self_.shape(), k, s, padding, ceil_mode, divisor_override)?;
+        rules::check_not_bool(kind(self_), kernel::AVG_POOL3D)?;
+        avg_pool_any(self_, &p, count_include_pad, divisor_override)
+    }
+    fn avg_pool3d_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let (gs, xs, k, s) = (grad_output.shape(), self_.shape(), kernel_size, stride);
+        let p = meta::avg_pool3d_backward(gs, xs, k, s, padding, ceil_mode, divisor_override)?;
+        rules::check_same(self_.dtype(), grad_output.dtype())?;
+        rules::check_not_bool(kind(self_), kernel::AVG_POOL3D_BACKWARD)?;
+        let avg = (count_include_pad, divisor_override);
+        if kind(self_) == Kind::Float {
+            return C::avg_pool_backward(grad_output, self_, &p, avg.0, avg.1);
+        }
+        // Integers: PyTorch's integer division of each gradient by its divisor, one
+        // gradient at a time (a window's quotient truncated before the adjoint sums them).
+        let g = wide(grad_output)?;
+        let (windows, ones) = (p.avg_windows(avg.0, avg.1), (true, Some(1)));
+        let divisors: Vec<f64> = windows.iter().map(|(_, d)| *d).collect();
+        let quotients = truncated(&divide_planes(&g, &divisors)?)?;
+        let r = C::avg_pool_backward(&quotients, &wide(self_)?, &p, ones.0, ones.1)?;
+        narrowed(r, kind(self_))
     }
     fn _adaptive_avg_pool2d(self_: &Self, output_size: &[i64]) -> R<Self> {
         rules::check_floats(self_.dtype(), kernel::ADAPTIVE_AVG_POOL2D)?;

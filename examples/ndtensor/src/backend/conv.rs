@@ -1,12 +1,12 @@
 //! The convolution and pooling kernels over floating-point tensors: loops over the taps the
-//! op set's meta functions list (`meta::Conv::taps`, `meta::Pool2d::window` and
-//! `avg_window`, `meta::adaptive_range`), so the index
+//! op set's meta functions list (`meta::Conv::taps`, `meta::Pool::windows` and
+//! `avg_windows`, `meta::adaptive_range`), so the index
 //! arithmetic and the argument checks are PyTorch's, shared with every backend.
 
 use crate::storage::FloatTensor;
 use crate::tensor::Element;
 use autograd_opset::error::Error;
-use autograd_opset::meta::{self, Conv, Pool2d, Tap};
+use autograd_opset::meta::{self, Conv, Pool, Tap};
 
 type F<E> = FloatTensor<E>;
 type R<T> = Result<T, Error>;
@@ -180,75 +180,43 @@ impl<E: Element> FloatTensor<E> {
         Ok((gi, gw, gb))
     }
 
-    pub(crate) fn max_pool2d_with_indices(
-        self_: &Self,
-        kernel_size: &[i64],
-        stride: &[i64],
-        padding: &[i64],
-        dilation: &[i64],
-        ceil_mode: bool,
-    ) -> R<(Self, Self)> {
-        let p = meta::max_pool2d(
-            self_.shape(),
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            ceil_mode,
-        )?;
-        let x = values(self_);
-        let (vals, idx) = max_pool_planes(&p, &x);
-        Ok((
+    /// Max pooling of `self_` over the geometry `p` (PyTorch's checks passed): the values
+    /// and the flat positions in their plane.
+    pub(crate) fn max_pool(self_: &Self, p: &Pool) -> (Self, Self) {
+        let (vals, idx) = max_pool_planes(p, &values(self_));
+        (
             F::from_row_major(vals, &p.shape),
             F::from_row_major(idx, &p.shape),
-        ))
+        )
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn max_pool2d_with_indices_backward(
+    /// The adjoint of [`Self::max_pool`]: each gradient added at its plane's index (an
+    /// index outside the plane, where PyTorch's kernel writes out of bounds, is an error).
+    pub(crate) fn max_pool_backward(
         grad_output: &Self,
         self_: &Self,
-        kernel_size: &[i64],
-        stride: &[i64],
-        padding: &[i64],
-        dilation: &[i64],
-        ceil_mode: bool,
-        indices: &Self,
+        p: &Pool,
+        indices: &[i64],
     ) -> R<Self> {
-        let p = meta::max_pool2d_backward(
-            grad_output.shape(),
-            self_.shape(),
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            ceil_mode,
-            indices.shape(),
-        )?;
-        let (g, idx) = (values(grad_output), values(indices));
-        let plane_in = p.input[0] * p.input[1];
-        let plane_out = p.output[0] * p.output[1];
+        let g = values(grad_output);
+        let (plane_in, plane_out) = (p.plane_in(), p.plane_out());
         let mut out = vec![E::zero(); self_.len()];
-        for (i, (gv, ix)) in g.iter().zip(&idx).enumerate() {
-            let base = (i / plane_out.max(1)) * plane_in;
-            let pos = base + ix.as_f64() as usize;
-            out[pos] += *gv;
+        for (i, (gv, ix)) in g.iter().zip(indices).enumerate() {
+            let at = p.plane_index(*ix)?;
+            out[(i / plane_out.max(1)) * plane_in + at] += *gv;
         }
         Ok(F::from_row_major(out, self_.shape()))
     }
 }
 
-/// Max pooling of every `(H, W)` plane of `x`: the values and the flat positions
-/// (`h * W + w`) in their plane, as PyTorch's CPU kernel picks them: the first of equal
+/// Max pooling of every plane (the pooled dims) of `x`: the values and the flat positions
+/// in their plane, as PyTorch's CPU kernel picks them: the first of equal
 /// maxima, the last NaN (a NaN always wins), the window's first position when nothing beats
 /// `-inf`.
-fn max_pool_planes<E: Element>(p: &Pool2d, x: &[E]) -> (Vec<E>, Vec<E>) {
-    let plane_in = p.input[0] * p.input[1];
+fn max_pool_planes<E: Element>(p: &Pool, x: &[E]) -> (Vec<E>, Vec<E>) {
+    let plane_in = p.plane_in();
     let planes = x.len() / plane_in.max(1);
-    let windows: Vec<Vec<usize>> = (0..p.output[0])
-        .flat_map(|oh| (0..p.output[1]).map(move |ow| (oh, ow)))
-        .map(|(oh, ow)| p.window(oh, ow))
-        .collect();
+    let windows = p.windows();
     let mut vals = Vec::with_capacity(planes * windows.len());
     let mut idx = Vec::with_capacity(planes * windows.len());
     for plane in 0..planes {
@@ -273,14 +241,6 @@ fn max_pool_planes<E: Element>(p: &Pool2d, x: &[E]) -> (Vec<E>, Vec<E>) {
 /// The windows of every output position of a pooling over `(H, W)` planes, with each
 /// window's divisor.
 type Windows = Vec<(Vec<usize>, f64)>;
-
-/// Average pooling's windows (`meta::Pool2d::avg_window`), row-major over the output.
-fn avg_windows(p: &Pool2d, count_include_pad: bool, divisor_override: Option<i64>) -> Windows {
-    (0..p.output[0])
-        .flat_map(|oh| (0..p.output[1]).map(move |ow| (oh, ow)))
-        .map(|(oh, ow)| p.avg_window(oh, ow, count_include_pad, divisor_override))
-        .collect()
-}
 
 /// Adaptive average pooling's windows from an `(ih, iw)` plane to `(oh, ow)`.
 fn adaptive_windows(input: [usize; 2], output: [usize; 2]) -> Windows {
@@ -320,68 +280,58 @@ fn pool_mean<E: Element>(x: &[E], plane: usize, windows: &Windows) -> Vec<E> {
     out
 }
 
-/// The adjoint of [`pool_mean`]: each gradient divided by its window's divisor, added to
-/// the window's elements.
-fn pool_mean_backward<E: Element>(g: &[E], plane: usize, len: usize, windows: &Windows) -> Vec<E> {
+/// The adjoint of [`pool_mean`]: each gradient divided by its window's divisor (the
+/// quotient truncated toward zero with `trunc`, PyTorch's integer kernels), added to the
+/// window's elements.
+fn pool_mean_backward<E: Element>(
+    g: &[E],
+    plane: usize,
+    len: usize,
+    windows: &Windows,
+    trunc: bool,
+) -> Vec<E> {
     let mut out = vec![E::zero(); len];
     let per = windows.len();
     for (i, gv) in g.iter().enumerate() {
         let (win, div) = &windows[i % per.max(1)];
         let base = (i / per.max(1)) * plane;
+        let mut q = *gv / E::of(*div);
+        if trunc {
+            q = E::of(q.as_f64().trunc());
+        }
         for j in win {
-            out[base + j] += *gv / E::of(*div);
+            out[base + j] += q;
         }
     }
     out
 }
 
 impl<E: Element> FloatTensor<E> {
-    pub(crate) fn avg_pool2d(
+    /// Average pooling of `self_` over the geometry `p` (PyTorch's checks passed).
+    pub(crate) fn avg_pool(
         self_: &Self,
-        kernel_size: &[i64],
-        stride: &[i64],
-        padding: &[i64],
-        ceil_mode: bool,
+        p: &Pool,
         count_include_pad: bool,
         divisor_override: Option<i64>,
-    ) -> R<Self> {
-        let p = meta::avg_pool2d(
-            self_.shape(),
-            kernel_size,
-            stride,
-            padding,
-            ceil_mode,
-            divisor_override,
-        )?;
-        let windows = avg_windows(&p, count_include_pad, divisor_override);
-        let out = pool_mean(&values(self_), p.input[0] * p.input[1], &windows);
-        Ok(F::from_row_major(out, &p.shape))
+    ) -> Self {
+        let windows = p.avg_windows(count_include_pad, divisor_override);
+        let out = pool_mean(&values(self_), p.plane_in(), &windows);
+        F::from_row_major(out, &p.shape)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn avg_pool2d_backward(
+    /// The adjoint of [`Self::avg_pool`]: the gradient back to `self_`'s shape (`trunc`:
+    /// each quotient truncated, as PyTorch's integer kernel divides).
+    pub(crate) fn avg_pool_backward(
         grad_output: &Self,
         self_: &Self,
-        kernel_size: &[i64],
-        stride: &[i64],
-        padding: &[i64],
-        ceil_mode: bool,
-        count_include_pad: bool,
-        divisor_override: Option<i64>,
-    ) -> R<Self> {
-        let p = meta::avg_pool2d_backward(
-            grad_output.shape(),
-            self_.shape(),
-            kernel_size,
-            stride,
-            padding,
-            ceil_mode,
-            divisor_override,
-        )?;
-        let windows = avg_windows(&p, count_include_pad, divisor_override);
-        let plane = p.input[0] * p.input[1];
-        let out = pool_mean_backward(&values(grad_output), plane, self_.len(), &windows);
-        Ok(F::from_row_major(out, self_.shape()))
+        p: &Pool,
+        (count_include_pad, divisor_override): (bool, Option<i64>),
+        trunc: bool,
+    ) -> Self {
+        let windows = p.avg_windows(count_include_pad, divisor_override);
+        let (g, plane) = (values(grad_output), p.plane_in());
+        let out = pool_mean_backward(&g, plane, self_.len(), &windows, trunc);
+        F::from_row_major(out, self_.shape())
     }
 
     pub(crate) fn adaptive_avg_pool2d(self_: &Self, output_size: &[i64]) -> R<Self> {
@@ -400,7 +350,7 @@ impl<E: Element> FloatTensor<E> {
         let input = [xs[nd - 2], xs[nd - 1]];
         let windows = adaptive_windows(input, [shape[nd - 2], shape[nd - 1]]);
         let plane = input[0] * input[1];
-        let out = pool_mean_backward(&values(grad_output), plane, self_.len(), &windows);
+        let out = pool_mean_backward(&values(grad_output), plane, self_.len(), &windows, false);
         Ok(F::from_row_major(out, xs))
     }
 }

@@ -546,6 +546,44 @@ fn indices_out<E: Element, G: Element>(t: F<G>) -> NdTensor<E> {
     int_out(t.arr().mapv(|x| x.as_f64() as i64))
 }
 
+/// Max pooling over the geometry `p` of any dtype (integers pooled as `f64`, narrowed
+/// back): the values and the `int64` indices.
+fn max_pool_any<E: Element>(t: &NdTensor<E>, p: &meta::Pool) -> (NdTensor<E>, NdTensor<E>) {
+    if let Data::Float(a) = t.data() {
+        let (v, i) = F::max_pool(a, p);
+        return (float_out(v), indices_out(i));
+    }
+    let (v, i) = F::max_pool(&wide(t), p);
+    (narrowed(v, kind(t)), indices_out(i))
+}
+
+/// Max pooling's backward over the geometry `p`: the gradient scattered at `indices`.
+fn max_pool_backward_any<E: Element>(
+    g: &NdTensor<E>,
+    x: &NdTensor<E>,
+    p: &meta::Pool,
+    indices: &A<i64>,
+) -> R<NdTensor<E>> {
+    let idx: Vec<i64> = indices.iter().copied().collect();
+    let r = F::max_pool_backward(&promoted(g), &promoted(x), p, &idx)?;
+    Ok(float_out(r))
+}
+
+/// Average pooling over the geometry `p` of any dtype: integers as PyTorch's integer
+/// division of each window's sum (toward zero).
+fn avg_pool_any<E: Element>(
+    t: &NdTensor<E>,
+    p: &meta::Pool,
+    count_include_pad: bool,
+    divisor_override: Option<i64>,
+) -> NdTensor<E> {
+    if let Data::Float(a) = t.data() {
+        return float_out(F::avg_pool(a, p, count_include_pad, divisor_override));
+    }
+    let r = F::avg_pool(&wide(t), p, count_include_pad, divisor_override);
+    narrowed(fl(r.arr().mapv(f64::trunc)), kind(t))
+}
+
 /// A kernel PyTorch computes in floating point (integers and booleans promoted to `E`).
 fn float_unary<E: Element>(t: &NdTensor<E>, kernel: fn(&F<E>) -> R<F<E>>) -> R<NdTensor<E>> {
     Ok(float_out(kernel(&promoted(t))?))
@@ -1637,20 +1675,15 @@ impl<E: Element> Backend for NdTensor<E> {
         dilation: &[i64],
         ceil_mode: bool,
     ) -> R<(Self, Self)> {
-        if let Data::Float(a) = self_.data() {
-            let (v, i) =
-                F::max_pool2d_with_indices(a, kernel_size, stride, padding, dilation, ceil_mode)?;
-            return Ok((float_out(v), indices_out(i)));
-        }
-        let (v, i) = F::max_pool2d_with_indices(
-            &wide(self_),
+        let p = meta::max_pool2d(
+            self_.shape(),
             kernel_size,
             stride,
             padding,
             dilation,
             ceil_mode,
         )?;
-        Ok((narrowed(v, kind(self_)), indices_out(i)))
+        Ok(max_pool_any(self_, &p))
     }
     fn max_pool2d_with_indices_backward(
         grad_output: &Self,
@@ -1663,17 +1696,10 @@ impl<E: Element> Backend for NdTensor<E> {
         indices: &Self,
     ) -> R<Self> {
         let i = index_arg(indices, IndexUse::Gather)?;
-        let r = F::max_pool2d_with_indices_backward(
-            &promoted(grad_output),
-            &promoted(self_),
-            kernel_size,
-            stride,
-            padding,
-            dilation,
-            ceil_mode,
-            &idx(&i),
-        )?;
-        Ok(float_out(r))
+        let (g, x) = (grad_output.shape(), self_.shape());
+        let geo = (kernel_size, stride, padding, dilation);
+        let p = meta::max_pool2d_backward(g, x, geo.0, geo.1, geo.2, geo.3, ceil_mode, i.shape())?;
+        max_pool_backward_any(grad_output, self_, &p, &i)
     }
     fn avg_pool2d(
         self_: &Self,
@@ -1684,32 +1710,9 @@ impl<E: Element> Backend for NdTensor<E> {
         count_include_pad: bool,
         divisor_override: Option<i64>,
     ) -> R<Self> {
-        let k = kind(self_);
-        let run = |x: &F<_>| {
-            F::avg_pool2d(
-                x,
-                kernel_size,
-                stride,
-                padding,
-                ceil_mode,
-                count_include_pad,
-                divisor_override,
-            )
-        };
-        if let Data::Float(a) = self_.data() {
-            return Ok(float_out(run(a)?));
-        }
-        // Integers: PyTorch's integer division of the window's sum.
-        let r = F::avg_pool2d(
-            &wide(self_),
-            kernel_size,
-            stride,
-            padding,
-            ceil_mode,
-            count_include_pad,
-            divisor_override,
-        )?;
-        Ok(narrowed(fl(r.arr().mapv(f64::trunc)), k))
+        let (k, s) = (kernel_size, stride);
+        let p = meta::avg_pool2d(self_.shape(), k, s, padding, ceil_mode, divisor_override)?;
+        Ok(avg_pool_any(self_, &p, count_include_pad, divisor_override))
     }
     fn avg_pool2d_backward(
         grad_output: &Self,
@@ -1721,17 +1724,84 @@ impl<E: Element> Backend for NdTensor<E> {
         count_include_pad: bool,
         divisor_override: Option<i64>,
     ) -> R<Self> {
-        let r = F::avg_pool2d_backward(
-            &promoted(grad_output),
-            &promoted(self_),
+        let (g, x, k, s) = (grad_output.shape(), self_.shape(), kernel_size, stride);
+        let p = meta::avg_pool2d_backward(g, x, k, s, padding, ceil_mode, divisor_override)?;
+        let (g, x) = (promoted(grad_output), promoted(self_));
+        let r = F::avg_pool_backward(&g, &x, &p, (count_include_pad, divisor_override), false);
+        Ok(float_out(r))
+    }
+    fn max_pool3d_with_indices(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+    ) -> R<(Self, Self)> {
+        let p = meta::max_pool3d(
+            self_.shape(),
             kernel_size,
             stride,
             padding,
+            dilation,
             ceil_mode,
-            count_include_pad,
-            divisor_override,
         )?;
-        Ok(float_out(r))
+        rules::check_not_bool(kind(self_), kernel::MAX_POOL3D)?;
+        Ok(max_pool_any(self_, &p))
+    }
+    fn max_pool3d_with_indices_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        dilation: &[i64],
+        ceil_mode: bool,
+        indices: &Self,
+    ) -> R<Self> {
+        let (g, x, i) = (grad_output.shape(), self_.shape(), indices.shape());
+        let geo = (kernel_size, stride, padding, dilation);
+        let p = meta::max_pool3d_backward(g, x, geo.0, geo.1, geo.2, geo.3, ceil_mode, i)?;
+        rules::check_pool3d_backward(self_.dtype(), grad_output.dtype(), indices.dtype())?;
+        let i = index_arg(indices, IndexUse::Gather)?;
+        max_pool_backward_any(grad_output, self_, &p, &i)
+    }
+    fn avg_pool3d(
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let (k, s) = (kernel_size, stride);
+        let p = meta::avg_pool3d(self_.shape(), k, s, padding, ceil_mode, divisor_override)?;
+        rules::check_not_bool(kind(self_), kernel::AVG_POOL3D)?;
+        Ok(avg_pool_any(self_, &p, count_include_pad, divisor_override))
+    }
+    fn avg_pool3d_backward(
+        grad_output: &Self,
+        self_: &Self,
+        kernel_size: &[i64],
+        stride: &[i64],
+        padding: &[i64],
+        ceil_mode: bool,
+        count_include_pad: bool,
+        divisor_override: Option<i64>,
+    ) -> R<Self> {
+        let (g, x, k, s) = (grad_output.shape(), self_.shape(), kernel_size, stride);
+        let p = meta::avg_pool3d_backward(g, x, k, s, padding, ceil_mode, divisor_override)?;
+        rules::check_same(self_.dtype(), grad_output.dtype())?;
+        rules::check_not_bool(kind(self_), kernel::AVG_POOL3D_BACKWARD)?;
+        let avg = (count_include_pad, divisor_override);
+        if kind(self_) == Kind::Float {
+            let (g, x) = (promoted(grad_output), promoted(self_));
+            return Ok(float_out(F::avg_pool_backward(&g, &x, &p, avg, false)));
+        }
+        // Integers: PyTorch's integer division of each gradient by its divisor.
+        let r = F::avg_pool_backward(&wide(grad_output), &wide(self_), &p, avg, true);
+        Ok(narrowed(r, kind(self_)))
     }
     fn _adaptive_avg_pool2d(self_: &Self, output_size: &[i64]) -> R<Self> {
         let x = floats(self_, kernel::ADAPTIVE_AVG_POOL2D)?;
