@@ -324,6 +324,7 @@ mod conv;
 mod indexing;
 mod losses;
 mod normalization;
+mod norms;
 mod products;
 mod resample;
 mod softmax;
@@ -346,6 +347,7 @@ pub use normalization::{
     ChannelSizes, Stat, batch_norm, batch_norm_backward_channels, batch_norm_channels,
     batch_norm_legit, batch_norm_no_stats, batch_norm_stat, var, var_dtype,
 };
+pub use norms::{LayerNormRows, layer_norm, layer_norm_backward, layer_norm_stat_shape};
 pub use products::{addmm, sort_indices};
 pub use resample::{
     Axis, AxisTap, PadMode, Resample, adaptive_avg_pool3d, adaptive_avg_pool3d_backward, pad,

@@ -33,12 +33,10 @@ pub const OP_SET_DIFFERENCES: &[(&str, &str)] = &[
     ("shape_errors/mse_loss_mismatch_broadcast", "documented PyTorch difference: with a target that broadcasts, PyTorch's mse_loss_backward normalizes the target's gradient by the target's numel (PyTorch warns this 'will likely lead to incorrect results'); the op set gives the true derivative, half of it here"),
     ("jvp/native_dropout_backward/0", "PyTorch 2.15 has no forward formula for native_dropout_backward and raises; the op set's (auto_linear: the op is linear in grad_output) gives the tangent"),
     ("jvp/native_dropout_backward/1", "as jvp/native_dropout_backward/0"),
-    ("forward_nested/jvp_jvp/layer_norm_weight", "PyTorch bug: native_layer_norm has no tangent for its mean and rstd outputs, which its layer_norm_jvp reads, so a jvp of a jvp through layer_norm treats them as constants (central differences disagree with PyTorch by 0.4 and agree with the op set to 1e-10)"),
     ("kernel_edges/grad/embedding_scale_grad_by_freq_second_order", "PyTorch bug: its embedding_dense_double_backward leaves out scale_grad_by_freq's 1/count (its comment: 'since first backward takes care of scaling by frequency, we don't need to worry about it here'), so with a repeated index the second derivatives through the embedding's gradient are off (for the 0-d input: central differences 0.0471498, the op set 0.0471498, PyTorch 0.0875800); the op set's embedding backward is made of differentiable ops"),
     ("products/prod_zero_and_inf", "the op set has no cumprod: prod_safe_zeros_backward's cumulative products are a chain of differentiable products, whose derivative at an input with a zero and an infinity is finite where PyTorch's cumprod_backward divides by the infinity (NaN); first-order gradients agree"),
     ("products/prod_dim1_zero_and_inf", "as products/prod_zero_and_inf"),
     ("products/prod_dim0_zero_and_inf", "as products/prod_zero_and_inf"),
-    ("forward_nested/grad_of_jvp/layer_norm_weight", "PyTorch bug: the gradient of a layer_norm tangent misses the paths through native_layer_norm's mean and rstd, whose gradients its backward formula ignores (as forward_nested/jvp_jvp/layer_norm_weight)"),
 ];
 
 /// What [`check_backend_with`] runs.

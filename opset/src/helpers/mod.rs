@@ -21,6 +21,7 @@ mod conv_formulas;
 mod decompositions;
 mod formulas;
 mod norm_composites;
+mod norm_formulas;
 mod normalization;
 mod product_formulas;
 pub mod raw;
@@ -37,7 +38,8 @@ pub use conv::{
 pub use conv_formulas::*;
 pub use decompositions::*;
 pub use formulas::*;
-pub use norm_composites::{batch_norm, var_dim};
+pub use norm_composites::{batch_norm, layer_norm, var_dim};
+pub use norm_formulas::*;
 pub use normalization::*;
 pub use product_formulas::*;
 pub use resample::{pad, upsample_bilinear2d_vec, upsample_nearest2d_vec};
