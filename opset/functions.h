@@ -242,6 +242,30 @@ Tensor batch_norm_jvp(
     const Tensor& saved_invstd,
     bool train,
     double eps);
+// layer and group normalization (issue 30)
+// undefined: ggI, ggG, ggB
+std::tuple<Tensor, Tensor, Tensor> layer_norm_double_backward(
+    const Tensor& input,
+    const std::optional<Tensor>& gamma,
+    const Tensor& ggI,
+    const Tensor& ggG,
+    const Tensor& ggB,
+    const Tensor& gO,
+    const Tensor& save_mean,
+    const Tensor& save_invstd,
+    c10::SymIntArrayRef normalized_shape,
+    std::array<bool, 3> output_mask);
+// undefined: weight_p, weight_t, bias_p, bias_t
+Tensor layer_norm_jvp(
+    const Tensor& input_p,
+    const Tensor& input_t,
+    const Tensor& weight_p,
+    const Tensor& weight_t,
+    const Tensor& bias_p,
+    const Tensor& bias_t,
+    const Tensor& saved_mean,
+    const Tensor& saved_invstd,
+    c10::SymIntArrayRef normalized_shape);
 
 at::Tensor repeat_backward(
     at::Tensor grad,
@@ -326,9 +350,8 @@ Tensor value_selecting_reduction_backward_symint(const Tensor& grad, int64_t dim
 Tensor index_select_backward_symint(const Tensor& grad, c10::SymIntArrayRef self_sizes, int64_t dim, const Tensor& index);
 Tensor gather_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad);
 Tensor embedding_backward_symint(const Tensor& grad, const Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx, bool scale_grad_by_freq, bool sparse);
-std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad, const Tensor& input, c10::SymIntArrayRef normalized_shape, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, std::array<bool, 3> grad_input_mask);
+Tensor native_layer_norm_backward_jvp(const Tensor& grad_out_p, const Tensor& grad_out_t, const Tensor& input_p, const Tensor& input_t, c10::SymIntArrayRef normalized_shape, const Tensor& mean_p, const Tensor& rstd_p, const std::optional<Tensor>& weight_p, const std::optional<Tensor>& weight_t, const std::optional<Tensor>& bias_p, int64_t output);
 Tensor native_batch_norm_backward_jvp(const Tensor& grad_out_p, const Tensor& grad_out_t, const Tensor& input_p, const Tensor& input_t, const std::optional<Tensor>& weight_p, const std::optional<Tensor>& weight_t, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var, const std::optional<Tensor>& save_mean, const std::optional<Tensor>& save_invstd, bool train, double eps, int64_t output);
-Tensor layer_norm_composite_jvp(const Tensor& input_p, const Tensor& input_t, const std::optional<Tensor>& weight_p, const std::optional<Tensor>& weight_t, const std::optional<Tensor>& bias_t, c10::SymIntArrayRef normalized_shape, double eps);
 
 // Convolution and pooling (issue 30): PyTorch's native `_convolution_double_backward`
 // (Convolution.cpp, CompositeImplicitAutograd there; its schema's declaration), and the two

@@ -3680,6 +3680,7 @@ def sweep_calls():
     calls.update(select_sweep_calls())
     calls.update(geom_sweep_calls())
     calls.update(pool3d_sweep_calls())
+    calls.update(norms_sweep_calls())
     return calls
 
 
@@ -6716,12 +6717,163 @@ def pool3d_programs():
     return progs
 
 
+# ----------------------------------------------------------------------------- norms
+# Issue 30: native_layer_norm and native_layer_norm_backward (layer_norm is their
+# composite): generators (GEN), sweep calls, and the `norms` category (the mean and rstd
+# outputs, with and without weight and bias, unused outputs, second derivatives, jvps,
+# errors).
+
+def g_native_layer_norm(p, r):
+    b, c, d = size(r), size(r), size(r)
+    x = p.inp([b, c, d], "wide", nc=r.random() < 0.4)
+    ns = r.choice([[d], [c, d]])
+    w = p.inp(ns, "pos") if r.random() < 0.6 else None
+    bi = p.inp(ns) if r.random() < 0.5 else None
+    outs = p.op("native_layer_norm", nout=3, input=x, normalized_shape=ns, weight=w, bias=bi, eps=1e-5)
+    return outs[r.choice([0, 0, 1, 2])]
+
+
+def g_native_layer_norm_backward(p, r):
+    """native_layer_norm_backward with the input's own statistics (of a detached copy: PyTorch's
+    gradients with respect to them are not implemented)."""
+    b, d = size(r), size(r) + 1
+    go, x = p.inp([b, d]), p.inp([b, d], "wide")
+    w = p.inp([d], "pos") if r.random() < 0.7 else None
+    bi = p.inp([d]) if w is not None and r.random() < 0.5 else None
+    _, m, s = p.op("native_layer_norm", nout=3, input=p.special("detach", self=x), normalized_shape=[d], weight=None,
+                   bias=None, eps=1e-5)
+    outs = p.op("native_layer_norm_backward", nout=3, grad_out=go, input=x, normalized_shape=[d], mean=m, rstd=s,
+                weight=w, bias=bi, output_mask=[True, w is not None, bi is not None])
+    return outs[r.choice([0, 0] + ([1] if w is not None else []) + ([2] if bi is not None else []))]
+
+
+GEN.update({
+    "native_layer_norm": g_native_layer_norm,
+    "native_layer_norm_backward": g_native_layer_norm_backward,
+})
+
+
+def norms_sweep_calls():
+    """The sweep's calls of layer and group normalization (the last dim normalized)."""
+    def ns(a):
+        s = a.shape_at(0)
+        return s[-1:]
+
+    def ln_backward(p, a):
+        x = a.t(0)
+        _, m, s = p.op("native_layer_norm", nout=3, input=p.special("detach", self=x), normalized_shape=ns(a),
+                       weight=None, bias=None, eps=1e-5)
+        return p.op("native_layer_norm_backward", nout=3, grad_out=a.t(0), input=x, normalized_shape=ns(a), mean=m,
+                    rstd=s, weight=None, bias=None, output_mask=[True, False, False])
+
+    return {
+        "native_layer_norm": lambda p, a: p.op("native_layer_norm", nout=3, input=a.t(0), normalized_shape=ns(a),
+                                               weight=None, bias=None, eps=1e-5),
+        "native_layer_norm_backward": ln_backward,
+    }
+
+
+def norms_programs():
+    """The `norms` category: native_layer_norm's mean and rstd, with and without weight and
+    bias, unused outputs (grad_input_mask), second derivatives through
+    native_layer_norm_backward, jvps, and PyTorch's errors."""
+    S = []
+
+    def prog(name, mode="grad"):
+        p = scen(f"norms/{name}", "norms")
+        p.mode = mode
+        S.append(p)
+        return p
+
+    ln = dict(eps=1e-5)
+    for out in range(3):
+        for affine in ("none", "weight", "weight_bias", "bias"):
+            for mode in ("grad", "jvp"):
+                p = prog(f"layer_norm_output{out}_{affine}_{mode}", mode)
+                x = p.inp([3, 2, 4], "wide", nc=out == 1)
+                w = p.inp([4], "pos") if "weight" in affine else None
+                b = p.inp([4]) if "bias" in affine else None
+                outs = p.op("native_layer_norm", nout=3, input=x, normalized_shape=[4], weight=w, bias=b, **ln)
+                p.out(outs[out])
+    for name, shape, nshape in (("two_dims", [2, 3, 2], [3, 2]), ("all_dims", [3, 4], [3, 4]),
+                                ("one_dim_input", [5], [5]), ("empty_rows", [0, 3], [3]),
+                                ("empty_normalized", [2, 0], [0])):
+        for out in range(3):
+            p = prog(f"layer_norm_{name}_output{out}")
+            x = p.inp(shape, "wide")
+            p.out(p.op("native_layer_norm", nout=3, input=x, normalized_shape=nshape, weight=None, bias=None, **ln)[out])
+    # Unused outputs: only some of input, weight and bias require grad (grad_input_mask).
+    for rg in ((True, False, False), (False, True, False), (False, False, True), (False, True, True)):
+        tag = "".join("iwb"[i] for i in range(3) if rg[i])
+        p = prog(f"layer_norm_mask_{tag}")
+        x = p.inp([2, 3], "wide", rg=rg[0])
+        w, b = p.inp([3], "pos", rg=rg[1]), p.inp([3], rg=rg[2])
+        y = p.op("native_layer_norm", nout=3, input=x, normalized_shape=[3], weight=w, bias=b, **ln)[0]
+        p.op("tanh", self=y)
+    for name, mode in (("hvp", "hvp"), ("jvp_of_layer_norm", "jvp")):
+        p = prog(f"layer_norm_{name}", mode)
+        x, w, b = p.inp([3, 4], "wide"), p.inp([4], "pos"), p.inp([4])
+        y = p.op("layer_norm", input=x, normalized_shape=[4], weight=w, bias=b, eps=1e-5, cudnn_enable=True)
+        p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+    for affine in ("none", "weight", "weight_bias"):
+        for mode in ("grad", "jvp"):
+            p = prog(f"backward_of_backward_{affine}_{mode}", mode)
+            go, x = p.inp([3, 4]), p.inp([3, 4], "wide")
+            w = p.inp([4], "pos") if affine != "none" else None
+            b = p.inp([4]) if affine == "weight_bias" else None
+            _, m, s = p.op("native_layer_norm", nout=3, input=p.op("detach", self=x), normalized_shape=[4],
+                           weight=None, bias=None, **ln)
+            gi, gw, gb = p.op("native_layer_norm_backward", nout=3, grad_out=go, input=x, normalized_shape=[4],
+                              mean=m, rstd=s, weight=w, bias=b,
+                              output_mask=[True, w is not None, b is not None])
+            t = p.op("sum", self=p.op("mul.Tensor", self=gi, other=gi), dtype=None)
+            if w is not None:
+                t = p.op("add.Tensor", self=t, other=p.op("sum", self=p.op("mul.Tensor", self=gw, other=gw),
+                                                          dtype=None), alpha=1.0)
+            if b is not None:
+                t = p.op("add.Tensor", self=t, other=p.op("sum", self=gb, dtype=None), alpha=1.0)
+    p = prog("backward_mean_requires_grad")
+    p.note = "the statistics require grad: PyTorch's derivative for them is not implemented"
+    go, x = p.inp([2, 3]), p.inp([2, 3], "wide", rg=False)
+    m, s = p.inp([2, 1]), p.inp([2, 1], "pos", rg=False)
+    p.op("native_layer_norm_backward", nout=3, grad_out=go, input=x, normalized_shape=[3], mean=m, rstd=s,
+         weight=None, bias=None, output_mask=[True, False, False])
+
+    def error(name, op, nout=3, **kw):
+        p = prog(f"error/{name}")
+        args = {}
+        for k, v in kw.items():
+            args[k] = p.inp(v[0], v[1] if len(v) > 1 else "t", rg=False) if isinstance(v, tuple) else v
+        p.op(op, nout=nout, **args)
+
+    error("layer_norm_empty_normalized_shape", "native_layer_norm", input=([2, 3],), normalized_shape=[],
+          weight=None, bias=None, eps=1e-5)
+    error("layer_norm_input_shape", "native_layer_norm", input=([2, 3],), normalized_shape=[2], weight=None,
+          bias=None, eps=1e-5)
+    error("layer_norm_too_many_dims", "native_layer_norm", input=([3],), normalized_shape=[1, 3], weight=None,
+          bias=None, eps=1e-5)
+    error("layer_norm_weight_shape", "native_layer_norm", input=([2, 3],), normalized_shape=[3], weight=([2],),
+          bias=None, eps=1e-5)
+    error("layer_norm_bias_shape", "native_layer_norm", input=([2, 3],), normalized_shape=[3], weight=None,
+          bias=([3, 1],), eps=1e-5)
+    error("layer_norm_backward_weight_shape", "native_layer_norm_backward", grad_out=([2, 3],), input=([2, 3],),
+          normalized_shape=[3], mean=([2, 1],), rstd=([2, 1], "pos"), weight=([4],), bias=None,
+          output_mask=[True, True, False])
+    error("layer_norm_backward_normalized_shape", "native_layer_norm_backward", grad_out=([2, 3],),
+          input=([2, 3],), normalized_shape=[2], mean=([2, 1],), rstd=([2, 1], "pos"), weight=None, bias=None,
+          output_mask=[True, False, False])
+    p = prog("error/layer_norm_integer_input")
+    p.op("native_layer_norm", nout=3, input=p.inp([2, 3], "idx5"), normalized_shape=[3], weight=None, bias=None,
+         **ln)
+    return S
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
              + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
              + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
-             + select_programs() + geom_programs() + pool3d_programs())
+             + select_programs() + geom_programs() + pool3d_programs() + norms_programs())
     names = set()
     by_cat = {}
     for p in progs:

@@ -29,8 +29,8 @@ use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::error::Error;
 use autograd_opset::meta;
 use autograd_opset::shape::{
-    broadcast_shape, cat_skips, check_amax, check_gather_shapes, check_layer_norm, check_mm,
-    expanded_shape, infer_shape, new_shape, norm_dim, reduce_axes,
+    broadcast_shape, cat_skips, check_amax, check_gather_shapes, check_mm, expanded_shape,
+    infer_shape, new_shape, norm_dim, reduce_axes,
 };
 use candle_core::{DType, Tensor};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -1212,39 +1212,6 @@ impl CandleTensor {
         let (g, m) = both(&grad_output.t, &mask.t)?;
         let r = (g * m).ce()?;
         Ok(w(r.broadcast_mul(&sc(scale, &r)?).ce()?))
-    }
-    fn layer_norm(
-        input: &Self,
-        normalized_shape: &[i64],
-        weight: Option<&Self>,
-        bias: Option<&Self>,
-        eps: f64,
-        _cudnn_enable: bool,
-    ) -> R<Self> {
-        check_layer_norm(
-            input.shape(),
-            normalized_shape,
-            weight.map(|w| w.t.dims()),
-            bias.map(|w| w.t.dims()),
-        )?;
-        let x = &input.t;
-        let nd = x.rank();
-        let axes: Vec<usize> = (nd - normalized_shape.len()..nd).collect();
-        let n = sc(count(x, &axes) as f64, x)?;
-        let mean = sum_axes(x, &axes, true)?.broadcast_div(&n).ce()?;
-        let xc = x.broadcast_sub(&mean).ce()?;
-        let var = sum_axes(&xc.sqr().ce()?, &axes, true)?
-            .broadcast_div(&n)
-            .ce()?;
-        let sd = var.broadcast_add(&sc(eps, x)?).ce()?.sqrt().ce()?;
-        let mut y = xc.broadcast_div(&sd).ce()?;
-        if let Some(wt) = weight {
-            y = y.broadcast_mul(&wt.t).ce()?;
-        }
-        if let Some(b) = bias {
-            y = y.broadcast_add(&b.t).ce()?;
-        }
-        Ok(w(y))
     }
     fn embedding(
         weight: &Self,

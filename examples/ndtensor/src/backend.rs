@@ -24,8 +24,8 @@ use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::error::Error;
 use autograd_opset::meta;
 use autograd_opset::shape::{
-    broadcast_shape, cat_skips, check_amax, check_gather_shapes, check_layer_norm, check_mm,
-    expanded_shape, infer_shape, new_shape, norm_dim, reduce_axes,
+    broadcast_shape, cat_skips, check_amax, check_gather_shapes, check_mm, expanded_shape,
+    infer_shape, new_shape, norm_dim, reduce_axes,
 };
 use ndarray::{Array, ArrayView, Axis, CowArray, Dimension, IxDyn, Slice, Zip};
 
@@ -1052,41 +1052,6 @@ impl<E: Element> NdTensor<E> {
     fn native_dropout_backward(grad_output: &Self, mask: &Self, scale: f64) -> R<Self> {
         let s = E::of(scale);
         zip(grad_output, mask, |g, m| g * m * s)
-    }
-    fn layer_norm(
-        input: &Self,
-        normalized_shape: &[i64],
-        weight: Option<&Self>,
-        bias: Option<&Self>,
-        eps: f64,
-        _cudnn_enable: bool,
-    ) -> R<Self> {
-        check_layer_norm(
-            input.shape(),
-            normalized_shape,
-            weight.map(|w| w.shape()),
-            bias.map(|w| w.shape()),
-        )?;
-        let nd = input.ndim();
-        let axes: Vec<usize> = (nd - normalized_shape.len()..nd).collect();
-        let n: usize = axes.iter().map(|a| input.shape()[*a]).product();
-        let mean = sum_axes(input.arr(), &axes, true).mapv(|x| x / E::of(n as f64));
-        let xc = Zip::from(input.arr())
-            .and_broadcast(&mean)
-            .map_collect(|x, m| *x - *m);
-        let sq = xc.mapv(|x| x * x);
-        let var = sum_axes(&sq.view(), &axes, true).mapv(|x| x / E::of(n as f64));
-        let e = E::of(eps);
-        let mut y = Zip::from(&xc)
-            .and_broadcast(&var)
-            .map_collect(|x, v| *x / (*v + e).sqrt());
-        if let Some(w) = weight {
-            y = &y * w.arr();
-        }
-        if let Some(b) = bias {
-            y = &y + b.arr();
-        }
-        Ok(wrap(y))
     }
     fn embedding(
         weight: &Self,

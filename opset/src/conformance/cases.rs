@@ -683,6 +683,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     rounding_and_selection(&r, &mut cs);
     divisions_and_activations(&r, &mut cs);
     super::norm_cases::norm_cases(&r, &mut cs);
+    super::norms_cases::norms_cases(&r, &mut cs);
     super::softmax_cases::softmax_cases(&r, &mut cs);
     cs.extend(super::conv_cases::cases::<B>());
     cs.extend(super::pool3d_cases::cases::<B>());

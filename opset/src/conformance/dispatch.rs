@@ -683,6 +683,7 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         // Pseudo-ops of the program format.
         "detach" => Ok(vec![a.t("self")?.detach()]),
         _ => super::norm_cases::dispatch_norm(op, a)
+            .or_else(|| super::norms_cases::dispatch(op, a))
             .or_else(|| super::conv_cases::dispatch(op, a))
             .or_else(|| super::pool3d_cases::dispatch(op, a))
             .or_else(|| super::resample_cases::dispatch(op, a))

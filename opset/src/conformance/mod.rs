@@ -42,6 +42,7 @@ pub mod inplace_cases;
 pub mod kit;
 pub mod no_panic;
 pub mod norm_cases;
+pub mod norms_cases;
 pub mod out_cases;
 pub mod pool3d_cases;
 pub mod precision;

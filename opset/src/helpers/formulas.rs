@@ -858,50 +858,6 @@ pub fn grad_mode_enabled() -> bool {
     autograd::runtime::is_grad_enabled()
 }
 
-/// Backward of `layer_norm` for input, weight and bias (recomputes the statistics with
-/// differentiable ops, so second derivatives work).
-#[allow(clippy::type_complexity)]
-pub fn layer_norm_backward<T: Backend>(
-    g: &V<T>,
-    input: &V<T>,
-    normalized_shape: &[i64],
-    weight: Option<&V<T>>,
-    bias: Option<&V<T>>,
-    eps: f64,
-    mask: [bool; 3],
-) -> Res<(Option<V<T>>, Option<V<T>>, Option<V<T>>)> {
-    let nd = input.shape().len();
-    let red: Vec<i64> = ((nd - normalized_shape.len()) as i64..nd as i64).collect();
-    let mean = mean_dim(input, Some(&red), true, None)?;
-    let xc = sub_tensor(input, &mean, 1)?;
-    let var = mean_dim(&mul_tensor(&xc, &xc)?, Some(&red), true, None)?;
-    let rstd = rsqrt(&add_scalar(&var, eps, 1)?)?;
-    let xhat = mul_tensor(&xc, &rstd)?;
-    let gi = mask[0]
-        .then(|| {
-            let gx = match weight {
-                Some(w) => mul_tensor(g, w)?,
-                None => g.clone(),
-            };
-            let m1 = mean_dim(&gx, Some(&red), true, None)?;
-            let m2 = mean_dim(&mul_tensor(&gx, &xhat)?, Some(&red), true, None)?;
-            mul_tensor(
-                &rstd,
-                &sub_tensor(&sub_tensor(&gx, &m1, 1)?, &mul_tensor(&xhat, &m2)?, 1)?,
-            )
-        })
-        .transpose()?;
-    let gw = match weight {
-        Some(w) if mask[1] => Some(sum_to(&mul_tensor(g, &xhat)?, &w.shape())?),
-        _ => None,
-    };
-    let gb = match bias {
-        Some(b) if mask[2] => Some(sum_to(g, &b.shape())?),
-        _ => None,
-    };
-    Ok((gi, gw, gb))
-}
-
 /// Backward of `embedding` (dense): rows of the gradient added into the used weight rows.
 pub fn embedding_backward_symint<T: Backend>(
     g: &V<T>,
@@ -937,52 +893,6 @@ pub fn embedding_backward_symint<T: Backend>(
         &g2,
         1.0,
     )
-}
-
-/// The tangent of `layer_norm` (PyTorch's `layer_norm_jvp` followed by `_affine_jvp`, for the op set's primitive `layer_norm`). The
-/// statistics PyTorch saves from `native_layer_norm` (`mean`, `rstd`) are recomputed here
-/// from the primal with differentiable ops.
-#[allow(clippy::too_many_arguments)]
-pub fn layer_norm_composite_jvp<T: Backend>(
-    input_p: &V<T>,
-    input_t: &V<T>,
-    weight_p: Option<&V<T>>,
-    weight_t: Option<&V<T>>,
-    bias_t: Option<&V<T>>,
-    normalized_shape: &[i64],
-    eps: f64,
-) -> Res<V<T>> {
-    let nd = input_p.shape().len();
-    let red: Vec<i64> = ((nd - normalized_shape.len()) as i64..nd as i64).collect();
-    let numel: usize = input_p.shape()[nd - normalized_shape.len()..]
-        .iter()
-        .product();
-    let mean_p = mean_dim(input_p, Some(&red), true, None)?;
-    let xc = sub_tensor(input_p, &mean_p, 1)?;
-    let var = mean_dim(&mul_tensor(&xc, &xc)?, Some(&red), true, None)?;
-    let invstd_p = rsqrt(&add_scalar(&var, eps, 1)?)?;
-    let tc = sub_tensor(input_t, &mean_dim(input_t, Some(&red), true, None)?, 1)?;
-    let dot = sum_dim_intlist(&mul_tensor(&tc, &xc)?, Some(&red), true, None)?;
-    let invstd_t = div_scalar(
-        &mul_tensor(&neg(&pow_tensor_scalar(&invstd_p, 3.0)?)?, &dot)?,
-        numel as f64,
-    )?;
-    let mut result_t = add_tensor(
-        &mul_tensor(&tc, &invstd_p)?,
-        &mul_tensor(&xc, &invstd_t)?,
-        1.0,
-    )?;
-    if let Some(w) = weight_p {
-        let result_p = mul_tensor(&xc, &invstd_p)?;
-        result_t = mul_tensor(&result_t, w)?;
-        if let Some(wt) = weight_t {
-            result_t = add_tensor(&result_t, &mul_tensor(&result_p, wt)?, 1)?;
-        }
-    }
-    match bias_t {
-        Some(b) => add_tensor(&result_t, b, 1),
-        None => Ok(result_t),
-    }
 }
 
 /// PyTorch's `atan2_backward`: `grad * other / (self² + other²)` and

@@ -1,5 +1,6 @@
 //! PyTorch's normalization and variance composites (CompositeImplicitAutograd): `batch_norm`
-//! over the `_native_batch_norm_legit` family, and `var.dim` over `var.correction`. Over
+//! over the `_native_batch_norm_legit` family, `layer_norm` over `native_layer_norm`, and
+//! `var.dim` over `var.correction`. Over
 //! `Variable<T>` only (no backward formula calls them).
 
 use super::*;
@@ -67,6 +68,19 @@ pub fn batch_norm<T: Backend>(
         )?,
     };
     Ok(out.0)
+}
+
+/// PyTorch's `layer_norm` (`layer_norm_symint`): `native_layer_norm`'s output (its kernel
+/// checks the arguments).
+pub fn layer_norm<T: Backend>(
+    input: &V<T>,
+    normalized_shape: &[i64],
+    weight: Option<&V<T>>,
+    bias: Option<&V<T>>,
+    eps: f64,
+    _cudnn_enable: bool,
+) -> Res<V<T>> {
+    Ok(native_layer_norm(input, normalized_shape, weight, bias, eps)?.0)
 }
 
 /// PyTorch's `var.dim`: `var.correction` with `correction = unbiased ? 1 : 0`.

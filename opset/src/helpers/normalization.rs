@@ -8,7 +8,7 @@ use super::*;
 use crate::helpers::BatchNormStat;
 
 /// `a + b` where either may be undefined (PyTorch's `x.defined() ? x.add_(y) : y`).
-fn add_defined<T: Backend>(a: Option<V<T>>, b: V<T>) -> Res<V<T>> {
+pub(super) fn add_defined<T: Backend>(a: Option<V<T>>, b: V<T>) -> Res<V<T>> {
     match a {
         Some(a) => add_tensor(&a, &b, 1.0),
         None => Ok(b),
@@ -103,7 +103,7 @@ fn expand_as_dim1<T: Backend>(src: &V<T>, target: &V<T>) -> Res<V<T>> {
 
 /// `gamma * x`, where PyTorch multiplies by `ones({})` for a non-affine norm (the same
 /// values; the product is skipped).
-fn times_gamma<T: Backend>(gamma: Option<&V<T>>, x: &V<T>) -> Res<V<T>> {
+pub(super) fn times_gamma<T: Backend>(gamma: Option<&V<T>>, x: &V<T>) -> Res<V<T>> {
     match gamma {
         Some(g) => mul_tensor(g, x),
         None => Ok(x.clone()),
@@ -183,7 +183,7 @@ fn first_back_grad_input<T: Backend>(
 }
 
 /// PyTorch's error for an undefined tensor as an op's second operand.
-const UNDEFINED_OTHER: &str =
+pub(super) const UNDEFINED_OTHER: &str =
     "Expected a proper Tensor but got None (or an undefined Tensor in C++) for argument #1 'other'";
 
 /// PyTorch's `batchnorm_double_backward`: the gradients of `native_batch_norm_backward`'s
@@ -331,7 +331,7 @@ fn bn_double_grad_input<T: Backend>(
 }
 
 /// PyTorch's `_invstd_jvp`: the tangent of `1 / input.std(dims)`.
-fn invstd_jvp<T: Backend>(
+pub(super) fn invstd_jvp<T: Backend>(
     input_p: &V<T>,
     input_t: &V<T>,
     mean_p: &V<T>,
@@ -352,7 +352,7 @@ fn invstd_jvp<T: Backend>(
 }
 
 /// PyTorch's `_norm_jvp`: the tangent of `(input - input.mean(dims)) * input.invstd(dims)`.
-fn norm_jvp<T: Backend>(
+pub(super) fn norm_jvp<T: Backend>(
     input_p: &V<T>,
     input_t: &V<T>,
     mean_p: &V<T>,
@@ -370,7 +370,7 @@ fn norm_jvp<T: Backend>(
 }
 
 /// PyTorch's `_affine_jvp`: the tangent of `input * weight + bias`.
-fn affine_jvp<T: Backend>(
+pub(super) fn affine_jvp<T: Backend>(
     input_p: Option<&V<T>>,
     input_t: V<T>,
     weight_p: Option<&V<T>>,

@@ -25,6 +25,12 @@ pub use formulas::*;
 mod normalization;
 
 pub use normalization::*;
+// The layer and group normalization helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "norm_formulas.rs"]
+mod norm_formulas;
+
+pub use norm_formulas::*;
 // The convolution and pooling helpers, likewise.
 #[allow(clippy::duplicate_mod, clippy::needless_borrow)]
 #[path = "conv_formulas.rs"]

@@ -775,18 +775,6 @@ impl Backend for CandleTensor {
         let [g, m] = promoted_all([grad_output, mask])?;
         C::native_dropout_backward(&g, &m, scale)
     }
-    fn layer_norm(
-        input: &Self,
-        normalized_shape: &[i64],
-        weight: Option<&Self>,
-        bias: Option<&Self>,
-        eps: f64,
-        cudnn_enable: bool,
-    ) -> R<Self> {
-        let dtype = |t: &Self| t.dtype();
-        rules::check_layer_norm(input.dtype(), weight.map(dtype), bias.map(dtype))?;
-        C::layer_norm(input, normalized_shape, weight, bias, eps, cudnn_enable)
-    }
     fn embedding(
         weight: &Self,
         indices: &Self,
@@ -1117,6 +1105,46 @@ impl Backend for CandleTensor {
             si.as_ref(),
             train,
             eps,
+            output_mask,
+        )
+    }
+    fn native_layer_norm(
+        input: &Self,
+        normalized_shape: &[i64],
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let dtype = |t: &Self| t.dtype();
+        rules::check_layer_norm(input.dtype(), weight.map(dtype), bias.map(dtype))?;
+        let d = float_dtype(&[input]);
+        let (w, b) = (opt_promoted(weight, d)?, opt_promoted(bias, d)?);
+        let x = promoted(input, d)?;
+        C::native_layer_norm(&x, normalized_shape, w.as_ref(), b.as_ref(), eps)
+    }
+    fn native_layer_norm_backward(
+        grad_out: &Self,
+        input: &Self,
+        normalized_shape: &[i64],
+        mean: &Self,
+        rstd: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let dtype = |t: &Self| t.dtype();
+        rules::check_layer_norm(input.dtype(), weight.map(dtype), bias.map(dtype))?;
+        let d = float_dtype(&[input]);
+        let (g, x) = (promoted(grad_out, d)?, promoted(input, d)?);
+        let (m, s) = (promoted(mean, d)?, promoted(rstd, d)?);
+        let (w, b) = (opt_promoted(weight, d)?, opt_promoted(bias, d)?);
+        C::native_layer_norm_backward(
+            &g,
+            &x,
+            normalized_shape,
+            [&m, &s],
+            w.as_ref(),
+            b.as_ref(),
             output_mask,
         )
     }

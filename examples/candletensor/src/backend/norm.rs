@@ -1,7 +1,8 @@
 //! The kernels of the normalization ops and of `var.correction` (issue 30), composed of
 //! candle's ops: `_native_batch_norm_legit` (its running statistics updated in place),
 //! `_native_batch_norm_legit_no_training`, `_native_batch_norm_legit.no_stats`,
-//! `native_batch_norm_backward` and `var.correction`, as PyTorch's CPU kernels compute them
+//! `native_batch_norm_backward`, `var.correction`, `native_layer_norm` and
+//! `native_layer_norm_backward`, as PyTorch's CPU kernels compute them
 //! (the mean, then the sum of squared deviations from it).
 
 use super::{Ce, R, count, sc, sum_axes, w};
@@ -59,6 +60,16 @@ fn update(running: &mut CandleTensor, batch: &Tensor, momentum: f64) -> R<()> {
         .ce()?;
     *running = w(old.add(&new.reshape(old.dims()).ce()?).ce()?);
     Ok(())
+}
+
+/// `t` (of `m * n` elements) as a contiguous `[m, n]` matrix.
+fn rows_of(t: &Tensor, rows: meta::LayerNormRows) -> R<Tensor> {
+    t.contiguous().ce()?.reshape((rows.m, rows.n)).ce()
+}
+
+/// One row of `rows`' width (a layer norm's weight or bias).
+fn one_row(rows: meta::LayerNormRows) -> meta::LayerNormRows {
+    meta::LayerNormRows { m: 1, n: rows.n }
 }
 
 impl CandleTensor {
@@ -188,6 +199,109 @@ impl CandleTensor {
             false => zeros()?,
         };
         Ok((w(gi), w(gw), w(gb)))
+    }
+
+    /// `native_layer_norm`: the input as `[M, N]` rows normalized by their mean and `rstd`
+    /// (PyTorch's CPU kernel: a row without elements has mean 0 and a NaN `rstd`); the
+    /// statistics shaped the input's leading dims, then ones.
+    pub(super) fn native_layer_norm(
+        input: &Self,
+        normalized_shape: &[i64],
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let shape = |t: &Self| t.shape().to_vec();
+        let (ws, bs) = (weight.map(shape), bias.map(shape));
+        let rows = meta::layer_norm(
+            input.shape(),
+            normalized_shape,
+            ws.as_deref(),
+            bs.as_deref(),
+        )?;
+        let x = rows_of(&input.t, rows)?;
+        let stat = meta::layer_norm_stat_shape(input.shape(), normalized_shape.len());
+        let n = sc(rows.n as f64, &x)?;
+        let (mean, rstd, y) = if rows.n == 0 {
+            let zeros = Tensor::zeros((rows.m, 1), x.dtype(), x.device()).ce()?;
+            let nan = zeros.broadcast_add(&sc(f64::NAN, &x)?).ce()?;
+            (zeros, nan, x.clone())
+        } else {
+            let mean = x.sum_keepdim(1).ce()?.broadcast_div(&n).ce()?;
+            let xc = x.broadcast_sub(&mean).ce()?;
+            let var = xc.sqr().ce()?.sum_keepdim(1).ce()?.broadcast_div(&n).ce()?;
+            let rstd = invstd(&var, eps)?;
+            let y = xc.broadcast_mul(&rstd).ce()?;
+            (mean, rstd, y)
+        };
+        let mut y = y;
+        if let Some(wt) = weight {
+            y = y.broadcast_mul(&rows_of(&wt.t, one_row(rows))?).ce()?;
+        }
+        if let Some(b) = bias {
+            y = y.broadcast_add(&rows_of(&b.t, one_row(rows))?).ce()?;
+        }
+        let out = |t: Tensor, s: &[usize]| t.reshape(s).ce().map(w);
+        Ok((out(y, input.shape())?, out(mean, &stat)?, out(rstd, &stat)?))
+    }
+
+    /// `native_layer_norm_backward`: PyTorch's `LayerNormBackwardKernelImpl` from the saved
+    /// `mean` and `rstd` (`stats`), over `[M, N]` rows. Outputs the mask leaves out are zeros.
+    pub(super) fn native_layer_norm_backward(
+        grad_out: &Self,
+        input: &Self,
+        normalized_shape: &[i64],
+        stats: [&Self; 2],
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let shape = |t: &Self| t.shape().to_vec();
+        let (ws, bs) = (weight.map(shape), bias.map(shape));
+        let numel = |t: &Self| t.shape().iter().product::<usize>();
+        let rows = meta::layer_norm_backward(
+            grad_out.shape(),
+            input.shape(),
+            normalized_shape,
+            [numel(stats[0]), numel(stats[1])],
+            ws.as_deref(),
+            bs.as_deref(),
+        )?;
+        let (x, go) = (rows_of(&input.t, rows)?, rows_of(&grad_out.t, rows)?);
+        let col = meta::LayerNormRows { m: rows.m, n: 1 };
+        let (mean, rstd) = (rows_of(&stats[0].t, col)?, rows_of(&stats[1].t, col)?);
+        let gxhat = match weight {
+            Some(wt) => go.broadcast_mul(&rows_of(&wt.t, one_row(rows))?).ce()?,
+            None => go.clone(),
+        };
+        let n = sc(rows.n as f64, &x)?;
+        let ds = gxhat.mul(&x).ce()?.sum_keepdim(1).ce()?;
+        let db = gxhat.sum_keepdim(1).ce()?;
+        let rstd3 = rstd.powf(3.0).ce()?;
+        let b = db.mul(&mean).ce()?.sub(&ds).ce()?.mul(&rstd3).ce()?;
+        let b = b.broadcast_div(&n).ce()?;
+        let c = db.mul(&rstd).ce()?.broadcast_div(&n).ce()?;
+        let c = b.mul(&mean).ce()?.neg().ce()?.sub(&c).ce()?;
+        let gi = gxhat.broadcast_mul(&rstd).ce()?;
+        let gi = gi
+            .add(&x.broadcast_mul(&b).ce()?)
+            .ce()?
+            .broadcast_add(&c)
+            .ce()?;
+        let xhat = x.broadcast_sub(&mean).ce()?.broadcast_mul(&rstd).ce()?;
+        let ps: Vec<usize> = normalized_shape
+            .iter()
+            .map(|&d| d.max(0) as usize)
+            .collect();
+        let out = |on: bool, t: Tensor, s: &[usize]| -> R<Self> {
+            let t = if on { t } else { t.zeros_like().ce()? };
+            t.reshape(s).ce().map(w)
+        };
+        Ok((
+            out(output_mask[0], gi, input.shape())?,
+            out(output_mask[1], go.mul(&xhat).ce()?.sum(0).ce()?, &ps)?,
+            out(output_mask[2], go.sum(0).ce()?, &ps)?,
+        ))
     }
 
     /// `var.correction`: the sum of squared deviations from the mean over `dim` divided by

@@ -1206,28 +1206,6 @@ impl<E: Element> Backend for NdTensor<E> {
             scale,
         )?))
     }
-    fn layer_norm(
-        input: &Self,
-        normalized_shape: &[i64],
-        weight: Option<&Self>,
-        bias: Option<&Self>,
-        eps: f64,
-        cudnn_enable: bool,
-    ) -> R<Self> {
-        let dtype = |t: &Self| t.dtype();
-        rules::check_layer_norm(input.dtype(), weight.map(dtype), bias.map(dtype))?;
-        let x = promoted(input);
-        let (w, b) = (weight.map(promoted), bias.map(promoted));
-        let r = F::layer_norm(
-            &x,
-            normalized_shape,
-            w.as_deref(),
-            b.as_deref(),
-            eps,
-            cudnn_enable,
-        )?;
-        Ok(float_out(r))
-    }
     fn embedding(
         weight: &Self,
         indices: &Self,
@@ -1576,6 +1554,49 @@ impl<E: Element> Backend for NdTensor<E> {
             si.as_deref(),
             train,
             eps,
+            output_mask,
+        )?;
+        Ok((float_out(gi), float_out(gw), float_out(gb)))
+    }
+    fn native_layer_norm(
+        input: &Self,
+        normalized_shape: &[i64],
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let dtype = |t: &Self| t.dtype();
+        rules::check_layer_norm(input.dtype(), weight.map(dtype), bias.map(dtype))?;
+        let (w, b) = (weight.map(promoted), bias.map(promoted));
+        let (y, m, s) = F::native_layer_norm(
+            &promoted(input),
+            normalized_shape,
+            w.as_deref(),
+            b.as_deref(),
+            eps,
+        )?;
+        Ok((float_out(y), float_out(m), float_out(s)))
+    }
+    fn native_layer_norm_backward(
+        grad_out: &Self,
+        input: &Self,
+        normalized_shape: &[i64],
+        mean: &Self,
+        rstd: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let dtype = |t: &Self| t.dtype();
+        rules::check_layer_norm(input.dtype(), weight.map(dtype), bias.map(dtype))?;
+        let (w, b) = (weight.map(promoted), bias.map(promoted));
+        let (gi, gw, gb) = F::native_layer_norm_backward(
+            &promoted(grad_out),
+            &promoted(input),
+            normalized_shape,
+            [&promoted(mean), &promoted(rstd)],
+            w.as_deref(),
+            b.as_deref(),
             output_mask,
         )?;
         Ok((float_out(gi), float_out(gw), float_out(gb)))

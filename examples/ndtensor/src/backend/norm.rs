@@ -1,7 +1,8 @@
 //! The floating-point kernels of the normalization ops and of `var.correction` (issue 30):
 //! `_native_batch_norm_legit` (with its running statistics updated in place),
 //! `_native_batch_norm_legit_no_training`, `_native_batch_norm_legit.no_stats`,
-//! `native_batch_norm_backward` and `var.correction`, as PyTorch's CPU kernels compute them
+//! `native_batch_norm_backward`, `var.correction`, `native_layer_norm` and
+//! `native_layer_norm_backward`, as PyTorch's CPU kernels compute them
 //! (two passes: the mean, then the sum of squared deviations), in `f64`.
 
 use super::{NdTensor, R};
@@ -89,6 +90,32 @@ fn update<E: Element>(running: &mut NdTensor<E>, batch: &[f64], momentum: f64) {
         .map(|(r, b)| momentum * b + (1.0 - momentum) * r)
         .collect();
     *running = tensor(running.shape(), v);
+}
+
+/// Per row of `n` elements: the mean and `1 / sqrt(var + eps)` (PyTorch's CPU layer norm: a
+/// row without elements has mean 0 and a NaN `rstd`).
+fn row_moments(x: &[f64], rows: meta::LayerNormRows, eps: f64) -> (Vec<f64>, Vec<f64>) {
+    let n = rows.n as f64;
+    let mut mean = vec![0.0; rows.m];
+    let mut rstd = vec![f64::NAN; rows.m];
+    if rows.n == 0 {
+        return (mean, rstd);
+    }
+    for (r, row) in x.chunks(rows.n).enumerate() {
+        let mu = row.iter().sum::<f64>() / n;
+        let var = row.iter().map(|v| (v - mu) * (v - mu)).sum::<f64>() / n;
+        mean[r] = mu;
+        rstd[r] = 1.0 / (var + eps).sqrt();
+    }
+    (mean, rstd)
+}
+
+/// The shape of a layer norm's weight and bias (`normalized_shape`).
+fn param_shape(normalized_shape: &[i64]) -> Vec<usize> {
+    normalized_shape
+        .iter()
+        .map(|&d| d.max(0) as usize)
+        .collect()
 }
 
 impl<E: Element> NdTensor<E> {
@@ -220,6 +247,105 @@ impl<E: Element> NdTensor<E> {
             tensor(input.shape(), gi),
             tensor(&[c], if output_mask[1] { gw } else { vec![0.0; c] }),
             tensor(&[c], if output_mask[2] { sum } else { vec![0.0; c] }),
+        ))
+    }
+
+    /// `native_layer_norm`: PyTorch's CPU kernel over `M` rows of `N` normalized elements:
+    /// the output, and each row's mean and `rstd` (shaped the input's leading dims, then
+    /// ones).
+    pub(super) fn native_layer_norm(
+        input: &Self,
+        normalized_shape: &[i64],
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let shape = |t: &Self| t.shape().to_vec();
+        let (ws, bs) = (weight.map(shape), bias.map(shape));
+        let rows = meta::layer_norm(
+            input.shape(),
+            normalized_shape,
+            ws.as_deref(),
+            bs.as_deref(),
+        )?;
+        let x = values(input);
+        let (w, b) = (weight.map(values), bias.map(values));
+        let (mean, rstd) = row_moments(&x, rows, eps);
+        let y = x
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let (r, j) = (i / rows.n, i % rows.n);
+                let y = (v - mean[r]) * rstd[r];
+                y * w.as_ref().map_or(1.0, |w| w[j]) + b.as_ref().map_or(0.0, |b| b[j])
+            })
+            .collect();
+        let stat = meta::layer_norm_stat_shape(input.shape(), normalized_shape.len());
+        Ok((
+            tensor(input.shape(), y),
+            tensor(&stat, mean),
+            tensor(&stat, rstd),
+        ))
+    }
+
+    /// `native_layer_norm_backward`: PyTorch's `LayerNormBackwardKernelImpl` from the saved
+    /// `mean` and `rstd` (`stats`). Outputs the mask leaves out are zeros.
+    pub(super) fn native_layer_norm_backward(
+        grad_out: &Self,
+        input: &Self,
+        normalized_shape: &[i64],
+        stats: [&Self; 2],
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let shape = |t: &Self| t.shape().to_vec();
+        let (ws, bs) = (weight.map(shape), bias.map(shape));
+        let numel = |t: &Self| t.shape().iter().product::<usize>();
+        let rows = meta::layer_norm_backward(
+            grad_out.shape(),
+            input.shape(),
+            normalized_shape,
+            [numel(stats[0]), numel(stats[1])],
+            ws.as_deref(),
+            bs.as_deref(),
+        )?;
+        let (x, go) = (values(input), values(grad_out));
+        let (mean, rstd) = (values(stats[0]), values(stats[1]));
+        let w = weight.map(values);
+        let gamma = |j: usize| w.as_ref().map_or(1.0, |w| w[j]);
+        let n = rows.n as f64;
+        let mut gi = vec![0.0; x.len()];
+        let (mut gw, mut gb) = (vec![0.0; rows.n], vec![0.0; rows.n]);
+        for r in 0..rows.m {
+            let span = r * rows.n..(r + 1) * rows.n;
+            let (xr, gr) = (&x[span.clone()], &go[span.clone()]);
+            let (mut ds, mut db) = (0.0, 0.0);
+            for j in 0..rows.n {
+                ds += gr[j] * gamma(j) * xr[j];
+                db += gr[j] * gamma(j);
+                gw[j] += gr[j] * (xr[j] - mean[r]) * rstd[r];
+                gb[j] += gr[j];
+            }
+            let b = (db * mean[r] - ds) * rstd[r] * rstd[r] * rstd[r] / n;
+            let c = -b * mean[r] - db * rstd[r] / n;
+            for j in 0..rows.n {
+                gi[span.start + j] = rstd[r] * gamma(j) * gr[j] + b * xr[j] + c;
+            }
+        }
+        let masked = |on: bool, v: Vec<f64>| if on { v } else { vec![0.0; rows.n] };
+        let ps = param_shape(normalized_shape);
+        Ok((
+            tensor(
+                input.shape(),
+                if output_mask[0] {
+                    gi
+                } else {
+                    vec![0.0; x.len()]
+                },
+            ),
+            tensor(&ps, masked(output_mask[1], gw)),
+            tensor(&ps, masked(output_mask[2], gb)),
         ))
     }
 
