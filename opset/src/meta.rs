@@ -340,8 +340,8 @@ mod geom;
 mod indexing;
 mod losses;
 mod normalization;
-mod pool3d;
 mod norms;
+mod pool3d;
 mod products;
 mod resample;
 mod select;
@@ -368,8 +368,8 @@ pub use normalization::{
     ChannelSizes, Stat, batch_norm, batch_norm_backward_channels, batch_norm_channels,
     batch_norm_legit, batch_norm_no_stats, batch_norm_stat, var, var_dtype,
 };
-pub use pool3d::{avg_pool3d, avg_pool3d_backward, max_pool3d, max_pool3d_backward};
 pub use norms::{LayerNormRows, layer_norm, layer_norm_backward, layer_norm_stat_shape};
+pub use pool3d::{avg_pool3d, avg_pool3d_backward, max_pool3d, max_pool3d_backward};
 pub use products::{addmm, sort_indices};
 pub use resample::{
     Axis, AxisTap, PadMode, Resample, adaptive_avg_pool3d, adaptive_avg_pool3d_backward, pad,
