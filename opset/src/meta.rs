@@ -344,6 +344,7 @@ mod norms;
 mod pool3d;
 mod products;
 mod resample;
+mod scatter;
 mod select;
 mod softmax;
 #[cfg(test)]
@@ -376,5 +377,6 @@ pub use resample::{
     pad_backward, upsample_backward_kernel, upsample_bilinear2d, upsample_bilinear2d_backward,
     upsample_nearest2d, upsample_nearest2d_backward, upsample_output_size,
 };
+pub use scatter::{Reduce, scatter_reduce, scatter_reduce_arg, scatter_reduce_values};
 pub use select::{split_with_sizes, topk};
 pub use softmax::{softmax, softmax_backward_data};
