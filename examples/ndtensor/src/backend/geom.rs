@@ -66,7 +66,12 @@ pub(super) fn masked_scatter<E: Element>(self_: &T<E>, mask: &T<E>, source: &T<E
         (Data::Bool(x), Data::Bool(s)) => {
             Data::bool(array(scatter(&x.view(), &at, &s.view(), &from), &shape)?)
         }
-        _ => return Err(Error::internal("ndtensor", "masked_scatter of unequal dtypes")),
+        _ => {
+            return Err(Error::internal(
+                "ndtensor",
+                "masked_scatter of unequal dtypes",
+            ));
+        }
     }))
 }
 
