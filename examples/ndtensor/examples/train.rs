@@ -82,13 +82,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let (_, train_acc) = evaluate(&model, &x_train, &y_train)?;
     let (test_loss, test_acc) = evaluate(&model, &x_test, &y_test)?;
-    // Beside the example's binary in the target directory (the build and its runs write
-    // nothing into the source tree; the README's picture is a copy of one run's).
-    let path = std::env::current_exe()?.with_file_name("loss_curve.svg");
-    let path = path
-        .to_str()
-        .ok_or("the target directory's path is not UTF-8")?;
-    plot(&history, path)?;
+    let curve = write_curve(&history)?;
     println!(
         "final: train accuracy {:.1}%, test accuracy {:.1}% ({}/{}), test loss {test_loss:.4}",
         100.0 * train_acc,
@@ -99,17 +93,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "textbook figure for Iris: ~95-100% test accuracy for logistic regression or a small MLP"
     );
-    // Relative to the current directory when inside it (`cargo run` from the repository).
+    println!(
+        "loss curve written to {curve}; took {:.2?}",
+        start.elapsed()
+    );
+    Ok(())
+}
+
+/// Plots the loss curve beside the example's binary in the target directory (the build and
+/// its runs write nothing into the source tree; the README's picture is a copy of one run's)
+/// and returns where, relative to the current directory when inside it.
+fn write_curve(history: &[(f64, f64)]) -> Result<String, Box<dyn std::error::Error>> {
+    let path = std::env::current_exe()?.with_file_name("loss_curve.svg");
+    let path = path
+        .to_str()
+        .ok_or("the target directory's path is not UTF-8")?;
+    plot(history, path)?;
     let cwd = std::env::current_dir()?;
     let shown = std::path::Path::new(path)
         .strip_prefix(&cwd)
         .unwrap_or(path.as_ref());
-    println!(
-        "loss curve written to {}; took {:.2?}",
-        shown.display(),
-        start.elapsed()
-    );
-    Ok(())
+    Ok(shown.display().to_string())
 }
 
 fn plot(history: &[(f64, f64)], path: &str) -> Result<(), Box<dyn std::error::Error>> {

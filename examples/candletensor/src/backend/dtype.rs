@@ -603,12 +603,7 @@ impl Backend for CandleTensor {
         dim: i64,
         _input_dtype: ScalarType,
     ) -> R<Self> {
-        let (g, o) = (
-            (grad_output.shape(), grad_output.dtype()),
-            (output.shape(), output.dtype()),
-        );
-        let ax = autograd_opset::meta::softmax_backward_data(false, g, o, dim)?;
-        C::softmax_backward_data(grad_output, output, ax, false)
+        softmax_backward(grad_output, output, dim, false)
     }
     fn _log_softmax_backward_data(
         grad_output: &Self,
@@ -616,12 +611,7 @@ impl Backend for CandleTensor {
         dim: i64,
         _input_dtype: ScalarType,
     ) -> R<Self> {
-        let (g, o) = (
-            (grad_output.shape(), grad_output.dtype()),
-            (output.shape(), output.dtype()),
-        );
-        let ax = autograd_opset::meta::softmax_backward_data(true, g, o, dim)?;
-        C::softmax_backward_data(grad_output, output, ax, true)
+        softmax_backward(grad_output, output, dim, true)
     }
     fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
         C::logsumexp(&promoted(self_, float_dtype(&[self_]))?, dim, keepdim)
@@ -1974,4 +1964,13 @@ fn upsampled(x: &C, r: &meta::Resample, name: &str) -> R<C> {
 fn upsampled_backward(g: &C, r: &meta::Resample, name: &str) -> R<C> {
     rules::check_floats(g.dtype(), name)?;
     C::resample_backward(g, r)
+}
+
+/// `_softmax_backward_data` (`log` false) and `_log_softmax_backward_data`: the op set's
+/// checks, then the one kernel of both.
+fn softmax_backward(grad_output: &C, output: &C, dim: i64, log: bool) -> R<C> {
+    let g = (grad_output.shape(), grad_output.dtype());
+    let o = (output.shape(), output.dtype());
+    let ax = autograd_opset::meta::softmax_backward_data(log, g, o, dim)?;
+    C::softmax_backward_data(grad_output, output, ax, log)
 }

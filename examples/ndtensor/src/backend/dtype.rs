@@ -994,13 +994,7 @@ impl<E: Element> Backend for NdTensor<E> {
         dim: i64,
         _input_dtype: ScalarType,
     ) -> R<Self> {
-        let (g, o) = (
-            (grad_output.shape(), grad_output.dtype()),
-            (output.shape(), output.dtype()),
-        );
-        let ax = meta::softmax_backward_data(false, g, o, dim)?;
-        let (g, o) = (promoted(grad_output), promoted(output));
-        Ok(float_out(F::softmax_backward_data(&g, &o, ax, false)))
+        softmax_backward(grad_output, output, dim, false)
     }
     fn _log_softmax_backward_data(
         grad_output: &Self,
@@ -1008,13 +1002,7 @@ impl<E: Element> Backend for NdTensor<E> {
         dim: i64,
         _input_dtype: ScalarType,
     ) -> R<Self> {
-        let (g, o) = (
-            (grad_output.shape(), grad_output.dtype()),
-            (output.shape(), output.dtype()),
-        );
-        let ax = meta::softmax_backward_data(true, g, o, dim)?;
-        let (g, o) = (promoted(grad_output), promoted(output));
-        Ok(float_out(F::softmax_backward_data(&g, &o, ax, true)))
+        softmax_backward(grad_output, output, dim, true)
     }
     fn logsumexp(self_: &Self, dim: &[i64], keepdim: bool) -> R<Self> {
         Ok(float_out(F::logsumexp(&promoted(self_), dim, keepdim)?))
@@ -2398,6 +2386,25 @@ fn upsampled_backward<E: Element>(
 ) -> R<NdTensor<E>> {
     let g = floats(g, name)?;
     Ok(float_out(F::resample_backward(&g, r)))
+}
+
+/// `_softmax_backward_data` (`log` false) and `_log_softmax_backward_data`: the op set's
+/// checks, then the one kernel of both.
+fn softmax_backward<E: Element>(
+    grad_output: &NdTensor<E>,
+    output: &NdTensor<E>,
+    dim: i64,
+    log: bool,
+) -> R<NdTensor<E>> {
+    let g = (grad_output.shape(), grad_output.dtype());
+    let o = (output.shape(), output.dtype());
+    let ax = meta::softmax_backward_data(log, g, o, dim)?;
+    Ok(float_out(F::softmax_backward_data(
+        &promoted(grad_output),
+        &promoted(output),
+        ax,
+        log,
+    )))
 }
 
 #[cfg(test)]
