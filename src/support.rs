@@ -250,13 +250,7 @@ impl std::error::Error for KernelNotImplemented {}
 
 /// The strides of a contiguous (row-major) tensor of `shape`, in elements: what
 /// `x.sym_strides()` is in a formula.
-pub fn contiguous_strides(shape: &[usize]) -> Vec<i64> {
-    let mut strides = vec![1i64; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        strides[i] = strides[i + 1] * shape[i + 1].max(1) as i64;
-    }
-    strides
-}
+pub use autograd_runtime::contiguous_strides;
 
 /// `shape[d]` with PyTorch's negative dimensions (`-1` is the last).
 pub fn size_at(shape: &[usize], d: i64) -> usize {

@@ -196,6 +196,61 @@ impl TensorOptions {
     }
 }
 
+/// What a formula's `TensorGeometry(x)` saves of a tensor instead of the tensor (PyTorch's
+/// `TensorGeometry`): its sizes, strides and storage offset, as its library reports them
+/// ([`Tensor::strides`](crate::runtime::Tensor::strides),
+/// [`Tensor::storage_offset`](crate::runtime::Tensor::storage_offset)).
+///
+/// ```
+/// use autograd::types::TensorGeometry;
+/// let g = TensorGeometry::new(&[2, 3], vec![3, 1], 0);
+/// assert_eq!((g.sym_sizes(), g.sym_strides(), g.sym_storage_offset()), (&[2, 3][..], &[3, 1][..], 0));
+/// assert_eq!(g.dim(), 2);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct TensorGeometry {
+    sizes: Vec<i64>,
+    strides: Vec<i64>,
+    storage_offset: i64,
+}
+
+impl TensorGeometry {
+    /// The geometry of a tensor of `shape`, `strides` and `storage_offset`.
+    pub fn new(shape: &[usize], strides: Vec<i64>, storage_offset: i64) -> Self {
+        let sizes = shape.iter().map(|&d| d as i64).collect();
+        TensorGeometry {
+            sizes,
+            strides,
+            storage_offset,
+        }
+    }
+
+    /// The geometry of `t`.
+    pub fn of<T: crate::runtime::Tensor>(t: &T) -> Self {
+        Self::new(t.shape(), t.strides(), t.storage_offset())
+    }
+
+    /// The sizes.
+    pub fn sym_sizes(&self) -> &[i64] {
+        &self.sizes
+    }
+
+    /// The strides, in elements.
+    pub fn sym_strides(&self) -> &[i64] {
+        &self.strides
+    }
+
+    /// The position of the first element in the storage.
+    pub fn sym_storage_offset(&self) -> i64 {
+        self.storage_offset
+    }
+
+    /// The number of dimensions.
+    pub fn dim(&self) -> i64 {
+        self.sizes.len() as i64
+    }
+}
+
 /// A memory layout (`Layout`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[allow(missing_docs)]

@@ -234,7 +234,7 @@ pub use node::{
 };
 pub use saved::{SavedData, SavedVariable};
 pub use saved_hooks::{SavedTensorsHooksGuard, saved_tensors_hooks};
-pub use tensor::{Tensor, TensorMeta};
+pub use tensor::{Tensor, TensorMeta, contiguous_strides};
 pub use variable::Variable;
 
 /// What only generated code calls (through the facade's `support::__prelude`),

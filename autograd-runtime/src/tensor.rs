@@ -101,11 +101,37 @@ pub trait Tensor: Clone + Send + Sync + 'static {
         let _ = (mask, other);
         None
     }
+    /// The strides of this tensor's elements in its storage, in elements (PyTorch's
+    /// `strides()`): what a formula's `TensorGeometry(x)` saves, for `as_strided`'s backward.
+    /// The default is a fresh row-major tensor's ([`contiguous_strides`]); a library whose
+    /// views share strided storage reports its own.
+    fn strides(&self) -> Vec<i64> {
+        contiguous_strides(self.shape())
+    }
+    /// The position of this tensor's first element in its storage (PyTorch's
+    /// `storage_offset()`). The default is 0.
+    fn storage_offset(&self) -> i64 {
+        0
+    }
     /// Type name used in messages, like PyTorch's `torch.FloatTensor`.
     /// Defaults to `Tensor<dtype>`.
     fn type_name(&self) -> String {
         format!("Tensor<{}>", self.dtype())
     }
+}
+
+/// The strides of a fresh (contiguous, row-major) tensor of `shape`, in elements, as PyTorch
+/// makes them: each is the product of the later sizes, a size of 0 counting as 1.
+///
+/// ```
+/// assert_eq!(autograd_runtime::contiguous_strides(&[2, 0, 3]), [3, 3, 1]);
+/// ```
+pub fn contiguous_strides(shape: &[usize]) -> Vec<i64> {
+    let mut strides = vec![1i64; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * shape[i + 1].max(1) as i64;
+    }
+    strides
 }
 
 /// Shape and dtype of a tensor, stored inline for up to four dimensions.

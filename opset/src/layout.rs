@@ -84,3 +84,74 @@ pub fn stride_dim(ndim: usize, dim: i64) -> R<usize> {
     crate::factory::check_has_dims(ndim, dim)?;
     crate::shape::norm_dim(dim, ndim)
 }
+
+/// `as_strided`'s checks, in PyTorch's order and with its messages (`setStrided`,
+/// `checkInBoundsForStorage`, `computeStorageNbytes`): one stride per size, no negative
+/// stride, no negative offset, sizes whose storage size can be computed, and every element
+/// read inside a storage of `storage_numel` elements of `itemsize` bytes. `Ok` means the
+/// view reads only positions below `storage_numel` (or reads nothing).
+///
+/// ```
+/// use autograd_opset::layout::as_strided;
+/// assert!(as_strided(&[2, 2], &[1, 2], 1, 6, 8).is_ok());
+/// assert_eq!(as_strided(&[3, 3], &[2, 2], 0, 6, 8).unwrap_err().to_string(),
+///     "setStorage: sizes [3, 3], strides [2, 2], storage offset 0, and itemsize 8 requiring \
+///      a storage size of 72 are out of bounds for storage of size 48");
+/// ```
+pub fn as_strided(
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: i64,
+    storage_numel: usize,
+    itemsize: usize,
+) -> R<()> {
+    if size.len() != stride.len() {
+        return Err(Error::runtime("mismatch in length of strides and shape"));
+    }
+    if stride.iter().any(|s| *s < 0) {
+        return Err(Error::runtime(format!(
+            "as_strided: Negative strides are not supported at the moment, got strides: {stride:?}"
+        )));
+    }
+    if storage_offset < 0 {
+        return Err(Error::runtime(format!(
+            "Tensor: invalid storage offset {storage_offset}"
+        )));
+    }
+    let Some(elements) = storage_elements(size, stride, itemsize) else {
+        return Err(Error::runtime(format!(
+            "Storage size calculation overflowed with sizes={size:?} and strides={stride:?}"
+        )));
+    };
+    if size.iter().any(|n| *n < 0) {
+        return Err(Error::runtime("numel: integer multiplication overflow"));
+    }
+    let itemsize = itemsize as u64;
+    let needed = (elements + storage_offset as u64) * itemsize;
+    if elements > 0 && needed > storage_numel as u64 * itemsize {
+        return Err(Error::runtime(format!(
+            "setStorage: sizes {size:?}, strides {stride:?}, storage offset {storage_offset}, and \
+             itemsize {itemsize} requiring a storage size of {needed} are out of bounds for \
+             storage of size {}",
+            storage_numel as u64 * itemsize
+        )));
+    }
+    Ok(())
+}
+
+/// `computeStorageNbytes` in elements: one more than the last element's position (0 for an
+/// empty view), `None` where PyTorch's unsigned arithmetic overflows (a negative size with
+/// a nonzero stride).
+fn storage_elements(size: &[i64], stride: &[i64], itemsize: usize) -> Option<u64> {
+    let mut n = 1u64;
+    for (&d, &s) in size.iter().zip(stride) {
+        if d == 0 {
+            return Some(0);
+        }
+        let span = (s as u64).checked_mul((d as u64).wrapping_sub(1))?;
+        n = n.checked_add(span)?;
+    }
+    n.checked_mul(itemsize as u64)
+        .filter(|b| *b <= i64::MAX as u64)?;
+    Some(n)
+}

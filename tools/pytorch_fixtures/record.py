@@ -752,6 +752,13 @@ def g_diagonal(p, r):
     return p.op("diagonal", self=x, offset=o, dim1=d1, dim2=d2)
 
 
+def g_as_strided(p, r):
+    # Contiguous inputs: a view's storage is the `strided` category's.
+    s, size_, stride, off = r.choice([([3, 4], [3, 3], [1, 1], 1), ([6], [2, 3], [0, 2], None),
+                                      ([2, 3], [3, 2], [1, 3], 0), ([4], [2], [2], 1)])
+    return p.op("as_strided", self=p.inp(s), size=size_, stride=stride, storage_offset=off)
+
+
 def g_diagonal_backward(p, r):
     x = p.inp([3])
     return p.op("diagonal_backward", grad_output=x, input_sizes=[3, 4], offset=1, dim1=0, dim2=1)
@@ -1104,6 +1111,7 @@ GEN = {
     "narrow": g_narrow,
     "select.int": g_select,
     "diagonal": g_diagonal,
+    "as_strided": g_as_strided,
     "diagonal_backward": g_diagonal_backward,
     "split.Tensor": g_split("split.Tensor"),
     "chunk": g_split("chunk"),
@@ -3588,6 +3596,7 @@ UNARY_SWEEP = {
     "elu": {"alpha": 1.0, "scale": 1.0, "input_scale": 1.0}, "hardtanh": {"min_val": -0.5, "max_val": 0.5},
     "div.Scalar_mode": {"other": 2.0, "rounding_mode": "floor"}, "alias": {},
     "repeat": {"repeats": [2, 1, 1, 1]},
+    "as_strided": {"size": [1, 2], "stride": [0, 0], "storage_offset": None},
 }
 POSITIVE = {"log": {}, "sqrt": {}, "rsqrt": {}}
 
@@ -6064,6 +6073,63 @@ def layout_programs():
 
 
 # ----------------------------------------------------------------------------------------
+# as_strided (Core ATen, issue 30): the `strided` category.
+
+def strided_programs():
+    """The `strided` category: ``as_strided`` of contiguous tensors (overlapping windows,
+    stride 0, offsets, elements left out, 0-d, empty) and of views (a transpose, a slice:
+    the view's storage is read), gradients and second derivatives through
+    ``as_strided_backward``, tangents, a write through the view reaching its base, and
+    PyTorch's errors."""
+    progs = []
+    calls = {
+        "windows": ([3, 4], [], dict(size=[3, 3], stride=[1, 1], storage_offset=1)),
+        "stride_zero": ([6], [], dict(size=[2, 3], stride=[0, 2], storage_offset=None)),
+        "block": ([3, 4], [], dict(size=[2, 2], stride=[4, 1], storage_offset=5)),
+        "zero_dim": ([3], [], dict(size=[], stride=[], storage_offset=2)),
+        "from_zero_dim": ([], [], dict(size=[2, 2], stride=[0, 0], storage_offset=None)),
+        "empty": ([2, 3], [], dict(size=[0, 5], stride=[100, 100], storage_offset=7)),
+        "of_transpose": ([3, 4], [("transpose.int", dict(dim0=0, dim1=1))],
+                         dict(size=[2, 2], stride=[2, 2], storage_offset=1)),
+        "of_slice_default_offset": ([3, 4], [("slice.Tensor", dict(dim=0, start=1, end=3, step=1))],
+                                    dict(size=[2, 3], stride=[1, 4], storage_offset=None)),
+    }
+    for name, (shape, chain, args) in calls.items():
+        for mode in ("grad", "jvp"):
+            if mode == "jvp" and chain:
+                continue
+            p = scen(f"strided/{mode}/{name}" if mode == "jvp" else f"strided/{name}", "strided")
+            if mode == "jvp":
+                p.mode = "jvp"
+            v = p.inp(shape)
+            for op, a in chain:
+                v = p.op(op, self=v, **a)
+            p.op("as_strided", self=v, **args)
+            progs.append(p)
+    p = scen("strided/write_through_view", "strided", reduce="sum",
+             note="b = a*1; v = as_strided(b); v.mul_(2); grad of b.sum() w.r.t. a")
+    b = p.op("mul.Scalar", self=p.inp([3, 4]), other=1.0)
+    v = p.op("as_strided", self=b, size=[2, 2], stride=[4, 1], storage_offset=1)
+    p.op("mul_.Scalar", self=v, other=2.0)
+    p.out(b)
+    progs.append(p)
+    errors = {
+        "length_mismatch": ([2, 3], dict(size=[2, 2], stride=[1], storage_offset=None)),
+        "negative_stride": ([2, 3], dict(size=[2], stride=[-1], storage_offset=None)),
+        "negative_offset": ([2, 3], dict(size=[2], stride=[1], storage_offset=-1)),
+        "out_of_bounds": ([2, 3], dict(size=[3, 3], stride=[2, 2], storage_offset=None)),
+        "offset_out_of_bounds": ([2, 3], dict(size=[2], stride=[1], storage_offset=5)),
+        "negative_size": ([2, 3], dict(size=[2, -2], stride=[1, 1], storage_offset=None)),
+        "negative_size_stride_zero": ([2, 3], dict(size=[-1], stride=[0], storage_offset=None)),
+    }
+    for name, (shape, args) in errors.items():
+        p = scen(f"strided/error/{name}", "strided")
+        p.op("as_strided", self=p.inp(shape), **args)
+        progs.append(p)
+    return progs
+
+
+# ----------------------------------------------------------------------------------------
 # Selection (helper-select; Core ATen, issue 30): clamp with tensor bounds; generators (GEN),
 # sweep calls, and the `select` category.
 
@@ -6873,7 +6939,8 @@ def main():
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
              + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
              + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
-             + select_programs() + geom_programs() + pool3d_programs() + norms_programs())
+             + select_programs() + geom_programs() + pool3d_programs() + norms_programs()
+             + strided_programs())
     names = set()
     by_cat = {}
     for p in progs:

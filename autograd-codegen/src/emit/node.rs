@@ -120,6 +120,7 @@ fn field_type(f: &SavedField) -> TokenStream {
             Property::Options => quote!(__ag::types::TensorOptions),
             Property::Layout => quote!(__ag::types::Layout),
             Property::Strides => quote!(__ag::Vec<i64>),
+            Property::Geometry => quote!(__ag::types::TensorGeometry),
         },
     }
 }
@@ -274,6 +275,10 @@ fn bind(f: &SavedField, form: Form) -> TokenStream {
         } => {
             quote!(let #id = &self.#id[..];)
         }
+        FieldSource::Property {
+            prop: Property::Geometry,
+            ..
+        } => quote!(let #id = &self.#id;),
         FieldSource::Property { .. } => quote!(let #id = self.#id;),
         FieldSource::Output { list: true, .. } => unpack_all(unpack),
         FieldSource::Output { .. } | FieldSource::Tensor(TensorKind::One) => {

@@ -506,6 +506,11 @@ fn capture(var: &Ident, prop: &Property, cond: &TokenStream) -> TokenStream {
         Property::Strides => {
             quote!(if #cond { __ag::contiguous_strides(&#var.shape()) } else { __ag::Vec::new() })
         }
+        Property::Geometry => quote!(if #cond {
+            #var.with_data(__ag::types::TensorGeometry::of)
+        } else {
+            __ag::types::TensorGeometry::default()
+        }),
     }
 }
 

@@ -18,6 +18,7 @@
 mod advanced;
 mod conv;
 mod dtype;
+pub(crate) use dtype::strides;
 mod geom;
 mod norm;
 mod products;
@@ -245,6 +246,72 @@ impl candle_core::CustomOp1 for Map {
         };
         Ok((out, l.shape().clone()))
     }
+}
+
+/// `as_strided` over a tensor's storage: the elements at PyTorch's positions `offset + Σ
+/// index·stride` of the whole storage (candle has no such view: a copy).
+struct AsStrided {
+    size: Vec<usize>,
+    stride: Vec<usize>,
+    offset: usize,
+}
+
+impl candle_core::CustomOp1 for AsStrided {
+    fn name(&self) -> &'static str {
+        "as_strided"
+    }
+    fn cpu_fwd(
+        &self,
+        s: &candle_core::CpuStorage,
+        _: &candle_core::Layout,
+    ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+        use candle_core::CpuStorage as S;
+        let l =
+            candle_core::Layout::new(self.size.clone().into(), self.stride.clone(), self.offset);
+        let out = match s {
+            S::F64(v) => S::F64(positions(&l).map(|i| v[i]).collect()),
+            S::F32(v) => S::F32(positions(&l).map(|i| v[i]).collect()),
+            S::I64(v) => S::I64(positions(&l).map(|i| v[i]).collect()),
+            S::U32(v) => S::U32(positions(&l).map(|i| v[i]).collect()),
+            S::U8(v) => S::U8(positions(&l).map(|i| v[i]).collect()),
+            _ => candle_core::bail!("as_strided: unsupported dtype"),
+        };
+        Ok((out, l.shape().clone()))
+    }
+}
+
+/// The number of elements of `t`'s storage, and their size in bytes.
+fn storage_numel(t: &Tensor) -> (usize, usize) {
+    use candle_core::{CpuStorage as S, Storage};
+    let (storage, _) = t.storage_and_layout();
+    let n = match &*storage {
+        Storage::Cpu(S::F64(v)) => v.len(),
+        Storage::Cpu(S::F32(v)) => v.len(),
+        Storage::Cpu(S::I64(v)) => v.len(),
+        Storage::Cpu(S::U32(v)) => v.len(),
+        Storage::Cpu(S::U8(v)) => v.len(),
+        _ => 0,
+    };
+    (n, t.dtype().size_in_bytes())
+}
+
+/// `as_strided` (PyTorch's checks first): the elements of `t`'s storage at the view's
+/// positions, as a fresh tensor.
+pub(crate) fn as_strided(
+    t: &CandleTensor,
+    size: &[i64],
+    stride: &[i64],
+    storage_offset: Option<i64>,
+) -> R<CandleTensor> {
+    let offset = storage_offset.unwrap_or(t.t.layout().start_offset() as i64);
+    let (n, itemsize) = storage_numel(&t.t);
+    autograd_opset::layout::as_strided(size, stride, offset, n, itemsize)?;
+    let op = AsStrided {
+        size: size.iter().map(|&d| d as usize).collect(),
+        stride: stride.iter().map(|&s| s as usize).collect(),
+        offset: offset as usize,
+    };
+    Ok(w(t.t.apply_op1_no_bwd(&op).ce()?))
 }
 
 /// The storage positions of a layout's elements, in row-major order.

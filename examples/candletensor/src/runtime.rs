@@ -24,6 +24,12 @@ impl autograd::runtime::Tensor for CandleTensor {
     fn is_differentiable(&self) -> bool {
         self.t.dtype().is_float()
     }
+    fn strides(&self) -> Vec<i64> {
+        crate::backend::strides(self)
+    }
+    fn storage_offset(&self) -> i64 {
+        self.t.layout().start_offset() as i64
+    }
     /// The op set's `where` over this backend's kernels.
     fn select_where(&self, mask: &Self, other: &Self) -> Option<Self> {
         let m = autograd_opset::ops::raw::ne_scalar(mask, 0.0).ok()?;

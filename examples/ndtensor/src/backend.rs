@@ -11,6 +11,7 @@
 mod advanced;
 mod conv;
 mod dtype;
+pub(crate) use dtype::layout;
 mod geom;
 mod norm;
 mod products;
@@ -328,6 +329,35 @@ fn pytorch_view<E: Element>(
 
 /// The floating-point kernels (`dtype`'s `impl Backend` calls them).
 impl<E: Element> NdTensor<E> {
+    /// `as_strided`: a view of `self`'s buffer (PyTorch's checks first; a reversed view is
+    /// a fresh tensor in PyTorch, so its copy's buffer is read).
+    fn as_strided_view(
+        self_: &Self,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> R<Self> {
+        if self_.arr().strides().iter().any(|s| *s < 0) {
+            let fresh = NdTensor::from_array(self_.arr().as_standard_layout().into_owned());
+            return Self::as_strided_view(&fresh, size, stride, storage_offset);
+        }
+        let offset = storage_offset.unwrap_or(self_.storage_offset() as i64);
+        let n = self_.storage_numel();
+        autograd_opset::layout::as_strided(size, stride, offset, n, size_of::<E>())?;
+        let (size, stride): (Vec<usize>, Vec<usize>) = size
+            .iter()
+            .zip(stride)
+            .map(|(&d, &s)| (d as usize, s as usize))
+            .unzip();
+        self_
+            .as_strided(&size, &stride, offset as usize)
+            .ok_or_else(|| {
+                Error::internal(
+                    "ndtensor",
+                    format!("as_strided({size:?}, {stride:?}, {offset}) leaves its buffer"),
+                )
+            })
+    }
     fn add_tensor(self_: &Self, other: &Self, alpha: f64) -> R<Self> {
         let a = E::of(alpha);
         zip(self_, other, |x, y| x + a * y)

@@ -258,6 +258,26 @@ impl<E: Element> FloatTensor<E> {
         if offset <= len { offset } else { 0 }
     }
 
+    /// The number of elements in the buffer `self` lives in (its root's): the storage
+    /// [`as_strided`](Self::as_strided) reads.
+    ///
+    /// ```
+    /// use ndtensor::FloatTensor;
+    /// let a = FloatTensor::from_row_major((0..6).map(f64::from).collect(), &[2, 3]);
+    /// assert_eq!(a.as_strided(&[2], &[1], 3).unwrap().storage_numel(), 6);
+    /// ```
+    pub fn storage_numel(&self) -> usize {
+        let root = match &self.inner.owner {
+            Owner::Base(root) => &**root,
+            Owner::Buffer(_) | Owner::Small(_) => &*self.inner,
+        };
+        match (&root.owner, &root.dims) {
+            (Owner::Buffer(v), _) => v.len(),
+            (Owner::Small(_), Some(dims)) => dims.count(),
+            (Owner::Small(_), None) | (Owner::Base(_), _) => 0,
+        }
+    }
+
     /// The start and length of the buffer the tensor's elements live in (its root's).
     fn buffer(&self) -> (*const E, usize) {
         let mut inner = &*self.inner;

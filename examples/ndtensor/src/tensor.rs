@@ -379,6 +379,12 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
     fn shape(&self) -> &[usize] {
         NdTensor::shape(self)
     }
+    fn strides(&self) -> Vec<i64> {
+        crate::backend::layout(self).0
+    }
+    fn storage_offset(&self) -> i64 {
+        crate::backend::layout(self).1
+    }
     fn dtype(&self) -> &'static str {
         NdTensor::dtype(self)
     }

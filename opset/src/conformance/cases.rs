@@ -474,6 +474,18 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
         diagonal_backward(&x[0], &[3, 4], 1, 0, 1).unwrap()
     }));
     cs.push(case(
+        "as_strided",
+        "overlapping windows, offset",
+        vec![r.t(&[3, 4])],
+        |x| as_strided(&x[0], &[3, 3], &[1, 1], Some(1)).unwrap(),
+    ));
+    cs.push(case(
+        "as_strided",
+        "stride 0, elements left out",
+        vec![r.t(&[6])],
+        |x| as_strided(&x[0], &[2, 3], &[0, 2], None).unwrap(),
+    ));
+    cs.push(case(
         "select.int",
         "negative index",
         vec![r.t(&[4, s2[1]])],

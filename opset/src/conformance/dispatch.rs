@@ -591,6 +591,12 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
             a.i("dim1")?,
             a.i("dim2")?,
         )),
+        "as_strided" => one(as_strided(
+            &a.t("self")?,
+            &a.ints("size")?,
+            &a.ints("stride")?,
+            a.oi("storage_offset")?,
+        )),
         "diagonal_backward" => one(diagonal_backward(
             &a.t("grad_output")?,
             &a.ints("input_sizes")?,

@@ -140,6 +140,9 @@ pub fn view_cases<B: ConformanceTensor>() -> Vec<ViewCase<B>> {
         vc(("diagonal", "offset 1"), &[3, 4], false, Reach, move |x| {
             diagonal(x, 1, 0, 1).map(one)
         }),
+        vc(("as_strided", "a block"), &[3, 4], false, Reach, move |x| {
+            as_strided(x, &[2, 2], &[4, 1], Some(1)).map(one)
+        }),
         vc(
             ("select.int", "negative index"),
             &[4, b],

@@ -31,6 +31,7 @@ mod resize;
 mod select_formulas;
 mod softmax;
 mod softmax_formulas;
+mod strided_formulas;
 
 pub use bn_guard::BatchNormStat;
 pub use composites::{chunk, cross_entropy_loss, matmul, nll_loss, nll_loss_nd};
@@ -72,6 +73,7 @@ impl<T: Backend> ScalarTypeOf for T {
 
 pub use softmax::{log_softmax_int, softmax_int};
 pub use softmax_formulas::*;
+pub use strided_formulas::*;
 
 /// The tangents of `tensors` at the level whose forward formula runs (zeros for an input
 /// without one), for the JVP helpers that read them from the primals as PyTorch's do.

@@ -67,3 +67,10 @@ pub use softmax_formulas::*;
 mod select_formulas;
 
 pub use select_formulas::*;
+
+// `as_strided`'s helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "strided_formulas.rs"]
+mod strided_formulas;
+
+pub use strided_formulas::*;

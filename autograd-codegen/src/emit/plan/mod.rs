@@ -86,6 +86,9 @@ pub(crate) enum Property {
     Layout,
     /// `x.sym_strides()`: the strides of a contiguous tensor of `x`'s shape, `&[i64]`.
     Strides,
+    /// `TensorGeometry(x)`: `x`'s sizes, strides and storage offset as its library reports
+    /// them, `&autograd::types::TensorGeometry`.
+    Geometry,
 }
 
 impl Property {
@@ -106,6 +109,7 @@ impl Property {
             "options" => Property::Options,
             "layout" => Property::Layout,
             "sym_strides" => Property::Strides,
+            "TensorGeometry" => Property::Geometry,
             "sym_size" | "size" => return Some(dim().map(Property::Size)),
             _ => return None,
         }))

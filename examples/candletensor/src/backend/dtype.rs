@@ -71,7 +71,7 @@ fn zero_aware_scalar(a: &C, r: C) -> C {
 
 /// The strides of `t`'s view of its storage, as PyTorch reports them: candle's, but for a
 /// fresh empty tensor, whose candle strides count a size of 0 as 0 (PyTorch's as 1).
-fn strides(t: &C) -> Vec<i64> {
+pub(crate) fn strides(t: &C) -> Vec<i64> {
     let layout = t.t.layout();
     if t.t.elem_count() == 0 && layout.is_contiguous() {
         return autograd_opset::layout::contiguous_strides(t.t.dims());
@@ -664,6 +664,14 @@ impl Backend for CandleTensor {
     }
     fn cat(tensors: &[Self], dim: i64) -> R<Self> {
         joined(tensors, |ts| C::cat(ts, dim))
+    }
+    fn as_strided(
+        self_: &Self,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> R<Self> {
+        super::as_strided(self_, size, stride, storage_offset)
     }
     fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
         moved(self_, |x| C::diagonal(x, offset, dim1, dim2))

@@ -229,7 +229,7 @@ macro_rules! moved {
 /// The strides and storage offset of `t`: a float tensor's view of its buffer; an integer or
 /// boolean tensor's views are copies (see [`moved!`]), so its strides are its array's, from
 /// offset 0.
-fn layout<E: Element>(t: &NdTensor<E>) -> (Vec<i64>, i64) {
+pub(crate) fn layout<E: Element>(t: &NdTensor<E>) -> (Vec<i64>, i64) {
     let of = |strides: &[isize], shape: &[usize]| {
         if shape.contains(&0) && strides.iter().all(|s| *s == 0) {
             autograd_opset::layout::contiguous_strides(shape)
@@ -1069,6 +1069,14 @@ impl<E: Element> Backend for NdTensor<E> {
     }
     fn narrow(self_: &Self, dim: i64, start: i64, length: i64) -> R<Self> {
         moved!(self_, x => F::narrow(x, dim, start, length))
+    }
+    fn as_strided(
+        self_: &Self,
+        size: &[i64],
+        stride: &[i64],
+        storage_offset: Option<i64>,
+    ) -> R<Self> {
+        moved!(self_, x => F::as_strided_view(x, size, stride, storage_offset))
     }
     fn diagonal(self_: &Self, offset: i64, dim1: i64, dim2: i64) -> R<Self> {
         moved!(self_, x => F::diagonal(x, offset, dim1, dim2))
