@@ -258,7 +258,7 @@ struct AsStrided {
 
 impl candle_core::CustomOp1 for AsStrided {
     fn name(&self) -> &'static str {
-        "as_strided"
+        "strided_read"
     }
     fn cpu_fwd(
         &self,
@@ -274,7 +274,7 @@ impl candle_core::CustomOp1 for AsStrided {
             S::I64(v) => S::I64(positions(&l).map(|i| v[i]).collect()),
             S::U32(v) => S::U32(positions(&l).map(|i| v[i]).collect()),
             S::U8(v) => S::U8(positions(&l).map(|i| v[i]).collect()),
-            _ => candle_core::bail!("as_strided: unsupported dtype"),
+            _ => candle_core::bail!("strided_read: unsupported dtype"),
         };
         Ok((out, l.shape().clone()))
     }
