@@ -238,17 +238,11 @@ impl<E: Element> FloatTensor<E> {
     /// ```
     pub fn layout(&self) -> (Vec<i64>, i64) {
         let a = self.arr();
-        let fresh_empty = a.is_empty() && a.strides().iter().all(|s| *s == 0);
         if a.strides().iter().any(|s| *s < 0) {
             // A reversed view (ndarray's `flip`): PyTorch's `flip` makes a fresh tensor.
             return (autograd_opset::layout::contiguous_strides(a.shape()), 0);
         }
-        let strides = if fresh_empty {
-            autograd_opset::layout::contiguous_strides(a.shape())
-        } else {
-            a.strides().iter().map(|s| *s as i64).collect()
-        };
-        (strides, self.storage_offset() as i64)
+        (pytorch_strides(a.strides(), a.shape()), self.storage_offset() as i64)
     }
 
     /// The position of the first element in the buffer (PyTorch's `storage_offset()`).
@@ -712,5 +706,15 @@ mod tests {
         assert!(size_of::<crate::NdTensor<f32>>() <= 24);
         assert_eq!(size_of::<crate::NdTensor<f64>>(), 16);
         assert_eq!(size_of::<FloatTensor<f32>>(), size_of::<usize>());
+    }
+}
+
+/// The strides PyTorch reports for an array of `shape` with ndarray's `strides`: ndarray's,
+/// except for a fresh empty array, whose strides ndarray makes zeros and PyTorch contiguous.
+pub(crate) fn pytorch_strides(strides: &[isize], shape: &[usize]) -> Vec<i64> {
+    if shape.contains(&0) && strides.iter().all(|s| *s == 0) {
+        autograd_opset::layout::contiguous_strides(shape)
+    } else {
+        strides.iter().map(|s| *s as i64).collect()
     }
 }

@@ -230,13 +230,7 @@ macro_rules! moved {
 /// boolean tensor's views are copies (see [`moved!`]), so its strides are its array's, from
 /// offset 0.
 pub(crate) fn layout<E: Element>(t: &NdTensor<E>) -> (Vec<i64>, i64) {
-    let of = |strides: &[isize], shape: &[usize]| {
-        if shape.contains(&0) && strides.iter().all(|s| *s == 0) {
-            autograd_opset::layout::contiguous_strides(shape)
-        } else {
-            strides.iter().map(|s| *s as i64).collect()
-        }
-    };
+    let of = crate::storage::pytorch_strides;
     match t.data() {
         Data::Float(a) => a.layout(),
         Data::Int(a) => (of(a.strides(), a.shape()), 0),
