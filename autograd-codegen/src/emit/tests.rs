@@ -426,3 +426,25 @@ fn a_method_whose_parameter_shadows_its_function_calls_it_by_path() {
         "{code}"
     );
 }
+
+#[test]
+fn a_tensor_geometry_is_saved_instead_of_the_tensor() {
+    let yaml = "\
+- name: as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)
+  self: as_strided_backward(&grad, TensorGeometry(self), size, stride, storage_offset)
+  view_inverse: overlapping
+";
+    let code = generate_pretty(&config(yaml)).unwrap();
+    // The node keeps the geometry (what the library reports), not the tensor, and the
+    // formula reads it by reference.
+    assert!(
+        code.contains("pub self_geometry: __ag::types::TensorGeometry,"),
+        "{code}"
+    );
+    assert!(!code.contains("pub self_: __ag::SavedVariable"), "{code}");
+    assert!(code.contains("__ag::types::TensorGeometry::of"), "{code}");
+    assert!(
+        code.contains("let self_geometry = &self.self_geometry;"),
+        "{code}"
+    );
+}

@@ -242,7 +242,10 @@ impl<E: Element> FloatTensor<E> {
             // A reversed view (ndarray's `flip`): PyTorch's `flip` makes a fresh tensor.
             return (autograd_opset::layout::contiguous_strides(a.shape()), 0);
         }
-        (pytorch_strides(a.strides(), a.shape()), self.storage_offset() as i64)
+        (
+            pytorch_strides(a.strides(), a.shape()),
+            self.storage_offset() as i64,
+        )
     }
 
     /// The position of the first element in the buffer (PyTorch's `storage_offset()`).
