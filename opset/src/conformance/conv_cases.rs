@@ -2,7 +2,8 @@
 //! (`convolution`, `convolution_backward`, `max_pool2d_with_indices` and its backward, and
 //! the composites `conv1d`, `conv2d`, `conv_transpose1d`, `conv_transpose2d.input`,
 //! `max_pool2d`): small shapes with strides, padding, dilation, groups, transposed forms,
-//! a batch of one and non-contiguous inputs.
+//! a batch of one and non-contiguous inputs. The fixture dispatch covers the 3-d poolings too
+//! (their cases are `pool3d_cases`).
 
 use super::cases::{Case, case};
 use super::dispatch::{Args, R, ip};
@@ -354,14 +355,21 @@ fn dispatch_conv<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<Va
                 &a.ints("dilation")?,
             ))
         }
-        "max_pool2d_with_indices" => two(max_pool2d_with_indices(
-            &a.t("self")?,
-            &a.ints("kernel_size")?,
-            &a.ints("stride")?,
-            &a.ints("padding")?,
-            &a.ints("dilation")?,
-            a.b("ceil_mode")?,
-        )),
+        "max_pool2d_with_indices" | "max_pool3d_with_indices" => {
+            let f = if op == "max_pool2d_with_indices" {
+                max_pool2d_with_indices
+            } else {
+                max_pool3d_with_indices
+            };
+            two(f(
+                &a.t("self")?,
+                &a.ints("kernel_size")?,
+                &a.ints("stride")?,
+                &a.ints("padding")?,
+                &a.ints("dilation")?,
+                a.b("ceil_mode")?,
+            ))
+        }
         "max_pool2d" => ip(max_pool2d(
             &a.t("self")?,
             &a.ints("kernel_size")?,
@@ -370,16 +378,23 @@ fn dispatch_conv<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<Va
             &a.ints("dilation")?,
             a.b("ceil_mode")?,
         )),
-        "max_pool2d_with_indices_backward" => ip(max_pool2d_with_indices_backward(
-            &a.t("grad_output")?,
-            &a.t("self")?,
-            &a.ints("kernel_size")?,
-            &a.ints("stride")?,
-            &a.ints("padding")?,
-            &a.ints("dilation")?,
-            a.b("ceil_mode")?,
-            &a.t("indices")?,
-        )),
+        "max_pool2d_with_indices_backward" | "max_pool3d_with_indices_backward" => {
+            let f = if op == "max_pool2d_with_indices_backward" {
+                max_pool2d_with_indices_backward
+            } else {
+                max_pool3d_with_indices_backward
+            };
+            ip(f(
+                &a.t("grad_output")?,
+                &a.t("self")?,
+                &a.ints("kernel_size")?,
+                &a.ints("stride")?,
+                &a.ints("padding")?,
+                &a.ints("dilation")?,
+                a.b("ceil_mode")?,
+                &a.t("indices")?,
+            ))
+        }
         _ => return dispatch_avg_pool(op, a),
     };
     r.map(Some)
@@ -388,25 +403,39 @@ fn dispatch_conv<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<Va
 /// The average pooling part of [`dispatch_conv`].
 fn dispatch_avg_pool<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<Variable<B>>>> {
     let r = match op {
-        "avg_pool2d" => ip(avg_pool2d(
-            &a.t("self")?,
-            &a.ints("kernel_size")?,
-            &a.ints("stride")?,
-            &a.ints("padding")?,
-            a.b("ceil_mode")?,
-            a.b("count_include_pad")?,
-            a.oi("divisor_override")?,
-        )),
-        "avg_pool2d_backward" => ip(avg_pool2d_backward(
-            &a.t("grad_output")?,
-            &a.t("self")?,
-            &a.ints("kernel_size")?,
-            &a.ints("stride")?,
-            &a.ints("padding")?,
-            a.b("ceil_mode")?,
-            a.b("count_include_pad")?,
-            a.oi("divisor_override")?,
-        )),
+        "avg_pool2d" | "avg_pool3d" => {
+            let f = if op == "avg_pool2d" {
+                avg_pool2d
+            } else {
+                avg_pool3d
+            };
+            ip(f(
+                &a.t("self")?,
+                &a.ints("kernel_size")?,
+                &a.ints("stride")?,
+                &a.ints("padding")?,
+                a.b("ceil_mode")?,
+                a.b("count_include_pad")?,
+                a.oi("divisor_override")?,
+            ))
+        }
+        "avg_pool2d_backward" | "avg_pool3d_backward" => {
+            let f = if op == "avg_pool2d_backward" {
+                avg_pool2d_backward
+            } else {
+                avg_pool3d_backward
+            };
+            ip(f(
+                &a.t("grad_output")?,
+                &a.t("self")?,
+                &a.ints("kernel_size")?,
+                &a.ints("stride")?,
+                &a.ints("padding")?,
+                a.b("ceil_mode")?,
+                a.b("count_include_pad")?,
+                a.oi("divisor_override")?,
+            ))
+        }
         "_adaptive_avg_pool2d" => ip(_adaptive_avg_pool2d(&a.t("self")?, &a.ints("output_size")?)),
         "_adaptive_avg_pool2d_backward" => ip(_adaptive_avg_pool2d_backward(
             &a.t("grad_output")?,

@@ -691,7 +691,6 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
         _ => super::norm_cases::dispatch_norm(op, a)
             .or_else(|| super::norms_cases::dispatch(op, a))
             .or_else(|| super::conv_cases::dispatch(op, a))
-            .or_else(|| super::pool3d_cases::dispatch(op, a))
             .or_else(|| super::resample_cases::dispatch(op, a))
             .or_else(|| super::products_cases::dispatch(op, a))
             .or_else(|| super::softmax_cases::dispatch(op, a))

@@ -1,12 +1,11 @@
-//! The gradcheck cases and the fixture dispatch of the 3-d poolings (`avg_pool3d`,
+//! The gradcheck cases of the 3-d poolings (`avg_pool3d`,
 //! `max_pool3d_with_indices` and their backward ops): strides, padding, dilation,
 //! `ceil_mode`, `count_include_pad`, `divisor_override`, unbatched and non-contiguous inputs.
+//! Their fixture dispatch is the 2-d poolings' ([`conv_cases`](super::conv_cases)).
 
 use super::cases::{Case, case};
-use super::dispatch::{Args, R, ip};
 use super::*;
 use crate::ops::*;
-use autograd::runtime::Variable;
 
 /// The cases, appended to [`cases::cases`](super::cases::cases).
 pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
@@ -68,56 +67,4 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
         },
     ));
     cs
-}
-
-/// The fixture dispatch of these operators (`None`: not one of them).
-pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> Option<R<Vec<Variable<B>>>> {
-    dispatch_pool3d(op, a).transpose()
-}
-
-/// `Ok(None)` for an operator that is not one of these.
-fn dispatch_pool3d<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<Variable<B>>>> {
-    let r = match op {
-        "avg_pool3d" => ip(avg_pool3d(
-            &a.t("self")?,
-            &a.ints("kernel_size")?,
-            &a.ints("stride")?,
-            &a.ints("padding")?,
-            a.b("ceil_mode")?,
-            a.b("count_include_pad")?,
-            a.oi("divisor_override")?,
-        )),
-        "avg_pool3d_backward" => ip(avg_pool3d_backward(
-            &a.t("grad_output")?,
-            &a.t("self")?,
-            &a.ints("kernel_size")?,
-            &a.ints("stride")?,
-            &a.ints("padding")?,
-            a.b("ceil_mode")?,
-            a.b("count_include_pad")?,
-            a.oi("divisor_override")?,
-        )),
-        "max_pool3d_with_indices" => max_pool3d_with_indices(
-            &a.t("self")?,
-            &a.ints("kernel_size")?,
-            &a.ints("stride")?,
-            &a.ints("padding")?,
-            &a.ints("dilation")?,
-            a.b("ceil_mode")?,
-        )
-        .map(|(x, y)| vec![x, y])
-        .map_err(|e| e.to_string()),
-        "max_pool3d_with_indices_backward" => ip(max_pool3d_with_indices_backward(
-            &a.t("grad_output")?,
-            &a.t("self")?,
-            &a.ints("kernel_size")?,
-            &a.ints("stride")?,
-            &a.ints("padding")?,
-            &a.ints("dilation")?,
-            a.b("ceil_mode")?,
-            &a.t("indices")?,
-        )),
-        _ => return Ok(None),
-    };
-    r.map(Some)
 }
