@@ -70,11 +70,11 @@ pub(super) fn wide<E: Element>(t: &NdTensor<E>) -> F<f64> {
     })
 }
 
-/// An `f64` result as a tensor of `kind`.
+/// An `f64` result as a tensor of `kind` (integers cast as [`converted`] casts them).
 fn narrowed<E: Element>(t: F<f64>, kind: Kind) -> NdTensor<E> {
     NdTensor::from_data(match kind {
         Kind::Float => Data::Float(fl(t.arr().mapv(E::of))),
-        Kind::Int => Data::int(t.arr().mapv(|x| x as i64).into_shared()),
+        Kind::Int => Data::int(t.arr().mapv(factory::cast_i64).into_shared()),
         Kind::Bool => Data::bool(t.arr().mapv(|x| x != 0.0).into_shared()),
     })
 }
