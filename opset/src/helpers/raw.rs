@@ -67,3 +67,10 @@ pub use softmax_formulas::*;
 mod select_formulas;
 
 pub use select_formulas::*;
+
+// The group normalization helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "group_norm_formulas.rs"]
+mod group_norm_formulas;
+
+pub use group_norm_formulas::*;
