@@ -338,6 +338,45 @@ Tensor as_strided_backward(
     c10::SymIntArrayRef sizes,
     c10::SymIntArrayRef strides,
     const std::optional<c10::SymInt>& storage_offset_);
+// Group normalization (issue 30). native_group_norm_backward_dispatcher's body is not in
+// the stored FunctionsManual.cpp (it holds the older infinitely_differentiable_native_group_norm_backward,
+// which the dispatcher replaced); the port follows PyTorch 2.15's behaviour: the mean's and
+// the rstd's gradients each count on their own.
+// undefined: dY, dmean, drstd
+std::tuple<Tensor, Tensor, Tensor> native_group_norm_backward_dispatcher(
+    const Tensor& dY,
+    const Tensor& dmean,
+    const Tensor& drstd,
+    const Tensor& X,
+    const Tensor& mean,
+    const Tensor& rstd,
+    const std::optional<Tensor>& gamma,
+    const c10::SymInt& N,
+    const c10::SymInt& C,
+    const c10::SymInt& HxW,
+    int64_t group,
+    std::array<bool, 3> grad_input_mask);
+// undefined: weight_p, weight_t, bias_p, bias_t
+Tensor group_norm_jvp(
+    const Tensor& input_p,
+    const Tensor& input_t,
+    const Tensor& weight_p,
+    const Tensor& weight_t,
+    const Tensor& bias_p,
+    const Tensor& bias_t,
+    const Tensor& saved_mean,
+    const Tensor& saved_invstd,
+    int64_t groups);
+Tensor group_norm_mean_jvp(
+    const Tensor& input_t,
+    const Tensor& mean_p,
+    int64_t groups);
+Tensor group_norm_invstd_jvp(
+    const Tensor& input_p,
+    const Tensor& input_t,
+    const Tensor& mean_p,
+    const Tensor& invstd_p,
+    int64_t groups);
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.

@@ -220,6 +220,11 @@ pub mod kernel {
     pub const AVG_POOL3D: &str = "avg_pool3d_out_frame";
     /// `avg_pool3d_backward` of booleans.
     pub const AVG_POOL3D_BACKWARD: &str = "avg_pool3d_backward_out_frame";
+    // group normalization
+    /// `native_group_norm` of integers and booleans.
+    pub const GROUP_NORM: &str = "GroupNormKernelImpl";
+    /// `native_group_norm_backward` of integers and booleans.
+    pub const GROUP_NORM_BACKWARD: &str = "GroupNormBackwardKernelImpl";
 }
 
 /// PyTorch's error for a kernel it implements for floating-point types only.
@@ -771,3 +776,38 @@ macro_rules! __out_kernels {
 
 #[cfg(test)]
 mod tests;
+
+// ---- group normalization
+
+/// PyTorch's `is_mixed_type` and `check_mixed_data_type` (`mixed_data_type.h`) of a
+/// normalization kernel: when the first defined parameter's dtype is not the input's, every
+/// parameter must be `Float` and the input `BFloat16` or `Half`. Whether the dtypes are mixed.
+pub fn check_mixed_norm(input: &str, params: &[Option<&str>]) -> R<bool> {
+    let mixed = params.iter().flatten().next().is_some_and(|p| *p != input);
+    if mixed {
+        for p in params.iter().flatten() {
+            check(*p == "f32", || {
+                "mixed dtype (CPU): expect parameter to have scalar type of Float".into()
+            })?;
+        }
+        check(matches!(input, "bf16" | "f16"), || {
+            "mixed dtype (CPU): all inputs must share same datatype.".into()
+        })?;
+    }
+    Ok(mixed)
+}
+
+/// A kernel reading its parameters as the input's dtype (PyTorch's `data_ptr<T>()`): each
+/// defined one must have it.
+pub fn check_same_dtype(input: &str, params: &[Option<&str>]) -> R<()> {
+    for p in params.iter().flatten() {
+        check(*p == input, || {
+            format!(
+                "expected scalar type {} but found {}",
+                torch_name(input),
+                torch_name(p)
+            )
+        })?;
+    }
+    Ok(())
+}

@@ -369,6 +369,10 @@ pub use normalization::{
     ChannelSizes, Stat, batch_norm, batch_norm_backward_channels, batch_norm_channels,
     batch_norm_legit, batch_norm_no_stats, batch_norm_stat, var, var_dtype,
 };
+pub use norms::{
+    GnArg, GroupNormBackwardArgs, GroupNormLayout, check_group_norm_inputs, native_group_norm,
+    native_group_norm_backward,
+};
 pub use norms::{LayerNormRows, layer_norm, layer_norm_backward, layer_norm_stat_shape};
 pub use pool3d::{avg_pool3d, avg_pool3d_backward, max_pool3d, max_pool3d_backward};
 pub use products::{addmm, sort_indices};

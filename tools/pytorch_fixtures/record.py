@@ -3690,6 +3690,7 @@ def sweep_calls():
     calls.update(geom_sweep_calls())
     calls.update(pool3d_sweep_calls())
     calls.update(norms_sweep_calls())
+    calls.update(group_norm_sweep_calls())
     return calls
 
 
@@ -6934,13 +6935,205 @@ def norms_programs():
     return S
 
 
+# ----------------------------------------------------------------------------- group norm
+# Issue 30: native_group_norm and native_group_norm_backward (group_norm is their composite):
+# generators (GEN), sweep calls, and the `group_norm` category (the three outputs, with and
+# without weight and bias, groups 1 and C, HxW = 1, unused outputs, second derivatives,
+# jvps, errors).
+
+def gn_sizes(shape):
+    """native_group_norm's N, C and HxW of an input shape (PyTorch's group_norm's)."""
+    n = shape[0] if shape else 1
+    c = shape[1] if len(shape) > 1 else 1
+    return dict(N=n, C=c, HxW=math.prod(shape[2:]))
+
+
+def g_native_group_norm(p, r):
+    g = r.choice([1, 2])
+    shape = [size(r), g * r.choice([1, 2])] + [2] * r.choice([0, 1])
+    x = p.inp(shape, "wide", nc=r.random() < 0.4)
+    w = p.inp([shape[1]], "pos") if r.random() < 0.6 else None
+    b = p.inp([shape[1]]) if r.random() < 0.5 else None
+    outs = p.op("native_group_norm", nout=3, input=x, weight=w, bias=b, group=g, eps=1e-5, **gn_sizes(shape))
+    return outs[r.choice([0, 0, 1, 2])]
+
+
+def g_native_group_norm_backward(p, r):
+    """native_group_norm_backward with the input's own statistics (of a detached copy: PyTorch
+    has no derivative for the op's statistics, nor for the op itself)."""
+    shape = [size(r), 2, r.choice([1, 2])]
+    go, x = p.inp(shape, rg=False), p.inp(shape, "wide", rg=False)
+    w = p.inp([2], "pos", rg=False) if r.random() < 0.6 else None
+    sz = gn_sizes(shape)
+    _, m, s = p.op("native_group_norm", nout=3, input=x, weight=None, bias=None, group=2, eps=1e-5, **sz)
+    outs = p.op("native_group_norm_backward", nout=3, grad_out=go, input=x, mean=m, rstd=s, weight=w, group=2,
+                output_mask=[True, True, True], **sz)
+    return outs[r.choice([0, 1, 2])]
+
+
+def g_group_norm(p, r):
+    g = r.choice([1, 2])
+    shape = [size(r), g * r.choice([1, 2]), r.choice([1, 2])]
+    x = p.inp(shape, "wide", nc=r.random() < 0.4)
+    w = p.inp([shape[1]], "pos") if r.random() < 0.6 else None
+    b = p.inp([shape[1]]) if r.random() < 0.5 else None
+    return p.op("group_norm", input=x, num_groups=g, weight=w, bias=b, eps=1e-5, cudnn_enabled=True)
+
+
+GEN.update({
+    "group_norm": g_group_norm,
+    "native_group_norm": g_native_group_norm,
+    "native_group_norm_backward": g_native_group_norm_backward,
+})
+
+
+def group_norm_sweep_calls():
+    """The sweep's calls of group normalization (one group; N, C and HxW of the shape)."""
+    def backward(p, a):
+        x, sz = a.t(0, rg=False), gn_sizes(a.shape_at(0))
+        _, m, s = p.op("native_group_norm", nout=3, input=x, weight=None, bias=None, group=1, eps=1e-5, **sz)
+        return p.op("native_group_norm_backward", nout=3, grad_out=a.t(0, rg=False), input=x, mean=m, rstd=s,
+                    weight=None, group=1, output_mask=[True, False, False], **sz)
+
+    return {
+        "native_group_norm": lambda p, a: p.op("native_group_norm", nout=3, input=a.t(0), weight=None, bias=None,
+                                               group=1, eps=1e-5, **gn_sizes(a.shape_at(0))),
+        "native_group_norm_backward": backward,
+        "group_norm": lambda p, a: p.op("group_norm", input=a.t(0), num_groups=1, weight=None, bias=None, eps=1e-5,
+                                        cudnn_enabled=True),
+    }
+
+
+def group_norm_programs():
+    """The `group_norm` category: native_group_norm's output, mean and rstd (with and without
+    weight and bias), groups 1 and C, HxW = 1, empty batches, integers, unused outputs
+    (grad_input_mask), second derivatives, jvps, native_group_norm_backward's values and its
+    missing derivative, and PyTorch's errors."""
+    S = []
+
+    def prog(name, mode="grad"):
+        p = scen(f"group_norm/{name}", "group_norm")
+        p.mode = mode
+        S.append(p)
+        return p
+
+    def gn(p, x, shape, group, w=None, b=None):
+        return p.op("native_group_norm", nout=3, input=x, weight=w, bias=b, group=group, eps=1e-5,
+                    **gn_sizes(shape))
+
+    for out, affine, mode in ((0, "none", "grad"), (0, "weight_bias", "grad"), (0, "bias", "grad"),
+                              (0, "weight_bias", "jvp"), (0, "bias", "jvp"), (1, "none", "grad"),
+                              (1, "weight_bias", "jvp"), (2, "weight_bias", "grad"), (2, "none", "jvp")):
+        p = prog(f"output{out}_{affine}_{mode}", mode)
+        x = p.inp([2, 4, 2], "wide", nc=out == 1)
+        w = p.inp([4], "pos") if "weight" in affine else None
+        b = p.inp([4]) if "bias" in affine else None
+        p.out(gn(p, x, [2, 4, 2], 2, w, b)[out])
+    for name, shape, group, outs in (("one_group", [2, 3, 1], 1, (0,)), ("group_per_channel", [1, 3, 2], 3, (0, 2)),
+                                     ("hxw_1", [3, 4], 2, (0, 1)), ("planes", [1, 2, 2, 2], 2, (0,)),
+                                     ("one_dim", [4], 2, (0,)), ("zero_dim", [], 1, (0, 2)),
+                                     ("empty_batch", [0, 4, 3], 2, (0, 1))):
+        for out in outs:
+            p = prog(f"{name}_output{out}")
+            p.out(gn(p, p.inp(shape, "wide"), shape, group, p.inp([gn_sizes(shape)["C"]], "pos"))[out])
+    for mode in ("jvp", "hvp"):
+        p = prog(f"composite_{mode}", mode)
+        x, w, b = p.inp([2, 2, 2], "wide"), p.inp([2], "pos"), p.inp([2])
+        y = p.op("group_norm", input=x, num_groups=2, weight=w, bias=b, eps=1e-5, cudnn_enabled=True)
+        p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+    # Unused outputs: only some of input, weight and bias require grad (grad_input_mask), and
+    # the output with the statistics.
+    for rg in ((True, False, False), (False, True, False), (False, False, True), (False, True, True)):
+        tag = "".join("iwb"[i] for i in range(3) if rg[i])
+        p = prog(f"mask_{tag}")
+        x = p.inp([2, 2, 2], "wide", rg=rg[0])
+        w, b = p.inp([2], "pos", rg=rg[1]), p.inp([2], rg=rg[2])
+        p.op("tanh", self=gn(p, x, [2, 2, 2], 1, w, b)[0])
+    p = prog("output_and_statistics")
+    x, w = p.inp([2, 2, 2], "wide"), p.inp([2], "pos")
+    y, m, s = gn(p, x, [2, 2, 2], 2, w)
+    t = p.op("add.Tensor", self=p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None),
+             other=p.op("sum", self=p.op("mul.Tensor", self=m, other=s), dtype=None), alpha=1.0)
+    p.out(t)
+    for name, w, out in (("backward_values", True, 0), ("backward_values", True, 1), ("backward_values", True, 2),
+                         ("backward_no_weight", False, 0)):
+        p = prog(f"{name}_output{out}")
+        go, x = p.inp([2, 4, 1], rg=False), p.inp([2, 4, 1], "wide", rg=False)
+        wt = p.inp([4], "pos", rg=False) if w else None
+        _, m, s = gn(p, x, [2, 4, 1], 2)
+        outs = p.op("native_group_norm_backward", nout=3, grad_out=go, input=x, mean=m, rstd=s, weight=wt,
+                    group=2, output_mask=[True, True, True], **gn_sizes([2, 4, 1]))
+        p.out(outs[out])
+    p = prog("backward_empty_batch")
+    go, x = p.inp([0, 4, 3], rg=False), p.inp([0, 4, 3], rg=False)
+    m, s = p.inp([0, 2], rg=False), p.inp([0, 2], "pos", rg=False)
+    p.out(p.op("native_group_norm_backward", nout=3, grad_out=go, input=x, mean=m, rstd=s, weight=None, group=2,
+               output_mask=[True, True, True], **gn_sizes([0, 4, 3]))[1])
+    for mode in ("grad", "jvp"):
+        p = prog(f"backward_not_differentiable_{mode}", mode)
+        p.note = "PyTorch has no derivative for native_group_norm_backward"
+        go, x = p.inp([1, 2, 2]), p.inp([1, 2, 2], "wide", rg=False)
+        _, m, s = gn(p, x, [1, 2, 2], 1)
+        p.op("native_group_norm_backward", nout=3, grad_out=go, input=x, mean=m, rstd=s, weight=None, group=1,
+             output_mask=[True, False, False], **gn_sizes([1, 2, 2]))
+    p = prog("integer_empty_batch")
+    p.out(gn(p, p.inp([0, 4, 3], "idx5", data=[]), [0, 4, 3], 2)[1])
+
+    def error(name, op, nout=3, **kw):
+        p = prog(f"error/{name}")
+        args = {}
+        for k, v in kw.items():
+            args[k] = p.inp(v[0], v[1] if len(v) > 1 else "t", rg=False) if isinstance(v, tuple) else v
+        p.op(op, nout=nout, **args)
+
+    ng = dict(eps=1e-5)
+    sz = dict(N=1, C=4, HxW=1)
+    x = ([1, 4, 1],)
+    error("not_divisible", "native_group_norm", input=x, weight=None, bias=None, group=3, **ng, **sz)
+    error("zero_groups", "native_group_norm", input=x, weight=None, bias=None, group=0, **ng, **sz)
+    error("weight_shape", "native_group_norm", input=x, weight=([3],), bias=None, group=2, **ng, **sz)
+    error("weight_2d", "native_group_norm", input=x, weight=([2, 2],), bias=None, group=2, **ng, **sz)
+    error("bias_shape", "native_group_norm", input=x, weight=None, bias=([3],), group=2, **ng, **sz)
+    error("numel", "native_group_norm", input=([1, 4, 2],), weight=None, bias=None, group=2, **ng, **sz)
+    error("zero_channels", "native_group_norm", input=([2, 0, 3],), weight=None, bias=None, group=1, eps=1e-5,
+          N=2, C=0, HxW=3)
+    error("zero_hxw", "native_group_norm", input=([2, 4, 0],), weight=None, bias=None, group=2, eps=1e-5, N=2,
+          C=4, HxW=0)
+    error("negative_n", "native_group_norm", input=x, weight=None, bias=None, group=2, eps=1e-5, N=-1, C=4,
+          HxW=1)
+    error("integer_input", "native_group_norm", input=([1, 4, 1], "idx5"), weight=None, bias=None, group=2,
+          **ng, **sz)
+    error("integer_weight", "native_group_norm", input=x, weight=([4], "idx5"), bias=None, group=2, **ng, **sz)
+    error("composite_one_dim", "group_norm", nout=None, input=([4],), num_groups=2, weight=None, bias=None,
+          eps=1e-5, cudnn_enabled=True)
+    error("composite_not_divisible", "group_norm", nout=None, input=([1, 3, 1],), num_groups=2, weight=None,
+          bias=None, eps=1e-5, cudnn_enabled=True)
+    error("composite_bias_shape", "group_norm", nout=None, input=([1, 4, 1],), num_groups=2, weight=([4],),
+          bias=([2],), eps=1e-5, cudnn_enabled=True)
+    bw = dict(group=2, output_mask=[True, True, True], **sz)
+    m, s = ([1, 2],), ([1, 2], "pos")
+    error("backward_dtype", "native_group_norm_backward", grad_out=([1, 4, 1], "idx5"), input=x, mean=m, rstd=s,
+          weight=None, **bw)
+    error("backward_grad_out_numel", "native_group_norm_backward", grad_out=([1, 4, 2],), input=x, mean=m,
+          rstd=s, weight=None, **bw)
+    error("backward_mean_numel", "native_group_norm_backward", grad_out=x, input=x, mean=([1, 3],), rstd=s,
+          weight=None, **bw)
+    error("backward_rstd_numel", "native_group_norm_backward", grad_out=x, input=x, mean=m, rstd=([1, 3], "pos"),
+          weight=None, **bw)
+    error("backward_weight_numel", "native_group_norm_backward", grad_out=x, input=x, mean=m, rstd=s,
+          weight=([3],), **bw)
+    error("backward_integer", "native_group_norm_backward", grad_out=([1, 4, 1], "idx5"), input=([1, 4, 1], "idx5"),
+          mean=([1, 2], "idx5"), rstd=([1, 2], "idx5"), weight=None, **bw)
+    return S
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
              + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
              + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
              + select_programs() + geom_programs() + pool3d_programs() + norms_programs()
-             + strided_programs())
+             + strided_programs() + group_norm_programs())
     names = set()
     by_cat = {}
     for p in progs:

@@ -36,7 +36,7 @@ pub(crate) fn backend_method(p: &FunctionPlan<'_>, s: &Settings) -> TokenStream 
             let op = format!("aten::{}", p.nf.func.name);
             quote!(
                 #[doc = #doc]
-                #[allow(unused_variables)]
+                #[allow(unused_variables, non_snake_case)]
                 fn #name(#(#params),*) #ret {
                     __ag::Err(<Self::Error as ::std::convert::From<__ag::KernelNotImplemented>>::from(
                         __ag::KernelNotImplemented::new(#op, <Self as Backend>::backend_name()),

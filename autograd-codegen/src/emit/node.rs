@@ -44,7 +44,7 @@ pub(crate) fn node(n: &NodePlan<'_>, s: &Settings) -> TokenStream {
     let apply_raw = n.raw.then(|| apply_raw(n, s));
     quote! {
         #[doc = #doc]
-        #[allow(non_camel_case_types, clippy::all)]
+        #[allow(non_camel_case_types, non_snake_case, clippy::all)]
         pub struct #name<T: Backend> {
             #(#field_decls)*
             /// Which differentiable inputs needed a gradient when the op ran.

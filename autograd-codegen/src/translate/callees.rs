@@ -118,9 +118,26 @@ fn helper_callee(d: &Decl) -> Callee {
                 cpp_default: p.default.clone(),
             })
             .collect(),
-        ret: d.ret.clone(),
+        ret: helper_ret(&d.ret),
         generics: d.generics.clone(),
         origin: Origin::Helper(d.line),
+    }
+}
+
+/// A helper's return type as its Rust port returns it: a tuple of tensors is a tuple of
+/// optionals (`Grads2`, `Grads3`: the gradients PyTorch's helper leaves undefined are `None`),
+/// so that a ternary between a helper and an operator converts the operator's tensors.
+fn helper_ret(t: &Ty) -> Ty {
+    match t {
+        Ty::Tuple(ts) => Ty::Tuple(
+            ts.iter()
+                .map(|t| match t {
+                    Ty::Tensor => Ty::OptTensor,
+                    t => t.clone(),
+                })
+                .collect(),
+        ),
+        t => t.clone(),
     }
 }
 

@@ -1,5 +1,6 @@
 //! PyTorch's normalization and variance composites (CompositeImplicitAutograd): `batch_norm`
-//! over the `_native_batch_norm_legit` family, `layer_norm` over `native_layer_norm`, and
+//! over the `_native_batch_norm_legit` family, `layer_norm` over `native_layer_norm`,
+//! `group_norm` over `native_group_norm`, and
 //! `var.dim` over `var.correction`. Over
 //! `Variable<T>` only (no backward formula calls them).
 
@@ -96,4 +97,26 @@ pub fn var_dim<T: Backend>(
         Some(autograd::types::Scalar::Int(i64::from(unbiased))),
         keepdim,
     )
+}
+
+/// PyTorch's `group_norm`: the input's `N` and `C` (its dims 0 and 1, with PyTorch's
+/// errors for fewer dims), `check_group_norm_inputs`, then `native_group_norm`'s output over
+/// `HxW`, the product of the other dims.
+pub fn group_norm<T: Backend>(
+    input: &V<T>,
+    num_groups: i64,
+    weight: Option<&V<T>>,
+    bias: Option<&V<T>>,
+    eps: f64,
+    _cudnn_enabled: bool,
+) -> Res<V<T>> {
+    let shape = input.shape();
+    crate::factory::check_has_dims(shape.len(), 0).map_err(backend)?;
+    crate::shape::norm_dim(1, shape.len()).map_err(backend)?;
+    let (n, c) = (shape[0] as i64, shape[1] as i64);
+    let (ws, bs) = (weight.map(|w| w.shape()), bias.map(|b| b.shape()));
+    crate::meta::check_group_norm_inputs(&shape, ws.as_deref(), bs.as_deref(), c, num_groups)
+        .map_err(backend)?;
+    let hxw = shape[2..].iter().product::<usize>() as i64;
+    Ok(native_group_norm(input, weight, bias, n, c, hxw, num_groups, eps)?.0)
 }

@@ -74,3 +74,9 @@ pub use select_formulas::*;
 mod strided_formulas;
 
 pub use strided_formulas::*;
+// The group normalization helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "group_norm_formulas.rs"]
+mod group_norm_formulas;
+
+pub use group_norm_formulas::*;

@@ -1634,6 +1634,80 @@ impl Backend for CandleTensor {
         // Always stable: PyTorch's unstable sort agrees on lanes of up to 16 elements.
         super::products::sort(self_, dim, descending)
     }
+    // ---- group normalization (backend/norm.rs): the checks (meta::native_group_norm), then
+    // the kernel in the input's float dtype; PyTorch's results without a kernel (`N` = 0)
+    // in the input's dtype.
+    fn native_group_norm(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        n: i64,
+        c: i64,
+        hxw: i64,
+        group: i64,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let sizes = [n, c, hxw, group];
+        let Some(l) =
+            meta::native_group_norm(gn_arg(input), weight.map(gn_arg), bias.map(gn_arg), sizes)?
+        else {
+            // The statistics have no elements; PyTorch's output is uninitialized: zeros.
+            let stat = [0, group.max(0) as usize];
+            return Ok((
+                zeros_like_dtype(input, input.shape())?,
+                zeros_like_dtype(input, &stat)?,
+                zeros_like_dtype(input, &stat)?,
+            ));
+        };
+        let d = float_dtype(&[input]);
+        let (w, b) = (opt_promoted(weight, d)?, opt_promoted(bias, d)?);
+        C::native_group_norm(&promoted(input, d)?, w.as_ref(), b.as_ref(), l, eps)
+    }
+    fn native_group_norm_backward(
+        grad_out: &Self,
+        input: &Self,
+        mean: &Self,
+        rstd: &Self,
+        weight: Option<&Self>,
+        n: i64,
+        c: i64,
+        hxw: i64,
+        group: i64,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let args = meta::GroupNormBackwardArgs {
+            grad_out: gn_arg(grad_out),
+            input: gn_arg(input),
+            mean: gn_arg(mean),
+            rstd: gn_arg(rstd),
+            weight: weight.map(gn_arg),
+        };
+        let Some(l) = meta::native_group_norm_backward(&args, [n, c, hxw, group])? else {
+            let cs = [c.max(0) as usize];
+            let p = weight.unwrap_or(input);
+            let gi = zeros_like_dtype(input, input.shape())?;
+            return Ok((gi, zeros_like_dtype(p, &cs)?, zeros_like_dtype(p, &cs)?));
+        };
+        let d = float_dtype(&[input]);
+        let (g, x) = (promoted(grad_out, d)?, promoted(input, d)?);
+        let (m, s) = (promoted(mean, d)?, promoted(rstd, d)?);
+        let w = opt_promoted(weight, d)?;
+        C::native_group_norm_backward(&g, &x, [&m, &s], w.as_ref(), l, output_mask)
+    }
+}
+
+/// A group norm argument's shape and dtype.
+fn gn_arg(t: &C) -> meta::GnArg<'_> {
+    (t.shape(), t.dtype())
+}
+
+/// Zeros of `shape` in `like`'s dtype and device.
+fn zeros_like_dtype(like: &C, shape: &[usize]) -> R<C> {
+    Ok(C::new(ce(candle_core::Tensor::zeros(
+        shape,
+        like.t.dtype(),
+        like.t.device(),
+    ))?))
 }
 
 /// `cat`/`stack` of tensors of any dtypes: promoted to their common dtype.

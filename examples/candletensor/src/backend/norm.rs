@@ -1,8 +1,9 @@
 //! The kernels of the normalization ops and of `var.correction` (issue 30), composed of
 //! candle's ops: `_native_batch_norm_legit` (its running statistics updated in place),
 //! `_native_batch_norm_legit_no_training`, `_native_batch_norm_legit.no_stats`,
-//! `native_batch_norm_backward`, `var.correction`, `native_layer_norm` and
-//! `native_layer_norm_backward`, as PyTorch's CPU kernels compute them
+//! `native_batch_norm_backward`, `var.correction`, `native_layer_norm`,
+//! `native_layer_norm_backward`, `native_group_norm` and `native_group_norm_backward`
+//! (the last four share their math over rows), as PyTorch's CPU kernels compute them
 //! (the mean, then the sum of squared deviations from it).
 
 use super::{Ce, R, count, sc, sum_axes, w};
@@ -70,6 +71,62 @@ fn rows_of(t: &Tensor, rows: meta::LayerNormRows) -> R<Tensor> {
 /// One row of `rows`' width (a layer norm's weight or bias).
 fn one_row(rows: meta::LayerNormRows) -> meta::LayerNormRows {
     meta::LayerNormRows { m: 1, n: rows.n }
+}
+
+/// Each row's mean and `rstd`, `[m, 1]`, and the normalized rows of `x` (`[m, n]`), as
+/// PyTorch's layer and group norm CPU kernels compute them: a row without elements has mean
+/// 0 and a NaN `rstd`.
+fn row_stats(x: &Tensor, rows: meta::LayerNormRows, eps: f64) -> R<(Tensor, Tensor, Tensor)> {
+    if rows.n == 0 {
+        let zeros = Tensor::zeros((rows.m, 1), x.dtype(), x.device()).ce()?;
+        let nan = zeros.broadcast_add(&sc(f64::NAN, x)?).ce()?;
+        return Ok((zeros, nan, x.clone()));
+    }
+    let n = sc(rows.n as f64, x)?;
+    let mean = x.sum_keepdim(1).ce()?.broadcast_div(&n).ce()?;
+    let xc = x.broadcast_sub(&mean).ce()?;
+    let var = xc.sqr().ce()?.sum_keepdim(1).ce()?.broadcast_div(&n).ce()?;
+    let rstd = invstd(&var, eps)?;
+    let y = xc.broadcast_mul(&rstd).ce()?;
+    Ok((mean, rstd, y))
+}
+
+/// The input's gradient of a normalization over rows of `n` elements (PyTorch's layer and
+/// group norm backward kernels): `rstd * gxhat + b * x + c` per row, `gxhat` the output's
+/// gradient times the weight, the statistics `[m, 1]` columns.
+fn rows_grad_input(
+    x: &Tensor,
+    gxhat: &Tensor,
+    (mean, rstd): (&Tensor, &Tensor),
+    n: usize,
+) -> R<Tensor> {
+    let n = sc(n as f64, x)?;
+    let ds = gxhat.mul(x).ce()?.sum_keepdim(1).ce()?;
+    let db = gxhat.sum_keepdim(1).ce()?;
+    let rstd3 = rstd.powf(3.0).ce()?;
+    let b = db.mul(mean).ce()?.sub(&ds).ce()?.mul(&rstd3).ce()?;
+    let b = b.broadcast_div(&n).ce()?;
+    let c = db.mul(rstd).ce()?.broadcast_div(&n).ce()?;
+    let c = b.mul(mean).ce()?.neg().ce()?.sub(&c).ce()?;
+    let gi = gxhat.broadcast_mul(rstd).ce()?;
+    gi.add(&x.broadcast_mul(&b).ce()?)
+        .ce()?
+        .broadcast_add(&c)
+        .ce()
+}
+
+/// A group norm's rows (each sample's group) and the `[1, C, 1]` shape of its weight and
+/// bias against the `[N, C, HxW]` input.
+fn group_rows(l: meta::GroupNormLayout) -> meta::LayerNormRows {
+    meta::LayerNormRows {
+        m: l.rows(),
+        n: l.row_len(),
+    }
+}
+
+/// `t` (of `N * C * HxW` elements) as `[N, C, HxW]`.
+fn channels(t: &Tensor, l: meta::GroupNormLayout) -> R<Tensor> {
+    t.contiguous().ce()?.reshape((l.n, l.c, l.hxw)).ce()
 }
 
 impl CandleTensor {
@@ -221,20 +278,7 @@ impl CandleTensor {
         )?;
         let x = rows_of(&input.t, rows)?;
         let stat = meta::layer_norm_stat_shape(input.shape(), normalized_shape.len());
-        let n = sc(rows.n as f64, &x)?;
-        let (mean, rstd, y) = if rows.n == 0 {
-            let zeros = Tensor::zeros((rows.m, 1), x.dtype(), x.device()).ce()?;
-            let nan = zeros.broadcast_add(&sc(f64::NAN, &x)?).ce()?;
-            (zeros, nan, x.clone())
-        } else {
-            let mean = x.sum_keepdim(1).ce()?.broadcast_div(&n).ce()?;
-            let xc = x.broadcast_sub(&mean).ce()?;
-            let var = xc.sqr().ce()?.sum_keepdim(1).ce()?.broadcast_div(&n).ce()?;
-            let rstd = invstd(&var, eps)?;
-            let y = xc.broadcast_mul(&rstd).ce()?;
-            (mean, rstd, y)
-        };
-        let mut y = y;
+        let (mean, rstd, mut y) = row_stats(&x, rows, eps)?;
         if let Some(wt) = weight {
             y = y.broadcast_mul(&rows_of(&wt.t, one_row(rows))?).ce()?;
         }
@@ -274,20 +318,7 @@ impl CandleTensor {
             Some(wt) => go.broadcast_mul(&rows_of(&wt.t, one_row(rows))?).ce()?,
             None => go.clone(),
         };
-        let n = sc(rows.n as f64, &x)?;
-        let ds = gxhat.mul(&x).ce()?.sum_keepdim(1).ce()?;
-        let db = gxhat.sum_keepdim(1).ce()?;
-        let rstd3 = rstd.powf(3.0).ce()?;
-        let b = db.mul(&mean).ce()?.sub(&ds).ce()?.mul(&rstd3).ce()?;
-        let b = b.broadcast_div(&n).ce()?;
-        let c = db.mul(&rstd).ce()?.broadcast_div(&n).ce()?;
-        let c = b.mul(&mean).ce()?.neg().ce()?.sub(&c).ce()?;
-        let gi = gxhat.broadcast_mul(&rstd).ce()?;
-        let gi = gi
-            .add(&x.broadcast_mul(&b).ce()?)
-            .ce()?
-            .broadcast_add(&c)
-            .ce()?;
+        let gi = rows_grad_input(&x, &gxhat, (&mean, &rstd), rows.n)?;
         let xhat = x.broadcast_sub(&mean).ce()?.broadcast_mul(&rstd).ce()?;
         let ps: Vec<usize> = normalized_shape
             .iter()
@@ -301,6 +332,65 @@ impl CandleTensor {
             out(output_mask[0], gi, input.shape())?,
             out(output_mask[1], go.mul(&xhat).ce()?.sum(0).ce()?, &ps)?,
             out(output_mask[2], go.sum(0).ce()?, &ps)?,
+        ))
+    }
+
+    /// `native_group_norm` on checked arguments (`l`): PyTorch's CPU kernel over the
+    /// (sample, group) rows of the flat input; the statistics shaped `[N, group]`.
+    pub(super) fn native_group_norm(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        l: meta::GroupNormLayout,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let rows = group_rows(l);
+        let (mean, rstd, y) = row_stats(&rows_of(&input.t, rows)?, rows, eps)?;
+        let mut y = channels(&y, l)?;
+        let per_channel = |t: &Self| t.t.reshape((1, l.c, 1)).ce();
+        if let Some(wt) = weight {
+            y = y.broadcast_mul(&per_channel(wt)?).ce()?;
+        }
+        if let Some(b) = bias {
+            y = y.broadcast_add(&per_channel(b)?).ce()?;
+        }
+        let out = |t: Tensor, s: &[usize]| t.reshape(s).ce().map(w);
+        let stat = [l.n, l.group];
+        Ok((out(y, input.shape())?, out(mean, &stat)?, out(rstd, &stat)?))
+    }
+
+    /// `native_group_norm_backward` on checked arguments (`l`): PyTorch's
+    /// `GroupNormBackwardKernelImpl` from the saved `mean` and `rstd` (`stats`). Outputs the
+    /// mask leaves out are zeros.
+    pub(super) fn native_group_norm_backward(
+        grad_out: &Self,
+        input: &Self,
+        stats: [&Self; 2],
+        weight: Option<&Self>,
+        l: meta::GroupNormLayout,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let rows = group_rows(l);
+        let col = meta::LayerNormRows { m: rows.m, n: 1 };
+        let (mean, rstd) = (rows_of(&stats[0].t, col)?, rows_of(&stats[1].t, col)?);
+        let (x, go) = (rows_of(&input.t, rows)?, channels(&grad_out.t, l)?);
+        let gxhat = match weight {
+            Some(wt) => go.broadcast_mul(&wt.t.reshape((1, l.c, 1)).ce()?).ce()?,
+            None => go.clone(),
+        };
+        let gxhat = rows_of(&gxhat, rows)?;
+        let gi = rows_grad_input(&x, &gxhat, (&mean, &rstd), rows.n)?;
+        let xhat = x.broadcast_sub(&mean).ce()?.broadcast_mul(&rstd).ce()?;
+        let xhat = channels(&xhat, l)?;
+        let out = |on: bool, t: Tensor, s: &[usize]| -> R<Self> {
+            let t = if on { t } else { t.zeros_like().ce()? };
+            t.reshape(s).ce().map(w)
+        };
+        let gw = sum_axes(&go.mul(&xhat).ce()?, &[0, 2], false)?;
+        Ok((
+            out(output_mask[0], gi, input.shape())?,
+            out(output_mask[1], gw, &[l.c])?,
+            out(output_mask[2], sum_axes(&go, &[0, 2], false)?, &[l.c])?,
         ))
     }
 

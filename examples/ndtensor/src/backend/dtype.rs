@@ -2061,6 +2061,75 @@ impl<E: Element> Backend for NdTensor<E> {
         // Always stable: PyTorch's unstable sort agrees on lanes of up to 16 elements.
         super::products::sort(self_, dim, descending)
     }
+    // ---- group normalization (backend/norm.rs): the checks (meta::native_group_norm), then
+    // the floating-point kernel; PyTorch's results without a kernel (`N` = 0) in the
+    // input's dtype.
+    fn native_group_norm(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        n: i64,
+        c: i64,
+        hxw: i64,
+        group: i64,
+        eps: f64,
+    ) -> R<(Self, Self, Self)> {
+        let sizes = [n, c, hxw, group];
+        let Some(l) =
+            meta::native_group_norm(gn_arg(input), weight.map(gn_arg), bias.map(gn_arg), sizes)?
+        else {
+            // The statistics have no elements; PyTorch's output is uninitialized: zeros.
+            let (stat, k) = ([0, group.max(0) as usize], kind(input));
+            return Ok((
+                zeros_of(input.shape(), k),
+                zeros_of(&stat, k),
+                zeros_of(&stat, k),
+            ));
+        };
+        let (w, b) = (weight.map(promoted), bias.map(promoted));
+        let (y, m, s) = F::native_group_norm(&promoted(input), w.as_deref(), b.as_deref(), l, eps);
+        Ok((float_out(y), float_out(m), float_out(s)))
+    }
+    fn native_group_norm_backward(
+        grad_out: &Self,
+        input: &Self,
+        mean: &Self,
+        rstd: &Self,
+        weight: Option<&Self>,
+        n: i64,
+        c: i64,
+        hxw: i64,
+        group: i64,
+        output_mask: [bool; 3],
+    ) -> R<(Self, Self, Self)> {
+        let args = meta::GroupNormBackwardArgs {
+            grad_out: gn_arg(grad_out),
+            input: gn_arg(input),
+            mean: gn_arg(mean),
+            rstd: gn_arg(rstd),
+            weight: weight.map(gn_arg),
+        };
+        let Some(l) = meta::native_group_norm_backward(&args, [n, c, hxw, group])? else {
+            let (pk, cs) = (weight.map_or(kind(input), kind), [c.max(0) as usize]);
+            let gi = zeros_of(input.shape(), kind(input));
+            return Ok((gi, zeros_of(&cs, pk), zeros_of(&cs, pk)));
+        };
+        let (g, x) = (promoted(grad_out), promoted(input));
+        let (m, s, w) = (promoted(mean), promoted(rstd), weight.map(promoted));
+        let (gi, gw, gb) =
+            F::native_group_norm_backward(&g, &x, [&m, &s], w.as_deref(), l, output_mask);
+        Ok((float_out(gi), float_out(gw), float_out(gb)))
+    }
+}
+
+/// A group norm argument's shape and dtype.
+fn gn_arg<E: Element>(t: &NdTensor<E>) -> meta::GnArg<'_> {
+    (t.shape(), t.dtype())
+}
+
+/// Zeros of `shape` and `kind`.
+fn zeros_of<E: Element>(shape: &[usize], kind: Kind) -> NdTensor<E> {
+    narrowed(fl(Array::zeros(IxDyn(shape))), kind)
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but

@@ -1,8 +1,9 @@
 //! The floating-point kernels of the normalization ops and of `var.correction` (issue 30):
 //! `_native_batch_norm_legit` (with its running statistics updated in place),
 //! `_native_batch_norm_legit_no_training`, `_native_batch_norm_legit.no_stats`,
-//! `native_batch_norm_backward`, `var.correction`, `native_layer_norm` and
-//! `native_layer_norm_backward`, as PyTorch's CPU kernels compute them
+//! `native_batch_norm_backward`, `var.correction`, `native_layer_norm`,
+//! `native_layer_norm_backward`, `native_group_norm` and `native_group_norm_backward`
+//! (the last four share their math over rows), as PyTorch's CPU kernels compute them
 //! (two passes: the mean, then the sum of squared deviations), in `f64`.
 
 use super::{NdTensor, R};
@@ -108,6 +109,79 @@ fn row_moments(x: &[f64], rows: meta::LayerNormRows, eps: f64) -> (Vec<f64>, Vec
         rstd[r] = 1.0 / (var + eps).sqrt();
     }
     (mean, rstd)
+}
+
+/// The parameters of a normalization over rows: a weight and a bias (`None`: 1 and 0),
+/// indexed by `param(row, j)` for element `j` of a row.
+type Affine<'a> = (Option<&'a [f64]>, Option<&'a [f64]>);
+
+/// `(x - mean) * rstd * weight + bias` over rows of `rows.n` elements (layer norm's rows,
+/// group norm's (sample, group) blocks); `param(r, j)` is the weight and bias index of
+/// element `j` of row `r`.
+fn normalize_rows(
+    x: &[f64],
+    rows: meta::LayerNormRows,
+    (mean, rstd): (&[f64], &[f64]),
+    (w, b): Affine,
+    param: impl Fn(usize, usize) -> usize,
+) -> Vec<f64> {
+    x.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let (r, j) = (i / rows.n, i % rows.n);
+            let p = param(r, j);
+            let y = (v - mean[r]) * rstd[r];
+            y * w.map_or(1.0, |w| w[p]) + b.map_or(0.0, |b| b[p])
+        })
+        .collect()
+}
+
+/// The backward of [`normalize_rows`] (PyTorch's layer and group norm backward kernels):
+/// the input's gradient, `rstd * gamma * dy + b * x + c` per row, and per parameter (of
+/// `gamma.1` of them) the sums of `dy * xhat` (the weight's gradient) and of `dy` (the
+/// bias's).
+fn rows_backward(
+    x: &[f64],
+    go: &[f64],
+    (mean, rstd): (&[f64], &[f64]),
+    rows: meta::LayerNormRows,
+    gamma: (Option<&[f64]>, usize),
+    param: impl Fn(usize, usize) -> usize,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let g = |p: usize| gamma.0.map_or(1.0, |w| w[p]);
+    let n = rows.n as f64;
+    let mut gi = vec![0.0; x.len()];
+    let (mut gw, mut gb) = (vec![0.0; gamma.1], vec![0.0; gamma.1]);
+    for r in 0..rows.m {
+        let span = r * rows.n..(r + 1) * rows.n;
+        let (xr, gr) = (&x[span.clone()], &go[span.clone()]);
+        let (mut ds, mut db) = (0.0, 0.0);
+        for j in 0..rows.n {
+            let p = param(r, j);
+            ds += gr[j] * g(p) * xr[j];
+            db += gr[j] * g(p);
+            gw[p] += gr[j] * (xr[j] - mean[r]) * rstd[r];
+            gb[p] += gr[j];
+        }
+        let b = (db * mean[r] - ds) * rstd[r] * rstd[r] * rstd[r] / n;
+        let c = -b * mean[r] - db * rstd[r] / n;
+        for j in 0..rows.n {
+            gi[span.start + j] = rstd[r] * g(param(r, j)) * gr[j] + b * xr[j] + c;
+        }
+    }
+    (gi, gw, gb)
+}
+
+/// A group norm's (sample, group) blocks as rows, and the channel of element `j` of row `r`.
+fn group_rows(l: meta::GroupNormLayout) -> (meta::LayerNormRows, impl Fn(usize, usize) -> usize) {
+    let rows = meta::LayerNormRows {
+        m: l.rows(),
+        n: l.row_len(),
+    };
+    let d = l.c / l.group;
+    (rows, move |r: usize, j: usize| {
+        (r % l.group) * d + j / l.hxw
+    })
 }
 
 /// The shape of a layer norm's weight and bias (`normalized_shape`).
@@ -271,15 +345,8 @@ impl<E: Element> NdTensor<E> {
         let x = values(input);
         let (w, b) = (weight.map(values), bias.map(values));
         let (mean, rstd) = row_moments(&x, rows, eps);
-        let y = x
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let (r, j) = (i / rows.n, i % rows.n);
-                let y = (v - mean[r]) * rstd[r];
-                y * w.as_ref().map_or(1.0, |w| w[j]) + b.as_ref().map_or(0.0, |b| b[j])
-            })
-            .collect();
+        let affine = (w.as_deref(), b.as_deref());
+        let y = normalize_rows(&x, rows, (&mean, &rstd), affine, |_, j| j);
         let stat = meta::layer_norm_stat_shape(input.shape(), normalized_shape.len());
         Ok((
             tensor(input.shape(), y),
@@ -313,26 +380,8 @@ impl<E: Element> NdTensor<E> {
         let (x, go) = (values(input), values(grad_out));
         let (mean, rstd) = (values(stats[0]), values(stats[1]));
         let w = weight.map(values);
-        let gamma = |j: usize| w.as_ref().map_or(1.0, |w| w[j]);
-        let n = rows.n as f64;
-        let mut gi = vec![0.0; x.len()];
-        let (mut gw, mut gb) = (vec![0.0; rows.n], vec![0.0; rows.n]);
-        for r in 0..rows.m {
-            let span = r * rows.n..(r + 1) * rows.n;
-            let (xr, gr) = (&x[span.clone()], &go[span.clone()]);
-            let (mut ds, mut db) = (0.0, 0.0);
-            for j in 0..rows.n {
-                ds += gr[j] * gamma(j) * xr[j];
-                db += gr[j] * gamma(j);
-                gw[j] += gr[j] * (xr[j] - mean[r]) * rstd[r];
-                gb[j] += gr[j];
-            }
-            let b = (db * mean[r] - ds) * rstd[r] * rstd[r] * rstd[r] / n;
-            let c = -b * mean[r] - db * rstd[r] / n;
-            for j in 0..rows.n {
-                gi[span.start + j] = rstd[r] * gamma(j) * gr[j] + b * xr[j] + c;
-            }
-        }
+        let st = (mean.as_slice(), rstd.as_slice());
+        let (gi, gw, gb) = rows_backward(&x, &go, st, rows, (w.as_deref(), rows.n), |_, j| j);
         let masked = |on: bool, v: Vec<f64>| if on { v } else { vec![0.0; rows.n] };
         let ps = param_shape(normalized_shape);
         Ok((
@@ -347,6 +396,60 @@ impl<E: Element> NdTensor<E> {
             tensor(&ps, masked(output_mask[1], gw)),
             tensor(&ps, masked(output_mask[2], gb)),
         ))
+    }
+
+    /// `native_group_norm` on checked arguments (`l`): PyTorch's CPU kernel over the
+    /// (sample, group) rows of the flat input: the output, and each row's mean and `rstd`,
+    /// shaped `[N, group]`.
+    pub(super) fn native_group_norm(
+        input: &Self,
+        weight: Option<&Self>,
+        bias: Option<&Self>,
+        l: meta::GroupNormLayout,
+        eps: f64,
+    ) -> (Self, Self, Self) {
+        let (rows, param) = group_rows(l);
+        let x = values(input);
+        let (w, b) = (weight.map(values), bias.map(values));
+        let (mean, rstd) = row_moments(&x, rows, eps);
+        let y = normalize_rows(
+            &x,
+            rows,
+            (&mean, &rstd),
+            (w.as_deref(), b.as_deref()),
+            param,
+        );
+        let stat = [l.n, l.group];
+        (
+            tensor(input.shape(), y),
+            tensor(&stat, mean),
+            tensor(&stat, rstd),
+        )
+    }
+
+    /// `native_group_norm_backward` on checked arguments (`l`): PyTorch's
+    /// `GroupNormBackwardKernelImpl` from the saved `mean` and `rstd` (`stats`). Outputs the
+    /// mask leaves out are zeros.
+    pub(super) fn native_group_norm_backward(
+        grad_out: &Self,
+        input: &Self,
+        stats: [&Self; 2],
+        weight: Option<&Self>,
+        l: meta::GroupNormLayout,
+        output_mask: [bool; 3],
+    ) -> (Self, Self, Self) {
+        let (rows, param) = group_rows(l);
+        let (x, go) = (values(input), values(grad_out));
+        let (mean, rstd) = (values(stats[0]), values(stats[1]));
+        let w = weight.map(values);
+        let st = (mean.as_slice(), rstd.as_slice());
+        let (gi, gw, gb) = rows_backward(&x, &go, st, rows, (w.as_deref(), l.c), param);
+        let masked = |on: bool, v: Vec<f64>| if on { v } else { vec![0.0; v.len()] };
+        (
+            tensor(input.shape(), masked(output_mask[0], gi)),
+            tensor(&[l.c], masked(output_mask[1], gw)),
+            tensor(&[l.c], masked(output_mask[2], gb)),
+        )
     }
 
     /// `var.correction`: the sum of squared deviations from the mean over `dim` divided by
