@@ -16,7 +16,7 @@ pub trait Backend: __ag::Tensor {
     fn max_dim(self_: &Self, dim: i64, keepdim: bool) -> (Self, Self);
 }
 ///Backward of `mul.Tensor(Tensor self, Tensor other) -> Tensor` (generated from derivatives.yaml).
-#[allow(non_camel_case_types, clippy::all)]
+#[allow(non_camel_case_types, non_snake_case, clippy::all)]
 pub struct MulBackward0<T: Backend> {
     pub self_: __ag::SavedVariable<T>,
     pub other: __ag::SavedVariable<T>,
@@ -95,7 +95,7 @@ impl<T: Backend> __ag::Node<T> for MulBackward0<T> {
     }
 }
 ///Backward of `exp(Tensor self) -> Tensor` (generated from derivatives.yaml).
-#[allow(non_camel_case_types, clippy::all)]
+#[allow(non_camel_case_types, non_snake_case, clippy::all)]
 pub struct ExpBackward0<T: Backend> {
     pub result: __ag::SavedVariable<T>,
     /// Which differentiable inputs needed a gradient when the op ran.
@@ -159,7 +159,7 @@ impl<T: Backend> __ag::Node<T> for ExpBackward0<T> {
     }
 }
 ///Backward of `sum(Tensor self, *, ScalarType? dtype=None) -> Tensor` (generated from derivatives.yaml).
-#[allow(non_camel_case_types, clippy::all)]
+#[allow(non_camel_case_types, non_snake_case, clippy::all)]
 pub struct SumBackward0<T: Backend> {
     pub self_sizes: __ag::Vec<i64>,
     /// Which differentiable inputs needed a gradient when the op ran.
@@ -216,7 +216,7 @@ impl<T: Backend> __ag::Node<T> for SumBackward0<T> {
     fn visit_saved_mut(&mut self, f: &mut dyn FnMut(&str, &mut __ag::SavedVariable<T>)) {}
 }
 ///Backward of `expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)` (generated from derivatives.yaml).
-#[allow(non_camel_case_types, clippy::all)]
+#[allow(non_camel_case_types, non_snake_case, clippy::all)]
 pub struct ExpandBackward0<T: Backend> {
     /// Which differentiable inputs needed a gradient when the op ran.
     pub __needs: [bool; 1usize],
@@ -258,7 +258,7 @@ impl<T: Backend> __ag::Node<T> for ExpandBackward0<T> {
     fn visit_saved_mut(&mut self, f: &mut dyn FnMut(&str, &mut __ag::SavedVariable<T>)) {}
 }
 ///Backward of `max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)` (generated from derivatives.yaml).
-#[allow(non_camel_case_types, clippy::all)]
+#[allow(non_camel_case_types, non_snake_case, clippy::all)]
 pub struct MaxBackward0<T: Backend> {
     /// Which differentiable inputs needed a gradient when the op ran.
     pub __needs: [bool; 1usize],
