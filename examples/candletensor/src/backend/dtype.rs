@@ -1659,9 +1659,18 @@ impl Backend for CandleTensor {
                 zeros_like_dtype(input, &stat)?,
             ));
         };
-        let d = float_dtype(&[input]);
+        // Mixed dtypes (a half input, `F32` parameters): PyTorch computes in `F32`, the
+        // statistics stay `F32` and the output takes the input's dtype.
+        let dtype = |t: &Self| t.dtype();
+        let mixed = rules::check_mixed_norm(input.dtype(), &[weight.map(dtype), bias.map(dtype)])?;
+        let d = if mixed {
+            DType::F32
+        } else {
+            float_dtype(&[input])
+        };
         let (w, b) = (opt_promoted(weight, d)?, opt_promoted(bias, d)?);
-        C::native_group_norm(&promoted(input, d)?, w.as_ref(), b.as_ref(), l, eps)
+        let (y, m, s) = C::native_group_norm(&promoted(input, d)?, w.as_ref(), b.as_ref(), l, eps)?;
+        Ok((promoted(&y, input.t.dtype())?, m, s))
     }
     fn native_group_norm_backward(
         grad_out: &Self,
@@ -1688,11 +1697,25 @@ impl Backend for CandleTensor {
             let gi = zeros_like_dtype(input, input.shape())?;
             return Ok((gi, zeros_like_dtype(p, &cs)?, zeros_like_dtype(p, &cs)?));
         };
-        let d = float_dtype(&[input]);
+        // Mixed dtypes (a half input, `F32` statistics): computed in `F32`, the input's
+        // gradient in its dtype, the parameters' in the weight's (PyTorch's).
+        let mixed = rules::check_mixed_norm(input.dtype(), &[Some(mean.dtype())])?;
+        let d = if mixed {
+            DType::F32
+        } else {
+            float_dtype(&[input])
+        };
         let (g, x) = (promoted(grad_out, d)?, promoted(input, d)?);
         let (m, s) = (promoted(mean, d)?, promoted(rstd, d)?);
         let w = opt_promoted(weight, d)?;
-        C::native_group_norm_backward(&g, &x, [&m, &s], w.as_ref(), l, output_mask)
+        let (gi, gw, gb) =
+            C::native_group_norm_backward(&g, &x, [&m, &s], w.as_ref(), l, output_mask)?;
+        let pd = weight.map_or(input.t.dtype(), |w| w.t.dtype());
+        Ok((
+            promoted(&gi, input.t.dtype())?,
+            promoted(&gw, pd)?,
+            promoted(&gb, pd)?,
+        ))
     }
 }
 
