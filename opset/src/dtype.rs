@@ -530,13 +530,16 @@ pub fn check_dropout(dtype: &str, default_float: &str) -> R<()> {
     check_cast(default_float, dtype)
 }
 
-/// `layer_norm`'s input and its weight and bias (their dtypes) must be floating point.
+/// `layer_norm`'s dtypes in PyTorch's order: the mixed-dtype rule ([`check_mixed_norm`]:
+/// parameters of another dtype than the input's must be `Float` and the input half
+/// precision), then a floating-point input, then parameters of the input's dtype.
 pub fn check_layer_norm(input: &str, weight: Option<&str>, bias: Option<&str>) -> R<()> {
-    check_floats(input, "LayerNormKernelImpl")?;
-    let mut params = weight.iter().chain(bias.iter());
-    check(params.all(|p| Kind::of(p) == Kind::Float), || {
-        "mixed dtype (CPU): expect parameter to have scalar type of Float".into()
-    })
+    let params = [weight, bias];
+    if !check_mixed_norm(input, &params)? {
+        check_floats(input, "LayerNormKernelImpl")?;
+        check_same_dtype(input, &params)?;
+    }
+    Ok(())
 }
 
 /// An op's index argument, for [`check_index`].

@@ -6932,6 +6932,19 @@ def norms_programs():
     p = prog("error/layer_norm_integer_input")
     p.op("native_layer_norm", nout=3, input=p.inp([2, 3], "idx5"), normalized_shape=[3], weight=None, bias=None,
          **ln)
+
+    # PyTorch's order: the mixed-dtype check (the first parameter's dtype against the
+    # input's), then the kernel's dtypes, then every parameter of the input's dtype (mixes of
+    # float dtypes: dtype/tests.rs, as ndtensor has one float dtype).
+    p = prog("error/layer_norm_integer_input_float_weight")
+    p.op("native_layer_norm", nout=3, input=p.inp([2, 3], "idx5"), normalized_shape=[3],
+         weight=p.inp([3], rg=False), bias=None, **ln)
+    p = prog("error/layer_norm_bool_input_float_bias")
+    p.op("native_layer_norm", nout=3, input=p.inp([2, 3], "bool"), normalized_shape=[3], weight=None,
+         bias=p.inp([3], rg=False), **ln)
+    p = prog("error/layer_norm_integer_weight")
+    p.op("native_layer_norm", nout=3, input=p.inp([2, 3], rg=False), normalized_shape=[3],
+         weight=p.inp([3], "idx3"), bias=None, **ln)
     return S
 
 

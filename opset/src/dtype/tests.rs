@@ -99,9 +99,32 @@ fn float_only_kernels() {
         msg(check_mean("i64", true)),
         "mean(): could not infer output dtype. Optional dtype must be either a floating point or complex dtype. Got: Long"
     );
+    // PyTorch 2.15's order (probed): the mixed-dtype rule on the first parameter, the
+    // kernel's dtypes, then the parameters' dtype.
     assert_eq!(
         msg(check_layer_norm("f64", Some("f64"), Some("i64"))),
+        "expected scalar type Double but found Long"
+    );
+    assert_eq!(
+        msg(check_layer_norm("f32", Some("f32"), Some("f64"))),
+        "expected scalar type Float but found Double"
+    );
+    assert_eq!(
+        msg(check_layer_norm("f64", Some("f32"), None)),
+        "mixed dtype (CPU): all inputs must share same datatype."
+    );
+    assert_eq!(
+        msg(check_layer_norm("f32", None, Some("f64"))),
         "mixed dtype (CPU): expect parameter to have scalar type of Float"
+    );
+    assert_eq!(
+        msg(check_layer_norm("i64", None, None)),
+        "\"LayerNormKernelImpl\" not implemented for 'Long'"
+    );
+    assert!(check_layer_norm("f16", Some("f32"), Some("f32")).is_ok());
+    assert_eq!(
+        msg(check_layer_norm("f16", Some("f16"), Some("f32"))),
+        "expected scalar type Half but found Float"
     );
 }
 
