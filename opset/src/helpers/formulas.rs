@@ -852,6 +852,13 @@ pub fn required<X>(o: Option<X>) -> Res<X> {
     o.ok_or_else(|| AutogradError::msg("bad optional access"))
 }
 
+/// A possibly undefined tensor read where a defined one is needed (what the generator emits
+/// for an optional passed as a tensor: `defined(&grads[0])` after `grads[0].defined()`): PyTorch's error for an undefined one.
+pub fn defined<T: Backend>(t: &Option<V<T>>) -> Res<V<T>> {
+    t.clone()
+        .ok_or_else(|| AutogradError::msg("Expected a proper Tensor but got None"))
+}
+
 /// The mode `autograd_ops!` runs backward formulas in: gradients are recorded
 /// (`GradMode::is_enabled()` in a formula; true under `create_graph`).
 pub fn grad_mode_enabled() -> bool {

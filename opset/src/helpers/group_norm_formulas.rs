@@ -152,13 +152,6 @@ pub fn native_group_norm_backward_dispatcher<T: Backend>(
     Ok((dx, dgamma, dbeta))
 }
 
-/// A possibly undefined tensor read where a defined one is needed (the generated formulas'
-/// `defined(&grads[0])` after `grads[0].defined()`): PyTorch's error for an undefined one.
-pub fn defined<T: Backend>(t: &Option<V<T>>) -> Res<V<T>> {
-    t.clone()
-        .ok_or_else(|| AutogradError::msg("Expected a proper Tensor but got None"))
-}
-
 /// `[1, N * groups, N ? -1 : 1]`: a group norm's input as one batch-norm sample with a
 /// channel per (sample, group). PyTorch's helpers write `view`; PyTorch 2.15 takes
 /// non-contiguous inputs and tangents there, which a view cannot: `reshape`.
