@@ -252,6 +252,31 @@ impl std::error::Error for KernelNotImplemented {}
 /// `x.sym_strides()` is in a formula.
 pub use autograd_runtime::contiguous_strides;
 
+/// PyTorch's `IndexError` when a tensor of `shape` has no dimension `d` (what reading
+/// `x.sym_size(d)` raises).
+///
+/// ```
+/// assert!(autograd::support::check_size_dim(&[2, 3], -2).is_ok());
+/// assert_eq!(autograd::support::check_size_dim(&[3], -2).unwrap_err().to_string(),
+///     "Dimension out of range (expected to be in range of [-1, 0], but got -2)");
+/// ```
+pub fn check_size_dim(shape: &[usize], d: i64) -> Result<(), AutogradError> {
+    let n = shape.len() as i64;
+    if n == 0 {
+        return Err(AutogradError::msg(format!(
+            "Dimension specified as {d} but tensor has no dimensions"
+        )));
+    }
+    if d < -n || d >= n {
+        return Err(AutogradError::msg(format!(
+            "Dimension out of range (expected to be in range of [{}, {}], but got {d})",
+            -n,
+            n - 1
+        )));
+    }
+    Ok(())
+}
+
 /// `shape[d]` with PyTorch's negative dimensions (`-1` is the last).
 pub fn size_at(shape: &[usize], d: i64) -> usize {
     let n = shape.len() as i64;
@@ -336,8 +361,8 @@ pub mod __prelude {
     pub use super::{
         Conj, IntoGrad, IntoGradList, IntoGrads, IntoTangent, KernelNotImplemented, NotImplemented,
         NotImplementedNode, ScalarTypeArg, check_inplace_shape, check_no_requires_grad,
-        contiguous_strides, save_if, save_opt_if, should_record_any, should_record_differentiable,
-        should_record_not_implemented, size_at, wrap_opt_if,
+        check_size_dim, contiguous_strides, save_if, save_opt_if, should_record_any,
+        should_record_differentiable, should_record_not_implemented, size_at, wrap_opt_if,
     };
     pub use crate::runtime::__private::{
         check_out, is_retaining_graph, record_generated as record,

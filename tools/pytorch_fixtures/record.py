@@ -759,6 +759,20 @@ def g_as_strided(p, r):
     return p.op("as_strided", self=p.inp(s), size=size_, stride=stride, storage_offset=off)
 
 
+def g_col2im(p, r):
+    shape, args = r.choice([([1, 4, 6], dict(output_size=[3, 4], kernel_size=[2, 2], dilation=[1, 1],
+                                            padding=[0, 0], stride=[1, 1])),
+                            ([8, 2], dict(output_size=[2, 3], kernel_size=[2, 2], dilation=[1, 1],
+                                          padding=[0, 0], stride=[1, 1]))])
+    return p.op("col2im", self=p.inp(shape, nc=r.random() < 0.4), **args)
+
+
+def g_im2col(p, r):
+    shape, args = r.choice([([1, 2, 3, 3], dict(kernel_size=[2, 2], dilation=[1, 1], padding=[0, 0], stride=[1, 1])),
+                            ([1, 3, 4], dict(kernel_size=[2, 3], dilation=[1, 1], padding=[1, 0], stride=[2, 1]))])
+    return p.op("im2col", self=p.inp(shape, nc=r.random() < 0.4), **args)
+
+
 def g_diagonal_backward(p, r):
     x = p.inp([3])
     return p.op("diagonal_backward", grad_output=x, input_sizes=[3, 4], offset=1, dim1=0, dim2=1)
@@ -1112,6 +1126,8 @@ GEN = {
     "select.int": g_select,
     "diagonal": g_diagonal,
     "as_strided": g_as_strided,
+    "col2im": g_col2im,
+    "im2col": g_im2col,
     "diagonal_backward": g_diagonal_backward,
     "split.Tensor": g_split("split.Tensor"),
     "chunk": g_split("chunk"),
@@ -3597,6 +3613,9 @@ UNARY_SWEEP = {
     "div.Scalar_mode": {"other": 2.0, "rounding_mode": "floor"}, "alias": {},
     "repeat": {"repeats": [2, 1, 1, 1]},
     "as_strided": {"size": [1, 2], "stride": [0, 0], "storage_offset": None},
+    "col2im": {"output_size": [1, 1], "kernel_size": [1, 1], "dilation": [1, 1], "padding": [0, 0],
+               "stride": [1, 1]},
+    "im2col": {"kernel_size": [1, 1], "dilation": [1, 1], "padding": [0, 0], "stride": [1, 1]},
 }
 POSITIVE = {"log": {}, "sqrt": {}, "rsqrt": {}}
 
@@ -6131,6 +6150,79 @@ def strided_programs():
 
 
 # ----------------------------------------------------------------------------------------
+# col2im and im2col (Core ATen, issue 30): the `fold` category.
+
+def fold_programs():
+    """The `fold` category: ``col2im`` and ``im2col`` with kernels, dilation, padding and
+    strides, overlapping and skipped positions, unbatched, empty-batch, boolean and
+    non-contiguous inputs; gradients, second derivatives, tangents; PyTorch's errors in its
+    order."""
+    progs = []
+    geo = dict(kernel_size=[2, 3], dilation=[1, 2], padding=[1, 0], stride=[2, 1])
+    calls = {
+        "col2im/overlapping": ("col2im", [1, 8, 12], dict(output_size=[4, 5], kernel_size=[2, 2], dilation=[1, 1],
+                                                           padding=[0, 0], stride=[1, 1]), "t"),
+        "col2im/geometry": ("col2im", [1, 18, 6], dict(output_size=[5, 6], **geo), "t"),
+        "col2im/stride_skips": ("col2im", [1, 4, 4], dict(output_size=[5, 5], kernel_size=[2, 2], dilation=[1, 1],
+                                                           padding=[0, 0], stride=[3, 3]), "t"),
+        "col2im/unbatched_padding": ("col2im", [8, 9], dict(output_size=[2, 2], kernel_size=[2, 2],
+                                                             dilation=[1, 1], padding=[1, 1], stride=[1, 1]), "t"),
+        "col2im/empty_batch": ("col2im", [0, 12, 12], dict(output_size=[4, 5], kernel_size=[2, 2], dilation=[1, 1],
+                                                            padding=[0, 0], stride=[1, 1]), "t"),
+        "col2im/bool": ("col2im", [1, 4, 4], dict(output_size=[3, 3], kernel_size=[2, 2], dilation=[1, 1],
+                                                   padding=[0, 0], stride=[1, 1]), "bool"),
+        "im2col/basic": ("im2col", [1, 2, 3, 4], dict(kernel_size=[2, 2], dilation=[1, 1], padding=[0, 0],
+                                                      stride=[1, 1]), "t"),
+        "im2col/geometry": ("im2col", [1, 2, 5, 6], geo, "t"),
+        "im2col/unbatched": ("im2col", [2, 3, 3], dict(kernel_size=[2, 2], dilation=[1, 1], padding=[1, 1],
+                                                       stride=[2, 2]), "t"),
+        "im2col/empty_batch": ("im2col", [0, 1, 4, 5], geo, "t"),
+        "im2col/bool": ("im2col", [1, 1, 3, 3], dict(kernel_size=[2, 2], dilation=[1, 1], padding=[0, 0],
+                                                     stride=[1, 1]), "bool"),
+    }
+    for name, (op, shape, args, kind) in calls.items():
+        modes = ("grad", "jvp") if kind == "t" else ("grad",)
+        for mode in modes:
+            p = scen(f"fold/{name}" if mode == "grad" else f"fold/jvp/{name}", "fold")
+            if mode == "jvp":
+                p.mode = "jvp"
+            p.op(op, self=p.inp(shape, kind, nc=name.endswith("geometry")), **args)
+            progs.append(p)
+    ok = dict(kernel_size=[2, 2], dilation=[1, 1], padding=[0, 0], stride=[1, 1])
+    col = dict(output_size=[4, 5], **ok)
+    errors = {
+        "col2im/output_size_length": ("col2im", [2, 12, 12], dict(col, output_size=[4])),
+        "col2im/stride_length": ("col2im", [2, 12, 12], dict(col, stride=[1, 1, 1])),
+        "col2im/kernel_zero": ("col2im", [2, 12, 12], dict(col, kernel_size=[0, 2])),
+        "col2im/stride_before_dilation": ("col2im", [2, 12, 12], dict(col, dilation=[0, 1], stride=[0, 1])),
+        "col2im/dilation_before_padding": ("col2im", [2, 12, 12], dict(col, dilation=[0, 1], padding=[-1, 0])),
+        "col2im/rank": ("col2im", [12], col),
+        "col2im/empty_plane": ("col2im", [2, 12, 0], col),
+        "col2im/not_divisible": ("col2im", [2, 11, 12], col),
+        "col2im/blocks": ("col2im", [2, 12, 9], col),
+        "col2im/output_not_positive": ("col2im", [1, 4, 1], dict(col, output_size=[0, 0], padding=[1, 1])),
+        "col2im/long": ("col2im", [2, 12, 12], col, "idx3"),
+        "im2col/dilation_before_padding": ("im2col", [1, 1, 3, 3], dict(ok, dilation=[0, 1], padding=[-1, 0])),
+        "im2col/padding_before_stride": ("im2col", [1, 1, 3, 3], dict(ok, padding=[-1, 0], stride=[0, 1])),
+        "im2col/dilation_length": ("im2col", [1, 1, 3, 3], dict(ok, dilation=[1])),
+        "im2col/one_dim": ("im2col", [3], ok),
+        "im2col/two_dims": ("im2col", [4, 5], ok),
+        "im2col/five_dims": ("im2col", [1, 1, 2, 2, 2], ok),
+        "im2col/empty_channels": ("im2col", [2, 0, 4, 5], ok),
+        "im2col/too_small": ("im2col", [2, 3, 4, 5], dict(ok, kernel_size=[6, 2])),
+        "im2col/long": ("im2col", [1, 1, 3, 3], ok, "idx3"),
+    }
+    for name, (op, shape, args, *kind) in errors.items():
+        # Inputs without grad: the kernels' own checks (with grad, PyTorch's autograd wrapper
+        # of im2col reads `self.sym_size(-1)` and `(-2)` first: the sweep's 0-d and 1-d
+        # inputs record that).
+        p = scen(f"fold/error/{name}", "fold")
+        p.op(op, self=p.inp(shape, kind[0] if kind else "t", rg=False), **args)
+        progs.append(p)
+    return progs
+
+
+# ----------------------------------------------------------------------------------------
 # Selection (helper-select; Core ATen, issue 30): clamp with tensor bounds; generators (GEN),
 # sweep calls, and the `select` category.
 
@@ -7146,7 +7238,7 @@ def main():
              + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
              + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
              + select_programs() + geom_programs() + pool3d_programs() + norms_programs()
-             + strided_programs() + group_norm_programs())
+             + strided_programs() + group_norm_programs() + fold_programs())
     names = set()
     by_cat = {}
     for p in progs:

@@ -243,6 +243,7 @@ fn functional_body(
         return (ret, quote! { #(#lets)* #bind_raw #ni #no_record });
     };
     let needs = needs(&n.inputs);
+    let dims = saved_dims_checked(n, s, &needs);
     let (offsets, edges) = edges(&n.inputs);
     let init = node_init(n, false);
     let (record, saving) = record_outputs(p, n, &raw, &outs);
@@ -256,6 +257,7 @@ fn functional_body(
     let gate = record_gate(p, n, &raw);
     let body = quote! {
         #(#lets)*
+        #dims
         #bind_raw
         let __needs = [#(#needs),*];
         if !#gate {
@@ -270,6 +272,29 @@ fn functional_body(
         #result
     };
     (ret, body)
+}
+
+/// The dimensions of saved `x.sym_size(d)` values, checked before the kernel runs when the
+/// wrapper may record: PyTorch's autograd wrapper reads them before it calls the kernel, so
+/// a tensor without dimension `d` fails there, with its `IndexError` (the last saved size
+/// first, as PyTorch's generated code reads them). Nothing for an infallible wrapper.
+fn saved_dims_checked(n: &NodePlan<'_>, s: &Settings, needs: &[TokenStream]) -> TokenStream {
+    let checks: Vec<TokenStream> = n
+        .fields
+        .iter()
+        .rev()
+        .filter_map(|f| match &f.source {
+            FieldSource::Property {
+                var,
+                prop: Property::Size(d),
+            } => Some(quote!(__ag::check_size_dim(&#var.shape(), (#d) as i64)?;)),
+            _ => None,
+        })
+        .collect();
+    if checks.is_empty() || !s.fallible {
+        return quote!();
+    }
+    quote!(if __ag::should_record_any(&[#(#needs),*]) { #(#checks)* })
 }
 
 /// Whether the functional wrapper records a node: an input requires grad (and grad mode is

@@ -501,6 +501,16 @@ impl<E: Element> fmt::Display for FloatTensor<E> {
     }
 }
 
+/// The strides PyTorch reports for an array of `shape` with ndarray's `strides`: ndarray's,
+/// except for a fresh empty array, whose strides ndarray makes zeros and PyTorch contiguous.
+pub(crate) fn pytorch_strides(strides: &[isize], shape: &[usize]) -> Vec<i64> {
+    if shape.contains(&0) && strides.iter().all(|s| *s == 0) {
+        autograd_opset::layout::contiguous_strides(shape)
+    } else {
+        strides.iter().map(|s| *s as i64).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -709,15 +719,5 @@ mod tests {
         assert!(size_of::<crate::NdTensor<f32>>() <= 24);
         assert_eq!(size_of::<crate::NdTensor<f64>>(), 16);
         assert_eq!(size_of::<FloatTensor<f32>>(), size_of::<usize>());
-    }
-}
-
-/// The strides PyTorch reports for an array of `shape` with ndarray's `strides`: ndarray's,
-/// except for a fresh empty array, whose strides ndarray makes zeros and PyTorch contiguous.
-pub(crate) fn pytorch_strides(strides: &[isize], shape: &[usize]) -> Vec<i64> {
-    if shape.contains(&0) && strides.iter().all(|s| *s == 0) {
-        autograd_opset::layout::contiguous_strides(shape)
-    } else {
-        strides.iter().map(|s| *s as i64).collect()
     }
 }

@@ -485,6 +485,30 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
         |x| as_strided(&x[0], &[3, 3], &[1, 1], Some(1)).unwrap(),
     ));
     cs.push(case(
+        "col2im",
+        "kernel (2,3), dilation (1,2), padding (1,0), stride (2,1)",
+        vec![r.t(&[2, 18, 6])],
+        |x| col2im(&x[0], &[5, 6], &[2, 3], &[1, 2], &[1, 0], &[2, 1]).unwrap(),
+    ));
+    cs.push(case(
+        "col2im",
+        "unbatched, overlapping blocks",
+        vec![r.t(&[8, 6])],
+        |x| col2im(&x[0], &[3, 4], &[2, 2], &[1, 1], &[0, 0], &[1, 1]).unwrap(),
+    ));
+    cs.push(case(
+        "im2col",
+        "kernel (2,3), dilation (1,2), padding (1,0), stride (2,1)",
+        vec![r.t(&[2, 2, 4, 5])],
+        |x| im2col(&x[0], &[2, 3], &[1, 2], &[1, 0], &[2, 1]).unwrap(),
+    ));
+    cs.push(case(
+        "im2col",
+        "unbatched, padding 1",
+        vec![r.t(&[2, 3, 3])],
+        |x| im2col(&x[0], &[2, 2], &[1, 1], &[1, 1], &[1, 1]).unwrap(),
+    ));
+    cs.push(case(
         "as_strided",
         "stride 0, elements left out",
         vec![r.t(&[6])],

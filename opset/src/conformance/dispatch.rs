@@ -591,6 +591,21 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
             a.i("dim1")?,
             a.i("dim2")?,
         )),
+        "col2im" => one(col2im(
+            &a.t("self")?,
+            &a.ints("output_size")?,
+            &a.ints("kernel_size")?,
+            &a.ints("dilation")?,
+            &a.ints("padding")?,
+            &a.ints("stride")?,
+        )),
+        "im2col" => one(im2col(
+            &a.t("self")?,
+            &a.ints("kernel_size")?,
+            &a.ints("dilation")?,
+            &a.ints("padding")?,
+            &a.ints("stride")?,
+        )),
         "as_strided" => one(as_strided(
             &a.t("self")?,
             &a.ints("size")?,

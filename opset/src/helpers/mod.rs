@@ -19,6 +19,7 @@ mod composites;
 mod conv;
 mod conv_formulas;
 mod decompositions;
+mod fold;
 mod formulas;
 mod geom_formulas;
 mod group_norm_formulas;
@@ -42,6 +43,7 @@ pub use conv::{
 };
 pub use conv_formulas::*;
 pub use decompositions::*;
+pub use fold::{decomposed_col2im, decomposed_im2col};
 pub use formulas::*;
 pub use geom_formulas::*;
 pub use group_norm_formulas::*;
