@@ -19,6 +19,7 @@ mod advanced;
 mod conv;
 mod dtype;
 mod geom;
+mod grid;
 mod norm;
 mod products;
 mod resample;

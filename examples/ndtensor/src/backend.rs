@@ -12,6 +12,7 @@ mod advanced;
 mod conv;
 mod dtype;
 mod geom;
+mod grid;
 mod norm;
 mod products;
 mod resample;

@@ -692,6 +692,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     cs.extend(super::index_cases::cases::<B>());
     cs.extend(super::select_cases::cases::<B>());
     cs.extend(super::geom_cases::cases::<B>());
+    cs.extend(super::grid_cases::cases::<B>());
     cs
 }
 

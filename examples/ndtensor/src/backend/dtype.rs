@@ -2059,6 +2059,30 @@ impl<E: Element> Backend for NdTensor<E> {
         // Always stable: PyTorch's unstable sort agrees on lanes of up to 16 elements.
         super::products::sort(self_, dim, descending)
     }
+
+    // ---- grid sampling (issue 30): floating-point kernels in backend/grid.rs
+    fn grid_sampler_2d(
+        input: &Self,
+        grid: &Self,
+        interpolation_mode: i64,
+        padding_mode: i64,
+        align_corners: bool,
+    ) -> R<Self> {
+        let modes = (interpolation_mode, padding_mode, align_corners);
+        super::grid::grid_sampler_2d(input, grid, modes)
+    }
+    fn grid_sampler_2d_backward(
+        grad_output: &Self,
+        input: &Self,
+        grid: &Self,
+        interpolation_mode: i64,
+        padding_mode: i64,
+        align_corners: bool,
+        output_mask: [bool; 2],
+    ) -> R<(Self, Self)> {
+        let modes = (interpolation_mode, padding_mode, align_corners);
+        super::grid::grid_sampler_2d_backward(grad_output, input, grid, modes, output_mask)
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
