@@ -377,6 +377,29 @@ Tensor group_norm_invstd_jvp(
     const Tensor& mean_p,
     const Tensor& invstd_p,
     int64_t groups);
+// grid sampling (issue 30): PyTorch 2.15's bodies are not in the stored sources; the
+// Rust ports follow the graph PyTorch 2.15 builds (gathers of the taps, their weights'
+// derivatives, scatter-adds) and agree with its gradgradcheck and forward AD values.
+// undefined: ggI, ggGrid
+std::tuple<Tensor, Tensor, Tensor> grid_sampler_2d_double_backward(
+    const Tensor& ggI,
+    const Tensor& ggGrid,
+    const Tensor& grad_output,
+    const Tensor& input,
+    const Tensor& grid,
+    int64_t interpolation_mode,
+    int64_t padding_mode,
+    bool align_corners,
+    std::array<bool, 3> output_mask);
+Tensor grid_sampler_2d_jvp(
+    const Tensor& input_p,
+    const Tensor& input_t,
+    const Tensor& grid_p,
+    const Tensor& grid_t,
+    const Tensor& result,
+    int64_t interpolation_mode,
+    int64_t padding_mode,
+    bool align_corners);
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.
@@ -417,5 +440,9 @@ Tensor to(const Tensor& self, ScalarType dtype);
 // of `masked_scatter`'s entry (PyTorch's `masked_fill.Scalar` signature, computed with
 // `where`).
 Tensor masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value);
+
+// Grid sampling (issue 30): the forward formula of grid_sampler_2d_backward (the op set's;
+// PyTorch 2.15 has none).
+Tensor grid_sampler_2d_backward_jvp(const Tensor& grad_output_p, const Tensor& grad_output_t, const Tensor& input_p, const Tensor& input_t, const Tensor& grid_p, const Tensor& grid_t, int64_t interpolation_mode, int64_t padding_mode, bool align_corners, std::array<bool, 2> output_mask, int64_t output);
 
 } // namespace torch::autograd::generated::details

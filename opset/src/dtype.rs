@@ -386,6 +386,21 @@ pub fn check_pool3d_backward(input: &str, grad_output: &str, indices: &str) -> R
     check_floats(input, kernel::MAX_POOL3D_BACKWARD)
 }
 
+// ---- grid sampling (issue 30)
+
+/// `grid_sampler_2d`'s CPU kernel.
+pub const GRID_SAMPLER_2D: &str = "grid_sampler_2d_cpu_kernel_impl";
+/// `grid_sampler_2d_backward`'s CPU kernel.
+pub const GRID_SAMPLER_2D_BACKWARD: &str = "grid_sampler_2d_backward_cpu_kernel_impl";
+
+/// `grid_sampler_2d` and its backward (`kernel` names which): PyTorch's kernels dispatch on
+/// the input's dtype (floating point only), then read the other operands (the grid, the
+/// gradient) as of the input's dtype.
+pub fn check_grid_sampler(input: &str, others: &[&str], kernel: &str) -> R<()> {
+    check_floats(input, kernel)?;
+    others.iter().try_for_each(|o| check_same(input, o))
+}
+
 /// PyTorch's C++ name of a dtype (`caffe2::TypeMeta`'s: `double`, `long int`, `bool`, ...),
 /// in the messages of its structured kernels.
 pub fn c10_name(dtype: &str) -> &'static str {

@@ -386,3 +386,10 @@ pub use resample::{
 pub use scatter::{Reduce, scatter_reduce, scatter_reduce_arg, scatter_reduce_values};
 pub use select::{split_with_sizes, topk};
 pub use softmax::{softmax, softmax_backward_data};
+
+// ---- grid sampling (grid_sampler_2d and its backward; issue 30)
+mod grid;
+pub use grid::{
+    BICUBIC, BILINEAR, BORDER, GridPlan, GridTap, NEAREST, REFLECTION, ZEROS, cubic_coefficients,
+    grid_plan, grid_sampler_2d, grid_sampler_2d_backward,
+};

@@ -3710,6 +3710,7 @@ def sweep_calls():
     calls.update(pool3d_sweep_calls())
     calls.update(norms_sweep_calls())
     calls.update(group_norm_sweep_calls())
+    calls.update(grid_sweep_calls())
     return calls
 
 
@@ -7232,13 +7233,145 @@ def group_norm_programs():
     return S
 
 
+# ---- grid sampling (grid_sampler_2d and its backward; Core ATen; issue 30): generators (GEN),
+# sweep calls, and the `grid` category.
+def grid_modes(r):
+    return dict(interpolation_mode=r.choice([0, 1, 2]), padding_mode=r.choice([0, 1, 2]),
+                align_corners=r.random() < 0.5)
+
+
+def grid_shapes(r):
+    """``(input shape, grid shape)`` of a random 2-d sampling."""
+    n = r.choice([1, 1, 2])
+    return [n, r.choice([1, 2]), r.choice([1, 2, 3]), r.choice([2, 3])], [n, r.choice([1, 2]), 2, 2]
+
+
+def g_grid_sampler_2d(p, r):
+    x, g = grid_shapes(r)
+    return p.op("grid_sampler_2d", input=p.inp(x, nc=r.random() < 0.3), grid=p.inp(g, "wide"), **grid_modes(r))
+
+
+def g_grid_sampler_2d_backward(p, r):
+    x, g = grid_shapes(r)
+    out = [x[0], x[1], g[1], g[2]]
+    mask = r.choice([[True, True], [True, True], [False, True]])
+    gi, gg = p.op("grid_sampler_2d_backward", nout=2, grad_output=p.inp(out), input=p.inp(x), grid=p.inp(g, "wide"),
+                  output_mask=mask, **grid_modes(r))
+    p.out(gg)
+    return gg
+
+
+GEN.update({
+    "grid_sampler_2d": g_grid_sampler_2d,
+    "grid_sampler_2d_backward": g_grid_sampler_2d_backward,
+})
+
+GRID = dict(interpolation_mode=0, padding_mode=0, align_corners=False)
+# PyTorch 2.15 has no forward formula for grid_sampler_2d_backward (the op set's is its own).
+NO_JVP.add("grid_sampler_2d_backward")
+
+
+def grid_sweep_calls():
+    """The sweep's calls of grid sampling (PyTorch's rank and batch errors)."""
+    return {
+        "grid_sampler_2d": lambda p, a: p.op("grid_sampler_2d", input=a.t(0), grid=a.t(1), **GRID),
+        "grid_sampler_2d_backward": lambda p, a: p.op("grid_sampler_2d_backward", nout=2, grad_output=a.t(0),
+                                                      input=a.t(1), grid=a.t(2), output_mask=[True, True], **GRID),
+    }
+
+
+# Grid coordinates that reach every case: inside, on the borders (-1, 1, 0), just outside,
+# far outside (several reflections), as (x, y) pairs.
+GRID_POINTS = [-0.7, 0.35, 1.0, -1.0, 1.15, -0.2, 2.7, -3.4]
+
+
+def grid_programs():
+    """The `grid` category: every interpolation and padding mode with and without
+    align_corners on points inside, on the borders and outside the input (jvps beside),
+    second derivatives through grid_sampler_2d_backward (each program's grad2, and the
+    backward op's own; no hvp: PyTorch has no forward formula for grid_sampler_2d_backward),
+    empty and non-contiguous inputs, and PyTorch's errors."""
+    progs = []
+
+    def add(p, jvp=True):
+        progs.append(p)
+        if jvp:
+            q = scen(p.name.replace("grid/", "grid/jvp/", 1), "grid")
+            q.inputs, q.steps, q.output, q.mode = p.inputs, p.steps, p.output, "jvp"
+            progs.append(q)
+
+    names = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+    pads = {0: "zeros", 1: "border", 2: "reflection"}
+    for im, iname in names.items():
+        for pm, pname in pads.items():
+            for ac in (False, True):
+                p = scen(f"grid/{iname}/{pname}/{'align' if ac else 'noalign'}", "grid")
+                x = p.inp([1, 1, 3, 3], nc=ac)
+                g = p.inp([1, 2, 2, 2], data=GRID_POINTS)
+                p.op("grid_sampler_2d", input=x, grid=g, interpolation_mode=im, padding_mode=pm, align_corners=ac)
+                add(p)
+    # The backward op's own derivatives, and its unused input gradient.
+    for k, (im, pm, ac) in enumerate(((0, 0, False), (0, 2, True), (1, 1, False), (2, 0, True), (2, 2, False))):
+        for mask in ([[True, True], [False, True]][k % 2],):
+            p = scen(f"grid/backward/{names[im]}/{pads[pm]}/{ac}/{mask[0]}", "grid")
+            gi, gg = p.op("grid_sampler_2d_backward", nout=2, grad_output=p.inp([1, 1, 2, 2]), input=p.inp([1, 1, 2, 3]),
+                          grid=p.inp([1, 2, 2, 2], "wide"), interpolation_mode=im, padding_mode=pm, align_corners=ac,
+                          output_mask=mask)
+            if mask[0]:
+                s = p.op("add.Tensor", self=p.op("sum", self=p.op("mul.Tensor", self=gi, other=gi), dtype=None),
+                         other=p.op("sum", self=p.op("mul.Tensor", self=gg, other=gg), dtype=None), alpha=1.0)
+                p.out(s)
+            else:
+                p.out(gg)
+            progs.append(p)
+    shapes = [("empty_batch", [0, 2, 3, 3], [0, 2, 2, 2]), ("empty_channels", [1, 0, 3, 3], [1, 2, 2, 2]),
+              ("empty_grid", [1, 2, 3, 3], [1, 0, 2, 2]), ("one_pixel", [1, 1, 1, 1], [1, 1, 3, 2]),
+              ("noncontiguous_grid", [1, 2, 2, 3], [1, 2, 2, 2])]
+    for name, x, g in shapes:
+        # (PyTorch's bicubic double backward raises on an empty grid: not recorded.)
+        for im in (0,) if name == "empty_grid" else (0, 2):
+            p = scen(f"grid/shapes/{name}/{names[im]}", "grid")
+            p.op("grid_sampler_2d", input=p.inp(x), grid=p.inp(g, "wide", nc=name.startswith("noncontiguous")),
+                 interpolation_mode=im, padding_mode=im, align_corners=name == "one_pixel")
+            add(p, "empty" not in name)
+    errors = [
+        ("batch", [1, 2, 3, 3], [2, 2, 2, 2], {}),
+        ("last_dim", [1, 2, 3, 3], [1, 2, 2, 3], {}),
+        ("input_3d", [2, 3, 3], [2, 2, 2, 2], {}),
+        ("grid_3d", [2, 2, 3, 3], [2, 2, 2], {}),
+        ("five_d", [1, 1, 2, 3, 3], [1, 2, 2, 2, 3], {}),
+        ("five_d_last_2", [1, 1, 2, 3, 3], [1, 2, 2, 2, 2], {}),
+        ("empty_height", [1, 2, 0, 3], [1, 2, 2, 2], {}),
+        ("empty_width_bicubic", [1, 2, 3, 0], [1, 2, 2, 2], dict(interpolation_mode=2)),
+        ("integer_input", ([1, 1, 2, 2], "idx3"), [1, 1, 1, 2], {}),
+        ("integer_grid", [1, 1, 2, 2], ([1, 1, 1, 2], "idx2"), {}),
+        ("bool_grid", [1, 1, 2, 2], ([1, 1, 1, 2], "bool"), {}),
+    ]
+    for name, x, g, kw in errors:
+        p = scen(f"grid/errors/{name}", "grid")
+        xi = p.inp(*x) if isinstance(x, tuple) else p.inp(x)
+        gi = p.inp(*g) if isinstance(g, tuple) else p.inp(g, "wide")
+        p.op("grid_sampler_2d", input=xi, grid=gi, **{**GRID, **kw})
+        progs.append(p)
+    for name, go, x, g in (("backward_integer", ([1, 1, 1, 1], "idx3"), ([1, 1, 2, 2], "idx3"), ([1, 1, 1, 2], "idx2")),
+                           ("backward_grad_integer", ([1, 1, 1, 1], "idx3"), [1, 1, 2, 2], [1, 1, 1, 2]),
+                           ("backward_grid_integer", [1, 1, 1, 1], [1, 1, 2, 2], ([1, 1, 1, 2], "idx2")),
+                           ("backward_batch", [1, 1, 1, 1], [1, 1, 2, 2], [2, 1, 1, 2])):
+        p = scen(f"grid/errors/{name}", "grid")
+        t = lambda v: p.inp(*v) if isinstance(v, tuple) else p.inp(v)
+        p.op("grid_sampler_2d_backward", nout=2, grad_output=t(go), input=t(x), grid=t(g), output_mask=[True, True],
+             **GRID)
+        progs.append(p)
+    return progs
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
              + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
              + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
              + select_programs() + geom_programs() + pool3d_programs() + norms_programs()
-             + strided_programs() + group_norm_programs() + fold_programs())
+             + strided_programs() + group_norm_programs() + fold_programs() + grid_programs())
     names = set()
     by_cat = {}
     for p in progs:

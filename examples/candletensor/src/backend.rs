@@ -20,6 +20,7 @@ mod conv;
 mod dtype;
 pub(crate) use dtype::strides;
 mod geom;
+mod grid;
 mod norm;
 mod products;
 mod resample;

@@ -13,6 +13,7 @@ mod conv;
 mod dtype;
 pub(crate) use dtype::layout;
 mod geom;
+mod grid;
 mod norm;
 mod products;
 mod resample;

@@ -735,6 +735,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     cs.extend(super::geom_cases::cases::<B>());
     // group normalization
     cs.extend(super::group_norm_cases::cases::<B>());
+    cs.extend(super::grid_cases::cases::<B>());
     cs
 }
 

@@ -40,6 +40,8 @@ pub const OP_SET_DIFFERENCES: &[(&str, &str)] = &[
     ("layout/resize/view", "the runtime's views are functional (docs/views.md): a view cannot take other sizes than its replay gives, so resize_ refuses a view, where PyTorch resizes it over its base's storage"),
     ("select/topk_ties_largest", "topk among equal values: PyTorch's CPU kernel (std::partial_sort / std::nth_element) picks the indices in libstdc++'s selection order, the op set the first in a stable sort; the values agree (select/topk_ties_values_largest), the index of a tie and so where its gradient goes differ"),
     ("select/topk_ties_smallest", "as select/topk_ties_largest"),
+    ("jvp/grid_sampler_2d_backward/0", "PyTorch 2.15 has no forward formula for grid_sampler_2d_backward and raises; the op set's (the op at grad_output's tangent plus grid_sampler_2d_double_backward at the input's and grid's tangents) gives the tangent"),
+    ("jvp/grid_sampler_2d_backward/1", "as jvp/grid_sampler_2d_backward/0"),
 ];
 
 /// What [`check_backend_with`] runs.

@@ -37,6 +37,7 @@ pub mod conv_cases;
 pub mod dispatch;
 pub mod fixtures;
 pub mod geom_cases;
+pub mod grid_cases;
 pub mod group_norm_cases;
 pub mod index_cases;
 pub mod inplace_cases;

@@ -52,6 +52,13 @@ mod geom_formulas;
 
 pub use geom_formulas::*;
 
+// The grid-sampling helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "grid_formulas.rs"]
+mod grid_formulas;
+
+pub use grid_formulas::*;
+
 // `x.scalar_type()` of a raw tensor where a formula runs.
 pub use super::ScalarTypeOf;
 // The softmax entries' helpers, likewise.

@@ -2120,6 +2120,29 @@ impl<E: Element> Backend for NdTensor<E> {
             F::native_group_norm_backward(&g, &x, [&m, &s], w.as_deref(), l, output_mask);
         Ok((float_out(gi), float_out(gw), float_out(gb)))
     }
+    // ---- grid sampling (issue 30): floating-point kernels in backend/grid.rs
+    fn grid_sampler_2d(
+        input: &Self,
+        grid: &Self,
+        interpolation_mode: i64,
+        padding_mode: i64,
+        align_corners: bool,
+    ) -> R<Self> {
+        let modes = (interpolation_mode, padding_mode, align_corners);
+        super::grid::grid_sampler_2d(input, grid, modes)
+    }
+    fn grid_sampler_2d_backward(
+        grad_output: &Self,
+        input: &Self,
+        grid: &Self,
+        interpolation_mode: i64,
+        padding_mode: i64,
+        align_corners: bool,
+        output_mask: [bool; 2],
+    ) -> R<(Self, Self)> {
+        let modes = (interpolation_mode, padding_mode, align_corners);
+        super::grid::grid_sampler_2d_backward(grad_output, input, grid, modes, output_mask)
+    }
 }
 
 /// A group norm argument's shape and dtype.
