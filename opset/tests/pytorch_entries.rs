@@ -26,6 +26,8 @@ const OWN: &[(&str, &str)] = &[
     (NATIVE_LAYER_NORM_BACKWARD, "result0"),
     (NATIVE_LAYER_NORM_BACKWARD, "result1"),
     (NATIVE_LAYER_NORM_BACKWARD, "result2"),
+    (GRID_SAMPLER_2D_BACKWARD, "result0"),
+    (GRID_SAMPLER_2D_BACKWARD, "result1"),
     (
         "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
         "result",
@@ -39,6 +41,8 @@ const OWN: &[(&str, &str)] = &[
 const NATIVE_BATCH_NORM_BACKWARD: &str = "native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)";
 
 const NATIVE_LAYER_NORM_BACKWARD: &str = "native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)";
+
+const GRID_SAMPLER_2D_BACKWARD: &str = "grid_sampler_2d_backward(Tensor grad_output, Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners, bool[2] output_mask) -> (Tensor, Tensor)";
 
 /// The `Default` formulas of each entry, whitespace collapsed, by entry and key.
 fn formulas(name: &str, text: &str) -> BTreeMap<(String, String), String> {
