@@ -220,6 +220,13 @@ pub mod kernel {
     pub const AVG_POOL3D: &str = "avg_pool3d_out_frame";
     /// `avg_pool3d_backward` of booleans.
     pub const AVG_POOL3D_BACKWARD: &str = "avg_pool3d_backward_out_frame";
+    // ---- distances (issue 30)
+    /// `_pdist_forward` of integers and booleans.
+    pub const PDIST: &str = "pdist";
+    /// `_pdist_backward` of integers and booleans.
+    pub const PDIST_BACKWARD: &str = "pdist_backward";
+    /// `_cdist_backward` of integers and booleans.
+    pub const CDIST_BACKWARD: &str = "cdist_backward";
 }
 
 /// PyTorch's error for a kernel it implements for floating-point types only.

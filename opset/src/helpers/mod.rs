@@ -19,6 +19,8 @@ mod composites;
 mod conv;
 mod conv_formulas;
 mod decompositions;
+mod dist;
+mod dist_formulas;
 mod formulas;
 mod geom_formulas;
 mod norm_composites;
@@ -40,6 +42,11 @@ pub use conv::{
 };
 pub use conv_formulas::*;
 pub use decompositions::*;
+pub use dist::{
+    decomposed_cdist_backward, decomposed_cdist_forward, decomposed_pdist_backward,
+    decomposed_pdist_forward, pdist, upper_pairs,
+};
+pub use dist_formulas::*;
 pub use formulas::*;
 pub use geom_formulas::*;
 pub use norm_composites::{batch_norm, layer_norm, var_dim};

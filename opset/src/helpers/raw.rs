@@ -67,3 +67,10 @@ pub use softmax_formulas::*;
 mod select_formulas;
 
 pub use select_formulas::*;
+
+// The distance helpers (issue 30), likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "dist_formulas.rs"]
+mod dist_formulas;
+
+pub use dist_formulas::*;
