@@ -400,6 +400,24 @@ Tensor grid_sampler_2d_jvp(
     int64_t interpolation_mode,
     int64_t padding_mode,
     bool align_corners);
+// Distances (issue 30): the double backward of `_pdist_backward` and `_cdist_backward`.
+// PyTorch 2.15's bodies are not in the sources read; these are derived from the kernels'
+// maths (the derivatives of the backward kernels' factors) and agree with 2.15's values.
+std::tuple<Tensor, Tensor, Tensor, Tensor> _cdist_backward_backward(
+    const Tensor& grad,
+    const Tensor& grad_output,
+    const Tensor& x1,
+    const Tensor& x2,
+    double p,
+    const Tensor& cdist,
+    std::array<bool, 4> output_mask);
+std::tuple<Tensor, Tensor, Tensor> _pdist_backward_backward(
+    const Tensor& grad,
+    const Tensor& grad_output,
+    const Tensor& self,
+    double p,
+    const Tensor& pdist,
+    std::array<bool, 3> output_mask);
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.
@@ -444,5 +462,10 @@ Tensor masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value);
 // Grid sampling (issue 30): the forward formula of grid_sampler_2d_backward (the op set's;
 // PyTorch 2.15 has none).
 Tensor grid_sampler_2d_backward_jvp(const Tensor& grad_output_p, const Tensor& grad_output_t, const Tensor& input_p, const Tensor& input_t, const Tensor& grid_p, const Tensor& grid_t, int64_t interpolation_mode, int64_t padding_mode, bool align_corners, std::array<bool, 2> output_mask, int64_t output);
+// Distances (issue 30): the methods `Tensor::contiguous` and `Tensor::mT` of
+// `_cdist_forward`'s entry (PyTorch's method signatures; a copy in the contiguous layout, the
+// last two dims swapped).
+Tensor contiguous(const Tensor& self);
+Tensor mT(const Tensor& self);
 
 } // namespace torch::autograd::generated::details

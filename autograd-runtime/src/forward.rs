@@ -532,7 +532,7 @@ pub fn not_supported(op: &str, out_fn: bool) -> String {
     let why = if out_fn {
         "because it is an out= function".to_string()
     } else {
-        "because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation.".to_string()
+        "because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation or submit a PR adding the implementation to derivatives.yaml".to_string()
     };
     format!("Trying to use forward AD with {op} that does not support it {why}")
 }

@@ -225,6 +225,13 @@ pub mod kernel {
     pub const GROUP_NORM: &str = "GroupNormKernelImpl";
     /// `native_group_norm_backward` of integers and booleans.
     pub const GROUP_NORM_BACKWARD: &str = "GroupNormBackwardKernelImpl";
+    // ---- distances (issue 30)
+    /// `_pdist_forward` of integers and booleans.
+    pub const PDIST: &str = "pdist";
+    /// `_pdist_backward` of integers and booleans.
+    pub const PDIST_BACKWARD: &str = "pdist_backward";
+    /// `_cdist_backward` of integers and booleans.
+    pub const CDIST_BACKWARD: &str = "cdist_backward";
 }
 
 /// PyTorch's error for a kernel it implements for floating-point types only.

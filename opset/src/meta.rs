@@ -336,6 +336,7 @@ pub fn broadcast_to(from: &[usize], to: &[usize]) -> R<()> {
 
 mod advanced;
 mod conv;
+mod dist;
 mod fold;
 mod geom;
 mod indexing;
@@ -356,6 +357,9 @@ pub use conv::{
     Conv, Pool, Tap, adaptive_avg_pool2d, adaptive_avg_pool2d_backward, adaptive_range, avg_pool2d,
     avg_pool2d_backward, constant_pad_nd, convolution, convolution_backward, max_pool2d,
     max_pool2d_backward, pooling_output_shape,
+};
+pub use dist::{
+    Cdist, CdistPath, DistArg, cdist_backward, cdist_forward, pdist, pdist_backward, pdist_forward,
 };
 pub use fold::{Fold, col2im, im2col};
 pub use geom::{

@@ -3711,6 +3711,7 @@ def sweep_calls():
     calls.update(norms_sweep_calls())
     calls.update(group_norm_sweep_calls())
     calls.update(grid_sweep_calls())
+    calls.update(dist_sweep_calls())
     return calls
 
 
@@ -7365,13 +7366,193 @@ def grid_programs():
     return progs
 
 
+# ---- distances (_pdist_forward, _pdist_backward, _cdist_forward, _cdist_backward, pdist;
+# Core ATen; issue 30): generators (GEN), sweep calls, and the `dist` category.
+DIST_P = [0.0, 1.0, 2.0, 0.5, 1.5, 3.0, float("inf")]
+
+
+def g_pdist_forward(p, r):
+    x = p.inp([r.choice([2, 3]), r.choice([1, 2])])
+    return p.op("_pdist_forward", self=x, p=r.choice(DIST_P))
+
+
+def g_pdist(p, r):
+    x = p.inp([r.choice([2, 3]), r.choice([1, 2])], nc=r.random() < 0.4)
+    return p.op("pdist", self=x, p=r.choice(DIST_P))
+
+
+def g_pdist_backward(p, r):
+    """_pdist_backward with the input's own distances (of a detached copy) or distances of
+    their own (a fourth input to differentiate)."""
+    n, m, q = r.choice([2, 3]), r.choice([1, 2]), r.choice(DIST_P)
+    x = p.inp([n, m])
+    k = n * (n - 1) // 2
+    d = (p.op("_pdist_forward", self=p.special("detach", self=x), p=q) if r.random() < 0.5
+         else p.inp([k], "pos"))
+    return p.op("_pdist_backward", grad_output=p.inp([k]), self=x, p=q, pdist=d)
+
+
+def cdist_shapes(r):
+    b1 = r.choice([[], [], [], [2]])
+    m = r.choice([1, 2])
+    return b1 + [r.choice([1, 2]), m], [r.choice([1, 2]), m]
+
+
+def g_cdist_forward(p, r):
+    s1, s2 = cdist_shapes(r)
+    q = r.choice(DIST_P)
+    mode = r.choice([None, None, 0, 1, 2]) if q == 2.0 else r.choice([None, 2])
+    return p.op("_cdist_forward", x1=p.inp(s1), x2=p.inp(s2, nc=r.random() < 0.3), p=q, compute_mode=mode)
+
+
+def g_cdist_backward(p, r):
+    s1, s2 = cdist_shapes(r)
+    q = r.choice(DIST_P)
+    x1, x2 = p.inp(s1), p.inp(s2)
+    out = list(torch.broadcast_shapes(tuple(s1[:-2]), tuple(s2[:-2]))) + [s1[-2], s2[-2]]
+    d = (p.op("_cdist_forward", x1=p.special("detach", self=x1), x2=p.special("detach", self=x2), p=q,
+              compute_mode=None) if r.random() < 0.5 else p.inp(out, "pos"))
+    return p.op("_cdist_backward", grad_output=p.inp(out), x1=x1, x2=x2, p=q, cdist=d)
+
+
+GEN.update({
+    "_pdist_forward": g_pdist_forward,
+    "pdist": g_pdist,
+    "_pdist_backward": g_pdist_backward,
+    "_cdist_forward": g_cdist_forward,
+    "_cdist_backward": g_cdist_backward,
+})
+
+
+def dist_sweep_calls():
+    """The sweep's calls of the distance functions (every tensor of the swept shape)."""
+    return {
+        "_pdist_forward": lambda p, a: p.op("_pdist_forward", self=a.t(0), p=2.0),
+        "pdist": lambda p, a: p.op("pdist", self=a.t(0), p=1.0),
+        "_pdist_backward": lambda p, a: p.op("_pdist_backward", grad_output=a.t(0), self=a.t(1), p=2.0,
+                                             pdist=a.t(2)),
+        "_cdist_forward": lambda p, a: p.op("_cdist_forward", x1=a.t(0), x2=a.t(1), p=2.0, compute_mode=None),
+        "_cdist_backward": lambda p, a: p.op("_cdist_backward", grad_output=a.t(0), x1=a.t(1), x2=a.t(2), p=1.5,
+                                             cdist=a.t(3)),
+    }
+
+
+PDIST_ROWS = [1.0, 2.0, 1.0, 2.0, 1.0, 0.0, 2.0, -1.0]
+
+
+def dist_programs():
+    """The `dist` category: `_pdist_forward` and `_cdist_forward` for every kind of `p` (0,
+    1, 2, infinity, fractions, powers, -1 and -infinity where PyTorch takes them) on rows
+    with zero distances and equal values, their gradients and second derivatives (the
+    backward functions' double backward, to the third order on their own), `cdist`'s batches
+    and its matrix-product path, empty and degenerate shapes, a higher-rank input, integers,
+    and PyTorch's errors (forward AD's refusal is in the `jvp` category's programs of GEN)."""
+    progs = []
+
+    def prog(name, mode="grad"):
+        p = scen(f"dist/{name}" if mode == "grad" else f"dist/{mode}/{name}", "dist")
+        p.mode = mode
+        progs.append(p)
+        return p
+
+    pname = lambda q: {float("inf"): "inf", float("-inf"): "neginf"}.get(q, str(q).replace(".", "_").replace("-", "neg"))
+    for q in [x for x in DIST_P if x != 3.0] + [-1.0, float("-inf")]:
+        p = prog(f"pdist_forward_ties_p{pname(q)}")
+        p.op("_pdist_forward", self=p.inp([4, 2], data=PDIST_ROWS), p=q)
+        if q not in (2.0, 0.5, -1.0):
+            continue
+        p = prog(f"pdist_backward_ties_p{pname(q)}")
+        x = p.inp([4, 2], data=PDIST_ROWS)
+        d = p.op("_pdist_forward", self=p.special("detach", self=x), p=q)
+        p.op("_pdist_backward", grad_output=p.inp([6]), self=x, p=q, pdist=d)
+    for q in (1.5,):
+        p = prog(f"pdist_backward_own_distances_p{pname(q)}")
+        p.op("_pdist_backward", grad_output=p.inp([3]), self=p.inp([3, 2]), p=q, pdist=p.inp([3], "pos"))
+    for name, shape, kind, data in [("0d", [], "t", None), ("1d_one_row", [1], "t", None),
+                                    ("1d_rows", [3], "t", None), ("no_rows", [0, 3], "t", None),
+                                    ("no_columns", [3, 0], "t", None), ("rank3", [2, 3, 2], "t", None),
+                                    ("ints", [3, 2], "idx5", None), ("ints_one_row", [1, 2], "idx5", None),
+                                    ("ints_no_columns", [3, 0], "idx5", None)]:
+        p = prog(f"pdist_forward_{name}")
+        # (PyTorch's _pdist_backward of no rows crashes: values only there.)
+        p.op("_pdist_forward", self=p.inp(shape, kind, data=data, rg=name != "no_rows"), p=2.0)
+    p = prog("error/pdist_forward_noncontiguous")
+    p.op("_pdist_forward", self=p.inp([3, 2], nc=True), p=2.0)
+    for name, shape, kind, q, nc in [("negative_p", [3, 2], "t", -1.0, False), ("1d", [3], "t", 2.0, False),
+                                     ("ints", [3, 2], "idx5", 2.0, False), ("noncontiguous", [3, 2], "t", 1.5, True)]:
+        p = prog(f"pdist_{name}" if name == "noncontiguous" else f"error/pdist_{name}")
+        p.op("pdist", self=p.inp(shape, kind, nc=nc), p=q)
+    pdist_backward_edges(prog)
+    cdist_programs(prog, pname)
+    return progs
+
+
+def pdist_backward_edges(prog):
+    """_pdist_backward's degenerate shapes and PyTorch's errors (its checks' order)."""
+    for name, g, x, d, q, kind in [("one_row", [0], [1, 3], [0], 2.0, "t"), ("no_columns", [3], [3, 0], [3], 2.0, "t"),
+                                   ("p0", [3], [3, 2], [3], 0.0, "t"), ("rank3", [1], [2, 3, 2], [1], 1.5, "t")]:
+        p = prog(f"pdist_backward_{name}")
+        p.op("_pdist_backward", grad_output=p.inp(g), self=p.inp(x, kind), p=q, pdist=p.inp(d, "pos"))
+    errors = [("self_noncontiguous", [3], ([3, 2], True), [3], 2.0), ("ints_p0", [3], ([3, 2], "i"), [3], 0.0),
+              ("0d_grad", [], ([3, 2], False), [3], 2.0), ("1d_self", [0], ([1], False), [0], 2.0),
+              ("0d_self", [0], ([], False), [0], 1.0)]
+    for name, g, (xs, flag), d, q in errors:
+        p = prog(f"error/pdist_backward_{name}")
+        x = p.inp(xs, "idx5") if flag == "i" else p.inp(xs, nc=flag is True)
+        gk = "idx5" if flag == "i" else "t"
+        p.op("_pdist_backward", grad_output=p.inp(g, gk), self=x, p=q, pdist=p.inp(d, gk))
+    p = prog("error/pdist_backward_pdist_noncontiguous")
+    p.op("_pdist_backward", grad_output=p.inp([1]), self=p.inp([2, 2]), p=2.0, pdist=p.inp([1, 1], nc=True))
+
+
+def cdist_programs(prog, pname):
+    """_cdist_forward and _cdist_backward: batches, paths, degenerate shapes, errors."""
+    rows1 = [1.0, 2.0, 1.0, 2.0, -1.0, 3.0]
+    rows2 = [1.0, 2.0, 0.0, 2.0]
+    for q in (0.0, 1.0, 2.0, 0.5, float("inf")):
+        p = prog(f"cdist_ties_p{pname(q)}")
+        p.op("_cdist_forward", x1=p.inp([3, 2], data=rows1), x2=p.inp([2, 2], data=rows2), p=q, compute_mode=None)
+    for q in (1.5,):
+        p = prog(f"cdist_batch_broadcast_p{pname(q)}")
+        p.op("_cdist_forward", x1=p.inp([2, 1, 2, 2]), x2=p.inp([2, 3, 2], nc=True), p=q, compute_mode=2)
+    for mode in (None,):
+        p = prog(f"cdist_mode_{mode}_26_rows")
+        data = [float((i * 7) % 5 - 2) for i in range(26)]
+        p.op("_cdist_forward", x1=p.inp([26, 1], data=data), x2=p.inp([2, 1], data=data[:2]), p=2.0,
+             compute_mode=mode)
+    p = prog("cdist_mode_1_batched")
+    p.op("_cdist_forward", x1=p.inp([2, 2, 1]), x2=p.inp([2, 1]), p=2.0, compute_mode=1)
+    for name, s1, s2 in [("no_rows", [0, 3], [2, 3]), ("no_columns", [2, 0], [3, 0]), ("empty_batch", [0, 2, 3], [2, 3])]:
+        p = prog(f"cdist_{name}")
+        p.op("_cdist_forward", x1=p.inp(s1), x2=p.inp(s2), p=2.0, compute_mode=None)
+    p = prog("cdist_backward_own_distances_p1_5")
+    p.op("_cdist_backward", grad_output=p.inp([2, 1, 3]), x1=p.inp([2, 1, 2]), x2=p.inp([3, 2]), p=1.5,
+         cdist=p.inp([2, 1, 3], "pos"))
+    p = prog("cdist_backward_empty")
+    p.op("_cdist_backward", grad_output=p.inp([0, 2]), x1=p.inp([0, 1]), x2=p.inp([2, 1]), p=2.0,
+         cdist=p.inp([0, 2]))
+    errors = [("1d_x1", ([2], "t"), ([1, 2], "t"), 2.0, None), ("1d_x2", ([1, 2], "t"), ([2], "t"), 2.0, None),
+              ("columns", ([1, 2], "t"), ([1, 3], "t"), 2.0, None), ("mode_3", ([1, 2], "t"), ([1, 2], "t"), 2.0, 3),
+              ("mode_negative", ([1, 2], "t"), ([1, 2], "t"), 1.0, -1), ("ints_x1", ([1, 2], "idx5"), ([1, 2], "t"), 2.0, None),
+              ("ints_x2", ([1, 2], "t"), ([1, 2], "idx5"), 2.0, None), ("negative_p", ([1, 2], "t"), ([1, 2], "t"), -1.0, None),
+              ("batch", ([2, 1, 2], "t"), ([3, 1, 2], "t"), 2.0, None), ("order", ([3], "idx5"), ([1, 4], "t"), -1.0, 5)]
+    for name, (s1, k1), (s2, k2), q, mode in errors:
+        p = prog(f"error/cdist_{name}")
+        p.op("_cdist_forward", x1=p.inp(s1, k1), x2=p.inp(s2, k2), p=q, compute_mode=mode)
+    for name, g, s1, s2, k in [("1d_x1", [1, 2], [2], [2, 2], "t"), ("0d_x1", [1, 2], [], [2, 2], "t"),
+                               ("ints", [1, 2], [1, 2], [2, 2], "idx5")]:
+        p = prog(f"error/cdist_backward_{name}")
+        p.op("_cdist_backward", grad_output=p.inp(g, k), x1=p.inp(s1, k), x2=p.inp(s2, k), p=2.0, cdist=p.inp(g, k))
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
              + random_unseen_programs() + norm_programs() + conv_programs() + resample_programs()
              + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
              + select_programs() + geom_programs() + pool3d_programs() + norms_programs()
-             + strided_programs() + group_norm_programs() + fold_programs() + grid_programs())
+             + strided_programs() + group_norm_programs() + fold_programs() + grid_programs()
+             + dist_programs())
     names = set()
     by_cat = {}
     for p in progs:

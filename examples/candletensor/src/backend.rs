@@ -966,9 +966,13 @@ impl CandleTensor {
         // candle's broadcast view: PyTorch's strides (0 for a new or broadcast dimension).
         Ok(w(broadcast_to(&self_.t, &s)?))
     }
-    fn clone(self_: &Self, _memory_format: Option<MemoryFormat>) -> R<Self> {
-        // candle's tensors are immutable: sharing the storage is a copy.
-        Ok(self_.clone())
+    fn clone(self_: &Self, memory_format: Option<MemoryFormat>) -> R<Self> {
+        // candle's tensors are immutable: sharing the storage is a copy; a contiguous clone
+        // (PyTorch's `contiguous()`) is laid out row-major.
+        match memory_format {
+            Some(MemoryFormat::Contiguous) => Ok(w(self_.t.contiguous().ce()?)),
+            _ => Ok(self_.clone()),
+        }
     }
     fn slice_tensor(
         self_: &Self,

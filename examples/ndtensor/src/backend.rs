@@ -804,8 +804,15 @@ impl<E: Element> NdTensor<E> {
     fn squeeze_dims(self_: &Self, dim: &[i64]) -> R<Self> {
         reshape_to(self_, &meta::squeeze_dims(self_.shape(), dim)?)
     }
-    fn clone(self_: &Self, _memory_format: Option<MemoryFormat>) -> R<Self> {
-        Ok(wrap(self_.to_owned()))
+    fn clone(self_: &Self, memory_format: Option<MemoryFormat>) -> R<Self> {
+        // A contiguous clone (PyTorch's `contiguous()`) is laid out row-major; otherwise the
+        // copy keeps the layout.
+        match memory_format {
+            Some(MemoryFormat::Contiguous) => {
+                Ok(wrap(self_.arr().as_standard_layout().into_owned()))
+            }
+            _ => Ok(wrap(self_.to_owned())),
+        }
     }
     fn squeeze_dim(self_: &Self, dim: i64) -> R<Self> {
         let Some(ax) = meta::squeeze_dim(self_.shape(), dim)? else {

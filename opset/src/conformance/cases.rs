@@ -24,6 +24,30 @@ pub struct Case<B: ConformanceTensor> {
     pub raw_close: Option<&'static str>,
 }
 
+/// Functions PyTorch 2.15 has no forward formula for and whose forward AD it refuses, as the
+/// op set's does (the distances, issue 30): their forward check is that refusal, in PyTorch's
+/// words.
+pub const NO_FORWARD_FORMULA: &[&str] = &[
+    "_pdist_forward",
+    "_pdist_backward",
+    "_cdist_forward",
+    "_cdist_backward",
+];
+
+/// The function whose refusal of forward AD a case of `op` meets, if any: `op` itself when
+/// listed in [`NO_FORWARD_FORMULA`], or the function a composite calls (`pdist`).
+pub fn forward_refusal(op: &str) -> Option<&'static str> {
+    let f = if op == "pdist" { "_pdist_forward" } else { op };
+    NO_FORWARD_FORMULA.iter().find(|&&g| g == f).copied()
+}
+
+/// PyTorch's refusal of forward AD by `function`, its first line (a panic's message quotes
+/// the rest with its line breaks escaped).
+pub fn refusal_text(function: &str) -> String {
+    let full = autograd::runtime::forward::not_supported(function, false);
+    full.lines().next().unwrap_or_default().to_string()
+}
+
 pub fn case<B: ConformanceTensor>(
     op: &'static str,
     label: &str,
@@ -736,6 +760,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     // group normalization
     cs.extend(super::group_norm_cases::cases::<B>());
     cs.extend(super::grid_cases::cases::<B>());
+    super::dist_cases::dist_cases(&r, &mut cs);
     cs
 }
 

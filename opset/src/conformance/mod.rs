@@ -35,6 +35,7 @@
 pub mod cases;
 pub mod conv_cases;
 pub mod dispatch;
+pub mod dist_cases;
 pub mod fixtures;
 pub mod geom_cases;
 pub mod grid_cases;
@@ -426,12 +427,35 @@ fn run_case<B: ConformanceTensor>(cs: &cases::Case<B>, ctx: &Ctx) {
             gradgradcheck(f, &cs.inputs, second).map_err(|e| e.to_string())
         });
     }
-    run("forward", &|| {
-        check_forward(f, &cs.inputs, Tolerances::default()).map_err(|e| e.to_string())
+    run("forward", &|| match cases::forward_refusal(cs.op) {
+        Some(function) => forward_refused(f, &cs.inputs, function),
+        None => check_forward(f, &cs.inputs, Tolerances::default()).map_err(|e| e.to_string()),
     });
     run("raw form", &|| {
         raw_form_matches(f, &cs.inputs, cs.raw_close.is_some())
     });
+}
+
+/// The forward check of a function without a forward formula: PyTorch's refusal, naming it.
+fn forward_refused<B: ConformanceTensor>(
+    f: impl Fn(&[Variable<B>]) -> Variable<B>,
+    inputs: &[B],
+    function: &str,
+) -> Result<(), String> {
+    let want = cases::refusal_text(function);
+    // The op's call returns the refusal (a case's function unwraps it: a panic with it).
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        check_forward(f, inputs, Tolerances::default()).map_err(|e| e.to_string())
+    }));
+    let got = match r {
+        Ok(r) => r,
+        Err(p) => Err(dispatch::panic_message(p)),
+    };
+    match got {
+        Err(e) if e.contains(&want) => Ok(()),
+        Err(e) => Err(format!("forward AD refused with another error: {e}")),
+        Ok(()) => Err(format!("forward AD ran; PyTorch refuses it: {want}")),
+    }
 }
 
 /// The gradients of `f` at `inputs` from a backward pass without `create_graph` (each node's

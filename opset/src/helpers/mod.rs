@@ -19,6 +19,8 @@ mod composites;
 mod conv;
 mod conv_formulas;
 mod decompositions;
+mod dist;
+mod dist_formulas;
 mod fold;
 mod formulas;
 mod geom_formulas;
@@ -44,6 +46,11 @@ pub use conv::{
 };
 pub use conv_formulas::*;
 pub use decompositions::*;
+pub use dist::{
+    decomposed_cdist_backward, decomposed_cdist_forward, decomposed_pdist_backward,
+    decomposed_pdist_forward, pdist, upper_pairs,
+};
+pub use dist_formulas::*;
 pub use fold::{decomposed_col2im, decomposed_im2col};
 pub use formulas::*;
 pub use geom_formulas::*;

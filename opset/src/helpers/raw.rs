@@ -87,3 +87,9 @@ pub use strided_formulas::*;
 mod group_norm_formulas;
 
 pub use group_norm_formulas::*;
+// The distance helpers (issue 30), likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "dist_formulas.rs"]
+mod dist_formulas;
+
+pub use dist_formulas::*;

@@ -62,7 +62,7 @@ fn check_forward_catches_a_wrong_jvp() {
     assert!(check_forward(wrong, &[v(&[0.5, 2.0])], Tolerances::default()).is_err());
 }
 
-const NOT_SUPPORTED: &str = "Trying to use forward AD with sin that does not support it because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation.";
+const NOT_SUPPORTED: &str = "Trying to use forward AD with sin that does not support it because it has not been implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize its implementation or submit a PR adding the implementation to derivatives.yaml";
 
 #[test]
 fn a_function_without_a_forward_formula_fails_like_pytorch() {
