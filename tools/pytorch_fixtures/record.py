@@ -7244,7 +7244,7 @@ def grid_modes(r):
 def grid_shapes(r):
     """``(input shape, grid shape)`` of a random 2-d sampling."""
     n = r.choice([1, 1, 2])
-    return [n, r.choice([1, 2]), r.choice([1, 2, 3]), r.choice([2, 3])], [n, r.choice([1, 2]), 2, 2]
+    return [n, 1, r.choice([1, 2, 3]), r.choice([2, 3])], [n, r.choice([1, 2]), 2, 2]
 
 
 def g_grid_sampler_2d(p, r):
