@@ -43,16 +43,16 @@ pub const OP_SET_DIFFERENCES: &[(&str, &str)] = &[
     ("jvp/grid_sampler_2d_backward/0", "PyTorch 2.15 has no forward formula for grid_sampler_2d_backward and raises; the op set's (the op at grad_output's tangent plus grid_sampler_2d_double_backward at the input's and grid's tangents) gives the tangent"),
     ("jvp/grid_sampler_2d_backward/1", "as jvp/grid_sampler_2d_backward/0"),
     // ---- distances (issue 30)
-    ("dist/pdist_backward_ties_p2_0", "third derivatives through _pdist_backward (grad2 of a program of it): PyTorch 2.15 gives NaN at some entries where the op set's _pdist_backward_backward (a differentiable composition; first and second derivatives agree with 2.15) gives finite values; not yet investigated which is right"),
+    ("dist/pdist_backward_ties_p2_0", "third derivatives through _pdist_backward at coinciding rows (a zero distance, where the distance is not differentiable): PyTorch 2.15's double backward gives NaN there, the op set's _pdist_backward_backward (a differentiable composition whose first and second derivatives agree with 2.15's) finite values"),
     ("dist/pdist_backward_ties_p0_5", "as dist/pdist_backward_ties_p2_0"),
     ("dist/pdist_backward_ties_pneg1_0", "as dist/pdist_backward_ties_p2_0"),
     ("dist/pdist_backward_own_distances_p1_5", "as dist/pdist_backward_ties_p2_0"),
     ("random/_pdist_backward/0", "as dist/pdist_backward_ties_p2_0"),
     ("random/_pdist_backward/4", "as dist/pdist_backward_ties_p2_0"),
-    ("dist/pdist_forward_rank3", "a 3-d input to _pdist_forward: PyTorch 2.15 raises in the double backward, the op set computes it (on the kernel's first n * m elements); not yet matched"),
+    ("dist/pdist_forward_rank3", "a 3-d input to _pdist_forward (which PyTorch's kernel reads as its first n * m elements): PyTorch 2.15's double backward fails with an internal shape error (\"The size of tensor a (3) must match the size of tensor b (2)\"), the op set computes it"),
     ("dist/pdist_backward_rank3", "as dist/pdist_forward_rank3, in the backward"),
-    ("dist/error/pdist_backward_pdist_noncontiguous", "PyTorch 2.15 raises in the backward of this program (a non-contiguous pdist), the op set does not; not yet matched"),
-    ("sweep/grad/_cdist_backward/empty_2d/all", "_cdist_backward of rows without values: PyTorch 2.15 raises in the backward, the op set gives zeros; not yet matched"),
+    ("dist/error/pdist_backward_pdist_noncontiguous", "_pdist_backward of a non-contiguous pdist: PyTorch 2.15's backward fails with an internal shape error (\"shape mismatch: value tensor of shape [1, 1] cannot be broadcast\"), the op set computes it"),
+    ("sweep/grad/_cdist_backward/empty_2d/all", "_cdist_backward of rows without values: PyTorch 2.15's double backward fails with an internal shape error (\"The size of tensor a (2) must match the size of tensor b (0)\"), the op set gives zeros"),
 ];
 
 /// What [`check_backend_with`] runs.
