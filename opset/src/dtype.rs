@@ -220,6 +220,9 @@ pub mod kernel {
     pub const AVG_POOL3D: &str = "avg_pool3d_out_frame";
     /// `avg_pool3d_backward` of booleans.
     pub const AVG_POOL3D_BACKWARD: &str = "avg_pool3d_backward_out_frame";
+    // ---- scatter_reduce (issue 30)
+    /// `scatter_reduce.two` with `reduce="mean"` of booleans.
+    pub const SCATTER_REDUCE_MEAN: &str = "scatter_gather_tensor_cpu_reduce_mean";
 }
 
 /// PyTorch's error for a kernel it implements for floating-point types only.

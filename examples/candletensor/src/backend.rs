@@ -22,6 +22,7 @@ mod geom;
 mod norm;
 mod products;
 mod resample;
+mod scatter;
 mod softmax;
 
 use crate::tensor::CandleTensor;

@@ -15,6 +15,7 @@ mod geom;
 mod norm;
 mod products;
 mod resample;
+mod scatter;
 mod softmax;
 
 // The kernels below see the floating-point tensor under the name `NdTensor`.

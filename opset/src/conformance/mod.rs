@@ -49,6 +49,7 @@ pub mod precision;
 pub mod products_cases;
 pub mod report;
 pub mod resample_cases;
+pub mod scatter_cases;
 pub mod runner;
 pub mod select_cases;
 pub mod softmax_cases;

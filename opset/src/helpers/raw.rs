@@ -67,3 +67,10 @@ pub use softmax_formulas::*;
 mod select_formulas;
 
 pub use select_formulas::*;
+
+// The scatter_reduce entry's helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "scatter_formulas.rs"]
+mod scatter_formulas;
+
+pub use scatter_formulas::*;

@@ -2059,6 +2059,17 @@ impl<E: Element> Backend for NdTensor<E> {
         // Always stable: PyTorch's unstable sort agrees on lanes of up to 16 elements.
         super::products::sort(self_, dim, descending)
     }
+    // ---- scatter_reduce (backend/scatter.rs)
+    fn scatter_reduce_two(
+        self_: &Self,
+        dim: i64,
+        index: &Self,
+        src: &Self,
+        reduce: &str,
+        include_self: bool,
+    ) -> R<Self> {
+        super::scatter::scatter_reduce(self_, dim, index, src, reduce, include_self)
+    }
 }
 
 /// `nll_loss`'s weight: of the input's dtype (PyTorch's "expected scalar type Double but
