@@ -418,6 +418,26 @@ std::tuple<Tensor, Tensor, Tensor> _pdist_backward_backward(
     double p,
     const Tensor& pdist,
     std::array<bool, 3> output_mask);
+// scatter_reduce (issue 30).
+Tensor scatter_reduce_jvp(
+    const Tensor& self_p,
+    const Tensor& self_t,
+    int dim,
+    const Tensor& index,
+    const Tensor& src_p,
+    const Tensor& src_t,
+    std::string_view reduce,
+    bool include_self,
+    const Tensor& result);
+std::tuple<Tensor, Tensor> scatter_reduce_backward(
+    const Tensor& grad,
+    const Tensor& self,
+    int dim,
+    const Tensor& index,
+    const Tensor& src,
+    std::string_view reduce,
+    bool include_self,
+    const Tensor& result);
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.

@@ -232,6 +232,9 @@ pub mod kernel {
     pub const PDIST_BACKWARD: &str = "pdist_backward";
     /// `_cdist_backward` of integers and booleans.
     pub const CDIST_BACKWARD: &str = "cdist_backward";
+    // ---- scatter_reduce (issue 30)
+    /// `scatter_reduce.two` with `reduce="mean"` of booleans.
+    pub const SCATTER_REDUCE_MEAN: &str = "scatter_gather_tensor_cpu_reduce_mean";
 }
 
 /// PyTorch's error for a kernel it implements for floating-point types only.

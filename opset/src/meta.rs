@@ -387,7 +387,10 @@ pub use resample::{
     pad_backward, upsample_backward_kernel, upsample_bilinear2d, upsample_bilinear2d_backward,
     upsample_nearest2d, upsample_nearest2d_backward, upsample_output_size,
 };
-pub use scatter::{Reduce, scatter_reduce, scatter_reduce_arg, scatter_reduce_values};
+pub use scatter::{
+    Reduce, ReduceElement, scatter_reduce, scatter_reduce_arg, scatter_reduce_checked,
+    scatter_reduce_values,
+};
 pub use select::{split_with_sizes, topk};
 pub use softmax::{softmax, softmax_backward_data};
 

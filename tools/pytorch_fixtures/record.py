@@ -3712,6 +3712,7 @@ def sweep_calls():
     calls.update(group_norm_sweep_calls())
     calls.update(grid_sweep_calls())
     calls.update(dist_sweep_calls())
+    calls.update(scatter_reduce_sweep_calls())
     return calls
 
 
@@ -7545,6 +7546,105 @@ def cdist_programs(prog, pname):
         p.op("_cdist_backward", grad_output=p.inp(g, k), x1=p.inp(s1, k), x2=p.inp(s2, k), p=2.0, cdist=p.inp(g, k))
 
 
+# ---- scatter_reduce (Core ATen; issue 30): a generator (GEN), a sweep call, and the
+# `scatter_reduce` category.
+SCATTER_REDUCES = ["sum", "prod", "mean", "amax", "amin"]
+
+
+def g_scatter_reduce(p, r):
+    a, b = size(r), size(r)
+    x = p.inp([a, b], nc=r.random() < 0.3)
+    n = r.randint(1, 4)
+    return p.op("scatter_reduce.two", self=x, dim=r.choice([0, -2]), index=p.inp([n, b], f"idx{a}"),
+                src=p.inp([n, b]), reduce=r.choice(SCATTER_REDUCES), include_self=r.random() < 0.5)
+
+
+GEN.update({"scatter_reduce.two": g_scatter_reduce})
+
+
+def scatter_reduce_sweep_calls():
+    """The sweep's call of scatter_reduce (amax: ties at zeros split the gradient)."""
+    return {
+        "scatter_reduce.two": lambda p, a: p.op("scatter_reduce.two", self=a.t(0), dim=0, index=a.int(1),
+                                                src=a.t(2), reduce="amax", include_self=True),
+    }
+
+
+def scatter_reduce_programs():
+    """The `scatter_reduce` category: each reduction with and without include_self over
+    repeated indices (reverse mode, second derivatives, jvps but for prod, which PyTorch
+    gives no tangent), ties of amax/amin, zeros of prod (one and two in a group, in self),
+    a negative dim, 0-d and empty inputs, integers and booleans, and PyTorch's errors."""
+    S = []
+
+    def prog(name, mode="grad"):
+        p = scen(f"scatter_reduce/{name}" if mode == "grad" else f"scatter_reduce/{mode}/{name}", "scatter_reduce")
+        p.mode = mode
+        S.append(p)
+        return p
+
+    def sr(p, x, index, src, reduce, include_self=True, dim=0):
+        return p.op("scatter_reduce.two", self=x, dim=dim, index=index, src=src, reduce=reduce,
+                    include_self=include_self)
+
+    ix = lambda p, shape, data: p.inp(shape, f"idx{max(data) + 1 if data else 1}", data=data)
+    for reduce in SCATTER_REDUCES:
+        for inc in (True, False):
+            for mode in ("grad",) + (() if reduce == "prod" else ("jvp",)):
+                p = prog(f"{reduce}_include_self_{inc}", mode)
+                sr(p, p.inp([3, 2]), ix(p, [4, 2], [0, 2, 0, 0, 2, 2, 0, 1]), p.inp([4, 2]), reduce, inc)
+    for reduce, xd, sd in [("amax", [1.0, 2.0, 0.5], [2.0, 2.0, 0.5, -1.0]), ("amin", [1.0, 0.5, 3.0], [0.5, 1.0, 0.5, 3.0])]:
+        for inc in (True, False):
+            for mode in ("grad", "jvp"):
+                p = prog(f"{reduce}_ties_include_self_{inc}", mode)
+                sr(p, p.inp([3], data=xd), ix(p, [4], [0, 1, 1, 2]), p.inp([4], data=sd), reduce, inc)
+    for name, xd, sd in [("one_zero_src", [2.0, 3.0, 0.5], [0.0, 1.5, 2.0, 4.0]),
+                         ("two_zeros_src", [2.0, 3.0, 0.5], [0.0, 0.0, 2.0, 4.0]),
+                         ("zero_self", [0.0, 3.0, 0.5], [1.5, -2.0, 0.0, 4.0])]:
+        for inc in (True, False):
+            p = prog(f"prod_{name}_include_self_{inc}")
+            sr(p, p.inp([3], data=xd), ix(p, [4], [0, 0, 2, 2]), p.inp([4], data=sd), "prod", inc)
+    p = prog("mean_dim_neg1_noncontiguous")
+    sr(p, p.inp([2, 4], nc=True), ix(p, [2, 3], [1, 1, 0, 3, 3, 1]), p.inp([2, 3]), "mean", False, dim=-1)
+    p = prog("sum_0d")
+    sr(p, p.inp([]), ix(p, [], [0]), p.inp([]), "sum")
+    p = prog("amin_0d_no_self")
+    sr(p, p.inp([]), ix(p, [], [0]), p.inp([]), "amin", False)
+    p = prog("prod_empty_index")
+    sr(p, p.inp([3]), p.inp([0], "idx1", data=[]), p.inp([2]), "prod")
+    for reduce in SCATTER_REDUCES:
+        p = prog(f"ints_{reduce}")
+        sr(p, p.inp([3], "idx9", data=[-3, 5, 2]), ix(p, [4], [0, 0, 1, 1]),
+           p.inp([4], "idx9", data=[2, 2, -2, 7]), reduce, reduce != "sum")
+    for reduce in ["sum", "prod", "amax", "amin"]:
+        p = prog(f"bools_{reduce}")
+        sr(p, p.inp([3], "bool", data=[True, False, False]), ix(p, [3], [1, 1, 2]),
+           p.inp([3], "bool", data=[True, False, False]), reduce, False)
+    errors = [
+        ("reduce_arg", [3], [2], [2], "max", "f", 0),
+        ("index_bounds", [3], [2], [2], "sum", "f", 0),
+        ("dim", [3], [2], [2], "sum", "f", 1),
+        ("index_dims", [3], [2, 1], [2], "sum", "f", 0),
+        ("index_larger", [3], [4], [2], "sum", "f", 0),
+        ("src_dtype", [3], [2], [2], "sum", "i", 0),
+        ("bool_mean", [3], [2], [2], "mean", "b", 0),
+        ("bool_mean_empty_index", [3], [0], [2], "mean", "b", 0),
+    ]
+    for name, xs, isz, ss, reduce, kind, dim in errors:
+        p = prog(f"errors/{name}")
+        n = math.prod(isz)
+        idx = p.inp(isz, "idx9", data=[5 if name == "index_bounds" else 0] * n)
+        if kind == "b":
+            x, src = p.inp(xs, "bool"), p.inp(ss, "bool")
+        else:
+            x = p.inp(xs)
+            src = p.inp(ss, "idx9", data=[1] * math.prod(ss)) if kind == "i" else p.inp(ss)
+        sr(p, x, idx, src, reduce, True, dim)
+    p = prog("errors/index_float")
+    sr(p, p.inp([3]), p.inp([2], rg=False, data=[0.0, 1.0]), p.inp([2]), "sum")
+    return S
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
@@ -7552,7 +7652,7 @@ def main():
              + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
              + select_programs() + geom_programs() + pool3d_programs() + norms_programs()
              + strided_programs() + group_norm_programs() + fold_programs() + grid_programs()
-             + dist_programs())
+             + dist_programs() + scatter_reduce_programs())
     names = set()
     by_cat = {}
     for p in progs:

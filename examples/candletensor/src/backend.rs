@@ -24,6 +24,7 @@ mod grid;
 mod norm;
 mod products;
 mod resample;
+mod scatter;
 mod softmax;
 
 use crate::tensor::CandleTensor;

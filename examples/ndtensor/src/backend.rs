@@ -17,6 +17,7 @@ mod grid;
 mod norm;
 mod products;
 mod resample;
+mod scatter;
 mod softmax;
 
 // The kernels below see the floating-point tensor under the name `NdTensor`.

@@ -761,6 +761,8 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     cs.extend(super::group_norm_cases::cases::<B>());
     cs.extend(super::grid_cases::cases::<B>());
     super::dist_cases::dist_cases(&r, &mut cs);
+    // ---- scatter_reduce
+    cs.extend(super::scatter_cases::cases::<B>());
     cs
 }
 

@@ -53,6 +53,7 @@ pub mod products_cases;
 pub mod report;
 pub mod resample_cases;
 pub mod runner;
+pub mod scatter_cases;
 pub mod select_cases;
 pub mod softmax_cases;
 pub mod source;

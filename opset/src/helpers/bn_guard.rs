@@ -4,7 +4,8 @@
 //! them, while it records a graph, the history of an `Error` node whose inputs are
 //! `(save_mean, save_invstd, input)`: a derivative through them fails with "batch_norm does
 //! not support 3rd+ order derivatives." instead of being silently wrong. Over raw tensors
-//! (no graph) the guard is the identity.
+//! (no graph) the guard is the identity. The same node is PyTorch's `DelayedError` of other
+//! formulas ([`DelayedError`]).
 
 use super::Backend;
 use autograd::runtime::{AutogradError, Node, Variable, VariableList, is_grad_enabled, record};
@@ -12,15 +13,15 @@ use autograd::runtime::{AutogradError, Node, Variable, VariableList, is_grad_ena
 /// PyTorch's message.
 const THIRD_ORDER: &str = "batch_norm does not support 3rd+ order derivatives.";
 
-/// The `Error` node: backward through it fails.
-struct BatchNormThirdOrder;
+/// The `Error` node: backward through it fails with its message.
+struct ErrorNode(&'static str);
 
-impl<T: Backend> Node<T> for BatchNormThirdOrder {
+impl<T: Backend> Node<T> for ErrorNode {
     fn name(&self) -> &str {
         "Error"
     }
     fn apply(&mut self, _grads: VariableList<T>) -> Result<VariableList<T>, AutogradError> {
-        Err(AutogradError::msg(THIRD_ORDER))
+        Err(AutogradError::msg(self.0))
     }
 }
 
@@ -43,7 +44,32 @@ impl<T: Backend> BatchNormStat for Variable<T> {
         if !is_grad_enabled() || !inputs.iter().flatten().any(|v| v.requires_grad()) {
             return self.clone();
         }
-        let ([out], _) = record(BatchNormThirdOrder, &inputs, [self.data()]);
+        let ([out], _) = record(ErrorNode(THIRD_ORDER), &inputs, [self.data()]);
+        out
+    }
+}
+
+/// PyTorch's `DelayedError` (`std::make_shared<DelayedError>(msg, 1)->apply({x})`): `x`
+/// itself, with the history of an `Error` node when a graph is recorded and `x` requires
+/// grad, so a gradient that is right to first order fails with `msg` when differentiated
+/// again. Over raw tensors (no graph) the identity.
+pub trait DelayedError: Sized {
+    /// `self`, guarded (see the trait).
+    fn delayed_error(&self, msg: &'static str) -> Self;
+}
+
+impl<T: Backend> DelayedError for T {
+    fn delayed_error(&self, _: &'static str) -> Self {
+        self.clone()
+    }
+}
+
+impl<T: Backend> DelayedError for Variable<T> {
+    fn delayed_error(&self, msg: &'static str) -> Self {
+        if !is_grad_enabled() || !self.requires_grad() {
+            return self.clone();
+        }
+        let ([out], _) = record(ErrorNode(msg), &[Some(self)], [self.data()]);
         out
     }
 }

@@ -33,12 +33,13 @@ mod product_formulas;
 pub mod raw;
 mod resample;
 mod resize;
+mod scatter_formulas;
 mod select_formulas;
 mod softmax;
 mod softmax_formulas;
 mod strided_formulas;
 
-pub use bn_guard::BatchNormStat;
+pub use bn_guard::{BatchNormStat, DelayedError};
 pub use composites::{chunk, cross_entropy_loss, matmul, nll_loss, nll_loss_nd};
 pub use conv::{
     adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, conv_transpose1d, conv_transpose2d_input,
@@ -62,6 +63,7 @@ pub use normalization::*;
 pub use product_formulas::*;
 pub use resample::{pad, upsample_bilinear2d_vec, upsample_nearest2d_vec};
 pub use resize::resize_;
+pub use scatter_formulas::*;
 pub use select_formulas::*;
 
 /// `x.scalar_type()` where a formula runs (of `grad`, or of `result` in a forward formula;

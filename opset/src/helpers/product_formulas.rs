@@ -67,7 +67,7 @@ pub fn prod_safe_zeros_backward<T: Backend>(grad: &V<T>, inp: &V<T>, dim: i64) -
 
 /// Whether `mask` (booleans) has a true element: the helpers read no element, so a NaN is
 /// put where `mask` is true and the tensor asked whether it has one.
-fn any_true<T: Backend>(mask: &V<T>, like: &V<T>) -> Res<bool> {
+pub(crate) fn any_true<T: Backend>(mask: &V<T>, like: &V<T>) -> Res<bool> {
     let zeros = zeros_of(like);
     let nans = add_scalar(&zeros, f64::NAN, 1)?;
     Ok(where_self(mask, &nans, &zeros)?.with_data(|t| t.has_nan()))

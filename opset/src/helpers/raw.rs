@@ -93,3 +93,9 @@ pub use group_norm_formulas::*;
 mod dist_formulas;
 
 pub use dist_formulas::*;
+// The scatter_reduce entry's helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "scatter_formulas.rs"]
+mod scatter_formulas;
+
+pub use scatter_formulas::*;

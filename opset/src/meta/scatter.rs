@@ -27,16 +27,19 @@ pub enum Reduce {
 /// ```
 /// use autograd_opset::meta::{self, Reduce};
 /// assert_eq!(meta::scatter_reduce_arg("amax"), Ok(Reduce::Amax));
-/// assert_eq!(meta::scatter_reduce_arg("max").unwrap_err().to_string(),
-///            "reduce argument must be either sum, prod, mean, amax or amin, got max");
+/// assert_eq!(meta::scatter_reduce_arg("max"), Ok(Reduce::Amax));
+/// assert_eq!(meta::scatter_reduce_arg("maximum").unwrap_err().to_string(),
+///            "reduce argument must be either sum, prod, mean, amax or amin, got maximum");
 /// ```
 pub fn scatter_reduce_arg(reduce: &str) -> R<Reduce> {
     Ok(match reduce {
         "sum" => Reduce::Sum,
         "prod" => Reduce::Prod,
         "mean" => Reduce::Mean,
-        "amax" => Reduce::Amax,
-        "amin" => Reduce::Amin,
+        // PyTorch 2.15's kernel also takes `scatter.reduce`'s names `max` and `min` (its
+        // backward then refuses them).
+        "amax" | "max" => Reduce::Amax,
+        "amin" | "min" => Reduce::Amin,
         _ => {
             return Err(Error::runtime(format!(
                 "reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
@@ -72,55 +75,141 @@ pub fn scatter_reduce(
     Ok((r, super::scatter(self_, dim, index, index_data, Some(src))?))
 }
 
+/// An element type [`scatter_reduce_values`] reduces: `f64` (floating-point dtypes), `i64`
+/// (integers and booleans, with wrapping arithmetic and floor division as PyTorch's
+/// integer kernels).
+pub trait ReduceElement: Copy + PartialEq {
+    /// `a + b`.
+    fn reduce_add(self, b: Self) -> Self;
+    /// `a * b`.
+    fn reduce_mul(self, b: Self) -> Self;
+    /// The larger (NaN propagates).
+    fn reduce_max(self, b: Self) -> Self;
+    /// The smaller (NaN propagates).
+    fn reduce_min(self, b: Self) -> Self;
+    /// `self / n` for `mean` (floored on integers).
+    fn reduce_mean(self, n: usize) -> Self;
+}
+
+impl ReduceElement for f64 {
+    fn reduce_add(self, b: Self) -> Self {
+        self + b
+    }
+    fn reduce_mul(self, b: Self) -> Self {
+        self * b
+    }
+    fn reduce_max(self, b: Self) -> Self {
+        if self.is_nan() || b.is_nan() {
+            f64::NAN
+        } else {
+            self.max(b)
+        }
+    }
+    fn reduce_min(self, b: Self) -> Self {
+        if self.is_nan() || b.is_nan() {
+            f64::NAN
+        } else {
+            self.min(b)
+        }
+    }
+    fn reduce_mean(self, n: usize) -> Self {
+        self / n as f64
+    }
+}
+
+impl ReduceElement for i64 {
+    fn reduce_add(self, b: Self) -> Self {
+        self.wrapping_add(b)
+    }
+    fn reduce_mul(self, b: Self) -> Self {
+        self.wrapping_mul(b)
+    }
+    fn reduce_max(self, b: Self) -> Self {
+        Ord::max(self, b)
+    }
+    fn reduce_min(self, b: Self) -> Self {
+        Ord::min(self, b)
+    }
+    fn reduce_mean(self, n: usize) -> Self {
+        self.div_euclid(n as i64)
+    }
+}
+
 /// The values of `scatter_reduce.two` on row-major buffers: `self_` reduced with `src`
 /// along `plan` (from [`scatter_reduce`]). Positions no index reaches keep `self_`'s value;
 /// without `include_self` the others start from the first value scattered there. `mean`
-/// divides by the count (plus one with `include_self`), flooring when `integer`.
+/// divides by the count (plus one with `include_self`), flooring on integers.
 ///
 /// ```
 /// use autograd_opset::meta::{Reduce, scatter_reduce_values};
 /// let plan = [(0, 0), (0, 1), (1, 2)];
-/// let v = scatter_reduce_values(&[1.0, 2.0, 3.0], &[4.0, 6.0, 5.0], &plan, Reduce::Mean, true, false);
+/// let v = scatter_reduce_values(&[1.0, 2.0, 3.0], &[4.0, 6.0, 5.0], &plan, Reduce::Mean, true);
 /// assert_eq!(v, vec![11.0 / 3.0, 3.5, 3.0]);
-/// let v = scatter_reduce_values(&[1.0, 2.0, 3.0], &[4.0, 6.0, 5.0], &plan, Reduce::Amin, false, false);
+/// let v = scatter_reduce_values(&[1.0, 2.0, 3.0], &[4.0, 6.0, 5.0], &plan, Reduce::Amin, false);
 /// assert_eq!(v, vec![4.0, 5.0, 3.0]);
 /// ```
-pub fn scatter_reduce_values(
-    self_: &[f64],
-    src: &[f64],
+pub fn scatter_reduce_values<X: ReduceElement>(
+    self_: &[X],
+    src: &[X],
     plan: &[(usize, usize)],
     reduce: Reduce,
     include_self: bool,
-    integer: bool,
-) -> Vec<f64> {
+) -> Vec<X> {
     let mut out = self_.to_vec();
     let mut count = vec![usize::from(include_self); self_.len()];
-    let mut seen = vec![include_self; self_.len()];
     for &(to, from) in plan {
         let (a, b) = (out[to], src[from]);
-        out[to] = if !seen[to] { b } else { combine(reduce, a, b) };
-        seen[to] = true;
+        out[to] = if count[to] == 0 {
+            b
+        } else {
+            combine(reduce, a, b)
+        };
         count[to] += 1;
     }
     if reduce == Reduce::Mean {
         for (o, &c) in out.iter_mut().zip(&count) {
-            let c = c.max(1) as f64;
-            *o = if integer { (*o / c).floor() } else { *o / c };
+            *o = o.reduce_mean(c.max(1));
         }
     }
     out
 }
 
-/// One step of a reduction (NaN propagates through `amax`/`amin`, as PyTorch's).
-fn combine(reduce: Reduce, a: f64, b: f64) -> f64 {
+/// One step of a reduction.
+fn combine<X: ReduceElement>(reduce: Reduce, a: X, b: X) -> X {
     match reduce {
-        Reduce::Sum | Reduce::Mean => a + b,
-        Reduce::Prod => a * b,
-        Reduce::Amax if a.is_nan() || b.is_nan() => f64::NAN,
-        Reduce::Amin if a.is_nan() || b.is_nan() => f64::NAN,
-        Reduce::Amax => a.max(b),
-        Reduce::Amin => a.min(b),
+        Reduce::Sum | Reduce::Mean => a.reduce_add(b),
+        Reduce::Prod => a.reduce_mul(b),
+        Reduce::Amax => a.reduce_max(b),
+        Reduce::Amin => a.reduce_min(b),
     }
+}
+
+/// `scatter_reduce.two`'s checks after the index's dtype (PyTorch's order): `self` and
+/// `src` of one dtype, then [`scatter_reduce`]'s, with the CPU kernel's refusal of a boolean
+/// `mean` before the bounds (`scatter_gather_tensor_cpu_reduce_mean`; with an empty index,
+/// the division's `div_floor_cpu`).
+pub fn scatter_reduce_checked(
+    self_: (&[usize], &str),
+    dim: i64,
+    index: (&[usize], &[i64]),
+    src: (&[usize], &str),
+    reduce: &str,
+) -> R<(Reduce, Vec<(usize, usize)>)> {
+    crate::dtype::check_scatter_src(self_.1, src.1)?;
+    let ax = crate::shape::norm_dim(dim, self_.0.len())?;
+    crate::shape::check_gather_shapes(self_.0, ax, index.0, Some(src.0))?;
+    let r = scatter_reduce_arg(reduce)?;
+    if r == Reduce::Mean && self_.1 == "bool" {
+        let kernel = match index.1.is_empty() {
+            false => crate::dtype::kernel::SCATTER_REDUCE_MEAN,
+            true => crate::dtype::kernel::DIV_FLOOR,
+        };
+        return Err(crate::dtype::not_implemented(kernel, "bool"));
+    }
+    Ok((
+        r,
+        super::scatter(self_.0, dim, index.0, index.1, Some(src.0))?,
+    ))
 }
 
 #[cfg(test)]
@@ -149,7 +238,7 @@ mod tests {
         // torch.zeros(3).scatter_reduce(0, tensor([0, 0, 2]), tensor([2., 3., 4.]), r, include_self)
         let plan = [(0, 0), (0, 1), (2, 2)];
         let (z, s) = ([0.0; 3], [2.0, 3.0, 4.0]);
-        let v = |r, inc| scatter_reduce_values(&z, &s, &plan, r, inc, false);
+        let v = |r, inc| scatter_reduce_values(&z, &s, &plan, r, inc);
         assert_eq!(v(Reduce::Sum, true), vec![5.0, 0.0, 4.0]);
         assert_eq!(v(Reduce::Prod, true), vec![0.0, 0.0, 0.0]);
         assert_eq!(v(Reduce::Prod, false), vec![6.0, 0.0, 4.0]);
@@ -157,8 +246,21 @@ mod tests {
         assert_eq!(v(Reduce::Mean, false), vec![2.5, 0.0, 4.0]);
         assert_eq!(v(Reduce::Amax, false), vec![3.0, 0.0, 4.0]);
         assert_eq!(v(Reduce::Amin, true), vec![0.0, 0.0, 0.0]);
-        // Integer mean floors: (0 + 2 + 3) / 3 = 1, (0 + 4) / 2 = 2.
-        let i = scatter_reduce_values(&z, &s, &plan, Reduce::Mean, true, true);
-        assert_eq!(i, vec![1.0, 0.0, 2.0]);
+        // Integer mean floors (PyTorch 2.15's values): (0 + 2 + 3) / 3 = 1, (-5 + 4) / 2 = -1,
+        // (-5 + 0) / 2 = -3.
+        let (zi, si) = ([0, 0, -5], [2, 3, 4]);
+        let i = scatter_reduce_values(&zi, &si, &[(0, 0), (0, 1), (2, 2)], Reduce::Mean, true);
+        assert_eq!(i, vec![1, 0, -1]);
+        let i = scatter_reduce_values(&zi, &[0], &[(2, 0)], Reduce::Mean, true);
+        assert_eq!(i, vec![0, 0, -3]);
+        // Integer products wrap: torch.tensor([2**40 + 1]).scatter_reduce(0, [0, 0], [2**40, 3], "prod")
+        let p = scatter_reduce_values(
+            &[(1i64 << 40) + 1],
+            &[1 << 40, 3],
+            &[(0, 0), (0, 1)],
+            Reduce::Prod,
+            true,
+        );
+        assert_eq!(p, vec![3298534883328]);
     }
 }

@@ -132,7 +132,7 @@ fn added(x: &Tensor, ids: &Tensor, v: &Tensor) -> R<Tensor> {
 }
 
 /// `scatter`'s index on the host, or PyTorch's dtype error.
-fn scatter_index(index: &C) -> R<Vec<i64>> {
+pub(super) fn scatter_index(index: &C) -> R<Vec<i64>> {
     rules::check_index(IndexUse::Scatter, index.dtype())?;
     ce(ce(index.t.flatten_all())?.to_vec1::<i64>())
 }

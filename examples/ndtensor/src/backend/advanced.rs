@@ -154,7 +154,7 @@ fn written<T: Copy>(
 }
 
 /// The `i64` elements of `scatter`'s index, or PyTorch's dtype error.
-fn scatter_index<E: Element>(index: &NdTensor<E>) -> R<Vec<i64>> {
+pub(super) fn scatter_index<E: Element>(index: &NdTensor<E>) -> R<Vec<i64>> {
     rules::check_index(IndexUse::Scatter, index.dtype())?;
     match index.data() {
         Data::Int(a) => Ok(a.iter().copied().collect()),

@@ -2143,6 +2143,17 @@ impl<E: Element> Backend for NdTensor<E> {
         let modes = (interpolation_mode, padding_mode, align_corners);
         super::grid::grid_sampler_2d_backward(grad_output, input, grid, modes, output_mask)
     }
+    // ---- scatter_reduce (backend/scatter.rs)
+    fn scatter_reduce_two(
+        self_: &Self,
+        dim: i64,
+        index: &Self,
+        src: &Self,
+        reduce: &str,
+        include_self: bool,
+    ) -> R<Self> {
+        super::scatter::scatter_reduce(self_, dim, index, src, reduce, include_self)
+    }
 }
 
 /// A group norm argument's shape and dtype.
