@@ -331,6 +331,11 @@ at::Tensor split_with_sizes_backward(
     int64_t dim,
     c10::SymIntArrayRef sizes,
     const at::TensorOptions& options);
+// Embeddings (issue 30): the double backward of `embedding_dense_backward`.
+at::Tensor embedding_dense_double_backward_symint(
+    const at::Tensor& grad,
+    const at::Tensor& indices,
+    const c10::SymInt& padding_idx);
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.

@@ -336,6 +336,7 @@ pub fn broadcast_to(from: &[usize], to: &[usize]) -> R<()> {
 
 mod advanced;
 mod conv;
+mod embedding;
 mod geom;
 mod indexing;
 mod losses;
@@ -356,6 +357,7 @@ pub use conv::{
     avg_pool2d_backward, constant_pad_nd, convolution, convolution_backward, max_pool2d,
     max_pool2d_backward, pooling_output_shape,
 };
+pub use embedding::embedding_dense_backward;
 pub use geom::{
     broadcast_positions, masked_scatter, masked_scatter_backward, masked_scatter_sources, nonzero,
 };

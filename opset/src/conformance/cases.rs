@@ -692,6 +692,8 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     cs.extend(super::index_cases::cases::<B>());
     cs.extend(super::select_cases::cases::<B>());
     cs.extend(super::geom_cases::cases::<B>());
+    // Embeddings (issue 30).
+    cs.extend(super::embedding_cases::cases::<B>());
     cs
 }
 

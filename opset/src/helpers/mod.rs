@@ -19,6 +19,8 @@ mod composites;
 mod conv;
 mod conv_formulas;
 mod decompositions;
+mod embedding;
+mod embedding_formulas;
 mod formulas;
 mod geom_formulas;
 mod norm_composites;
@@ -40,6 +42,8 @@ pub use conv::{
 };
 pub use conv_formulas::*;
 pub use decompositions::*;
+pub use embedding::*;
+pub use embedding_formulas::*;
 pub use formulas::*;
 pub use geom_formulas::*;
 pub use norm_composites::{batch_norm, layer_norm, var_dim};

@@ -67,3 +67,10 @@ pub use softmax_formulas::*;
 mod select_formulas;
 
 pub use select_formulas::*;
+
+// The embedding family's helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "embedding_formulas.rs"]
+mod embedding_formulas;
+
+pub use embedding_formulas::*;
