@@ -438,6 +438,11 @@ std::tuple<Tensor, Tensor> scatter_reduce_backward(
     std::string_view reduce,
     bool include_self,
     const Tensor& result);
+// Embeddings (issue 30): the double backward of `embedding_dense_backward`.
+at::Tensor embedding_dense_double_backward_symint(
+    const at::Tensor& grad,
+    const at::Tensor& indices,
+    const c10::SymInt& padding_idx);
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.

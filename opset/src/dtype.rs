@@ -584,6 +584,8 @@ pub enum IndexUse {
     NllBackwardTarget,
     /// `embedding`'s `indices`.
     Embedding,
+    /// `embedding_dense_backward`'s `indices` (argument #2).
+    EmbeddingBackward,
 }
 
 /// An index argument must be `i64`: PyTorch's message for each op otherwise.
@@ -601,16 +603,21 @@ pub fn check_index(arg: IndexUse, dtype: &str) -> R<()> {
         IndexUse::Scatter => "scatter(): Expected dtype int32/int64 for index".into(),
         IndexUse::NllTarget => format!("expected target dtype to be Long or Byte, but got {d}"),
         IndexUse::NllBackwardTarget => format!("expected scalar type Long but found {d}"),
-        IndexUse::Embedding => {
-            let got = match dtype {
-                "bool" => "CPUBoolType".to_string(),
-                _ => format!("torch.{d}Tensor"),
-            };
-            format!(
-                "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got {got} instead (while checking arguments for embedding)"
-            )
-        }
+        IndexUse::Embedding => index_types_text(1, "embedding", dtype),
+        IndexUse::EmbeddingBackward => index_types_text(2, "embedding_backward", dtype),
     }))
+}
+
+/// PyTorch's `checkScalarTypes` text for an `indices` argument (number `arg` of `op`) that
+/// is neither Long nor Int.
+fn index_types_text(arg: usize, op: &str, dtype: &str) -> String {
+    let got = match dtype {
+        "bool" => "CPUBoolType".to_string(),
+        _ => format!("torch.{}Tensor", torch_name(dtype)),
+    };
+    format!(
+        "Expected tensor for argument #{arg} 'indices' to have one of the following scalar types: Long, Int; but got {got} instead (while checking arguments for {op})"
+    )
 }
 
 /// `index_add`'s `self` and `source` of one dtype.

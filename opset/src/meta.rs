@@ -337,6 +337,7 @@ pub fn broadcast_to(from: &[usize], to: &[usize]) -> R<()> {
 mod advanced;
 mod conv;
 mod dist;
+mod embedding;
 mod fold;
 mod geom;
 mod indexing;
@@ -361,6 +362,7 @@ pub use conv::{
 pub use dist::{
     Cdist, CdistPath, DistArg, cdist_backward, cdist_forward, pdist, pdist_backward, pdist_forward,
 };
+pub use embedding::embedding_dense_backward;
 pub use fold::{Fold, col2im, im2col};
 pub use geom::{
     broadcast_positions, masked_scatter, masked_scatter_backward, masked_scatter_sources, nonzero,

@@ -3473,7 +3473,7 @@ def index_programs(S):
             p = prog(f"index_add_0d_index_{name}")
             p.op("index_add", self=p.inp([]), dim=dim, index=i64(p, *idx), source=p.inp(src), alpha=2.0)
     # embedding's second derivatives with scale_grad_by_freq and a repeated index: PyTorch's
-    # embedding_dense_double_backward leaves out the 1/count scaling (an OP_SET_DIFFERENCE).
+    # embedding_dense_double_backward leaves out the 1/count scaling (the op set's is PyTorch's).
     p = scen("kernel_edges/grad/embedding_scale_grad_by_freq_second_order", "kernel_edges")
     e = p.op("embedding", weight=p.inp([4, 2]), indices=i64(p, [3], [1, 1, 2]), padding_idx=-1,
              scale_grad_by_freq=True, sparse=False)
@@ -3713,6 +3713,7 @@ def sweep_calls():
     calls.update(grid_sweep_calls())
     calls.update(dist_sweep_calls())
     calls.update(scatter_reduce_sweep_calls())
+    calls.update(embedding_sweep_calls())
     return calls
 
 
@@ -7645,6 +7646,105 @@ def scatter_reduce_programs():
     return S
 
 
+# ---- embeddings (embedding_dense_backward; Core ATen; issue 30): generators (GEN), sweep
+# calls, and the `embedding` category.
+def g_embedding_dense_backward(p, r):
+    n, d = size(r) + 2, size(r)
+    ish = r.choice([[4], [2, 3]])
+    idx = p.inp(ish, f"idx{n}")
+    pad = r.choice([-1, -1, 1])
+    return p.op("embedding_dense_backward", grad_output=p.inp(ish + [d], nc=r.random() < 0.3), indices=idx,
+                num_weights=n, padding_idx=pad, scale_grad_by_freq=r.random() < 0.3)
+
+
+GEN.update({"embedding_dense_backward": g_embedding_dense_backward})
+
+
+def embedding_sweep_calls():
+    """The sweep's call of ``embedding_dense_backward``: the swept gradient with indices of
+    its leading shape (0-d for a 1-d gradient; a 0-d gradient is PyTorch's IndexError)."""
+    def dense_backward(p, a):
+        g = a.shape_at(0)
+        ish = g[:-1]
+        idx = p.inp(ish, "idx2", data=[0] * math.prod(ish))
+        return p.op("embedding_dense_backward", grad_output=a.t(0), indices=idx, num_weights=2, padding_idx=-1,
+                    scale_grad_by_freq=False)
+
+    return {"embedding_dense_backward": dense_backward}
+
+
+def embedding_programs():
+    """The `embedding` category: ``embedding_dense_backward`` (repeated indices,
+    ``padding_idx`` (also negative or beyond the rows: nothing skipped), ``scale_grad_by_freq``,
+    indices out of range (PyTorch skips them), 0-d and empty indices, empty rows,
+    non-contiguous gradients, integer gradients, PyTorch's errors) in reverse mode (its own
+    gradient: PyTorch's double backward, without the frequency scaling) and forward mode, and
+    ``embedding``'s second derivatives through it."""
+    progs = []
+
+    def prog(name, mode="grad"):
+        p = scen(f"embedding/{name}" if mode == "grad" else f"embedding/{mode}/{name}", "embedding")
+        p.mode = mode
+        progs.append(p)
+        return p
+
+    def idx(p, shape, data):
+        return p.inp(shape, "idx9", data=data)
+
+    def dense(name, g, ish, data, nw, pad=-1, scale=False, modes=("grad",), nc=False, kind="t"):
+        for mode in modes:
+            p = prog(f"dense_backward_{name}", mode)
+            p.op("embedding_dense_backward", grad_output=p.inp(g, kind, nc=nc), indices=idx(p, ish, data),
+                 num_weights=nw, padding_idx=pad, scale_grad_by_freq=scale)
+
+    both = ("grad", "jvp")
+    rep = [1, 4, 1, 0, 2, 1]
+    dense("repeated", [2, 3, 2], [2, 3], rep, 5, modes=both)
+    dense("padding_idx", [2, 3, 2], [2, 3], rep, 5, pad=1, modes=both)
+    dense("scale_grad_by_freq", [2, 3, 2], [2, 3], rep, 5, scale=True, modes=both)
+    dense("scale_and_padding", [2, 3, 2], [2, 3], rep, 5, pad=4, scale=True, modes=both)
+    dense("negative_padding_idx", [6, 2], [6], rep, 5, pad=-2)
+    dense("padding_idx_beyond_rows", [6, 2], [6], rep, 5, pad=7, scale=True)
+    dense("out_of_range_skipped_value", [4, 2], [4], [0, 7, 3, 0], 4, modes=("jvp",))
+    dense("noncontiguous", [3, 4], [3], [2, 0, 2], 3, nc=True, scale=True, modes=both)
+    dense("0d_indices", [3], [], [2], 4, modes=both)
+    dense("empty_indices", [0, 3], [0], [], 4)
+    dense("empty_rows", [3, 0], [3], [1, 2, 1], 4, scale=True)
+    dense("no_weights", [0, 2], [0], [], 0)
+    dense("1d_single_row", [1, 2], [1], [0], 1, scale=True)
+    dense("ints", [4, 2], [4], [0, 2, 2, 1], 3, kind="idx9")
+    dense("ints_scale_grad_by_freq", [4, 2], [4], [0, 2, 2, 1], 3, scale=True, kind="idx9")
+    dense("ints_padding", [4, 2], [4], [0, 2, 2, 1], 3, pad=2, scale=True, kind="idx9")
+    # embedding's second derivatives through embedding_dense_backward's own gradient.
+    for name, pad, scale in (("padding_idx", 1, False), ("scale_grad_by_freq", -1, True), ("both", 2, True)):
+        p = prog(f"embedding_second_order_{name}")
+        e = p.op("embedding", weight=p.inp([4, 3]), indices=idx(p, [2, 2], [1, 2, 1, 3]), padding_idx=pad,
+                 scale_grad_by_freq=scale, sparse=False)
+        p.op("mul.Tensor", self=p.op("sigmoid", self=e), other=p.inp([]))
+    for name, pad in (("padding_idx", 1), ("none", -1)):
+        p = prog(f"embedding_hvp_{name}", "hvp")
+        e = p.op("embedding", weight=p.inp([4, 2]), indices=idx(p, [3], [1, 3, 1]), padding_idx=pad,
+                 scale_grad_by_freq=False, sparse=False)
+        p.op("sum", self=p.op("mul.Tensor", self=e, other=p.op("sin", self=e)), dtype=None)
+    errors = [
+        ("float_indices", [2, 2], ("t", [2]), 3),
+        ("bool_indices", [2, 2], ("bool", [2]), 3),
+        ("0d_grad", [], ("idx", [1]), 3),
+        ("negative_num_weights", [2, 2], ("idx", [2]), -1),
+        ("view", [3, 2], ("idx", [2, 3]), 3),
+        ("dtype_before_dims", [], ("t", [1]), 3),
+    ]
+    for name, g, (kind, ish), nw in errors:
+        p = prog(f"errors/dense_backward_{name}")
+        n = math.prod(ish)
+        ix = (idx(p, ish, [0] * n) if kind == "idx" else p.inp(ish, kind, rg=False, data=None if kind == "bool" else
+                                                               [0.0] * n))
+        p.op("embedding_dense_backward", grad_output=p.inp(g), indices=ix, num_weights=nw, padding_idx=-1,
+             scale_grad_by_freq=False)
+    # (sparse=True: PyTorch's gradient is a sparse tensor, which the op set refuses.)
+    return progs
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
@@ -7652,7 +7752,7 @@ def main():
              + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
              + select_programs() + geom_programs() + pool3d_programs() + norms_programs()
              + strided_programs() + group_norm_programs() + fold_programs() + grid_programs()
-             + dist_programs() + scatter_reduce_programs())
+             + dist_programs() + scatter_reduce_programs() + embedding_programs())
     names = set()
     by_cat = {}
     for p in progs:

@@ -76,3 +76,14 @@ fn embedding_padding_idx_and_scale_grad_by_freq_follow_pytorch() {
         vec![0.0, 0.0, 3.0, 3.0, 0.0, 0.0, 1.0, 1.0]
     );
 }
+
+#[test]
+fn embedding_sparse_gradients_are_refused() {
+    // PyTorch's gradient for sparse=True is a sparse tensor; the op set has none, and says so
+    // rather than giving a dense gradient.
+    let w = ndtensor::param(NdTensor::<f64>::zeros(&[4, 2]));
+    let idx = Var::from_data(T::from_i64(vec![1, 0, 1], &[3]));
+    let y = embedding(&w, &idx, -1, false, true).unwrap();
+    let e = sum(&y, None).unwrap().backward().unwrap_err();
+    assert!(e.to_string().contains("sparse=True"), "{e}");
+}

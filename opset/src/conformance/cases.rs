@@ -763,6 +763,8 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     super::dist_cases::dist_cases(&r, &mut cs);
     // ---- scatter_reduce
     cs.extend(super::scatter_cases::cases::<B>());
+    // Embeddings (issue 30).
+    cs.extend(super::embedding_cases::cases::<B>());
     cs
 }
 

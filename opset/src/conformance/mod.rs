@@ -48,6 +48,8 @@ pub mod norm_cases;
 pub mod norms_cases;
 pub mod out_cases;
 pub mod pool3d_cases;
+// Embeddings (issue 30).
+pub mod embedding_cases;
 pub mod precision;
 pub mod products_cases;
 pub mod report;

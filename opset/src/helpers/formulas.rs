@@ -865,43 +865,6 @@ pub fn grad_mode_enabled() -> bool {
     autograd::runtime::is_grad_enabled()
 }
 
-/// Backward of `embedding` (dense): rows of the gradient added into the used weight rows.
-pub fn embedding_backward_symint<T: Backend>(
-    g: &V<T>,
-    indices: &V<T>,
-    num_weights: i64,
-    padding_idx: i64,
-    scale_grad_by_freq: bool,
-    _sparse: bool,
-) -> Res<V<T>> {
-    let num_weights = num_weights.max(0) as usize;
-    let gs = g.shape();
-    let d = gs[gs.len() - 1] as i64;
-    let idx = reshape(indices, &[-1])?;
-    let mut g2 = reshape(g, &[-1, d])?;
-    if padding_idx >= 0 {
-        g2 = mul_tensor(&g2, &unsqueeze(&ne_scalar(&idx, padding_idx as f64)?, 1)?)?;
-    }
-    if scale_grad_by_freq {
-        let ones = V::<T>::from_data(idx.with_data(|t| t.ones_like()));
-        let counts = index_add(
-            &new_zeros(&idx, &[num_weights as i64], None, None, None, None)?,
-            0,
-            &idx,
-            &ones,
-            1.0,
-        )?;
-        g2 = div_tensor(&g2, &unsqueeze(&index_select(&counts, 0, &idx)?, 1)?)?;
-    }
-    index_add(
-        &new_zeros(&g2, &[num_weights as i64, d], None, None, None, None)?,
-        0,
-        &idx,
-        &g2,
-        1.0,
-    )
-}
-
 /// PyTorch's `atan2_backward`: `grad * other / (self² + other²)` and
 /// `grad * -self / (self² + other²)`, each where `output_mask` asks.
 pub fn atan2_backward<T: Backend>(

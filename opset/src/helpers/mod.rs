@@ -21,6 +21,8 @@ mod conv_formulas;
 mod decompositions;
 mod dist;
 mod dist_formulas;
+mod embedding;
+mod embedding_formulas;
 mod fold;
 mod formulas;
 mod geom_formulas;
@@ -52,6 +54,8 @@ pub use dist::{
     decomposed_pdist_forward, pdist, upper_pairs,
 };
 pub use dist_formulas::*;
+pub use embedding::*;
+pub use embedding_formulas::*;
 pub use fold::{decomposed_col2im, decomposed_im2col};
 pub use formulas::*;
 pub use geom_formulas::*;

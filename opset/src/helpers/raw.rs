@@ -99,3 +99,9 @@ pub use dist_formulas::*;
 mod scatter_formulas;
 
 pub use scatter_formulas::*;
+// The embedding family's helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "embedding_formulas.rs"]
+mod embedding_formulas;
+
+pub use embedding_formulas::*;
