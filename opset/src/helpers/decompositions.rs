@@ -6,6 +6,8 @@
 //! node); values and errors are PyTorch's (the checks are `crate::meta`'s).
 
 use super::Backend;
+// A shape as `i64` sizes: the helpers' `dims`.
+use super::dims as sizes;
 use crate::meta;
 
 /// `zeros_like`: `new_zeros` with the input's sizes (PyTorch's `zeros_like` for a strided
@@ -143,10 +145,6 @@ pub fn decomposed_stack<T: Backend>(tensors: &[T], dim: i64) -> Result<T, T::Err
         .map(|t| T::unsqueeze(t, ax))
         .collect::<Result<Vec<T>, T::Error>>()?;
     T::cat(&parts, ax)
-}
-
-fn sizes(s: &[usize]) -> Vec<i64> {
-    s.iter().map(|&d| d as i64).collect()
 }
 
 /// `sym_size.int`: the size of dimension `dim` (PyTorch's `IndexError` for one out of range).

@@ -7,6 +7,8 @@
 //! PyTorch's composite `pdist`.
 
 use super::Backend;
+// A shape as `i64` sizes: the helpers' `dims`.
+use super::dims as sizes;
 use crate::meta;
 use autograd::types::{MemoryFormat, Scalar, ScalarType};
 
@@ -15,10 +17,6 @@ type Res<T, X = T> = Result<X, <T as Backend>::Error>;
 
 fn contiguous<T: Backend>(t: &T) -> Res<T, bool> {
     T::sym_is_contiguous(t, MemoryFormat::Contiguous)
-}
-
-fn sizes(s: &[usize]) -> Vec<i64> {
-    s.iter().map(|&d| d as i64).collect()
 }
 
 fn float(x: f64) -> Scalar {

@@ -4,6 +4,8 @@
 //! an `as_strided` read of an `arange` (a fresh tensor: its storage is its elements).
 
 use super::Backend;
+// A shape as `i64` sizes: the helpers' `dims`.
+use super::dims as sizes;
 use crate::dtype::not_implemented;
 use crate::meta::{self, Fold};
 use autograd::types::{Scalar, ScalarType};
@@ -117,8 +119,4 @@ pub fn decomposed_col2im<T: Backend>(
         true => T::ne_scalar(&out, Scalar::Int(0)),
         false => Ok(out),
     }
-}
-
-fn sizes(s: &[usize]) -> Vec<i64> {
-    s.iter().map(|&d| d as i64).collect()
 }
