@@ -463,6 +463,14 @@ impl<E: Element> FloatTensor<E> {
         self.inner.dims.is_some() || self.arr().is_standard_layout()
     }
 
+    /// `f` of each element, in row-major order (over a slice when they are contiguous).
+    pub fn map_to_vec<U>(&self, mut f: impl FnMut(E) -> U) -> Vec<U> {
+        match self.as_slice() {
+            Some(s) => s.iter().map(|x| f(*x)).collect(),
+            None => self.iter().map(|x| f(*x)).collect(),
+        }
+    }
+
     /// The elements in logical (row-major) order.
     pub fn iter(&self) -> ndarray::iter::Iter<'_, E, IxDyn> {
         self.arr().iter()

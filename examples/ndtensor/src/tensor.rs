@@ -67,9 +67,9 @@ impl<E: Element> FloatTensor<E> {
         FloatTensor::from_array(Array::<E, _>::ones(IxDyn(shape)))
     }
 
-    /// The elements in row-major (logical) order.
+    /// The elements in row-major (logical) order (one slice copy when contiguous).
     pub(crate) fn to_vec(&self) -> Vec<E> {
-        self.iter().copied().collect()
+        self.map_to_vec(|x| x)
     }
 
     /// The only element of a one-element tensor (the kernels check the count first).

@@ -1,31 +1,45 @@
-//! The convolution and pooling kernels over floating-point tensors: loops over the taps the
-//! op set's meta functions list (`meta::Conv::taps`, `meta::Pool::windows` and
-//! `avg_windows`, `meta::adaptive_range`), so the index
-//! arithmetic and the argument checks are PyTorch's, shared with every backend.
+//! The convolution and pooling kernels over floating-point tensors, over the taps the op
+//! set's meta functions list (`meta::Conv::taps`, `meta::Pool::windows` and `avg_windows`,
+//! `meta::adaptive_range`), so the index arithmetic and the argument checks are PyTorch's,
+//! shared with every backend: convolutions as matrix products over the taps' columns,
+//! poolings as loops over the windows.
 
 use crate::storage::FloatTensor;
 use crate::tensor::Element;
 use autograd_opset::error::Error;
 use autograd_opset::meta::{self, Conv, Pool, Tap};
+use ndarray::linalg::general_mat_mul;
+use ndarray::{ArrayView2, ArrayViewMut2};
 
 type F<E> = FloatTensor<E>;
 type R<T> = Result<T, Error>;
-
-/// The elements of `t` in row-major order.
-fn values<E: Element>(t: &F<E>) -> Vec<E> {
-    t.iter().copied().collect()
-}
 
 /// The three operands of a convolution's sum `small[n, cs, s] ~ large[n, cl, l] * w[cs,
 /// cl_g, k]`: `small_from_large` computes the small side (a direct convolution, a transposed
 /// one's input gradient), `large_from_small` the large side (a transposed convolution, a
 /// direct one's input gradient), `weight_from` the weight's gradient.
+///
+/// Each is a matrix product per sample and group over the large side's columns
+/// (`im2col`: row `cl * nk + k`, column `s` holds `large[cl, l]` of tap `(s, k, l)`, zero
+/// where the tap falls in the padding), as PyTorch's CPU `slow_conv2d` computes it:
+/// `small = w · cols`, `w' += small · colsᵀ`, `cols' = wᵀ · small` added back onto the
+/// large side (`col2im`). ndarray's `general_mat_mul` runs `matrixmultiply`'s kernels.
 struct Sides<'a> {
     c: &'a Conv,
     taps: Vec<Tap>,
     ns: usize,
     nl: usize,
     nk: usize,
+}
+
+/// A row-major `rows x cols` matrix over `v`.
+fn mat<E: Element>(v: &[E], rows: usize, cols: usize) -> ArrayView2<'_, E> {
+    ArrayView2::from_shape((rows, cols), v).expect("the block holds rows * cols elements")
+}
+
+/// A mutable row-major `rows x cols` matrix over `v`.
+fn mat_mut<E: Element>(v: &mut [E], rows: usize, cols: usize) -> ArrayViewMut2<'_, E> {
+    ArrayViewMut2::from_shape((rows, cols), v).expect("the block holds rows * cols elements")
 }
 
 impl<'a> Sides<'a> {
@@ -39,41 +53,103 @@ impl<'a> Sides<'a> {
         }
     }
 
-    /// Calls `f(small index, large index, weight index)` for every product of the sum.
-    fn each(&self, mut f: impl FnMut(usize, usize, usize)) {
-        let c = self.c;
-        let (sg, lg) = (c.small_per_group(), c.large_per_group());
-        for n in 0..c.batch {
-            for g in 0..c.groups {
-                for cs in g * sg..(g + 1) * sg {
-                    for cl in 0..lg {
-                        let sb = (n * c.small_channels + cs) * self.ns;
-                        let lb = (n * c.large_channels + g * lg + cl) * self.nl;
-                        let wb = (cs * lg + cl) * self.nk;
-                        for (s, k, l) in &self.taps {
-                            f(sb + s, lb + l, wb + k);
-                        }
-                    }
-                }
+    /// The large side's channels per group times the kernel's taps: the columns' rows.
+    fn rows(&self) -> usize {
+        self.c.large_per_group() * self.nk
+    }
+
+    /// The large side's block of sample `n` and group `g` (`lg` channels of `nl`).
+    fn large_block(&self, n: usize, g: usize) -> std::ops::Range<usize> {
+        let lg = self.c.large_per_group();
+        let start = (n * self.c.large_channels + g * lg) * self.nl;
+        start..start + lg * self.nl
+    }
+
+    /// The small side's block of sample `n` and group `g` (`sg` channels of `ns`).
+    fn small_block(&self, n: usize, g: usize) -> std::ops::Range<usize> {
+        let sg = self.c.small_per_group();
+        let start = (n * self.c.small_channels + g * sg) * self.ns;
+        start..start + sg * self.ns
+    }
+
+    /// The weight's rows of group `g` (`sg` rows of `lg * nk`).
+    fn weight_block(&self, g: usize) -> std::ops::Range<usize> {
+        let len = self.c.small_per_group() * self.rows();
+        g * len..(g + 1) * len
+    }
+
+    /// `im2col` of one large block into `cols` (`rows x ns`, zero where no tap lands).
+    fn columns<E: Element>(&self, large: &[E], cols: &mut [E]) {
+        cols.fill(E::zero());
+        for cl in 0..self.c.large_per_group() {
+            let (src, dst) = (cl * self.nl, cl * self.nk * self.ns);
+            for &(s, k, l) in &self.taps {
+                cols[dst + k * self.ns + s] = large[src + l];
+            }
+        }
+    }
+
+    /// `col2im`: `cols` added onto one large block at its taps.
+    fn add_columns<E: Element>(&self, cols: &[E], large: &mut [E]) {
+        for cl in 0..self.c.large_per_group() {
+            let (dst, src) = (cl * self.nl, cl * self.nk * self.ns);
+            for &(s, k, l) in &self.taps {
+                large[dst + l] += cols[src + k * self.ns + s];
+            }
+        }
+    }
+
+    /// Calls `f(n, g)` for every sample and group.
+    fn blocks(&self, mut f: impl FnMut(usize, usize)) {
+        for n in 0..self.c.batch {
+            for g in 0..self.c.groups {
+                f(n, g);
             }
         }
     }
 
     fn small_from_large<E: Element>(&self, large: &[E], w: &[E]) -> Vec<E> {
-        let mut out = vec![E::zero(); self.c.batch * self.c.small_channels * self.ns];
-        self.each(|s, l, k| out[s] += large[l] * w[k]);
+        let (sg, rows, ns) = (self.c.small_per_group(), self.rows(), self.ns);
+        let mut out = vec![E::zero(); self.c.batch * self.c.small_channels * ns];
+        let mut cols = vec![E::zero(); rows * ns];
+        self.blocks(|n, g| {
+            self.columns(&large[self.large_block(n, g)], &mut cols);
+            let wg = mat(&w[self.weight_block(g)], sg, rows);
+            let mut o = mat_mut(&mut out[self.small_block(n, g)], sg, ns);
+            general_mat_mul(E::one(), &wg, &mat(&cols, rows, ns), E::zero(), &mut o);
+        });
         out
     }
 
     fn large_from_small<E: Element>(&self, small: &[E], w: &[E]) -> Vec<E> {
+        let (sg, rows, ns) = (self.c.small_per_group(), self.rows(), self.ns);
         let mut out = vec![E::zero(); self.c.batch * self.c.large_channels * self.nl];
-        self.each(|s, l, k| out[l] += small[s] * w[k]);
+        let mut cols = vec![E::zero(); rows * ns];
+        self.blocks(|n, g| {
+            let wg = mat(&w[self.weight_block(g)], sg, rows);
+            let sm = mat(&small[self.small_block(n, g)], sg, ns);
+            general_mat_mul(
+                E::one(),
+                &wg.t(),
+                &sm,
+                E::zero(),
+                &mut mat_mut(&mut cols, rows, ns),
+            );
+            self.add_columns(&cols, &mut out[self.large_block(n, g)]);
+        });
         out
     }
 
     fn weight_from<E: Element>(&self, small: &[E], large: &[E], len: usize) -> Vec<E> {
+        let (sg, rows, ns) = (self.c.small_per_group(), self.rows(), self.ns);
         let mut out = vec![E::zero(); len];
-        self.each(|s, l, k| out[k] += small[s] * large[l]);
+        let mut cols = vec![E::zero(); rows * ns];
+        self.blocks(|n, g| {
+            self.columns(&large[self.large_block(n, g)], &mut cols);
+            let sm = mat(&small[self.small_block(n, g)], sg, ns);
+            let mut wg = mat_mut(&mut out[self.weight_block(g)], sg, rows);
+            general_mat_mul(E::one(), &sm, &mat(&cols, rows, ns).t(), E::one(), &mut wg);
+        });
         out
     }
 }
@@ -81,8 +157,9 @@ impl<'a> Sides<'a> {
 /// `out[n, c, ...] += bias[c]`.
 fn add_bias<E: Element>(out: &mut [E], bias: &[E], batch: usize) {
     let per = out.len() / (batch * bias.len()).max(1);
-    for (i, x) in out.iter_mut().enumerate() {
-        *x += bias[(i / per.max(1)) % bias.len()];
+    for (r, run) in out.chunks_mut(per.max(1)).enumerate() {
+        let b = bias[r % bias.len()];
+        run.iter_mut().for_each(|x| *x += b);
     }
 }
 
@@ -90,9 +167,8 @@ fn add_bias<E: Element>(out: &mut [E], bias: &[E], batch: usize) {
 fn channel_sums<E: Element>(t: &[E], batch: usize, channels: usize) -> Vec<E> {
     let mut out = vec![E::zero(); channels];
     let per = t.len() / (batch * channels).max(1);
-    for (i, x) in t.iter().enumerate() {
-        let c = (i / per.max(1)) % channels.max(1);
-        out[c] += *x;
+    for (r, run) in t.chunks(per.max(1)).enumerate() {
+        out[r % channels] += run.iter().fold(E::zero(), |a, x| a + *x);
     }
     out
 }
@@ -122,14 +198,14 @@ impl<E: Element> FloatTensor<E> {
             groups,
         )?;
         let sides = Sides::new(&c);
-        let (x, w) = (values(input), values(weight));
+        let (x, w) = (input.to_vec(), weight.to_vec());
         let mut out = if transposed {
             sides.large_from_small(&x, &w)
         } else {
             sides.small_from_large(&x, &w)
         };
         if let Some(b) = bias {
-            add_bias(&mut out, &values(b), c.batch);
+            add_bias(&mut out, &b.to_vec(), c.batch);
         }
         Ok(F::from_row_major(out, &c.output))
     }
@@ -159,7 +235,7 @@ impl<E: Element> FloatTensor<E> {
             groups,
         )?;
         let sides = Sides::new(&c);
-        let (g, x, w) = (values(grad_output), values(input), values(weight));
+        let (g, x, w) = (grad_output.to_vec(), input.to_vec(), weight.to_vec());
         let empty = || F::from_row_major(Vec::new(), &[0]);
         let gi = match (output_mask[0], transposed) {
             (false, _) => empty(),
@@ -183,7 +259,7 @@ impl<E: Element> FloatTensor<E> {
     /// Max pooling of `self_` over the geometry `p` (PyTorch's checks passed): the values
     /// and the flat positions in their plane.
     pub(crate) fn max_pool(self_: &Self, p: &Pool) -> (Self, Self) {
-        let (vals, idx) = max_pool_planes(p, &values(self_));
+        let (vals, idx) = max_pool_planes(p, &self_.to_vec());
         (
             F::from_row_major(vals, &p.shape),
             F::from_row_major(idx, &p.shape),
@@ -198,7 +274,7 @@ impl<E: Element> FloatTensor<E> {
         p: &Pool,
         indices: &[i64],
     ) -> R<Self> {
-        let g = values(grad_output);
+        let g = grad_output.to_vec();
         let (plane_in, plane_out) = (p.plane_in(), p.plane_out());
         let mut out = vec![E::zero(); self_.len()];
         for (i, (gv, ix)) in g.iter().zip(indices).enumerate() {
@@ -315,7 +391,7 @@ impl<E: Element> FloatTensor<E> {
         divisor_override: Option<i64>,
     ) -> Self {
         let windows = p.avg_windows(count_include_pad, divisor_override);
-        let out = pool_mean(&values(self_), p.plane_in(), &windows);
+        let out = pool_mean(&self_.to_vec(), p.plane_in(), &windows);
         F::from_row_major(out, &p.shape)
     }
 
@@ -329,7 +405,7 @@ impl<E: Element> FloatTensor<E> {
         trunc: bool,
     ) -> Self {
         let windows = p.avg_windows(count_include_pad, divisor_override);
-        let (g, plane) = (values(grad_output), p.plane_in());
+        let (g, plane) = (grad_output.to_vec(), p.plane_in());
         let out = pool_mean_backward(&g, plane, self_.len(), &windows, trunc);
         F::from_row_major(out, self_.shape())
     }
@@ -339,7 +415,7 @@ impl<E: Element> FloatTensor<E> {
         let nd = shape.len();
         let input = [self_.shape()[nd - 2], self_.shape()[nd - 1]];
         let windows = adaptive_windows(input, [shape[nd - 2], shape[nd - 1]]);
-        let out = pool_mean(&values(self_), input[0] * input[1], &windows);
+        let out = pool_mean(&self_.to_vec(), input[0] * input[1], &windows);
         Ok(F::from_row_major(out, &shape))
     }
 
@@ -350,7 +426,7 @@ impl<E: Element> FloatTensor<E> {
         let input = [xs[nd - 2], xs[nd - 1]];
         let windows = adaptive_windows(input, [shape[nd - 2], shape[nd - 1]]);
         let plane = input[0] * input[1];
-        let out = pool_mean_backward(&values(grad_output), plane, self_.len(), &windows, false);
+        let out = pool_mean_backward(&grad_output.to_vec(), plane, self_.len(), &windows, false);
         Ok(F::from_row_major(out, xs))
     }
 }

@@ -10,16 +10,11 @@ use autograd_opset::meta::GridPlan;
 
 type F<E> = FloatTensor<E>;
 
-/// The elements of `t` in row-major order.
-fn values<E: Element>(t: &F<E>) -> Vec<E> {
-    t.iter().copied().collect()
-}
-
 impl<E: Element> FloatTensor<E> {
     /// The forward op: each output element sums its taps' input elements times their weights.
     pub(crate) fn grid_sample(x: &Self, p: &GridPlan) -> Self {
         let [n, c, ho, wo] = p.out;
-        let (pts, xs) = (ho * wo, values(x));
+        let (pts, xs) = (ho * wo, x.to_vec());
         let mut out = vec![E::zero(); n * c * pts];
         for (k, o) in out.iter_mut().enumerate() {
             let (b, q) = (k / (c * pts), k % pts);
@@ -44,7 +39,7 @@ impl<E: Element> FloatTensor<E> {
     ) -> (Self, Self) {
         let [n, c, ho, wo] = p.out;
         let pts = ho * wo;
-        let (gs, xs) = (values(g), values(x));
+        let (gs, xs) = (g.to_vec(), x.to_vec());
         let mut gi = vec![E::zero(); if input_grad { n * c * p.plane } else { 0 }];
         let mut gg = vec![E::zero(); n * pts * 2];
         for (k, &go) in gs.iter().enumerate() {

@@ -13,7 +13,7 @@ use ndarray::{Array, IxDyn};
 
 /// The values of `t` in row-major order, as `f64`.
 fn values<E: Element>(t: &NdTensor<E>) -> Vec<f64> {
-    t.iter().map(|x| x.as_f64()).collect()
+    t.map_to_vec(E::as_f64)
 }
 
 /// A tensor of `shape` from row-major `f64` values.
@@ -38,9 +38,13 @@ impl Layout {
             inner: shape[2..].iter().product(),
         }
     }
-    /// The channel of row-major element `i`.
-    fn channel(&self, i: usize) -> usize {
-        (i / self.inner.max(1)) % self.c.max(1)
+    /// The row-major elements of `x` in runs of one channel's `inner` elements, each with
+    /// its channel.
+    fn runs<T>(self, x: &[T]) -> impl Iterator<Item = (usize, &[T])> {
+        let c = self.c.max(1);
+        x.chunks(self.inner.max(1))
+            .enumerate()
+            .map(move |(r, run)| (r % c, run))
     }
     /// The elements per channel.
     fn count(&self) -> usize {
@@ -51,14 +55,16 @@ impl Layout {
 /// Per channel: the mean and the sum of squared deviations.
 fn channel_moments(x: &[f64], l: Layout) -> (Vec<f64>, Vec<f64>) {
     let mut sum = vec![0.0; l.c];
-    for (i, v) in x.iter().enumerate() {
-        sum[l.channel(i)] += v;
+    for (c, run) in l.runs(x) {
+        sum[c] += run.iter().sum::<f64>();
     }
     let mean: Vec<f64> = sum.iter().map(|s| s / l.count() as f64).collect();
     let mut m2 = vec![0.0; l.c];
-    for (i, v) in x.iter().enumerate() {
-        let c = l.channel(i);
-        m2[c] += (v - mean[c]) * (v - mean[c]);
+    for (c, run) in l.runs(x) {
+        m2[c] += run
+            .iter()
+            .map(|v| (v - mean[c]) * (v - mean[c]))
+            .sum::<f64>();
     }
     (mean, m2)
 }
@@ -72,14 +78,41 @@ fn normalize(
     w: Option<&[f64]>,
     b: Option<&[f64]>,
 ) -> Vec<f64> {
-    x.iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let c = l.channel(i);
-            let y = (v - mean[c]) * invstd[c];
-            y * w.map_or(1.0, |w| w[c]) + b.map_or(0.0, |b| b[c])
-        })
-        .collect()
+    let mut out = Vec::with_capacity(x.len());
+    for (c, run) in l.runs(x) {
+        let (m, s) = (mean[c], invstd[c]);
+        let (wc, bc) = (w.map_or(1.0, |w| w[c]), b.map_or(0.0, |b| b[c]));
+        out.extend(run.iter().map(|v| (v - m) * s * wc + bc));
+    }
+    out
+}
+
+/// A batch norm's input gradient (PyTorch's `batch_norm_backward_cpu_template`): in
+/// training, with the per-channel sums of `g` and of `(x - mean) * g`,
+/// `(g - sum / n - (x - mean) * dotp * invstd² / n) * invstd * w`; in evaluation
+/// (`sums` `None`), `g * invstd * w`.
+fn input_grad(
+    x: &[f64],
+    go: &[f64],
+    l: Layout,
+    (mean, invstd): (&[f64], &[f64]),
+    sums: Option<(&[f64], &[f64])>,
+    w: Option<&[f64]>,
+) -> Vec<f64> {
+    let n = l.count() as f64;
+    let mut out = Vec::with_capacity(x.len());
+    for ((ch, xr), (_, gr)) in l.runs(x).zip(l.runs(go)) {
+        let (m, s, wc) = (mean[ch], invstd[ch], w.map_or(1.0, |w| w[ch]));
+        let values = xr.iter().zip(gr);
+        match sums {
+            Some((sum, dotp)) => {
+                let k = dotp[ch] * s * s / n;
+                out.extend(values.map(|(xv, g)| (g - sum[ch] / n - (xv - m) * k) * s * wc));
+            }
+            None => out.extend(values.map(|(_, g)| g * s * wc)),
+        }
+    }
+    out
 }
 
 /// `(1 - momentum) * running + momentum * batch`, written into `running`.
@@ -291,30 +324,20 @@ impl<E: Element> NdTensor<E> {
         let (x, go) = (values(input), values(grad_out));
         let w = weight.map(values);
         let (mut sum, mut dotp) = (vec![0.0; c], vec![0.0; c]);
-        for (i, (xv, g)) in x.iter().zip(&go).enumerate() {
-            let ch = l.channel(i);
-            sum[ch] += g;
-            dotp[ch] += (xv - mean[ch]) * g;
-        }
-        let n = l.count() as f64;
-        let gi: Vec<f64> = match output_mask[0] {
-            false => vec![0.0; x.len()],
-            true => x
+        for ((ch, xr), (_, gr)) in l.runs(&x).zip(l.runs(&go)) {
+            sum[ch] += gr.iter().sum::<f64>();
+            dotp[ch] += xr
                 .iter()
-                .zip(&go)
-                .enumerate()
-                .map(|(i, (xv, g))| {
-                    let ch = l.channel(i);
-                    let wc = w.as_ref().map_or(1.0, |w| w[ch]);
-                    if train {
-                        let k = dotp[ch] * invstd[ch] * invstd[ch] / n;
-                        let dx = (xv - mean[ch]) * k;
-                        (g - sum[ch] / n - dx) * invstd[ch] * wc
-                    } else {
-                        g * invstd[ch] * wc
-                    }
-                })
-                .collect(),
+                .zip(gr)
+                .map(|(xv, g)| (xv - mean[ch]) * g)
+                .sum::<f64>();
+        }
+        let gi = match output_mask[0] {
+            false => vec![0.0; x.len()],
+            true => {
+                let sums = train.then_some((sum.as_slice(), dotp.as_slice()));
+                input_grad(&x, &go, l, (&mean, &invstd), sums, w.as_deref())
+            }
         };
         let gw: Vec<f64> = dotp.iter().zip(&invstd).map(|(d, s)| d * s).collect();
         Ok((
