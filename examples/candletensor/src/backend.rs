@@ -130,15 +130,28 @@ fn reshape_t(a: &Tensor, shape: &[i64]) -> R<Tensor> {
 }
 
 /// Sum over `axes` (sorted), keeping them as size-1 dims when `keepdim`.
+///
+/// candle sums a contiguous tensor's trailing dims with one loop a result element and any
+/// other dims with two divisions an element: the summed axes are moved last (one copy)
+/// first. Each result still adds its elements in their row-major order.
 fn sum_axes(a: &Tensor, axes: &[usize], keepdim: bool) -> R<Tensor> {
     if axes.is_empty() {
         return Ok(a.clone());
     }
-    if keepdim {
-        a.sum_keepdim(axes.to_vec()).ce()
-    } else {
-        a.sum(axes.to_vec()).ce()
+    let dims = a.dims();
+    let kept: Vec<usize> = (0..dims.len()).filter(|x| !axes.contains(x)).collect();
+    let order: Vec<usize> = kept.iter().chain(axes).copied().collect();
+    let mut flat: Vec<usize> = kept.iter().map(|&k| dims[k]).collect();
+    flat.push(axes.iter().map(|&x| dims[x]).product());
+    let moved = a.permute(order).ce()?.contiguous().ce()?;
+    let summed = moved.reshape(flat).ce()?.sum(kept.len()).ce()?;
+    if !keepdim {
+        return Ok(summed);
     }
+    let shape: Vec<usize> = (0..dims.len())
+        .map(|x| if axes.contains(&x) { 1 } else { dims[x] })
+        .collect();
+    summed.reshape(shape).ce()
 }
 
 /// candle's `narrow`, with empty tensors and empty ranges handled here (zeros of the

@@ -18,7 +18,7 @@
 //!   window's elements weighted by one over its divisor, `meta::Pool::avg_windows`,
 //!   `meta::adaptive_range`), its backward the product with the matrix's transpose.
 
-use super::{Ce, R, cpu, sc, w};
+use super::{Ce, R, cpu, sc, sum_axes, w};
 use crate::tensor::CandleTensor;
 use autograd_opset::meta::{self, Conv, Pool};
 use candle_core::{DType, Tensor};
@@ -107,16 +107,19 @@ impl<'a> Columns<'a> {
     }
 
     /// The weight's gradient: the small side times the large side's columns, summed over
-    /// the batch.
+    /// the batch inside the product (`[G, Cs/G, N * ns] x [G, N * ns, Cl/G * nk]`).
     fn weight_from(&self, small: &Tensor, large: &Tensor) -> R<Tensor> {
-        let cols = self
-            .unfold(large)?
-            .transpose(2, 3)
-            .ce()?
-            .contiguous()
+        let (c, g) = (self.c, self.groups());
+        let rows = c.large_per_group() * self.nk;
+        let cols = self.unfold(large)?.permute((1, 0, 3, 2)).ce()?;
+        let cols = cols.contiguous().ce()?;
+        let cols = cols.reshape((g, c.batch * self.ns, rows)).ce()?;
+        let sm = self.small(small)?.permute((1, 2, 0, 3)).ce()?;
+        let sm = sm.contiguous().ce()?;
+        let sm = sm
+            .reshape((g, c.small_per_group(), c.batch * self.ns))
             .ce()?;
-        let g = self.small(small)?.contiguous().ce()?.matmul(&cols).ce()?;
-        g.sum(0).ce()
+        sm.matmul(&cols).ce()
     }
 
     /// Whether a product has an empty dim (candle's ops refuse some of them; the result is
@@ -275,7 +278,7 @@ impl CandleTensor {
         } else if g.elem_count() == 0 {
             Tensor::zeros(c.output[1], g.dtype(), &cpu()).ce()?
         } else {
-            g.sum(2).ce()?.sum(0).ce()?
+            sum_axes(&g, &[0, 2], false)?
         };
         Ok((w(gi), w(gw), w(gb)))
     }

@@ -330,8 +330,12 @@ impl CandleTensor {
         };
         Ok((
             out(output_mask[0], gi, input.shape())?,
-            out(output_mask[1], go.mul(&xhat).ce()?.sum(0).ce()?, &ps)?,
-            out(output_mask[2], go.sum(0).ce()?, &ps)?,
+            out(
+                output_mask[1],
+                sum_axes(&go.mul(&xhat).ce()?, &[0], false)?,
+                &ps,
+            )?,
+            out(output_mask[2], sum_axes(&go, &[0], false)?, &ps)?,
         ))
     }
 
