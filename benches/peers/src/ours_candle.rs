@@ -65,8 +65,8 @@ pub fn w1_no_grad(steps: usize) -> W1Out {
 pub fn w1_kernels(steps: usize) -> W1Out {
     let mut y = t(&[0.5], &[1]);
     for _ in 0..steps {
-        let a = CandleTensor::mul_scalar(&y, 0.999).expect("mul");
-        let b = CandleTensor::add_scalar(&a, 0.001, 1.0).expect("add");
+        let a = CandleTensor::mul_scalar(&y, 0.999.into()).expect("mul");
+        let b = CandleTensor::add_scalar(&a, 0.001.into(), 1.0.into()).expect("add");
         y = CandleTensor::tanh(&b).expect("tanh");
     }
     W1Out {
