@@ -4938,6 +4938,13 @@ def conv_programs():
          output_padding=[0], groups=1)
     conv("single_param_lists", [1, 2, 4, 4], [2, 2, 2, 2], None, stride=[2], padding=[1], dilation=[1],
          transposed=False, output_padding=[0], groups=1)
+    # An infinite weight meets the zero padding: PyTorch multiplies the padded columns
+    # (im2col, oneDNN) and gets NaN there, as a matrix product over columns does.
+    inf = float("inf")
+    p = scen("conv/inf_weight_padding", "conv")
+    p.op("convolution", input=p.inp([1, 1, 3, 3]), weight=p.inp([1, 1, 3, 3], data=[inf] + [0.5] * 8), bias=None,
+         stride=[1, 1], padding=[1, 1], dilation=[1, 1], groups=1, **c2)
+    progs.append(p)
     p = scen("conv/conv2d_unbatched_padding", "conv")
     p.op("conv2d", input=p.inp([2, 4, 3]), weight=p.inp([3, 2, 2, 2]), bias=p.inp([3]), stride=[1, 1],
          padding=[1, 0], dilation=[1, 1], groups=1)
