@@ -400,7 +400,13 @@ Tensor grid_sampler_2d_jvp(
     int64_t interpolation_mode,
     int64_t padding_mode,
     bool align_corners);
-// Distances (issue 30): the double backward of `_pdist_backward` and `_cdist_backward`.
+// Distances (issue 30): `_euclidean_dist`'s backward (PyTorch's), and the double backward
+// of `_pdist_backward` and `_cdist_backward`.
+std::tuple<Tensor, Tensor> _euclidean_dist_backward(
+    const Tensor& grad,
+    const Tensor& x1,
+    const Tensor& x2,
+    const Tensor& res);
 // PyTorch 2.15's bodies are not in the sources read; these are derived from the kernels'
 // maths (the derivatives of the backward kernels' factors) and agree with 2.15's values.
 std::tuple<Tensor, Tensor, Tensor, Tensor> _cdist_backward_backward(

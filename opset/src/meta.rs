@@ -360,7 +360,8 @@ pub use conv::{
     max_pool2d_backward, pooling_output_shape,
 };
 pub use dist::{
-    Cdist, CdistPath, DistArg, cdist_backward, cdist_forward, pdist, pdist_backward, pdist_forward,
+    Cdist, CdistPath, DistArg, cdist_backward, cdist_forward, euclidean_dist, pdist,
+    pdist_backward, pdist_forward,
 };
 pub use embedding::embedding_dense_backward;
 pub use fold::{Fold, col2im, im2col};

@@ -7424,7 +7424,25 @@ def g_cdist_backward(p, r):
     return p.op("_cdist_backward", grad_output=p.inp(out), x1=x1, x2=x2, p=q, cdist=d)
 
 
+def g_cdist(p, r):
+    """cdist: the matrix-product path (p = 2 with compute_mode 1, or more than 25 rows) or
+    _cdist_forward's."""
+    s1, s2 = cdist_shapes(r)
+    if r.random() < 0.3:
+        s1 = s1[:-2] + [26, s1[-1]]
+    q = r.choice([2.0, 2.0, 1.0])
+    return p.op("cdist", x1=p.inp(s1), x2=p.inp(s2, nc=r.random() < 0.3), p=q,
+                compute_mode=r.choice([None, 1, 2]))
+
+
+def g_euclidean_dist(p, r):
+    s1, s2 = cdist_shapes(r)
+    return p.op("_euclidean_dist", x1=p.inp(s1), x2=p.inp(s2))
+
+
 GEN.update({
+    "cdist": g_cdist,
+    "_euclidean_dist": g_euclidean_dist,
     "_pdist_forward": g_pdist_forward,
     "pdist": g_pdist,
     "_pdist_backward": g_pdist_backward,
@@ -7441,6 +7459,8 @@ def dist_sweep_calls():
         "_pdist_backward": lambda p, a: p.op("_pdist_backward", grad_output=a.t(0), self=a.t(1), p=2.0,
                                              pdist=a.t(2)),
         "_cdist_forward": lambda p, a: p.op("_cdist_forward", x1=a.t(0), x2=a.t(1), p=2.0, compute_mode=None),
+        "cdist": lambda p, a: p.op("cdist", x1=a.t(0), x2=a.t(1), p=2.0, compute_mode=1),
+        "_euclidean_dist": lambda p, a: p.op("_euclidean_dist", x1=a.t(0), x2=a.t(1)),
         "_cdist_backward": lambda p, a: p.op("_cdist_backward", grad_output=a.t(0), x1=a.t(1), x2=a.t(2), p=1.5,
                                              cdist=a.t(3)),
     }
@@ -7548,10 +7568,48 @@ def cdist_programs(prog, pname):
     for name, (s1, k1), (s2, k2), q, mode in errors:
         p = prog(f"error/cdist_{name}")
         p.op("_cdist_forward", x1=p.inp(s1, k1), x2=p.inp(s2, k2), p=q, compute_mode=mode)
+    euclid_programs(prog)
     for name, g, s1, s2, k in [("1d_x1", [1, 2], [2], [2, 2], "t"), ("0d_x1", [1, 2], [], [2, 2], "t"),
                                ("ints", [1, 2], [1, 2], [2, 2], "idx5")]:
         p = prog(f"error/cdist_backward_{name}")
         p.op("_cdist_backward", grad_output=p.inp(g, k), x1=p.inp(s1, k), x2=p.inp(s2, k), p=2.0, cdist=p.inp(g, k))
+
+
+def euclid_programs(prog):
+    """cdist (PyTorch's composite: _euclidean_dist for p = 2 by matrix products, else
+    _cdist_forward) and _euclidean_dist itself: coinciding rows (a zero distance, whose
+    subgradient is 0), batches, the paths, second derivatives, errors."""
+    rows1 = [1.0, 2.0, 1.0, 2.0, -1.0, 3.0]
+    rows2 = [1.0, 2.0, 0.0, 2.0]
+    for mode in (1, 2):
+        p = prog(f"cdist_composite_ties_mode_{mode}")
+        p.op("cdist", x1=p.inp([3, 2], data=rows1), x2=p.inp([2, 2], data=rows2), p=2.0, compute_mode=mode)
+    p = prog("cdist_composite_26_rows")
+    p.op("cdist", x1=p.inp([26, 2]), x2=p.inp([3, 2]), p=2.0, compute_mode=None)
+    p = prog("cdist_composite_batch_broadcast")
+    p.op("cdist", x1=p.inp([2, 1, 3, 2]), x2=p.inp([3, 2, 2], nc=True), p=2.0, compute_mode=1)
+    p = prog("cdist_composite_batch_of_one")
+    p.op("cdist", x1=p.inp([1, 3, 2]), x2=p.inp([2, 2]), p=2.0, compute_mode=1)
+    p = prog("cdist_composite_p1")
+    p.op("cdist", x1=p.inp([2, 3]), x2=p.inp([2, 3]), p=1.0, compute_mode=1)
+    p = prog("cdist_composite_empty")
+    p.op("cdist", x1=p.inp([0, 2]), x2=p.inp([3, 2]), p=2.0, compute_mode=1)
+    p = prog("euclidean_dist_ties")
+    p.op("_euclidean_dist", x1=p.inp([3, 2], data=rows1), x2=p.inp([2, 2], data=rows2))
+    p = prog("euclidean_dist_folded_batch")
+    p.op("_euclidean_dist", x1=p.inp([2, 2, 3]), x2=p.inp([3, 3]))
+    p = prog("euclidean_dist_broadcast")
+    p.op("_euclidean_dist", x1=p.inp([2, 1, 2, 3]), x2=p.inp([3, 2, 3]))
+    errors = [("1d_x2", ([2, 3], "t"), ([3], "t")), ("0d_x1", ([], "t"), ([2, 3], "t")),
+              ("columns", ([2, 3], "t"), ([2, 4], "t")), ("ints", ([2, 3], "idx5"), ([2, 3], "idx5"))]
+    for name, (s1, k1), (s2, k2) in errors:
+        p = prog(f"error/euclidean_dist_{name}")
+        p.op("_euclidean_dist", x1=p.inp(s1, k1), x2=p.inp(s2, k2))
+    for name, (s1, k1), (s2, k2), q, mode in [("ints", ([30, 2], "idx5"), ([2, 2], "t"), 2.0, None),
+                                              ("columns", ([30, 2], "t"), ([2, 3], "t"), 2.0, None),
+                                              ("batch", ([2, 30, 2], "t"), ([3, 2, 2], "t"), 2.0, None)]:
+        p = prog(f"error/cdist_composite_{name}")
+        p.op("cdist", x1=p.inp(s1, k1), x2=p.inp(s2, k2), p=q, compute_mode=mode)
 
 
 # ---- scatter_reduce (Core ATen; issue 30): a generator (GEN), a sweep call, and the

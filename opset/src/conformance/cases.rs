@@ -32,12 +32,18 @@ pub const NO_FORWARD_FORMULA: &[&str] = &[
     "_pdist_backward",
     "_cdist_forward",
     "_cdist_backward",
+    "_euclidean_dist",
 ];
 
 /// The function whose refusal of forward AD a case of `op` meets, if any: `op` itself when
-/// listed in [`NO_FORWARD_FORMULA`], or the function a composite calls (`pdist`).
+/// listed in [`NO_FORWARD_FORMULA`], or the function a composite calls (`pdist`; `cdist`,
+/// whose cases take the matrix-product path).
 pub fn forward_refusal(op: &str) -> Option<&'static str> {
-    let f = if op == "pdist" { "_pdist_forward" } else { op };
+    let f = match op {
+        "pdist" => "_pdist_forward",
+        "cdist" => "_euclidean_dist",
+        _ => op,
+    };
     NO_FORWARD_FORMULA.iter().find(|&&g| g == f).copied()
 }
 

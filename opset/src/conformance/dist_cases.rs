@@ -3,9 +3,10 @@
 //! fraction, 3 and infinity (batched and broadcast for `cdist`, by matrix products for `p`
 //! 2 with `compute_mode` 1), the backward functions on their own (the distances an input
 //! of their own, so that their double backward, `_pdist_backward_backward` and
-//! `_cdist_backward_backward`, is checked to the third order), and `pdist`; and the
-//! program-format dispatch of these operators. PyTorch has no forward formula for the four
-//! functions: the forward check is their refusal ([`super::cases::NO_FORWARD_FORMULA`]).
+//! `_cdist_backward_backward`, is checked to the third order), `pdist`, `_euclidean_dist`
+//! and `cdist` by matrix products; and the program-format dispatch of these operators.
+//! PyTorch has no forward formula for the five functions: the forward check is their
+//! refusal ([`super::cases::NO_FORWARD_FORMULA`]).
 
 use super::cases::{Case, c, case};
 use super::dispatch::{Args, R};
@@ -51,7 +52,37 @@ pub fn dist_cases<B: ConformanceTensor>(r: &Rng, cs: &mut Vec<Case<B>>) {
         vec![r.t(&[3, 2]), r.nc(&[4, 2])],
         |x| _cdist_forward(&x[0], &x[1], f64::INFINITY, None).unwrap(),
     ));
+    euclidean_cases(r, cs);
     backward_cases(r, cs);
+}
+
+/// `_euclidean_dist` (matrices, a batch folded into the rows, broadcast batches) and `cdist`
+/// on its matrix-product path (`compute_mode` 1, or more than 25 rows).
+fn euclidean_cases<B: ConformanceTensor>(r: &Rng, cs: &mut Vec<Case<B>>) {
+    for (what, s1, s2) in [
+        ("matrices", vec![3, 2], vec![4, 2]),
+        ("batch folded", vec![2, 3, 2], vec![4, 2]),
+        ("broadcast batches", vec![2, 1, 3, 2], vec![3, 4, 2]),
+    ] {
+        cs.push(case(
+            "_euclidean_dist",
+            what,
+            vec![r.t(&s1), r.t(&s2)],
+            |x| _euclidean_dist(&x[0], &x[1]).unwrap(),
+        ));
+    }
+    cs.push(case(
+        "cdist",
+        "batch 2 broadcast, p 2, mode 1",
+        vec![r.t(&[2, 3, 4]), r.nc(&[5, 4])],
+        |x| cdist(&x[0], &x[1], 2.0, Some(1)).unwrap(),
+    ));
+    cs.push(case(
+        "cdist",
+        "26 rows, p 2",
+        vec![r.t(&[26, 2]), r.t(&[3, 2])],
+        |x| cdist(&x[0], &x[1], 2.0, None).unwrap(),
+    ));
 }
 
 /// `_pdist_backward` and `_cdist_backward` on their own, every argument varying (the
@@ -105,6 +136,13 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> Option<R<Vec<Var
                 a.f("p")?,
                 &a.t("pdist")?,
             )),
+            "_euclidean_dist" => one(_euclidean_dist(&a.t("x1")?, &a.t("x2")?)),
+            "cdist" => one(cdist(
+                &a.t("x1")?,
+                &a.t("x2")?,
+                a.f("p")?,
+                a.oi("compute_mode")?,
+            )),
             "_cdist_forward" => one(_cdist_forward(
                 &a.t("x1")?,
                 &a.t("x2")?,
@@ -126,6 +164,8 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> Option<R<Vec<Var
         "_pdist_backward",
         "_cdist_forward",
         "_cdist_backward",
+        "_euclidean_dist",
+        "cdist",
     ];
     OPS.contains(&op).then(call)
 }

@@ -4,7 +4,7 @@
 //! norm of each), with the maths of PyTorch's CPU kernels (`DistanceOpsKernel.cpp`): the
 //! same norm per `p` (0: the count of differing values, 1, 2, infinity, others) and the same
 //! gradient factor per `p`, zero at a zero distance. The checks are [`meta`]'s. Also
-//! PyTorch's composite `pdist`.
+//! `_euclidean_dist`'s default kernel and PyTorch's composites `pdist` and `cdist`.
 
 use super::Backend;
 // A shape as `i64` sizes: the helpers' `dims`.
@@ -209,7 +209,7 @@ pub fn decomposed_cdist_forward<T: Backend>(
                     &[b as i64, r as i64, c.m as i64],
                 )
             };
-            let d = euclidean_dist(&flat(x1, c.r1)?, &flat(x2, c.r2)?)?;
+            let d = decomposed_euclidean_dist(&flat(x1, c.r1)?, &flat(x2, c.r2)?)?;
             T::reshape(&d, &out)
         }
         meta::CdistPath::Direct => {
@@ -218,34 +218,6 @@ pub fn decomposed_cdist_forward<T: Backend>(
             row_norm(&T::sub_tensor(&a, &b, Scalar::Int(1))?, p)
         }
     }
-}
-
-/// PyTorch's `_euclidean_dist` of `[b, r, m]` operands: `[-2 x1, |x1|^2, 1]` times
-/// `[x2, 1, |x2|^2]` transposed, clamped at 0, square-rooted.
-fn euclidean_dist<T: Backend>(x1: &T, x2: &T) -> Res<T> {
-    let norm = |x: &T| {
-        T::sum_dim_intlist(
-            &T::pow_tensor_scalar(x, Scalar::Int(2))?,
-            Some(&[-1]),
-            true,
-            None,
-        )
-    };
-    let ones = |t: &T| {
-        T::add_scalar(
-            &<T as Backend>::zeros_like(t, None, None, None, None, None)?,
-            Scalar::Int(1),
-            Scalar::Int(1),
-        )
-    };
-    let (n1, n2) = (norm(x1)?, norm(x2)?);
-    let a = T::cat(
-        &[T::mul_scalar(x1, Scalar::Int(-2))?, n1.clone(), ones(&n1)?],
-        -1,
-    )?;
-    let b = T::cat(&[x2.clone(), ones(&n2)?, n2], -1)?;
-    let prod = T::bmm(&a, &T::transpose_int(&b, -1, -2)?)?;
-    T::sqrt(&T::clamp(&prod, Some(Scalar::Int(0)), None)?)
 }
 
 /// `_cdist_backward`: for each row of `x1`, the sum over the rows of `x2` of
@@ -282,4 +254,93 @@ pub fn pdist<T: Backend>(
     let (shape, dtype) = self_.with_data(|t| (t.shape().to_vec(), t.dtype()));
     meta::pdist(&shape, dtype, p).map_err(autograd::runtime::AutogradError::backend)?;
     crate::ops::_pdist_forward(&super::contiguous(self_)?, p)
+}
+
+/// `_euclidean_dist` (PyTorch's `CompositeExplicitAutograd` kernel): `[-2 x1, |x1|^2, 1]`
+/// times `[x2, 1, |x2|^2]` transposed (`matmul`'s shapes: a matrix product, a batch of `x1`
+/// folded into the rows, or a batched product of the broadcast batches), clamped at 0 and
+/// square-rooted.
+pub fn decomposed_euclidean_dist<T: Backend>(x1: &T, x2: &T) -> Res<T> {
+    meta::euclidean_dist(x1.shape(), x2.shape())?;
+    let norm = |x: &T| {
+        let sq = T::pow_tensor_scalar(x, Scalar::Int(2))?;
+        T::sum_dim_intlist(&sq, Some(&[-1]), true, None)
+    };
+    let ones = |t: &T| {
+        let zeros = <T as Backend>::zeros_like(t, None, None, None, None, None)?;
+        T::add_scalar(&zeros, Scalar::Int(1), Scalar::Int(1))
+    };
+    let (n1, n2) = (norm(x1)?, norm(x2)?);
+    let a = T::cat(
+        &[T::mul_scalar(x1, Scalar::Int(-2))?, n1.clone(), ones(&n1)?],
+        -1,
+    )?;
+    let b = T::cat(&[x2.clone(), ones(&n2)?, n2], -1)?;
+    let prod = matmul_shapes(&a, &T::transpose_int(&b, -2, -1)?)?;
+    // PyTorch takes the root in place (`clamp_min_(0).sqrt_()`): an integer product refuses
+    // the float root.
+    let root = T::sqrt(&T::clamp(&prod, Some(Scalar::Int(0)), None)?)?;
+    crate::dtype::check_cast(root.dtype(), prod.dtype())?;
+    Ok(root)
+}
+
+/// `matmul` of `a` (at least 1-d) and `b` (at least 2-d) over raw tensors, as PyTorch's
+/// `_matmul_impl` picks the kernel: `mm` for matrices (a vector as one row), `x1`'s batch
+/// folded into the rows when `b` is a matrix, `bmm` of the broadcast batches otherwise.
+fn matmul_shapes<T: Backend>(a: &T, b: &T) -> Res<T> {
+    let (sa, sb) = (a.shape().to_vec(), b.shape().to_vec());
+    let (k, n) = (sa[sa.len() - 1], sb[sb.len() - 1]);
+    if sa.len() == 1 {
+        return T::squeeze_dim(&matmul_shapes(&T::unsqueeze(a, 0)?, b)?, -2);
+    }
+    if sb.len() == 2 {
+        let rows: usize = sa[..sa.len() - 1].iter().product();
+        let out = T::mm(&T::reshape(a, &[rows as i64, k as i64])?, b)?;
+        let mut shape = sizes(&sa[..sa.len() - 1]);
+        shape.push(n as i64);
+        return T::reshape(&out, &shape);
+    }
+    let batch = crate::shape::broadcast_shape(&sa[..sa.len() - 2], &sb[..sb.len() - 2])?;
+    let count: usize = batch.iter().product();
+    let flat = |x: &T, s: &[usize]| {
+        let (r, c) = (s[s.len() - 2] as i64, s[s.len() - 1] as i64);
+        let full = [sizes(&batch), vec![r, c]].concat();
+        T::reshape(&T::expand(x, &full, false)?, &[count as i64, r, c])
+    };
+    let out = T::bmm(&flat(a, &sa)?, &flat(b, &sb)?)?;
+    let shape = [sizes(&batch), vec![sa[sa.len() - 2] as i64, n as i64]].concat();
+    T::reshape(&out, &shape)
+}
+
+/// `cdist` (PyTorch's composite): `_cdist_forward`'s checks, then for `p = 2` by matrix
+/// products (`compute_mode` 1, or 0 with more than 25 rows) `_euclidean_dist` of the
+/// operands broadcast to one batch (of the operands themselves for a batch of one), whose
+/// own backward PyTorch then uses; `_cdist_forward` otherwise and for empty operands.
+pub fn cdist<T: Backend>(
+    x1: &autograd::runtime::Variable<T>,
+    x2: &autograd::runtime::Variable<T>,
+    p: f64,
+    compute_mode: Option<i64>,
+) -> Result<autograd::runtime::Variable<T>, autograd::runtime::AutogradError> {
+    use crate::ops;
+    let err = autograd::runtime::AutogradError::backend;
+    let arg = |x: &autograd::runtime::Variable<T>| x.with_data(|t| (t.shape().to_vec(), t.dtype()));
+    let ((s1, d1), (s2, d2)) = (arg(x1), arg(x2));
+    let c = meta::cdist_forward((&s1, d1), (&s2, d2), p, compute_mode).map_err(err)?;
+    let empty = s1.iter().product::<usize>() == 0 || s2.iter().product::<usize>() == 0;
+    if empty || c.path != meta::CdistPath::Euclidean {
+        return ops::_cdist_forward(x1, x2, p, compute_mode);
+    }
+    let count = c.batch.iter().product::<usize>() as i64;
+    let dist = if count == 1 {
+        ops::_euclidean_dist(x1, x2)?
+    } else {
+        let flat = |x: &autograd::runtime::Variable<T>, r: usize| {
+            let full = [sizes(&c.batch), vec![r as i64, c.m as i64]].concat();
+            let x = super::contiguous(&ops::expand(x, &full, false)?)?;
+            ops::view(&x, &[count, r as i64, c.m as i64])
+        };
+        ops::_euclidean_dist(&flat(x1, c.r1)?, &flat(x2, c.r2)?)?
+    };
+    ops::view(&dist, &sizes(&c.out_shape()))
 }

@@ -1,4 +1,5 @@
-//! The helpers of the distance entries (issue 30): `_pdist_backward_backward` and
+//! The helpers of the distance entries (issue 30): `_euclidean_dist_backward` (PyTorch's),
+//! `_pdist_backward_backward` and
 //! `_cdist_backward_backward` (the vector-Jacobian products of the backward kernels, in
 //! `grad_output`, the rows and the distances), and the methods `contiguous` and `mT` of
 //! `_cdist_forward`'s entry. Compiled twice, as `formulas.rs`: over `Variable<T>` and over
@@ -12,7 +13,7 @@
 //! of `p = inf`.
 
 use super::*;
-use autograd::types::MemoryFormat;
+use autograd::types::{MemoryFormat, Scalar};
 
 /// The gradients of a four-input backward (`None`: not needed).
 pub type Grads4<T> = (Option<V<T>>, Option<V<T>>, Option<V<T>>, Option<V<T>>);
@@ -30,6 +31,51 @@ pub fn contiguous<T: Backend>(self_: &V<T>) -> Res<V<T>> {
 #[allow(non_snake_case, reason = "PyTorch's method name")]
 pub fn mT<T: Backend>(self_: &V<T>) -> Res<V<T>> {
     transpose_int(self_, -2, -1)
+}
+
+/// PyTorch's `_euclidean_dist_backward`: with `ratio = grad / res`, 0 where the distance is 0
+/// (a subgradient), `x1 * ratio.sum(-1, true) - ratio.matmul(x2)` and
+/// `x2 * ratio.sum(-2).unsqueeze(-1) - ratio.mT().matmul(x1)`.
+pub fn _euclidean_dist_backward<T: Backend>(
+    grad: &V<T>,
+    x1: &V<T>,
+    x2: &V<T>,
+    res: &V<T>,
+) -> Res<Grads2<T>> {
+    let ratio = div_tensor(grad, res)?;
+    let ratio = masked_fill(&ratio, &eq_scalar(res, 0.0)?, Scalar::Int(0))?;
+    let sum = |d: i64, keep: bool| sum_dim_intlist(&ratio, Some(&[d]), keep, None);
+    let g1 = sub_tensor(&mul_tensor(x1, &sum(-1, true)?)?, &matmul2(&ratio, x2)?, 1)?;
+    let g2 = mul_tensor(x2, &unsqueeze(&sum(-2, false)?, -1)?)?;
+    let g2 = sub_tensor(&g2, &matmul2(&mT(&ratio)?, x1)?, 1)?;
+    Ok((Some(g1), Some(g2)))
+}
+
+/// `a.matmul(b)` of tensors of at least 1 dim (a vector `a` as one row, a vector `b` as one
+/// column): `mm` of matrices, else `bmm` of the broadcast batches, so that it runs over raw
+/// tensors too.
+fn matmul2<T: Backend>(a: &V<T>, b: &V<T>) -> Res<V<T>> {
+    let (sa, sb) = (a.shape().to_vec(), b.shape().to_vec());
+    if sb.len() == 1 {
+        return squeeze_dim(&matmul2(a, &unsqueeze(b, -1)?)?, -1);
+    }
+    if sa.len() == 1 {
+        return squeeze_dim(&matmul2(&unsqueeze(a, 0)?, b)?, -2);
+    }
+    if sa.len() == 2 && sb.len() == 2 {
+        return mm(a, b);
+    }
+    let batch = crate::shape::broadcast_shape(&sa[..sa.len() - 2], &sb[..sb.len() - 2])
+        .map_err(AutogradError::backend)?;
+    let count = batch.iter().product::<usize>() as i64;
+    let flat = |x: &V<T>, s: &[usize]| {
+        let (r, c) = (s[s.len() - 2] as i64, s[s.len() - 1] as i64);
+        let full = [dims(&batch), vec![r, c]].concat();
+        reshape(&expand(x, &full, false)?, &[count, r, c])
+    };
+    let out = bmm(&flat(a, &sa)?, &flat(b, &sb)?)?;
+    let (r, n) = (sa[sa.len() - 2] as i64, sb[sb.len() - 1] as i64);
+    reshape(&out, &[dims(&batch), vec![r, n]].concat())
 }
 
 /// The backward kernels' factor at `diff` and `dist` (broadcast), with its derivatives in

@@ -50,8 +50,8 @@ pub use conv::{
 pub use conv_formulas::*;
 pub use decompositions::*;
 pub use dist::{
-    decomposed_cdist_backward, decomposed_cdist_forward, decomposed_pdist_backward,
-    decomposed_pdist_forward, pdist, upper_pairs,
+    cdist, decomposed_cdist_backward, decomposed_cdist_forward, decomposed_euclidean_dist,
+    decomposed_pdist_backward, decomposed_pdist_forward, pdist, upper_pairs,
 };
 pub use dist_formulas::*;
 pub use embedding::*;

@@ -266,6 +266,27 @@ pub fn cdist_backward(
     }))
 }
 
+/// `_euclidean_dist`'s checks that come before its matrix product (PyTorch's composite): `x1`
+/// concatenates along its last dim (not 0-d), `x2` is transposed as a matrix (at least 2-d).
+/// The product's own checks are the backend's `mm`/`bmm`'s.
+///
+/// ```
+/// use autograd_opset::meta;
+/// let e = meta::euclidean_dist(&[2, 3], &[3]).unwrap_err();
+/// assert_eq!(e.to_string(), "tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.");
+/// ```
+pub fn euclidean_dist(x1: &[usize], x2: &[usize]) -> R<()> {
+    check(!x1.is_empty(), || {
+        "zero-dimensional tensor (at position 0) cannot be concatenated".into()
+    })?;
+    check(x2.len() >= 2, || {
+        format!(
+            "tensor.mT is only supported on matrices or batches of matrices. Got {}-D tensor.",
+            x2.len()
+        )
+    })
+}
+
 /// `pdist`'s checks (PyTorch's composite): a 2-d input of floats, a non-negative `p`.
 pub fn pdist(shape: &[usize], dtype: &str, p: f64) -> R<()> {
     check(shape.len() == 2, || {
