@@ -276,6 +276,11 @@ Tensor _to_copy_backward(
     const Tensor& grad,
     const c10::TensorOptions& self_options);
 at::Tensor cumsum_backward(const at::Tensor& grad, int64_t dim);
+Tensor cumprod_jvp(
+    const Tensor& self_t,
+    const Tensor& self_p,
+    const Tensor& result,
+    int dim);
 at::Tensor prod_safe_zeros_backward(
     const at::Tensor& grad,
     const at::Tensor& inp,
@@ -452,6 +457,7 @@ at::Tensor embedding_dense_double_backward_symint(
 // ---- The op set's own helpers (not PyTorch's declarations) ----------------------------
 // Operators PyTorch has that the op set computes with differentiable ops (the signatures
 // are PyTorch's operator signatures), and the helpers of the entries PyTorch does not have.
+Tensor cumprod_backward(const Tensor& grad, const Tensor& input, int64_t dim, const Tensor& output);
 Tensor sgn(const Tensor& self);
 Tensor expand_as(const Tensor& self, const Tensor& other);
 // rust: where_scalar_other

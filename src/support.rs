@@ -397,9 +397,15 @@ pub mod __prelude {
 /// A `ScalarType` argument of an operator, as formulas write it: the schema's type itself
 /// (`input_dtype`, `at::kFloat`) or a tensor's dtype name (`self.scalar_type()`, which
 /// formulas hold as the runtime's `&'static str`).
-pub trait ScalarTypeArg {
+pub trait ScalarTypeArg: Sized {
     /// The dtype; an error for a name [`ScalarType`](crate::types::ScalarType) does not have.
     fn scalar_type_arg(self) -> Result<crate::types::ScalarType, AutogradError>;
+
+    /// The dtype's name, as formulas hold a tensor's dtype (the two branches of a
+    /// conditional dtype, `dtype.has_value() ? *dtype : self.scalar_type()`, meet as names).
+    fn dtype_name(self) -> Result<&'static str, AutogradError> {
+        self.scalar_type_arg().map(crate::types::ScalarType::name)
+    }
 }
 
 impl ScalarTypeArg for crate::types::ScalarType {

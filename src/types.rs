@@ -45,6 +45,29 @@ impl ScalarType {
             _ => return None,
         })
     }
+
+    /// The dtype name of the type, as [`Tensor::dtype`](crate::runtime::Tensor::dtype)
+    /// returns it (the inverse of [`from_name`](Self::from_name)).
+    ///
+    /// ```
+    /// use autograd::types::ScalarType;
+    /// assert_eq!(ScalarType::I64.name(), "i64");
+    /// assert_eq!(ScalarType::from_name(ScalarType::BF16.name()), Some(ScalarType::BF16));
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarType::Bool => "bool",
+            ScalarType::U8 => "u8",
+            ScalarType::I8 => "i8",
+            ScalarType::I16 => "i16",
+            ScalarType::I32 => "i32",
+            ScalarType::I64 => "i64",
+            ScalarType::F16 => "f16",
+            ScalarType::BF16 => "bf16",
+            ScalarType::F32 => "f32",
+            ScalarType::F64 => "f64",
+        }
+    }
 }
 
 /// A number argument (`Scalar`), as PyTorch's `c10::Scalar`: a boolean, an integer or a

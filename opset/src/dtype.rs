@@ -212,6 +212,8 @@ pub mod kernel {
     pub const UPSAMPLE_BILINEAR2D_BACKWARD_CL: &str = "upsample_bilinear2d_backward_channels_last";
     /// `cumsum` asked for a `bool` result.
     pub const CUMSUM: &str = "cumsum_out_cpu";
+    /// `cumprod` asked for a `bool` result.
+    pub const CUMPROD: &str = "cumprod_out_cpu";
     /// `max_pool3d_with_indices` of booleans.
     pub const MAX_POOL3D: &str = "max_pool3d";
     /// `max_pool3d_with_indices_backward` of integers and booleans.

@@ -5160,6 +5160,11 @@ def g_cumsum(p, r):
                 dtype=None)
 
 
+def g_cumprod(p, r):
+    s = r.choice([shape(r, 1, 3), []])
+    return p.op("cumprod", self=zeroed(p, r, s), dim=r.randrange(-max(len(s), 1), max(len(s), 1)), dtype=None)
+
+
 def zeroed(p, r, s):
     """An input of shape `s` with, sometimes, a zero or two (prod's backward without a
     division)."""
@@ -5198,6 +5203,7 @@ GEN.update({
     "addmm": g_addmm,
     "pow.Scalar": g_pow_scalar,
     "cumsum": g_cumsum,
+    "cumprod": g_cumprod,
     "prod": g_prod,
     "prod.dim_int": g_prod_dim,
 })
@@ -5233,6 +5239,7 @@ def products_sweep_calls():
         "addmm": lambda p, a: p.op("addmm", self=a.t(0), mat1=a.t(1), mat2=a.t(2), beta=1, alpha=1),
         "pow.Scalar": lambda p, a: p.op("pow.Scalar", self=2.0, exponent=a.t(0)),
         "cumsum": lambda p, a: p.op("cumsum", self=a.t(0), dim=0, dtype=None),
+        "cumprod": lambda p, a: p.op("cumprod", self=a.t(0), dim=0, dtype=None),
         "prod": lambda p, a: p.op("prod", self=a.t(0), dtype=None),
         "prod.dim_int": lambda p, a: p.op("prod.dim_int", self=a.t(0), dim=0, keepdim=False, dtype=None),
         "sort": lambda p, a: p.op("sort", nout=2, self=a.t(0), dim=0, descending=False),
@@ -5332,6 +5339,28 @@ def products_programs():
             p = scen(f"products/prod_dim{dim}_{name}", "products")
             p.op("prod.dim_int", self=p.inp([2, 3], data=data), dim=dim, keepdim=keep, dtype=None)
             add(p)
+    # cumprod: zeros (one, two, at the start; cumprod_backward's three forms), non-finite
+    # values; second derivatives through its backward with zeros.
+    for name, data in [("one_zero", [0.5, 0.0, -1.2, 0.8, 1.1, -0.6]), ("two_zeros", [0.0, 0.7, 1.2, 0.0, -1.3, 0.9]),
+                       ("zero_first", [0.0, 0.7, 1.2, 0.5, -1.3, 0.0]), ("nonfinite", [1.5, inf, -2.0, 0.5, 0.25, 3.0]),
+                       ("zero_and_inf", [0.0, inf, -2.0, 0.5, 1.5, 1.0])]:
+        p = scen(f"products/cumprod_{name}", "products")
+        p.op("cumprod", self=p.inp([2, 3], data=data), dim=1, dtype=None)
+        add(p)
+    p = scen("products/cumprod_dim0_zeros", "products")
+    p.op("cumprod", self=p.inp([3, 2], data=[0.5, 0.0, 0.0, 1.5, -1.2, 0.7]), dim=0, dtype=None)
+    add(p)
+    p = scen("products/cumprod_zeros_hvp", "products")
+    p.mode = "hvp"
+    y = p.op("cumprod", self=p.inp([2, 4], data=[0.5, 0.0, -1.2, 0.7, 0.0, 1.1, 0.0, -0.6]), dim=1, dtype=None)
+    p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+    progs.append(p)
+    p = scen("products/cumprod_empty_dim", "products")
+    p.op("cumprod", self=p.inp([2, 0]), dim=1, dtype=None)
+    add(p)
+    p = scen("products/cumprod_0d", "products")
+    p.op("cumprod", self=p.inp([]), dim=-1, dtype=None)
+    add(p)
     # Second derivatives through prod's backward with zeros (the exclusive products).
     p = scen("products/prod_zeros_hvp", "products")
     p.mode = "hvp"
@@ -5361,7 +5390,8 @@ def products_programs():
             if kind == "b":
                 return p.inp([2, 3], "bool", data=[True, False, True, True, True, False])
             return p.inp([2, 3], "wide", rg=False)
-        for op, args in [("cumsum", dict(dim=1)), ("prod", {}), ("prod.dim_int", dict(dim=0, keepdim=False))]:
+        for op, args in [("cumsum", dict(dim=1)), ("cumprod", dict(dim=1)), ("prod", {}),
+                         ("prod.dim_int", dict(dim=0, keepdim=False))]:
             p = scen(f"products/{op}_{name}", "products")
             p.op(op, self=operand(p), dtype=dtype, **args)
             progs.append(p)
@@ -5397,6 +5427,7 @@ def products_programs():
                            ("sort_0d_dim", "sort.stable", dict(self=[], stable=True, dim=1, descending=False)),
                            ("cumsum_dim", "cumsum", dict(self=[2, 3], dim=2, dtype=None)),
                            ("cumsum_0d_dim", "cumsum", dict(self=[], dim=1, dtype=None)),
+                           ("cumprod_dim", "cumprod", dict(self=[2, 3], dim=-3, dtype=None)),
                            ("prod_dim", "prod.dim_int", dict(self=[2, 3], dim=-3, keepdim=False, dtype=None))]:
         p = scen(f"products/errors/{name}", "products")
         p.op(op, nout=2 if op.startswith("sort") else None, **{k: (p.inp(v) if k == "self" else v)

@@ -212,7 +212,12 @@ impl Lowerer<'_> {
                 format!("branches of types {} and {}", a.ty.show(), b.ty.show()),
             );
         };
-        let (ca, cb) = (self.convert_owned(&a, &ty), self.convert_owned(&b, &ty));
+        let (mut ca, mut cb) = (self.convert_owned(&a, &ty), self.convert_owned(&b, &ty));
+        if ty == Ty::ScalarType {
+            // A dtype is the schema's enum (`*dtype`) or a tensor's name
+            // (`self.scalar_type()`): the branches meet as names.
+            (ca, cb) = (self.dtype_name(&ca), self.dtype_name(&cb));
+        }
         Ok(Val::new(
             format!(
                 "(if {} {{ {} }} else {{ {} }})",
@@ -516,6 +521,15 @@ impl Lowerer<'_> {
     /// support trait takes either (`ScalarTypeArg`).
     fn scalar_type_arg(&self, code: &str) -> String {
         let arg = format!("__ag::ScalarTypeArg::scalar_type_arg({})", bare(code));
+        match self.fallible {
+            true => format!("{arg}?"),
+            false => format!("{arg}.expect(\"a dtype ScalarType names\")"),
+        }
+    }
+
+    /// A dtype (the enum or a name) as its name.
+    fn dtype_name(&self, code: &str) -> String {
+        let arg = format!("__ag::ScalarTypeArg::dtype_name({})", bare(code));
         match self.fallible {
             true => format!("{arg}?"),
             false => format!("{arg}.expect(\"a dtype ScalarType names\")"),

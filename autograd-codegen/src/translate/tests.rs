@@ -335,3 +335,39 @@ fn a_dtype_passed_to_an_operator_is_its_scalar_type_and_to_is_a_declared_helper(
         "{rust}"
     );
 }
+
+#[test]
+fn a_conditional_dtype_meets_as_names() {
+    let mut cx = Ctxt::new();
+    let fns = parse_native_functions(&Arc::from("n.yaml"), NATIVE, &Default::default(), &mut cx);
+    cx.check(()).unwrap();
+    let header = HEADER.to_string() + "Tensor to(const Tensor& self, ScalarType dtype);\n";
+    let callees = Callees::new(&fns, &parse_header(&header).unwrap());
+    let loc = Location {
+        file: Arc::from("d.yaml"),
+        line: 1,
+        column: 0,
+    };
+    let f = FormulaEntry {
+        key: "self".into(),
+        var_names: vec!["self".into()],
+        formula: "grad.to(dtype.has_value() ? *dtype : self.scalar_type())".into(),
+        loc: loc.clone(),
+        formula_loc: loc,
+    };
+    let cpp = super::CppFormulas {
+        fallible: true,
+        ..Default::default()
+    };
+    let s =
+        FunctionSchema::parse("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
+            .unwrap();
+    let rust = translate_formula(&s, &f, &callees, &cpp).unwrap();
+    // The schema's enum and the tensor's name both become names, so the branches agree.
+    assert!(rust.contains("__ag::ScalarTypeArg::dtype_name("), "{rust}");
+    assert_eq!(
+        rust.matches("__ag::ScalarTypeArg::dtype_name(").count(),
+        2,
+        "{rust}"
+    );
+}

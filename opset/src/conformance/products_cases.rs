@@ -45,6 +45,18 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     cs.push(case("cumsum", "dim -1, 1-d", vec![r.t(&[4])], |x| {
         cumsum(&x[0], -1, None).unwrap()
     }));
+    cs.push(case(
+        "cumprod",
+        "dim 1, no zero",
+        vec![r.away(&[2, 3])],
+        |x| cumprod(&x[0], 1, None).unwrap(),
+    ));
+    cs.push(case(
+        "cumprod",
+        "dim 0, zeros",
+        vec![v(&[0.5, 0.0, 0.0, 1.5, -1.2, 0.7], &[3, 2])],
+        |x| cumprod(&x[0], 0, None).unwrap(),
+    ));
     cs.push(case("prod", "no zero", vec![r.away(&[2, 3])], |x| {
         prod(&x[0], None).unwrap()
     }));
@@ -110,6 +122,7 @@ fn dispatch_products<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Ve
         )),
         "pow.Scalar" => ip(pow_scalar(a.sc("self")?, &a.t("exponent")?)),
         "cumsum" => ip(cumsum(&a.t("self")?, a.i("dim")?, a.dtype("dtype")?)),
+        "cumprod" => ip(cumprod(&a.t("self")?, a.i("dim")?, a.dtype("dtype")?)),
         "prod" => ip(prod(&a.t("self")?, a.dtype("dtype")?)),
         "prod.dim_int" => ip(prod_dim_int(
             &a.t("self")?,

@@ -1,6 +1,6 @@
 //! The cumulative and product-reduction helpers of the formulas (PyTorch's
-//! `cumsum_backward`, `prod_safe_zeros_backward` and the two `prod_backward`s from
-//! FunctionsManual.cpp). Compiled twice, as `formulas.rs`: over `Variable<T>` and over raw
+//! `cumsum_backward`, `cumprod_backward` (an operator of ReduceOps.cpp), `cumprod_jvp`,
+//! `prod_safe_zeros_backward` and the two `prod_backward`s from FunctionsManual.cpp). Compiled twice, as `formulas.rs`: over `Variable<T>` and over raw
 //! tensors.
 
 use super::*;
@@ -23,18 +23,175 @@ pub fn cumsum_backward<T: Backend>(grad: &V<T>, dim: i64) -> Res<V<T>> {
     flip(&cumsum(&flipped, dim, None)?, &[dim])
 }
 
-/// The cumulative product of `x` along `dim` (`cumprod`, which the op set lacks) as
-/// differentiable steps: each slice times the product before it, the slices concatenated.
-fn cumprod_steps<T: Backend>(x: &V<T>, dim: usize) -> Res<V<T>> {
-    let n = x.shape()[dim];
-    let d = dim as i64;
-    let mut acc = narrow(x, d, 0, 1)?;
-    let mut parts = vec![acc.clone()];
-    for i in 1..n {
-        acc = mul_tensor(&acc, &narrow(x, d, i as i64, 1)?)?;
-        parts.push(acc.clone());
+/// `w` summed from the end along `dim` (PyTorch's `reversed_cumsum`).
+fn reversed_cumsum<T: Backend>(w: &V<T>, dim: i64) -> Res<V<T>> {
+    flip(&cumsum(&flip(w, &[dim])?, dim, None)?, &[dim])
+}
+
+/// PyTorch's `cumprod_backward` (ReduceOps.cpp): `grad` itself for at most one element
+/// along `dim`; without zeros in `input`, the reversed cumulative sum of `output * grad`
+/// over `input`; with zeros and gradients not recorded, its O(n) form: that sum before
+/// the first zero, at the first zero the products after it up to the second zero times
+/// `grad` there, times the product before it, and zeros after it; with gradients recorded,
+/// the products with each element omitted (its O(n²) form, whose derivative is the second
+/// derivative). Masks replace PyTorch's `masked_scatter_`/`masked_select` pairs (the same
+/// selected values), and the first zero is the first element of the mask whose running
+/// count is 1 (PyTorch's `max` index with its `scatter_`).
+pub fn cumprod_backward<T: Backend>(
+    grad: &V<T>,
+    input: &V<T>,
+    dim: i64,
+    output: &V<T>,
+) -> Res<V<T>> {
+    let shape = input.shape();
+    if shape.iter().product::<usize>() <= 1 {
+        return Ok(grad.clone());
     }
-    cat(&parts, d)
+    let ax = wrapped_dim(dim, shape.len())?;
+    let d = ax as i64;
+    if shape[ax] == 1 {
+        return Ok(grad.clone());
+    }
+    let w = mul_tensor(output, grad)?;
+    let is_zero = eq_scalar(input, 0.0)?;
+    if !any_true(&is_zero, input)? {
+        return div_tensor(&reversed_cumsum(&w, d)?, input);
+    }
+    if grad_mode_enabled() {
+        return cumprod_backward_omitted(grad, input, ax);
+    }
+    let zero = zeros_of(grad);
+    let count = cumsum(&is_zero, d, None)?;
+    let before = eq_scalar(&count, 0.0)?;
+    let kept = where_self(&before, &w, &zero)?;
+    let grad_input = where_self(
+        &before,
+        &div_tensor(&reversed_cumsum(&kept, d)?, input)?,
+        &zero,
+    )?;
+    let between = eq_scalar(&count, 1.0)?;
+    let first = logical_and(&between, &eq_scalar(&cumsum(&between, d, None)?, 1.0)?)?;
+    let after_first = logical_and(&between, &logical_not(&first)?)?;
+    let one = add_scalar(&zeros_of(input), 1.0, 1)?;
+    let factors = cumprod(&where_self(&after_first, input, &one)?, d, None)?;
+    let sums = sum_dim_intlist(
+        &mul_tensor(&factors, &where_self(&between, grad, &zero)?)?,
+        Some(&[d]),
+        true,
+        None,
+    )?;
+    // The product before the first zero: the output one step before it (1 at the start).
+    let shifted = shifted_ones(output, d)?;
+    let before_first = sum_dim_intlist(
+        &where_self(&first, &shifted, &zeros_of(output))?,
+        Some(&[d]),
+        true,
+        None,
+    )?;
+    where_self(&first, &mul_tensor(&sums, &before_first)?, &grad_input)
+}
+
+/// [`cumprod_backward`] when gradients are recorded: for each `k`, `grad` from `k` on times
+/// the products of `input` up to each position with `input[k]` omitted, summed.
+fn cumprod_backward_omitted<T: Backend>(grad: &V<T>, input: &V<T>, ax: usize) -> Res<V<T>> {
+    let shape = input.shape();
+    let (d, n) = (ax as i64, shape[ax] as i64);
+    let mut ones_size = dims(&shape);
+    ones_size[ax] = 1;
+    let ones = add_scalar(
+        &new_zeros(grad, &ones_size, None, None, None, None)?,
+        1.0,
+        1,
+    )?;
+    let mut slices = Vec::with_capacity(n as usize);
+    for k in 0..n {
+        let omitted = if k == 0 {
+            cat(
+                &[
+                    ones.clone(),
+                    cumprod(&narrow(input, d, 1, n - 1)?, d, None)?,
+                ],
+                d,
+            )?
+        } else {
+            let until = prod_dim_int(&narrow(input, d, 0, k)?, d, true, None)?;
+            if k == n - 1 {
+                until
+            } else {
+                let from = cumprod(&narrow(input, d, k + 1, n - k - 1)?, d, None)?;
+                cat(&[until.clone(), mul_tensor(&until, &from)?], d)?
+            }
+        };
+        let g = narrow(grad, d, k, n - k)?;
+        slices.push(sum_dim_intlist(
+            &mul_tensor(&g, &omitted)?,
+            Some(&[d]),
+            false,
+            None,
+        )?);
+    }
+    stack(&slices, d)
+}
+
+/// PyTorch's `cumprod_jvp`: `result * cumsum(self_t / self_p)` without zeros in
+/// `self_p`; with zeros, that before the first zero, from the first zero to the second its
+/// tangent times the products before and after it (the terms through the zero vanish), and
+/// zeros from the second zero on.
+pub fn cumprod_jvp<T: Backend>(self_t: &V<T>, self_p: &V<T>, result: &V<T>, dim: i64) -> Res<V<T>> {
+    let shape = self_p.shape();
+    if shape.is_empty() || shape.iter().product::<usize>() == 0 {
+        return Ok(self_t.clone());
+    }
+    let d = wrapped_dim(dim, shape.len())? as i64;
+    let is_zero = eq_scalar(self_p, 0.0)?;
+    if !any_true(&is_zero, self_p)? {
+        return mul_tensor(result, &cumsum(&div_tensor(self_t, self_p)?, d, None)?);
+    }
+    let zero = zeros_of(result);
+    let one = add_scalar(&zeros_of(self_p), 1.0, 1)?;
+    let count = cumsum(&is_zero, d, None)?;
+    let before = eq_scalar(&count, 0.0)?;
+    let ratio = div_tensor(self_t, &where_self(&is_zero, &one, self_p)?)?;
+    let head = mul_tensor(
+        result,
+        &cumsum(&where_self(&before, &ratio, &zeros_of(&ratio))?, d, None)?,
+    )?;
+    let between = eq_scalar(&count, 1.0)?;
+    let first = logical_and(&between, &eq_scalar(&cumsum(&between, d, None)?, 1.0)?)?;
+    let after_first = logical_and(&between, &logical_not(&first)?)?;
+    let sum_at_first = |x: &V<T>| {
+        sum_dim_intlist(
+            &where_self(&first, x, &zeros_of(x))?,
+            Some(&[d]),
+            true,
+            None,
+        )
+    };
+    let tangent_at_zero = sum_at_first(self_t)?;
+    let before_zero = sum_at_first(&shifted_ones(result, d)?)?;
+    let after = cumprod(&where_self(&after_first, self_p, &one)?, d, None)?;
+    let mid = mul_tensor(&mul_tensor(&tangent_at_zero, &before_zero)?, &after)?;
+    where_self(&before, &head, &where_self(&between, &mid, &zero)?)
+}
+
+/// `x` one step along `d`: a 1 first, then `x` without its last element (each position's
+/// product before it, for a cumulative product `x`).
+fn shifted_ones<T: Backend>(x: &V<T>, d: i64) -> Res<V<T>> {
+    let shape = x.shape();
+    let ax = d as usize;
+    let ones = add_scalar(
+        &new_zeros(x, &with_dim(&shape, ax, 1), None, None, None, None)?,
+        1.0,
+        1,
+    )?;
+    cat(&[ones, narrow(x, d, 0, shape[ax] as i64 - 1)?], d)
+}
+
+/// `shape` with `size` along `ax`.
+fn with_dim(shape: &[usize], ax: usize, size: i64) -> Vec<i64> {
+    let mut s = dims(shape);
+    s[ax] = size;
+    s
 }
 
 /// PyTorch's `prod_safe_zeros_backward`: `grad` times the product of the other elements
@@ -58,9 +215,13 @@ pub fn prod_safe_zeros_backward<T: Backend>(grad: &V<T>, inp: &V<T>, dim: i64) -
         1,
     )?;
     let d = ax as i64;
-    let exclusive_normal = cumprod_steps(&cat(&[ones.clone(), narrow(inp, d, 0, n - 1)?], d)?, ax)?;
+    let exclusive_normal = cumprod(
+        &cat(&[ones.clone(), narrow(inp, d, 0, n - 1)?], d)?,
+        d,
+        None,
+    )?;
     let narrow_reverse = flip(&narrow(inp, d, 1, n - 1)?, &[d])?;
-    let exclusive_reverse = cumprod_steps(&cat(&[ones, narrow_reverse], d)?, ax)?;
+    let exclusive_reverse = cumprod(&cat(&[ones, narrow_reverse], d)?, d, None)?;
     let exclusive_reverse = flip(&exclusive_reverse, &[d])?;
     mul_tensor(grad, &mul_tensor(&exclusive_normal, &exclusive_reverse)?)
 }

@@ -1616,6 +1616,10 @@ impl Backend for CandleTensor {
     fn cumsum(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
         super::products::cumsum(self_, dim, dtype)
     }
+
+    fn cumprod(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::cumprod(self_, dim, dtype)
+    }
     fn prod(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
         super::products::prod(self_, dtype)
     }

@@ -69,10 +69,25 @@ fn accumulated(t: &C, dtype: Option<ScalarType>) -> R<Tensor> {
 
 /// `cumsum`: the running sum along `dim`, one slice at a time (PyTorch's order).
 pub(super) fn cumsum(self_: &C, dim: i64, dtype: Option<ScalarType>) -> R<C> {
+    cumulative(self_, dim, dtype, false)
+}
+
+/// `cumprod`: the running product along `dim`, one slice at a time (PyTorch's order).
+pub(super) fn cumprod(self_: &C, dim: i64, dtype: Option<ScalarType>) -> R<C> {
+    cumulative(self_, dim, dtype, true)
+}
+
+/// The running sums (`prod` false) or products along `dim`, one slice at a time; a `bool`
+/// result is PyTorch's not-implemented error of the kernel.
+fn cumulative(self_: &C, dim: i64, dtype: Option<ScalarType>, prod: bool) -> R<C> {
     let nd = self_.shape().len();
     let ax = norm_dim(dim, nd.max(1))?;
     if dtype == Some(ScalarType::Bool) {
-        return Err(rules::not_implemented(rules::kernel::CUMSUM, "bool"));
+        let kernel = match prod {
+            false => rules::kernel::CUMSUM,
+            true => rules::kernel::CUMPROD,
+        };
+        return Err(rules::not_implemented(kernel, "bool"));
     }
     let t = accumulated(self_, dtype)?;
     let n = if nd == 0 { 0 } else { t.dims()[ax] };
@@ -82,7 +97,8 @@ pub(super) fn cumsum(self_: &C, dim: i64, dtype: Option<ScalarType>) -> R<C> {
     let mut acc = ce(t.narrow(ax, 0, 1))?;
     let mut parts = vec![acc.clone()];
     for i in 1..n {
-        acc = ce(acc.add(&ce(t.narrow(ax, i, 1))?))?;
+        let next = ce(t.narrow(ax, i, 1))?;
+        acc = ce(if prod { acc.mul(&next) } else { acc.add(&next) })?;
         parts.push(acc.clone());
     }
     Ok(C::new(ce(Tensor::cat(&parts, ax))?))

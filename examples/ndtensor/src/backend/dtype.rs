@@ -2043,6 +2043,10 @@ impl<E: Element> Backend for NdTensor<E> {
     fn cumsum(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
         super::products::cumsum(self_, dim, dtype)
     }
+
+    fn cumprod(self_: &Self, dim: i64, dtype: Option<ScalarType>) -> R<Self> {
+        super::products::cumprod(self_, dim, dtype)
+    }
     fn prod(self_: &Self, dtype: Option<ScalarType>) -> R<Self> {
         super::products::prod(self_, dtype)
     }

@@ -77,21 +77,55 @@ enum Acc<E> {
 /// `cumsum`: sums along `dim` from the start (in `f64` for floats, as PyTorch's CPU kernel
 /// accumulates in its `acc_type`; wrapping `i64` for integers).
 pub(super) fn cumsum<E: Element>(self_: &T<E>, dim: i64, dtype: Option<ScalarType>) -> R<T<E>> {
+    cumulative(self_, dim, dtype, Cumulative::Sum)
+}
+
+/// `cumprod`: products along `dim` from the start, accumulated as [`cumsum`]'s sums.
+pub(super) fn cumprod<E: Element>(self_: &T<E>, dim: i64, dtype: Option<ScalarType>) -> R<T<E>> {
+    cumulative(self_, dim, dtype, Cumulative::Prod)
+}
+
+/// The running operation of a cumulative kernel.
+#[derive(Clone, Copy, PartialEq)]
+enum Cumulative {
+    Sum,
+    Prod,
+}
+
+/// The running sums or products along `dim` (in `f64` for floats; wrapping `i64` for
+/// integers); a `bool` result is PyTorch's not-implemented error of the kernel.
+fn cumulative<E: Element>(
+    self_: &T<E>,
+    dim: i64,
+    dtype: Option<ScalarType>,
+    op: Cumulative,
+) -> R<T<E>> {
     let nd = self_.shape().len();
     let ax = norm_dim(dim, nd.max(1))?;
     if dtype == Some(ScalarType::Bool) {
-        return Err(rules::not_implemented(rules::kernel::CUMSUM, "bool"));
+        let kernel = match op {
+            Cumulative::Sum => rules::kernel::CUMSUM,
+            Cumulative::Prod => rules::kernel::CUMPROD,
+        };
+        return Err(rules::not_implemented(kernel, "bool"));
     }
+    let sum = op == Cumulative::Sum;
     Ok(match accumulated(self_, dtype) {
         Acc::Float(a) if nd > 0 => {
             let mut w = a.mapv(Element::as_f64);
-            w.accumulate_axis_inplace(Axis(ax), |&p, c| *c += p);
+            match sum {
+                true => w.accumulate_axis_inplace(Axis(ax), |&p, c| *c += p),
+                false => w.accumulate_axis_inplace(Axis(ax), |&p, c| *c *= p),
+            }
             T::from_array(w.mapv(E::of))
         }
         Acc::Float(a) => T::from_array(a),
         Acc::Int(mut a) => {
             if nd > 0 {
-                a.accumulate_axis_inplace(Axis(ax), |&p, c| *c = c.wrapping_add(p));
+                match sum {
+                    true => a.accumulate_axis_inplace(Axis(ax), |&p, c| *c = c.wrapping_add(p)),
+                    false => a.accumulate_axis_inplace(Axis(ax), |&p, c| *c = c.wrapping_mul(p)),
+                }
             }
             int_tensor(a)
         }
