@@ -22,6 +22,10 @@ pub struct Case<B: ConformanceTensor> {
     /// computation than its `Variable` form (PyTorch's `GradMode::is_enabled()` branches to a
     /// kernel), so the two are compared to a relative 1e-12, not bit for bit.
     pub raw_close: Option<&'static str>,
+    /// `Some(text)`: every derivative of the op is PyTorch's `not_implemented` (the
+    /// embedding-bag backward ops, issue 30), so the case's check is that backward fails
+    /// with PyTorch's `text` (no gradgradcheck, no raw form).
+    pub backward_refusal: Option<&'static str>,
 }
 
 /// Functions PyTorch 2.15 has no forward formula for and whose forward AD it refuses, as the
@@ -32,6 +36,10 @@ pub const NO_FORWARD_FORMULA: &[&str] = &[
     "_pdist_backward",
     "_cdist_forward",
     "_cdist_backward",
+    // Embedding bags (issue 30).
+    "_embedding_bag",
+    "_embedding_bag_backward",
+    "_embedding_bag_dense_backward",
 ];
 
 /// The function whose refusal of forward AD a case of `op` meets, if any: `op` itself when
@@ -61,6 +69,7 @@ pub fn case<B: ConformanceTensor>(
         f: Box::new(f),
         no_gradgrad: None,
         raw_close: None,
+        backward_refusal: None,
     }
 }
 
@@ -765,6 +774,8 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     cs.extend(super::scatter_cases::cases::<B>());
     // Embeddings (issue 30).
     cs.extend(super::embedding_cases::cases::<B>());
+    // Embedding bags (issue 30).
+    cs.extend(super::bag_cases::cases::<B>());
     cs
 }
 
