@@ -368,7 +368,7 @@ pub use embedding::embedding_dense_backward;
 // Embedding bags (issue 30).
 pub use bag::{
     BagArgs, embedding_bag_2d_indices, embedding_bag_args, embedding_bag_dims, embedding_bag_grad,
-    embedding_bag_index_error, embedding_bag_max_indices,
+    embedding_bag_index_error, embedding_bag_max_indices, embedding_bag_padding_idx,
     embedding_bag_per_sample_weights_backward, embedding_bag_psw_grad,
 };
 pub use fold::{Fold, col2im, im2col};

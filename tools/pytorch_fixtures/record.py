@@ -7755,19 +7755,27 @@ def bag_offsets(r, ni, ilo):
     return offs + [ni] if ilo else offs
 
 
-def g__embedding_bag(p, r):
-    n, d, ni = size(r) + 1, size(r), r.choice([3, 5])
-    mode, ilo = r.choice([0, 1, 2]), r.random() < 0.3
-    offs = bag_offsets(r, ni, ilo)
-    psw = p.inp([ni]) if mode == 0 and r.random() < 0.4 else None
-    w = p.inp([n, d], nc=r.random() < 0.3, rg=psw is None)
-    outs = p.op("_embedding_bag", nout=4, weight=w, indices=p.inp([ni], f"idx{n}"),
-                offsets=p.inp([len(offs)], "idx9", data=offs), scale_grad_by_freq=r.random() < 0.3, mode=mode,
-                sparse=False, per_sample_weights=psw, include_last_offset=ilo, padding_idx=r.choice([-1, -1, 1]))
-    return outs[0]
+def g_bag(op):
+    """``_embedding_bag`` or a composite (``embedding_bag``: no ``padding_idx``;
+    ``embedding_bag.padding_idx``: ``None`` or negative too)."""
+    def g(p, r):
+        n, d, ni = r.choice([3, 4]), 1 if op != "_embedding_bag" else r.choice([1, 2]), r.choice([3, 4])
+        mode, ilo = r.choice([0, 1, 2]), r.random() < 0.3
+        offs = bag_offsets(r, ni, ilo)
+        psw = p.inp([ni]) if mode == 0 and r.random() < 0.4 else None
+        w = p.inp([n, d], nc=r.random() < 0.3, rg=psw is None)
+        kw = dict(weight=w, indices=p.inp([ni], f"idx{n}"), offsets=p.inp([len(offs)], "idx9", data=offs),
+                  scale_grad_by_freq=r.random() < 0.3, mode=mode, sparse=False, per_sample_weights=psw,
+                  include_last_offset=ilo)
+        if op == "_embedding_bag":
+            kw["padding_idx"] = r.choice([-1, -1, 1])
+        elif op == "embedding_bag.padding_idx":
+            kw["padding_idx"] = r.choice([None, 1, -1])
+        return p.op(op, nout=4, **kw)[0]
+    return g
 
 
-def bag_forward(p, r, mode, n=4, d=2, ni=5):
+def bag_forward(p, r, mode, n=3, d=2, ni=4):
     """A forward ``_embedding_bag`` of constant inputs: its integer outputs, for the backward
     ops' generators."""
     idx = p.inp([ni], f"idx{n}")
@@ -7781,7 +7789,7 @@ def bag_forward(p, r, mode, n=4, d=2, ni=5):
 
 def g__embedding_bag_backward(op):
     def g(p, r):
-        mode, n, d = r.choice([0, 1, 2]), 4, 2
+        mode, n, d = r.choice([0, 1, 2]), 3, 2
         idx, off, (_, o2b, bs, mi), nb = bag_forward(p, r, mode, n, d)
         kw = dict(grad=p.inp([nb, d]), indices=idx, offset2bag=o2b, bag_size=bs, maximum_indices=mi, num_weights=n,
                   scale_grad_by_freq=r.random() < 0.3, mode=mode, per_sample_weights=None, padding_idx=-1)
@@ -7792,14 +7800,16 @@ def g__embedding_bag_backward(op):
 
 
 def g__embedding_bag_psw_backward(p, r):
-    n, d = 4, 2
+    n, d = 3, 2
     idx, off, (_, o2b, _, _), nb = bag_forward(p, r, 0, n, d)
     return p.op("_embedding_bag_per_sample_weights_backward", grad=p.inp([nb, d]), weight=p.inp([n, d]), indices=idx,
-                offsets=off, offset2bag=o2b, mode=0, padding_idx=r.choice([-1, 2]))
+                offsets=off, offset2bag=o2b, mode=0, padding_idx=r.choice([-1, 1]))
 
 
 GEN.update({
-    "_embedding_bag": g__embedding_bag,
+    "_embedding_bag": g_bag("_embedding_bag"),
+    "embedding_bag": g_bag("embedding_bag"),
+    "embedding_bag.padding_idx": g_bag("embedding_bag.padding_idx"),
     "_embedding_bag_backward": g__embedding_bag_backward("_embedding_bag_backward"),
     "_embedding_bag_dense_backward": g__embedding_bag_backward("_embedding_bag_dense_backward"),
     "_embedding_bag_per_sample_weights_backward": g__embedding_bag_psw_backward,
@@ -7831,7 +7841,18 @@ def bag_sweep_calls():
         return p.op("_embedding_bag_per_sample_weights_backward", grad=a.t(0), weight=a.t(1), indices=ints(p, [0, 0]),
                     offsets=ints(p, [0]), offset2bag=ints(p, [0, 0]), mode=0, padding_idx=-1)
 
-    return {"_embedding_bag": bag, "_embedding_bag_backward": backward("_embedding_bag_backward"),
+    def composite(op):
+        def call(p, a):
+            kw = dict(weight=a.t(0), indices=ints(p, [0, 0]), offsets=ints(p, [0]), scale_grad_by_freq=False, mode=0,
+                      sparse=False, per_sample_weights=None, include_last_offset=False)
+            if op == "embedding_bag.padding_idx":
+                kw["padding_idx"] = None
+            return p.op(op, nout=4, **kw)[0]
+        return call
+
+    return {"_embedding_bag": bag, "embedding_bag": composite("embedding_bag"),
+            "embedding_bag.padding_idx": composite("embedding_bag.padding_idx"),
+            "_embedding_bag_backward": backward("_embedding_bag_backward"),
             "_embedding_bag_dense_backward": backward("_embedding_bag_dense_backward"),
             "_embedding_bag_per_sample_weights_backward": psw_backward}
 
@@ -7876,27 +7897,25 @@ def bag_programs():
     rep = [1, 2, 4, 4, 3, 0]
     # The integer outputs where they carry something: offset2bag with include_last_offset,
     # bag_size (zeros in mode sum) and max_indices (bag_size's copy outside mode max).
-    for mode, label, ilo_out, pad_out in ((0, "sum", (0, 1), (0,)), (1, "mean", (0, 1, 2), (0, 2)),
-                                          (2, "max", (0, 1, 2, 3), (0, 2, 3))):
-        bag(f"{label}_empty_bag", [5, 3], rep, [0, 2, 2, 5], mode)
-        bag(f"{label}_include_last_offset", [5, 3], rep, [0, 2, 2, 4], mode, ilo=True, outputs=ilo_out)
+    for mode, label, empty_out, ilo_out, pad_out in ((0, "sum", (0, 2, 3), (0,), (0,)),
+                                                     (1, "mean", (0, 2), (0, 1, 2), (0, 2)),
+                                                     (2, "max", (0, 1, 3), (0, 3), (0, 3))):
+        bag(f"{label}_empty_bag", [5, 2], rep, [0, 2, 2, 5], mode, outputs=empty_out)
+        bag(f"{label}_include_last_offset", [5, 2], rep, [0, 2, 2, 4], mode, ilo=True, outputs=ilo_out)
         bag(f"{label}_padding_idx", [5, 2], rep, [0, 2, 3], mode, pad=4, outputs=pad_out)
-        bag(f"{label}_scale_grad_by_freq", [5, 2], [3, 0, 3, 3, 1, 1], [0, 2, 4], mode, scale=True, outputs=(0,))
+        if mode:
+            bag(f"{label}_scale_grad_by_freq", [4, 2], [3, 0, 3, 3, 1, 1], [0, 2, 4], mode, scale=True, outputs=(0,))
     bag("mean_all_padding_bag", [4, 2], [2, 2, 1], [0, 2], 1, pad=2, outputs=(0, 2))
     bag("max_all_padding_bag", [4, 2], [2, 2, 1], [0, 2], 2, pad=2, outputs=(0, 3))
-    bag("negative_padding_idx_none", [5, 2], rep, [0, 3], 1, pad=-2, outputs=(0, 2))
-    bag("padding_idx_beyond_rows", [5, 2], rep, [0, 3], 0, pad=7, outputs=(0,))
+    bag("negative_padding_idx_none", [5, 2], rep, [0, 3], 1, pad=-2, outputs=(2,))
     bag("per_sample_weights", [5, 2], rep, [0, 2, 2, 5], 0, psw=[0.5, -1.0, 2.0, 0.25, 1.5, -0.75], outputs=(0,))
-    bag("per_sample_weights_padding", [5, 2], rep, [0, 3], 0, psw=[0.5, -1.0, 2.0, 0.25, 1.5, -0.75], pad=4,
-        outputs=(0,))
-    bag("per_sample_weights_scale_grad_by_freq", [5, 2], rep, [0, 3], 0, psw=[0.5, -1.0, 2.0, 0.25, 1.5, -0.75],
-        scale=True, outputs=(0,))
-    bag("noncontiguous_weight", lambda p, rg: p.inp([3, 4], nc=True, rg=rg), [2, 0, 2, 1], [0, 1], 1, outputs=(0,))
-    bag("decreasing_offsets", [5, 2], rep, [0, 4, 2], 1, outputs=(0, 1, 2))
+    bag("per_sample_weights_scale_grad_by_freq_padding", [5, 2], rep, [0, 3], 0,
+        psw=[0.5, -1.0, 2.0, 0.25, 1.5, -0.75], scale=True, pad=4, outputs=(0,))
+    bag("decreasing_offsets", [5, 1], rep, [0, 4, 2], 1, outputs=(0, 1))
     bag("one_bag_no_index", [3, 2], [], [0], 2, outputs=(0, 3))
     bag("no_weight_columns", [3, 0], [1, 2, 0], [0, 1], 2, outputs=(0, 3))
     bag("bool_indices", [3, 2], lambda p: p.inp([4], "bool", data=[True, False, True, True]), [0, 2], 0,
-        outputs=(0, 1))
+        outputs=(1,))
     # (No int32 indices (promoted with int64 offsets) nor float32 weights (PyTorch's fast path:
     # offset2bag left empty in mode sum, the last offset read with include_last_offset, its own
     # out-of-range message): the fixtures' replay is in double.)
@@ -7916,7 +7935,6 @@ def bag_programs():
     direct = [
         ("dense_sum", "_embedding_bag_dense_backward", dict(mode=0, scale=True)),
         ("dense_mean", "_embedding_bag_dense_backward", dict(mode=1, pad=4)),
-        ("dense_mean_scale", "_embedding_bag_dense_backward", dict(mode=1, scale=True)),
         ("backward_empty_offset2bag", "_embedding_bag_backward", dict(mode=1, o2b=[])),
         ("backward_float_offset2bag", "_embedding_bag_backward", dict(mode=0, o2b="float")),
         ("dense_int_grad", "_embedding_bag_dense_backward", dict(mode=0, grad="int")),
@@ -7943,11 +7961,28 @@ def bag_programs():
         p = prog(name)
         p.op("_embedding_bag_per_sample_weights_backward", grad=p.inp([4, 2]), weight=p.inp([5, 2]),
              indices=ints(p, rep), offsets=ints(p, [0, 2, 2, 5]), offset2bag=ints(p, ob), mode=mode, padding_idx=pad)
+    # The composites: padding_idx wrapped, or out of range; a weight without grad goes to
+    # _embedding_bag_forward_only (mode sum: one bag_size per offset).
+    for name, op, w_rg, mode, pad, k in (
+            ("composite_forward_only_bag_size", "embedding_bag", False, 0, None, 2),
+            ("composite_forward_only_mean", "embedding_bag.padding_idx", False, 1, -1, 2),
+            ("composite_negative_padding_idx", "embedding_bag.padding_idx", True, 1, -2, 0),
+            ("errors/composite_padding_idx_too_big", "embedding_bag.padding_idx", True, 0, 5, 0),
+            ):
+        p = prog(name)
+        kw = dict(weight=p.inp([5, 2], rg=w_rg), indices=ints(p, rep), offsets=ints(p, [0, 2, 2, 4]),
+                  scale_grad_by_freq=False, mode=mode, sparse=False, per_sample_weights=None, include_last_offset=True)
+        if op == "embedding_bag.padding_idx":
+            kw["padding_idx"] = pad
+        p.out(p.op(op, nout=4, **kw)[k])
+    p = prog("errors/composite_0d_weight_padding_idx")
+    p.op("embedding_bag.padding_idx", nout=4, weight=p.inp([]), indices=ints(p, rep), offsets=ints(p, [0]),
+         scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False,
+         padding_idx=0)
     # PyTorch's errors, in its order.
-    w52 = [5, 2]
+    w52 = [5, 1]
     errors = [
         ("weight_1d", [5], rep, [0, 3], {}),
-        ("indices_0d", w52, "0d", [0], {}),
         ("offsets_2d", w52, rep, "2d", {}),
         ("float_indices", w52, "float", [0, 3], {}),
         ("float_offsets", w52, rep, "float", {}),
@@ -7959,12 +7994,11 @@ def bag_programs():
         ("include_last_offset_no_offsets", w52, rep, [], dict(ilo=True)),
         ("mode_3", w52, rep, [0, 3], dict(mode=3)),
         ("index_out_of_range", w52, [1, 7, -1], [0], {}),
-        ("negative_index_max", w52, [1, -1, 7], [0], dict(mode=2)),
         ("2d_indices", w52, "2d", [0, 1], {}),
     ]
     for name, w, ix, off, o in errors:
         p = prog(f"errors/{name}")
-        weight = p.inp(w52, "idx9", data=[0] * 10) if w == "int" else p.inp(w)
+        weight = p.inp(w52, "idx9", data=[0] * 5) if w == "int" else p.inp(w)
         if ix == "0d":
             idx = p.inp([], "idx9", data=[1])
         elif ix == "float":

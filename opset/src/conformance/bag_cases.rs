@@ -1,4 +1,5 @@
-//! The gradcheck cases of the embedding-bag family (`_embedding_bag`: modes sum, mean and
+//! The gradcheck cases of the embedding-bag family (`_embedding_bag` and the composites
+//! `embedding_bag`, `embedding_bag.padding_idx`: modes sum, mean and
 //! max, `per_sample_weights`, `padding_idx`, `include_last_offset`, `scale_grad_by_freq`,
 //! empty bags; `scale_grad_by_freq` has none: its gradient is scaled, not the derivative, in
 //! PyTorch as in the op set: the fixtures record it), the cases of the backward ops (their
@@ -114,9 +115,41 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
             false,
             4,
         ),
+        composite_case("embedding_bag", "mean", vec![r.t(&[5, 2])], None),
+        composite_case(
+            "embedding_bag.padding_idx",
+            "sum, padding_idx -1 (row 4)",
+            vec![r.t(&[5, 2])],
+            Some(-1),
+        ),
         backward_case("_embedding_bag_backward", "sum", vec![r.t(&[3, 2])]),
         backward_case("_embedding_bag_dense_backward", "mean", vec![r.t(&[3, 2])]),
     ]
+}
+
+/// A case of the composites `embedding_bag` (`padding_idx` `None`) and
+/// `embedding_bag.padding_idx` (mode sum with `padding_idx`, mean without).
+fn composite_case<B: ConformanceTensor>(
+    op: &'static str,
+    label: &str,
+    inputs: Vec<B>,
+    pad: Option<i64>,
+) -> Case<B> {
+    let idx: B = iv(&[1, 2, 4, 4, 3, 0], &[6]);
+    let off: B = iv(&[0, 2, 2], &[3]);
+    let mut k = case(op, label, inputs, move |x| {
+        let (i, o) = (c(&idx), c(&off));
+        match pad {
+            None => embedding_bag(&x[0], &i, &o, false, 1, false, None, false),
+            Some(p) => {
+                embedding_bag_padding_idx(&x[0], &i, &o, false, 0, false, None, false, Some(p))
+            }
+        }
+        .unwrap()
+        .0
+    });
+    k.no_gradgrad = Some(NO_GRADGRAD);
+    k
 }
 
 /// A case of a backward op, whose derivatives PyTorch leaves `not_implemented`: backward
@@ -172,6 +205,27 @@ fn dispatch_bag<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<Var
             a.ot("per_sample_weights")?.as_ref(),
             a.b("include_last_offset")?,
             a.i("padding_idx")?,
+        )),
+        "embedding_bag" => four(embedding_bag(
+            &a.t("weight")?,
+            &a.t("indices")?,
+            &a.t("offsets")?,
+            a.b("scale_grad_by_freq")?,
+            a.i("mode")?,
+            a.b("sparse")?,
+            a.ot("per_sample_weights")?.as_ref(),
+            a.b("include_last_offset")?,
+        )),
+        "embedding_bag.padding_idx" => four(embedding_bag_padding_idx(
+            &a.t("weight")?,
+            &a.t("indices")?,
+            &a.t("offsets")?,
+            a.b("scale_grad_by_freq")?,
+            a.i("mode")?,
+            a.b("sparse")?,
+            a.ot("per_sample_weights")?.as_ref(),
+            a.b("include_last_offset")?,
+            a.oi("padding_idx")?,
         )),
         "_embedding_bag_backward" => ip(_embedding_bag_backward(
             &a.t("grad")?,

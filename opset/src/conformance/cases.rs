@@ -43,9 +43,15 @@ pub const NO_FORWARD_FORMULA: &[&str] = &[
 ];
 
 /// The function whose refusal of forward AD a case of `op` meets, if any: `op` itself when
-/// listed in [`NO_FORWARD_FORMULA`], or the function a composite calls (`pdist`).
+/// listed in [`NO_FORWARD_FORMULA`], or the function a composite calls (`pdist`,
+/// `embedding_bag`).
 pub fn forward_refusal(op: &str) -> Option<&'static str> {
-    let f = if op == "pdist" { "_pdist_forward" } else { op };
+    let f = match op {
+        "pdist" => "_pdist_forward",
+        // Embedding bags (issue 30).
+        "embedding_bag" | "embedding_bag.padding_idx" => "_embedding_bag",
+        _ => op,
+    };
     NO_FORWARD_FORMULA.iter().find(|&&g| g == f).copied()
 }
 

@@ -176,3 +176,28 @@ pub fn embedding_bag_max_indices(max_indices: &[usize], d: usize) -> R<()> {
         bare_check("max_indices.dim() == 2 && max_indices.size(1) == grad.size(1)")
     })
 }
+
+/// `embedding_bag.padding_idx`'s `padding_idx`: within `[-num_weights, num_weights)`
+/// (`weight.size(0)`'s error for a 0-d weight), wrapped to a row.
+///
+/// ```
+/// use autograd_opset::meta;
+/// assert_eq!(meta::embedding_bag_padding_idx(-2, &[5, 3]), Ok(3));
+/// let e = meta::embedding_bag_padding_idx(5, &[5, 3]).unwrap_err();
+/// assert_eq!(e.to_string(), "padding_idx must be within the number of embeddings, -5 through 4, but got 5");
+/// ```
+pub fn embedding_bag_padding_idx(padding_idx: i64, weight: &[usize]) -> R<i64> {
+    check_has_dims(weight.len(), 0)?;
+    let n = weight[0] as i64;
+    check((-n..n).contains(&padding_idx), || {
+        format!(
+            "padding_idx must be within the number of embeddings, -{n} through {}, but got {padding_idx}",
+            n - 1
+        )
+    })?;
+    Ok(if padding_idx < 0 {
+        padding_idx + n
+    } else {
+        padding_idx
+    })
+}
