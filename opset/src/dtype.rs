@@ -848,3 +848,83 @@ pub fn check_same_dtype(input: &str, params: &[Option<&str>]) -> R<()> {
     }
     Ok(())
 }
+
+// ---- embedding bags (Core ATen; issue 30)
+
+/// `_embedding_bag`'s index dtype: PyTorch's `promoteIndicesAndOffsets`, the promoted type
+/// of `indices` and `offsets` (both are cast to it; a boolean promotes to the other's).
+pub fn bag_index_dtype(indices: &str, offsets: &str) -> &'static str {
+    let rank = |d: &str| match d {
+        "bool" => 0,
+        "u8" => 1,
+        "i8" => 2,
+        "i16" => 3,
+        "i32" => 4,
+        "u32" => 5,
+        "i64" => 6,
+        "f16" | "bf16" => 7,
+        "f32" => 8,
+        _ => 9,
+    };
+    let d = if rank(indices) >= rank(offsets) {
+        indices
+    } else {
+        offsets
+    };
+    match d {
+        "bf16" if indices == "f16" || offsets == "f16" => "f32",
+        _ => static_name(d),
+    }
+}
+
+/// A dtype name as a `'static` one.
+fn static_name(d: &str) -> &'static str {
+    [
+        "bool", "u8", "i8", "i16", "i32", "u32", "i64", "f16", "bf16", "f32", "f64",
+    ]
+    .into_iter()
+    .find(|s| *s == d)
+    .unwrap_or("f64")
+}
+
+/// `checkScalarTypes(\"embedding_bag\", arg, {kLong, kInt})` for an index argument of the
+/// embedding-bag kernels (`indices`, `offset2bag`).
+pub fn check_bag_index(arg: &str, dtype: &str) -> R<()> {
+    check(matches!(dtype, "i64" | "i32"), || {
+        format!(
+            "Expected tensor for argument #1 '{arg}' to have one of the following scalar types: Long, Int; but got {} instead (while checking arguments for embedding_bag)",
+            tensor_type_name(dtype)
+        )
+    })
+}
+
+/// `checkScalarTypes(\"embedding_bag\", arg, {kHalf, kBFloat16, kFloat, kDouble})` for the
+/// embedding-bag kernels' `weight` and `grad_`.
+pub fn check_bag_float(arg: &str, dtype: &str) -> R<()> {
+    check(matches!(dtype, "f16" | "bf16" | "f32" | "f64"), || {
+        format!(
+            "Expected tensor for argument #1 '{arg}' to have one of the following scalar types: Half, BFloat16, Float, Double; but got {} instead (while checking arguments for embedding_bag)",
+            tensor_type_name(dtype)
+        )
+    })
+}
+
+/// `checkSameType(\"embedding_bag\", weight, per_sample_weights)`.
+pub fn check_bag_same_type(weight: &str, per_sample_weights: &str) -> R<()> {
+    check(weight == per_sample_weights, || {
+        format!(
+            "Expected tensor for argument #1 'weight' to have the same type as tensor for argument #1 'per_sample_weights'; but type {} does not equal {} (while checking arguments for embedding_bag)",
+            tensor_type_name(weight),
+            tensor_type_name(per_sample_weights)
+        )
+    })
+}
+
+/// PyTorch's name of a CPU tensor type in `TensorArg` checks (`torch.LongTensor`; a boolean
+/// one is `CPUBoolType`).
+pub fn tensor_type_name(dtype: &str) -> String {
+    match dtype {
+        "bool" => "CPUBoolType".to_string(),
+        _ => format!("torch.{}Tensor", torch_name(dtype)),
+    }
+}

@@ -335,6 +335,8 @@ pub fn broadcast_to(from: &[usize], to: &[usize]) -> R<()> {
 }
 
 mod advanced;
+// Embedding bags (issue 30).
+mod bag;
 mod conv;
 mod dist;
 mod embedding;
@@ -364,6 +366,12 @@ pub use dist::{
     pdist_backward, pdist_forward,
 };
 pub use embedding::embedding_dense_backward;
+// Embedding bags (issue 30).
+pub use bag::{
+    BagArgs, embedding_bag_2d_indices, embedding_bag_args, embedding_bag_dims, embedding_bag_grad,
+    embedding_bag_index_error, embedding_bag_max_indices, embedding_bag_padding_idx,
+    embedding_bag_per_sample_weights_backward, embedding_bag_psw_grad,
+};
 pub use fold::{Fold, col2im, im2col};
 pub use geom::{
     broadcast_positions, masked_scatter, masked_scatter_backward, masked_scatter_sources, nonzero,

@@ -3714,6 +3714,7 @@ def sweep_calls():
     calls.update(dist_sweep_calls())
     calls.update(scatter_reduce_sweep_calls())
     calls.update(embedding_sweep_calls())
+    calls.update(bag_sweep_calls())
     return calls
 
 
@@ -7841,6 +7842,280 @@ def embedding_programs():
     return progs
 
 
+# ---- embedding bags (_embedding_bag and its backward ops; Core ATen; issue 30): generators
+# (GEN), sweep calls, and the `bag` category.
+def bag_offsets(r, ni, ilo):
+    """Offsets of 1 to 3 bags over ``ni`` indices (an empty bag possible), the end appended
+    with ``include_last_offset``."""
+    offs = [0] + sorted(r.randrange(ni + 1) for _ in range(r.choice([0, 1, 2])))
+    return offs + [ni] if ilo else offs
+
+
+def g_bag(op):
+    """``_embedding_bag`` or a composite (``embedding_bag``: no ``padding_idx``;
+    ``embedding_bag.padding_idx``: ``None`` or negative too)."""
+    def g(p, r):
+        n, d, ni = r.choice([3, 4]), 1 if op != "_embedding_bag" else r.choice([1, 2]), r.choice([3, 4])
+        mode, ilo = r.choice([0, 1, 2]), r.random() < 0.3
+        offs = bag_offsets(r, ni, ilo)
+        psw = p.inp([ni]) if mode == 0 and r.random() < 0.4 else None
+        w = p.inp([n, d], nc=r.random() < 0.3, rg=psw is None)
+        kw = dict(weight=w, indices=p.inp([ni], f"idx{n}"), offsets=p.inp([len(offs)], "idx9", data=offs),
+                  scale_grad_by_freq=r.random() < 0.3, mode=mode, sparse=False, per_sample_weights=psw,
+                  include_last_offset=ilo)
+        if op == "_embedding_bag":
+            kw["padding_idx"] = r.choice([-1, -1, 1])
+        elif op == "embedding_bag.padding_idx":
+            kw["padding_idx"] = r.choice([None, 1, -1])
+        return p.op(op, nout=4, **kw)[0]
+    return g
+
+
+def bag_forward(p, r, mode, n=3, d=2, ni=4):
+    """A forward ``_embedding_bag`` of constant inputs: its integer outputs, for the backward
+    ops' generators."""
+    idx = p.inp([ni], f"idx{n}")
+    offs = bag_offsets(r, ni, False)
+    off = p.inp([len(offs)], "idx9", data=offs)
+    outs = p.op("_embedding_bag", nout=4, weight=p.inp([n, d], rg=False), indices=idx, offsets=off,
+                scale_grad_by_freq=False, mode=mode, sparse=False, per_sample_weights=None,
+                include_last_offset=False, padding_idx=-1)
+    return idx, off, outs, len(offs)
+
+
+def g__embedding_bag_backward(op):
+    def g(p, r):
+        mode, n, d = r.choice([0, 1, 2]), 3, 2
+        idx, off, (_, o2b, bs, mi), nb = bag_forward(p, r, mode, n, d)
+        kw = dict(grad=p.inp([nb, d]), indices=idx, offset2bag=o2b, bag_size=bs, maximum_indices=mi, num_weights=n,
+                  scale_grad_by_freq=r.random() < 0.3, mode=mode, per_sample_weights=None, padding_idx=-1)
+        if op == "_embedding_bag_backward":
+            kw.update(offsets=off, sparse=False)
+        return p.op(op, **kw)
+    return g
+
+
+def g__embedding_bag_psw_backward(p, r):
+    n, d = 3, 2
+    idx, off, (_, o2b, _, _), nb = bag_forward(p, r, 0, n, d)
+    return p.op("_embedding_bag_per_sample_weights_backward", grad=p.inp([nb, d]), weight=p.inp([n, d]), indices=idx,
+                offsets=off, offset2bag=o2b, mode=0, padding_idx=r.choice([-1, 1]))
+
+
+GEN.update({
+    "_embedding_bag": g_bag("_embedding_bag"),
+    "embedding_bag": g_bag("embedding_bag"),
+    "embedding_bag.padding_idx": g_bag("embedding_bag.padding_idx"),
+    "_embedding_bag_backward": g__embedding_bag_backward("_embedding_bag_backward"),
+    "_embedding_bag_dense_backward": g__embedding_bag_backward("_embedding_bag_dense_backward"),
+    "_embedding_bag_per_sample_weights_backward": g__embedding_bag_psw_backward,
+})
+
+
+def bag_sweep_calls():
+    """The sweep's calls of the embedding-bag ops: the swept tensor as ``weight`` (as
+    ``grad`` of the backward ops, with two indices in one bag)."""
+    def ints(p, data):
+        return p.inp([len(data)], "idx9", data=data)
+
+    def bag(p, a):
+        return p.op("_embedding_bag", nout=4, weight=a.t(0), indices=ints(p, [0, 0]), offsets=ints(p, [0]),
+                    scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None,
+                    include_last_offset=False, padding_idx=-1)[0]
+
+    def backward(op):
+        def call(p, a):
+            kw = dict(grad=a.t(0), indices=ints(p, [0, 0]), offset2bag=ints(p, [0, 0]), bag_size=ints(p, [2]),
+                      maximum_indices=ints(p, [2]), num_weights=2, scale_grad_by_freq=False, mode=1,
+                      per_sample_weights=None, padding_idx=-1)
+            if op == "_embedding_bag_backward":
+                kw.update(offsets=ints(p, [0]), sparse=False)
+            return p.op(op, **kw)
+        return call
+
+    def psw_backward(p, a):
+        return p.op("_embedding_bag_per_sample_weights_backward", grad=a.t(0), weight=a.t(1), indices=ints(p, [0, 0]),
+                    offsets=ints(p, [0]), offset2bag=ints(p, [0, 0]), mode=0, padding_idx=-1)
+
+    def composite(op):
+        def call(p, a):
+            kw = dict(weight=a.t(0), indices=ints(p, [0, 0]), offsets=ints(p, [0]), scale_grad_by_freq=False, mode=0,
+                      sparse=False, per_sample_weights=None, include_last_offset=False)
+            if op == "embedding_bag.padding_idx":
+                kw["padding_idx"] = None
+            return p.op(op, nout=4, **kw)[0]
+        return call
+
+    return {"_embedding_bag": bag, "embedding_bag": composite("embedding_bag"),
+            "embedding_bag.padding_idx": composite("embedding_bag.padding_idx"),
+            "_embedding_bag_backward": backward("_embedding_bag_backward"),
+            "_embedding_bag_dense_backward": backward("_embedding_bag_dense_backward"),
+            "_embedding_bag_per_sample_weights_backward": psw_backward}
+
+
+def bag_programs():
+    """The `bag` category: ``_embedding_bag``'s four outputs (modes sum, mean and max, empty
+    bags, ``include_last_offset``, ``per_sample_weights``, ``padding_idx`` (negative: none),
+    boolean indices promoted, float32's fast path, NaN and ties in max), the weight's
+    and ``per_sample_weights``' gradients (``scale_grad_by_freq``), PyTorch's refusals of the
+    second derivatives and of forward mode, the backward ops called directly (``offset2bag``
+    recomputed when empty, ``sparse=True``), and PyTorch's errors."""
+    progs = []
+
+    def prog(name, mode="grad"):
+        p = scen(f"bag/{name}" if mode == "grad" else f"bag/{mode}/{name}", "bag")
+        p.mode = mode
+        progs.append(p)
+        return p
+
+    def ints(p, data, kind="idx9"):
+        return p.inp([len(data)], kind, data=data)
+
+    def bag(name, w, idx, offs, mode=0, psw=None, ilo=False, pad=-1, scale=False, outputs=(0, 1, 2, 3),
+            wrg=True, kind="t", mode_="grad"):
+        # With per_sample_weights, one of the two requires grad at a time: each gradient's
+        # own gradient is not implemented, and which of the two refusals comes first is the
+        # engines' order.
+        runs = [(k, k == 0 and psw is None, False) for k in outputs]
+        if psw is not None:
+            runs = [(0, True, False), (0, False, True)] + [(k, False, False) for k in outputs if k]
+        for k, rg, prg in runs:
+            suffix = f"/{k}" if len(outputs) > 1 else ""
+            p = prog(f"{name}{suffix}{'_psw_grad' if prg else ''}", mode_)
+            rg = rg and wrg
+            weight = p.inp(w, kind, rg=rg) if isinstance(w, list) else w(p, rg)
+            ps = None if psw is None else p.inp([len(psw)], data=psw, rg=prg)
+            outs = p.op("_embedding_bag", nout=4, weight=weight, indices=idx(p) if callable(idx) else ints(p, idx),
+                        offsets=offs(p) if callable(offs) else ints(p, offs), scale_grad_by_freq=scale, mode=mode,
+                        sparse=False, per_sample_weights=ps, include_last_offset=ilo, padding_idx=pad)
+            p.out(outs[k])
+
+    rep = [1, 2, 4, 4, 3, 0]
+    # The integer outputs where they carry something: offset2bag with include_last_offset,
+    # bag_size (zeros in mode sum) and max_indices (bag_size's copy outside mode max).
+    for mode, label, empty_out, ilo_out, pad_out in ((0, "sum", (0, 2, 3), (0,), (0,)),
+                                                     (1, "mean", (0, 2), (0, 1, 2), (0, 2)),
+                                                     (2, "max", (0, 1, 3), (0, 3), (0, 3))):
+        bag(f"{label}_empty_bag", [5, 2], rep, [0, 2, 2, 5], mode, outputs=empty_out)
+        bag(f"{label}_include_last_offset", [5, 2], rep, [0, 2, 2, 4], mode, ilo=True, outputs=ilo_out)
+        bag(f"{label}_padding_idx", [5, 2], rep, [0, 2, 3], mode, pad=4, outputs=pad_out)
+        if mode:
+            bag(f"{label}_scale_grad_by_freq", [4, 2], [3, 0, 3, 3, 1, 1], [0, 2, 4], mode, scale=True, outputs=(0,))
+    bag("mean_all_padding_bag", [4, 2], [2, 2, 1], [0, 2], 1, pad=2, outputs=(0, 2))
+    bag("max_all_padding_bag", [4, 2], [2, 2, 1], [0, 2], 2, pad=2, outputs=(0, 3))
+    bag("negative_padding_idx_none", [5, 2], rep, [0, 3], 1, pad=-2, outputs=(2,))
+    bag("per_sample_weights", [5, 2], rep, [0, 2, 2, 5], 0, psw=[0.5, -1.0, 2.0, 0.25, 1.5, -0.75], outputs=(0,))
+    bag("per_sample_weights_scale_grad_by_freq_padding", [5, 2], rep, [0, 3], 0,
+        psw=[0.5, -1.0, 2.0, 0.25, 1.5, -0.75], scale=True, pad=4, outputs=(0,))
+    bag("decreasing_offsets", [5, 1], rep, [0, 4, 2], 1, outputs=(0, 1))
+    bag("one_bag_no_index", [3, 2], [], [0], 2, outputs=(0, 3))
+    bag("no_weight_columns", [3, 0], [1, 2, 0], [0, 1], 2, outputs=(0, 3))
+    bag("bool_indices", [3, 2], lambda p: p.inp([4], "bool", data=[True, False, True, True]), [0, 2], 0,
+        outputs=(1,))
+    # (No int32 indices (promoted with int64 offsets) nor float32 weights (PyTorch's fast path:
+    # offset2bag left empty in mode sum, the last offset read with include_last_offset, its own
+    # out-of-range message): the fixtures' replay is in double.)
+    # max: NaN (kept only when first), ties (the first), -inf.
+    nan, ninf = float("nan"), float("-inf")
+    nanw = lambda p, rg: p.inp([3, 2], data=[1.0, nan, nan, 2.0, 1.0, 3.0], rg=rg)
+    bag("max_nan_and_ties", nanw, [0, 1, 2, 2, 0], [0, 2], 2, outputs=(0, 3))
+    bag("max_nan_first_in_bag", nanw, [1, 0, 2], [0], 2, outputs=(0, 3))
+    bag("max_ties", lambda p, rg: p.inp([3, 2], data=[1.0, 1.0, 1.0, 1.0, ninf, 1.0], rg=rg), [2, 0, 1], [0], 2,
+        outputs=(0, 3))
+    # Forward mode: PyTorch has no formula for _embedding_bag.
+    bag("sum", [4, 2], [1, 3, 1], [0, 1], 0, outputs=(0,), mode_="jvp")
+    # The backward ops called directly (not sparse=True: PyTorch's gradient is then a sparse tensor, which
+    # the op set refuses).
+    g = lambda p, nb=3: p.inp([nb, 2])
+    o2b, bs = [0, 0, 2, 2, 2, 3], [2, 0, 3, 1]
+    direct = [
+        ("dense_sum", "_embedding_bag_dense_backward", dict(mode=0, scale=True)),
+        ("dense_mean", "_embedding_bag_dense_backward", dict(mode=1, pad=4)),
+        ("backward_empty_offset2bag", "_embedding_bag_backward", dict(mode=1, o2b=[])),
+        ("backward_float_offset2bag", "_embedding_bag_backward", dict(mode=0, o2b="float")),
+        ("dense_int_grad", "_embedding_bag_dense_backward", dict(mode=0, grad="int")),
+    ]
+    for name, op, o in direct:
+        for mode_ in ("grad", "jvp") if name == "dense_sum" else ("grad",):
+            p = prog(name, mode_)
+            gr = ints(p, [1] * 8) if o.get("grad") == "int" else p.inp([4, 2])
+            ob = o.get("o2b", o2b)
+            ob = p.inp([6], data=[0.0] * 6, rg=False) if ob == "float" else ints(p, ob)
+            kw = dict(grad=gr, indices=ints(p, rep), offset2bag=ob, bag_size=ints(p, bs), maximum_indices=ints(p, bs),
+                      num_weights=5, scale_grad_by_freq=o.get("scale", False), mode=o["mode"], per_sample_weights=None,
+                      padding_idx=o.get("pad", -1))
+            if op == "_embedding_bag_backward":
+                kw.update(offsets=ints(p, [0, 2, 2, 5]), sparse=o.get("sparse", False))
+            p.op(op, **kw)
+    # max's dense backward: each dim's gradient into its maximum's row, empty bags skipped.
+    p = prog("dense_max")
+    p.op("_embedding_bag_dense_backward", grad=p.inp([3, 2]), indices=ints(p, rep), offset2bag=ints(p, [0, 0, 2, 2, 2, 2]),
+         bag_size=ints(p, [2, 0, 4]), maximum_indices=p.inp([3, 2], "idx9", data=[1, 2, 0, 0, 4, 3]), num_weights=5,
+         scale_grad_by_freq=False, mode=2, per_sample_weights=None, padding_idx=-1)
+    for name, mode, pad, ob in (("psw_backward", 0, 4, o2b), ("psw_backward_empty_offset2bag", 0, -1, []),
+                                ("psw_backward_mean", 1, -1, o2b)):
+        p = prog(name)
+        p.op("_embedding_bag_per_sample_weights_backward", grad=p.inp([4, 2]), weight=p.inp([5, 2]),
+             indices=ints(p, rep), offsets=ints(p, [0, 2, 2, 5]), offset2bag=ints(p, ob), mode=mode, padding_idx=pad)
+    # The composites: padding_idx wrapped, or out of range; a weight without grad goes to
+    # _embedding_bag_forward_only (mode sum: one bag_size per offset).
+    for name, op, w_rg, mode, pad, k in (
+            ("composite_forward_only_bag_size", "embedding_bag", False, 0, None, 2),
+            ("composite_forward_only_mean", "embedding_bag.padding_idx", False, 1, -1, 2),
+            ("composite_negative_padding_idx", "embedding_bag.padding_idx", True, 1, -2, 0),
+            ("errors/composite_padding_idx_too_big", "embedding_bag.padding_idx", True, 0, 5, 0),
+            ):
+        p = prog(name)
+        kw = dict(weight=p.inp([5, 2], rg=w_rg), indices=ints(p, rep), offsets=ints(p, [0, 2, 2, 4]),
+                  scale_grad_by_freq=False, mode=mode, sparse=False, per_sample_weights=None, include_last_offset=True)
+        if op == "embedding_bag.padding_idx":
+            kw["padding_idx"] = pad
+        p.out(p.op(op, nout=4, **kw)[k])
+    p = prog("errors/composite_0d_weight_padding_idx")
+    p.op("embedding_bag.padding_idx", nout=4, weight=p.inp([]), indices=ints(p, rep), offsets=ints(p, [0]),
+         scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False,
+         padding_idx=0)
+    # PyTorch's errors, in its order.
+    w52 = [5, 1]
+    errors = [
+        ("weight_1d", [5], rep, [0, 3], {}),
+        ("offsets_2d", w52, rep, "2d", {}),
+        ("float_indices", w52, "float", [0, 3], {}),
+        ("float_offsets", w52, rep, "float", {}),
+        ("int_weight", "int", rep, [0, 3], {}),
+        ("offsets_first_not_0", w52, rep, [1, 3], {}),
+        ("offsets_last_too_big", w52, rep, [0, 7], {}),
+        ("per_sample_weights_mean", w52, rep, [0, 3], dict(mode=1, psw=[1.0] * 6)),
+        ("per_sample_weights_length", w52, rep, [0, 3], dict(psw=[1.0] * 5)),
+        ("include_last_offset_no_offsets", w52, rep, [], dict(ilo=True)),
+        ("mode_3", w52, rep, [0, 3], dict(mode=3)),
+        ("index_out_of_range", w52, [1, 7, -1], [0], {}),
+        ("2d_indices", w52, "2d", [0, 1], {}),
+    ]
+    for name, w, ix, off, o in errors:
+        p = prog(f"errors/{name}")
+        weight = p.inp(w52, "idx9", data=[0] * 5) if w == "int" else p.inp(w)
+        if ix == "0d":
+            idx = p.inp([], "idx9", data=[1])
+        elif ix == "float":
+            idx = p.inp([6], data=[0.0] * 6, rg=False)
+        elif ix == "2d":
+            idx = p.inp([2, 3], "idx9", data=rep)
+        else:
+            idx = ints(p, ix)
+        if off == "2d":
+            offs = p.inp([2, 1], "idx9", data=[0, 3])
+        elif off == "float":
+            offs = p.inp([2], data=[0.0, 3.0], rg=False)
+        else:
+            offs = ints(p, off)
+        psw = o.get("psw")
+        p.op("_embedding_bag", nout=4, weight=weight, indices=idx, offsets=offs, scale_grad_by_freq=False,
+             mode=o.get("mode", 0), sparse=False, per_sample_weights=None if psw is None else p.inp([len(psw)], data=psw),
+             include_last_offset=o.get("ilo", False), padding_idx=-1)
+    return progs
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
@@ -7848,7 +8123,7 @@ def main():
              + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
              + select_programs() + geom_programs() + pool3d_programs() + norms_programs()
              + strided_programs() + group_norm_programs() + fold_programs() + grid_programs()
-             + dist_programs() + scatter_reduce_programs() + embedding_programs())
+             + dist_programs() + scatter_reduce_programs() + embedding_programs() + bag_programs())
     names = set()
     by_cat = {}
     for p in progs:

@@ -182,3 +182,42 @@ fn scalars_promote_by_their_kind() {
         "result type Double can't be cast to the desired output type Long"
     );
 }
+
+#[test]
+fn embedding_bag_follows_pytorchs_float32_fast_path() {
+    // PyTorch 2.15's values: float32 weights in modes sum and mean without padding_idx take
+    // its fast path, which leaves offset2bag empty in mode sum and, with
+    // include_last_offset, ends the last bag at the last offset (indices 2..4 here); with a
+    // padding_idx the reference path ends it at the last index.
+    let w = Var::from_data(NdTensor::<f32>::from_vec(
+        (0..10).map(|x| x as f32).collect(),
+        &[5, 2],
+    ));
+    let idx = Var::from_data(NdTensor::<f32>::from_i64(vec![1, 2, 4, 4, 3, 0], &[6]));
+    let off = Var::from_data(NdTensor::<f32>::from_i64(vec![0, 2, 2, 4], &[4]));
+    let run =
+        |mode, pad| _embedding_bag(&w, &idx, &off, false, mode, false, None, true, pad).unwrap();
+    let ints = |v: &Var<f32>| v.data().to_i64_vec().unwrap();
+    let (v, o2b, size, max) = run(0, -1);
+    assert_eq!(v.data().dtype(), "f32");
+    assert_eq!(v.data().to_vec(), vec![6.0, 8.0, 0.0, 0.0, 16.0, 18.0]);
+    assert_eq!(
+        (ints(&o2b), ints(&size), ints(&max)),
+        (vec![], vec![0; 3], vec![0; 3])
+    );
+    let (v, o2b, size, max) = run(1, -1);
+    assert_eq!(v.data().to_vec(), vec![3.0, 4.0, 0.0, 0.0, 4.0, 4.5]);
+    assert_eq!(ints(&o2b), vec![0, 0, 2, 2, 2, 2]);
+    assert_eq!((ints(&size), ints(&max)), (vec![2, 0, 4], vec![2, 0, 4]));
+    let (v, o2b, _, _) = run(0, 4);
+    assert_eq!(v.data().to_vec(), vec![6.0, 8.0, 0.0, 0.0, 6.0, 8.0]);
+    assert_eq!(ints(&o2b), vec![0, 0, 2, 2, 2, 2]);
+    // The fast path's message for an index out of range.
+    let bad = Var::from_data(NdTensor::<f32>::from_i64(vec![1, 7, -1], &[3]));
+    let zero = Var::from_data(NdTensor::<f32>::from_i64(vec![0], &[1]));
+    let e = _embedding_bag(&w, &bad, &zero, false, 1, false, None, false, -1).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Index 1 of input takes value 7 which is not in the valid range [0, 5)"
+    );
+}

@@ -87,3 +87,15 @@ fn embedding_sparse_gradients_are_refused() {
     let e = sum(&y, None).unwrap().backward().unwrap_err();
     assert!(e.to_string().contains("sparse=True"), "{e}");
 }
+
+#[test]
+fn embedding_bag_sparse_gradients_are_refused() {
+    // As embedding's: PyTorch's gradient for sparse=True is a sparse tensor, which the op set
+    // does not have; the forward ignores `sparse`, the backward says so.
+    let w = ndtensor::param(NdTensor::<f64>::zeros(&[4, 2]));
+    let idx = Var::from_data(T::from_i64(vec![1, 0, 1], &[3]));
+    let off = Var::from_data(T::from_i64(vec![0, 2], &[2]));
+    let (y, ..) = _embedding_bag(&w, &idx, &off, false, 0, true, None, false, -1).unwrap();
+    let e = sum(&y, None).unwrap().backward().unwrap_err();
+    assert!(e.to_string().contains("sparse=True"), "{e}");
+}

@@ -22,6 +22,10 @@ pub struct Case<B: ConformanceTensor> {
     /// computation than its `Variable` form (PyTorch's `GradMode::is_enabled()` branches to a
     /// kernel), so the two are compared to a relative 1e-12, not bit for bit.
     pub raw_close: Option<&'static str>,
+    /// `Some(text)`: every derivative of the op is PyTorch's `not_implemented` (the
+    /// embedding-bag backward ops, issue 30), so the case's check is that backward fails
+    /// with PyTorch's `text` (no gradgradcheck, no raw form).
+    pub backward_refusal: Option<&'static str>,
 }
 
 /// Functions PyTorch 2.15 has no forward formula for and whose forward AD it refuses, as the
@@ -33,15 +37,21 @@ pub const NO_FORWARD_FORMULA: &[&str] = &[
     "_cdist_forward",
     "_cdist_backward",
     "_euclidean_dist",
+    // Embedding bags (issue 30).
+    "_embedding_bag",
+    "_embedding_bag_backward",
+    "_embedding_bag_dense_backward",
 ];
 
 /// The function whose refusal of forward AD a case of `op` meets, if any: `op` itself when
-/// listed in [`NO_FORWARD_FORMULA`], or the function a composite calls (`pdist`; `cdist`,
-/// whose cases take the matrix-product path).
+/// listed in [`NO_FORWARD_FORMULA`], or the function a composite calls (`pdist`,
+/// `embedding_bag`; `cdist`, whose cases take the matrix-product path).
 pub fn forward_refusal(op: &str) -> Option<&'static str> {
     let f = match op {
         "pdist" => "_pdist_forward",
         "cdist" => "_euclidean_dist",
+        // Embedding bags (issue 30).
+        "embedding_bag" | "embedding_bag.padding_idx" => "_embedding_bag",
         _ => op,
     };
     NO_FORWARD_FORMULA.iter().find(|&&g| g == f).copied()
@@ -67,6 +77,7 @@ pub fn case<B: ConformanceTensor>(
         f: Box::new(f),
         no_gradgrad: None,
         raw_close: None,
+        backward_refusal: None,
     }
 }
 
@@ -771,6 +782,8 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     cs.extend(super::scatter_cases::cases::<B>());
     // Embeddings (issue 30).
     cs.extend(super::embedding_cases::cases::<B>());
+    // Embedding bags (issue 30).
+    cs.extend(super::bag_cases::cases::<B>());
     cs
 }
 

@@ -718,6 +718,8 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
             .or_else(|| super::scatter_cases::dispatch(op, a))
             // Embeddings (issue 30).
             .or_else(|| super::embedding_cases::dispatch(op, a))
+            // Embedding bags (issue 30).
+            .or_else(|| super::bag_cases::dispatch(op, a))
             .unwrap_or_else(|| Err(format!("op missing in the op set: {op}"))),
     }
 }

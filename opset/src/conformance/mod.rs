@@ -50,6 +50,8 @@ pub mod out_cases;
 pub mod pool3d_cases;
 // Embeddings (issue 30).
 pub mod embedding_cases;
+// Embedding bags (issue 30).
+pub mod bag_cases;
 pub mod precision;
 pub mod products_cases;
 pub mod report;
@@ -422,10 +424,14 @@ fn run_case<B: ConformanceTensor>(cs: &cases::Case<B>, ctx: &Ctx) {
     let run = |check: &str, body: &dyn Fn() -> Result<(), String>| {
         ctx.check((cs.op, check, "f64"), &name, body);
     };
-    run("gradcheck", &|| {
-        gradcheck(f, &cs.inputs, Tolerances::default()).map_err(|e| e.to_string())
-    });
-    if cs.no_gradgrad.is_none() {
+    if let Some(text) = cs.backward_refusal {
+        run("gradcheck", &|| backward_refused(f, &cs.inputs, text));
+    } else {
+        run("gradcheck", &|| {
+            gradcheck(f, &cs.inputs, Tolerances::default()).map_err(|e| e.to_string())
+        });
+    }
+    if cs.no_gradgrad.is_none() && cs.backward_refusal.is_none() {
         run("gradgradcheck", &|| {
             gradgradcheck(f, &cs.inputs, second).map_err(|e| e.to_string())
         });
@@ -434,9 +440,25 @@ fn run_case<B: ConformanceTensor>(cs: &cases::Case<B>, ctx: &Ctx) {
         Some(function) => forward_refused(f, &cs.inputs, function),
         None => check_forward(f, &cs.inputs, Tolerances::default()).map_err(|e| e.to_string()),
     });
-    run("raw form", &|| {
-        raw_form_matches(f, &cs.inputs, cs.raw_close.is_some())
-    });
+    if cs.backward_refusal.is_none() {
+        run("raw form", &|| {
+            raw_form_matches(f, &cs.inputs, cs.raw_close.is_some())
+        });
+    }
+}
+
+/// The gradcheck of an op whose derivatives are all PyTorch's `not_implemented`: backward
+/// fails with PyTorch's `text`.
+fn backward_refused<B: ConformanceTensor>(
+    f: impl Fn(&[Variable<B>]) -> Variable<B>,
+    inputs: &[B],
+    text: &str,
+) -> Result<(), String> {
+    match gradcheck(f, inputs, Tolerances::default()) {
+        Err(e) if e.to_string().contains(text) => Ok(()),
+        Err(e) => Err(format!("backward failed with another error: {e}")),
+        Ok(()) => Err(format!("backward ran; PyTorch refuses it: {text}")),
+    }
 }
 
 /// The forward check of a function without a forward formula: PyTorch's refusal, naming it.

@@ -14,6 +14,9 @@ use autograd::runtime::{AutogradError, Variable};
 
 type V<T> = Variable<T>;
 
+// Embedding bags (issue 30).
+mod bag;
+mod bag_composite;
 mod bn_guard;
 mod composites;
 mod conv;
@@ -41,6 +44,12 @@ mod softmax;
 mod softmax_formulas;
 mod strided_formulas;
 
+// Embedding bags (issue 30).
+pub use bag::{
+    decomposed_embedding_bag, decomposed_embedding_bag_backward,
+    decomposed_embedding_bag_dense_backward, decomposed_embedding_bag_per_sample_weights_backward,
+};
+pub use bag_composite::{embedding_bag, embedding_bag_padding_idx};
 pub use bn_guard::{BatchNormStat, DelayedError};
 pub use composites::{chunk, cross_entropy_loss, matmul, nll_loss, nll_loss_nd};
 pub use conv::{
