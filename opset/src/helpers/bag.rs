@@ -65,18 +65,7 @@ fn full_i64<T: Backend>(size: &[i64], value: i64) -> Res<T> {
     T::full(size, int(value), Some(ScalarType::I64), None, None, None)
 }
 
-/// `0..n` as `i64`.
-fn arange<T: Backend>(n: i64) -> Res<T> {
-    T::arange_start_step(
-        int(0),
-        int(n),
-        int(1),
-        Some(ScalarType::I64),
-        None,
-        None,
-        None,
-    )
-}
+use super::decompositions::arange_i64 as arange;
 
 /// PyTorch's `make_offset2bag`: the bag of each of the `n` indices, `cumsum` of the number
 /// of `offsets` at each position, less one (an empty bag's offset skips its number).

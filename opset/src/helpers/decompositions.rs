@@ -10,6 +10,20 @@ use super::Backend;
 use super::dims as sizes;
 use crate::meta;
 
+/// `0..n` as an `i64` tensor (the positions the default kernels index with).
+pub(crate) fn arange_i64<T: Backend>(n: i64) -> Result<T, T::Error> {
+    let int = autograd::types::Scalar::Int;
+    T::arange_start_step(
+        int(0),
+        int(n),
+        int(1),
+        Some(autograd::types::ScalarType::I64),
+        None,
+        None,
+        None,
+    )
+}
+
 /// `zeros_like`: `new_zeros` with the input's sizes (PyTorch's `zeros_like` for a strided
 /// tensor; the memory format does not change a value).
 pub fn decomposed_zeros_like<T: Backend>(

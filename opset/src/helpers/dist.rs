@@ -10,7 +10,7 @@ use super::Backend;
 // A shape as `i64` sizes: the helpers' `dims`.
 use super::dims as sizes;
 use crate::meta;
-use autograd::types::{MemoryFormat, Scalar, ScalarType};
+use autograd::types::{MemoryFormat, Scalar};
 
 /// A kernel's result (`X`: the tensor itself by default).
 type Res<T, X = T> = Result<X, <T as Backend>::Error>;
@@ -77,16 +77,7 @@ fn grad_factor<T: Backend>(diff: &T, dist: &T, p: f64) -> Res<T> {
 /// The rows `i < j` of `n` rows in PyTorch's order (row-major over the upper triangle): the
 /// two columns of `nonzero(arange(n)[:, None] < arange(n)[None, :])`.
 pub fn upper_pairs<T: Backend>(n: usize) -> Res<T, (T, T)> {
-    let int = |i: i64| Scalar::Int(i);
-    let ar = T::arange_start_step(
-        int(0),
-        int(n as i64),
-        int(1),
-        Some(ScalarType::I64),
-        None,
-        None,
-        None,
-    )?;
+    let ar = super::decompositions::arange_i64::<T>(n as i64)?;
     let below = T::lt_tensor(&T::unsqueeze(&ar, 1)?, &T::unsqueeze(&ar, 0)?)?;
     let nz = T::nonzero(&below)?;
     Ok((T::select_int(&nz, 1, 0)?, T::select_int(&nz, 1, 1)?))

@@ -16,17 +16,8 @@ fn positions<T: Backend>(f: &Fold) -> Result<T, T::Error> {
     let (hp, wp) = padded(f);
     let [dh, dw] = f.dilation.map(|x| x as i64);
     let [sh, sw] = f.stride.map(|x| x as i64);
-    let int = |n: i64| Scalar::Int(n);
     let n = f.channels as i64 * hp * wp;
-    let all = T::arange_start_step(
-        int(0),
-        int(n),
-        int(1),
-        Some(ScalarType::I64),
-        None,
-        None,
-        None,
-    )?;
+    let all = super::decompositions::arange_i64::<T>(n)?;
     let sizes = [
         f.channels,
         f.kernel[0],

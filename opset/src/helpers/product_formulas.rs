@@ -96,13 +96,7 @@ pub fn cumprod_backward<T: Backend>(
 fn cumprod_backward_omitted<T: Backend>(grad: &V<T>, input: &V<T>, ax: usize) -> Res<V<T>> {
     let shape = input.shape();
     let (d, n) = (ax as i64, shape[ax] as i64);
-    let mut ones_size = dims(&shape);
-    ones_size[ax] = 1;
-    let ones = add_scalar(
-        &new_zeros(grad, &ones_size, None, None, None, None)?,
-        1.0,
-        1,
-    )?;
+    let ones = ones_along(grad, &shape, ax)?;
     let mut slices = Vec::with_capacity(n as usize);
     for k in 0..n {
         let omitted = if k == 0 {
@@ -179,12 +173,14 @@ pub fn cumprod_jvp<T: Backend>(self_t: &V<T>, self_p: &V<T>, result: &V<T>, dim:
 fn shifted_ones<T: Backend>(x: &V<T>, d: i64) -> Res<V<T>> {
     let shape = x.shape();
     let ax = d as usize;
-    let ones = add_scalar(
-        &new_zeros(x, &with_dim(&shape, ax, 1), None, None, None, None)?,
-        1.0,
-        1,
-    )?;
+    let ones = ones_along(x, &shape, ax)?;
     cat(&[ones, narrow(x, d, 0, shape[ax] as i64 - 1)?], d)
+}
+
+/// Ones of `like`'s dtype shaped `shape` with 1 along `ax`.
+fn ones_along<T: Backend>(like: &V<T>, shape: &[usize], ax: usize) -> Res<V<T>> {
+    let zeros = new_zeros(like, &with_dim(shape, ax, 1), None, None, None, None)?;
+    add_scalar(&zeros, 1.0, 1)
 }
 
 /// `shape` with `size` along `ax`.
@@ -207,13 +203,7 @@ pub fn prod_safe_zeros_backward<T: Backend>(grad: &V<T>, inp: &V<T>, dim: i64) -
     if n == 1 {
         return Ok(grad.clone());
     }
-    let mut ones_size = dims(&shape);
-    ones_size[ax] = 1;
-    let ones = add_scalar(
-        &new_zeros(grad, &ones_size, None, None, None, None)?,
-        1.0,
-        1,
-    )?;
+    let ones = ones_along(grad, &shape, ax)?;
     let d = ax as i64;
     let exclusive_normal = cumprod(
         &cat(&[ones.clone(), narrow(inp, d, 0, n - 1)?], d)?,

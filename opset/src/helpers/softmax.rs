@@ -5,22 +5,6 @@
 use super::*;
 use autograd::types::ScalarType;
 
-/// The runtime's name of a dtype (what [`autograd::runtime::Tensor::dtype`] returns).
-pub(crate) fn runtime_dtype_name(d: ScalarType) -> &'static str {
-    match d {
-        ScalarType::Bool => "bool",
-        ScalarType::U8 => "u8",
-        ScalarType::I8 => "i8",
-        ScalarType::I16 => "i16",
-        ScalarType::I32 => "i32",
-        ScalarType::I64 => "i64",
-        ScalarType::F16 => "f16",
-        ScalarType::BF16 => "bf16",
-        ScalarType::F32 => "f32",
-        ScalarType::F64 => "f64",
-    }
-}
-
 /// `input_.toType(dtype)` then `_softmax` (`log` false) or `_log_softmax`, as PyTorch's
 /// composites. A cast to a float dtype is `_to_copy`, as PyTorch's; an
 /// integer or boolean one would reach the kernel's dtype error, which is raised here
@@ -34,7 +18,7 @@ fn softmax_composite<T: Backend>(
     let converted = match dtype {
         None => input.clone(),
         Some(d) => {
-            let name = runtime_dtype_name(d);
+            let name = d.name();
             if crate::dtype::Kind::requested(d) != crate::dtype::Kind::Float {
                 let shape = input.shape();
                 crate::meta::softmax(log, name, &shape, dim, false)
