@@ -7,11 +7,32 @@ use super::*;
 use crate::ops::*;
 use autograd::runtime::{AutogradError, Variable};
 
+/// The `cumsum` and `cumprod` cases (`cumprod` with zeros: its backward's masked forms).
+fn cumulative_cases<B: ConformanceTensor>(r: &Rng, cs: &mut Vec<Case<B>>) {
+    cs.push(case(
+        "cumsum",
+        "dim 1, non-contiguous",
+        vec![r.nc(&[2, 3])],
+        |x| cumsum(&x[0], 1, None).unwrap(),
+    ));
+    cs.push(case("cumsum", "dim -1, 1-d", vec![r.t(&[4])], |x| {
+        cumsum(&x[0], -1, None).unwrap()
+    }));
+    cs.push(case(
+        "cumprod",
+        "dim 1, no zero",
+        vec![r.away(&[2, 3])],
+        |x| cumprod(&x[0], 1, None).unwrap(),
+    ));
+    cs.push(case(
+        "cumprod",
+        "dim 0, zeros",
+        vec![v(&[0.5, 0.0, 0.0, 1.5, -1.2, 0.7], &[3, 2])],
+        |x| cumprod(&x[0], 0, None).unwrap(),
+    ));
+}
+
 /// The cases, appended to [`cases::cases`](super::cases::cases).
-#[allow(
-    clippy::too_many_lines,
-    reason = "a flat list, one case per operator variant"
-)]
 pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     let r = Rng::new(3131);
     let mut cs = Vec::new();
@@ -36,27 +57,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
         vec![r.pos(&[3])],
         |x| pow_scalar(0, &x[0]).unwrap(),
     ));
-    cs.push(case(
-        "cumsum",
-        "dim 1, non-contiguous",
-        vec![r.nc(&[2, 3])],
-        |x| cumsum(&x[0], 1, None).unwrap(),
-    ));
-    cs.push(case("cumsum", "dim -1, 1-d", vec![r.t(&[4])], |x| {
-        cumsum(&x[0], -1, None).unwrap()
-    }));
-    cs.push(case(
-        "cumprod",
-        "dim 1, no zero",
-        vec![r.away(&[2, 3])],
-        |x| cumprod(&x[0], 1, None).unwrap(),
-    ));
-    cs.push(case(
-        "cumprod",
-        "dim 0, zeros",
-        vec![v(&[0.5, 0.0, 0.0, 1.5, -1.2, 0.7], &[3, 2])],
-        |x| cumprod(&x[0], 0, None).unwrap(),
-    ));
+    cumulative_cases(&r, &mut cs);
     cs.push(case("prod", "no zero", vec![r.away(&[2, 3])], |x| {
         prod(&x[0], None).unwrap()
     }));

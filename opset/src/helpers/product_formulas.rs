@@ -61,34 +61,24 @@ pub fn cumprod_backward<T: Backend>(
         return cumprod_backward_omitted(grad, input, ax);
     }
     let zero = zeros_of(grad);
-    let count = cumsum(&is_zero, d, None)?;
-    let before = eq_scalar(&count, 0.0)?;
-    let kept = where_self(&before, &w, &zero)?;
+    let z = ZeroSegments::of(&is_zero, d)?;
+    let kept = where_self(&z.before, &w, &zero)?;
     let grad_input = where_self(
-        &before,
+        &z.before,
         &div_tensor(&reversed_cumsum(&kept, d)?, input)?,
         &zero,
     )?;
-    let between = eq_scalar(&count, 1.0)?;
-    let first = logical_and(&between, &eq_scalar(&cumsum(&between, d, None)?, 1.0)?)?;
-    let after_first = logical_and(&between, &logical_not(&first)?)?;
     let one = add_scalar(&zeros_of(input), 1.0, 1)?;
-    let factors = cumprod(&where_self(&after_first, input, &one)?, d, None)?;
+    let factors = cumprod(&where_self(&z.after_first, input, &one)?, d, None)?;
     let sums = sum_dim_intlist(
-        &mul_tensor(&factors, &where_self(&between, grad, &zero)?)?,
+        &mul_tensor(&factors, &where_self(&z.between, grad, &zero)?)?,
         Some(&[d]),
         true,
         None,
     )?;
     // The product before the first zero: the output one step before it (1 at the start).
-    let shifted = shifted_ones(output, d)?;
-    let before_first = sum_dim_intlist(
-        &where_self(&first, &shifted, &zeros_of(output))?,
-        Some(&[d]),
-        true,
-        None,
-    )?;
-    where_self(&first, &mul_tensor(&sums, &before_first)?, &grad_input)
+    let before_first = z.at_first(&shifted_ones(output, d)?, d)?;
+    where_self(&z.first, &mul_tensor(&sums, &before_first)?, &grad_input)
 }
 
 /// [`cumprod_backward`] when gradients are recorded: for each `k`, `grad` from `k` on times
@@ -143,29 +133,47 @@ pub fn cumprod_jvp<T: Backend>(self_t: &V<T>, self_p: &V<T>, result: &V<T>, dim:
     }
     let zero = zeros_of(result);
     let one = add_scalar(&zeros_of(self_p), 1.0, 1)?;
-    let count = cumsum(&is_zero, d, None)?;
-    let before = eq_scalar(&count, 0.0)?;
+    let z = ZeroSegments::of(&is_zero, d)?;
     let ratio = div_tensor(self_t, &where_self(&is_zero, &one, self_p)?)?;
     let head = mul_tensor(
         result,
-        &cumsum(&where_self(&before, &ratio, &zeros_of(&ratio))?, d, None)?,
+        &cumsum(&where_self(&z.before, &ratio, &zeros_of(&ratio))?, d, None)?,
     )?;
-    let between = eq_scalar(&count, 1.0)?;
-    let first = logical_and(&between, &eq_scalar(&cumsum(&between, d, None)?, 1.0)?)?;
-    let after_first = logical_and(&between, &logical_not(&first)?)?;
-    let sum_at_first = |x: &V<T>| {
-        sum_dim_intlist(
-            &where_self(&first, x, &zeros_of(x))?,
-            Some(&[d]),
-            true,
-            None,
-        )
-    };
-    let tangent_at_zero = sum_at_first(self_t)?;
-    let before_zero = sum_at_first(&shifted_ones(result, d)?)?;
-    let after = cumprod(&where_self(&after_first, self_p, &one)?, d, None)?;
+    let tangent_at_zero = z.at_first(self_t, d)?;
+    let before_zero = z.at_first(&shifted_ones(result, d)?, d)?;
+    let after = cumprod(&where_self(&z.after_first, self_p, &one)?, d, None)?;
     let mid = mul_tensor(&mul_tensor(&tangent_at_zero, &before_zero)?, &after)?;
-    where_self(&before, &head, &where_self(&between, &mid, &zero)?)
+    where_self(&z.before, &head, &where_self(&z.between, &mid, &zero)?)
+}
+
+/// Where each element stands along `d` against the zeros of its line (`is_zero`): before
+/// the first zero, from the first zero to the second, at the first zero, and after it up
+/// to the second (`cumprod_backward`'s and `cumprod_jvp`'s masks).
+struct ZeroSegments<T: Backend> {
+    before: V<T>,
+    between: V<T>,
+    first: V<T>,
+    after_first: V<T>,
+}
+
+impl<T: Backend> ZeroSegments<T> {
+    fn of(is_zero: &V<T>, d: i64) -> Res<Self> {
+        let count = cumsum(is_zero, d, None)?;
+        let between = eq_scalar(&count, 1.0)?;
+        let first = logical_and(&between, &eq_scalar(&cumsum(&between, d, None)?, 1.0)?)?;
+        Ok(ZeroSegments {
+            before: eq_scalar(&count, 0.0)?,
+            after_first: logical_and(&between, &logical_not(&first)?)?,
+            between,
+            first,
+        })
+    }
+
+    /// `x` at each line's first zero (0 for a line without one), keeping `d`.
+    fn at_first(&self, x: &V<T>, d: i64) -> Res<V<T>> {
+        let picked = where_self(&self.first, x, &zeros_of(x))?;
+        sum_dim_intlist(&picked, Some(&[d]), true, None)
+    }
 }
 
 /// `x` one step along `d`: a 1 first, then `x` without its last element (each position's
