@@ -11,11 +11,27 @@
 //! registered list is never taken out of its variable or node.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::AutogradError;
 use crate::node::{HookId, VariableList};
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::Variable;
+
+/// Whether a hook was ever registered on a leaf in this process. A plain `backward()`
+/// runs leaves after every node when none was (`engine/ready.rs`): without a hook on a
+/// leaf, nothing can tell when a leaf's gradient was accumulated.
+static LEAF_HOOKS: AtomicBool = AtomicBool::new(false);
+
+/// Notes that a leaf has a hook (for the rest of the process).
+pub(crate) fn note_leaf_hook() {
+    LEAF_HOOKS.store(true, Ordering::Relaxed);
+}
+
+/// Whether a leaf has ever had a hook in this process.
+pub(crate) fn leaf_hooks_registered() -> bool {
+    LEAF_HOOKS.load(Ordering::Relaxed)
+}
 
 /// A tensor hook: sees a gradient, may return a replacement.
 pub(crate) type TensorHookFn<T> =

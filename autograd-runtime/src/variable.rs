@@ -732,6 +732,7 @@ impl<T: Tensor> Variable<T> {
                 Ok(node.register_tensor_prehook(nr as usize, hook))
             }
             None => {
+                crate::hooks::note_leaf_hook();
                 Self::mutable_mut(&mut g).hooks.push(hook);
                 Ok(id)
             }

@@ -1,7 +1,7 @@
 //! Dependencies (`grad()` and `backward(inputs=...)`): the edges into every reachable
 //! vertex are counted before the pass runs, and the vertices that must run to reach the
 //! targets are marked (PyTorch's `compute_dependencies` and `init_to_execute`). A plain
-//! `backward()` needs neither: it runs lazily, deepest vertex first.
+//! `backward()` counts them only when it cannot run lazily (`ready.rs`).
 
 use super::grad::Grad;
 use super::task::{Task, Vertex};
@@ -65,7 +65,13 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
     ) -> Vec<(u32, usize, usize)> {
         let mut slots = Vec::new();
         let (edges, capture) = match targets {
-            Targets::All => return slots,
+            Targets::All => {
+                // Not lazy (`ready.rs`): every vertex found runs once its count is zero.
+                if !self.lazy {
+                    self.count_dependencies(roots);
+                }
+                return slots;
+            }
             Targets::Capture(caps) => (caps, true),
             Targets::Accumulate(inputs) => (inputs, false),
         };

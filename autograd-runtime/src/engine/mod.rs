@@ -5,13 +5,13 @@
 //! are in; gradients that meet at the same input slot are summed
 //! (differentiably under `create_graph`).
 //!
-//! `backward` needs no pass over the graph before it starts: every node
-//! records its depth (one more than the deepest node its edges lead to), so a
-//! consumer always outranks what it consumes, and running the vertices found
-//! so far deepest first (then by sequence number, as PyTorch orders ready
-//! nodes) runs each one after all of its consumers. `grad`, which must also
-//! know what lies between outputs and inputs, counts the edges into every
-//! reachable vertex first, as PyTorch's engine does.
+//! Vertices run in PyTorch's order: the highest sequence number first, leaves as soon as
+//! they are ready (`ready.rs`). `backward` on a graph recorded on one thread needs no pass
+//! over the graph before it starts: a consumer then has a larger sequence number than
+//! what it consumes, so running the vertices found so far in that order runs each one
+//! after all of its consumers. `grad`, which must also know what lies between outputs and
+//! inputs, and `backward` on other graphs count the edges into every reachable vertex
+//! first, as PyTorch's engine does.
 //!
 //! By concern: this file has the entry points and the execution of a pass (the loop,
 //! a node's run with its hooks, a chain run without vertex states, a leaf's
@@ -25,6 +25,7 @@
 
 mod deps;
 mod grad;
+mod heap;
 mod ready;
 mod task;
 mod validate;
@@ -407,12 +408,10 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
     create_graph: bool,
 ) -> Result<Vec<Option<Variable<T>>>, AutogradError> {
     let mut task = Task::<T, G>::new();
-    // backward(): no dependency pass. Vertices are found as gradients reach
-    // them and run in decreasing (depth, sequence number) order: every
-    // consumer of a vertex outranks it, so all its gradients are in when it
-    // runs. grad() and backward(inputs) count dependencies (and mark what
-    // must run), as PyTorch.
-    task.lazy = matches!(targets, Targets::All);
+    // backward() on a graph ordered by sequence number, with no hook on a leaf: no
+    // dependency pass (`ready.rs`). Otherwise, and for grad() and backward(inputs), the
+    // dependencies are counted (and what must run marked) first, as PyTorch does.
+    task.lazy = matches!(targets, Targets::All) && lazy_possible(roots);
     let slots = task.init_to_execute(roots, targets);
     let n_captures = match targets {
         Targets::Capture(caps) => caps.len(),
@@ -452,6 +451,16 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
         }
     }
     Ok(pass.captured)
+}
+
+/// Whether a `backward()` from `roots` can run lazily (`ready.rs`): every root's graph
+/// is ordered by sequence number, and no leaf ever had a hook.
+fn lazy_possible<T: Tensor>(roots: &[(Edge<T>, Option<Variable<T>>)]) -> bool {
+    !hooks::leaf_hooks_registered()
+        && roots.iter().all(|(edge, _)| match edge {
+            Edge::Node { node, .. } => node.ordered(),
+            Edge::Leaf(_) => true,
+        })
 }
 
 // The gradient buffer of the running vertex is used where it is (not moved out) and
@@ -716,6 +725,29 @@ mod tests {
             let f = y.grad_fn().unwrap();
             assert_eq!(f.cell().task_slot.load(Ordering::Relaxed), 0);
         }
+    }
+
+    #[test]
+    fn a_graph_recorded_on_one_thread_runs_lazily_and_one_across_threads_does_not() {
+        let x = Variable::new(val(1.0), true);
+        let a = add(&x, &x);
+        let b = add(&a, &x);
+        assert!(a.grad_fn().unwrap().ordered() && b.grad_fn().unwrap().ordered());
+        let root = |v: &Variable<Val>| vec![(v.gradient_edge().unwrap(), None)];
+        // No leaf in this test binary has a hook (a unit test of hooks would set the
+        // process's flag: then neither runs lazily, which the second check still sees).
+        assert_eq!(lazy_possible(&root(&b)), !hooks::leaf_hooks_registered());
+        // Recorded on a new thread, whose numbers start again at 0, over this thread's
+        // nodes: its number is not larger than theirs.
+        let a2 = a.clone();
+        let c = std::thread::spawn(move || add(&a2, &a2)).join().unwrap();
+        assert!(!c.grad_fn().unwrap().ordered());
+        assert!(!lazy_possible(&root(&c)));
+        // And neither is what is recorded over it, on any thread.
+        let d = add(&c, &b);
+        assert!(!d.grad_fn().unwrap().ordered());
+        d.backward().unwrap();
+        assert_eq!(x.grad().unwrap().data(), val(7.0));
     }
 
     /// A node that notes what `is_retaining_graph` says while it runs.

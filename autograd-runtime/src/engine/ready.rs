@@ -1,7 +1,20 @@
-//! The ready queue: gradients delivered to vertices, and the order vertices run in
-//! (deepest first, then by sequence number, as PyTorch orders ready nodes). A lone ready
-//! vertex waits in `next`, off the heap; in a lazy pass (`backward()`), a vertex that
-//! nothing else can reach is handed its gradient directly, without being claimed.
+//! The ready queue: gradients delivered to vertices, and the order vertices run in:
+//! PyTorch's, the highest sequence number first (`CompareNodeTaskTime` in PyTorch's
+//! `engine.h`), leaves (PyTorch's `AccumulateGrad`, whose sequence number is the largest
+//! there is) as soon as they are ready, and equal keys as libstdc++'s heap orders them
+//! (`heap.rs`). A lone ready vertex waits in `next`, off the heap; in a lazy pass
+//! (`backward()`), a vertex that nothing else can reach is handed its gradient directly,
+//! without being claimed.
+//!
+//! The lazy pass counts no dependencies: it runs the vertex with the highest sequence
+//! number found so far, which is PyTorch's order when every node's sequence number is
+//! larger than those of the nodes its edges lead to (a graph recorded on one thread;
+//! `Node::ordered`, checked on the roots). A node is then run after every consumer of it:
+//! a consumer not yet run would have a larger number and be found already, or be reached
+//! only through some found vertex with a larger number still. Leaves wait until no node
+//! is left (a leaf's consumers are not known before they ran); that only moves when a
+//! leaf's hooks run, so a pass takes the lazy path only when no leaf has a hook
+//! (`hooks::leaf_hooks_registered`).
 
 use super::grad::Grad;
 use super::task::{Task, Vertex};
@@ -10,14 +23,15 @@ use crate::node::Edge;
 use crate::tensor::Tensor;
 
 impl<T: Tensor> Vertex<'_, T> {
-    /// Execution priority: the larger runs first. Topological depth first
-    /// (a consumer always outranks what it consumes), then the sequence
-    /// number as in PyTorch (leaves, PyTorch's `AccumulateGrad`, last among
-    /// equals... they have depth 0, below every node).
-    fn priority(&self) -> (u64, u64) {
-        match self {
-            Vertex::Node(n) => (u64::from(n.topo()), n.cell().seq),
-            Vertex::Leaf(_) => (0, u64::MAX),
+    /// Execution priority: the larger runs first. A node's sequence number; a leaf's
+    /// is the largest (PyTorch's `AccumulateGrad`: `UINT64_MAX`), except in a lazy pass,
+    /// where leaves wait for every node (their key 0, the nodes' their number + 1).
+    fn priority(&self, lazy: bool) -> u64 {
+        match (self, lazy) {
+            (Vertex::Node(n), false) => n.cell().seq,
+            (Vertex::Node(n), true) => n.cell().seq.saturating_add(1),
+            (Vertex::Leaf(_), false) => u64::MAX,
+            (Vertex::Leaf(_), true) => 0,
         }
     }
 }
@@ -96,10 +110,10 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
             return;
         }
         if let Some(j) = self.next.take() {
-            let key = self.states[j as usize].vertex.priority();
+            let key = self.states[j as usize].vertex.priority(self.lazy);
             self.ready.push((key, j));
         }
-        let key = self.states[i as usize].vertex.priority();
+        let key = self.states[i as usize].vertex.priority(self.lazy);
         self.ready.push((key, i));
     }
 
@@ -130,23 +144,30 @@ mod tests {
 
     type T<'a> = Task<'a, Val, Val>;
 
-    #[test]
-    fn the_deepest_vertex_runs_first_then_the_latest_recorded_and_leaves_last() {
-        let x = Variable::new(val(1.0), true);
-        let a = add(&x, &x); // depth 1
-        let b = add(&a, &a); // depth 2
-        let c = add(&x, &x); // depth 1, recorded after `a`
-        let edges: Vec<_> = [&x, &a, &b, &c]
-            .iter()
-            .map(|v| v.gradient_edge().unwrap())
-            .collect();
+    /// The ready vertices in the order they pop, pushed in `order` (`lazy` or counted).
+    fn popped(vars: &[&Variable<Val>], lazy: bool) -> Vec<usize> {
+        let edges: Vec<_> = vars.iter().map(|v| v.gradient_edge().unwrap()).collect();
         let mut t = T::new();
+        t.lazy = lazy;
         let idx: Vec<u32> = edges.iter().map(|e| t.insert(Vertex::of(e).0).0).collect();
         for &i in &idx {
             t.push_ready(i);
         }
-        let order: Vec<u32> = std::iter::from_fn(|| t.pop_ready()).collect();
-        assert_eq!(order, [idx[2], idx[3], idx[1], idx[0]]);
+        std::iter::from_fn(|| t.pop_ready())
+            .map(|i| idx.iter().position(|&j| j == i).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn the_latest_recorded_runs_first_and_leaves_first_or_last() {
+        let x = Variable::new(val(1.0), true);
+        let a = add(&x, &x);
+        let b = add(&a, &a);
+        let c = add(&x, &x); // recorded after `b`, though not as deep
+        // PyTorch's order: leaves (`AccumulateGrad`) first, then c, b, a.
+        assert_eq!(popped(&[&x, &a, &b, &c], false), [0, 3, 2, 1]);
+        // A lazy pass keeps leaves for last.
+        assert_eq!(popped(&[&x, &a, &b, &c], true), [3, 2, 1, 0]);
     }
 
     #[test]

@@ -5,11 +5,12 @@
 //! another thread's pass holds that vertex. A finished task's allocations are kept for
 //! the thread's next pass.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::grad::Grad;
+use super::heap::ReadyHeap;
 use crate::list::OptList;
 use crate::mem::{forget_elements, recycle};
 use crate::node::{CellInfo, Edge, NodeRef};
@@ -106,9 +107,10 @@ pub(super) struct Task<'a, T: Tensor, G: 'static> {
     pub(super) id: u64,
     index: PtrMap<u32>,
     pub(super) states: Vec<VState<'a, T, G>>,
-    pub(super) ready: BinaryHeap<((u64, u64), u32)>,
-    /// `backward` without captures: vertices are found while running (no
-    /// dependency pass), in decreasing `priority`, which is a valid order.
+    pub(super) ready: ReadyHeap,
+    /// `backward` without captures on a graph whose sequence numbers grow toward its
+    /// roots: vertices are found while running (no dependency pass), in decreasing
+    /// `priority`, which is then PyTorch's order (`ready.rs`).
     pub(super) lazy: bool,
     /// Vertices still claimed, gradient buffers not yet taken: when both are
     /// zero, dropping the task does not walk its states.
@@ -179,7 +181,7 @@ const MAX_CACHED_STATES: usize = 16_384;
 struct TaskBuffers<T: Tensor, G: 'static> {
     states: Vec<VState<'static, T, G>>,
     index: PtrMap<u32>,
-    ready: BinaryHeap<((u64, u64), u32)>,
+    ready: ReadyHeap,
     stack: Vec<u32>,
     free: Vec<u32>,
 }
@@ -212,7 +214,7 @@ impl<'a, T: Tensor, G: Grad<T>> Task<'a, T, G> {
         let b = cached.map(|b| *b).unwrap_or_else(|| TaskBuffers {
             states: Vec::new(),
             index: PtrMap::default(),
-            ready: BinaryHeap::new(),
+            ready: ReadyHeap::default(),
             stack: Vec::new(),
             free: Vec::new(),
         });

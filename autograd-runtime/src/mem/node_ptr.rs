@@ -36,7 +36,7 @@ use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering, fence};
 
 use super::arena::{self, Chunk};
 use super::bias;
@@ -134,10 +134,9 @@ struct Head {
     flags: AtomicU8,
     /// The lock of the cell's typed node (`node_lock.rs`).
     lock: LockFlag,
-    /// 1 + the largest `topo` of the nodes the edges lead to (0 for none): every
-    /// consumer of a node has a larger one, on any thread. Set once, before the node is
-    /// published. 32 bits: a chain of 2^32 nodes would not fit in memory.
-    topo: AtomicU32,
+    /// The model's mark of the graph below the node (whether its sequence numbers grow
+    /// toward the node: `Node::ordered`). Set once, before the node is published.
+    ordered: AtomicBool,
     /// The version counters of outputs `0..NODE_COUNTERS` (the model's variables keep
     /// theirs here when they are a node's first outputs): in the header, outside the
     /// cell, so that a weak reference can still read them after the node is dropped.
@@ -532,11 +531,11 @@ impl<K: Kind> NodeRc<K> {
         unsafe { &head(self.0).versions[k as usize] }
     }
 
-    /// The node's depth: 1 + the largest of the nodes its edges lead to (0 for none).
+    /// The model's mark set when the node was published (`Pending::publish`).
     #[inline]
-    pub(crate) fn topo(&self) -> u32 {
+    pub(crate) fn ordered(&self) -> bool {
         // SAFETY: the strong count keeps the header alive.
-        unsafe { head(self.0) }.topo.load(Ordering::Relaxed)
+        unsafe { head(self.0) }.ordered.load(Ordering::Relaxed)
     }
 
     /// Whether the node saved an output of its own ([`OwnNode`]).
@@ -746,9 +745,9 @@ impl<K: Kind, N> TypedRc<K, N> {
     /// for the returned handle, `refs` for the returned [`OutputRefs`] (one
     /// per output variable).
     #[inline]
-    pub(crate) fn new(cell: NewCell<K, N>, topo: u32, refs: usize) -> (Self, OutputRefs<K, N>) {
+    pub(crate) fn new(cell: NewCell<K, N>, ordered: bool, refs: usize) -> (Self, OutputRefs<K, N>) {
         let strong = refs.checked_add(1).expect("too many outputs for one node");
-        let (p, out) = Pending::new().publish_counted(cell, topo, strong, refs);
+        let (p, out) = Pending::new().publish_counted(cell, ordered, strong, refs);
         (TypedRc(p), out)
     }
 
@@ -826,7 +825,7 @@ impl<K: Kind, N> Pending<K, N> {
                 chunk_offset,
                 flags: AtomicU8::new(0),
                 lock: LockFlag::new(),
-                topo: AtomicU32::new(0),
+                ordered: AtomicBool::new(false),
                 versions: [const { AtomicU32::new(0) }; NODE_COUNTERS],
             })
         };
@@ -855,9 +854,14 @@ impl<K: Kind, N> Pending<K, N> {
 
     /// Writes the cell and hands out `refs >= 1` strong references (the node's outputs).
     #[inline(always)]
-    pub(crate) fn publish(self, cell: NewCell<K, N>, topo: u32, refs: usize) -> OutputRefs<K, N> {
+    pub(crate) fn publish(
+        self,
+        cell: NewCell<K, N>,
+        ordered: bool,
+        refs: usize,
+    ) -> OutputRefs<K, N> {
         assert!(refs > 0, "a published node needs an output to keep it");
-        self.publish_counted(cell, topo, refs, refs).1
+        self.publish_counted(cell, ordered, refs, refs).1
     }
 
     /// Writes the cell with `strong` strong counts, `refs <= strong` of which
@@ -868,7 +872,7 @@ impl<K: Kind, N> Pending<K, N> {
     fn publish_counted(
         self,
         cell: NewCell<K, N>,
-        topo: u32,
+        ordered: bool,
         strong: usize,
         refs: usize,
     ) -> (NonNull<NodeBox<K, N>>, OutputRefs<K, N>) {
@@ -884,7 +888,9 @@ impl<K: Kind, N> Pending<K, N> {
         unsafe { (&raw mut (*p.as_ptr()).cell).write(cell.0) };
         // SAFETY: the header was written by `new`; the pending node's count keeps it
         // alive.
-        unsafe { head(thin(p)) }.topo.store(topo, Ordering::Relaxed);
+        unsafe { head(thin(p)) }
+            .ordered
+            .store(ordered, Ordering::Relaxed);
         // After the write: the owner's tag read before it made the cell go
         // through a `memcpy` (the chain bench's `tanh`). Release (in
         // `publish`): a weak reference upgraded after this sees the cell.
@@ -1000,7 +1006,7 @@ mod tests {
     fn toy(node: impl Any + Send, edges: Vec<NodeRc<Toys>>) -> NodeRc<Toys> {
         let edges = edges.into_iter().map(Some).collect();
         Pending::new()
-            .publish(NewCell::new(edges, node), 0, 1)
+            .publish(NewCell::new(edges, node), true, 1)
             .next()
             .expect("one reference")
     }
@@ -1039,12 +1045,12 @@ mod tests {
         assert!(a.try_lock().is_none(), "locked once at a time");
         drop(g);
         let (handle, mut refs) =
-            TypedRc::<Toys, String>::new(NewCell::new(vec![Some(a)], "x".into()), 3, 1);
+            TypedRc::<Toys, String>::new(NewCell::new(vec![Some(a)], "x".into()), true, 1);
         let b = refs.next().unwrap();
         assert!(refs.next().is_none());
         handle.with(|s| s.push('y'));
         assert_eq!(b.lock().downcast_ref::<String>().unwrap(), "xy");
-        assert_eq!((b.topo(), b.info().len()), (3, 1));
+        assert_eq!((b.ordered(), b.info().len()), (true, 1));
         assert!(handle.node_ref().ptr_eq(&b));
     }
 
@@ -1092,7 +1098,7 @@ mod tests {
         let own = pending.own();
         pending.set_own_outputs();
         let a = pending
-            .publish(NewCell::new(Vec::new(), 1), 0, 1)
+            .publish(NewCell::new(Vec::new(), 1), true, 1)
             .next()
             .unwrap();
         assert!(a.own_outputs());

@@ -249,10 +249,13 @@ impl<T: Tensor> NodeRef<T> {
         self.0.version_slot(k)
     }
 
-    /// The node's depth: 1 + the largest of the nodes its edges lead to (0 for none).
+    /// Whether every node below this one has a smaller sequence number than each node
+    /// its edges come from (true for a graph recorded on one thread; sequence numbers
+    /// count per thread, as in PyTorch). The lazy backward pass needs it
+    /// (`engine/ready.rs`).
     #[inline]
-    pub(crate) fn topo(&self) -> u32 {
-        self.0.topo()
+    pub(crate) fn ordered(&self) -> bool {
+        self.0.ordered()
     }
 
     /// Whether the node saved an output of its own (`record_saving`): the engine then

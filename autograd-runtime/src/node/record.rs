@@ -11,7 +11,8 @@ pub fn should_record<T: Tensor>(inputs: &[&Variable<T>]) -> bool {
 }
 
 /// A node's graph metadata: its edges to `inputs`, the outputs' `meta`, its place in
-/// the order of the thread's nodes (counted as live from here); and its depth.
+/// the order of the thread's nodes (counted as live from here); and whether the graph
+/// below it is ordered by sequence number ([`NodeRef::ordered`]).
 ///
 /// Always inlined into its two callers: called, it cost a prologue and a copy of the
 /// cell from its frame to the caller's (about 30 instructions an op on the chain bench).
@@ -20,21 +21,20 @@ fn build_cell<T: Tensor, N: Node<T>>(
     node: N,
     inputs: &[Option<&Variable<T>>],
     meta: NodeMeta,
-) -> (NewCell<Graph<T>, N>, u32) {
-    let mut edges = EdgeList::<T>::with_len(inputs.len());
-    let mut depth = 0;
-    for (slot, v) in edges.iter_mut().zip(inputs) {
-        *slot = v.and_then(Variable::gradient_edge);
-        if let Some(Edge::Node { node, .. }) = slot {
-            depth = depth.max(node.topo());
-        }
-    }
-    let topo = depth + 1;
+) -> (NewCell<Graph<T>, N>, bool) {
     let seq = SEQUENCE_NR.with(|s| {
         let n = s.get();
         s.set(n + 1);
         n
     });
+    let mut edges = EdgeList::<T>::with_len(inputs.len());
+    let mut ordered = true;
+    for (slot, v) in edges.iter_mut().zip(inputs) {
+        *slot = v.and_then(Variable::gradient_edge);
+        if let Some(Edge::Node { node, .. }) = slot {
+            ordered &= node.ordered() && node.cell().seq < seq;
+        }
+    }
     LIVE_NODES.with(|c| c.set(c.get() + 1));
     let info = CellInfo {
         edges,
@@ -42,7 +42,7 @@ fn build_cell<T: Tensor, N: Node<T>>(
         seq,
         task_slot: AtomicU64::new(0),
     };
-    (NewCell::new(info, node), topo)
+    (NewCell::new(info, node), ordered)
 }
 
 /// Puts a node in the arena: a handle, and `refs` references for the outputs.
@@ -52,8 +52,8 @@ fn new_cell<T: Tensor, N: Node<T>>(
     meta: NodeMeta,
     refs: usize,
 ) -> (NodeHandle<T, N>, OutputRefs<Graph<T>, N>) {
-    let (cell, topo) = build_cell(node, inputs, meta);
-    let (handle, refs) = rec::TypedRc::new(cell, topo, refs);
+    let (cell, ordered) = build_cell(node, inputs, meta);
+    let (handle, refs) = rec::TypedRc::new(cell, ordered, refs);
     let handle = NodeHandle(handle);
     if is_anomaly_enabled() {
         handle.node_ref().note_anomaly();
@@ -114,8 +114,8 @@ pub fn record_saving<T: Tensor, N: Node<T>, const K: usize>(
         pending.set_own_outputs();
     }
     let meta = NodeMeta::of(&outputs);
-    let (cell, topo) = build_cell(node, inputs, meta);
-    let refs = pending.publish(cell, topo, K);
+    let (cell, ordered) = build_cell(node, inputs, meta);
+    let refs = pending.publish(cell, ordered, K);
     let outs = wrap_outputs(outputs, refs);
     if is_anomaly_enabled()
         && let Some(node) = outs[0].grad_fn()
