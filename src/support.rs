@@ -114,6 +114,12 @@ impl<T> NotImplementedNode<T> {
 }
 
 impl<T: Tensor> autograd_runtime::Node<T> for NotImplementedNode<T> {
+    // PyTorch's `NotImplemented` node takes no sequence number (its `sequence_nr()` is
+    // `UINT64_MAX`): the engine runs it first among the ready nodes.
+    fn takes_last_sequence_nr() -> bool {
+        true
+    }
+
     fn name(&self) -> &str {
         "NotImplemented"
     }

@@ -7992,15 +7992,17 @@ def bag_programs():
 
     def bag(name, w, idx, offs, mode=0, psw=None, ilo=False, pad=-1, scale=False, outputs=(0, 1, 2, 3),
             wrg=True, kind="t", mode_="grad"):
-        # With per_sample_weights, one of the two requires grad at a time: each gradient's
+        # With per_sample_weights, each of the two requiring grad, then both: each gradient's
         # own gradient is not implemented, and which of the two refusals comes first is the
-        # engines' order.
+        # engine's order.
         runs = [(k, k == 0 and psw is None, False) for k in outputs]
         if psw is not None:
-            runs = [(0, True, False), (0, False, True)] + [(k, False, False) for k in outputs if k]
+            runs = [(0, True, False), (0, False, True), (0, True, True)]
+            runs += [(k, False, False) for k in outputs if k]
         for k, rg, prg in runs:
             suffix = f"/{k}" if len(outputs) > 1 else ""
-            p = prog(f"{name}{suffix}{'_psw_grad' if prg else ''}", mode_)
+            grads = {(True, True): "_both_grad", (False, True): "_psw_grad"}.get((rg, prg), "")
+            p = prog(f"{name}{suffix}{grads}", mode_)
             rg = rg and wrg
             weight = p.inp(w, kind, rg=rg) if isinstance(w, list) else w(p, rg)
             ps = None if psw is None else p.inp([len(psw)], data=psw, rg=prg)

@@ -750,6 +750,48 @@ mod tests {
         assert_eq!(x.grad().unwrap().data(), val(7.0));
     }
 
+    /// A node that takes no sequence number, as PyTorch's `NotImplemented` node.
+    struct Last;
+
+    impl Node<Val> for Last {
+        fn takes_last_sequence_nr() -> bool {
+            true
+        }
+        fn name(&self) -> &str {
+            "Last"
+        }
+        fn apply(&mut self, grads: VariableList<Val>) -> Result<VariableList<Val>, AutogradError> {
+            Ok(grads)
+        }
+    }
+
+    #[test]
+    fn a_node_with_the_last_sequence_number_takes_none_and_runs_first() {
+        let x = Variable::new(val(1.0), true);
+        let a = add(&x, &x);
+        let ([b], _) = record(Last, &[Some(&x)], [val(1.0)]);
+        let c = add(&x, &x);
+        let (sa, sc) = (
+            a.grad_fn().unwrap().sequence_nr(),
+            c.grad_fn().unwrap().sequence_nr(),
+        );
+        assert_eq!(b.grad_fn().unwrap().sequence_nr(), u64::MAX);
+        assert_eq!(sc, sa + 1, "no number taken");
+        // Over it, the graph is not ordered by sequence number: counted, not lazy.
+        let d = add(&b, &c);
+        assert!(!d.grad_fn().unwrap().ordered());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        for (v, name) in [(&b, "last"), (&c, "c")] {
+            let o = order.clone();
+            v.grad_fn().unwrap().register_prehook(move |_| {
+                o.lock().unwrap().push(name);
+                Ok(())
+            });
+        }
+        d.backward().unwrap();
+        assert_eq!(*order.lock().unwrap(), ["last", "c"]);
+    }
+
     /// A node that notes what `is_retaining_graph` says while it runs.
     struct Probe(Arc<Mutex<Vec<bool>>>);
 

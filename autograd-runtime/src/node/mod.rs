@@ -77,6 +77,15 @@ pub(crate) fn lock<X: ?Sized>(m: &Mutex<X>) -> MutexGuard<'_, X> {
 /// `Run` is the runtime's: it is implemented for every node type, and there is nothing to
 /// write for it.)
 pub trait Node<T: Tensor>: Send + 'static + run::Run<T> {
+    /// Whether the node takes no sequence number when it is recorded, and has the largest
+    /// there is instead (`u64::MAX`), as PyTorch's `NotImplemented` node has: the engine
+    /// then runs it as soon as it is ready, as PyTorch does. `false` for every other node.
+    fn takes_last_sequence_nr() -> bool
+    where
+        Self: Sized,
+    {
+        false
+    }
     /// The node's name, e.g. `"MulBackward0"`.
     fn name(&self) -> &str;
     /// Computes the gradients of the inputs from the gradients of the outputs.

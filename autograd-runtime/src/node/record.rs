@@ -22,11 +22,15 @@ fn build_cell<T: Tensor, N: Node<T>>(
     inputs: &[Option<&Variable<T>>],
     meta: NodeMeta,
 ) -> (NewCell<Graph<T>, N>, bool) {
-    let seq = SEQUENCE_NR.with(|s| {
-        let n = s.get();
-        s.set(n + 1);
-        n
-    });
+    let seq = if N::takes_last_sequence_nr() {
+        u64::MAX
+    } else {
+        SEQUENCE_NR.with(|s| {
+            let n = s.get();
+            s.set(n + 1);
+            n
+        })
+    };
     let mut edges = EdgeList::<T>::with_len(inputs.len());
     let mut ordered = true;
     for (slot, v) in edges.iter_mut().zip(inputs) {
