@@ -5,10 +5,11 @@ use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::AutogradError;
-use crate::hooks::{Hook, TensorHookFn};
 use crate::mem::{CounterSlot, DataLock, ReadGuard, VarArc};
 use crate::mode::is_grad_enabled;
-use crate::node::{Edge, HookId, NODE_COUNTERS, NodeRef, WeakNode, lock, next_hook_id};
+use crate::node::{
+    Edge, Hook, HookId, NODE_COUNTERS, NodeRef, TensorHookFn, WeakNode, lock, next_hook_id,
+};
 use crate::tensor::{Tensor, TensorMeta};
 
 /// A tensor with autograd metadata (PyTorch's `Variable`/`at::Tensor` with
@@ -732,7 +733,7 @@ impl<T: Tensor> Variable<T> {
                 Ok(node.register_tensor_prehook(nr as usize, hook))
             }
             None => {
-                crate::hooks::note_leaf_hook();
+                crate::node::note_leaf_hook();
                 Self::mutable_mut(&mut g).hooks.push(hook);
                 Ok(id)
             }

@@ -456,7 +456,7 @@ fn run_with<'a, T: Tensor, G: Grad<T>>(
 /// Whether a `backward()` from `roots` can run lazily (`ready.rs`): every root's graph
 /// is ordered by sequence number, and no leaf ever had a hook.
 fn lazy_possible<T: Tensor>(roots: &[(Edge<T>, Option<Variable<T>>)]) -> bool {
-    !hooks::leaf_hooks_registered()
+    !crate::node::leaf_hooks_registered()
         && roots.iter().all(|(edge, _)| match edge {
             Edge::Node { node, .. } => node.ordered(),
             Edge::Leaf(_) => true,
@@ -736,7 +736,10 @@ mod tests {
         let root = |v: &Variable<Val>| vec![(v.gradient_edge().unwrap(), None)];
         // No leaf in this test binary has a hook (a unit test of hooks would set the
         // process's flag: then neither runs lazily, which the second check still sees).
-        assert_eq!(lazy_possible(&root(&b)), !hooks::leaf_hooks_registered());
+        assert_eq!(
+            lazy_possible(&root(&b)),
+            !crate::node::leaf_hooks_registered()
+        );
         // Recorded on a new thread, whose numbers start again at 0, over this thread's
         // nodes: its number is not larger than theirs.
         let a2 = a.clone();

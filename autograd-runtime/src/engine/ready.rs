@@ -14,7 +14,7 @@
 //! only through some found vertex with a larger number still. Leaves wait until no node
 //! is left (a leaf's consumers are not known before they ran); that only moves when a
 //! leaf's hooks run, so a pass takes the lazy path only when no leaf has a hook
-//! (`hooks::leaf_hooks_registered`).
+//! (`node::leaf_hooks_registered`).
 
 use super::grad::Grad;
 use super::task::{Task, Vertex};

@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use crate::error::AutogradError;
-use crate::hooks::{Hook, PostHookFn, PreHookFn, TensorHookFn};
 use crate::list::OptList;
 use crate::mode::is_anomaly_enabled;
 use crate::saved::SavedVariable;
@@ -29,11 +28,15 @@ use crate::node_meta::NodeMeta;
 
 mod edge;
 mod extras;
+mod hook;
 mod record;
 
 pub use edge::Edge;
 pub use extras::HookId;
 pub(crate) use extras::{HooksSnapshot, forget_extras, next_hook_id};
+pub(crate) use hook::{
+    Hook, PostHookFn, PreHookFn, TensorHookFn, leaf_hooks_registered, note_leaf_hook,
+};
 pub use record::{
     ERR_NO_JVP, NewOutputs, check_out, record, record_generated, record_inplace,
     record_inplace_generated, record_saving, record_vec, record_vec_generated, should_record,
