@@ -11,7 +11,6 @@
 mod advanced;
 mod conv;
 mod dtype;
-pub(crate) use dtype::layout;
 mod geom;
 mod grid;
 mod norm;
@@ -21,8 +20,8 @@ mod scatter;
 mod softmax;
 
 // The kernels below see the floating-point tensor under the name `NdTensor`.
+use crate::element::Element;
 use crate::storage::FloatTensor as NdTensor;
-use crate::tensor::Element;
 use autograd::types::{Device, Layout, MemoryFormat, ScalarType};
 use autograd_opset::error::Error;
 use autograd_opset::meta;

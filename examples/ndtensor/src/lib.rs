@@ -39,6 +39,7 @@
 //! ```
 
 pub mod backend;
+mod element;
 mod storage;
 mod tensor;
 

@@ -12,7 +12,7 @@
 //! `'static` while the `Arc` it lives in keeps its buffer alive, and it is handed out only
 //! re-borrowed for as long as the tensor is borrowed.
 
-use crate::tensor::Element;
+use crate::element::Element;
 use ndarray::{Array, ArrayView, Dimension, IxDyn, ShapeBuilder};
 use std::convert::Infallible;
 use std::fmt;

@@ -1,49 +1,12 @@
 //! The raw tensor: an array of `f32` or `f64` (or `i64`, `bool`) with a dynamic number of
 //! dimensions.
 
+pub use crate::element::Element;
 use crate::storage::FloatTensor;
 use autograd::gradcheck::ElementAccess;
-use ndarray::{ArcArray, Array, ArrayView, IxDyn, NdFloat, ShapeBuilder};
+use ndarray::{ArcArray, Array, ArrayView, IxDyn, ShapeBuilder};
 use std::fmt;
 use std::sync::Arc;
-
-/// An element type: `f32` or `f64`.
-pub trait Element: NdFloat + num_traits::Float + Default + 'static {
-    /// `"f32"` or `"f64"`.
-    const NAME: &'static str;
-    /// From `f64` (rounding for `f32`).
-    fn of(x: f64) -> Self;
-    /// To `f64`.
-    fn as_f64(self) -> f64;
-    /// The error function.
-    fn erf(self) -> Self;
-}
-
-impl Element for f32 {
-    const NAME: &'static str = "f32";
-    fn of(x: f64) -> Self {
-        x as f32
-    }
-    fn as_f64(self) -> f64 {
-        self as f64
-    }
-    fn erf(self) -> Self {
-        libm::erff(self)
-    }
-}
-
-impl Element for f64 {
-    const NAME: &'static str = "f64";
-    fn of(x: f64) -> Self {
-        x
-    }
-    fn as_f64(self) -> f64 {
-        self
-    }
-    fn erf(self) -> Self {
-        libm::erf(self)
-    }
-}
 
 /// The constructors and accessors the kernels use.
 impl<E: Element> FloatTensor<E> {
@@ -380,10 +343,10 @@ impl<E: Element> autograd::runtime::Tensor for NdTensor<E> {
         NdTensor::shape(self)
     }
     fn strides(&self) -> Vec<i64> {
-        crate::backend::layout(self).0
+        layout(self).0
     }
     fn storage_offset(&self) -> i64 {
-        crate::backend::layout(self).1
+        layout(self).1
     }
     fn dtype(&self) -> &'static str {
         NdTensor::dtype(self)
@@ -475,5 +438,17 @@ impl<E: Element> ElementAccess for NdTensor<E> {
                 }
             }
         }
+    }
+}
+
+/// The strides and storage offset of `t`: a float tensor's view of its buffer; an integer or
+/// boolean tensor's views are copies (see `moved!` in `backend/dtype.rs`), so its strides are its array's, from
+/// offset 0.
+pub(crate) fn layout<E: Element>(t: &NdTensor<E>) -> (Vec<i64>, i64) {
+    let of = crate::storage::pytorch_strides;
+    match t.data() {
+        Data::Float(a) => a.layout(),
+        Data::Int(a) => (of(a.strides(), a.shape()), 0),
+        Data::Bool(a) => (of(a.strides(), a.shape()), 0),
     }
 }

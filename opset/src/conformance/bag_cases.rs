@@ -7,8 +7,8 @@
 //! `_embedding_bag_backward` has no derivative (`not_implemented`), nor has the op set's;
 //! no forward mode: PyTorch 2.15 refuses it ([`super::cases::NO_FORWARD_FORMULA`]).
 
-use super::cases::{Case, c, case};
-use super::dispatch::{Args, R, ip};
+use super::args::{Args, R, ip};
+use super::case::{Case, c, case};
 use super::*;
 use crate::ops::*;
 use autograd::runtime::{AutogradError, Variable};

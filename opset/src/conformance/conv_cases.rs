@@ -5,8 +5,8 @@
 //! a batch of one and non-contiguous inputs. The fixture dispatch covers the 3-d poolings too
 //! (their cases are `pool3d_cases`).
 
-use super::cases::{Case, case};
-use super::dispatch::{Args, R, ip};
+use super::args::{Args, R, ip};
+use super::case::{Case, case};
 use super::*;
 use crate::ops::*;
 use autograd::runtime::{AutogradError, Variable};

@@ -8,8 +8,8 @@
 //! PyTorch has no forward formula for the five functions: the forward check is their
 //! refusal ([`super::cases::NO_FORWARD_FORMULA`]).
 
-use super::cases::{Case, c, case};
-use super::dispatch::{Args, R};
+use super::args::{Args, R};
+use super::case::{Case, c, case};
 use super::*;
 use crate::ops::*;
 

@@ -4,8 +4,8 @@
 //! `embedding_dense_backward` (its entry, as written) leaves out the `1 / count`, so
 //! gradcheck of that case fails as PyTorch's own does; the fixtures record PyTorch's values.
 
-use super::cases::{Case, c, case};
-use super::dispatch::{Args, R, ip};
+use super::args::{Args, R, ip};
+use super::case::{Case, c, case};
 use super::*;
 use crate::ops::*;
 use autograd::runtime::Variable;

@@ -8,7 +8,8 @@
 //! them (`"f64"`, `"i64"`, `"bool"`). Inputs are built with their recorded dtype.
 
 use super::ConformanceTensor;
-use super::dispatch::{Args, R, dispatch, es, guarded, num};
+use super::args::{Args, R, es, guarded, num};
+use super::dispatch::dispatch;
 use super::report::{Status, classify};
 use super::runner::{Ctx, run_jobs};
 use crate::ops::*;

@@ -2,8 +2,8 @@
 //! broadcasts `self`, more source elements than set ones) and `masked_scatter_backward`,
 //! and the fixture dispatch of the family (`nonzero` has no derivative: fixtures only).
 
-use super::cases::{Case, c, case};
-use super::dispatch::{Args, R, ip};
+use super::args::{Args, R, ip};
+use super::case::{Case, c, case};
 use super::*;
 use crate::ops::*;
 use autograd::runtime::Variable;

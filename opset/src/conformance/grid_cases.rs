@@ -3,8 +3,8 @@
 //! (zeros, border, reflection), with and without `align_corners`, on grids reaching outside
 //! the input, non-contiguous inputs, and the backward op's own derivatives.
 
-use super::cases::{Case, case};
-use super::dispatch::{Args, R, ip};
+use super::args::{Args, R, ip};
+use super::case::{Case, case};
 use super::*;
 use crate::ops::*;
 use autograd::runtime::Variable;

@@ -4,8 +4,8 @@
 //! channel, a 2-d input (`HxW` = 1), and `group_norm`, PyTorch's composite; and the fixture
 //! dispatch of the family (`native_group_norm_backward` has no derivative: fixtures only).
 
-use super::cases::{Case, case};
-use super::dispatch::{Args, R};
+use super::args::{Args, R};
+use super::case::{Case, case};
 use super::*;
 use crate::ops::*;
 use autograd::runtime::{AutogradError, Variable};

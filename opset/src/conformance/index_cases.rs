@@ -4,7 +4,7 @@
 //! repeated positions and `accumulate=false` only the last write survives, which PyTorch's
 //! formula for `values` does not model: its gradient is not checked there).
 
-use super::cases::{Case, c, case};
+use super::case::{Case, c, case};
 use super::*;
 use crate::ops::*;
 use autograd::types::Scalar;

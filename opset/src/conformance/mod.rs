@@ -32,6 +32,8 @@
 //! }
 //! ```
 
+pub mod args;
+pub mod case;
 pub mod cases;
 pub mod conv_cases;
 pub mod dispatch;

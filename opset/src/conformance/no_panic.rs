@@ -2,7 +2,8 @@
 //! random arguments of its schema's types must give `Ok` or `Err`, never a panic.
 
 use super::ConformanceTensor;
-use super::dispatch::{Args, dispatch, guarded};
+use super::args::{Args, guarded};
+use super::dispatch::dispatch;
 use super::runner::{Ctx, run_jobs};
 use crate::ops::*;
 use autograd::runtime::{AutogradError, Variable};

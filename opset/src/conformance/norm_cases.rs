@@ -4,7 +4,7 @@
 //! `batchnorm_double_backward`, is checked to the third order), `var` over dims and
 //! corrections, and the composites.
 
-use super::cases::{Case, c, case};
+use super::case::{Case, c, case};
 use super::*;
 use crate::ops::*;
 
@@ -223,13 +223,13 @@ pub fn norm_cases<B: ConformanceTensor>(r: &Rng, cs: &mut Vec<Case<B>>) {
 )]
 pub fn dispatch_norm<B: ConformanceTensor>(
     op: &str,
-    a: &super::dispatch::Args<B>,
-) -> Option<super::dispatch::R<Vec<Variable<B>>>> {
+    a: &super::args::Args<B>,
+) -> Option<super::args::R<Vec<Variable<B>>>> {
     use autograd::runtime::AutogradError;
     type Three<B> = Result<(Variable<B>, Variable<B>, Variable<B>), AutogradError>;
     let three = |r: Three<B>| r.map(|(x, y, z)| vec![x, y, z]).map_err(|e| e.to_string());
     let one = |r: Result<Variable<B>, AutogradError>| r.map(|v| vec![v]).map_err(|e| e.to_string());
-    let call = || -> super::dispatch::R<Vec<Variable<B>>> {
+    let call = || -> super::args::R<Vec<Variable<B>>> {
         let (w, b) = (a.ot("weight")?, a.ot("bias")?);
         match op {
             "_native_batch_norm_legit" => three(_native_batch_norm_legit(

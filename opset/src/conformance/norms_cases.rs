@@ -4,7 +4,7 @@
 //! `layer_norm_double_backward`, is checked to the third order); and the program-format
 //! dispatch of these operators.
 
-use super::cases::{Case, c, case};
+use super::case::{Case, c, case};
 use super::*;
 use crate::ops::*;
 
@@ -90,12 +90,12 @@ pub fn norms_cases<B: ConformanceTensor>(r: &Rng, cs: &mut Vec<Case<B>>) {
 /// [`super::dispatch::dispatch`] falls back to it.
 pub fn dispatch<B: ConformanceTensor>(
     op: &str,
-    a: &super::dispatch::Args<B>,
-) -> Option<super::dispatch::R<Vec<Variable<B>>>> {
+    a: &super::args::Args<B>,
+) -> Option<super::args::R<Vec<Variable<B>>>> {
     use autograd::runtime::AutogradError;
     type Three<B> = Result<(Variable<B>, Variable<B>, Variable<B>), AutogradError>;
     let three = |r: Three<B>| r.map(|(x, y, z)| vec![x, y, z]).map_err(|e| e.to_string());
-    let call = || -> super::dispatch::R<Vec<Variable<B>>> {
+    let call = || -> super::args::R<Vec<Variable<B>>> {
         let (w, b) = (a.ot("weight")?, a.ot("bias")?);
         match op {
             "native_layer_norm" => three(native_layer_norm(

@@ -3,7 +3,7 @@
 //! `ceil_mode`, `count_include_pad`, `divisor_override`, unbatched and non-contiguous inputs.
 //! Their fixture dispatch is the 2-d poolings' ([`conv_cases`](super::conv_cases)).
 
-use super::cases::{Case, case};
+use super::case::{Case, case};
 use super::*;
 use crate::ops::*;
 

@@ -6,7 +6,8 @@
 //! comparison with f64 is not. The results must keep the dtype (an f32 value and f32
 //! gradients).
 
-use super::cases::{Case, cases};
+use super::case::Case;
+use super::cases::cases;
 use super::runner::{Ctx, run_jobs};
 use super::*;
 use autograd::runtime::{self as rt, AutogradError, GradOptions};
@@ -113,7 +114,7 @@ fn compare_case<Lo: ConformanceTensor, Hi: ConformanceTensor>(
     });
     // A function PyTorch refuses forward AD for has no jvp to compare (the f64 forward check
     // checks the refusal).
-    if super::cases::forward_refusal(lo.op).is_some() {
+    if super::case::forward_refusal(lo.op).is_some() {
         return;
     }
     ctx.check((lo.op, "jvp", dtype), &name, || {

@@ -1,8 +1,8 @@
 //! The gradcheck cases and the fixture dispatch of `addmm`, `pow.Scalar` and the
 //! cumulative, product and sorting operators (Core ATen; issue 30).
 
-use super::cases::{Case, case};
-use super::dispatch::{Args, R, ip};
+use super::args::{Args, R, ip};
+use super::case::{Case, case};
 use super::*;
 use crate::ops::*;
 use autograd::runtime::{AutogradError, Variable};

@@ -4,8 +4,8 @@
 //! overloads): small shapes, unbatched and batched inputs, uneven and negative pads, scales,
 //! non-contiguous inputs.
 
-use super::cases::{Case, case};
-use super::dispatch::{Args, R, ip};
+use super::args::{Args, R, ip};
+use super::case::{Case, case};
 use super::*;
 use crate::ops::*;
 use autograd::runtime::Variable;
@@ -276,7 +276,7 @@ fn dispatch_pad<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<Var
 fn opt_f64<B: ConformanceTensor>(a: &Args<B>, k: &str) -> R<Option<f64>> {
     match a.get(k) {
         Err(_) | Ok(serde_json::Value::Null) => Ok(None),
-        Ok(v) => Ok(Some(super::dispatch::num(v))),
+        Ok(v) => Ok(Some(super::args::num(v))),
     }
 }
 
@@ -286,7 +286,7 @@ fn opt_f64s<B: ConformanceTensor>(a: &Args<B>, k: &str) -> R<Option<Vec<f64>>> {
         Err(_) | Ok(serde_json::Value::Null) => Ok(None),
         Ok(v) => v
             .as_array()
-            .map(|xs| Some(xs.iter().map(super::dispatch::num).collect()))
+            .map(|xs| Some(xs.iter().map(super::args::num).collect()))
             .ok_or_else(|| format!("{k}: not a float list")),
     }
 }

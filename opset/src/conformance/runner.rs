@@ -5,13 +5,94 @@
 //! the process ends. A panic becomes a failed check with the panic's message (the default
 //! panic hook stays silent on the kit's threads).
 
-use super::dispatch::guarded;
-use super::kit::Kit;
+use super::args::guarded;
 use super::report::{Record, summary};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+/// Random calls per function in [`check_backend`](super::kit::check_backend)'s no-panic test.
+pub const ROUNDS: usize = 250;
+
+/// The time limit per case when `OPSET_KIT_TIMEOUT_SECS` is not set.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What [`check_backend_with`](super::kit::check_backend_with) runs.
+#[derive(Debug, Clone)]
+pub struct KitOptions {
+    /// Only the checks of these operators, as native_functions.yaml names them (`exp`,
+    /// `mul.Tensor`, `exp_`, `exp.out`; a fixture counts under the operator it tests, a
+    /// no-panic test under its function); `None` (the default): all. With a subset, the
+    /// checks of the whole op set (a case for every function, both `Ok` and `Err` among the
+    /// random calls) are left out.
+    pub ops: Option<Vec<String>>,
+    /// `"f64"`: every kind of case (gradcheck, in-place, out=, views, fixtures, no-panic);
+    /// `"f32"`: the gradcheck cases in f32 against f64 ([`ConformanceTensor::f32_checks`]).
+    /// Both by default.
+    pub dtypes: Vec<&'static str>,
+    /// The time limit per case: `OPSET_KIT_TIMEOUT_SECS` seconds, [`DEFAULT_TIMEOUT`]
+    /// without it.
+    pub timeout: Duration,
+    /// Random calls per function in the no-panic test ([`ROUNDS`]).
+    pub rounds: usize,
+    /// The file the report is appended to: `OPSET_KIT_REPORT`, none without it.
+    pub report: Option<PathBuf>,
+}
+
+impl Default for KitOptions {
+    fn default() -> Self {
+        let secs = std::env::var("OPSET_KIT_TIMEOUT_SECS")
+            .ok()
+            .and_then(|s| s.trim().parse::<f64>().ok())
+            .filter(|s| *s > 0.0);
+        KitOptions {
+            ops: None,
+            dtypes: vec!["f64", "f32"],
+            timeout: secs.map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64),
+            rounds: ROUNDS,
+            report: std::env::var_os("OPSET_KIT_REPORT").map(PathBuf::from),
+        }
+    }
+}
+
+impl KitOptions {
+    /// Whether the checks of `op` run.
+    pub fn wants(&self, op: &str) -> bool {
+        self.ops
+            .as_ref()
+            .is_none_or(|ops| ops.iter().any(|o| o == op))
+    }
+    /// Whether the checks in `dtype` run.
+    pub fn runs(&self, dtype: &str) -> bool {
+        self.dtypes.contains(&dtype)
+    }
+}
+
+/// The kit while it runs: its options, the records so far, each case's time.
+pub struct Kit {
+    /// What runs.
+    pub options: KitOptions,
+    /// Every check's record so far.
+    pub records: Vec<Record>,
+    /// `(kind: case, time)` of every case so far.
+    pub timings: Vec<(String, Duration)>,
+    /// No-panic calls that returned `Ok` and `Err`.
+    pub calls: (usize, usize),
+}
+
+impl Kit {
+    /// A kit with no records yet.
+    pub fn new(options: KitOptions) -> Self {
+        Kit {
+            options,
+            records: Vec::new(),
+            timings: Vec::new(),
+            calls: (0, 0),
+        }
+    }
+}
 
 /// One case of a kind: the operator its records are under, a label for messages, and its
 /// position in the list the worker builds.

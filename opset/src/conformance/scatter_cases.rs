@@ -3,8 +3,8 @@
 //! family. `prod` is checked by its fixtures (PyTorch's gradients, second derivatives,
 //! zeros): PyTorch gives it no forward-mode tangent, which the kit's forward check needs.
 
-use super::cases::{Case, c, case};
-use super::dispatch::{Args, R, ip};
+use super::args::{Args, R, ip};
+use super::case::{Case, c, case};
 use super::*;
 use crate::ops::*;
 use autograd::runtime::Variable;

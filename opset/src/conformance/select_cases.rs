@@ -2,8 +2,8 @@
 //! issue 30): `clamp.Tensor`, `slice_scatter`, `select_scatter`,
 //! `split_with_sizes`, `topk`.
 
-use super::cases::{Case, case};
-use super::dispatch::{Args, R, ip};
+use super::args::{Args, R, ip};
+use super::case::{Case, case};
 use super::*;
 use crate::ops::*;
 use autograd::runtime::Variable;

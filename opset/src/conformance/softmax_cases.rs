@@ -3,7 +3,7 @@
 //! their entries (PyTorch's `softmax_double_backward`, the log-softmax formula) are checked
 //! to the third order; and the program-format dispatch of the four operators.
 
-use super::cases::{Case, case};
+use super::case::{Case, case};
 use super::*;
 use crate::ops::*;
 use autograd::types::ScalarType;
@@ -57,12 +57,12 @@ pub fn softmax_cases<B: ConformanceTensor>(r: &Rng, cs: &mut Vec<Case<B>>) {
 /// The four operators of a fixture program, `None` for another.
 pub fn dispatch<B: ConformanceTensor>(
     op: &str,
-    a: &super::dispatch::Args<B>,
-) -> Option<super::dispatch::R<Vec<Variable<B>>>> {
+    a: &super::args::Args<B>,
+) -> Option<super::args::R<Vec<Variable<B>>>> {
     let one = |r: Result<Variable<B>, autograd::runtime::AutogradError>| {
         r.map(|v| vec![v]).map_err(|e| e.to_string())
     };
-    let call = || -> super::dispatch::R<Vec<Variable<B>>> {
+    let call = || -> super::args::R<Vec<Variable<B>>> {
         let input_dtype = || {
             a.dtype("input_dtype")?
                 .ok_or_else(|| "input_dtype: missing".to_string())

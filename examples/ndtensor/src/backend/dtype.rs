@@ -18,7 +18,7 @@
 //!   ndarray's arrays between dtypes and calls the kernels.
 
 use crate::storage::FloatTensor;
-use crate::tensor::{Data, Element, NdTensor};
+use crate::tensor::{Data, Element, NdTensor, layout};
 use autograd::types::{Device, Layout, MemoryFormat, Scalar, ScalarType};
 use autograd_opset::Backend;
 use autograd_opset::dtype::{self as rules, IndexUse, Kind, check_index, kernel};
@@ -224,18 +224,6 @@ macro_rules! moved {
             }
         }
     };
-}
-
-/// The strides and storage offset of `t`: a float tensor's view of its buffer; an integer or
-/// boolean tensor's views are copies (see [`moved!`]), so its strides are its array's, from
-/// offset 0.
-pub(crate) fn layout<E: Element>(t: &NdTensor<E>) -> (Vec<i64>, i64) {
-    let of = crate::storage::pytorch_strides;
-    match t.data() {
-        Data::Float(a) => a.layout(),
-        Data::Int(a) => (of(a.strides(), a.shape()), 0),
-        Data::Bool(a) => (of(a.strides(), a.shape()), 0),
-    }
 }
 
 /// [`moved!`] for kernels with several outputs (`split`, `unbind`).

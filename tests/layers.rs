@@ -1,0 +1,250 @@
+//! Imports run one way: in every crate of the repository, the modules' `crate::` and `super::`
+//! paths (outside comments and `#[cfg(test)] mod tests`) form no circle of more than two
+//! modules, but for the runtime's model, whose one circle is listed here as it is
+//! (`autograd-runtime/src/lib.rs`, "Where things are", says why it stays): a change that
+//! makes it larger, or a new circle anywhere, fails; one that makes it smaller updates the
+//! list. A module is a file; a folder module's `mod.rs` and the files inside it are not
+//! counted as importing each other (a folder is declared and re-exported by its `mod.rs`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The runtime's circle (module paths), as it is.
+const RUNTIME_CIRCLE: &[&str] = &[
+    "engine::grad",
+    "forward",
+    "node",
+    "ops",
+    "saved",
+    "saved_hooks",
+    "variable",
+    "view",
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `src` folder of the repository (build output, peers' checkouts and git excluded).
+fn src_dirs() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let (p, name) = (e.path(), e.file_name().to_string_lossy().into_owned());
+            if !p.is_dir() || name.starts_with('.') || name == "target" || name == "peers" {
+                continue;
+            }
+            if name == "src" {
+                out.push(p);
+            } else {
+                stack.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The `.rs` files under `dir`, by module path (`engine::grad`; the crate root is "").
+fn modules(src: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let rel = p.strip_prefix(src).unwrap().with_extension("");
+                let mut name = rel.to_string_lossy().replace('/', "::");
+                if let Some(parent) = name.strip_suffix("::mod") {
+                    name = parent.to_string();
+                }
+                if name == "lib" || name == "main" {
+                    name = String::new();
+                }
+                out.insert(name, std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// The code of a file without its line comments and its `#[cfg(test)] mod tests`.
+fn code(text: &str) -> String {
+    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    text.lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The paths after each `prefix` (`crate::`, `super::`) in `code`, with `{a, b::c}` groups
+/// spelled out: `node::Edge`, `variable::Variable`, ...
+fn paths(code: &str, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices(prefix) {
+        let before = code[..i].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        expand("", &code[i + prefix.len()..], &mut out);
+    }
+    out
+}
+
+/// Reads one path (or a `{...}` group of them) at the start of `rest`, joined to `base`.
+fn expand(base: &str, rest: &str, out: &mut Vec<String>) {
+    let word: String = rest
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+        .collect();
+    let joined = format!("{base}{word}");
+    let after = &rest[word.len()..];
+    if (word.is_empty() || word.ends_with("::")) && after.starts_with('{') {
+        let (mut depth, mut start) = (0, 1);
+        for (i, c) in after.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' | ',' if depth == 1 => {
+                    expand(&joined, after[start..i].trim_start(), out);
+                    start = i + 1;
+                    if c == '}' {
+                        return;
+                    }
+                }
+                '}' => depth -= 1,
+                _ => {}
+            }
+        }
+    } else {
+        out.push(joined.trim_end_matches(':').to_string());
+    }
+}
+
+/// The module a path names: its longest prefix that is a module.
+fn module_of<'a>(path: &str, mods: &'a BTreeMap<String, String>) -> Option<&'a String> {
+    let parts: Vec<&str> = path.split("::").collect();
+    (1..=parts.len())
+        .rev()
+        .find_map(|k| mods.get_key_value(&parts[..k].join("::")).map(|(m, _)| m))
+}
+
+/// Whether `a` is `b`'s ancestor or descendant (a folder and its files).
+fn nested(a: &str, b: &str) -> bool {
+    a.is_empty()
+        || b.is_empty()
+        || a.starts_with(&format!("{b}::"))
+        || b.starts_with(&format!("{a}::"))
+}
+
+/// Module -> the modules it imports.
+fn imports(mods: &BTreeMap<String, String>) -> BTreeMap<&String, BTreeSet<&String>> {
+    let mut graph = BTreeMap::new();
+    for (m, text) in mods {
+        let code = code(text);
+        let parent = m.rsplit_once("::").map_or("", |(p, _)| p);
+        let mut named = paths(&code, "crate::");
+        for p in paths(&code, "super::") {
+            named.push(if parent.is_empty() {
+                p
+            } else {
+                format!("{parent}::{p}")
+            });
+        }
+        let targets = named
+            .iter()
+            .filter_map(|p| module_of(p, mods))
+            .filter(|t| *t != m && !nested(m, t))
+            .collect();
+        graph.insert(m, targets);
+    }
+    graph
+}
+
+/// The strongly connected components of more than two modules (Tarjan's algorithm).
+fn circles(graph: &BTreeMap<&String, BTreeSet<&String>>) -> Vec<BTreeSet<String>> {
+    struct State<'g> {
+        graph: &'g BTreeMap<&'g String, BTreeSet<&'g String>>,
+        index: BTreeMap<&'g String, (usize, usize)>,
+        stack: Vec<&'g String>,
+        out: Vec<BTreeSet<String>>,
+    }
+    fn visit<'g>(s: &mut State<'g>, v: &'g String) {
+        let n = s.index.len();
+        s.index.insert(v, (n, n));
+        s.stack.push(v);
+        for w in s.graph.get(v).into_iter().flatten() {
+            let low = match s.index.get(w) {
+                None => {
+                    visit(s, w);
+                    s.index[w].1
+                }
+                Some(&(i, _)) if s.stack.contains(w) => i,
+                Some(_) => continue,
+            };
+            let e = s.index.get_mut(v).unwrap();
+            e.1 = e.1.min(low);
+        }
+        if s.index[v].0 == s.index[v].1 {
+            let at = s.stack.iter().rposition(|x| *x == v).unwrap();
+            let c: BTreeSet<String> = s.stack.drain(at..).map(|x| x.to_string()).collect();
+            if c.len() > 2 {
+                s.out.push(c);
+            }
+        }
+    }
+    let mut s = State {
+        graph,
+        index: BTreeMap::new(),
+        stack: Vec::new(),
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !s.index.contains_key(v) {
+            visit(&mut s, v);
+        }
+    }
+    s.out
+}
+
+#[test]
+fn no_circle_of_more_than_two_modules_but_the_runtimes() {
+    let mut found = Vec::new();
+    for src in src_dirs() {
+        let mods = modules(&src);
+        let crate_dir = src
+            .parent()
+            .unwrap()
+            .strip_prefix(root())
+            .unwrap()
+            .to_path_buf();
+        for c in circles(&imports(&mods)) {
+            found.push((crate_dir.to_string_lossy().into_owned(), c));
+        }
+    }
+    let runtime: BTreeSet<String> = RUNTIME_CIRCLE.iter().map(|s| s.to_string()).collect();
+    let expected = vec![("autograd-runtime".to_string(), runtime)];
+    assert_eq!(
+        found, expected,
+        "circles of imports (crate, modules): update RUNTIME_CIRCLE only when the runtime's shrank"
+    );
+}
+
+#[test]
+fn the_check_sees_a_circle_and_groups() {
+    let mods: BTreeMap<String, String> = [
+        ("a", "use crate::{b::B, c};"),
+        ("b", "use super::c::C;"),
+        ("c", "fn f() { crate::a::g() } // crate::d"),
+        ("d", "use crate::a;"),
+        ("e::x", "use super::super::e;"),
+    ]
+    .iter()
+    .map(|(m, t)| (m.to_string(), t.to_string()))
+    .collect();
+    let found = circles(&imports(&mods));
+    let abc: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+    assert_eq!(found, vec![abc]);
+}
