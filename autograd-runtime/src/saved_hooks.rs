@@ -10,6 +10,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::error::AutogradError;
+use crate::node::NodeRef;
 use crate::tensor::Tensor;
 use crate::variable::Variable;
 
@@ -42,6 +43,64 @@ impl<T: Tensor> SavedHooks<T> {
                 )),
             }),
         }
+    }
+}
+
+/// Saved-tensor hooks on one saved variable of a node (here, beside the hooks' type, so that
+/// the node does not import this file).
+impl<T: Tensor> NodeRef<T> {
+    /// Registers saved-tensor hooks on the saved variable `name` of this node (PyTorch's
+    /// `grad_fn._raw_saved_<name>.register_hooks(pack, unpack)`; see
+    /// [`SavedVariable::register_hooks`] for the rules and errors). The node must implement
+    /// [`Node::visit_saved_mut`] (generated nodes do). A list of saved tensors gets the
+    /// hooks on each of its elements. `pack` runs with the node unlocked.
+    ///
+    /// An unknown name is PyTorch's `AttributeError` text: `'ExpBackward0' object has no
+    /// attribute '_raw_saved_foo'`.
+    pub fn register_saved_hooks<P, Pk, Un>(
+        &self,
+        name: &str,
+        pack: Pk,
+        unpack: Un,
+    ) -> Result<(), AutogradError>
+    where
+        P: Send + Sync + 'static,
+        Pk: Fn(&Variable<T>) -> Result<P, AutogradError> + Send + Sync + 'static,
+        Un: Fn(&P) -> Result<Variable<T>, AutogradError> + Send + Sync + 'static,
+    {
+        // Take the saved variables out, so that the pack hook runs unlocked.
+        let mut taken = Vec::new();
+        self.with_node(|n| {
+            n.visit_saved_mut(&mut |k, sv| {
+                if k == name {
+                    taken.push(std::mem::take(sv));
+                }
+            })
+        });
+        if taken.is_empty() {
+            return Err(AutogradError::msg(format!(
+                "'{}' object has no attribute '_raw_saved_{name}'",
+                self.name()
+            )));
+        }
+        let hooks = Arc::new(SavedHooks::new(pack, unpack));
+        // As the node's: its own saved outputs reach it (unlocked, for `pack`).
+        let result: Result<(), AutogradError> = self.run_as(|| {
+            taken
+                .iter_mut()
+                .try_for_each(|sv| sv.register_shared_hooks(hooks.clone()))
+        });
+        let mut back = taken.into_iter();
+        self.with_node(|n| {
+            n.visit_saved_mut(&mut |k, sv| {
+                if k == name
+                    && let Some(v) = back.next()
+                {
+                    *sv = v;
+                }
+            })
+        });
+        result
     }
 }
 

@@ -15,7 +15,6 @@ use crate::error::AutogradError;
 use crate::list::OptList;
 use crate::mode::is_anomaly_enabled;
 use crate::saved::SavedVariable;
-use crate::saved_hooks::SavedHooks;
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::{VarInner, Variable};
 
@@ -456,60 +455,6 @@ impl<T: Tensor> NodeRef<T> {
             }
         });
         out
-    }
-
-    /// Registers saved-tensor hooks on the saved variable `name` of this node (PyTorch's
-    /// `grad_fn._raw_saved_<name>.register_hooks(pack, unpack)`; see
-    /// [`SavedVariable::register_hooks`] for the rules and errors). The node must implement
-    /// [`Node::visit_saved_mut`] (generated nodes do). A list of saved tensors gets the
-    /// hooks on each of its elements. `pack` runs with the node unlocked.
-    ///
-    /// An unknown name is PyTorch's `AttributeError` text: `'ExpBackward0' object has no
-    /// attribute '_raw_saved_foo'`.
-    pub fn register_saved_hooks<P, Pk, Un>(
-        &self,
-        name: &str,
-        pack: Pk,
-        unpack: Un,
-    ) -> Result<(), AutogradError>
-    where
-        P: Send + Sync + 'static,
-        Pk: Fn(&Variable<T>) -> Result<P, AutogradError> + Send + Sync + 'static,
-        Un: Fn(&P) -> Result<Variable<T>, AutogradError> + Send + Sync + 'static,
-    {
-        // Take the saved variables out, so that the pack hook runs unlocked.
-        let mut taken = Vec::new();
-        self.with_node(|n| {
-            n.visit_saved_mut(&mut |k, sv| {
-                if k == name {
-                    taken.push(std::mem::take(sv));
-                }
-            })
-        });
-        if taken.is_empty() {
-            return Err(AutogradError::msg(format!(
-                "'{}' object has no attribute '_raw_saved_{name}'",
-                self.name()
-            )));
-        }
-        let hooks = Arc::new(SavedHooks::new(pack, unpack));
-        // As the node's: its own saved outputs reach it (unlocked, for `pack`).
-        let result: Result<(), AutogradError> = self.run_as(|| {
-            taken
-                .iter_mut()
-                .try_for_each(|sv| sv.register_shared_hooks(hooks.clone()))
-        });
-        let mut back = taken.into_iter();
-        self.with_node(|n| {
-            n.visit_saved_mut(&mut |k, sv| {
-                if k == name
-                    && let Some(v) = back.next()
-                {
-                    *sv = v;
-                }
-            })
-        });
-        result
     }
 
     /// Runs `f` on the locked node (type-erased). The node runs meanwhile: its own saved
