@@ -733,6 +733,31 @@ macro_rules! written_back_kernels {
             $crate::dtype::check_out_dtype($crate::dtype::dtype_of(&r), out_dtype)?;
             $write_back(out, r)
         }
+        // ---- masked (issue 30): `masked_fill_` checks the value's rank, the mask's dtype
+        // and the broadcast of `self` with `mask` before its kernel, as PyTorch does.
+        fn masked_fill_scalar_(
+            self_: &mut Self,
+            mask: &Self,
+            value: $crate::dtype::Scalar,
+        ) -> Result<(), Self::Error> {
+            use $crate::dtype::{dtype_of, shape_of};
+            $crate::meta::masked_fill_inplace(shape_of(&*self_), shape_of(mask), dtype_of(mask), None)?;
+            let r = <Self as $crate::Backend>::masked_fill_scalar(&*self_, mask, value)?;
+            $crate::shape::check_inplace_shape(shape_of(&*self_), shape_of(&r))?;
+            $write_back(self_, r)
+        }
+        fn masked_fill_tensor_(
+            self_: &mut Self,
+            mask: &Self,
+            value: &Self,
+        ) -> Result<(), Self::Error> {
+            use $crate::dtype::{dtype_of, shape_of};
+            let d = Some(shape_of(value).len());
+            $crate::meta::masked_fill_inplace(shape_of(&*self_), shape_of(mask), dtype_of(mask), d)?;
+            let r = <Self as $crate::Backend>::masked_fill_tensor(&*self_, mask, value)?;
+            $crate::shape::check_inplace_shape(shape_of(&*self_), shape_of(&r))?;
+            $write_back(self_, r)
+        }
     };
 }
 

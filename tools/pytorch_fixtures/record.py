@@ -3725,6 +3725,7 @@ def sweep_calls():
     calls.update(products_sweep_calls())
     calls.update(softmax_sweep_calls())
     calls.update(select_sweep_calls())
+    calls.update(masked_sweep_calls())
     calls.update(geom_sweep_calls())
     calls.update(pool3d_sweep_calls())
     calls.update(norms_sweep_calls())
@@ -3853,7 +3854,7 @@ def sweep_programs():
                     except NoOutputs:
                         continue
                     progs.append(p)
-    return progs + sweep_inplace_programs() + sweep_out_programs()
+    return progs + sweep_inplace_programs() + sweep_out_programs() + masked_sweep_inplace_programs()
 
 
 def sweep_out_programs():
@@ -8135,6 +8136,165 @@ def bag_programs():
     return progs
 
 
+# ----------------------------------------------------------------------------------------
+# Masked (helper-masked; issue 30): masked_fill, clamp_min/clamp_max, lerp, addcmul/addcdiv;
+# generators (GEN), sweep calls, the in-place sweep and the `masked` category.
+
+def masked_shapes(r):
+    """Two small broadcast-compatible shapes (the masked family's fixtures stay small)."""
+    return r.choice([([3], [3]), ([2, 3], [3]), ([], [2]), ([2, 1], [3]), ([0, 3], [3]), ([2, 3], [2, 1])])
+
+
+def g_masked_fill(op):
+    """`masked_fill` (or in place on a non-leaf copy) with a random mask broadcast over
+    `self` and a value (a number, or a 0-d tensor that takes a gradient)."""
+    def g(p, r):
+        sa, sb = masked_shapes(r)
+        x = p.inp(sa, nc=r.random() < 0.4)
+        if op.startswith("masked_fill_"):
+            x = p.op("mul.Scalar", self=x, other=1.0)
+            sb = r.choice([sa, sa[-1:]])
+        m = p.inp(sb, "bool")
+        num = r.choice([-1.5, 0.25, 2, float("-inf")])
+        value = p.inp([], data=[num]) if op.endswith(".Tensor") else num
+        y = p.op(op, self=x, mask=m, value=value)
+        if op.startswith("masked_fill_"):
+            p.out(x)
+            return x
+        return y
+    return g
+
+
+MASKED_OPS = ("masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Tensor", "masked_fill_.Tensor")
+GEN.update({op: g_masked_fill(op) for op in MASKED_OPS})
+# Three random programs each, as the heavy operators (the fixtures' size budget).
+RANDOM_HEAVY.update(MASKED_OPS)
+
+
+def masked_sweep_calls():
+    """These operators in the sweep of 0-d, empty and size-1 inputs."""
+    return {
+        "masked_fill.Scalar": lambda p, a: p.op("masked_fill.Scalar", self=a.t(0), mask=a.bool(1), value=-2.0),
+        "masked_fill.Tensor": lambda p, a: p.op("masked_fill.Tensor", self=a.t(0), mask=a.bool(1),
+                                                value=p.inp([], data=[0.5])),
+    }
+
+
+def masked_sweep_inplace_programs():
+    """The in-place forms on a 0-d and an empty copy, their other tensors of its shape."""
+    ops = {
+        "masked_fill_.Scalar": lambda p, y, s: p.op("masked_fill_.Scalar", self=y, mask=p.inp(s, "bool"), value=3.0),
+        "masked_fill_.Tensor": lambda p, y, s: p.op("masked_fill_.Tensor", self=y, mask=p.inp(s, "bool"),
+                                                    value=p.inp([], data=[-1.0])),
+    }
+    progs = []
+    for op, build in ops.items():
+        for sname in ("0d", "empty"):
+            shape_ = SWEEP_SHAPES[sname]
+            p = scen(f"sweep/inplace/{op}/{sname}", "sweep")
+            y = p.op("mul.Scalar", self=p.inp(shape_, "pos"), other=1.0)
+            build(p, y, shape_)
+            p.out(y)
+            progs.append(p)
+    return progs
+
+
+def masked_programs():
+    """The `masked` category: edge cases of the masked family (0-d, empty, non-contiguous,
+    broadcast masks, NaN and infinite values, integer and boolean inputs, PyTorch's errors),
+    second derivatives and jvps."""
+    progs = []
+
+    def add(p, jvp=True):
+        progs.append(p)
+        if jvp:
+            q = scen(p.name.replace("masked/", "masked/jvp/", 1), "masked")
+            q.inputs, q.steps, q.output, q.mode = p.inputs, p.steps, p.output, "jvp"
+            progs.append(q)
+
+    masked_fill_programs(add, progs)
+    return progs
+
+
+def masked_fill_programs(add, progs):
+    """`masked_fill`: broadcast masks both ways, NaN/-inf values into NaN inputs, a 0-d value's
+    gradient (its sum where the mask is set), values converted to an integer or boolean
+    `self`, the in-place forms, and PyTorch's errors (mask dtype, value rank, shapes, a NaN
+    into an integer tensor)."""
+    nan, inf = float("nan"), float("inf")
+    mk = [True, False, True]
+    for name, value in [("neg_inf", -inf), ("nan", nan), ("int", 2), ("bool", True)]:
+        p = scen(f"masked/masked_fill_{name}", "masked")
+        p.op("masked_fill.Scalar", self=p.inp([2, 3], nc=True, data=[0.5, nan, -1.0, 2.0, inf, 0.0]),
+             mask=p.inp([3], "bool", data=mk), value=value)
+        add(p, jvp=name == "neg_inf")
+    p = scen("masked/masked_fill_mask_broadcasts_self", "masked")
+    p.op("masked_fill.Scalar", self=p.inp([3]), mask=p.inp([2, 1], "bool", data=[False, True]), value=0.25)
+    add(p)
+    p = scen("masked/masked_fill_0d", "masked")
+    p.op("masked_fill.Scalar", self=p.inp([]), mask=p.inp([], "bool", data=[True]), value=-3.0)
+    add(p, jvp=False)
+    p = scen("masked/masked_fill_empty", "masked")
+    p.op("masked_fill.Tensor", self=p.inp([0, 3]), mask=p.inp([3], "bool", data=mk), value=p.inp([], data=[1.0]))
+    add(p, jvp=False)
+    p = scen("masked/masked_fill_tensor_value", "masked")
+    p.op("masked_fill.Tensor", self=p.inp([2, 3]), mask=p.inp([2, 1], "bool", data=[True, False]),
+         value=p.inp([], data=[0.7]))
+    add(p)
+    p = scen("masked/masked_fill_tensor_hvp", "masked")
+    p.mode = "hvp"
+    y = p.op("masked_fill.Tensor", self=p.inp([3]), mask=p.inp([3], "bool", data=mk), value=p.inp([], data=[0.7]))
+    p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+    progs.append(p)
+    for name, dtype, data, value in [("ints_float", "idx7", [1, 5, 3], 2.7), ("ints_tensor", "idx7", [1, 5, 3], None),
+                                     ("bools_half", "bool", [True, False, False], 0.5)]:
+        p = scen(f"masked/masked_fill_{name}", "masked")
+        x = p.inp([3], dtype, data=data)
+        m = p.inp([3], "bool", data=mk)
+        if value is None:
+            p.op("masked_fill.Tensor", self=x, mask=m, value=p.inp([], data=[-2.5], rg=False))
+        else:
+            p.op("masked_fill.Scalar", self=x, mask=m, value=value)
+        progs.append(p)
+    for name, op in [("inplace_scalar", "masked_fill_.Scalar"), ("inplace_tensor", "masked_fill_.Tensor")]:
+        p = scen(f"masked/masked_fill_{name}", "masked")
+        y = p.op("mul.Scalar", self=p.inp([2, 3], nc=True), other=1.0)
+        value = p.inp([], data=[-0.5]) if op.endswith(".Tensor") else -0.5
+        p.op(op, self=y, mask=p.inp([3], "bool", data=mk), value=value)
+        p.out(y)
+        add(p)
+    masked_fill_errors(progs)
+
+
+def masked_fill_errors(progs):
+    """`masked_fill`'s errors, in PyTorch's order."""
+    nan = float("nan")
+    cases = [
+        ("int_mask", "masked_fill.Scalar", [2, 3], ("idx7", [3]), 1.0),
+        ("mask_shape", "masked_fill.Scalar", [3], ("bool", [2]), 1.0),
+        ("mask_shape_int_mask", "masked_fill.Tensor", [3], ("idx7", [2]), [2]),
+        ("value_1d", "masked_fill.Tensor", [3], ("bool", [3]), [1]),
+        ("value_1d_int_mask", "masked_fill.Tensor", [3], ("idx7", [3]), [2]),
+        ("nan_into_ints", "masked_fill.Scalar", ("idx7", [3]), ("bool", [3]), nan),
+        ("overflow_into_ints", "masked_fill.Scalar", ("idx7", [3]), ("bool", [3]), 9.3e18),
+        ("inplace_mask_grows", "masked_fill_.Scalar", [3], ("bool", [2, 3]), 1.0),
+        ("inplace_mask_shape", "masked_fill_.Scalar", [3], ("bool", [2]), 1.0),
+        ("inplace_int_mask_shape", "masked_fill_.Scalar", [3], ("idx7", [2]), 1.0),
+        ("inplace_value_1d_int_mask", "masked_fill_.Tensor", [3], ("idx7", [2]), [2]),
+        ("inplace_0d_self", "masked_fill_.Scalar", [], ("bool", [2]), 1.0),
+    ]
+    for name, op, self_, (mkind, mshape), value in cases:
+        p = scen(f"masked/errors/masked_fill_{name}", "masked")
+        x = p.inp(self_[1], self_[0], rg=False) if isinstance(self_, tuple) else p.inp(self_, rg=False)
+        if op.startswith("masked_fill_"):
+            x = p.op("mul.Scalar", self=x, other=1.0)
+        v = p.inp(value, rg=False) if isinstance(value, list) else value
+        p.op(op, self=x, mask=p.inp(mshape, mkind, data=[1] * math.prod(mshape) if mkind == "idx7" else None),
+             value=v)
+        progs.append(p)
+
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
@@ -8142,7 +8302,8 @@ def main():
              + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
              + select_programs() + geom_programs() + pool3d_programs() + norms_programs()
              + strided_programs() + group_norm_programs() + fold_programs() + grid_programs()
-             + dist_programs() + scatter_reduce_programs() + embedding_programs() + bag_programs())
+             + dist_programs() + scatter_reduce_programs() + embedding_programs() + bag_programs()
+             + masked_programs())
     names = set()
     by_cat = {}
     for p in progs:

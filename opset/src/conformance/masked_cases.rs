@@ -1,0 +1,79 @@
+//! The gradcheck cases and the fixture dispatch of the masked family (issue 30):
+//! `masked_fill` (a mask broadcast over `self`, a mask that broadcasts `self`, a 0-d value
+//! that takes a gradient).
+
+use super::cases::{Case, c, case};
+use super::dispatch::{Args, R, ip};
+use super::*;
+use crate::ops::*;
+use autograd::runtime::Variable;
+
+fn mask<B: ConformanceTensor>(x: &[bool], shape: &[usize]) -> B {
+    B::from_bool(x, shape)
+}
+
+/// The cases, appended to [`cases::cases`](super::cases::cases).
+pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
+    masked_fill_cases::<B>()
+}
+
+/// `masked_fill.Scalar` and `masked_fill.Tensor`.
+fn masked_fill_cases<B: ConformanceTensor>() -> Vec<Case<B>> {
+    let r = Rng::new(2121);
+    let m: B = mask(&[true, false, true], &[3]);
+    let m2: B = mask(&[false, true], &[2, 1]);
+    let m3: B = mask(&[true, false, false, true, true, false], &[2, 3]);
+    vec![
+        case(
+            "masked_fill.Scalar",
+            "a mask broadcast over rows, non-contiguous self",
+            vec![r.nc(&[2, 3])],
+            move |x| masked_fill_scalar(&x[0], &c(&m), -1.5).unwrap(),
+        ),
+        case(
+            "masked_fill.Scalar",
+            "a mask that broadcasts self",
+            vec![r.t(&[3])],
+            move |x| masked_fill_scalar(&x[0], &c(&m2), 0.25).unwrap(),
+        ),
+        case(
+            "masked_fill.Tensor",
+            "a 0-d value that takes a gradient",
+            vec![r.t(&[2, 3]), v(&[0.7], &[])],
+            move |x| masked_fill_tensor(&x[0], &c(&m3), &x[1]).unwrap(),
+        ),
+    ]
+}
+
+/// The fixture dispatch of these operators; `None` for another operator.
+pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> Option<R<Vec<Variable<B>>>> {
+    dispatch_masked(op, a).transpose()
+}
+
+/// `Ok(None)` for an operator that is not one of these.
+fn dispatch_masked<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<Variable<B>>>> {
+    let r = match op {
+        "masked_fill.Scalar" => ip(masked_fill_scalar(
+            &a.t("self")?,
+            &a.t("mask")?,
+            a.sc("value")?,
+        )),
+        "masked_fill_.Scalar" => ip(masked_fill_scalar_(
+            &a.t("self")?,
+            &a.t("mask")?,
+            a.sc("value")?,
+        )),
+        "masked_fill.Tensor" => ip(masked_fill_tensor(
+            &a.t("self")?,
+            &a.t("mask")?,
+            &a.t("value")?,
+        )),
+        "masked_fill_.Tensor" => ip(masked_fill_tensor_(
+            &a.t("self")?,
+            &a.t("mask")?,
+            &a.t("value")?,
+        )),
+        _ => return Ok(None),
+    };
+    r.map(Some)
+}
