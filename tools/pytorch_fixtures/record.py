@@ -8165,8 +8165,31 @@ def g_masked_fill(op):
     return g
 
 
+def g_clamp_one(op):
+    """`clamp_min`/`clamp_max` (or in place on a non-leaf copy) with a number or a broadcast
+    tensor bound."""
+    def g(p, r):
+        sa, sb = masked_shapes(r)
+        x = p.inp(sa, "wide", nc=r.random() < 0.4)
+        inplace = op.split(".")[0].endswith("_")
+        if inplace:
+            x = p.op("mul.Scalar", self=x, other=1.0)
+            sb = r.choice([sa, sa[-1:]])
+        arg = "min" if op.startswith("clamp_min") else "max"
+        bound = p.inp(sb) if op.endswith(".Tensor") else r.choice([-0.5, 0.25, 1])
+        y = p.op(op, self=x, **{arg: bound})
+        if inplace:
+            p.out(x)
+            return x
+        return y
+    return g
+
+
 MASKED_OPS = ("masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Tensor", "masked_fill_.Tensor")
+CLAMP_ONE_OPS = tuple(f"clamp_{m}{ip}{ov}" for m in ("min", "max") for ip in ("", "_") for ov in ("", ".Tensor"))
 GEN.update({op: g_masked_fill(op) for op in MASKED_OPS})
+GEN.update({op: g_clamp_one(op) for op in CLAMP_ONE_OPS})
+RANDOM_HEAVY.update(CLAMP_ONE_OPS)
 # Three random programs each, as the heavy operators (the fixtures' size budget).
 RANDOM_HEAVY.update(MASKED_OPS)
 
@@ -8177,6 +8200,10 @@ def masked_sweep_calls():
         "masked_fill.Scalar": lambda p, a: p.op("masked_fill.Scalar", self=a.t(0), mask=a.bool(1), value=-2.0),
         "masked_fill.Tensor": lambda p, a: p.op("masked_fill.Tensor", self=a.t(0), mask=a.bool(1),
                                                 value=p.inp([], data=[0.5])),
+        "clamp_min": lambda p, a: p.op("clamp_min", self=a.t(0), min=0.5),
+        "clamp_max": lambda p, a: p.op("clamp_max", self=a.t(0), max=0.5),
+        "clamp_min.Tensor": lambda p, a: p.op("clamp_min.Tensor", self=a.t(0), min=a.t(1)),
+        "clamp_max.Tensor": lambda p, a: p.op("clamp_max.Tensor", self=a.t(0), max=a.t(1)),
     }
 
 
@@ -8186,6 +8213,10 @@ def masked_sweep_inplace_programs():
         "masked_fill_.Scalar": lambda p, y, s: p.op("masked_fill_.Scalar", self=y, mask=p.inp(s, "bool"), value=3.0),
         "masked_fill_.Tensor": lambda p, y, s: p.op("masked_fill_.Tensor", self=y, mask=p.inp(s, "bool"),
                                                     value=p.inp([], data=[-1.0])),
+        "clamp_min_": lambda p, y, s: p.op("clamp_min_", self=y, min=0.5),
+        "clamp_max_": lambda p, y, s: p.op("clamp_max_", self=y, max=0.5),
+        "clamp_min_.Tensor": lambda p, y, s: p.op("clamp_min_.Tensor", self=y, min=p.inp(s)),
+        "clamp_max_.Tensor": lambda p, y, s: p.op("clamp_max_.Tensor", self=y, max=p.inp(s)),
     }
     progs = []
     for op, build in ops.items():
@@ -8213,7 +8244,54 @@ def masked_programs():
             progs.append(q)
 
     masked_fill_programs(add, progs)
+    clamp_one_programs(add, progs)
     return progs
+
+
+def clamp_one_programs(add, progs):
+    """`clamp_min`/`clamp_max`: ties with the bound (a number: no gradient; a tensor: the
+    gradient split in halves), NaN in the input or the bound, integer and boolean inputs
+    (PyTorch's promotion, its refusal of booleans with a number bound), in place, and errors."""
+    nan = float("nan")
+    xs = [0.0, 1.0, 2.0, nan, -1.0]
+    for m in ("min", "max"):
+        for name, bound in [("tie", 1.0), ("nan_bound", nan)]:
+            p = scen(f"masked/clamp_{m}_{name}", "masked")
+            p.op(f"clamp_{m}", self=p.inp([5], data=xs), **{m: bound})
+            add(p, jvp=name == "tie")
+        p = scen(f"masked/clamp_{m}_tensor_ties", "masked")
+        p.op(f"clamp_{m}.Tensor", self=p.inp([5], data=xs), **{m: p.inp([5], data=[0.0, 2.0, 2.0, 1.0, nan])})
+        add(p)
+        p = scen(f"masked/clamp_{m}_tensor_hvp", "masked")
+        p.mode = "hvp"
+        y = p.op(f"clamp_{m}.Tensor", self=p.inp([3], data=[0.3, 0.5, -1.0]), **{m: p.inp([3], data=[0.5, 0.5, 0.0])})
+        p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+        progs.append(p)
+        for name, self_, bound in [("ints_float", ("idx7", [1, 5, 3]), 2.5), ("ints_int", ("idx7", [1, 5, 3]), 3),
+                                   ("bools", ("bool", [True, False]), True),
+                                   ("bools_tensor", ("bool", [True, False]), ("bool", [False, False])),
+                                   ("ints_tensor_float", ("idx7", [1, 5, 3]), ("t", [3]))]:
+            p = scen(f"masked/clamp_{m}_{name}", "masked")
+            x = p.inp(self_[1] and [len(self_[1])], self_[0], data=self_[1], rg=False)
+            b = p.inp([len(bound[1])] if bound[0] != "t" else bound[1], bound[0], rg=False,
+                      data=bound[1] if bound[0] != "t" else None) if isinstance(bound, tuple) else bound
+            p.op(f"clamp_{m}" + (".Tensor" if isinstance(bound, tuple) else ""), self=x, **{m: b})
+            progs.append(p)
+        for name, op, bound in [("inplace", f"clamp_{m}_", 0.2), ("inplace_tensor", f"clamp_{m}_.Tensor", [3])]:
+            p = scen(f"masked/clamp_{m}_{name}", "masked")
+            y = p.op("mul.Scalar", self=p.inp([2, 3], nc=True), other=1.0)
+            p.op(op, self=y, **{m: p.inp(bound) if isinstance(bound, list) else bound})
+            p.out(y)
+            add(p, jvp=False)
+        for name, op, self_, bound in [("inplace_int_float", f"clamp_{m}_", ("idx7", [3]), 0.5),
+                                       ("inplace_bound_grows", f"clamp_{m}_.Tensor", ("t", [3]), [2, 3]),
+                                       ("tensor_shape", f"clamp_{m}.Tensor", ("t", [3]), [2])]:
+            p = scen(f"masked/errors/clamp_{m}_{name}", "masked")
+            x = p.inp(self_[1], self_[0], rg=False)
+            if op.endswith("_") or "_." in op:
+                x = p.op("mul.Scalar", self=x, other=1) if self_[0] != "t" else p.op("mul.Scalar", self=x, other=1.0)
+            p.op(op, self=x, **{m: p.inp(bound, rg=False) if isinstance(bound, list) else bound})
+            progs.append(p)
 
 
 def masked_fill_programs(add, progs):

@@ -209,6 +209,34 @@ pub fn inplace_cases<B: ConformanceTensor>() -> Vec<InplaceCase<B>> {
         // ---- masked (issue 30)
         masked_fill_case(&r, &s, None),
         masked_fill_case(&r, &s, Some(v(&[0.3], &[]))),
+        ic(
+            "clamp_min_",
+            r.away(&s),
+            vec![],
+            |x, _| clamp_min_(x, 0.0).unwrap(),
+            |x, _| clamp_min(x, 0.0).unwrap(),
+        ),
+        ic(
+            "clamp_max_",
+            r.away(&s),
+            vec![],
+            |x, _| clamp_max_(x, 0.0).unwrap(),
+            |x, _| clamp_max(x, 0.0).unwrap(),
+        ),
+        ic(
+            "clamp_min_.Tensor",
+            r.t(&s),
+            vec![r.t(&row)],
+            |x, o| clamp_min_tensor_(x, &o[0]).unwrap(),
+            |x, o| clamp_min_tensor(x, &o[0]).unwrap(),
+        ),
+        ic(
+            "clamp_max_.Tensor",
+            r.t(&s),
+            vec![r.t(&row)],
+            |x, o| clamp_max_tensor_(x, &o[0]).unwrap(),
+            |x, o| clamp_max_tensor(x, &o[0]).unwrap(),
+        ),
     ]
 }
 

@@ -14,7 +14,9 @@ fn mask<B: ConformanceTensor>(x: &[bool], shape: &[usize]) -> B {
 
 /// The cases, appended to [`cases::cases`](super::cases::cases).
 pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
-    masked_fill_cases::<B>()
+    let mut cs = masked_fill_cases::<B>();
+    cs.extend(clamp_one_cases::<B>());
+    cs
 }
 
 /// `masked_fill.Scalar` and `masked_fill.Tensor`.
@@ -41,6 +43,33 @@ fn masked_fill_cases<B: ConformanceTensor>() -> Vec<Case<B>> {
             "a 0-d value that takes a gradient",
             vec![r.t(&[2, 3]), v(&[0.7], &[])],
             move |x| masked_fill_tensor(&x[0], &c(&m3), &x[1]).unwrap(),
+        ),
+    ]
+}
+
+/// `clamp_min`/`clamp_max` with a number and with a broadcast tensor bound (no ties: a tie
+/// is a kink).
+fn clamp_one_cases<B: ConformanceTensor>() -> Vec<Case<B>> {
+    let r = Rng::new(2222);
+    let lo = || v(&[0.5, -0.3, 0.1], &[3]);
+    vec![
+        case("clamp_min", "a number bound", vec![r.away(&[2, 3])], |x| {
+            clamp_min(&x[0], 0.0).unwrap()
+        }),
+        case("clamp_max", "a number bound", vec![r.away(&[2, 3])], |x| {
+            clamp_max(&x[0], 0.0).unwrap()
+        }),
+        case(
+            "clamp_min.Tensor",
+            "a broadcast bound, non-contiguous self",
+            vec![r.nc(&[2, 3]), lo()],
+            |x| clamp_min_tensor(&x[0], &x[1]).unwrap(),
+        ),
+        case(
+            "clamp_max.Tensor",
+            "a bound that broadcasts self",
+            vec![r.t(&[3]), v(&[0.2, 0.7, 0.45, 0.9, 0.05, 0.6], &[2, 3])],
+            |x| clamp_max_tensor(&x[0], &x[1]).unwrap(),
         ),
     ]
 }
@@ -73,6 +102,14 @@ fn dispatch_masked<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<
             &a.t("mask")?,
             &a.t("value")?,
         )),
+        "clamp_min" => ip(clamp_min(&a.t("self")?, a.sc("min")?)),
+        "clamp_min_" => ip(clamp_min_(&a.t("self")?, a.sc("min")?)),
+        "clamp_min.Tensor" => ip(clamp_min_tensor(&a.t("self")?, &a.t("min")?)),
+        "clamp_min_.Tensor" => ip(clamp_min_tensor_(&a.t("self")?, &a.t("min")?)),
+        "clamp_max" => ip(clamp_max(&a.t("self")?, a.sc("max")?)),
+        "clamp_max_" => ip(clamp_max_(&a.t("self")?, a.sc("max")?)),
+        "clamp_max.Tensor" => ip(clamp_max_tensor(&a.t("self")?, &a.t("max")?)),
+        "clamp_max_.Tensor" => ip(clamp_max_tensor_(&a.t("self")?, &a.t("max")?)),
         _ => return Ok(None),
     };
     r.map(Some)

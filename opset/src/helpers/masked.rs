@@ -38,3 +38,60 @@ pub fn decomposed_masked_fill_tensor<T: Backend>(
     meta::masked_fill_value(value.shape().len())?;
     decomposed_masked_fill_scalar(self_, mask, T::_local_scalar_dense(value)?)
 }
+
+/// `clamp_min` and `clamp_max` (Scalar bound): `clamp` with one bound (PyTorch's
+/// `clamp_min_scalar`/`clamp_max_scalar` kernels: `result_type(self, bound)`, NaN from the
+/// input or the bound), booleans refused with the kernel's own name (`kernel`).
+fn clamp_one<T: Backend>(
+    self_: &T,
+    min: Option<Scalar>,
+    max: Option<Scalar>,
+    kernel: &str,
+) -> Result<T, T::Error> {
+    let kind = crate::dtype::clamp_kind(crate::dtype::Kind::of(self_.dtype()), min, max);
+    crate::dtype::check_not_bool(kind, kernel)?;
+    let r = T::clamp(self_, min, max)?;
+    // A NaN bound makes every element NaN (PyTorch's `max`/`min` of the kernel).
+    match min.or(max) {
+        Some(Scalar::Float(b)) if b.is_nan() => {
+            let shape: Vec<i64> = r.shape().iter().map(|&d| d as i64).collect();
+            T::full(&shape, Scalar::Float(b), scalar_type(&r), None, None, None)
+        }
+        _ => Ok(r),
+    }
+}
+
+/// `clamp_min`: see [`clamp_one`].
+pub fn decomposed_clamp_min<T: Backend>(self_: &T, min: Scalar) -> Result<T, T::Error> {
+    clamp_one(self_, Some(min), None, crate::dtype::kernel::CLAMP_MIN)
+}
+
+/// `clamp_max`: see [`clamp_one`].
+pub fn decomposed_clamp_max<T: Backend>(self_: &T, max: Scalar) -> Result<T, T::Error> {
+    clamp_one(self_, None, Some(max), crate::dtype::kernel::CLAMP_MAX)
+}
+
+/// `clamp_min.Tensor`: `maximum` (PyTorch's kernel over the broadcast and promoted
+/// operands: NaN from either, booleans allowed).
+pub fn decomposed_clamp_min_tensor<T: Backend>(self_: &T, min: &T) -> Result<T, T::Error> {
+    T::maximum(self_, min)
+}
+
+/// `clamp_max.Tensor`: `minimum`, as [`decomposed_clamp_min_tensor`].
+pub fn decomposed_clamp_max_tensor<T: Backend>(self_: &T, max: &T) -> Result<T, T::Error> {
+    T::minimum(self_, max)
+}
+
+/// `x.options()` where a formula runs on a tensor that is not a saved input (`grad.options()`
+/// in `clamp_min`'s entry, `self_t.options()` in its forward formula): the
+/// [`TensorOptions`](autograd::types::TensorOptions) of its dtype, for both value types.
+pub trait OptionsOf {
+    /// The tensor's options (its dtype; strided, on the backend's device).
+    fn options(&self) -> autograd::types::TensorOptions;
+}
+
+impl<X: super::ScalarTypeOf> OptionsOf for X {
+    fn options(&self) -> autograd::types::TensorOptions {
+        autograd::types::TensorOptions::of(self.scalar_type())
+    }
+}
