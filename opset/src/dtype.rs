@@ -138,6 +138,8 @@ pub mod kernel {
     pub const CLAMP_MIN: &str = "clamp_min_scalar_cpu";
     /// `clamp_max` with a Scalar bound (the masked family, issue 30).
     pub const CLAMP_MAX: &str = "clamp_max_scalar_cpu";
+    /// `addcmul` (no boolean form; the masked family, issue 30).
+    pub const ADDCMUL: &str = "addcmul_cpu_out";
     /// `ceil`, `floor`, `round`, `trunc` (no boolean form).
     pub const CEIL: &str = "ceil_vml_cpu";
     /// See [`CEIL`].
@@ -753,6 +755,10 @@ macro_rules! written_back_kernels {
         $crate::__in_place! { $write_back;
             clamp_min_tensor_ => clamp_min_tensor(min: &Self);
             clamp_max_tensor_ => clamp_max_tensor(max: &Self);
+        }
+        $crate::__in_place! { $write_back;
+            addcmul_ => addcmul(tensor1: &Self, tensor2: &Self, value: $crate::dtype::Scalar);
+            addcdiv_ => addcdiv(tensor1: &Self, tensor2: &Self, value: $crate::dtype::Scalar);
         }
         // A number bound: PyTorch's cast error names `self`'s dtype as C++ does ("long int").
         fn clamp_min_(self_: &mut Self, min: $crate::dtype::Scalar) -> Result<(), Self::Error> {

@@ -8190,6 +8190,30 @@ CLAMP_ONE_OPS = tuple(f"clamp_{m}{ip}{ov}" for m in ("min", "max") for ip in (""
 GEN.update({op: g_masked_fill(op) for op in MASKED_OPS})
 GEN.update({op: g_clamp_one(op) for op in CLAMP_ONE_OPS})
 RANDOM_HEAVY.update(CLAMP_ONE_OPS)
+
+
+def g_addc(op):
+    """`addcmul`/`addcdiv` (or in place on a non-leaf copy) with broadcast operands, a
+    divisor away from 0 and a random `value`."""
+    def g(p, r):
+        sa, sb = masked_shapes(r)
+        x = p.inp(sa, nc=r.random() < 0.4)
+        if op.endswith("_"):
+            x = p.op("mul.Scalar", self=x, other=1.0)
+            sb = r.choice([sa, sa[-1:]])
+        t1 = p.inp(r.choice([sa, sb]), nc=r.random() < 0.3)
+        t2 = p.inp(sb, "away" if op.startswith("addcdiv") else "t")
+        y = p.op(op, self=x, tensor1=t1, tensor2=t2, value=r.choice([1, 0.5, -2.0]))
+        if op.endswith("_"):
+            p.out(x)
+            return x
+        return y
+    return g
+
+
+ADDC_OPS = ("addcmul", "addcmul_", "addcdiv", "addcdiv_")
+GEN.update({op: g_addc(op) for op in ADDC_OPS})
+RANDOM_HEAVY.update(ADDC_OPS)
 # Three random programs each, as the heavy operators (the fixtures' size budget).
 RANDOM_HEAVY.update(MASKED_OPS)
 
@@ -8204,6 +8228,8 @@ def masked_sweep_calls():
         "clamp_max": lambda p, a: p.op("clamp_max", self=a.t(0), max=0.5),
         "clamp_min.Tensor": lambda p, a: p.op("clamp_min.Tensor", self=a.t(0), min=a.t(1)),
         "clamp_max.Tensor": lambda p, a: p.op("clamp_max.Tensor", self=a.t(0), max=a.t(1)),
+        "addcmul": lambda p, a: p.op("addcmul", self=a.t(0), tensor1=a.t(1), tensor2=a.t(2), value=0.5),
+        "addcdiv": lambda p, a: p.op("addcdiv", self=a.t(0), tensor1=a.t(1), tensor2=a.t(2, "pos"), value=0.5),
     }
 
 
@@ -8217,6 +8243,8 @@ def masked_sweep_inplace_programs():
         "clamp_max_": lambda p, y, s: p.op("clamp_max_", self=y, max=0.5),
         "clamp_min_.Tensor": lambda p, y, s: p.op("clamp_min_.Tensor", self=y, min=p.inp(s)),
         "clamp_max_.Tensor": lambda p, y, s: p.op("clamp_max_.Tensor", self=y, max=p.inp(s)),
+        "addcmul_": lambda p, y, s: p.op("addcmul_", self=y, tensor1=p.inp(s), tensor2=p.inp(s), value=2),
+        "addcdiv_": lambda p, y, s: p.op("addcdiv_", self=y, tensor1=p.inp(s), tensor2=p.inp(s, "pos"), value=2),
     }
     progs = []
     for op, build in ops.items():
@@ -8245,7 +8273,47 @@ def masked_programs():
 
     masked_fill_programs(add, progs)
     clamp_one_programs(add, progs)
+    addc_programs(add, progs)
     return progs
+
+
+def addc_programs(add, progs):
+    """`addcmul`/`addcdiv`: zero and infinite divisors, integer values and operands (value
+    truncated), booleans, type promotion, in place, a Hessian-vector product, and errors."""
+    inf = float("inf")
+    for op in ("addcmul", "addcdiv"):
+        p = scen(f"masked/{op}_special", "masked")
+        p.op(op, self=p.inp([4], data=[1.0, inf, 0.5, -1.0]), tensor1=p.inp([4], data=[1.0, 0.0, inf, 2.0]),
+             tensor2=p.inp([4], data=[0.0, 2.0, 1.0, -0.0]), value=0.5)
+        add(p)
+        p = scen(f"masked/{op}_hvp", "masked")
+        p.mode = "hvp"
+        y = p.op(op, self=p.inp([3]), tensor1=p.inp([3]), tensor2=p.inp([3], "pos"), value=-2.0)
+        p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+        progs.append(p)
+        for name, kinds, value in [("ints_float_value", ("idx7", "idx7", "idx7"), 2.5),
+                                   ("float_self_ints", ("t", "idx7", "idx7"), 2),
+                                   ("int_self_floats", ("idx7", "t", "pos"), 1),
+                                   ("bools", ("bool", "bool", "bool"), 1)]:
+            p = scen(f"masked/{'errors/' if op == 'addcdiv' and kinds[1] == kinds[2] else ''}{op}_{name}", "masked")
+            ins = [p.inp([3], k, rg=False, data=[1, 2, 3] if k == "idx7" else None) for k in kinds]
+            p.op(op, self=ins[0], tensor1=ins[1], tensor2=ins[2], value=value)
+            progs.append(p)
+        p = scen(f"masked/{op}_inplace", "masked")
+        y = p.op("mul.Scalar", self=p.inp([2, 3], nc=True), other=1.0)
+        p.op(op + "_", self=y, tensor1=p.inp([3]), tensor2=p.inp([2, 1], "pos"), value=0.5)
+        p.out(y)
+        add(p, jvp=False)
+        for name, kinds, shapes in [("inplace_int_self", ("idx7", "t", "pos"), ([3], [3], [3])),
+                                    ("inplace_grows", ("t", "t", "pos"), ([3], [2, 3], [3])),
+                                    ("shapes", ("t", "t", "pos"), ([3], [2], [3]))]:
+            p = scen(f"masked/errors/{op}_{name}", "masked")
+            ins = [p.inp(sh, k, rg=False, data=[1] * sh[0] if k == "idx7" else None) for k, sh in zip(kinds, shapes)]
+            x = ins[0]
+            if "inplace" in name:
+                x = p.op("mul.Scalar", self=x, other=1 if kinds[0] == "idx7" else 1.0)
+            p.op(op + ("_" if "inplace" in name else ""), self=x, tensor1=ins[1], tensor2=ins[2], value=1)
+            progs.append(p)
 
 
 def clamp_one_programs(add, progs):

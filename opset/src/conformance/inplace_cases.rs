@@ -210,6 +210,20 @@ pub fn inplace_cases<B: ConformanceTensor>() -> Vec<InplaceCase<B>> {
         masked_fill_case(&r, &s, None),
         masked_fill_case(&r, &s, Some(v(&[0.3], &[]))),
         ic(
+            "addcmul_",
+            r.t(&s),
+            vec![r.t(&s), r.t(&row)],
+            |x, o| addcmul_(x, &o[0], &o[1], 0.5).unwrap(),
+            |x, o| addcmul(x, &o[0], &o[1], 0.5).unwrap(),
+        ),
+        ic(
+            "addcdiv_",
+            r.t(&s),
+            vec![r.t(&s), r.away(&row)],
+            |x, o| addcdiv_(x, &o[0], &o[1], 0.5).unwrap(),
+            |x, o| addcdiv(x, &o[0], &o[1], 0.5).unwrap(),
+        ),
+        ic(
             "clamp_min_",
             r.away(&s),
             vec![],

@@ -16,6 +16,7 @@ fn mask<B: ConformanceTensor>(x: &[bool], shape: &[usize]) -> B {
 pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     let mut cs = masked_fill_cases::<B>();
     cs.extend(clamp_one_cases::<B>());
+    cs.extend(addc_cases::<B>());
     cs
 }
 
@@ -74,6 +75,25 @@ fn clamp_one_cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     ]
 }
 
+/// `addcmul` and `addcdiv`: broadcast operands and a `value` (a divisor away from 0).
+fn addc_cases<B: ConformanceTensor>() -> Vec<Case<B>> {
+    let r = Rng::new(2323);
+    vec![
+        case(
+            "addcmul",
+            "broadcast operands, value 0.5",
+            vec![r.t(&[2, 3]), r.nc(&[2, 3]), r.t(&[3])],
+            |x| addcmul(&x[0], &x[1], &x[2], 0.5).unwrap(),
+        ),
+        case(
+            "addcdiv",
+            "broadcast operands, value -2",
+            vec![r.t(&[3]), r.t(&[2, 3]), r.away(&[2, 1])],
+            |x| addcdiv(&x[0], &x[1], &x[2], -2.0).unwrap(),
+        ),
+    ]
+}
+
 /// The fixture dispatch of these operators; `None` for another operator.
 pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> Option<R<Vec<Variable<B>>>> {
     dispatch_masked(op, a).transpose()
@@ -110,6 +130,16 @@ fn dispatch_masked<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<
         "clamp_max_" => ip(clamp_max_(&a.t("self")?, a.sc("max")?)),
         "clamp_max.Tensor" => ip(clamp_max_tensor(&a.t("self")?, &a.t("max")?)),
         "clamp_max_.Tensor" => ip(clamp_max_tensor_(&a.t("self")?, &a.t("max")?)),
+        "addcmul" | "addcmul_" | "addcdiv" | "addcdiv_" => {
+            let (x, t1, t2) = (a.t("self")?, a.t("tensor1")?, a.t("tensor2")?);
+            let value = a.sc("value")?;
+            ip(match op {
+                "addcmul" => addcmul(&x, &t1, &t2, value),
+                "addcmul_" => addcmul_(&x, &t1, &t2, value),
+                "addcdiv" => addcdiv(&x, &t1, &t2, value),
+                _ => addcdiv_(&x, &t1, &t2, value),
+            })
+        }
         _ => return Ok(None),
     };
     r.map(Some)

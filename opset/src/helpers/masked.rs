@@ -95,3 +95,52 @@ impl<X: super::ScalarTypeOf> OptionsOf for X {
         autograd::types::TensorOptions::of(self.scalar_type())
     }
 }
+
+/// `value` as the kernel reads it for operands of kind `kind` (PyTorch's
+/// `value.to<scalar_t>()`: truncated for integers).
+fn value_for(kind: crate::dtype::Kind, value: Scalar) -> Scalar {
+    match kind {
+        crate::dtype::Kind::Float => value,
+        _ => Scalar::Int(value.to_i64()),
+    }
+}
+
+/// `TensorIterator`'s broadcast of the three operands, in its order (PyTorch's size error
+/// names the shape so far as tensor a).
+fn check_addc_shapes<T: Backend>(self_: &T, tensor1: &T, tensor2: &T) -> Result<(), crate::Error> {
+    let s = crate::shape::broadcast_shape(self_.shape(), tensor1.shape())?;
+    crate::shape::broadcast_shape(&s, tensor2.shape()).map(drop)
+}
+
+/// `addcmul`: `self + value * tensor1 * tensor2` over the three broadcast and promoted
+/// operands, in PyTorch's kernel's order (`value * t1`, times `t2`, plus `self`); booleans
+/// refused as `addcmul_cpu_out` does, `value` truncated for integers.
+pub fn decomposed_addcmul<T: Backend>(
+    self_: &T,
+    tensor1: &T,
+    tensor2: &T,
+    value: Scalar,
+) -> Result<T, T::Error> {
+    check_addc_shapes(self_, tensor1, tensor2)?;
+    let kind = crate::dtype::promoted_kind(&[self_.dtype(), tensor1.dtype(), tensor2.dtype()]);
+    crate::dtype::check_not_bool(kind, crate::dtype::kernel::ADDCMUL)?;
+    let scaled = T::mul_scalar(tensor1, value_for(kind, value))?;
+    let product = T::mul_tensor(&scaled, tensor2)?;
+    T::add_tensor(self_, &product, Scalar::Int(1))
+}
+
+/// `addcdiv`: `self + value * tensor1 / tensor2` (PyTorch's order: `value * t1`, divided by
+/// `t2`, plus `self`); integer or boolean `tensor1` and `tensor2` are PyTorch's error.
+pub fn decomposed_addcdiv<T: Backend>(
+    self_: &T,
+    tensor1: &T,
+    tensor2: &T,
+    value: Scalar,
+) -> Result<T, T::Error> {
+    meta::addcdiv(tensor1.dtype(), tensor2.dtype())?;
+    check_addc_shapes(self_, tensor1, tensor2)?;
+    let kind = crate::dtype::promoted_kind(&[self_.dtype(), tensor1.dtype(), tensor2.dtype()]);
+    let scaled = T::mul_scalar(tensor1, value_for(kind, value))?;
+    let quotient = T::div_tensor(&scaled, tensor2)?;
+    T::add_tensor(self_, &quotient, Scalar::Int(1))
+}

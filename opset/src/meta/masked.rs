@@ -54,3 +54,17 @@ pub fn masked_fill_inplace(
     masked_fill_mask(mask_dtype)?;
     crate::shape::broadcast_shape(self_shape, mask_shape).map(drop)
 }
+
+/// `addcdiv` refuses integer (and boolean) `tensor1` and `tensor2` (their dtypes' names).
+///
+/// ```
+/// use autograd_opset::meta;
+/// assert!(meta::addcdiv("i64", "f64").is_ok());
+/// assert!(meta::addcdiv("i64", "bool").unwrap_err().to_string().starts_with("Integer division with addcdiv"));
+/// ```
+pub fn addcdiv(tensor1: &str, tensor2: &str) -> R<()> {
+    let integral = |d: &str| crate::dtype::Kind::of(d) != crate::dtype::Kind::Float;
+    check(!(integral(tensor1) && integral(tensor2)), || {
+        "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.".into()
+    })
+}
