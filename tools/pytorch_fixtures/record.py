@@ -8142,7 +8142,7 @@ def bag_programs():
 
 def masked_shapes(r):
     """Two small broadcast-compatible shapes (the masked family's fixtures stay small)."""
-    return r.choice([([3], [3]), ([2, 3], [3]), ([], [2]), ([2, 1], [3]), ([0, 3], [3]), ([2, 3], [2, 1])])
+    return r.choice([([3], [3]), ([2, 1], [2]), ([], [2]), ([1, 2], [2]), ([0, 2], [2]), ([2], [])])
 
 
 def g_masked_fill(op):
@@ -8234,7 +8234,8 @@ def masked_sweep_calls():
 
 
 def masked_sweep_inplace_programs():
-    """The in-place forms on a 0-d and an empty copy, their other tensors of its shape."""
+    """The in-place forms on a 0-d copy, their other tensors 0-d too (the functional forms
+    are swept on every shape)."""
     ops = {
         "masked_fill_.Scalar": lambda p, y, s: p.op("masked_fill_.Scalar", self=y, mask=p.inp(s, "bool"), value=3.0),
         "masked_fill_.Tensor": lambda p, y, s: p.op("masked_fill_.Tensor", self=y, mask=p.inp(s, "bool"),
@@ -8248,7 +8249,7 @@ def masked_sweep_inplace_programs():
     }
     progs = []
     for op, build in ops.items():
-        for sname in ("0d", "empty"):
+        for sname in ("0d",):
             shape_ = SWEEP_SHAPES[sname]
             p = scen(f"sweep/inplace/{op}/{sname}", "sweep")
             y = p.op("mul.Scalar", self=p.inp(shape_, "pos"), other=1.0)
@@ -8285,15 +8286,15 @@ def addc_programs(add, progs):
         p = scen(f"masked/{op}_special", "masked")
         p.op(op, self=p.inp([4], data=[1.0, inf, 0.5, -1.0]), tensor1=p.inp([4], data=[1.0, 0.0, inf, 2.0]),
              tensor2=p.inp([4], data=[0.0, 2.0, 1.0, -0.0]), value=0.5)
-        add(p)
-        p = scen(f"masked/{op}_hvp", "masked")
-        p.mode = "hvp"
-        y = p.op(op, self=p.inp([3]), tensor1=p.inp([3]), tensor2=p.inp([3], "pos"), value=-2.0)
-        p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
-        progs.append(p)
+        add(p, jvp=op == "addcdiv")
+        if op == "addcdiv":
+            p = scen(f"masked/{op}_hvp", "masked")
+            p.mode = "hvp"
+            y = p.op(op, self=p.inp([3]), tensor1=p.inp([3]), tensor2=p.inp([3], "pos"), value=-2.0)
+            p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+            progs.append(p)
         for name, kinds, value in [("ints_float_value", ("idx7", "idx7", "idx7"), 2.5),
                                    ("float_self_ints", ("t", "idx7", "idx7"), 2),
-                                   ("int_self_floats", ("idx7", "t", "pos"), 1),
                                    ("bools", ("bool", "bool", "bool"), 1)]:
             p = scen(f"masked/{'errors/' if op == 'addcdiv' and kinds[1] == kinds[2] else ''}{op}_{name}", "masked")
             ins = [p.inp([3], k, rg=False, data=[1, 2, 3] if k == "idx7" else None) for k in kinds]
@@ -8305,7 +8306,6 @@ def addc_programs(add, progs):
         p.out(y)
         add(p, jvp=False)
         for name, kinds, shapes in [("inplace_int_self", ("idx7", "t", "pos"), ([3], [3], [3])),
-                                    ("inplace_grows", ("t", "t", "pos"), ([3], [2, 3], [3])),
                                     ("shapes", ("t", "t", "pos"), ([3], [2], [3]))]:
             p = scen(f"masked/errors/{op}_{name}", "masked")
             ins = [p.inp(sh, k, rg=False, data=[1] * sh[0] if k == "idx7" else None) for k, sh in zip(kinds, shapes)]
@@ -8326,34 +8326,34 @@ def clamp_one_programs(add, progs):
         for name, bound in [("tie", 1.0), ("nan_bound", nan)]:
             p = scen(f"masked/clamp_{m}_{name}", "masked")
             p.op(f"clamp_{m}", self=p.inp([5], data=xs), **{m: bound})
-            add(p, jvp=name == "tie")
+            add(p, jvp=name == "tie" and m == "min")
         p = scen(f"masked/clamp_{m}_tensor_ties", "masked")
         p.op(f"clamp_{m}.Tensor", self=p.inp([5], data=xs), **{m: p.inp([5], data=[0.0, 2.0, 2.0, 1.0, nan])})
-        add(p)
-        p = scen(f"masked/clamp_{m}_tensor_hvp", "masked")
-        p.mode = "hvp"
-        y = p.op(f"clamp_{m}.Tensor", self=p.inp([3], data=[0.3, 0.5, -1.0]), **{m: p.inp([3], data=[0.5, 0.5, 0.0])})
-        p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
-        progs.append(p)
-        for name, self_, bound in [("ints_float", ("idx7", [1, 5, 3]), 2.5), ("ints_int", ("idx7", [1, 5, 3]), 3),
+        add(p, jvp=m == "min")
+        if m == "min":
+            p = scen(f"masked/clamp_{m}_tensor_hvp", "masked")
+            p.mode = "hvp"
+            y = p.op(f"clamp_{m}.Tensor", self=p.inp([3], data=[0.3, 0.5, -1.0]),
+                     **{m: p.inp([3], data=[0.5, 0.5, 0.0])})
+            p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+            progs.append(p)
+        for name, self_, bound in [("ints_float", ("idx7", [1, 5, 3]), 2.5),
                                    ("bools", ("bool", [True, False]), True),
-                                   ("bools_tensor", ("bool", [True, False]), ("bool", [False, False])),
-                                   ("ints_tensor_float", ("idx7", [1, 5, 3]), ("t", [3]))]:
+                                   ("bools_tensor", ("bool", [True, False]), ("bool", [False, False]))]:
             p = scen(f"masked/clamp_{m}_{name}", "masked")
             x = p.inp(self_[1] and [len(self_[1])], self_[0], data=self_[1], rg=False)
             b = p.inp([len(bound[1])] if bound[0] != "t" else bound[1], bound[0], rg=False,
                       data=bound[1] if bound[0] != "t" else None) if isinstance(bound, tuple) else bound
             p.op(f"clamp_{m}" + (".Tensor" if isinstance(bound, tuple) else ""), self=x, **{m: b})
             progs.append(p)
-        for name, op, bound in [("inplace", f"clamp_{m}_", 0.2), ("inplace_tensor", f"clamp_{m}_.Tensor", [3])]:
+        for name, op, bound in [("inplace_tensor", f"clamp_{m}_.Tensor", [3])]:
             p = scen(f"masked/clamp_{m}_{name}", "masked")
             y = p.op("mul.Scalar", self=p.inp([2, 3], nc=True), other=1.0)
             p.op(op, self=y, **{m: p.inp(bound) if isinstance(bound, list) else bound})
             p.out(y)
             add(p, jvp=False)
         for name, op, self_, bound in [("inplace_int_float", f"clamp_{m}_", ("idx7", [3]), 0.5),
-                                       ("inplace_bound_grows", f"clamp_{m}_.Tensor", ("t", [3]), [2, 3]),
-                                       ("tensor_shape", f"clamp_{m}.Tensor", ("t", [3]), [2])]:
+                                       ("inplace_bound_grows", f"clamp_{m}_.Tensor", ("t", [3]), [2, 3])]:
             p = scen(f"masked/errors/clamp_{m}_{name}", "masked")
             x = p.inp(self_[1], self_[0], rg=False)
             if op.endswith("_") or "_." in op:
@@ -8369,14 +8369,14 @@ def masked_fill_programs(add, progs):
     into an integer tensor)."""
     nan, inf = float("nan"), float("inf")
     mk = [True, False, True]
-    for name, value in [("neg_inf", -inf), ("nan", nan), ("int", 2), ("bool", True)]:
+    for name, value in [("neg_inf", -inf), ("nan", nan), ("bool", True)]:
         p = scen(f"masked/masked_fill_{name}", "masked")
         p.op("masked_fill.Scalar", self=p.inp([2, 3], nc=True, data=[0.5, nan, -1.0, 2.0, inf, 0.0]),
              mask=p.inp([3], "bool", data=mk), value=value)
         add(p, jvp=name == "neg_inf")
     p = scen("masked/masked_fill_mask_broadcasts_self", "masked")
     p.op("masked_fill.Scalar", self=p.inp([3]), mask=p.inp([2, 1], "bool", data=[False, True]), value=0.25)
-    add(p)
+    add(p, jvp=False)
     p = scen("masked/masked_fill_0d", "masked")
     p.op("masked_fill.Scalar", self=p.inp([]), mask=p.inp([], "bool", data=[True]), value=-3.0)
     add(p, jvp=False)
@@ -8408,7 +8408,7 @@ def masked_fill_programs(add, progs):
         value = p.inp([], data=[-0.5]) if op.endswith(".Tensor") else -0.5
         p.op(op, self=y, mask=p.inp([3], "bool", data=mk), value=value)
         p.out(y)
-        add(p)
+        add(p, jvp=op.endswith(".Tensor"))
     masked_fill_errors(progs)
 
 
@@ -8418,16 +8418,12 @@ def masked_fill_errors(progs):
     cases = [
         ("int_mask", "masked_fill.Scalar", [2, 3], ("idx7", [3]), 1.0),
         ("mask_shape", "masked_fill.Scalar", [3], ("bool", [2]), 1.0),
-        ("mask_shape_int_mask", "masked_fill.Tensor", [3], ("idx7", [2]), [2]),
         ("value_1d", "masked_fill.Tensor", [3], ("bool", [3]), [1]),
         ("value_1d_int_mask", "masked_fill.Tensor", [3], ("idx7", [3]), [2]),
         ("nan_into_ints", "masked_fill.Scalar", ("idx7", [3]), ("bool", [3]), nan),
-        ("overflow_into_ints", "masked_fill.Scalar", ("idx7", [3]), ("bool", [3]), 9.3e18),
         ("inplace_mask_grows", "masked_fill_.Scalar", [3], ("bool", [2, 3]), 1.0),
-        ("inplace_mask_shape", "masked_fill_.Scalar", [3], ("bool", [2]), 1.0),
         ("inplace_int_mask_shape", "masked_fill_.Scalar", [3], ("idx7", [2]), 1.0),
         ("inplace_value_1d_int_mask", "masked_fill_.Tensor", [3], ("idx7", [2]), [2]),
-        ("inplace_0d_self", "masked_fill_.Scalar", [], ("bool", [2]), 1.0),
     ]
     for name, op, self_, (mkind, mshape), value in cases:
         p = scen(f"masked/errors/masked_fill_{name}", "masked")
