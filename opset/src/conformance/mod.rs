@@ -45,6 +45,8 @@ pub mod group_norm_cases;
 pub mod index_cases;
 pub mod inplace_cases;
 pub mod kit;
+// The masked family (issue 30).
+pub mod masked_cases;
 pub mod no_panic;
 pub mod norm_cases;
 pub mod norms_cases;
