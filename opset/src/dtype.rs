@@ -706,6 +706,28 @@ macro_rules! written_back_kernels {
             gelu_ => gelu(approximate: &str);
             clamp_ => clamp(min: Option<$crate::dtype::Scalar>, max: Option<$crate::dtype::Scalar>);
         }
+        // In-place forms of the op set's functional operators.
+        $crate::__in_place! { $write_back;
+            reciprocal_ => reciprocal();
+            rsqrt_ => rsqrt();
+            log1p_ => log1p();
+            expm1_ => expm1();
+            log2_ => log2();
+            log10_ => log10();
+            cos_ => cos();
+            tan_ => tan();
+            sinh_ => sinh();
+            cosh_ => cosh();
+            asin_ => asin();
+            acos_ => acos();
+            atan_ => atan();
+            erf_ => erf();
+            floor_ => floor();
+            ceil_ => ceil();
+            round_ => round();
+            trunc_ => trunc();
+            sign_ => sign();
+        }
         $crate::__out_kernels! { $write_back;
             add_out => add_tensor(self_: &Self, other: &Self, alpha: $crate::dtype::Scalar);
             sub_out => sub_tensor(self_: &Self, other: &Self, alpha: $crate::dtype::Scalar);

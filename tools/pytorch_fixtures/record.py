@@ -1151,6 +1151,17 @@ GEN = {
     "embedding": g_embedding,
 }
 
+# In-place forms of the functional operators: one random program each
+# (RANDOM_PER_OP) for the unary ones, whose kernels are their functional ones written back.
+INPLACE_FORMS_UNARY = {"reciprocal_": "away", "rsqrt_": "pos", "log1p_": "pos", "expm1_": "wide", "log2_": "pos",
+                       "log10_": "pos", "cos_": "t", "tan_": "t", "sinh_": "t", "cosh_": "t", "asin_": "unit",
+                       "acos_": "unit", "atan_": "wide", "erf_": "wide", "floor_": "away", "ceil_": "away",
+                       "round_": "away", "trunc_": "away", "sign_": "away"}
+GEN.update({op: inplace(op, kind) for op, kind in INPLACE_FORMS_UNARY.items()})
+# Operators with numbers of programs of their own: (random, jvp, random_unseen) programs,
+# instead of the functions' per_op (fixture bytes go to their own category instead).
+FEW_PROGRAMS = {op: (1, 1, 0) for op in INPLACE_FORMS_UNARY}
+
 
 # ---- convolution and pooling (issue 30): small random geometries PyTorch accepts (drawn
 # again until it does), strides, padding, dilation, groups, transposed forms, batches of one
@@ -1885,7 +1896,7 @@ def random_programs(per_op=5, heavy_per_op=3):
     assert not missing, f"operators of native_functions.yaml without a generator: {missing}"
     progs = []
     for op in names:
-        for k in range(heavy_per_op if op in RANDOM_HEAVY else per_op):
+        for k in range(FEW_PROGRAMS[op][0] if op in FEW_PROGRAMS else heavy_per_op if op in RANDOM_HEAVY else per_op):
             name = f"random/{op}/{k}"
             r = random.Random(hash_name(name))
             p = Program(name, "random", r)
@@ -1960,7 +1971,7 @@ def random_unseen_programs(per_op=1, jvp_per_op=1):
     progs = []
     for op in native_names():
         for mode, n in (("grad", per_op), ("jvp", 0 if op in NO_JVP else jvp_per_op)):
-            for k in range(n):
+            for k in range(FEW_PROGRAMS[op][2] if op in FEW_PROGRAMS else n):
                 name = f"random_unseen/{mode}/{op}/{k}"
                 r = random.Random(hash_name(name))
                 p = Program(name, "random_unseen", r)
@@ -2138,7 +2149,7 @@ def jvp_programs(per_op=2):
     of each operator, replayed with dual inputs."""
     progs = []
     for op in native_names():
-        for k in range(per_op):
+        for k in range(FEW_PROGRAMS[op][1] if op in FEW_PROGRAMS else per_op):
             name = f"jvp/{op}/{k}"
             r = random.Random(hash_name(name))
             p = Program(name, "jvp", r)
@@ -8139,7 +8150,7 @@ def bag_programs():
 
 
 # ----------------------------------------------------------------------------------------
-# Masked (helper-masked; issue 30): masked_fill, clamp_min/clamp_max, lerp, addcmul/addcdiv;
+# Masked (issue 30): masked_fill, clamp_min/clamp_max, lerp, addcmul/addcdiv;
 # generators (GEN), sweep calls, the in-place sweep and the `masked` category.
 
 def masked_shapes(r):
@@ -8437,6 +8448,42 @@ def masked_fill_errors(progs):
              value=v)
         progs.append(p)
 
+# ----------------------------------------------------------------------------- in-place forms
+def inplace_forms_programs():
+    """The in-place forms of the functional operators: the unary ones on a
+    0-d (and an empty) copy (sweep category) and on integers (PyTorch's cast error where the result is float;
+    rounding keeps an integer), written to ``inplace_forms.json``."""
+    S = []
+
+    def prog(name):
+        p = scen(f"inplace_forms/{name}", "inplace_forms")
+        S.append(p)
+        return p
+
+    for op, kind in INPLACE_FORMS_UNARY.items():
+        for sname in ("0d",) if kind != "away" else ("0d", "empty"):
+            p = scen(f"sweep/inplace/{op}/{sname}", "sweep")
+            S.append(p)
+            y = p.op("mul.Scalar", self=p.inp(SWEEP_SHAPES[sname], kind), other=1.0)
+            p.op(op, self=y)
+            p.out(y)
+    for op in ("reciprocal_", "rsqrt_", "cos_", "erf_", "floor_", "round_", "sign_"):
+        p = prog(f"int_self/{op}")
+        y = p.op(op, self=p.inp([3], "idx9", data=[0, 2, -3]))
+        p.out(y)
+    p = prog("bool_self/sign_")
+    p.out(p.op("sign_", self=p.inp([3], "bool", data=[True, False, True])))
+    p = prog("bool_self/floor_")
+    p.out(p.op("floor_", self=p.inp([2], "bool", data=[True, False])))
+    p = prog("noncontiguous/tan_")
+    y = p.op("mul.Scalar", self=p.inp([2, 3], "t", nc=True), other=1.0)
+    p.op("tan_", self=p.op("transpose.int", self=y, dim0=0, dim1=1))
+    p.out(y)
+    p = prog("round_half_even/round_")
+    y = p.op("mul.Scalar", self=p.inp([4], data=[0.5, 1.5, 2.5, -0.5]), other=1.0)
+    p.op("round_", self=y)
+    p.out(y)
+    return S
 
 
 def main():
@@ -8447,7 +8494,7 @@ def main():
              + select_programs() + geom_programs() + pool3d_programs() + norms_programs()
              + strided_programs() + group_norm_programs() + fold_programs() + grid_programs()
              + dist_programs() + scatter_reduce_programs() + embedding_programs() + bag_programs()
-             + masked_programs())
+             + masked_programs() + inplace_forms_programs())
     names = set()
     by_cat = {}
     for p in progs:

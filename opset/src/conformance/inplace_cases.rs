@@ -252,6 +252,10 @@ pub fn inplace_cases<B: ConformanceTensor>() -> Vec<InplaceCase<B>> {
             |x, o| clamp_max_tensor(x, &o[0]).unwrap(),
         ),
     ]
+    .into_iter()
+    // In-place forms of the functional operators.
+    .chain(super::inplace_forms_cases::cases())
+    .collect()
 }
 
 /// `masked_fill_.Scalar` (`value` `None`) or `masked_fill_.Tensor` (a 0-d `value`) on an

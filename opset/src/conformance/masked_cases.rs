@@ -2,8 +2,8 @@
 //! `masked_fill` (a mask broadcast over `self`, a mask that broadcasts `self`, a 0-d value
 //! that takes a gradient).
 
-use super::cases::{Case, c, case};
-use super::dispatch::{Args, R, ip};
+use super::case::{Case, c, case};
+use super::args::{Args, R, ip};
 use super::*;
 use crate::ops::*;
 use autograd::runtime::Variable;

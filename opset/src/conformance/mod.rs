@@ -66,6 +66,8 @@ pub mod select_cases;
 pub mod softmax_cases;
 pub mod source;
 pub mod view_cases;
+// In-place forms of the functional operators.
+pub mod inplace_forms_cases;
 
 pub use kit::{
     Kit, KitOptions, KitRun, OP_SET_DIFFERENCES, backend_kernels, check_backend,
