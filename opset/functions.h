@@ -59,6 +59,7 @@ at::Tensor logsumexp_jvp(
     const at::Tensor& self_t,
     IntArrayRef dim,
     bool keepdim);
+Tensor masked_fill_backward(const Tensor& grad, const Tensor& mask);
 Tensor masked_fill_inplace_if_safe(
     const Tensor& tensor,
     const Tensor& mask,
@@ -491,10 +492,6 @@ Tensor new_ones(const Tensor& self, c10::SymIntArrayRef size);
 // Softmax (issue 30): the method `Tensor::to(ScalarType)` of the `_softmax_backward_data`
 // and `_log_softmax_backward_data` entries (`grad.to(output.dtype())`).
 Tensor to(const Tensor& self, ScalarType dtype);
-// Grid sampling, distances, masked_scatter (issue 30): the method `Tensor::masked_fill`
-// of `masked_scatter`'s entry (PyTorch's `masked_fill.Scalar` signature, computed with
-// `where`).
-Tensor masked_fill(const Tensor& self, const Tensor& mask, const Scalar& value);
 
 // Grid sampling (issue 30): the forward formula of grid_sampler_2d_backward (the op set's;
 // PyTorch 2.15 has none).

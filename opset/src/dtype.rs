@@ -134,6 +134,12 @@ pub mod kernel {
     /// `clamp.Tensor` with both bounds (one bound is `maximum`'s or `minimum`'s kernel,
     /// which take booleans).
     pub const CLAMP_TENSOR: &str = "clamp_cpu";
+    /// `clamp_min` with a Scalar bound (the masked family, issue 30).
+    pub const CLAMP_MIN: &str = "clamp_min_scalar_cpu";
+    /// `clamp_max` with a Scalar bound (the masked family, issue 30).
+    pub const CLAMP_MAX: &str = "clamp_max_scalar_cpu";
+    /// `addcmul` (no boolean form; the masked family, issue 30).
+    pub const ADDCMUL: &str = "addcmul_cpu_out";
     /// `ceil`, `floor`, `round`, `trunc` (no boolean form).
     pub const CEIL: &str = "ceil_vml_cpu";
     /// See [`CEIL`].
@@ -502,6 +508,18 @@ pub fn check_cast(result: &str, out: &str) -> R<()> {
     })
 }
 
+/// [`check_cast`] with the destination named as C++ names it (`long int`): PyTorch's text
+/// for the in-place forms with a number argument (`clamp_min_`, `clamp_max_`).
+pub fn check_cast_c10(result: &str, out: &str) -> R<()> {
+    check(Kind::of(result) <= Kind::of(out), || {
+        format!(
+            "result type {} can't be cast to the desired output type {}",
+            torch_name(result),
+            c10_name(out)
+        )
+    })
+}
+
 /// An out= tensor of an op whose `TensorIterator` takes a single dtype (`neg.out`,
 /// `clamp.out`): `out` must have the result's dtype exactly.
 pub fn check_out_same(result: &str, out: &str) -> R<()> {
@@ -688,6 +706,28 @@ macro_rules! written_back_kernels {
             gelu_ => gelu(approximate: &str);
             clamp_ => clamp(min: Option<$crate::dtype::Scalar>, max: Option<$crate::dtype::Scalar>);
         }
+        // In-place forms of the op set's functional operators.
+        $crate::__in_place! { $write_back;
+            reciprocal_ => reciprocal();
+            rsqrt_ => rsqrt();
+            log1p_ => log1p();
+            expm1_ => expm1();
+            log2_ => log2();
+            log10_ => log10();
+            cos_ => cos();
+            tan_ => tan();
+            sinh_ => sinh();
+            cosh_ => cosh();
+            asin_ => asin();
+            acos_ => acos();
+            atan_ => atan();
+            erf_ => erf();
+            floor_ => floor();
+            ceil_ => ceil();
+            round_ => round();
+            trunc_ => trunc();
+            sign_ => sign();
+        }
         $crate::__out_kernels! { $write_back;
             add_out => add_tensor(self_: &Self, other: &Self, alpha: $crate::dtype::Scalar);
             sub_out => sub_tensor(self_: &Self, other: &Self, alpha: $crate::dtype::Scalar);
@@ -732,6 +772,51 @@ macro_rules! written_back_kernels {
             let r = <Self as $crate::Backend>::sum_dim_intlist(self_, dim, keepdim, as_dtype)?;
             $crate::dtype::check_out_dtype($crate::dtype::dtype_of(&r), out_dtype)?;
             $write_back(out, r)
+        }
+        // ---- masked (issue 30): `clamp_min_`/`clamp_max_`, then `masked_fill_`.
+        $crate::__in_place! { $write_back;
+            clamp_min_tensor_ => clamp_min_tensor(min: &Self);
+            clamp_max_tensor_ => clamp_max_tensor(max: &Self);
+        }
+        $crate::__in_place! { $write_back;
+            addcmul_ => addcmul(tensor1: &Self, tensor2: &Self, value: $crate::dtype::Scalar);
+            addcdiv_ => addcdiv(tensor1: &Self, tensor2: &Self, value: $crate::dtype::Scalar);
+        }
+        // A number bound: PyTorch's cast error names `self`'s dtype as C++ does ("long int").
+        fn clamp_min_(self_: &mut Self, min: $crate::dtype::Scalar) -> Result<(), Self::Error> {
+            let r = <Self as $crate::Backend>::clamp_min(&*self_, min)?;
+            $crate::dtype::check_cast_c10($crate::dtype::dtype_of(&r), $crate::dtype::dtype_of(&*self_))?;
+            $write_back(self_, r)
+        }
+        fn clamp_max_(self_: &mut Self, max: $crate::dtype::Scalar) -> Result<(), Self::Error> {
+            let r = <Self as $crate::Backend>::clamp_max(&*self_, max)?;
+            $crate::dtype::check_cast_c10($crate::dtype::dtype_of(&r), $crate::dtype::dtype_of(&*self_))?;
+            $write_back(self_, r)
+        }
+        // `masked_fill_` checks the value's rank, the mask's dtype
+        // and the broadcast of `self` with `mask` before its kernel, as PyTorch does.
+        fn masked_fill_scalar_(
+            self_: &mut Self,
+            mask: &Self,
+            value: $crate::dtype::Scalar,
+        ) -> Result<(), Self::Error> {
+            use $crate::dtype::{dtype_of, shape_of};
+            $crate::meta::masked_fill_inplace(shape_of(&*self_), shape_of(mask), dtype_of(mask), None)?;
+            let r = <Self as $crate::Backend>::masked_fill_scalar(&*self_, mask, value)?;
+            $crate::shape::check_inplace_shape(shape_of(&*self_), shape_of(&r))?;
+            $write_back(self_, r)
+        }
+        fn masked_fill_tensor_(
+            self_: &mut Self,
+            mask: &Self,
+            value: &Self,
+        ) -> Result<(), Self::Error> {
+            use $crate::dtype::{dtype_of, shape_of};
+            let d = Some(shape_of(value).len());
+            $crate::meta::masked_fill_inplace(shape_of(&*self_), shape_of(mask), dtype_of(mask), d)?;
+            let r = <Self as $crate::Backend>::masked_fill_tensor(&*self_, mask, value)?;
+            $crate::shape::check_inplace_shape(shape_of(&*self_), shape_of(&r))?;
+            $write_back(self_, r)
         }
     };
 }

@@ -344,6 +344,8 @@ mod fold;
 mod geom;
 mod indexing;
 mod losses;
+// The masked family (issue 30).
+mod masked;
 mod normalization;
 mod norms;
 mod pool3d;
@@ -382,6 +384,7 @@ pub use indexing::{
     index_in_self, index_select, max_dim, min_dim, repeat, rounding_mode,
 };
 pub use losses::{NllBackward, nll_loss_backward, nll_loss_forward, nll_target};
+pub use masked::{addcdiv, masked_fill_inplace, masked_fill_mask, masked_fill_value};
 pub use normalization::{
     ChannelSizes, Stat, batch_norm, batch_norm_backward_channels, batch_norm_channels,
     batch_norm_legit, batch_norm_no_stats, batch_norm_stat, var, var_dtype,

@@ -1151,6 +1151,17 @@ GEN = {
     "embedding": g_embedding,
 }
 
+# In-place forms of the functional operators: one random program each
+# (RANDOM_PER_OP) for the unary ones, whose kernels are their functional ones written back.
+INPLACE_FORMS_UNARY = {"reciprocal_": "away", "rsqrt_": "pos", "log1p_": "pos", "expm1_": "wide", "log2_": "pos",
+                       "log10_": "pos", "cos_": "t", "tan_": "t", "sinh_": "t", "cosh_": "t", "asin_": "unit",
+                       "acos_": "unit", "atan_": "wide", "erf_": "wide", "floor_": "away", "ceil_": "away",
+                       "round_": "away", "trunc_": "away", "sign_": "away"}
+GEN.update({op: inplace(op, kind) for op, kind in INPLACE_FORMS_UNARY.items()})
+# Operators with numbers of programs of their own: (random, jvp, random_unseen) programs,
+# instead of the functions' per_op (fixture bytes go to their own category instead).
+FEW_PROGRAMS = {op: (1, 1, 0) for op in INPLACE_FORMS_UNARY}
+
 
 # ---- convolution and pooling (issue 30): small random geometries PyTorch accepts (drawn
 # again until it does), strides, padding, dilation, groups, transposed forms, batches of one
@@ -1885,7 +1896,7 @@ def random_programs(per_op=5, heavy_per_op=3):
     assert not missing, f"operators of native_functions.yaml without a generator: {missing}"
     progs = []
     for op in names:
-        for k in range(heavy_per_op if op in RANDOM_HEAVY else per_op):
+        for k in range(FEW_PROGRAMS[op][0] if op in FEW_PROGRAMS else heavy_per_op if op in RANDOM_HEAVY else per_op):
             name = f"random/{op}/{k}"
             r = random.Random(hash_name(name))
             p = Program(name, "random", r)
@@ -1960,7 +1971,7 @@ def random_unseen_programs(per_op=1, jvp_per_op=1):
     progs = []
     for op in native_names():
         for mode, n in (("grad", per_op), ("jvp", 0 if op in NO_JVP else jvp_per_op)):
-            for k in range(n):
+            for k in range(FEW_PROGRAMS[op][2] if op in FEW_PROGRAMS else n):
                 name = f"random_unseen/{mode}/{op}/{k}"
                 r = random.Random(hash_name(name))
                 p = Program(name, "random_unseen", r)
@@ -2138,7 +2149,7 @@ def jvp_programs(per_op=2):
     of each operator, replayed with dual inputs."""
     progs = []
     for op in native_names():
-        for k in range(per_op):
+        for k in range(FEW_PROGRAMS[op][1] if op in FEW_PROGRAMS else per_op):
             name = f"jvp/{op}/{k}"
             r = random.Random(hash_name(name))
             p = Program(name, "jvp", r)
@@ -3725,6 +3736,7 @@ def sweep_calls():
     calls.update(products_sweep_calls())
     calls.update(softmax_sweep_calls())
     calls.update(select_sweep_calls())
+    calls.update(masked_sweep_calls())
     calls.update(geom_sweep_calls())
     calls.update(pool3d_sweep_calls())
     calls.update(norms_sweep_calls())
@@ -3853,7 +3865,7 @@ def sweep_programs():
                     except NoOutputs:
                         continue
                     progs.append(p)
-    return progs + sweep_inplace_programs() + sweep_out_programs()
+    return progs + sweep_inplace_programs() + sweep_out_programs() + masked_sweep_inplace_programs()
 
 
 def sweep_out_programs():
@@ -8137,6 +8149,343 @@ def bag_programs():
     return progs
 
 
+# ----------------------------------------------------------------------------------------
+# Masked (issue 30): masked_fill, clamp_min/clamp_max, lerp, addcmul/addcdiv;
+# generators (GEN), sweep calls, the in-place sweep and the `masked` category.
+
+def masked_shapes(r):
+    """Two small broadcast-compatible shapes (the masked family's fixtures stay small)."""
+    return r.choice([([3], [3]), ([2, 1], [2]), ([], [2]), ([1, 2], [2]), ([0, 2], [2]), ([2], [])])
+
+
+def g_masked_fill(op):
+    """`masked_fill` (or in place on a non-leaf copy) with a random mask broadcast over
+    `self` and a value (a number, or a 0-d tensor that takes a gradient)."""
+    def g(p, r):
+        sa, sb = masked_shapes(r)
+        x = p.inp(sa, nc=r.random() < 0.4)
+        if op.startswith("masked_fill_"):
+            x = p.op("mul.Scalar", self=x, other=1.0)
+            sb = r.choice([sa, sa[-1:]])
+        m = p.inp(sb, "bool")
+        num = r.choice([-1.5, 0.25, 2, float("-inf")])
+        value = p.inp([], data=[num]) if op.endswith(".Tensor") else num
+        y = p.op(op, self=x, mask=m, value=value)
+        if op.startswith("masked_fill_"):
+            p.out(x)
+            return x
+        return y
+    return g
+
+
+def g_clamp_one(op):
+    """`clamp_min`/`clamp_max` (or in place on a non-leaf copy) with a number or a broadcast
+    tensor bound."""
+    def g(p, r):
+        sa, sb = masked_shapes(r)
+        x = p.inp(sa, "wide", nc=r.random() < 0.4)
+        inplace = op.split(".")[0].endswith("_")
+        if inplace:
+            x = p.op("mul.Scalar", self=x, other=1.0)
+            sb = r.choice([sa, sa[-1:]])
+        arg = "min" if op.startswith("clamp_min") else "max"
+        bound = p.inp(sb) if op.endswith(".Tensor") else r.choice([-0.5, 0.25, 1])
+        y = p.op(op, self=x, **{arg: bound})
+        if inplace:
+            p.out(x)
+            return x
+        return y
+    return g
+
+
+MASKED_OPS = ("masked_fill.Scalar", "masked_fill_.Scalar", "masked_fill.Tensor", "masked_fill_.Tensor")
+CLAMP_ONE_OPS = tuple(f"clamp_{m}{ip}{ov}" for m in ("min", "max") for ip in ("", "_") for ov in ("", ".Tensor"))
+GEN.update({op: g_masked_fill(op) for op in MASKED_OPS})
+GEN.update({op: g_clamp_one(op) for op in CLAMP_ONE_OPS})
+RANDOM_HEAVY.update(CLAMP_ONE_OPS)
+
+
+def g_addc(op):
+    """`addcmul`/`addcdiv` (or in place on a non-leaf copy) with broadcast operands, a
+    divisor away from 0 and a random `value`."""
+    def g(p, r):
+        sa, sb = masked_shapes(r)
+        x = p.inp(sa, nc=r.random() < 0.4)
+        if op.endswith("_"):
+            x = p.op("mul.Scalar", self=x, other=1.0)
+            sb = r.choice([sa, sa[-1:]])
+        t1 = p.inp(r.choice([sa, sb]), nc=r.random() < 0.3)
+        t2 = p.inp(sb, "away" if op.startswith("addcdiv") else "t")
+        y = p.op(op, self=x, tensor1=t1, tensor2=t2, value=r.choice([1, 0.5, -2.0]))
+        if op.endswith("_"):
+            p.out(x)
+            return x
+        return y
+    return g
+
+
+ADDC_OPS = ("addcmul", "addcmul_", "addcdiv", "addcdiv_")
+GEN.update({op: g_addc(op) for op in ADDC_OPS})
+RANDOM_HEAVY.update(ADDC_OPS)
+# Three random programs each, as the heavy operators (the fixtures' size budget).
+RANDOM_HEAVY.update(MASKED_OPS)
+
+
+def masked_sweep_calls():
+    """These operators in the sweep of 0-d, empty and size-1 inputs."""
+    return {
+        "masked_fill.Scalar": lambda p, a: p.op("masked_fill.Scalar", self=a.t(0), mask=a.bool(1), value=-2.0),
+        "masked_fill.Tensor": lambda p, a: p.op("masked_fill.Tensor", self=a.t(0), mask=a.bool(1),
+                                                value=p.inp([], data=[0.5])),
+        "clamp_min": lambda p, a: p.op("clamp_min", self=a.t(0), min=0.5),
+        "clamp_max": lambda p, a: p.op("clamp_max", self=a.t(0), max=0.5),
+        "clamp_min.Tensor": lambda p, a: p.op("clamp_min.Tensor", self=a.t(0), min=a.t(1)),
+        "clamp_max.Tensor": lambda p, a: p.op("clamp_max.Tensor", self=a.t(0), max=a.t(1)),
+        "addcmul": lambda p, a: p.op("addcmul", self=a.t(0), tensor1=a.t(1), tensor2=a.t(2), value=0.5),
+        "addcdiv": lambda p, a: p.op("addcdiv", self=a.t(0), tensor1=a.t(1), tensor2=a.t(2, "pos"), value=0.5),
+    }
+
+
+def masked_sweep_inplace_programs():
+    """The in-place forms on a 0-d copy, their other tensors 0-d too (the functional forms
+    are swept on every shape)."""
+    ops = {
+        "masked_fill_.Scalar": lambda p, y, s: p.op("masked_fill_.Scalar", self=y, mask=p.inp(s, "bool"), value=3.0),
+        "masked_fill_.Tensor": lambda p, y, s: p.op("masked_fill_.Tensor", self=y, mask=p.inp(s, "bool"),
+                                                    value=p.inp([], data=[-1.0])),
+        "clamp_min_": lambda p, y, s: p.op("clamp_min_", self=y, min=0.5),
+        "clamp_max_": lambda p, y, s: p.op("clamp_max_", self=y, max=0.5),
+        "clamp_min_.Tensor": lambda p, y, s: p.op("clamp_min_.Tensor", self=y, min=p.inp(s)),
+        "clamp_max_.Tensor": lambda p, y, s: p.op("clamp_max_.Tensor", self=y, max=p.inp(s)),
+        "addcmul_": lambda p, y, s: p.op("addcmul_", self=y, tensor1=p.inp(s), tensor2=p.inp(s), value=2),
+        "addcdiv_": lambda p, y, s: p.op("addcdiv_", self=y, tensor1=p.inp(s), tensor2=p.inp(s, "pos"), value=2),
+    }
+    progs = []
+    for op, build in ops.items():
+        for sname in ("0d",):
+            shape_ = SWEEP_SHAPES[sname]
+            p = scen(f"sweep/inplace/{op}/{sname}", "sweep")
+            y = p.op("mul.Scalar", self=p.inp(shape_, "pos"), other=1.0)
+            build(p, y, shape_)
+            p.out(y)
+            progs.append(p)
+    return progs
+
+
+def masked_programs():
+    """The `masked` category: edge cases of the masked family (0-d, empty, non-contiguous,
+    broadcast masks, NaN and infinite values, integer and boolean inputs, PyTorch's errors),
+    second derivatives and jvps."""
+    progs = []
+
+    def add(p, jvp=True):
+        progs.append(p)
+        if jvp:
+            q = scen(p.name.replace("masked/", "masked/jvp/", 1), "masked")
+            q.inputs, q.steps, q.output, q.mode = p.inputs, p.steps, p.output, "jvp"
+            progs.append(q)
+
+    masked_fill_programs(add, progs)
+    clamp_one_programs(add, progs)
+    addc_programs(add, progs)
+    return progs
+
+
+def addc_programs(add, progs):
+    """`addcmul`/`addcdiv`: zero and infinite divisors, integer values and operands (value
+    truncated), booleans, type promotion, in place, a Hessian-vector product, and errors."""
+    inf = float("inf")
+    for op in ("addcmul", "addcdiv"):
+        p = scen(f"masked/{op}_special", "masked")
+        p.op(op, self=p.inp([4], data=[1.0, inf, 0.5, -1.0]), tensor1=p.inp([4], data=[1.0, 0.0, inf, 2.0]),
+             tensor2=p.inp([4], data=[0.0, 2.0, 1.0, -0.0]), value=0.5)
+        add(p, jvp=op == "addcdiv")
+        if op == "addcdiv":
+            p = scen(f"masked/{op}_hvp", "masked")
+            p.mode = "hvp"
+            y = p.op(op, self=p.inp([3]), tensor1=p.inp([3]), tensor2=p.inp([3], "pos"), value=-2.0)
+            p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+            progs.append(p)
+        for name, kinds, value in [("ints_float_value", ("idx7", "idx7", "idx7"), 2.5),
+                                   ("float_self_ints", ("t", "idx7", "idx7"), 2),
+                                   ("bools", ("bool", "bool", "bool"), 1)]:
+            p = scen(f"masked/{'errors/' if op == 'addcdiv' and kinds[1] == kinds[2] else ''}{op}_{name}", "masked")
+            ins = [p.inp([3], k, rg=False, data=[1, 2, 3] if k == "idx7" else None) for k in kinds]
+            p.op(op, self=ins[0], tensor1=ins[1], tensor2=ins[2], value=value)
+            progs.append(p)
+        p = scen(f"masked/{op}_inplace", "masked")
+        y = p.op("mul.Scalar", self=p.inp([2, 3], nc=True), other=1.0)
+        p.op(op + "_", self=y, tensor1=p.inp([3]), tensor2=p.inp([2, 1], "pos"), value=0.5)
+        p.out(y)
+        add(p, jvp=False)
+        for name, kinds, shapes in [("inplace_int_self", ("idx7", "t", "pos"), ([3], [3], [3])),
+                                    ("shapes", ("t", "t", "pos"), ([3], [2], [3]))]:
+            p = scen(f"masked/errors/{op}_{name}", "masked")
+            ins = [p.inp(sh, k, rg=False, data=[1] * sh[0] if k == "idx7" else None) for k, sh in zip(kinds, shapes)]
+            x = ins[0]
+            if "inplace" in name:
+                x = p.op("mul.Scalar", self=x, other=1 if kinds[0] == "idx7" else 1.0)
+            p.op(op + ("_" if "inplace" in name else ""), self=x, tensor1=ins[1], tensor2=ins[2], value=1)
+            progs.append(p)
+
+
+def clamp_one_programs(add, progs):
+    """`clamp_min`/`clamp_max`: ties with the bound (a number: no gradient; a tensor: the
+    gradient split in halves), NaN in the input or the bound, integer and boolean inputs
+    (PyTorch's promotion, its refusal of booleans with a number bound), in place, and errors."""
+    nan = float("nan")
+    xs = [0.0, 1.0, 2.0, nan, -1.0]
+    for m in ("min", "max"):
+        for name, bound in [("tie", 1.0), ("nan_bound", nan)]:
+            p = scen(f"masked/clamp_{m}_{name}", "masked")
+            p.op(f"clamp_{m}", self=p.inp([5], data=xs), **{m: bound})
+            add(p, jvp=name == "tie" and m == "min")
+        p = scen(f"masked/clamp_{m}_tensor_ties", "masked")
+        p.op(f"clamp_{m}.Tensor", self=p.inp([5], data=xs), **{m: p.inp([5], data=[0.0, 2.0, 2.0, 1.0, nan])})
+        add(p, jvp=m == "min")
+        if m == "min":
+            p = scen(f"masked/clamp_{m}_tensor_hvp", "masked")
+            p.mode = "hvp"
+            y = p.op(f"clamp_{m}.Tensor", self=p.inp([3], data=[0.3, 0.5, -1.0]),
+                     **{m: p.inp([3], data=[0.5, 0.5, 0.0])})
+            p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+            progs.append(p)
+        for name, self_, bound in [("ints_float", ("idx7", [1, 5, 3]), 2.5),
+                                   ("bools", ("bool", [True, False]), True),
+                                   ("bools_tensor", ("bool", [True, False]), ("bool", [False, False]))]:
+            p = scen(f"masked/clamp_{m}_{name}", "masked")
+            x = p.inp(self_[1] and [len(self_[1])], self_[0], data=self_[1], rg=False)
+            b = p.inp([len(bound[1])] if bound[0] != "t" else bound[1], bound[0], rg=False,
+                      data=bound[1] if bound[0] != "t" else None) if isinstance(bound, tuple) else bound
+            p.op(f"clamp_{m}" + (".Tensor" if isinstance(bound, tuple) else ""), self=x, **{m: b})
+            progs.append(p)
+        for name, op, bound in [("inplace_tensor", f"clamp_{m}_.Tensor", [3])]:
+            p = scen(f"masked/clamp_{m}_{name}", "masked")
+            y = p.op("mul.Scalar", self=p.inp([2, 3], nc=True), other=1.0)
+            p.op(op, self=y, **{m: p.inp(bound) if isinstance(bound, list) else bound})
+            p.out(y)
+            add(p, jvp=False)
+        for name, op, self_, bound in [("inplace_int_float", f"clamp_{m}_", ("idx7", [3]), 0.5),
+                                       ("inplace_bound_grows", f"clamp_{m}_.Tensor", ("t", [3]), [2, 3])]:
+            p = scen(f"masked/errors/clamp_{m}_{name}", "masked")
+            x = p.inp(self_[1], self_[0], rg=False)
+            if op.endswith("_") or "_." in op:
+                x = p.op("mul.Scalar", self=x, other=1) if self_[0] != "t" else p.op("mul.Scalar", self=x, other=1.0)
+            p.op(op, self=x, **{m: p.inp(bound, rg=False) if isinstance(bound, list) else bound})
+            progs.append(p)
+
+
+def masked_fill_programs(add, progs):
+    """`masked_fill`: broadcast masks both ways, NaN/-inf values into NaN inputs, a 0-d value's
+    gradient (its sum where the mask is set), values converted to an integer or boolean
+    `self`, the in-place forms, and PyTorch's errors (mask dtype, value rank, shapes, a NaN
+    into an integer tensor)."""
+    nan, inf = float("nan"), float("inf")
+    mk = [True, False, True]
+    for name, value in [("neg_inf", -inf), ("nan", nan), ("bool", True)]:
+        p = scen(f"masked/masked_fill_{name}", "masked")
+        p.op("masked_fill.Scalar", self=p.inp([2, 3], nc=True, data=[0.5, nan, -1.0, 2.0, inf, 0.0]),
+             mask=p.inp([3], "bool", data=mk), value=value)
+        add(p, jvp=name == "neg_inf")
+    p = scen("masked/masked_fill_mask_broadcasts_self", "masked")
+    p.op("masked_fill.Scalar", self=p.inp([3]), mask=p.inp([2, 1], "bool", data=[False, True]), value=0.25)
+    add(p, jvp=False)
+    p = scen("masked/masked_fill_0d", "masked")
+    p.op("masked_fill.Scalar", self=p.inp([]), mask=p.inp([], "bool", data=[True]), value=-3.0)
+    add(p, jvp=False)
+    p = scen("masked/masked_fill_empty", "masked")
+    p.op("masked_fill.Tensor", self=p.inp([0, 3]), mask=p.inp([3], "bool", data=mk), value=p.inp([], data=[1.0]))
+    add(p, jvp=False)
+    p = scen("masked/masked_fill_tensor_value", "masked")
+    p.op("masked_fill.Tensor", self=p.inp([2, 3]), mask=p.inp([2, 1], "bool", data=[True, False]),
+         value=p.inp([], data=[0.7]))
+    add(p)
+    p = scen("masked/masked_fill_tensor_hvp", "masked")
+    p.mode = "hvp"
+    y = p.op("masked_fill.Tensor", self=p.inp([3]), mask=p.inp([3], "bool", data=mk), value=p.inp([], data=[0.7]))
+    p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+    progs.append(p)
+    for name, dtype, data, value in [("ints_float", "idx7", [1, 5, 3], 2.7), ("ints_tensor", "idx7", [1, 5, 3], None),
+                                     ("bools_half", "bool", [True, False, False], 0.5)]:
+        p = scen(f"masked/masked_fill_{name}", "masked")
+        x = p.inp([3], dtype, data=data)
+        m = p.inp([3], "bool", data=mk)
+        if value is None:
+            p.op("masked_fill.Tensor", self=x, mask=m, value=p.inp([], data=[-2.5], rg=False))
+        else:
+            p.op("masked_fill.Scalar", self=x, mask=m, value=value)
+        progs.append(p)
+    for name, op in [("inplace_scalar", "masked_fill_.Scalar"), ("inplace_tensor", "masked_fill_.Tensor")]:
+        p = scen(f"masked/masked_fill_{name}", "masked")
+        y = p.op("mul.Scalar", self=p.inp([2, 3], nc=True), other=1.0)
+        value = p.inp([], data=[-0.5]) if op.endswith(".Tensor") else -0.5
+        p.op(op, self=y, mask=p.inp([3], "bool", data=mk), value=value)
+        p.out(y)
+        add(p, jvp=op.endswith(".Tensor"))
+    masked_fill_errors(progs)
+
+
+def masked_fill_errors(progs):
+    """`masked_fill`'s errors, in PyTorch's order."""
+    nan = float("nan")
+    cases = [
+        ("int_mask", "masked_fill.Scalar", [2, 3], ("idx7", [3]), 1.0),
+        ("mask_shape", "masked_fill.Scalar", [3], ("bool", [2]), 1.0),
+        ("value_1d", "masked_fill.Tensor", [3], ("bool", [3]), [1]),
+        ("value_1d_int_mask", "masked_fill.Tensor", [3], ("idx7", [3]), [2]),
+        ("nan_into_ints", "masked_fill.Scalar", ("idx7", [3]), ("bool", [3]), nan),
+        ("inplace_mask_grows", "masked_fill_.Scalar", [3], ("bool", [2, 3]), 1.0),
+        ("inplace_int_mask_shape", "masked_fill_.Scalar", [3], ("idx7", [2]), 1.0),
+        ("inplace_value_1d_int_mask", "masked_fill_.Tensor", [3], ("idx7", [2]), [2]),
+    ]
+    for name, op, self_, (mkind, mshape), value in cases:
+        p = scen(f"masked/errors/masked_fill_{name}", "masked")
+        x = p.inp(self_[1], self_[0], rg=False) if isinstance(self_, tuple) else p.inp(self_, rg=False)
+        if op.startswith("masked_fill_"):
+            x = p.op("mul.Scalar", self=x, other=1.0)
+        v = p.inp(value, rg=False) if isinstance(value, list) else value
+        p.op(op, self=x, mask=p.inp(mshape, mkind, data=[1] * math.prod(mshape) if mkind == "idx7" else None),
+             value=v)
+        progs.append(p)
+
+# ----------------------------------------------------------------------------- in-place forms
+def inplace_forms_programs():
+    """The in-place forms of the functional operators: the unary ones on a
+    0-d (and an empty) copy (sweep category) and on integers (PyTorch's cast error where the result is float;
+    rounding keeps an integer), written to ``inplace_forms.json``."""
+    S = []
+
+    def prog(name):
+        p = scen(f"inplace_forms/{name}", "inplace_forms")
+        S.append(p)
+        return p
+
+    for op, kind in INPLACE_FORMS_UNARY.items():
+        for sname in ("0d",) if kind != "away" else ("0d", "empty"):
+            p = scen(f"sweep/inplace/{op}/{sname}", "sweep")
+            S.append(p)
+            y = p.op("mul.Scalar", self=p.inp(SWEEP_SHAPES[sname], kind), other=1.0)
+            p.op(op, self=y)
+            p.out(y)
+    for op in ("reciprocal_", "rsqrt_", "cos_", "erf_", "floor_", "round_", "sign_"):
+        p = prog(f"int_self/{op}")
+        y = p.op(op, self=p.inp([3], "idx9", data=[0, 2, -3]))
+        p.out(y)
+    p = prog("bool_self/sign_")
+    p.out(p.op("sign_", self=p.inp([3], "bool", data=[True, False, True])))
+    p = prog("bool_self/floor_")
+    p.out(p.op("floor_", self=p.inp([2], "bool", data=[True, False])))
+    p = prog("noncontiguous/tan_")
+    y = p.op("mul.Scalar", self=p.inp([2, 3], "t", nc=True), other=1.0)
+    p.op("tan_", self=p.op("transpose.int", self=y, dim0=0, dim1=1))
+    p.out(y)
+    p = prog("round_half_even/round_")
+    y = p.op("mul.Scalar", self=p.inp([4], data=[0.5, 1.5, 2.5, -0.5]), other=1.0)
+    p.op("round_", self=y)
+    p.out(y)
+    return S
+
+
 def main():
     progs = (random_programs() + scenarios() + dtype_matrix() + jvp_programs() + jvp_scenarios() + hvp_programs()
              + nested_programs() + absent_tangent_programs() + edge_programs() + sweep_programs()
@@ -8144,7 +8493,8 @@ def main():
              + products_programs() + softmax_programs() + advanced_index_programs() + layout_programs()
              + select_programs() + geom_programs() + pool3d_programs() + norms_programs()
              + strided_programs() + group_norm_programs() + fold_programs() + grid_programs()
-             + dist_programs() + scatter_reduce_programs() + embedding_programs() + bag_programs())
+             + dist_programs() + scatter_reduce_programs() + embedding_programs() + bag_programs()
+             + masked_programs() + inplace_forms_programs())
     names = set()
     by_cat = {}
     for p in progs:

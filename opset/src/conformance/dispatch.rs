@@ -511,6 +511,10 @@ pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Vec<Variable<B
             .or_else(|| super::embedding_cases::dispatch(op, a))
             // Embedding bags (issue 30).
             .or_else(|| super::bag_cases::dispatch(op, a))
+            // The masked family (issue 30).
+            .or_else(|| super::masked_cases::dispatch(op, a))
+            // In-place forms of the functional operators.
+            .or_else(|| super::inplace_forms_cases::dispatch(op, a))
             .unwrap_or_else(|| Err(format!("op missing in the op set: {op}"))),
     }
 }

@@ -206,7 +206,86 @@ pub fn inplace_cases<B: ConformanceTensor>() -> Vec<InplaceCase<B>> {
             |x, _| fill_scalar_(x, 0.25).unwrap(),
             |x, _| add_scalar(&mul_scalar(x, 0.0).unwrap(), 0.25, 1.0).unwrap(),
         ),
+        // ---- masked (issue 30)
+        masked_fill_case(&r, &s, None),
+        masked_fill_case(&r, &s, Some(v(&[0.3], &[]))),
+        ic(
+            "addcmul_",
+            r.t(&s),
+            vec![r.t(&s), r.t(&row)],
+            |x, o| addcmul_(x, &o[0], &o[1], 0.5).unwrap(),
+            |x, o| addcmul(x, &o[0], &o[1], 0.5).unwrap(),
+        ),
+        ic(
+            "addcdiv_",
+            r.t(&s),
+            vec![r.t(&s), r.away(&row)],
+            |x, o| addcdiv_(x, &o[0], &o[1], 0.5).unwrap(),
+            |x, o| addcdiv(x, &o[0], &o[1], 0.5).unwrap(),
+        ),
+        ic(
+            "clamp_min_",
+            r.away(&s),
+            vec![],
+            |x, _| clamp_min_(x, 0.0).unwrap(),
+            |x, _| clamp_min(x, 0.0).unwrap(),
+        ),
+        ic(
+            "clamp_max_",
+            r.away(&s),
+            vec![],
+            |x, _| clamp_max_(x, 0.0).unwrap(),
+            |x, _| clamp_max(x, 0.0).unwrap(),
+        ),
+        ic(
+            "clamp_min_.Tensor",
+            r.t(&s),
+            vec![r.t(&row)],
+            |x, o| clamp_min_tensor_(x, &o[0]).unwrap(),
+            |x, o| clamp_min_tensor(x, &o[0]).unwrap(),
+        ),
+        ic(
+            "clamp_max_.Tensor",
+            r.t(&s),
+            vec![r.t(&row)],
+            |x, o| clamp_max_tensor_(x, &o[0]).unwrap(),
+            |x, o| clamp_max_tensor(x, &o[0]).unwrap(),
+        ),
     ]
+    .into_iter()
+    // In-place forms of the functional operators.
+    .chain(super::inplace_forms_cases::cases())
+    .collect()
+}
+
+/// `masked_fill_.Scalar` (`value` `None`) or `masked_fill_.Tensor` (a 0-d `value`) on an
+/// `s`-shaped input, with a mask of its rows' shape, every other element set (the masked
+/// family's in-place cases; the mask is a constant, not an input).
+fn masked_fill_case<B: ConformanceTensor>(
+    r: &Rng,
+    s: &[usize],
+    value: Option<B>,
+) -> InplaceCase<B> {
+    let row = [s[1]];
+    let bits: Vec<bool> = (0..row[0]).map(|i| i % 2 == 0).collect();
+    let m: B = B::from_bool(&bits, &row);
+    let m2 = m.clone();
+    match value {
+        None => ic(
+            "masked_fill_.Scalar",
+            r.t(s),
+            vec![],
+            move |x, _| masked_fill_scalar_(x, &Variable::from_data(m.clone()), -0.5).unwrap(),
+            move |x, _| masked_fill_scalar(x, &Variable::from_data(m2.clone()), -0.5).unwrap(),
+        ),
+        Some(val) => ic(
+            "masked_fill_.Tensor",
+            r.t(s),
+            vec![val],
+            move |x, o| masked_fill_tensor_(x, &Variable::from_data(m.clone()), &o[0]).unwrap(),
+            move |x, o| masked_fill_tensor(x, &Variable::from_data(m2.clone()), &o[0]).unwrap(),
+        ),
+    }
 }
 
 /// Runs every in-place case that `kit`'s options select: `inplace` (on a non-leaf, the op

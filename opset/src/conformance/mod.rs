@@ -45,6 +45,8 @@ pub mod group_norm_cases;
 pub mod index_cases;
 pub mod inplace_cases;
 pub mod kit;
+// The masked family (issue 30).
+pub mod masked_cases;
 pub mod no_panic;
 pub mod norm_cases;
 pub mod norms_cases;
@@ -64,6 +66,8 @@ pub mod select_cases;
 pub mod softmax_cases;
 pub mod source;
 pub mod view_cases;
+// In-place forms of the functional operators.
+pub mod inplace_forms_cases;
 
 pub use kit::{
     Kit, KitOptions, KitRun, OP_SET_DIFFERENCES, backend_kernels, check_backend,

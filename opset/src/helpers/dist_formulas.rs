@@ -43,7 +43,7 @@ pub fn _euclidean_dist_backward<T: Backend>(
     res: &V<T>,
 ) -> Res<Grads2<T>> {
     let ratio = div_tensor(grad, res)?;
-    let ratio = masked_fill(&ratio, &eq_scalar(res, 0.0)?, Scalar::Int(0))?;
+    let ratio = masked_fill_scalar(&ratio, &eq_scalar(res, 0.0)?, Scalar::Int(0))?;
     let sum = |d: i64, keep: bool| sum_dim_intlist(&ratio, Some(&[d]), keep, None);
     let g1 = sub_tensor(&mul_tensor(x1, &sum(-1, true)?)?, &matmul2(&ratio, x2)?, 1)?;
     let g2 = mul_tensor(x2, &unsqueeze(&sum(-2, false)?, -1)?)?;

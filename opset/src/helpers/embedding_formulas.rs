@@ -38,7 +38,7 @@ pub fn embedding_dense_double_backward_symint<T: Backend>(
     size.push(-1);
     if padding_idx >= 0 {
         let pad = reshape(&eq_scalar(indices, Scalar::Int(padding_idx))?, &[-1, 1])?;
-        gg_weight = masked_fill(&gg_weight, &pad, Scalar::Int(0))?;
+        gg_weight = masked_fill_scalar(&gg_weight, &pad, Scalar::Int(0))?;
     }
     view(&gg_weight, &size)
 }

@@ -45,13 +45,6 @@ mod product_formulas;
 
 pub use product_formulas::*;
 
-// The grid-sampling, distance and `masked_scatter` helpers, likewise.
-#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
-#[path = "geom_formulas.rs"]
-mod geom_formulas;
-
-pub use geom_formulas::*;
-
 // The grid-sampling helpers, likewise.
 #[allow(clippy::duplicate_mod, clippy::needless_borrow)]
 #[path = "grid_formulas.rs"]
@@ -74,6 +67,13 @@ pub use softmax_formulas::*;
 mod select_formulas;
 
 pub use select_formulas::*;
+
+// The masked family's helpers, likewise.
+#[allow(clippy::duplicate_mod, clippy::needless_borrow)]
+#[path = "masked_formulas.rs"]
+mod masked_formulas;
+
+pub use masked_formulas::*;
 
 // `as_strided`'s helpers, likewise.
 #[allow(clippy::duplicate_mod, clippy::needless_borrow)]

@@ -45,7 +45,7 @@ pub fn scatter_reduce_backward<T: Backend>(
                 zeros_of(grad)
             };
             let n = scatter_add(&n, dim, index, &ones(src)?)?;
-            let n = masked_fill(&n, &eq_scalar(&n, 0.0)?, Scalar::from(1.0))?;
+            let n = masked_fill_scalar(&n, &eq_scalar(&n, 0.0)?, Scalar::from(1.0))?;
             let grad_src = div_tensor(&gathered(grad, dim, index)?, &gathered(&n, dim, index)?)?;
             (div_tensor(grad, &n)?, grad_src)
         }
@@ -76,7 +76,7 @@ fn prod_grads<T: Backend>(
     result: &V<T>,
 ) -> Res<(V<T>, V<T>)> {
     let one = || Scalar::from(1.0);
-    let masked_self = masked_fill(self_, &eq_scalar(self_, 0.0)?, one())?;
+    let masked_self = masked_fill_scalar(self_, &eq_scalar(self_, 0.0)?, one())?;
     let masked_self_result =
         scatter_reduce_two(&masked_self, dim, index, src, "prod", include_self)?;
     let grad_self = div_tensor(&mul_tensor(grad, &masked_self_result)?, &masked_self)?;
@@ -88,7 +88,7 @@ fn prod_grads<T: Backend>(
         index,
     )?;
     let src_single_zero = bitwise_and_tensor(&src_zero, &eq_scalar(&src_num_zeros, 1.0)?)?;
-    let masked_src = masked_fill(src, &src_single_zero, one())?;
+    let masked_src = masked_fill_scalar(src, &src_single_zero, one())?;
     let masked_src_result =
         scatter_reduce_two(self_, dim, index, &masked_src, "prod", include_self)?;
     let grad_src1 = where_self(
@@ -96,7 +96,7 @@ fn prod_grads<T: Backend>(
         &gathered(&mul_tensor(grad, &masked_src_result)?, dim, index)?,
         &div_tensor(
             &gathered(&mul_tensor(grad, result)?, dim, index)?,
-            &masked_fill(src, &src_zero, one())?,
+            &masked_fill_scalar(src, &src_zero, one())?,
         )?,
     )?;
     let grad_src = match grad_mode_enabled() && any_true(&gt_scalar(&src_num_zeros, 1.0)?, src)? {
