@@ -8150,7 +8150,7 @@ def bag_programs():
 
 
 # ----------------------------------------------------------------------------------------
-# Masked (issue 30): masked_fill, clamp_min/clamp_max, lerp, addcmul/addcdiv;
+# Masked (issue 30): masked_fill, clamp_min/clamp_max, addcmul/addcdiv;
 # generators (GEN), sweep calls, the in-place sweep and the `masked` category.
 
 def masked_shapes(r):
