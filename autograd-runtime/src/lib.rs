@@ -171,19 +171,22 @@
 //!
 //! Imports: `mem` imports nothing from the model (its node records are generic over a
 //! `Kind` that the model implements for its graph). Among the model's files, the
-//! `crate::` paths outside tests make one cycle, through no `mem` file: `engine/` (its
-//! files), `forward`, `hooks`, `node`, `ops`, `saved`, `saved_hooks`, `variable`, `view`;
-//! pairs importing each other: node/variable, node/saved, node/hooks, hooks/variable,
-//! variable/view, variable/forward, forward/view, forward/ops. What keeps
-//! it: the model's types refer to each other. A variable holds its node and a node's
-//! edges hold variables (unavoidable: the graph is made of both); a variable's rarely used
-//! part holds its hooks, view state and tangents, which hold or take variables; the
-//! [`Node`] trait names [`SavedVariable`], which holds a variable or a weak reference to
-//! its node. And operations call back down: a view replays through differentiable ops and
-//! the engine (`grad`, for an in-place change of one of several views), forward mode
-//! copies through ops, ops record nodes and propagate tangents, the engine sums variable
-//! gradients with ops. Cutting the rest would split each part of a variable into its state
-//! (beside the variable) and its operations (above the engine).
+//! `crate::` and `super::` paths outside tests make one circle, through no `mem` file:
+//! `engine/grad.rs`, `forward`, `node`, `ops`, `saved`, `saved_hooks`, `variable`, `view`
+//! (`tests/layers.rs` at the repository's root checks that it is this one and no other
+//! circle of more than two modules exists anywhere in the workspace). The rest of the
+//! engine, `hooks` (how hooks run; a registered hook and its type are `node/hook.rs`'s),
+//! `dot` and the lower files (`tensor`, `error`, `list`, `mode`, `node_meta`) import one
+//! way. What keeps the circle: the model's types refer to each other. A variable holds its
+//! node and a node's edges hold variables (unavoidable: the graph is made of both); a
+//! variable's rarely used part holds its view state and tangents, which hold or take
+//! variables; the [`Node`] trait names [`SavedVariable`], which holds a variable or a weak
+//! reference to its node, its saved-tensor hooks and its tangents. And operations call
+//! back down: a view replays through differentiable ops and the engine (`grad`, for an
+//! in-place change of one of several views), forward mode copies through ops, ops record
+//! nodes and propagate tangents, the engine sums variable gradients with ops. Cutting the
+//! rest would split each part of a variable into its state (beside the variable) and its
+//! operations (above the engine).
 //!
 //! # Unsafe code
 //!

@@ -781,6 +781,8 @@ macro_rules! written_back_kernels {
         $crate::__in_place! { $write_back;
             addcmul_ => addcmul(tensor1: &Self, tensor2: &Self, value: $crate::dtype::Scalar);
             addcdiv_ => addcdiv(tensor1: &Self, tensor2: &Self, value: $crate::dtype::Scalar);
+            lerp_scalar_ => lerp_scalar(end: &Self, weight: $crate::dtype::Scalar);
+            lerp_tensor_ => lerp_tensor(end: &Self, weight: &Self);
         }
         // A number bound: PyTorch's cast error names `self`'s dtype as C++ does ("long int").
         fn clamp_min_(self_: &mut Self, min: $crate::dtype::Scalar) -> Result<(), Self::Error> {

@@ -384,7 +384,7 @@ pub use indexing::{
     index_in_self, index_select, max_dim, min_dim, repeat, rounding_mode,
 };
 pub use losses::{NllBackward, nll_loss_backward, nll_loss_forward, nll_target};
-pub use masked::{addcdiv, masked_fill_inplace, masked_fill_mask, masked_fill_value};
+pub use masked::{addcdiv, lerp_dtype, masked_fill_inplace, masked_fill_mask, masked_fill_value};
 pub use normalization::{
     ChannelSizes, Stat, batch_norm, batch_norm_backward_channels, batch_norm_channels,
     batch_norm_legit, batch_norm_no_stats, batch_norm_stat, var, var_dtype,

@@ -8227,6 +8227,30 @@ def g_addc(op):
 ADDC_OPS = ("addcmul", "addcmul_", "addcdiv", "addcdiv_")
 GEN.update({op: g_addc(op) for op in ADDC_OPS})
 RANDOM_HEAVY.update(ADDC_OPS)
+
+
+def g_lerp(op):
+    """`lerp` (or in place on a non-leaf copy) with a number weight on either side of 0.5 or
+    outside [0, 1], or a broadcast tensor weight."""
+    def g(p, r):
+        sa, sb = masked_shapes(r)
+        x = p.inp(sa, nc=r.random() < 0.4)
+        if op.startswith("lerp_"):
+            x = p.op("mul.Scalar", self=x, other=1.0)
+            sb = r.choice([sa, sa[-1:]])
+        end = p.inp(r.choice([sa, sb]))
+        weight = p.inp(sb, "wide") if op.endswith(".Tensor") else r.choice([0.25, 0.75, -0.5, 1.5])
+        y = p.op(op, self=x, end=end, weight=weight)
+        if op.startswith("lerp_"):
+            p.out(x)
+            return x
+        return y
+    return g
+
+
+LERP_OPS = ("lerp.Scalar", "lerp_.Scalar", "lerp.Tensor", "lerp_.Tensor")
+GEN.update({op: g_lerp(op) for op in LERP_OPS})
+RANDOM_HEAVY.update(LERP_OPS)
 # Three random programs each, as the heavy operators (the fixtures' size budget).
 RANDOM_HEAVY.update(MASKED_OPS)
 
@@ -8243,6 +8267,8 @@ def masked_sweep_calls():
         "clamp_max.Tensor": lambda p, a: p.op("clamp_max.Tensor", self=a.t(0), max=a.t(1)),
         "addcmul": lambda p, a: p.op("addcmul", self=a.t(0), tensor1=a.t(1), tensor2=a.t(2), value=0.5),
         "addcdiv": lambda p, a: p.op("addcdiv", self=a.t(0), tensor1=a.t(1), tensor2=a.t(2, "pos"), value=0.5),
+        "lerp.Scalar": lambda p, a: p.op("lerp.Scalar", self=a.t(0), end=a.t(1), weight=0.75),
+        "lerp.Tensor": lambda p, a: p.op("lerp.Tensor", self=a.t(0), end=a.t(1), weight=a.t(2)),
     }
 
 
@@ -8259,6 +8285,8 @@ def masked_sweep_inplace_programs():
         "clamp_max_.Tensor": lambda p, y, s: p.op("clamp_max_.Tensor", self=y, max=p.inp(s)),
         "addcmul_": lambda p, y, s: p.op("addcmul_", self=y, tensor1=p.inp(s), tensor2=p.inp(s), value=2),
         "addcdiv_": lambda p, y, s: p.op("addcdiv_", self=y, tensor1=p.inp(s), tensor2=p.inp(s, "pos"), value=2),
+        "lerp_.Scalar": lambda p, y, s: p.op("lerp_.Scalar", self=y, end=p.inp(s), weight=0.25),
+        "lerp_.Tensor": lambda p, y, s: p.op("lerp_.Tensor", self=y, end=p.inp(s), weight=p.inp(s)),
     }
     progs = []
     for op, build in ops.items():
@@ -8288,7 +8316,47 @@ def masked_programs():
     masked_fill_programs(add, progs)
     clamp_one_programs(add, progs)
     addc_programs(add, progs)
+    lerp_programs(add, progs)
     return progs
+
+
+def lerp_programs(add, progs):
+    """`lerp`: weights 0, 0.5, 1 and outside [0, 1], NaN and infinite operands and weights, a
+    broadcast tensor weight, in place, a Hessian-vector product, and PyTorch's errors."""
+    nan, inf = float("nan"), float("inf")
+    for name, w in [("w0", 0.0), ("w_half", 0.5), ("w1", 1), ("w_neg", -2.0)]:
+        p = scen(f"masked/lerp_{name}", "masked")
+        p.op("lerp.Scalar", self=p.inp([4], data=[1.0, inf, nan, -1e300]),
+             end=p.inp([4], data=[2.0, 5.0, 1.0, 1e300]), weight=w)
+        add(p, jvp=name == "w_neg")
+    p = scen("masked/lerp_tensor_weights", "masked")
+    p.op("lerp.Tensor", self=p.inp([5], data=[1.0, 1.0, 1.0, inf, 0.0]), end=p.inp([5], data=[3.0, 3.0, 3.0, 2.0, 1.0]),
+         weight=p.inp([5], data=[0.0, 0.5, 1.0, 0.25, nan]))
+    add(p)
+    p = scen("masked/lerp_tensor_hvp", "masked")
+    p.mode = "hvp"
+    y = p.op("lerp.Tensor", self=p.inp([3]), end=p.inp([3]), weight=p.inp([3], "wide"))
+    p.op("sum", self=p.op("mul.Tensor", self=y, other=y), dtype=None)
+    progs.append(p)
+    p = scen("masked/lerp_inplace_tensor", "masked")
+    y = p.op("mul.Scalar", self=p.inp([2, 3], nc=True), other=1.0)
+    p.op("lerp_.Tensor", self=y, end=p.inp([3]), weight=p.inp([2, 1], "wide"))
+    p.out(y)
+    progs.append(p)
+    for name, op, kinds, weight in [("ints", "lerp.Scalar", ("idx7", "idx7"), 0.5),
+                                    ("ints_tensor", "lerp.Tensor", ("idx7", "idx7"), ("idx7", [3])),
+                                    ("end_shape", "lerp.Scalar", ("t", ("t", [2])), 0.5),
+                                    ("inplace_grows", "lerp_.Tensor", ("t", "t"), ("t", [2, 3]))]:
+        p = scen(f"masked/errors/lerp_{name}", "masked")
+        x = p.inp([3], kinds[0], rg=False, data=[1, 2, 3] if kinds[0] == "idx7" else None)
+        e = p.inp(kinds[1][1], kinds[1][0], rg=False) if isinstance(kinds[1], tuple) else \
+            p.inp([3], kinds[1], rg=False, data=[1, 2, 3] if kinds[1] == "idx7" else None)
+        w = p.inp(weight[1], weight[0], rg=False, data=[0] * weight[1][0] if weight[0] == "idx7" else None) \
+            if isinstance(weight, tuple) else weight
+        if op.startswith("lerp_"):
+            x = p.op("mul.Scalar", self=x, other=1.0)
+        p.op(op, self=x, end=e, weight=w)
+        progs.append(p)
 
 
 def addc_programs(add, progs):

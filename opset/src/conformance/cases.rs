@@ -680,8 +680,6 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     cs.extend(super::products_cases::cases::<B>());
     cs.extend(super::index_cases::cases::<B>());
     cs.extend(super::select_cases::cases::<B>());
-    // The masked family (issue 30).
-    cs.extend(super::masked_cases::cases::<B>());
     cs.extend(super::geom_cases::cases::<B>());
     // group normalization
     cs.extend(super::group_norm_cases::cases::<B>());
@@ -693,6 +691,8 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     cs.extend(super::embedding_cases::cases::<B>());
     // Embedding bags (issue 30).
     cs.extend(super::bag_cases::cases::<B>());
+    // The masked family (issue 30).
+    cs.extend(super::masked_cases::cases::<B>());
     cs
 }
 

@@ -210,6 +210,20 @@ pub fn inplace_cases<B: ConformanceTensor>() -> Vec<InplaceCase<B>> {
         masked_fill_case(&r, &s, None),
         masked_fill_case(&r, &s, Some(v(&[0.3], &[]))),
         ic(
+            "lerp_.Scalar",
+            r.t(&s),
+            vec![r.t(&row)],
+            |x, o| lerp_scalar_(x, &o[0], 0.75).unwrap(),
+            |x, o| lerp_scalar(x, &o[0], 0.75).unwrap(),
+        ),
+        ic(
+            "lerp_.Tensor",
+            r.t(&s),
+            vec![r.t(&s), r.t(&row)],
+            |x, o| lerp_tensor_(x, &o[0], &o[1]).unwrap(),
+            |x, o| lerp_tensor(x, &o[0], &o[1]).unwrap(),
+        ),
+        ic(
             "addcmul_",
             r.t(&s),
             vec![r.t(&s), r.t(&row)],

@@ -2,8 +2,8 @@
 //! `masked_fill` (a mask broadcast over `self`, a mask that broadcasts `self`, a 0-d value
 //! that takes a gradient).
 
-use super::case::{Case, c, case};
 use super::args::{Args, R, ip};
+use super::case::{Case, c, case};
 use super::*;
 use crate::ops::*;
 use autograd::runtime::Variable;
@@ -17,6 +17,7 @@ pub fn cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     let mut cs = masked_fill_cases::<B>();
     cs.extend(clamp_one_cases::<B>());
     cs.extend(addc_cases::<B>());
+    cs.extend(lerp_cases::<B>());
     cs
 }
 
@@ -94,6 +95,32 @@ fn addc_cases<B: ConformanceTensor>() -> Vec<Case<B>> {
     ]
 }
 
+/// `lerp` with a number weight on either side of 0.5 and outside `[0, 1]`, and a broadcast
+/// tensor weight.
+fn lerp_cases<B: ConformanceTensor>() -> Vec<Case<B>> {
+    let r = Rng::new(2424);
+    vec![
+        case(
+            "lerp.Scalar",
+            "weight 0.25",
+            vec![r.t(&[2, 3]), r.t(&[3])],
+            |x| lerp_scalar(&x[0], &x[1], 0.25).unwrap(),
+        ),
+        case(
+            "lerp.Scalar",
+            "weight 1.5",
+            vec![r.nc(&[2, 3]), r.t(&[2, 3])],
+            |x| lerp_scalar(&x[0], &x[1], 1.5).unwrap(),
+        ),
+        case(
+            "lerp.Tensor",
+            "a broadcast weight on both sides of 0.5",
+            vec![r.t(&[2, 3]), r.t(&[2, 3]), v(&[0.1, 0.8, -0.7], &[3])],
+            |x| lerp_tensor(&x[0], &x[1], &x[2]).unwrap(),
+        ),
+    ]
+}
+
 /// The fixture dispatch of these operators; `None` for another operator.
 pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> Option<R<Vec<Variable<B>>>> {
     dispatch_masked(op, a).transpose()
@@ -140,6 +167,10 @@ fn dispatch_masked<B: ConformanceTensor>(op: &str, a: &Args<B>) -> R<Option<Vec<
                 _ => addcdiv_(&x, &t1, &t2, value),
             })
         }
+        "lerp.Scalar" => ip(lerp_scalar(&a.t("self")?, &a.t("end")?, a.sc("weight")?)),
+        "lerp_.Scalar" => ip(lerp_scalar_(&a.t("self")?, &a.t("end")?, a.sc("weight")?)),
+        "lerp.Tensor" => ip(lerp_tensor(&a.t("self")?, &a.t("end")?, &a.t("weight")?)),
+        "lerp_.Tensor" => ip(lerp_tensor_(&a.t("self")?, &a.t("end")?, &a.t("weight")?)),
         _ => return Ok(None),
     };
     r.map(Some)

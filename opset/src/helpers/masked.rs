@@ -107,7 +107,11 @@ fn value_for(kind: crate::dtype::Kind, value: Scalar) -> Scalar {
 
 /// `TensorIterator`'s broadcast of the three operands, in its order (PyTorch's size error
 /// names the shape so far as tensor a).
-fn check_addc_shapes<T: Backend>(self_: &T, tensor1: &T, tensor2: &T) -> Result<(), crate::Error> {
+fn check_ternary_shapes<T: Backend>(
+    self_: &T,
+    tensor1: &T,
+    tensor2: &T,
+) -> Result<(), crate::Error> {
     let s = crate::shape::broadcast_shape(self_.shape(), tensor1.shape())?;
     crate::shape::broadcast_shape(&s, tensor2.shape()).map(drop)
 }
@@ -121,7 +125,7 @@ pub fn decomposed_addcmul<T: Backend>(
     tensor2: &T,
     value: Scalar,
 ) -> Result<T, T::Error> {
-    check_addc_shapes(self_, tensor1, tensor2)?;
+    check_ternary_shapes(self_, tensor1, tensor2)?;
     let kind = crate::dtype::promoted_kind(&[self_.dtype(), tensor1.dtype(), tensor2.dtype()]);
     crate::dtype::check_not_bool(kind, crate::dtype::kernel::ADDCMUL)?;
     let scaled = T::mul_scalar(tensor1, value_for(kind, value))?;
@@ -138,9 +142,62 @@ pub fn decomposed_addcdiv<T: Backend>(
     value: Scalar,
 ) -> Result<T, T::Error> {
     meta::addcdiv(tensor1.dtype(), tensor2.dtype())?;
-    check_addc_shapes(self_, tensor1, tensor2)?;
+    check_ternary_shapes(self_, tensor1, tensor2)?;
     let kind = crate::dtype::promoted_kind(&[self_.dtype(), tensor1.dtype(), tensor2.dtype()]);
     let scaled = T::mul_scalar(tensor1, value_for(kind, value))?;
     let quotient = T::div_tensor(&scaled, tensor2)?;
     T::add_tensor(self_, &quotient, Scalar::Int(1))
+}
+
+/// `lerp`'s checks in PyTorch's order: `end`'s dtype (and `weight`'s, a tensor), the
+/// broadcast shapes, then the floating-point kernel (`kernel` names it).
+fn check_lerp<T: Backend>(
+    self_: &T,
+    end: &T,
+    weight: Option<&T>,
+    kernel: &str,
+) -> Result<(), crate::Error> {
+    meta::lerp_dtype(self_.dtype(), end.dtype(), "end")?;
+    if let Some(w) = weight {
+        meta::lerp_dtype(self_.dtype(), w.dtype(), "weight")?;
+        check_ternary_shapes(self_, end, w)?;
+    } else {
+        crate::shape::broadcast_shape(self_.shape(), end.shape())?;
+    }
+    crate::dtype::check_floats(self_.dtype(), kernel)
+}
+
+/// `lerp.Scalar`: PyTorch's kernel, `self + weight * (end - self)` for `|weight| < 0.5`,
+/// else `end - (end - self) * (1 - weight)` (exact at both ends).
+pub fn decomposed_lerp_scalar<T: Backend>(
+    self_: &T,
+    end: &T,
+    weight: Scalar,
+) -> Result<T, T::Error> {
+    check_lerp(self_, end, None, "lerp_kernel_scalar")?;
+    let diff = T::sub_tensor(end, self_, Scalar::Int(1))?;
+    let w = weight.to_f64();
+    if w.abs() < 0.5 {
+        T::add_tensor(self_, &T::mul_scalar(&diff, weight)?, Scalar::Int(1))
+    } else {
+        T::sub_tensor(
+            end,
+            &T::mul_scalar(&diff, Scalar::Float(1.0 - w))?,
+            Scalar::Int(1),
+        )
+    }
+}
+
+/// `lerp.Tensor`: [`decomposed_lerp_scalar`]'s two forms, chosen per element by
+/// `|weight| < 0.5` (a NaN weight takes the second: NaN).
+pub fn decomposed_lerp_tensor<T: Backend>(self_: &T, end: &T, weight: &T) -> Result<T, T::Error> {
+    check_lerp(self_, end, Some(weight), "lerp_kernel_tensor")?;
+    let one = Scalar::Int(1);
+    let diff = T::sub_tensor(end, self_, one)?;
+    let small = T::lt_scalar(&T::abs(weight)?, Scalar::Float(0.5))?;
+    let near_self = T::add_tensor(self_, &T::mul_tensor(weight, &diff)?, one)?;
+    // `1 - weight`, as `-(weight - 1)` (the same rounding).
+    let rest = T::neg(&T::sub_scalar(weight, one, one)?)?;
+    let near_end = T::sub_tensor(end, &T::mul_tensor(&diff, &rest)?, one)?;
+    T::where_self(&small, &near_self, &near_end)
 }

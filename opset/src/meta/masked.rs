@@ -68,3 +68,21 @@ pub fn addcdiv(tensor1: &str, tensor2: &str) -> R<()> {
         "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for all dtypes.".into()
     })
 }
+
+/// `lerp`'s `end` and `weight` (`arg`) must have `self`'s dtype (the dtypes' names).
+///
+/// ```
+/// use autograd_opset::meta;
+/// let e = meta::lerp_dtype("f32", "f64", "end").unwrap_err();
+/// assert_eq!(e.to_string(), "expected dtype float for `end` but got dtype double");
+/// ```
+pub fn lerp_dtype(self_: &str, other: &str, arg: &str) -> R<()> {
+    use crate::dtype::c10_name;
+    check(self_ == other, || {
+        format!(
+            "expected dtype {} for `{arg}` but got dtype {}",
+            c10_name(self_),
+            c10_name(other)
+        )
+    })
+}
