@@ -51,8 +51,8 @@ impl<T: Tensor> SavedHooks<T> {
 impl<T: Tensor> NodeRef<T> {
     /// Registers saved-tensor hooks on the saved variable `name` of this node (PyTorch's
     /// `grad_fn._raw_saved_<name>.register_hooks(pack, unpack)`; see
-    /// [`SavedVariable::register_hooks`] for the rules and errors). The node must implement
-    /// [`Node::visit_saved_mut`] (generated nodes do). A list of saved tensors gets the
+    /// [`SavedVariable::register_hooks`](crate::SavedVariable::register_hooks) for the rules and errors). The node must implement
+    /// [`Node::visit_saved_mut`](crate::Node::visit_saved_mut) (generated nodes do). A list of saved tensors gets the
     /// hooks on each of its elements. `pack` runs with the node unlocked.
     ///
     /// An unknown name is PyTorch's `AttributeError` text: `'ExpBackward0' object has no

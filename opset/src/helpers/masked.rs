@@ -61,12 +61,14 @@ fn clamp_one<T: Backend>(
     }
 }
 
-/// `clamp_min`: see [`clamp_one`].
+/// `clamp_min` (Scalar bound): `clamp` with a lower bound alone (PyTorch's `clamp_min_scalar`
+/// kernel: `result_type(self, min)`, NaN from the input or the bound; booleans refused).
 pub fn decomposed_clamp_min<T: Backend>(self_: &T, min: Scalar) -> Result<T, T::Error> {
     clamp_one(self_, Some(min), None, crate::dtype::kernel::CLAMP_MIN)
 }
 
-/// `clamp_max`: see [`clamp_one`].
+/// `clamp_max` (Scalar bound): `clamp` with an upper bound alone (PyTorch's `clamp_max_scalar`
+/// kernel: `result_type(self, max)`, NaN from the input or the bound; booleans refused).
 pub fn decomposed_clamp_max<T: Backend>(self_: &T, max: Scalar) -> Result<T, T::Error> {
     clamp_one(self_, None, Some(max), crate::dtype::kernel::CLAMP_MAX)
 }
