@@ -727,6 +727,7 @@ macro_rules! written_back_kernels {
             round_ => round();
             trunc_ => trunc();
             sign_ => sign();
+            copy_ => copy(src: &Self, non_blocking: bool);
         }
         $crate::__out_kernels! { $write_back;
             add_out => add_tensor(self_: &Self, other: &Self, alpha: $crate::dtype::Scalar);

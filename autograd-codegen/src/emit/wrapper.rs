@@ -601,7 +601,9 @@ fn inplace_body(
     let body = quote! {
         #on_view
         let __needs = [#(#needs),*];
-        if !__ag::should_record_any(&__needs) {
+        // An integer or boolean `self` gets no history (PyTorch's `isDifferentiableType`):
+        // `copy_` of a float `src` that requires grad into a `long` tensor.
+        if !self_.with_data(|d| __ag::should_record_not_implemented(&__needs, d)) {
             #plain
         } else {
             self_.check_inplace()?;

@@ -72,11 +72,13 @@ fn inplace_gradients_equal_out_of_place_gradients() {
         let y2 = (c.inplace)(&t, &o2);
         assert!(y2.ptr_eq(&t), "{}: returns self", c.op);
         assert_eq!(t.version(), before + 1, "{}: bumps the version", c.op);
-        // Fills have their own entries (PyTorch's ZeroBackward0, FillBackward0); the others
-        // reuse their functional variant's.
+        // Fills have their own entries (PyTorch's ZeroBackward0, FillBackward0), and so has
+        // `copy_` (the op set's entry of PyTorch's manual wrapper); the others reuse their
+        // functional variant's.
         let expected = match c.op {
             "zero_" => "ZeroBackward0".to_string(),
             "fill_.Scalar" => "FillBackward0".to_string(),
+            "copy_" => "CopyBackward0".to_string(),
             _ => y1.grad_fn().unwrap().name().to_string(),
         };
         assert_eq!(

@@ -45,6 +45,14 @@ pub fn cases<B: ConformanceTensor>() -> Vec<InplaceCase<B>> {
         unary_case!(r, s, away, round_, round),
         unary_case!(r, s, away, trunc_, trunc),
         unary_case!(r, s, away, sign_, sign),
+        ic(
+            "copy_",
+            r.t(&s),
+            vec![r.t(&s[1..])],
+            |x, o| copy_(x, &o[0], false).unwrap(),
+            // `copy` has no derivative: `0 * x + src` has its values and gradients.
+            |x, o| add_tensor(&mul_scalar(x, 0.0).unwrap(), &o[0], 1.0).unwrap(),
+        ),
     ]
 }
 
@@ -62,6 +70,13 @@ impl Domains for Rng {
 
 /// The replayer's arms of this family's operators (`None`: another op).
 pub fn dispatch<B: ConformanceTensor>(op: &str, a: &Args<B>) -> Option<R<Vec<Variable<B>>>> {
+    if op == "copy_" {
+        let call = || -> R<Vec<Variable<B>>> {
+            let nb = a.ob("non_blocking")?.unwrap_or(false);
+            ip(copy_(&a.t("self")?, &a.t("src")?, nb))
+        };
+        return Some(call());
+    }
     let unary: fn(&Variable<B>) -> Result<Variable<B>, autograd::runtime::AutogradError> = match op
     {
         "reciprocal_" => reciprocal_,
