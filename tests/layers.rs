@@ -11,14 +11,13 @@ use std::path::{Path, PathBuf};
 
 /// The runtime's circle (module paths), as it is.
 const RUNTIME_CIRCLE: &[&str] = &[
-    "engine::grad",
     "forward",
     "node",
     "ops",
     "saved",
     "saved_hooks",
     "variable",
-    "view",
+    "view_meta",
 ];
 
 fn root() -> PathBuf {

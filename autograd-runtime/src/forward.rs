@@ -344,16 +344,16 @@ pub fn make_dual_at<T: Tensor>(
         let _h = Hidden::new(level);
         crate::ops::clone(primal)
     };
-    let view_fn: crate::view::ViewFn<T> = std::sync::Arc::new(|b| Ok(crate::ops::clone(b)));
+    let view_fn: crate::view_meta::ViewFn<T> = std::sync::Arc::new(|b| Ok(crate::ops::clone(b)));
     // Writes reach the primal's data and history, not its tangents: the dual keeps them
     // (PyTorch: after `dual.mul_(3)` the primal still has no tangent).
-    let inverse: crate::view::ScatterFn<T> =
+    let inverse: crate::view_meta::ScatterFn<T> =
         std::sync::Arc::new(|_, new| Ok(without_tangents(new)));
-    crate::view::make_view(
+    crate::view_meta::make_view(
         &dual,
         primal,
         view_fn,
-        crate::view::ViewInverse::Scatter(inverse),
+        crate::view_meta::ViewInverse::Scatter(inverse),
     );
     dual.set_own_tangent(level, Tangent::Value(tangent.clone()));
     Ok(dual)
@@ -407,7 +407,7 @@ impl<T: Tensor> Variable<T> {
             Some(Tangent::Error(e)) => return Err(e),
             None => {}
         }
-        let Some((base, view_fn)) = crate::view::base_and_fn(self) else {
+        let Some((base, view_fn)) = crate::view_meta::base_and_fn(self) else {
             return Ok(None);
         };
         match base.tangent_at(level)? {

@@ -153,11 +153,14 @@
 //!
 //! The model, at the top of `src/`: `variable.rs` ([`Variable`]), `node/` ([`Node`] and
 //! [`NodeRef`] in `mod.rs`, [`Edge`] in `edge.rs`, [`record`] and its variants in
-//! `record.rs`, the hooks and anomaly traces of nodes in `extras.rs`), `node_meta.rs` (a node's output shapes and dtypes, packed), `engine/` (the
-//! backward engine by concern: the entry points and the execution of a pass in `mod.rs`,
-//! the graph task, the ready queue, dependencies, the checks of a node's gradients, raw or
-//! variable gradients), `saved.rs` and `saved_hooks.rs` (saved variables, saved-tensor
-//! hooks), `hooks.rs` (hooks and how they run), `view.rs` (views), `forward.rs` (forward
+//! `record.rs`, a registered hook and its closure's type in `hook.rs`, the hooks and
+//! anomaly traces of nodes in `extras.rs`), `node_meta.rs` (a node's output shapes and
+//! dtypes, packed), `engine/` (the backward engine by concern: the entry points and the
+//! execution of a pass in `mod.rs`, the graph task, the ready queue, dependencies, the
+//! checks of a node's gradients, raw or variable gradients), `saved.rs` and
+//! `saved_hooks.rs` (saved variables, saved-tensor hooks), `hooks.rs` (how hooks run),
+//! `view_meta.rs` (what a view is, its refresh) and `view_inplace.rs` (in-place ops on
+//! views; the public module `view`, in this file, gives both), `forward.rs` (forward
 //! mode), `mode.rs` (grad and anomaly modes), `error.rs`, `tensor.rs` (the [`Tensor`]
 //! trait), `list.rs`, `ops.rs` and `raw_grad.rs` (the runtime's own ops), `dot.rs`.
 //!
@@ -172,11 +175,11 @@
 //! Imports: `mem` imports nothing from the model (its node records are generic over a
 //! `Kind` that the model implements for its graph). Among the model's files, the
 //! `crate::` and `super::` paths outside tests make one circle, through no `mem` file:
-//! `engine/grad.rs`, `forward`, `node`, `ops`, `saved`, `saved_hooks`, `variable`, `view`
+//! `forward`, `node`, `ops`, `saved`, `saved_hooks`, `variable`, `view_meta`
 //! (`tests/layers.rs` at the repository's root checks that it is this one and no other
 //! circle of more than two modules exists anywhere in the workspace). The rest of the
 //! engine, `hooks` (how hooks run; a registered hook and its type are `node/hook.rs`'s),
-//! `dot` and the lower files (`tensor`, `error`, `list`, `mode`, `node_meta`) import one
+//! `view_inplace` (in-place ops on views, which run `engine::grad`), `dot` and the lower files (`tensor`, `error`, `list`, `mode`, `node_meta`) import one
 //! way. What keeps the circle: the model's types refer to each other. A variable holds its
 //! node and a node's edges hold variables (unavoidable: the graph is made of both); a
 //! variable's rarely used part holds its view state and tangents, which hold or take
@@ -214,7 +217,40 @@ mod saved;
 mod saved_hooks;
 mod tensor;
 mod variable;
-pub mod view;
+pub mod view {
+    //! Views on tensors that are values, not shared memory: PyTorch's view semantics through
+    //! functionalization.
+    //!
+    //! A tensor library built on this runtime need not have strided storage (candle's, burn's and
+    //! ndtensor's tensors are values). A view is then a variable that knows its base (the root
+    //! of a chain of views), how to compute itself from the base (`view_fn`, replaying the view
+    //! ops differentiably) and how to write a new value of itself back into the base (the
+    //! inverse: `slice_scatter` for a slice, a reshape back for a reshape, ...). With those:
+    //!
+    //! * an in-place op on a view runs on a copy of the view, the result is scattered into the
+    //!   base (differentiably: the base's history becomes the scatter's, PyTorch's `CopySlices`
+    //!   in composed form), and the shared version counter is bumped;
+    //! * any view whose base changed since it was last computed (the shared version counter
+    //!   moved) computes its data and history again from the base before they are read, so
+    //!   writes to a base or to another view of it are seen, and its `grad_fn` leads to the
+    //!   base's new history (PyTorch regenerates a view's `grad_fn` the same way);
+    //! * a view shares its base's version counter: saving a view and then modifying the base is
+    //!   the usual version error.
+    //!
+    //! Programs without views pay nothing: a variable that is not a view takes no other path.
+    //! Generated code calls [`make_view`] for ops whose schema returns an alias of an input
+    //! (`Tensor(a) self -> Tensor(a)`) and [`inplace_on_view`] at the start of in-place ops.
+    //!
+    //! The items are `view_meta.rs`'s (what a view is, its refresh) and `view_inplace.rs`'s
+    //! (in-place ops on views).
+
+    pub use crate::view_inplace::{
+        ERR_NO_GRAD_VIEW, ERR_OVERLAP, ERR_VIEW_OF_LEAF, check_inplace_view, inplace_on_view,
+    };
+    pub use crate::view_meta::{ScatterFn, ViewFn, ViewInverse, make_view};
+}
+mod view_inplace;
+mod view_meta;
 
 pub use dot::to_dot;
 pub use engine::{

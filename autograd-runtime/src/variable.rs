@@ -99,7 +99,7 @@ pub(crate) struct Mutable<T: Tensor> {
     pub(crate) grad: Option<Variable<T>>,
     name: Option<String>,
     hooks: LeafHooks<T>,
-    pub(crate) view: Option<Box<crate::view::ViewMeta<T>>>,
+    pub(crate) view: Option<Box<crate::view_meta::ViewMeta<T>>>,
     /// Tangents per dual level ([`crate::forward`]).
     fw: crate::forward::Tangents<T>,
 }
@@ -217,7 +217,7 @@ impl<T: Tensor> Variable<T> {
         flags & (REPLACED | IS_VIEW) != 0
     }
 
-    /// Whether this variable is a view of another ([`crate::view::make_view`]), or a
+    /// Whether this variable is a view of another ([`crate::view_meta::make_view`]), or a
     /// `detach()`ed alias of one (it shares its origin's values the same way; PyTorch's
     /// `_is_view()` is false for those, and [`base`](Self::base) is `None`).
     pub fn is_view(&self) -> bool {
@@ -240,7 +240,7 @@ impl<T: Tensor> Variable<T> {
     }
 
     /// Marks this variable a view with `meta` (its data and history are current now).
-    pub(crate) fn set_view(&self, meta: crate::view::ViewMeta<T>) {
+    pub(crate) fn set_view(&self, meta: crate::view_meta::ViewMeta<T>) {
         let mut g = self.mutable();
         let m = Self::mutable_mut(&mut g);
         m.view = Some(Box::new(meta));
@@ -251,7 +251,7 @@ impl<T: Tensor> Variable<T> {
     /// computed, so they are computed again from the base (PyTorch regenerates a view's
     /// `grad_fn` the same way).
     fn sync_view(&self) {
-        let Some(fresh) = crate::view::refreshed(self) else {
+        let Some(fresh) = crate::view_meta::refreshed(self) else {
             return;
         };
         let (data, history, requires_grad) = fresh;
@@ -619,7 +619,7 @@ impl<T: Tensor> Variable<T> {
     /// changes through the other.
     pub fn detach(&self) -> Variable<T> {
         let alias = Variable::from_data(self.data());
-        crate::view::make_data_alias(&alias, self);
+        crate::view_meta::make_data_alias(&alias, self);
         alias
     }
 
