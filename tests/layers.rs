@@ -11,11 +11,10 @@ use std::path::{Path, PathBuf};
 
 /// The runtime's circle (module paths), as it is.
 const RUNTIME_CIRCLE: &[&str] = &[
-    "forward",
     "node",
-    "ops",
     "saved",
     "saved_hooks",
+    "tangents",
     "variable",
     "view_meta",
 ];

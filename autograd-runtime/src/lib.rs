@@ -160,9 +160,11 @@
 //! checks of a node's gradients, raw or variable gradients), `saved.rs` and
 //! `saved_hooks.rs` (saved variables, saved-tensor hooks), `hooks.rs` (how hooks run),
 //! `view_meta.rs` (what a view is, its refresh) and `view_inplace.rs` (in-place ops on
-//! views; the public module `view`, in this file, gives both), `forward.rs` (forward
-//! mode), `mode.rs` (grad and anomaly modes), `error.rs`, `tensor.rs` (the [`Tensor`]
-//! trait), `list.rs`, `ops.rs` and `raw_grad.rs` (the runtime's own ops), `dot.rs`.
+//! views), `tangents.rs` (forward mode's levels and tangents, their propagation) and
+//! `dual.rs` (dual variables), `mode.rs` (grad and anomaly modes), `error.rs`,
+//! `tensor.rs` (the [`Tensor`] trait), `list.rs`, `ops.rs` and `raw_grad.rs` (the
+//! runtime's own ops), `dot.rs`. The public modules `view` and `forward` are defined in
+//! this file, over `view_meta` / `view_inplace` and `tangents` / `dual`.
 //!
 //! The memory plumbing, in the private module `mem/`: every raw pointer, reference count,
 //! lock and arena of the crate, behind a small safe interface (its module documentation
@@ -175,21 +177,21 @@
 //! Imports: `mem` imports nothing from the model (its node records are generic over a
 //! `Kind` that the model implements for its graph). Among the model's files, the
 //! `crate::` and `super::` paths outside tests make one circle, through no `mem` file:
-//! `forward`, `node`, `ops`, `saved`, `saved_hooks`, `variable`, `view_meta`
+//! `node`, `saved`, `saved_hooks`, `tangents`, `variable`, `view_meta`
 //! (`tests/layers.rs` at the repository's root checks that it is this one and no other
 //! circle of more than two modules exists anywhere in the workspace). The rest of the
-//! engine, `hooks` (how hooks run; a registered hook and its type are `node/hook.rs`'s),
-//! `view_inplace` (in-place ops on views, which run `engine::grad`), `dot` and the lower files (`tensor`, `error`, `list`, `mode`, `node_meta`) import one
-//! way. What keeps the circle: the model's types refer to each other. A variable holds its
-//! node and a node's edges hold variables (unavoidable: the graph is made of both); a
-//! variable's rarely used part holds its view state and tangents, which hold or take
-//! variables; the [`Node`] trait names [`SavedVariable`], which holds a variable or a weak
-//! reference to its node, its saved-tensor hooks and its tangents. And operations call
-//! back down: a view replays through differentiable ops and the engine (`grad`, for an
-//! in-place change of one of several views), forward mode copies through ops, ops record
-//! nodes and propagate tangents, the engine sums variable gradients with ops. Cutting the
-//! rest would split each part of a variable into its state (beside the variable) and its
-//! operations (above the engine).
+//! engine, `hooks` (how hooks run; a registered hook and its type are
+//! `node/hook.rs`'s), `view_inplace` (in-place ops on views, which run `engine::grad`),
+//! `dual` and `ops` (which copy through and record nodes), `dot` and the lower files
+//! (`tensor`, `error`, `list`, `mode`, `node_meta`) import one way. What keeps the
+//! circle: the model's types refer to each other. A variable holds its node and a
+//! node's edges hold variables (unavoidable: the graph is made of both); a variable's
+//! rarely used part holds its view state and tangents, which hold or take variables;
+//! the [`Node`] trait names [`SavedVariable`], which holds a variable or a weak
+//! reference to its node, its saved-tensor hooks and its tangents; a view's refresh
+//! replays its view function and reads tangents. Cutting the rest would move the state
+//! types (`SavedVariable`'s, `ViewMeta`, the tangents) beside the variable and leave
+//! their operations above it.
 //!
 //! # Unsafe code
 //!
@@ -204,7 +206,35 @@
 mod dot;
 mod engine;
 mod error;
-pub mod forward;
+pub mod forward {
+    //! Forward-mode AD: dual levels and the tangents variables carry at each of them (PyTorch's
+    //! `torch.autograd.forward_ad`, `forward_grad.h`).
+    //!
+    //! * [`dual_level`] enters a level until its guard drops (levels nest: a level entered inside
+    //!   another is a new, independent one, as functorch's nested `jvp`s); [`make_dual`] gives a
+    //!   variable a tangent at the innermost level, [`unpack_dual`] reads it back.
+    //! * Generated wrappers compute their outputs' tangents from the entry's forward formula
+    //!   ([`propagate`]) at every level where an input has one. While a level's formula runs the
+    //!   level is *hidden* (its tangents are invisible), so the formula's own ops propagate the
+    //!   tangents of the other levels only: nested levels never confuse their perturbations.
+    //! * A view's tangent is the view of its base's tangent unless it was given one of its own;
+    //!   in-place ops replace the tangent of the variable they modify (through a view: of the
+    //!   base, see [`crate::view`]).
+    //! * A function without a forward formula used under forward AD fails with PyTorch's
+    //!   "Trying to use forward AD with `op` that does not support it" error. Wrappers that cannot
+    //!   return an error (infallible backends) store it as the output's tangent: reading it
+    //!   ([`unpack_dual`], [`Variable::fw_grad`](crate::Variable::fw_grad)) returns it, and ops on it pass it on.
+    //!
+    //! Levels are per thread, like grad mode. Programs that never enter a level pay one
+    //! thread-local read per op ([`is_forward_ad_enabled`]).
+    //!
+    //! The items are `tangents.rs`'s (levels, tangents, their propagation) and `dual.rs`'s
+    //! (dual variables).
+
+    pub use crate::dual::*;
+    pub use crate::tangents::*;
+}
+mod dual;
 mod hooks;
 pub mod list;
 mod mem;
@@ -215,6 +245,7 @@ pub mod ops;
 pub mod raw_grad;
 mod saved;
 mod saved_hooks;
+mod tangents;
 mod tensor;
 mod variable;
 pub mod view {

@@ -32,10 +32,10 @@ pub fn add<T: Tensor>(a: &Variable<T>, b: &Variable<T>) -> Variable<T> {
     } else {
         Variable::from_data(raw)
     };
-    if crate::forward::is_forward_ad_enabled() {
-        crate::forward::propagate_deferred(&out, &[a, b], |level| {
-            let ta = crate::forward::tangent_or_zeros(a, level)?;
-            Ok(add(&ta, &crate::forward::tangent_or_zeros(b, level)?))
+    if crate::tangents::is_forward_ad_enabled() {
+        crate::tangents::propagate_deferred(&out, &[a, b], |level| {
+            let ta = crate::tangents::tangent_or_zeros(a, level)?;
+            Ok(add(&ta, &crate::tangents::tangent_or_zeros(b, level)?))
         });
     }
     out
@@ -66,9 +66,9 @@ pub fn clone<T: Tensor>(a: &Variable<T>) -> Variable<T> {
     } else {
         Variable::from_data(raw)
     };
-    if crate::forward::is_forward_ad_enabled() {
-        crate::forward::propagate_deferred(&out, &[a], |level| {
-            crate::forward::tangent_or_zeros(a, level)
+    if crate::tangents::is_forward_ad_enabled() {
+        crate::tangents::propagate_deferred(&out, &[a], |level| {
+            crate::tangents::tangent_or_zeros(a, level)
         });
     }
     out
@@ -88,10 +88,10 @@ pub fn select_where<T: Tensor>(
     let m = mask.data();
     let raw = a.with_data(|x| b.with_data(|y| x.select_where(&m, y)));
     let out = Variable::from_data(raw.ok_or_else(|| AutogradError::msg(ERR_NO_SELECT_WHERE))?);
-    if crate::forward::is_forward_ad_enabled() {
-        crate::forward::propagate(&out, &[a, b], |level| {
-            let ta = crate::forward::tangent_or_zeros(a, level)?;
-            select_where(&ta, mask, &crate::forward::tangent_or_zeros(b, level)?)
+    if crate::tangents::is_forward_ad_enabled() {
+        crate::tangents::propagate(&out, &[a, b], |level| {
+            let ta = crate::tangents::tangent_or_zeros(a, level)?;
+            select_where(&ta, mask, &crate::tangents::tangent_or_zeros(b, level)?)
         })?;
     }
     Ok(out)
@@ -178,9 +178,9 @@ fn unary<T: Tensor, N: Node<T>>(
     } else {
         Variable::from_data(raw)
     };
-    if crate::forward::is_forward_ad_enabled() {
-        crate::forward::propagate_deferred(&out, &[a], |level| {
-            linear(&crate::forward::tangent_or_zeros(a, level)?)
+    if crate::tangents::is_forward_ad_enabled() {
+        crate::tangents::propagate_deferred(&out, &[a], |level| {
+            linear(&crate::tangents::tangent_or_zeros(a, level)?)
         });
     }
     out

@@ -109,7 +109,7 @@ struct OutputLink<T: Tensor> {
     counter: Option<SharedCounter<T>>,
     /// Its tangents when it was saved under forward AD (forward-over-reverse: the
     /// backward formula that unpacks it sees them).
-    fw: Option<crate::forward::Snapshot<T>>,
+    fw: Option<crate::tangents::Snapshot<T>>,
 }
 
 /// A tensor packed by saved-tensor hooks, and what is needed to give the unpacked tensor
@@ -190,7 +190,7 @@ impl<T: Tensor> SavedVariable<T> {
                     link: Box::new(OutputLink {
                         grad_fn,
                         counter,
-                        fw: crate::forward::snapshot(var),
+                        fw: crate::tangents::snapshot(var),
                     }),
                 },
             };
@@ -296,7 +296,7 @@ impl<T: Tensor> SavedVariable<T> {
                 }
                 let v = rebuild_output(data, grad_fn, *output_nr, counter);
                 if let Some(fw) = &link.fw {
-                    crate::forward::restore(&v, fw);
+                    crate::tangents::restore(&v, fw);
                 }
                 Ok(Some(v))
             }

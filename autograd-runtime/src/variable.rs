@@ -101,7 +101,7 @@ pub(crate) struct Mutable<T: Tensor> {
     hooks: LeafHooks<T>,
     pub(crate) view: Option<Box<crate::view_meta::ViewMeta<T>>>,
     /// Tangents per dual level ([`crate::forward`]).
-    fw: crate::forward::Tangents<T>,
+    fw: crate::tangents::Tangents<T>,
 }
 
 impl<T: Tensor> Default for Mutable<T> {
@@ -140,9 +140,9 @@ impl<T: Tensor> fmt::Debug for Variable<T> {
     }
 }
 
-impl<T: Tensor> crate::forward::HoldsTangents for VarInner<T> {
-    fn clear_level(&self, level: crate::forward::Level) {
-        let gone: crate::forward::Tangents<T> = {
+impl<T: Tensor> crate::tangents::HoldsTangents for VarInner<T> {
+    fn clear_level(&self, level: crate::tangents::Level) {
+        let gone: crate::tangents::Tangents<T> = {
             let Some(rare) = self.rare.get() else {
                 return;
             };
@@ -275,7 +275,7 @@ impl<T: Tensor> Variable<T> {
         if let Some((node, nr)) = new.with_history(|n, nr| n.cloned().map(|n| (n, nr))) {
             self.rebase_history_at(node, nr);
         }
-        if crate::forward::is_forward_ad_enabled() {
+        if crate::tangents::is_forward_ad_enabled() {
             self.take_tangents_of(new);
         }
     }
@@ -283,8 +283,8 @@ impl<T: Tensor> Variable<T> {
     /// The tangent stored on this variable itself at `level` (not derived from a base).
     pub(crate) fn own_tangent(
         &self,
-        level: crate::forward::Level,
-    ) -> Option<crate::forward::Tangent<T>> {
+        level: crate::tangents::Level,
+    ) -> Option<crate::tangents::Tangent<T>> {
         self.peek(|m| {
             m.fw.iter()
                 .find(|(l, _)| *l == level)
@@ -295,8 +295,8 @@ impl<T: Tensor> Variable<T> {
     /// Stores this variable's own tangent at `level` (dropping those of exited levels).
     pub(crate) fn set_own_tangent(
         &self,
-        level: crate::forward::Level,
-        t: crate::forward::Tangent<T>,
+        level: crate::tangents::Level,
+        t: crate::tangents::Tangent<T>,
     ) {
         let (old, had) = {
             let mut g = self.mutable();
@@ -304,13 +304,13 @@ impl<T: Tensor> Variable<T> {
             let had = fw.iter().any(|(l, _)| *l == level);
             let (old, kept): (Vec<_>, Vec<_>) = fw
                 .drain(..)
-                .partition(|(l, _)| *l == level || !crate::forward::is_live(*l));
+                .partition(|(l, _)| *l == level || !crate::tangents::is_live(*l));
             *fw = kept;
             fw.push((level, t));
             (old, had)
         };
         if !had {
-            crate::forward::register(level, Box::new(VarArc::downgrade(&self.0)));
+            crate::tangents::register(level, Box::new(VarArc::downgrade(&self.0)));
         }
         // The old tangents drop here, outside of the lock.
         drop(old);
@@ -318,18 +318,18 @@ impl<T: Tensor> Variable<T> {
 
     /// Takes `new`'s tangents at every visible level where it has one.
     pub(crate) fn take_tangents_of(&self, new: &Variable<T>) {
-        for level in crate::forward::visible_levels() {
+        for level in crate::tangents::visible_levels() {
             match new.fw_grad_at(level) {
-                Ok(Some(t)) => self.set_own_tangent(level, crate::forward::Tangent::Value(t)),
+                Ok(Some(t)) => self.set_own_tangent(level, crate::tangents::Tangent::Value(t)),
                 Ok(None) => {}
-                Err(e) => self.set_own_tangent(level, crate::forward::Tangent::Error(e)),
+                Err(e) => self.set_own_tangent(level, crate::tangents::Tangent::Error(e)),
             }
         }
     }
 
     /// Forgets this variable's own tangent at `level`.
-    pub(crate) fn clear_own_tangent(&self, level: crate::forward::Level) {
-        crate::forward::HoldsTangents::clear_level(&*self.0, level);
+    pub(crate) fn clear_own_tangent(&self, level: crate::tangents::Level) {
+        crate::tangents::HoldsTangents::clear_level(&*self.0, level);
     }
 
     pub(crate) fn mutable(&self) -> MutGuard<'_, T> {

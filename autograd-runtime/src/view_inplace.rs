@@ -25,15 +25,15 @@ pub const ERR_OVERLAP: &str = "unsupported operation: more than one element of t
 /// one (the write reached it), else the op's result's own (a dual made by `make_dual`, whose
 /// primal never takes its tangent).
 fn tangent_after_inplace<T: Tensor>(view: &Variable<T>, base: &Variable<T>, copy: &Variable<T>) {
-    for level in crate::forward::visible_levels() {
+    for level in crate::tangents::visible_levels() {
         if !matches!(base.fw_grad_at(level), Ok(None)) {
             view.clear_own_tangent(level);
             continue;
         }
         match copy.fw_grad_at(level) {
-            Ok(Some(t)) => view.set_own_tangent(level, crate::forward::Tangent::Value(t)),
+            Ok(Some(t)) => view.set_own_tangent(level, crate::tangents::Tangent::Value(t)),
             Ok(None) => {}
-            Err(e) => view.set_own_tangent(level, crate::forward::Tangent::Error(e)),
+            Err(e) => view.set_own_tangent(level, crate::tangents::Tangent::Error(e)),
         }
     }
 }
@@ -121,7 +121,7 @@ pub fn inplace_on_view<T: Tensor>(
     if !bumped {
         base.bump_version();
     }
-    if crate::forward::is_forward_ad_enabled() {
+    if crate::tangents::is_forward_ad_enabled() {
         tangent_after_inplace(view, &base, &copy);
     }
     Ok(view.clone())
@@ -154,7 +154,7 @@ fn adjoint<T: Tensor>(
     let _g = enable_grad();
     let b = Variable::new(base.data(), true);
     let y = view_fn(&b)?;
-    let fw = crate::forward::is_forward_ad_enabled();
+    let fw = crate::tangents::is_forward_ad_enabled();
     let g = crate::engine::grad(&[y], &[b], &[Some(v.clone())], Some(false), fw, true)?;
     let g = g.into_iter().next().flatten();
     // An unused base (a view of no element) takes nothing.

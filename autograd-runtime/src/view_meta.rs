@@ -213,10 +213,10 @@ pub(crate) fn refreshed<T: Tensor>(view: &Variable<T>) -> Option<Fresh<T>> {
         view_fn(&base).ok()?
     };
     set_synced(view, now);
-    if crate::forward::is_forward_ad_enabled() {
+    if crate::tangents::is_forward_ad_enabled() {
         // The base's tangent is the view's from now on (PyTorch: a view's tangent is the view
         // of its base's).
-        for level in crate::forward::visible_levels() {
+        for level in crate::tangents::visible_levels() {
             if !matches!(base.fw_grad_at(level), Ok(None)) {
                 view.clear_own_tangent(level);
             }

@@ -102,7 +102,7 @@ pub fn record_saving<T: Tensor, N: Node<T>, const K: usize>(
     let fast = K > 0
         && K <= NODE_COUNTERS
         && crate::saved_hooks::default_hooks::<T>().is_none()
-        && !crate::forward::is_forward_ad_enabled();
+        && !crate::tangents::is_forward_ad_enabled();
     if !fast {
         let (outs, handle) = record_generated(node, inputs, outputs);
         return (outs, Some(handle));
@@ -161,7 +161,7 @@ fn wrap_outputs<T: Tensor, N: Node<T>, const K: usize>(
 /// Under forward-mode AD, a node recorded here has no forward rule: when an input has a
 /// tangent, the outputs' tangent is PyTorch's error for a custom `Function` without `jvp`
 /// (never a silent zero). Give a custom op a rule with
-/// [`forward::propagate`](crate::forward::propagate) after recording.
+/// [`forward::propagate`](crate::tangents::propagate) after recording.
 pub fn record<T: Tensor, N: Node<T>, const K: usize>(
     node: N,
     inputs: &[Option<&Variable<T>>],
@@ -239,10 +239,10 @@ pub const ERR_NO_JVP: &str = "You must implement the jvp function for custom aut
 /// Outputs of a node without a forward rule get [`ERR_NO_JVP`] as their tangent at every
 /// visible level where an input has one.
 fn no_forward_rule<T: Tensor>(inputs: &[Option<&Variable<T>>], outputs: &[Variable<T>]) {
-    if !crate::forward::is_forward_ad_enabled() {
+    if !crate::tangents::is_forward_ad_enabled() {
         return;
     }
-    for level in crate::forward::visible_levels() {
+    for level in crate::tangents::visible_levels() {
         let tangent = inputs
             .iter()
             .flatten()
@@ -251,7 +251,7 @@ fn no_forward_rule<T: Tensor>(inputs: &[Option<&Variable<T>>], outputs: &[Variab
             for o in outputs {
                 o.set_own_tangent(
                     level,
-                    crate::forward::Tangent::Error(AutogradError::msg(ERR_NO_JVP)),
+                    crate::tangents::Tangent::Error(AutogradError::msg(ERR_NO_JVP)),
                 );
             }
         }

@@ -1,23 +1,6 @@
-//! Forward-mode AD: dual levels and the tangents variables carry at each of them (PyTorch's
-//! `torch.autograd.forward_ad`, `forward_grad.h`).
-//!
-//! * [`dual_level`] enters a level until its guard drops (levels nest: a level entered inside
-//!   another is a new, independent one, as functorch's nested `jvp`s); [`make_dual`] gives a
-//!   variable a tangent at the innermost level, [`unpack_dual`] reads it back.
-//! * Generated wrappers compute their outputs' tangents from the entry's forward formula
-//!   ([`propagate`]) at every level where an input has one. While a level's formula runs the
-//!   level is *hidden* (its tangents are invisible), so the formula's own ops propagate the
-//!   tangents of the other levels only: nested levels never confuse their perturbations.
-//! * A view's tangent is the view of its base's tangent unless it was given one of its own;
-//!   in-place ops replace the tangent of the variable they modify (through a view: of the
-//!   base, see [`crate::view`]).
-//! * A function without a forward formula used under forward AD fails with PyTorch's
-//!   "Trying to use forward AD with `op` that does not support it" error. Wrappers that cannot
-//!   return an error (infallible backends) store it as the output's tangent: reading it
-//!   ([`unpack_dual`], [`Variable::fw_grad`]) returns it, and ops on it pass it on.
-//!
-//! Levels are per thread, like grad mode. Programs that never enter a level pay one
-//! thread-local read per op ([`is_forward_ad_enabled`]).
+//! Forward mode's state: the dual levels, the tangents variables carry at each of them, and
+//! how generated wrappers propagate them ([`propagate`]). Making and taking apart dual
+//! variables is `dual.rs`'s; the public module `forward` (`lib.rs`) gives both.
 
 use crate::error::AutogradError;
 use crate::tensor::Tensor;
@@ -27,7 +10,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-/// PyTorch's message for [`make_dual`] outside of a dual level.
+/// PyTorch's message for [`make_dual`](crate::forward::make_dual) outside of a dual level.
 pub const ERR_NO_LEVEL: &str = "Trying to create a dual Tensor for forward AD but no level exists, make sure to enter_dual_level() first.";
 
 /// PyTorch's message for exiting a level that is not the innermost one.
@@ -36,7 +19,7 @@ pub const ERR_EXIT_ORDER: &str = "Trying to exit a forward AD level that was not
 /// A dual level's identifier, unique in the process (a tangent of a level that was exited is
 /// never seen again).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Level(u64);
+pub struct Level(pub(crate) u64);
 
 static NEXT_LEVEL: AtomicU64 = AtomicU64::new(1);
 
@@ -165,7 +148,7 @@ pub fn exit_dual_level(level: Level) -> Result<(), AutogradError> {
     Ok(())
 }
 
-/// The innermost visible level (what [`make_dual`] and [`unpack_dual`] use), if any.
+/// The innermost visible level (what [`make_dual`](crate::forward::make_dual) and [`unpack_dual`](crate::forward::unpack_dual) use), if any.
 pub fn current_level() -> Option<Level> {
     LEVELS.with(|l| l.borrow().iter().rev().find(|x| !x.1).map(|x| x.0))
 }
@@ -288,101 +271,11 @@ pub(crate) enum Tangent<T: Tensor> {
 /// The tangents of one variable, one per level (few: a short list).
 pub(crate) type Tangents<T> = Vec<(Level, Tangent<T>)>;
 
-/// A dual variable taken apart ([`unpack_dual`]).
-#[derive(Debug, Clone)]
-pub struct UnpackedDual<T: Tensor> {
-    /// The primal value: a view of the variable without its tangent at that level.
-    pub primal: Variable<T>,
-    /// The tangent, `None` when it has none at that level.
-    pub tangent: Option<Variable<T>>,
-}
-
 /// PyTorch's message for a tangent whose size differs from its primal's.
-fn size_mismatch(primal: &[usize], tangent: &[usize]) -> AutogradError {
+pub(crate) fn size_mismatch(primal: &[usize], tangent: &[usize]) -> AutogradError {
     AutogradError::msg(format!(
         "Trying to set a forward gradient that has a different size than that of the original Tensor, this is not supported. Tensor is of size {primal:?} while the given forward gradient is of size {tangent:?}."
     ))
-}
-
-/// A new variable aliasing `primal` (same data and version counter; gradients flow back to
-/// `primal`; in-place changes of either are seen by both) with `tangent` at the innermost
-/// level (PyTorch's `forward_ad.make_dual`).
-pub fn make_dual<T: Tensor>(
-    primal: &Variable<T>,
-    tangent: &Variable<T>,
-) -> Result<Variable<T>, AutogradError> {
-    let level = current_level().ok_or_else(|| AutogradError::msg(ERR_NO_LEVEL))?;
-    make_dual_at(primal, tangent, level)
-}
-
-/// A differentiable copy of `v` without tangents at any level.
-fn without_tangents<T: Tensor>(v: &Variable<T>) -> Variable<T> {
-    let _hidden: Vec<Hidden> = visible_levels().into_iter().map(Hidden::new).collect();
-    crate::ops::clone(v)
-}
-
-/// [`make_dual`] at a given live level.
-pub fn make_dual_at<T: Tensor>(
-    primal: &Variable<T>,
-    tangent: &Variable<T>,
-    level: Level,
-) -> Result<Variable<T>, AutogradError> {
-    if !is_visible(level) {
-        return Err(AutogradError::msg(ERR_NO_LEVEL));
-    }
-    let (p, t) = (primal.shape(), tangent.shape());
-    if p != t {
-        return Err(size_mismatch(&p, &t));
-    }
-    if primal.own_tangent(level).is_some() {
-        return Err(AutogradError::msg(format!(
-            "Making a dual Tensor based on a Tensor that already has a forward gradient at the same level {} is not supported.",
-            level.0
-        )));
-    }
-    let dual = {
-        let _h = Hidden::new(level);
-        crate::ops::clone(primal)
-    };
-    let view_fn: crate::view_meta::ViewFn<T> = std::sync::Arc::new(|b| Ok(crate::ops::clone(b)));
-    // Writes reach the primal's data and history, not its tangents: the dual keeps them
-    // (PyTorch: after `dual.mul_(3)` the primal still has no tangent).
-    let inverse: crate::view_meta::ScatterFn<T> =
-        std::sync::Arc::new(|_, new| Ok(without_tangents(new)));
-    crate::view_meta::make_view(
-        &dual,
-        primal,
-        view_fn,
-        crate::view_meta::ViewInverse::Scatter(inverse),
-    );
-    dual.set_own_tangent(level, Tangent::Value(tangent.clone()));
-    Ok(dual)
-}
-
-/// The primal and the tangent of `v` at the innermost level (PyTorch's
-/// `forward_ad.unpack_dual`); outside of any level the tangent is `None`. Fails with the error
-/// an op without a forward formula stored as the tangent.
-pub fn unpack_dual<T: Tensor>(v: &Variable<T>) -> Result<UnpackedDual<T>, AutogradError> {
-    match current_level() {
-        Some(level) => unpack_dual_at(v, level),
-        None => Ok(UnpackedDual {
-            primal: v.clone(),
-            tangent: None,
-        }),
-    }
-}
-
-/// [`unpack_dual`] at a given level.
-pub fn unpack_dual_at<T: Tensor>(
-    v: &Variable<T>,
-    level: Level,
-) -> Result<UnpackedDual<T>, AutogradError> {
-    let tangent = v.fw_grad_at(level)?;
-    let primal = {
-        let _h = Hidden::new(level);
-        crate::ops::clone(v)
-    };
-    Ok(UnpackedDual { primal, tangent })
 }
 
 impl<T: Tensor> Variable<T> {
@@ -519,12 +412,6 @@ pub fn poison<T: Tensor, O: SetTangent<T>>(out: &O, err: &AutogradError) {
     for level in visible_levels() {
         out.set_tangent(level, Err(err.clone()));
     }
-}
-
-/// Generated code, in-place ops: a differentiable copy of `self` with its tangents, taken
-/// before the op when a dual level is live (the formula's `self_p` / `self_t`).
-pub fn original<T: Tensor>(v: &Variable<T>) -> Option<Variable<T>> {
-    is_forward_ad_enabled().then(|| crate::ops::clone(v))
 }
 
 /// PyTorch's message for an op without a forward formula.
