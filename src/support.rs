@@ -170,6 +170,14 @@ pub fn should_record_not_implemented<T: Tensor>(needs: &[bool], result: &T) -> b
     should_record_any(needs) && result.is_differentiable()
 }
 
+/// Whether an in-place op records a node on `self_`: grad mode is on, an input requires
+/// grad, and `self_`'s dtype can carry gradients (PyTorch's `isDifferentiableType`: `copy_` of
+/// a float source that requires grad into a `long` tensor records nothing). `self_`'s data is
+/// read only when the rest holds.
+pub fn should_record_into<T: Tensor>(needs: &[bool], self_: &Variable<T>) -> bool {
+    should_record_any(needs) && self_.with_data(T::is_differentiable)
+}
+
 /// [`should_record_any`] for an entry with `output_differentiability` conditions (PyTorch's
 /// `_to_copy`): also every result's dtype can carry gradients.
 pub fn should_record_differentiable<T: Tensor>(needs: &[bool], results: &[&T]) -> bool {
@@ -368,7 +376,8 @@ pub mod __prelude {
         Conj, IntoGrad, IntoGradList, IntoGrads, IntoTangent, KernelNotImplemented, NotImplemented,
         NotImplementedNode, ScalarTypeArg, check_inplace_shape, check_no_requires_grad,
         check_size_dim, contiguous_strides, save_if, save_opt_if, should_record_any,
-        should_record_differentiable, should_record_not_implemented, size_at, wrap_opt_if,
+        should_record_differentiable, should_record_into, should_record_not_implemented, size_at,
+        wrap_opt_if,
     };
     pub use crate::runtime::__private::{
         check_out, is_retaining_graph, record_generated as record,

@@ -601,9 +601,7 @@ fn inplace_body(
     let body = quote! {
         #on_view
         let __needs = [#(#needs),*];
-        // An integer or boolean `self` gets no history (PyTorch's `isDifferentiableType`):
-        // `copy_` of a float `src` that requires grad into a `long` tensor.
-        if !self_.with_data(|d| __ag::should_record_not_implemented(&__needs, d)) {
+        if !__ag::should_record_into(&__needs, self_) {
             #plain
         } else {
             self_.check_inplace()?;
@@ -638,7 +636,7 @@ fn not_implemented_inplace(
     let op = p.nf.func.name.name.to_string();
     quote! {
         let __needs = [#(#needs),*];
-        if !self_.with_data(|d| __ag::should_record_not_implemented(&__needs, d)) {
+        if !__ag::should_record_into(&__needs, self_) {
             #plain
         } else {
             self_.check_inplace()?;
