@@ -3,8 +3,10 @@
 //! modules, but for the runtime's model, whose one circle is listed here as it is
 //! (`autograd-runtime/src/lib.rs`, "Where things are", says why it stays): a change that
 //! makes it larger, or a new circle anywhere, fails; one that makes it smaller updates the
-//! list. A module is a file; a folder module's `mod.rs` and the files inside it are not
-//! counted as importing each other (a folder is declared and re-exported by its `mod.rs`).
+//! list. A module is a file or a folder: to the modules beside it a folder is one module
+//! (an import from or into any of its files is the folder's), and inside it its files are
+//! checked the same way; a folder's `mod.rs` and its files are not counted as importing each
+//! other (the folder is declared and re-exported by its `mod.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -129,17 +131,24 @@ fn module_of<'a>(path: &str, mods: &'a BTreeMap<String, String>) -> Option<&'a S
         .find_map(|k| mods.get_key_value(&parts[..k].join("::")).map(|(m, _)| m))
 }
 
-/// Whether `a` is `b`'s ancestor or descendant (a folder and its files).
-fn nested(a: &str, b: &str) -> bool {
-    a.is_empty()
-        || b.is_empty()
-        || a.starts_with(&format!("{b}::"))
-        || b.starts_with(&format!("{a}::"))
+/// The edge `from -> to` between the two modules that contain them and are siblings (files
+/// of one folder): a folder is one module to the modules beside it, whichever of its files
+/// imports or is imported. `None` when one contains the other (a folder and its files).
+fn lift(from: &str, to: &str) -> Option<(String, String)> {
+    let (a, b): (Vec<&str>, Vec<&str>) = (
+        from.split("::").filter(|s| !s.is_empty()).collect(),
+        to.split("::").filter(|s| !s.is_empty()).collect(),
+    );
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    if common == a.len() || common == b.len() {
+        return None;
+    }
+    Some((a[..=common].join("::"), b[..=common].join("::")))
 }
 
-/// Module -> the modules it imports.
-fn imports(mods: &BTreeMap<String, String>) -> BTreeMap<&String, BTreeSet<&String>> {
-    let mut graph = BTreeMap::new();
+/// Module -> the modules it imports, lifted to siblings ([`lift`]).
+fn imports(mods: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (m, text) in mods {
         let code = code(text);
         let parent = m.rsplit_once("::").map_or("", |(p, _)| p);
@@ -151,20 +160,19 @@ fn imports(mods: &BTreeMap<String, String>) -> BTreeMap<&String, BTreeSet<&Strin
                 format!("{parent}::{p}")
             });
         }
-        let targets = named
-            .iter()
-            .filter_map(|p| module_of(p, mods))
-            .filter(|t| *t != m && !nested(m, t))
-            .collect();
-        graph.insert(m, targets);
+        for t in named.iter().filter_map(|p| module_of(p, mods)) {
+            if let Some((from, to)) = lift(m, t) {
+                graph.entry(from).or_default().insert(to);
+            }
+        }
     }
     graph
 }
 
 /// The strongly connected components of more than two modules (Tarjan's algorithm).
-fn circles(graph: &BTreeMap<&String, BTreeSet<&String>>) -> Vec<BTreeSet<String>> {
+fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
     struct State<'g> {
-        graph: &'g BTreeMap<&'g String, BTreeSet<&'g String>>,
+        graph: &'g BTreeMap<String, BTreeSet<String>>,
         index: BTreeMap<&'g String, (usize, usize)>,
         stack: Vec<&'g String>,
         out: Vec<BTreeSet<String>>,
@@ -179,7 +187,7 @@ fn circles(graph: &BTreeMap<&String, BTreeSet<&String>>) -> Vec<BTreeSet<String>
                     visit(s, w);
                     s.index[w].1
                 }
-                Some(&(i, _)) if s.stack.contains(w) => i,
+                Some(&(i, _)) if s.stack.contains(&w) => i,
                 Some(_) => continue,
             };
             let e = s.index.get_mut(v).unwrap();
@@ -238,11 +246,21 @@ fn the_check_sees_a_circle_and_groups() {
         ("c", "fn f() { crate::a::g() } // crate::d"),
         ("d", "use crate::a;"),
         ("e::x", "use super::super::e;"),
+        // A folder is one module to its siblings: f's files import g, g imports h, h f's.
+        ("f", "mod x; mod y;"),
+        ("f::x", "use crate::g;"),
+        ("f::y", "pub struct Y;"),
+        ("g", "use crate::h::H;"),
+        ("h", "use crate::f::y::Y;"),
     ]
     .iter()
     .map(|(m, t)| (m.to_string(), t.to_string()))
     .collect();
     let found = circles(&imports(&mods));
-    let abc: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-    assert_eq!(found, vec![abc]);
+    let set = |m: &[&str]| {
+        m.iter()
+            .map(|s| s.to_string())
+            .collect::<BTreeSet<String>>()
+    };
+    assert_eq!(found, vec![set(&["a", "b", "c"]), set(&["f", "g", "h"])]);
 }

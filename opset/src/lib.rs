@@ -29,6 +29,7 @@ pub mod meta;
 pub mod nn;
 pub mod random;
 pub mod shape;
+mod written_back;
 
 pub use error::{Error, ErrorKind};
 

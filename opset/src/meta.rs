@@ -14,7 +14,7 @@
 //! ```
 
 use crate::error::{Error, check};
-use crate::helpers::slice_bounds;
+use crate::shape::slice_bounds;
 use crate::shape::view_compatible;
 use crate::shape::{broadcast_shape, check_cat, distinct_dims, infer_shape, new_shape, norm_dim};
 use std::ops::Range;

@@ -464,3 +464,11 @@ pub fn check_layer_norm(
     }
     Ok(())
 }
+
+/// `slice` bounds with PyTorch's defaults, negative values and clamping.
+pub fn slice_bounds(n: i64, start: Option<i64>, end: Option<i64>) -> (i64, i64) {
+    let fix = |x: i64| if x < 0 { (x + n).max(0) } else { x.min(n) };
+    let s = fix(start.unwrap_or(0));
+    let e = fix(end.unwrap_or(n)).max(s);
+    (s, e)
+}

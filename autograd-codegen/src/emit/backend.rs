@@ -1,10 +1,10 @@
 //! The `Backend` trait: one kernel per function, implemented by the tensor library.
 
 use super::Settings;
-use super::names::ident;
 use super::plan::{FunctionPlan, Param};
 use super::types::RustTy;
 use crate::model::schema::SchemaKind;
+use crate::names::ident;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 

@@ -139,14 +139,14 @@ fn input_list(inputs: &[DiffInput<'_>], orig: Option<&TokenStream>) -> TokenStre
         let each = inputs.iter().map(|i| match (i.arg.name.as_str(), orig) {
             ("self", Some(o)) => o.clone(),
             (n, _) => {
-                let n = super::names::ident(n);
+                let n = crate::names::ident(n);
                 quote!(#n)
             }
         });
         return quote!([#(#each),*]);
     }
     let pushes = inputs.iter().map(|i| {
-        let n = super::names::ident(&i.arg.name);
+        let n = crate::names::ident(&i.arg.name);
         match i.kind {
             TensorKind::One if i.arg.name == "self" && orig.is_some() => {
                 let o = orig.into_iter();
@@ -177,7 +177,7 @@ fn propagate(
         match inplace && i.arg.name == "self" {
             true => quote!(__orig),
             false => {
-                let n = super::names::ident(&i.arg.name);
+                let n = crate::names::ident(&i.arg.name);
                 quote!(#n)
             }
         }

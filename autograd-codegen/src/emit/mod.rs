@@ -19,10 +19,9 @@
 //! as `Settings` says) -> this module's [`generate`], which wires them. Around it:
 //! `config` (the [`Config`] every entry point fills, its inputs read), `output` (the code as
 //! text, [`generate_pretty`]), `expand` (the macro: [`expand_macro`]), `args` (the macro's
-//! arguments), [`build`] (the build-script API). Names: see [`names`].
+//! arguments), [`build`] (the build-script API). Names: see [`crate::names`].
 
 pub mod build;
-pub mod names;
 pub mod types;
 
 mod args;
@@ -39,10 +38,10 @@ mod tokens;
 mod view;
 mod wrapper;
 
+pub use crate::names::{op_fn_name, rust_name};
 pub use args::MacroArgs;
 pub use config::{Config, analyze_config, rust_analysis_options};
 pub use expand::{compile_errors, expand_macro};
-pub use names::{op_fn_name, rust_name};
 pub use output::generate_pretty;
 pub(crate) use settings::Settings;
 

@@ -66,7 +66,7 @@ pub(crate) fn wrapper(
 fn no_requires_grad(p: &FunctionPlan<'_>, s: &Settings) -> TokenStream {
     let function = p.nf.func.name.name.to_string();
     let checks = p.no_requires_grad.iter().map(|d| {
-        let (n, name) = (&d.arg.name, super::names::ident(&d.arg.name));
+        let (n, name) = (&d.arg.name, crate::names::ident(&d.arg.name));
         let inputs = match d.kind {
             TensorKind::One => quote!([#name]),
             TensorKind::Opt => quote!(#name),
@@ -420,7 +420,7 @@ fn needs(inputs: &[DiffInput<'_>]) -> Vec<TokenStream> {
     inputs
         .iter()
         .map(|i| {
-            let n = super::names::ident(&i.arg.name);
+            let n = crate::names::ident(&i.arg.name);
             match i.kind {
                 TensorKind::One => quote!(#n.requires_grad()),
                 TensorKind::Opt => quote!(#n.is_some_and(|v| v.requires_grad())),
@@ -436,7 +436,7 @@ fn needs(inputs: &[DiffInput<'_>]) -> Vec<TokenStream> {
 /// Edges: one per differentiable input, flattened for lists (with the offset of each
 /// input's first edge).
 fn edges(inputs: &[DiffInput<'_>]) -> (Option<TokenStream>, TokenStream) {
-    let name = |i: &DiffInput<'_>| super::names::ident(&i.arg.name);
+    let name = |i: &DiffInput<'_>| crate::names::ident(&i.arg.name);
     if !inputs.iter().any(|i| i.kind.is_list()) {
         let es = inputs.iter().map(|i| {
             let n = name(i);
@@ -665,7 +665,7 @@ fn out_body(p: &FunctionPlan<'_>, s: &Settings) -> (TokenStream, TokenStream) {
     let out_args = &p.nf.func.arguments.out;
     let outs: Vec<Ident> = out_args
         .iter()
-        .map(|a| super::names::ident(&a.name))
+        .map(|a| crate::names::ident(&a.name))
         .collect();
     let ds: Vec<Ident> = outs.iter().map(|o| format_ident!("__d_{}", o)).collect();
     let ret_ty = tuple(outs.iter().map(|_| quote!(__ag::Variable<T>)).collect());

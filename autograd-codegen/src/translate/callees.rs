@@ -6,9 +6,9 @@
 use super::decl::Decl;
 use super::types::{Ty, from_schema};
 use crate::analysis::cpp::cpp_arguments;
-use crate::emit::names::op_fn_name;
 use crate::model::native::{NativeFunction, Variant};
 use crate::model::schema::Argument;
+use crate::names::op_fn_name;
 use std::collections::HashMap;
 
 /// One C++ parameter of a callee.

@@ -8,7 +8,7 @@
 
 use super::syntax::{SyntaxError, Token, TokenKind, lex, parse_type, show};
 use super::types::{Ty, from_cpp};
-use crate::emit::names::rust_name;
+use crate::names::rust_name;
 
 /// One declared function.
 #[derive(Debug, Clone, PartialEq)]

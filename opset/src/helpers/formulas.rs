@@ -424,7 +424,7 @@ pub fn slice_backward_wrapper<T: Backend>(
     step: i64,
 ) -> Res<V<T>> {
     let ax = wrap_dim(dim, input_sizes.len())?;
-    let (s, e) = slice_bounds(input_sizes[ax], start, end);
+    let (s, e) = crate::shape::slice_bounds(input_sizes[ax], start, end);
     slice_backward(grad, input_sizes, ax as i64, s, e, step)
 }
 
@@ -734,14 +734,6 @@ pub fn inverse_permutation(p: &[i64]) -> Res<Vec<i64>> {
         inv[crate::shape::norm_dim(*d, n).map_err(AutogradError::backend)?] = i as i64;
     }
     Ok(inv)
-}
-
-/// `slice` bounds with PyTorch's defaults, negative values and clamping.
-pub fn slice_bounds(n: i64, start: Option<i64>, end: Option<i64>) -> (i64, i64) {
-    let fix = |x: i64| if x < 0 { (x + n).max(0) } else { x.min(n) };
-    let s = fix(start.unwrap_or(0));
-    let e = fix(end.unwrap_or(n)).max(s);
-    (s, e)
 }
 
 /// Backward of `mse_loss` for its first argument `a` (the other's is this with `a`, `b` swapped).

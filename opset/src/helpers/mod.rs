@@ -46,6 +46,7 @@ mod softmax_formulas;
 mod strided_formulas;
 
 // Embedding bags (issue 30).
+pub use crate::shape::slice_bounds;
 pub use bag::{
     decomposed_embedding_bag, decomposed_embedding_bag_backward,
     decomposed_embedding_bag_dense_backward, decomposed_embedding_bag_per_sample_weights_backward,

@@ -103,7 +103,7 @@ pub(crate) fn plan_forward<'a>(
                 .enumerate()
                 .filter(|(_, n)| *n != "result" && tokens.has_ident(n))
                 .filter(|(_, n)| !f.arguments.flat_all().any(|a| &a.name == *n))
-                .map(|(i, n)| (crate::emit::names::ident(n), i))
+                .map(|(i, n)| (crate::names::ident(n), i))
                 .collect();
         }
         out.push(ff);
@@ -265,9 +265,9 @@ fn linear_call(nf: &NativeFunction, inputs: &[DiffInput<'_>]) -> TokenStream {
     // An in-place function's tangent is its functional variant's on the tangents.
     let mut op = nf.func.name.clone();
     op.name.inplace = false;
-    let name = format_ident!("{}", crate::emit::names::op_fn_name(&op));
+    let name = format_ident!("{}", crate::names::op_fn_name(&op));
     let args = nf.func.arguments.flat_all().map(|a| {
-        let n = crate::emit::names::ident(&a.name);
+        let n = crate::names::ident(&a.name);
         match inputs.iter().find(|i| i.arg.name == a.name).map(|i| i.kind) {
             Some(TensorKind::One | TensorKind::List) => {
                 let t = format_ident!("{}_t", a.name);

@@ -2,7 +2,6 @@
 //! (`node`, `wrapper`, `backend`) only turn plans into tokens. Every check that needs the
 //! analysis happens here, so each mistake is reported once.
 
-use super::names::{PRELUDE_METHODS, ident, op_fn_name, rust_name};
 use super::tokens::{formula_line, formula_tokens};
 use super::types::{Conversion, RustTy, TypeMap, ValueTy, rust_ty};
 use crate::analysis::cpp::return_names;
@@ -12,6 +11,7 @@ use crate::analysis::{
 use crate::diagnostics::Ctxt;
 use crate::model::native::NativeFunction;
 use crate::model::schema::{Argument, SchemaKind, SignatureKey, Type};
+use crate::names::{PRELUDE_METHODS, ident, op_fn_name, rust_name};
 use proc_macro2::{Ident, TokenStream};
 use quote::format_ident;
 use std::collections::{BTreeSet, HashMap};
