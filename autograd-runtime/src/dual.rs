@@ -1,14 +1,15 @@
 //! Dual variables ([`make_dual`], [`unpack_dual`]: PyTorch's `forward_ad.make_dual` and
 //! `unpack_dual`), which alias their primal through a view, and [`original`], the copy of
-//! `self` an in-place op's forward formula reads. The levels and tangents are `tangents.rs`'s.
+//! `self` an in-place op's forward formula reads. The levels are `levels.rs`'s, a variable's
+//! tangents `variable/fw.rs`'s.
 
 use crate::error::AutogradError;
-use crate::tangents::{
-    ERR_NO_LEVEL, Hidden, Level, Tangent, current_level, is_forward_ad_enabled, is_visible,
-    size_mismatch, visible_levels,
+use crate::levels::{
+    ERR_NO_LEVEL, Hidden, Level, current_level, is_forward_ad_enabled, is_visible, visible_levels,
 };
+use crate::tangents::size_mismatch;
 use crate::tensor::Tensor;
-use crate::variable::Variable;
+use crate::variable::{Tangent, Variable};
 
 /// A dual variable taken apart ([`unpack_dual`]).
 #[derive(Debug, Clone)]
@@ -59,16 +60,16 @@ pub fn make_dual_at<T: Tensor>(
         let _h = Hidden::new(level);
         crate::ops::clone(primal)
     };
-    let view_fn: crate::view_meta::ViewFn<T> = std::sync::Arc::new(|b| Ok(crate::ops::clone(b)));
+    let view_fn: crate::view::ViewFn<T> = std::sync::Arc::new(|b| Ok(crate::ops::clone(b)));
     // Writes reach the primal's data and history, not its tangents: the dual keeps them
     // (PyTorch: after `dual.mul_(3)` the primal still has no tangent).
-    let inverse: crate::view_meta::ScatterFn<T> =
+    let inverse: crate::view::ScatterFn<T> =
         std::sync::Arc::new(|_, new| Ok(without_tangents(new)));
-    crate::view_meta::make_view(
+    crate::view::make_view(
         &dual,
         primal,
         view_fn,
-        crate::view_meta::ViewInverse::Scatter(inverse),
+        crate::view::ViewInverse::Scatter(inverse),
     );
     dual.set_own_tangent(level, Tangent::Value(tangent.clone()));
     Ok(dual)

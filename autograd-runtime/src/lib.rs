@@ -151,20 +151,23 @@
 //!
 //! # Where things are
 //!
-//! The model, at the top of `src/`: `variable.rs` ([`Variable`]), `node/` ([`Node`] and
-//! [`NodeRef`] in `mod.rs`, [`Edge`] in `edge.rs`, [`record`] and its variants in
-//! `record.rs`, a registered hook and its closure's type in `hook.rs`, the hooks and
-//! anomaly traces of nodes in `extras.rs`), `node_meta.rs` (a node's output shapes and
-//! dtypes, packed), `engine/` (the backward engine by concern: the entry points and the
-//! execution of a pass in `mod.rs`, the graph task, the ready queue, dependencies, the
-//! checks of a node's gradients, raw or variable gradients), `saved.rs` and
-//! `saved_hooks.rs` (saved variables, saved-tensor hooks), `hooks.rs` (how hooks run),
-//! `view_meta.rs` (what a view is, its refresh) and `view_inplace.rs` (in-place ops on
-//! views), `tangents.rs` (forward mode's levels and tangents, their propagation) and
-//! `dual.rs` (dual variables), `mode.rs` (grad and anomaly modes), `error.rs`,
-//! `tensor.rs` (the [`Tensor`] trait), `list.rs`, `ops.rs` and `raw_grad.rs` (the
-//! runtime's own ops), `dot.rs`. The public modules `view` and `forward` are defined in
-//! this file, over `view_meta` / `view_inplace` and `tangents` / `dual`.
+//! The model, at the top of `src/`. Its types, which refer to each other, in two folders:
+//! `variable/` ([`Variable`] in `mod.rs`; a variable's rarely used parts: a view's base and
+//! its refresh in `view.rs`, its tangents in `fw.rs`) and `node/` ([`Node`] and [`NodeRef`]
+//! in `mod.rs`, [`Edge`] in `edge.rs`, [`record`] and its variants in `record.rs`, a
+//! registered hook and its closure's type in `hook.rs`, the hooks and anomaly traces of
+//! nodes in `extras.rs`, what a [`SavedVariable`] keeps and the saved-tensor hooks'
+//! types in `saved_state.rs`). Above them, what works on them: `engine/` (the backward
+//! engine by concern: the entry points and the execution of a pass in `mod.rs`, the graph
+//! task, the ready queue, dependencies, the checks of a node's gradients, raw or variable
+//! gradients), `saved.rs` (saving and unpacking), `saved_hooks.rs` (registering
+//! saved-tensor hooks), `hooks.rs` (how hooks run), `view.rs` (the public module
+//! [`view`]: making views, in-place ops on them), `tangents.rs` (propagating tangents
+//! through ops), `dual.rs` (dual variables), `ops.rs` and `raw_grad.rs` (the runtime's own
+//! ops), `dot.rs`. Below them: `levels.rs` (forward mode's dual levels), `node_meta.rs` (a
+//! node's output shapes and dtypes, packed), `mode.rs` (grad and anomaly modes),
+//! `error.rs`, `tensor.rs` (the [`Tensor`] trait), `list.rs`. The public module
+//! [`forward`] is defined in this file, over `levels`, `tangents` and `dual`.
 //!
 //! The memory plumbing, in the private module `mem/`: every raw pointer, reference count,
 //! lock and arena of the crate, behind a small safe interface (its module documentation
@@ -175,23 +178,16 @@
 //! test suite run under Miri (`docs/runtime.md`, "Unsafe code").
 //!
 //! Imports: `mem` imports nothing from the model (its node records are generic over a
-//! `Kind` that the model implements for its graph). Among the model's files, the
-//! `crate::` and `super::` paths outside tests make one circle, through no `mem` file:
-//! `node`, `saved`, `saved_hooks`, `tangents`, `variable`, `view_meta`
-//! (`tests/layers.rs` at the repository's root checks that it is this one and no other
-//! circle of more than two modules exists anywhere in the workspace). The rest of the
-//! engine, `hooks` (how hooks run; a registered hook and its type are
-//! `node/hook.rs`'s), `view_inplace` (in-place ops on views, which run `engine::grad`),
-//! `dual` and `ops` (which copy through and record nodes), `dot` and the lower files
-//! (`tensor`, `error`, `list`, `mode`, `node_meta`) import one way. What keeps the
-//! circle: the model's types refer to each other. A variable holds its node and a
-//! node's edges hold variables (unavoidable: the graph is made of both); a variable's
-//! rarely used part holds its view state and tangents, which hold or take variables;
-//! the [`Node`] trait names [`SavedVariable`], which holds a variable or a weak
-//! reference to its node, its saved-tensor hooks and its tangents; a view's refresh
-//! replays its view function and reads tangents. Cutting the rest would move the state
-//! types (`SavedVariable`'s, `ViewMeta`, the tangents) beside the variable and leave
-//! their operations above it.
+//! `Kind` that the model implements for its graph). Among the model's modules (a folder
+//! counts as one), the `crate::` and `super::` paths outside tests run one way but for one
+//! pair, `node` and `variable`, which import each other (`tests/layers.rs` at the
+//! repository's root checks that no circle of more than two modules exists anywhere in the
+//! workspace). The pair is the graph itself: a variable holds its node, and a node's edges
+//! hold variables. The types that refer back to both sit in the pair's folders: a
+//! variable's view state and tangents hold variables, and the [`Node`] trait names
+//! [`SavedVariable`], whose state holds a variable or a weak reference to its node, its
+//! saved-tensor hooks and its tangents. Their operations sit above the pair, and the pair
+//! calls none of them.
 //!
 //! # Unsafe code
 //!
@@ -228,14 +224,16 @@ pub mod forward {
     //! Levels are per thread, like grad mode. Programs that never enter a level pay one
     //! thread-local read per op ([`is_forward_ad_enabled`]).
     //!
-    //! The items are `tangents.rs`'s (levels, tangents, their propagation) and `dual.rs`'s
-    //! (dual variables).
+    //! The items are `levels.rs`'s (the levels), `tangents.rs`'s (their propagation) and
+    //! `dual.rs`'s (dual variables); a variable's tangents are `variable/fw.rs`'s.
 
     pub use crate::dual::*;
+    pub use crate::levels::*;
     pub use crate::tangents::*;
 }
 mod dual;
 mod hooks;
+mod levels;
 pub mod list;
 mod mem;
 mod mode;
@@ -248,40 +246,7 @@ mod saved_hooks;
 mod tangents;
 mod tensor;
 mod variable;
-pub mod view {
-    //! Views on tensors that are values, not shared memory: PyTorch's view semantics through
-    //! functionalization.
-    //!
-    //! A tensor library built on this runtime need not have strided storage (candle's, burn's and
-    //! ndtensor's tensors are values). A view is then a variable that knows its base (the root
-    //! of a chain of views), how to compute itself from the base (`view_fn`, replaying the view
-    //! ops differentiably) and how to write a new value of itself back into the base (the
-    //! inverse: `slice_scatter` for a slice, a reshape back for a reshape, ...). With those:
-    //!
-    //! * an in-place op on a view runs on a copy of the view, the result is scattered into the
-    //!   base (differentiably: the base's history becomes the scatter's, PyTorch's `CopySlices`
-    //!   in composed form), and the shared version counter is bumped;
-    //! * any view whose base changed since it was last computed (the shared version counter
-    //!   moved) computes its data and history again from the base before they are read, so
-    //!   writes to a base or to another view of it are seen, and its `grad_fn` leads to the
-    //!   base's new history (PyTorch regenerates a view's `grad_fn` the same way);
-    //! * a view shares its base's version counter: saving a view and then modifying the base is
-    //!   the usual version error.
-    //!
-    //! Programs without views pay nothing: a variable that is not a view takes no other path.
-    //! Generated code calls [`make_view`] for ops whose schema returns an alias of an input
-    //! (`Tensor(a) self -> Tensor(a)`) and [`inplace_on_view`] at the start of in-place ops.
-    //!
-    //! The items are `view_meta.rs`'s (what a view is, its refresh) and `view_inplace.rs`'s
-    //! (in-place ops on views).
-
-    pub use crate::view_inplace::{
-        ERR_NO_GRAD_VIEW, ERR_OVERLAP, ERR_VIEW_OF_LEAF, check_inplace_view, inplace_on_view,
-    };
-    pub use crate::view_meta::{ScatterFn, ViewFn, ViewInverse, make_view};
-}
-mod view_inplace;
-mod view_meta;
+pub mod view;
 
 pub use dot::to_dot;
 pub use engine::{
@@ -299,10 +264,10 @@ pub use mode::{
     is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled,
 };
 pub use node::{
-    ERR_NO_JVP, Edge, HookId, Node, NodeHandle, NodeRef, RawList, VariableList, live_nodes, record,
-    record_inplace, record_vec, should_record,
+    ERR_NO_JVP, Edge, HookId, Node, NodeHandle, NodeRef, RawList, SavedVariable, VariableList,
+    live_nodes, record, record_inplace, record_vec, should_record,
 };
-pub use saved::{SavedData, SavedVariable};
+pub use saved::SavedData;
 pub use saved_hooks::{SavedTensorsHooksGuard, saved_tensors_hooks};
 pub use tensor::{Tensor, TensorMeta, contiguous_strides};
 pub use variable::Variable;

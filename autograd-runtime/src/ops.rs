@@ -32,7 +32,7 @@ pub fn add<T: Tensor>(a: &Variable<T>, b: &Variable<T>) -> Variable<T> {
     } else {
         Variable::from_data(raw)
     };
-    if crate::tangents::is_forward_ad_enabled() {
+    if crate::levels::is_forward_ad_enabled() {
         crate::tangents::propagate_deferred(&out, &[a, b], |level| {
             let ta = crate::tangents::tangent_or_zeros(a, level)?;
             Ok(add(&ta, &crate::tangents::tangent_or_zeros(b, level)?))
@@ -66,7 +66,7 @@ pub fn clone<T: Tensor>(a: &Variable<T>) -> Variable<T> {
     } else {
         Variable::from_data(raw)
     };
-    if crate::tangents::is_forward_ad_enabled() {
+    if crate::levels::is_forward_ad_enabled() {
         crate::tangents::propagate_deferred(&out, &[a], |level| {
             crate::tangents::tangent_or_zeros(a, level)
         });
@@ -88,7 +88,7 @@ pub fn select_where<T: Tensor>(
     let m = mask.data();
     let raw = a.with_data(|x| b.with_data(|y| x.select_where(&m, y)));
     let out = Variable::from_data(raw.ok_or_else(|| AutogradError::msg(ERR_NO_SELECT_WHERE))?);
-    if crate::tangents::is_forward_ad_enabled() {
+    if crate::levels::is_forward_ad_enabled() {
         crate::tangents::propagate(&out, &[a, b], |level| {
             let ta = crate::tangents::tangent_or_zeros(a, level)?;
             select_where(&ta, mask, &crate::tangents::tangent_or_zeros(b, level)?)
@@ -178,7 +178,7 @@ fn unary<T: Tensor, N: Node<T>>(
     } else {
         Variable::from_data(raw)
     };
-    if crate::tangents::is_forward_ad_enabled() {
+    if crate::levels::is_forward_ad_enabled() {
         crate::tangents::propagate_deferred(&out, &[a], |level| {
             linear(&crate::tangents::tangent_or_zeros(a, level)?)
         });

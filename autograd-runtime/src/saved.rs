@@ -1,71 +1,17 @@
-//! [`SavedVariable`]: a variable saved for backward, with its version.
+//! Saving a variable for backward and unpacking it ([`SavedVariable`]'s operations; its state
+//! is `node/saved_state.rs`'s).
 
 use std::fmt;
 use std::sync::Arc;
 
 use crate::error::AutogradError;
 use crate::mode::{is_anomaly_enabled, is_grad_enabled, no_grad};
-use crate::node::OwnNode;
-use crate::node::{Node, NodeRef, VariableList, WeakNode};
-use crate::saved_hooks::{Packed, SavedHooks, default_hooks};
+use crate::node::{
+    Hooked, Node, Origin, OutputLink, OwnNode, SavedHooks, SavedVariable, State, VariableList,
+    WeakNode, default_hooks,
+};
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::{SharedCounter, Variable};
-
-/// A snapshot of a variable at a certain version, saved by a node for its
-/// backward formula (PyTorch's `SavedVariable`).
-///
-/// * [`unpack`](Self::unpack) fails with PyTorch's message if the variable was
-///   modified in place since it was saved (its version counter moved on), and
-///   with "Trying to backward through the graph a second time …" after
-///   [`reset`](Self::reset) (which the engine triggers through
-///   [`Node::release_variables`](crate::Node::release_variables)).
-/// * Saving an op's **own output** (`is_output = true`) keeps only the raw
-///   data and a *weak* reference to the node (whose header holds the
-///   output's version counter), so node → saved output → node is not a
-///   reference cycle and saving allocates nothing; unpacking rebuilds a
-///   variable with the node as `grad_fn` sharing that counter, as PyTorch
-///   does (with or without grad mode).
-///   Generated code saves its outputs through `record_saving`, with no weak
-///   reference at all: such a saved output reaches its node only while the node
-///   runs (its `apply`, [`NodeRef::with_node`], [`NodeHandle::with`](crate::NodeHandle::with)),
-///   which is where it lives; moved out of its node, unpacking it is an error.
-/// * Saving anything else (inputs, leaves) keeps the variable itself.
-/// * With saved-tensor hooks in scope ([`saved_tensors_hooks`](crate::saved_tensors_hooks))
-///   or registered on it ([`register_hooks`](Self::register_hooks)), it keeps what the pack
-///   hook returned instead, and unpacking calls the unpack hook (no version check, as in
-///   PyTorch).
-pub struct SavedVariable<T: Tensor> {
-    state: State<T>,
-}
-
-enum State<T: Tensor> {
-    Empty,
-    Released,
-    Var {
-        var: Variable<T>,
-        version: u32,
-    },
-    Output {
-        data: T,
-        output_nr: u32,
-        version: u32,
-        /// The node and the rest, boxed: this is the path of custom nodes
-        /// (`SavedVariable::new(&output, true)`), and inline it made every saved
-        /// tensor, `OwnOutput`s and saved inputs included, 16 bytes larger.
-        link: Box<OutputLink<T>>,
-    },
-    /// An op's own output saved by its node as generated code records it
-    /// ([`crate::record_saving`]): no weak reference, the node is reached while it
-    /// runs (`OwnNode`); its version counter is the node's slot.
-    OwnOutput {
-        data: T,
-        node: OwnNode<T>,
-        output_nr: u32,
-        version: u32,
-    },
-    /// Packed by saved-tensor hooks.
-    Hooked(Box<Hooked<T>>),
-}
 
 /// A saved tensor's data from [`SavedVariable::data_ref`]: dereferences to the raw tensor.
 pub struct SavedData<'a, T: Tensor>(DataRepr<'a, T>);
@@ -100,53 +46,8 @@ impl<T: Tensor> std::ops::Deref for SavedData<'_, T> {
     }
 }
 
-/// A saved output's node and what few saved outputs have ([`State::Output`]).
-struct OutputLink<T: Tensor> {
-    grad_fn: WeakNode<T>,
-    /// The version counter when it is not the node's own slot for this
-    /// output (the output shares another variable's, or had its history
-    /// replaced by an in-place op).
-    counter: Option<SharedCounter<T>>,
-    /// Its tangents when it was saved under forward AD (forward-over-reverse: the
-    /// backward formula that unpacks it sees them).
-    fw: Option<crate::tangents::Snapshot<T>>,
-}
-
-/// A tensor packed by saved-tensor hooks, and what is needed to give the unpacked tensor
-/// the saved one's place in the graph.
-struct Hooked<T: Tensor> {
-    hooks: Arc<SavedHooks<T>>,
-    /// The pack hook's result, or its error (returned at unpack).
-    packed: Result<Packed, AutogradError>,
-    meta: TensorMeta,
-    origin: Origin<T>,
-}
-
-/// Where the saved tensor's gradient goes.
-enum Origin<T: Tensor> {
-    /// An output of the node that saved it (held weakly: no cycle).
-    Output {
-        grad_fn: WeakNode<T>,
-        output_nr: u32,
-    },
-    /// An output of another node.
-    NonLeaf { grad_fn: NodeRef<T>, output_nr: u32 },
-    /// A leaf that requires grad (kept, as PyTorch's saved grad accumulator keeps it).
-    Leaf(Variable<T>),
-    /// Nothing: no history, no gradient.
-    Constant,
-}
-
 /// PyTorch's message when a pack hook modifies its input in place.
 const ERR_PACK_INPLACE: &str = "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook cannot be modified by in-place operations as this can lead to unexpected side-effects. Please open an issue if you need to perform in-place operations on the input to a pack hook.";
-
-impl<T: Tensor> Default for SavedVariable<T> {
-    fn default() -> Self {
-        SavedVariable {
-            state: State::Empty,
-        }
-    }
-}
 
 impl<T: Tensor> fmt::Debug for SavedVariable<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -203,33 +104,9 @@ impl<T: Tensor> SavedVariable<T> {
         }
     }
 
-    /// What [`new`](Self::new)`(&output, true)` gives for output
-    /// `output_nr < NODE_COUNTERS` of a node being recorded, when no
-    /// saved-tensor hooks nor forward-mode AD are active: the output's data and
-    /// the node's identity (whose header holds the output's version counter, at
-    /// 0) ([`crate::record_saving`]). It unpacks only while its node runs: in the
-    /// node's `apply` or through [`NodeRef::with_node`] /
-    /// [`NodeHandle::with`](crate::NodeHandle::with) (it lives in the node);
-    /// moved out of the node, unpacking it fails ([`ERR_OWN_OUTPUT`]).
-    pub(crate) fn fresh_output(data: T, node: OwnNode<T>, output_nr: u32) -> Self {
-        SavedVariable {
-            state: State::OwnOutput {
-                data,
-                node,
-                output_nr,
-                version: 0,
-            },
-        }
-    }
-
     /// Saves an optional variable (`None` unpacks to `None`).
     pub fn new_opt(var: Option<&Variable<T>>, is_output: bool) -> Self {
         var.map_or_else(Self::default, |v| Self::new(v, is_output))
-    }
-
-    /// Whether nothing was ever saved (default-constructed).
-    pub fn is_empty(&self) -> bool {
-        matches!(self.state, State::Empty)
     }
 
     /// Whether the variable was released by [`reset`](Self::reset).
@@ -242,18 +119,6 @@ impl<T: Tensor> SavedVariable<T> {
     pub fn reset(&mut self) {
         if !matches!(self.state, State::Empty) {
             self.state = State::Released;
-        }
-    }
-
-    /// Shape of the saved tensor (`None` if empty or released).
-    pub fn shape(&self) -> Option<Vec<usize>> {
-        match &self.state {
-            State::Var { var, .. } => Some(var.shape()),
-            State::Output { data, .. } | State::OwnOutput { data, .. } => {
-                Some(data.shape().to_vec())
-            }
-            State::Hooked(h) => Some(h.meta.shape().to_vec()),
-            _ => None,
         }
     }
 

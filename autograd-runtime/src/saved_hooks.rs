@@ -5,46 +5,13 @@
 //! precision, a sparse form) or off the device (on disk), and restore them at backward.
 
 use std::any::Any;
-use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::error::AutogradError;
-use crate::node::NodeRef;
+use crate::node::{NodeRef, SavedHooks, push_default_hooks, remove_default_hooks};
 use crate::tensor::Tensor;
 use crate::variable::Variable;
-
-/// What a pack hook returned, type-erased.
-pub(crate) type Packed = Box<dyn Any + Send + Sync>;
-type PackFn<T> = dyn Fn(&Variable<T>) -> Result<Packed, AutogradError> + Send + Sync;
-type UnpackFn<T> =
-    dyn Fn(&(dyn Any + Send + Sync)) -> Result<Variable<T>, AutogradError> + Send + Sync;
-
-/// A pack/unpack pair.
-pub(crate) struct SavedHooks<T: Tensor> {
-    pub(crate) pack: Box<PackFn<T>>,
-    pub(crate) unpack: Box<UnpackFn<T>>,
-}
-
-impl<T: Tensor> SavedHooks<T> {
-    /// Erases the packed type `P` of a typed pair.
-    pub(crate) fn new<P, Pk, Un>(pack: Pk, unpack: Un) -> Self
-    where
-        P: Send + Sync + 'static,
-        Pk: Fn(&Variable<T>) -> Result<P, AutogradError> + Send + Sync + 'static,
-        Un: Fn(&P) -> Result<Variable<T>, AutogradError> + Send + Sync + 'static,
-    {
-        SavedHooks {
-            pack: Box::new(move |v| pack(v).map(|p| Box::new(p) as Packed)),
-            unpack: Box::new(move |p| match p.downcast_ref::<P>() {
-                Some(p) => unpack(p),
-                None => Err(AutogradError::msg(
-                    "saved tensor hooks: the packed value has another type than the unpack hook takes",
-                )),
-            }),
-        }
-    }
-}
 
 /// Saved-tensor hooks on one saved variable of a node (here, beside the hooks' type, so that
 /// the node does not import this file).
@@ -104,28 +71,6 @@ impl<T: Tensor> NodeRef<T> {
     }
 }
 
-thread_local! {
-    /// The scoped default hooks of this thread, innermost last: `Arc<SavedHooks<T>>` for
-    /// whatever `T` each was made for.
-    static DEFAULT_HOOKS: RefCell<Vec<Arc<dyn Any + Send + Sync>>> = const { RefCell::new(Vec::new()) };
-    /// `DEFAULT_HOOKS.len()`, read on every save without borrowing the stack.
-    static DEPTH: Cell<usize> = const { Cell::new(0) };
-}
-
-/// The innermost default hooks for tensors of type `T`, if any are in scope on this thread.
-#[inline]
-pub(crate) fn default_hooks<T: Tensor>() -> Option<Arc<SavedHooks<T>>> {
-    if DEPTH.with(Cell::get) == 0 {
-        return None;
-    }
-    DEFAULT_HOOKS.with(|s| {
-        s.borrow()
-            .iter()
-            .rev()
-            .find_map(|h| h.clone().downcast::<SavedHooks<T>>().ok())
-    })
-}
-
 /// Restores the previous default saved-tensor hooks when dropped (see
 /// [`saved_tensors_hooks`]). Not `Send`: the hooks are the current thread's.
 #[must_use = "the hooks are in effect until the guard is dropped"]
@@ -136,13 +81,7 @@ pub struct SavedTensorsHooksGuard {
 
 impl Drop for SavedTensorsHooksGuard {
     fn drop(&mut self) {
-        let _ = DEFAULT_HOOKS.try_with(|s| {
-            let mut s = s.borrow_mut();
-            if let Some(i) = s.iter().rposition(|h| Arc::ptr_eq(h, &self.hooks)) {
-                s.remove(i);
-            }
-            let _ = DEPTH.try_with(|d| d.set(s.len()));
-        });
+        remove_default_hooks(&self.hooks);
     }
 }
 
@@ -193,11 +132,7 @@ where
     Un: Fn(&P) -> Result<Variable<T>, AutogradError> + Send + Sync + 'static,
 {
     let hooks: Arc<dyn Any + Send + Sync> = Arc::new(SavedHooks::new(pack, unpack));
-    DEFAULT_HOOKS.with(|s| {
-        let mut s = s.borrow_mut();
-        s.push(hooks.clone());
-        DEPTH.with(|d| d.set(s.len()));
-    });
+    push_default_hooks(hooks.clone());
     SavedTensorsHooksGuard {
         hooks,
         _not_send: PhantomData,

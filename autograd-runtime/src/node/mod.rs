@@ -14,7 +14,6 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use crate::error::AutogradError;
 use crate::list::OptList;
 use crate::mode::is_anomaly_enabled;
-use crate::saved::SavedVariable;
 use crate::tensor::{Tensor, TensorMeta};
 use crate::variable::{VarInner, Variable};
 
@@ -29,6 +28,7 @@ mod edge;
 mod extras;
 mod hook;
 mod record;
+mod saved_state;
 
 pub use edge::Edge;
 pub use extras::HookId;
@@ -39,6 +39,11 @@ pub(crate) use hook::{
 pub use record::{
     ERR_NO_JVP, NewOutputs, check_out, record, record_generated, record_inplace,
     record_inplace_generated, record_saving, record_vec, record_vec_generated, should_record,
+};
+pub use saved_state::SavedVariable;
+pub(crate) use saved_state::{
+    Hooked, Origin, OutputLink, SavedHooks, State, default_hooks, push_default_hooks,
+    remove_default_hooks,
 };
 
 /// Gradients passed to and returned by [`Node::apply`]: one `Option<Variable<T>>`
@@ -466,9 +471,8 @@ impl<T: Tensor> NodeRef<T> {
 
 #[cfg(all(test, target_pointer_width = "64"))]
 mod sizes {
-    use super::{CellInfo, Edge, Graph};
+    use super::{CellInfo, Edge, Graph, SavedVariable};
     use crate::mem::record_layout;
-    use crate::saved::SavedVariable;
     use crate::tensor::testing::Handle;
 
     #[test]

@@ -101,8 +101,8 @@ pub fn record_saving<T: Tensor, N: Node<T>, const K: usize>(
 ) -> ([Variable<T>; K], Option<NodeHandle<T, N>>) {
     let fast = K > 0
         && K <= NODE_COUNTERS
-        && crate::saved_hooks::default_hooks::<T>().is_none()
-        && !crate::tangents::is_forward_ad_enabled();
+        && super::default_hooks::<T>().is_none()
+        && !crate::levels::is_forward_ad_enabled();
     if !fast {
         let (outs, handle) = record_generated(node, inputs, outputs);
         return (outs, Some(handle));
@@ -239,10 +239,10 @@ pub const ERR_NO_JVP: &str = "You must implement the jvp function for custom aut
 /// Outputs of a node without a forward rule get [`ERR_NO_JVP`] as their tangent at every
 /// visible level where an input has one.
 fn no_forward_rule<T: Tensor>(inputs: &[Option<&Variable<T>>], outputs: &[Variable<T>]) {
-    if !crate::tangents::is_forward_ad_enabled() {
+    if !crate::levels::is_forward_ad_enabled() {
         return;
     }
-    for level in crate::tangents::visible_levels() {
+    for level in crate::levels::visible_levels() {
         let tangent = inputs
             .iter()
             .flatten()
@@ -251,7 +251,7 @@ fn no_forward_rule<T: Tensor>(inputs: &[Option<&Variable<T>>], outputs: &[Variab
             for o in outputs {
                 o.set_own_tangent(
                     level,
-                    crate::tangents::Tangent::Error(AutogradError::msg(ERR_NO_JVP)),
+                    crate::variable::Tangent::Error(AutogradError::msg(ERR_NO_JVP)),
                 );
             }
         }

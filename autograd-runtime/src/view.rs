@@ -1,15 +1,37 @@
-//! In-place operations on views ([`inplace_on_view`], [`check_inplace_view`]): an in-place op
-//! on a view runs on a copy of the view, the result is scattered into the base
-//! (differentiably: the base's history becomes the scatter's, PyTorch's `CopySlices` in
-//! composed form), and the shared version counter is bumped. What a view is and how it is
-//! computed again from its base are `view_meta.rs`'s; the public module `view` (`lib.rs`) gives
-//! both.
+//! Views on tensors that are values, not shared memory: PyTorch's view semantics through
+//! functionalization.
+//!
+//! A tensor library built on this runtime need not have strided storage (candle's, burn's and
+//! ndtensor's tensors are values). A view is then a variable that knows its base (the root
+//! of a chain of views), how to compute itself from the base (`view_fn`, replaying the view
+//! ops differentiably) and how to write a new value of itself back into the base (the
+//! inverse: `slice_scatter` for a slice, a reshape back for a reshape, ...). With those:
+//!
+//! * an in-place op on a view runs on a copy of the view, the result is scattered into the
+//!   base (differentiably: the base's history becomes the scatter's, PyTorch's `CopySlices`
+//!   in composed form), and the shared version counter is bumped;
+//! * any view whose base changed since it was last computed (the shared version counter
+//!   moved) computes its data and history again from the base before they are read, so
+//!   writes to a base or to another view of it are seen, and its `grad_fn` leads to the
+//!   base's new history (PyTorch regenerates a view's `grad_fn` the same way);
+//! * a view shares its base's version counter: saving a view and then modifying the base is
+//!   the usual version error.
+//!
+//! Programs without views pay nothing: a variable that is not a view takes no other path.
+//! Generated code calls [`make_view`] for ops whose schema returns an alias of an input
+//! (`Tensor(a) self -> Tensor(a)`) and [`inplace_on_view`] at the start of in-place ops.
+//!
+//! What a view keeps and how it is computed again from its base are `variable/view.rs`'s
+//! (part of a variable); this module makes views and runs in-place ops on them.
 
 use crate::error::AutogradError;
+use crate::levels::{is_forward_ad_enabled, visible_levels};
 use crate::mode::{enable_grad, is_grad_enabled};
 use crate::tensor::Tensor;
-use crate::variable::Variable;
-use crate::view_meta::*;
+use crate::variable::{BaseRef, Parent, Tangent, Variable, ViewMeta, parent, set_synced};
+use std::sync::Arc;
+
+pub use crate::variable::{ScatterFn, ViewFn, ViewInverse};
 
 /// PyTorch's message for an in-place op on a view made in no_grad mode.
 pub const ERR_NO_GRAD_VIEW: &str = "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be tracked).";
@@ -21,19 +43,77 @@ pub const ERR_VIEW_OF_LEAF: &str =
 /// PyTorch's message for an in-place op on a tensor whose elements overlap.
 pub const ERR_OVERLAP: &str = "unsupported operation: more than one element of the written-to tensor refers to a single memory location. Please clone() the tensor before performing the operation.";
 
+/// Makes `view` (an op's fresh output, computed from `base`) a view of `base`: it shares the
+/// base's version counter, and follows changes of the base from now on. When `base` is
+/// itself a view, `view` becomes a view of its root, with the functions composed. `view` must
+/// be fresh (not yet sharing a version counter).
+pub fn make_view<T: Tensor>(
+    view: &Variable<T>,
+    base: &Variable<T>,
+    view_fn: ViewFn<T>,
+    inverse: ViewInverse<T>,
+) {
+    let (root, view_fn, inverse, no_grad) = match parent(base) {
+        // A detached alias is a tensor of its own for autograd: views of it are its views.
+        Some(p) if !matches!(p.inverse, ViewInverse::DataAlias) => compose(p, view_fn, inverse),
+        _ => (base.clone(), view_fn, inverse, false),
+    };
+    let shared = view.share_version_counter(&root);
+    debug_assert!(
+        shared.is_ok(),
+        "make_view on a variable that shares a counter already"
+    );
+    view.set_view(ViewMeta {
+        synced: root.version(),
+        base: BaseRef::Strong(root),
+        view_fn,
+        inverse,
+        no_grad: no_grad || !is_grad_enabled(),
+    });
+}
+
+/// A view of a view: replay the parent from the root, then this view; write back through
+/// this view's inverse, then the parent's.
+pub(crate) fn compose<T: Tensor>(
+    p: Parent<T>,
+    view_fn: ViewFn<T>,
+    inverse: ViewInverse<T>,
+) -> (Variable<T>, ViewFn<T>, ViewInverse<T>, bool) {
+    let Parent {
+        base: root,
+        view_fn: parent_fn,
+        inverse: parent_inv,
+        no_grad,
+        ..
+    } = p;
+    let pf = parent_fn.clone();
+    let composed: ViewFn<T> = Arc::new(move |r| view_fn(&pf(r)?));
+    let inverse = match (parent_inv, inverse) {
+        (ViewInverse::Scatter(outer), ViewInverse::Scatter(inner)) => {
+            ViewInverse::Scatter(Arc::new(move |r: &Variable<T>, new: &Variable<T>| {
+                let mid = parent_fn(r)?;
+                outer(r, &inner(&mid, new)?)
+            }))
+        }
+        // A restriction of the parent holds for what is viewed through it.
+        (ViewInverse::Scatter(_), restricted) | (restricted, _) => restricted,
+    };
+    (root, composed, inverse, no_grad)
+}
+
 /// The view's tangent after an in-place op on it: the view of the base's when the base has
 /// one (the write reached it), else the op's result's own (a dual made by `make_dual`, whose
 /// primal never takes its tangent).
 fn tangent_after_inplace<T: Tensor>(view: &Variable<T>, base: &Variable<T>, copy: &Variable<T>) {
-    for level in crate::tangents::visible_levels() {
+    for level in visible_levels() {
         if !matches!(base.fw_grad_at(level), Ok(None)) {
             view.clear_own_tangent(level);
             continue;
         }
         match copy.fw_grad_at(level) {
-            Ok(Some(t)) => view.set_own_tangent(level, crate::tangents::Tangent::Value(t)),
+            Ok(Some(t)) => view.set_own_tangent(level, Tangent::Value(t)),
             Ok(None) => {}
-            Err(e) => view.set_own_tangent(level, crate::tangents::Tangent::Error(e)),
+            Err(e) => view.set_own_tangent(level, Tangent::Error(e)),
         }
     }
 }
@@ -121,7 +201,7 @@ pub fn inplace_on_view<T: Tensor>(
     if !bumped {
         base.bump_version();
     }
-    if crate::tangents::is_forward_ad_enabled() {
+    if is_forward_ad_enabled() {
         tangent_after_inplace(view, &base, &copy);
     }
     Ok(view.clone())
@@ -154,7 +234,7 @@ fn adjoint<T: Tensor>(
     let _g = enable_grad();
     let b = Variable::new(base.data(), true);
     let y = view_fn(&b)?;
-    let fw = crate::tangents::is_forward_ad_enabled();
+    let fw = is_forward_ad_enabled();
     let g = crate::engine::grad(&[y], &[b], &[Some(v.clone())], Some(false), fw, true)?;
     let g = g.into_iter().next().flatten();
     // An unused base (a view of no element) takes nothing.

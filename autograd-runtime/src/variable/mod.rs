@@ -1,4 +1,6 @@
-//! [`Variable`]: a raw tensor plus autograd metadata.
+//! [`Variable`]: a raw tensor plus autograd metadata. A variable's rarely used parts have
+//! files of their own: `view.rs` (a view's base and how it is computed again from it) and
+//! `fw.rs` (its tangents).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
@@ -11,6 +13,13 @@ use crate::node::{
     Edge, Hook, HookId, NODE_COUNTERS, NodeRef, TensorHookFn, WeakNode, lock, next_hook_id,
 };
 use crate::tensor::{Tensor, TensorMeta};
+
+mod fw;
+mod view;
+
+pub(crate) use fw::{Snapshot, Tangent, Tangents};
+pub(crate) use view::{BaseRef, Parent, ViewMeta, parent, set_synced};
+pub use view::{ScatterFn, ViewFn, ViewInverse};
 
 /// A tensor with autograd metadata (PyTorch's `Variable`/`at::Tensor` with
 /// `AutogradMeta`).
@@ -99,9 +108,9 @@ pub(crate) struct Mutable<T: Tensor> {
     pub(crate) grad: Option<Variable<T>>,
     name: Option<String>,
     hooks: LeafHooks<T>,
-    pub(crate) view: Option<Box<crate::view_meta::ViewMeta<T>>>,
+    pub(crate) view: Option<Box<ViewMeta<T>>>,
     /// Tangents per dual level ([`crate::forward`]).
-    fw: crate::tangents::Tangents<T>,
+    fw: Tangents<T>,
 }
 
 impl<T: Tensor> Default for Mutable<T> {
@@ -137,26 +146,6 @@ impl<T: Tensor> fmt::Debug for Variable<T> {
             d.field("grad_fn", &g).field("output_nr", &self.output_nr());
         }
         d.finish()
-    }
-}
-
-impl<T: Tensor> crate::tangents::HoldsTangents for VarInner<T> {
-    fn clear_level(&self, level: crate::tangents::Level) {
-        let gone: crate::tangents::Tangents<T> = {
-            let Some(rare) = self.rare.get() else {
-                return;
-            };
-            let mut g = lock(&rare.mutable);
-            match g.as_mut() {
-                Some(m) => {
-                    let (gone, kept) = m.fw.drain(..).partition(|(l, _)| *l == level);
-                    m.fw = kept;
-                    gone
-                }
-                None => Vec::new(),
-            }
-        };
-        drop(gone);
     }
 }
 
@@ -217,7 +206,7 @@ impl<T: Tensor> Variable<T> {
         flags & (REPLACED | IS_VIEW) != 0
     }
 
-    /// Whether this variable is a view of another ([`crate::view_meta::make_view`]), or a
+    /// Whether this variable is a view of another ([`crate::view::make_view`]), or a
     /// `detach()`ed alias of one (it shares its origin's values the same way; PyTorch's
     /// `_is_view()` is false for those, and [`base`](Self::base) is `None`).
     pub fn is_view(&self) -> bool {
@@ -240,7 +229,7 @@ impl<T: Tensor> Variable<T> {
     }
 
     /// Marks this variable a view with `meta` (its data and history are current now).
-    pub(crate) fn set_view(&self, meta: crate::view_meta::ViewMeta<T>) {
+    pub(crate) fn set_view(&self, meta: ViewMeta<T>) {
         let mut g = self.mutable();
         let m = Self::mutable_mut(&mut g);
         m.view = Some(Box::new(meta));
@@ -251,7 +240,7 @@ impl<T: Tensor> Variable<T> {
     /// computed, so they are computed again from the base (PyTorch regenerates a view's
     /// `grad_fn` the same way).
     fn sync_view(&self) {
-        let Some(fresh) = crate::view_meta::refreshed(self) else {
+        let Some(fresh) = view::refreshed(self) else {
             return;
         };
         let (data, history, requires_grad) = fresh;
@@ -275,61 +264,9 @@ impl<T: Tensor> Variable<T> {
         if let Some((node, nr)) = new.with_history(|n, nr| n.cloned().map(|n| (n, nr))) {
             self.rebase_history_at(node, nr);
         }
-        if crate::tangents::is_forward_ad_enabled() {
+        if crate::levels::is_forward_ad_enabled() {
             self.take_tangents_of(new);
         }
-    }
-
-    /// The tangent stored on this variable itself at `level` (not derived from a base).
-    pub(crate) fn own_tangent(
-        &self,
-        level: crate::tangents::Level,
-    ) -> Option<crate::tangents::Tangent<T>> {
-        self.peek(|m| {
-            m.fw.iter()
-                .find(|(l, _)| *l == level)
-                .map(|(_, t)| t.clone())
-        })
-    }
-
-    /// Stores this variable's own tangent at `level` (dropping those of exited levels).
-    pub(crate) fn set_own_tangent(
-        &self,
-        level: crate::tangents::Level,
-        t: crate::tangents::Tangent<T>,
-    ) {
-        let (old, had) = {
-            let mut g = self.mutable();
-            let fw = &mut Self::mutable_mut(&mut g).fw;
-            let had = fw.iter().any(|(l, _)| *l == level);
-            let (old, kept): (Vec<_>, Vec<_>) = fw
-                .drain(..)
-                .partition(|(l, _)| *l == level || !crate::tangents::is_live(*l));
-            *fw = kept;
-            fw.push((level, t));
-            (old, had)
-        };
-        if !had {
-            crate::tangents::register(level, Box::new(VarArc::downgrade(&self.0)));
-        }
-        // The old tangents drop here, outside of the lock.
-        drop(old);
-    }
-
-    /// Takes `new`'s tangents at every visible level where it has one.
-    pub(crate) fn take_tangents_of(&self, new: &Variable<T>) {
-        for level in crate::tangents::visible_levels() {
-            match new.fw_grad_at(level) {
-                Ok(Some(t)) => self.set_own_tangent(level, crate::tangents::Tangent::Value(t)),
-                Ok(None) => {}
-                Err(e) => self.set_own_tangent(level, crate::tangents::Tangent::Error(e)),
-            }
-        }
-    }
-
-    /// Forgets this variable's own tangent at `level`.
-    pub(crate) fn clear_own_tangent(&self, level: crate::tangents::Level) {
-        crate::tangents::HoldsTangents::clear_level(&*self.0, level);
     }
 
     pub(crate) fn mutable(&self) -> MutGuard<'_, T> {
@@ -619,7 +556,7 @@ impl<T: Tensor> Variable<T> {
     /// changes through the other.
     pub fn detach(&self) -> Variable<T> {
         let alias = Variable::from_data(self.data());
-        crate::view_meta::make_data_alias(&alias, self);
+        view::make_data_alias(&alias, self);
         alias
     }
 

@@ -1,13 +1,13 @@
-//! What a view is ([`ViewMeta`]: its base, how it is computed from the base and how a new
-//! value of it reaches the base) and how it is computed again when its base changed
-//! ([`refreshed`]). The public module `view` (`lib.rs`) says what views are; in-place ops on
-//! them are `view_inplace.rs`'s.
+//! A variable that is a view: what it keeps ([`ViewMeta`]: its base, how it is computed from
+//! the base and how a new value of it reaches the base) and how it is computed again when its
+//! base changed ([`refreshed`]). The public module [`crate::view`] says what views are, makes
+//! them and runs in-place ops on them.
 
+use super::Variable;
 use crate::error::AutogradError;
-use crate::mode::{enable_grad, is_grad_enabled};
+use crate::mode::enable_grad;
 use crate::node::NodeRef;
 use crate::tensor::Tensor;
-use crate::variable::Variable;
 use std::sync::Arc;
 
 /// Computes a view from its base (differentiably: it calls the view ops).
@@ -56,7 +56,7 @@ impl<T: Tensor> Clone for ViewInverse<T> {
 /// (PyTorch's `detach()` result keeps the storage, not the origin and its graph, alive).
 pub(crate) enum BaseRef<T: Tensor> {
     Strong(Variable<T>),
-    Weak(crate::mem::VarWeak<crate::variable::VarInner<T>>),
+    Weak(crate::mem::VarWeak<super::VarInner<T>>),
 }
 
 impl<T: Tensor> BaseRef<T> {
@@ -72,12 +72,12 @@ impl<T: Tensor> BaseRef<T> {
 /// What a view keeps (in its variable's rarely written part).
 pub(crate) struct ViewMeta<T: Tensor> {
     pub(crate) base: BaseRef<T>,
-    view_fn: ViewFn<T>,
-    inverse: ViewInverse<T>,
+    pub(crate) view_fn: ViewFn<T>,
+    pub(crate) inverse: ViewInverse<T>,
     /// Made in no_grad mode (PyTorch's `CreationMeta::NO_GRAD_MODE`).
-    no_grad: bool,
+    pub(crate) no_grad: bool,
     /// The base's version when data and history were last computed.
-    synced: u32,
+    pub(crate) synced: u32,
 }
 
 impl<T: Tensor> ViewMeta<T> {
@@ -85,35 +85,6 @@ impl<T: Tensor> ViewMeta<T> {
     pub(crate) fn is_data_alias(&self) -> bool {
         matches!(self.inverse, ViewInverse::DataAlias)
     }
-}
-
-/// Makes `view` (an op's fresh output, computed from `base`) a view of `base`: it shares the
-/// base's version counter, and follows changes of the base from now on. When `base` is
-/// itself a view, `view` becomes a view of its root, with the functions composed. `view` must
-/// be fresh (not yet sharing a version counter).
-pub fn make_view<T: Tensor>(
-    view: &Variable<T>,
-    base: &Variable<T>,
-    view_fn: ViewFn<T>,
-    inverse: ViewInverse<T>,
-) {
-    let (root, view_fn, inverse, no_grad) = match parent(base) {
-        // A detached alias is a tensor of its own for autograd: views of it are its views.
-        Some(p) if !matches!(p.inverse, ViewInverse::DataAlias) => compose(p, view_fn, inverse),
-        _ => (base.clone(), view_fn, inverse, false),
-    };
-    let shared = view.share_version_counter(&root);
-    debug_assert!(
-        shared.is_ok(),
-        "make_view on a variable that shares a counter already"
-    );
-    view.set_view(ViewMeta {
-        synced: root.version(),
-        base: BaseRef::Strong(root),
-        view_fn,
-        inverse,
-        no_grad: no_grad || !is_grad_enabled(),
-    });
 }
 
 /// Makes `alias` (fresh, holding `base`'s data) share `base`'s values and version counter
@@ -156,35 +127,6 @@ pub(crate) fn parent<T: Tensor>(v: &Variable<T>) -> Option<Parent<T>> {
     })
 }
 
-/// A view of a view: replay the parent from the root, then this view; write back through
-/// this view's inverse, then the parent's.
-pub(crate) fn compose<T: Tensor>(
-    p: Parent<T>,
-    view_fn: ViewFn<T>,
-    inverse: ViewInverse<T>,
-) -> (Variable<T>, ViewFn<T>, ViewInverse<T>, bool) {
-    let Parent {
-        base: root,
-        view_fn: parent_fn,
-        inverse: parent_inv,
-        no_grad,
-        ..
-    } = p;
-    let pf = parent_fn.clone();
-    let composed: ViewFn<T> = Arc::new(move |r| view_fn(&pf(r)?));
-    let inverse = match (parent_inv, inverse) {
-        (ViewInverse::Scatter(outer), ViewInverse::Scatter(inner)) => {
-            ViewInverse::Scatter(Arc::new(move |r: &Variable<T>, new: &Variable<T>| {
-                let mid = parent_fn(r)?;
-                outer(r, &inner(&mid, new)?)
-            }))
-        }
-        // A restriction of the parent holds for what is viewed through it.
-        (ViewInverse::Scatter(_), restricted) | (restricted, _) => restricted,
-    };
-    (root, composed, inverse, no_grad)
-}
-
 /// A stale view's new `(data, history, requires_grad)`, computed from its base; `None` when
 /// it is current (or the replay fails: the old values stay, and the op that reads them
 /// reports the problem). A detached alias gets the base's data and keeps its own history
@@ -213,10 +155,10 @@ pub(crate) fn refreshed<T: Tensor>(view: &Variable<T>) -> Option<Fresh<T>> {
         view_fn(&base).ok()?
     };
     set_synced(view, now);
-    if crate::tangents::is_forward_ad_enabled() {
+    if crate::levels::is_forward_ad_enabled() {
         // The base's tangent is the view's from now on (PyTorch: a view's tangent is the view
         // of its base's).
-        for level in crate::tangents::visible_levels() {
+        for level in crate::levels::visible_levels() {
             if !matches!(base.fw_grad_at(level), Ok(None)) {
                 view.clear_own_tangent(level);
             }
