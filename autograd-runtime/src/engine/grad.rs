@@ -131,3 +131,58 @@ impl<T: Tensor> Grad<T> for T {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::testing::{Val, val};
+
+    #[test]
+    fn a_raw_gradient_accumulates_in_place_into_the_same_grad() {
+        let x = Variable::new(val(1.0), true);
+        <Val as Grad<Val>>::accumulate(&x, val(2.0));
+        let first = x.grad().unwrap();
+        assert_eq!((first.data(), first.version()), (val(2.0), 0));
+        <Val as Grad<Val>>::accumulate(&x, val(3.0));
+        let second = x.grad().unwrap();
+        // PyTorch's AccumulateGrad without create_graph: `grad += new` in place.
+        assert!(second.ptr_eq(&first));
+        assert_eq!((second.data(), second.version()), (val(5.0), 1));
+    }
+
+    #[test]
+    fn a_variable_gradient_accumulates_out_of_place_with_history() {
+        let x = Variable::new(val(1.0), true);
+        let g = Variable::new(val(2.0), true);
+        Variable::accumulate(&x, g.clone());
+        assert!(
+            x.grad().unwrap().ptr_eq(&g),
+            "the first gradient is kept as it is"
+        );
+        Variable::accumulate(&x, Variable::new(val(3.0), true));
+        let sum = x.grad().unwrap();
+        assert!(
+            !sum.ptr_eq(&g) && g.data() == val(2.0),
+            "the old grad is not written"
+        );
+        assert_eq!(sum.data(), val(5.0));
+        assert_eq!(sum.grad_fn().unwrap().name(), "AddBackward0");
+    }
+
+    #[test]
+    fn both_kinds_sum_reduce_and_convert_alike() {
+        let t = Val {
+            shape: vec![2],
+            data: vec![1.0, 2.0],
+            dtype: "f64",
+        };
+        let raw = <Val as Grad<Val>>::sum_to(&t, &[1]).unwrap();
+        let var = Grad::sum_to(&Variable::from_data(t.clone()), &[1]).unwrap();
+        assert_eq!(raw.data, vec![3.0]);
+        assert_eq!(var.data(), raw);
+        let f32 = <Val as Grad<Val>>::to_dtype(&t, "f32").unwrap();
+        assert_eq!(f32.dtype, "f32");
+        let sum = <Val as Grad<Val>>::sum(t.clone(), &t);
+        assert_eq!(sum.data, vec![2.0, 4.0]);
+    }
+}

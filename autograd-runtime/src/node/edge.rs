@@ -74,3 +74,36 @@ impl<T: Tensor> Edge<T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::add;
+    use crate::tensor::testing::{Val, val};
+    use crate::variable::Variable;
+
+    #[test]
+    fn a_leaf_that_requires_grad_has_an_accumulate_grad_edge() {
+        let x = Variable::new(val(1.0), true);
+        let e = x.gradient_edge().unwrap();
+        assert!(e.leaf().unwrap().ptr_eq(&x) && e.node().is_none());
+        assert_eq!((e.name(), e.input_nr()), ("AccumulateGrad".to_string(), 0));
+        assert_eq!(format!("{e:?}"), "(AccumulateGrad, 0)");
+        assert!(
+            Variable::<Val>::new(val(1.0), false)
+                .gradient_edge()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn an_op_output_has_an_edge_to_its_node() {
+        let x = Variable::new(val(1.0), true);
+        let y = add(&x, &x);
+        let e = y.gradient_edge().unwrap();
+        assert!(e.leaf().is_none());
+        assert!(e.node().unwrap().ptr_eq(&y.grad_fn().unwrap()));
+        assert_eq!((e.name(), e.input_nr()), ("AddBackward0".to_string(), 0));
+        let c = e.clone();
+        assert!(c.node().unwrap().ptr_eq(e.node().unwrap()));
+    }
+}

@@ -184,3 +184,38 @@ impl<T: Tensor> NodeRef<T> {
         .unwrap_or(false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::mode::detect_anomaly;
+    use crate::ops::add;
+    use crate::tensor::testing::val;
+    use crate::variable::Variable;
+
+    #[test]
+    fn a_node_has_extras_only_once_it_has_hooks_or_a_trace() {
+        let x = Variable::new(val(1.0), true);
+        let n = add(&x, &x).grad_fn().unwrap();
+        assert!(!n.has_hooks() && n.hooks_snapshot().is_none() && n.forward_trace().is_none());
+        let pre = n.register_prehook(|_| Ok(()));
+        let post = n.register_hook(|_, _| Ok(()));
+        assert!(n.has_hooks());
+        let h = n.hooks_snapshot().unwrap();
+        assert_eq!((h.pre.len(), h.post.len(), h.tensor_pre.len()), (1, 1, 0));
+        assert!(n.remove_hook(pre) && !n.remove_hook(pre));
+        assert!(n.remove_hook(post));
+        let h = n.hooks_snapshot().unwrap();
+        assert!(h.pre.is_empty() && h.post.is_empty());
+    }
+
+    #[test]
+    fn anomaly_mode_keeps_the_forward_trace_without_hooks() {
+        let x = Variable::new(val(1.0), true);
+        let n = {
+            let _a = detect_anomaly();
+            add(&x, &x).grad_fn().unwrap()
+        };
+        assert!(n.forward_trace().is_some_and(|t| !t.is_empty()));
+        assert!(!n.has_hooks());
+    }
+}

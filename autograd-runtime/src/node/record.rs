@@ -287,3 +287,85 @@ pub fn check_out<T: Tensor>(op: &str, args: &[&Variable<T>]) -> Result<(), Autog
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mode::no_grad;
+    use crate::saved_hooks::saved_tensors_hooks;
+    use crate::tensor::testing::{Val, val};
+
+    struct Two;
+    impl Node<Val> for Two {
+        fn name(&self) -> &str {
+            "TwoBackward0"
+        }
+        fn apply(&mut self, g: VariableList<Val>) -> Result<VariableList<Val>, AutogradError> {
+            Ok(g)
+        }
+    }
+
+    struct Keeps {
+        out: SavedVariable<Val>,
+    }
+    impl Node<Val> for Keeps {
+        fn name(&self) -> &str {
+            "KeepsBackward0"
+        }
+        fn apply(&mut self, g: VariableList<Val>) -> Result<VariableList<Val>, AutogradError> {
+            Ok(g)
+        }
+        fn visit_saved(&self, f: &mut dyn FnMut(&str, &SavedVariable<Val>)) {
+            f("out", &self.out);
+        }
+    }
+
+    fn keeps() -> Keeps {
+        Keeps {
+            out: SavedVariable::default(),
+        }
+    }
+
+    #[test]
+    fn should_record_needs_grad_mode_and_an_input_that_requires_grad() {
+        let (x, c) = (Variable::new(val(1.0), true), Variable::from_data(val(2.0)));
+        assert!(should_record(&[&c, &x]) && !should_record(&[&c]));
+        let _g = no_grad();
+        assert!(!should_record(&[&x]));
+    }
+
+    #[test]
+    fn outputs_take_the_node_and_their_index_and_the_node_its_inputs_edges() {
+        let (x, c) = (Variable::new(val(1.0), true), Variable::from_data(val(2.0)));
+        let ([a, b], _) = record(Two, &[Some(&x), Some(&c)], [val(3.0), val(4.0)]);
+        let n = a.grad_fn().unwrap();
+        assert!(b.grad_fn().unwrap().ptr_eq(&n));
+        assert_eq!((a.output_nr(), b.output_nr()), (0, 1));
+        assert_eq!((a.data(), b.data()), (val(3.0), val(4.0)));
+        assert!(a.requires_grad() && !a.is_leaf());
+        let edges = n.next_edges();
+        assert!(edges[0].as_ref().unwrap().leaf().unwrap().ptr_eq(&x));
+        assert!(edges[1].is_none(), "a constant input has no edge");
+    }
+
+    #[test]
+    fn record_saving_saves_outputs_in_the_node_unless_saved_tensor_hooks_are_in_scope() {
+        let x = Variable::new(val(1.0), true);
+        let ([y], h) = record_saving(keeps(), &[Some(&x)], [val(2.0)], |n, o| n.out = o.save(0));
+        assert!(h.is_none(), "saved in place: no handle");
+        let saved = || y.grad_fn().unwrap().saved_tensors();
+        assert_eq!(saved(), vec![("out".to_string(), Some(vec![]))]);
+
+        let _hooks = saved_tensors_hooks(
+            |v: &Variable<Val>| Ok(v.data()),
+            |p: &Val| Ok(Variable::from_data(p.clone())),
+        );
+        let ([y], h) = record_saving(keeps(), &[Some(&x)], [val(2.0)], |_, _| {
+            panic!("with hooks in scope the caller saves through the handle")
+        });
+        let saved = || y.grad_fn().unwrap().saved_tensors();
+        assert!(saved().is_empty());
+        h.unwrap().with(|n| n.out = SavedVariable::new(&y, true));
+        assert_eq!(saved(), vec![("out".to_string(), Some(vec![]))]);
+    }
+}

@@ -224,3 +224,79 @@ pub(crate) fn remove_default_hooks(hooks: &Arc<dyn Any + Send + Sync>) {
         let _ = DEPTH.try_with(|d| d.set(s.len()));
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::testing::{Val, val};
+
+    fn hooks(tag: f64) -> Arc<dyn Any + Send + Sync> {
+        Arc::new(SavedHooks::<Val>::new(
+            move |_: &Variable<Val>| Ok(tag),
+            |t: &f64| Ok(Variable::from_data(val(*t))),
+        ))
+    }
+
+    /// What the innermost hooks for `Val` pack.
+    fn innermost() -> Option<Variable<Val>> {
+        let h = default_hooks::<Val>()?;
+        let packed = (h.pack)(&Variable::from_data(val(0.0))).unwrap();
+        Some((h.unpack)(&*packed).unwrap())
+    }
+
+    #[test]
+    fn the_innermost_default_hooks_of_the_tensor_type_apply() {
+        assert!(default_hooks::<Val>().is_none());
+        let (outer, inner) = (hooks(1.0), hooks(2.0));
+        push_default_hooks(outer.clone());
+        push_default_hooks(inner.clone());
+        // Hooks for another tensor type are skipped.
+        let other: Arc<dyn Any + Send + Sync> = Arc::new(SavedHooks::<Other>::new(
+            |_: &Variable<Other>| Ok(()),
+            |_: &()| Ok(Variable::from_data(Other)),
+        ));
+        push_default_hooks(other.clone());
+        assert_eq!(innermost().unwrap().data(), val(2.0));
+        remove_default_hooks(&inner);
+        assert_eq!(innermost().unwrap().data(), val(1.0));
+        remove_default_hooks(&other);
+        remove_default_hooks(&outer);
+        assert!(default_hooks::<Val>().is_none());
+    }
+
+    #[test]
+    fn an_empty_saved_variable_has_no_shape_and_a_saved_one_has_its_variables() {
+        let empty = SavedVariable::<Val>::default();
+        assert!(empty.is_empty() && empty.shape().is_none());
+        let x = Variable::new(val(1.0), true);
+        let saved = SavedVariable {
+            state: State::Var { var: x, version: 0 },
+        };
+        assert!(!saved.is_empty());
+        assert_eq!(saved.shape(), Some(vec![]));
+    }
+
+    /// A second tensor type, for hooks of another type.
+    #[derive(Clone, Debug)]
+    struct Other;
+    impl Tensor for Other {
+        fn shape(&self) -> &[usize] {
+            &[]
+        }
+        fn dtype(&self) -> &'static str {
+            "f32"
+        }
+        fn ones_like(&self) -> Self {
+            Other
+        }
+        fn zeros_like(&self) -> Self {
+            Other
+        }
+        fn add(&self, _: &Self) -> Self {
+            Other
+        }
+        fn has_nan(&self) -> bool {
+            false
+        }
+    }
+}
