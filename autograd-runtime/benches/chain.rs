@@ -14,8 +14,9 @@
 //! nothing else (an `Arc` node and an `Arc` output variable per op, an `Arc`
 //! gradient per backward step), the least any runtime with shared,
 //! individually freed nodes and variables pays; the same floor with raw
-//! tensors as gradients (what skipping gradient `Variable`s would save); and
-//! the enum tape with one shared output variable per op (nodes in the tape,
+//! tensors as gradients (what skipping gradient `Variable`s would save); the
+//! same floor with `Rc` (plain counts: a runtime whose graphs stay on their
+//! thread); and the enum tape with one shared output variable per op (nodes in the tape,
 //! freed all at once: the other end of the design space).
 //!
 //! `--profile tape|floor|runtime|tape-inline|floor-inline|runtime-inline`
@@ -402,110 +403,117 @@ fn run_tape<T: Raw>() -> f32 {
     grads[xv.0 as usize].as_ref().unwrap().value()
 }
 
-/// The floor of PyTorch's object model, with nothing else: per op one `Arc`
-/// node (its one edge and what its backward needs) and one `Arc` output
-/// variable holding data and `grad_fn`; per backward step one `Arc` gradient
-/// variable. No dependency counting, version counters, validation, hooks,
-/// modes or dynamic dispatch: what any runtime with shared, individually
-/// freed nodes and variables pays at least.
-mod skeleton {
-    use std::sync::Arc;
+/// The floor of PyTorch's object model, with nothing else: per op one node
+/// (its one edge and what its backward needs) and one output variable holding
+/// data and `grad_fn`, each behind its own counted pointer; per backward step
+/// one gradient variable. No dependency counting, version counters,
+/// validation, hooks, modes or dynamic dispatch: what any runtime with shared,
+/// individually freed nodes and variables pays at least. `floor!(skeleton,
+/// std::sync::Arc)` is the floor of a runtime whose graphs other threads may reach
+/// (atomic counts); `floor!(skeleton_rc, std::rc::Rc)` that of one whose graphs stay on
+/// their thread (plain counts).
+macro_rules! floor {
+    ($name:ident, $($ptr:ident)::+) => {
+        mod $name {
+            use super::Raw;
+            use $($ptr)::+ as Ptr;
 
-    pub enum Op<T> {
-        MulS(f32),
-        AddS,
-        Tanh(T),
-    }
-    pub struct Node<T> {
-        pub parent: Option<Arc<Node<T>>>,
-        pub op: Op<T>,
-    }
-    pub struct Var<T> {
-        pub data: T,
-        pub grad_fn: Option<Arc<Node<T>>>,
-    }
-    impl<T> Drop for Node<T> {
-        // Iterative, so that dropping a long chain does not overflow the stack.
-        fn drop(&mut self) {
-            let mut next = self.parent.take();
-            while let Some(p) = next {
-                next = match Arc::try_unwrap(p) {
-                    Ok(mut n) => n.parent.take(),
-                    Err(_) => None,
+            pub enum Op<T> {
+                MulS(f32),
+                AddS,
+                Tanh(T),
+            }
+            pub struct Node<T> {
+                pub parent: Option<Ptr<Node<T>>>,
+                pub op: Op<T>,
+            }
+            pub struct Var<T> {
+                pub data: T,
+                pub grad_fn: Option<Ptr<Node<T>>>,
+            }
+            impl<T> Drop for Node<T> {
+                // Iterative, so that dropping a long chain does not overflow the stack.
+                fn drop(&mut self) {
+                    let mut next = self.parent.take();
+                    while let Some(p) = next {
+                        next = match Ptr::try_unwrap(p) {
+                            Ok(mut n) => n.parent.take(),
+                            Err(_) => None,
+                        };
+                    }
+                }
+            }
+
+            /// The forward chain: a node and an output per op.
+            fn forward<T: Raw>() -> Ptr<Var<T>> {
+                let step = |y: &Ptr<Var<T>>, data: T, op: Op<T>| {
+                    Ptr::new(Var {
+                        data,
+                        grad_fn: Some(Ptr::new(Node {
+                            parent: y.grad_fn.clone(),
+                            op,
+                        })),
+                    })
                 };
+                let mut y = Ptr::new(Var {
+                    data: T::scalar(0.5),
+                    grad_fn: None,
+                });
+                for _ in 0..super::STEPS {
+                    let a = step(&y, y.data.mul_s(0.999), Op::MulS(0.999));
+                    let b = step(&a, a.data.add_s(0.001), Op::AddS);
+                    let t = b.data.tanh();
+                    y = step(&b, t.clone(), Op::Tanh(t));
+                }
+                y
+            }
+
+            /// Forward and backward, a gradient variable per step.
+            pub fn run<T: Raw>() -> f32 {
+                let y = forward::<T>();
+                let mut g = Ptr::new(Var {
+                    data: T::scalar(1.0),
+                    grad_fn: None,
+                });
+                let mut node = y.grad_fn.clone();
+                while let Some(n) = node {
+                    let data = match &n.op {
+                        Op::MulS(s) => g.data.mul_s(*s),
+                        Op::AddS => g.data.clone(),
+                        Op::Tanh(r) => T::tanh_backward(&g.data, r),
+                    };
+                    g = Ptr::new(Var {
+                        data,
+                        grad_fn: None,
+                    });
+                    node = n.parent.clone();
+                }
+                drop(y);
+                g.data.value()
+            }
+
+            /// Forward and backward with raw tensors as gradients.
+            #[allow(dead_code)]
+            pub fn run_raw<T: Raw>() -> f32 {
+                let y = forward::<T>();
+                let mut g = T::scalar(1.0);
+                let mut node = y.grad_fn.clone();
+                while let Some(n) = node {
+                    g = match &n.op {
+                        Op::MulS(s) => g.mul_s(*s),
+                        Op::AddS => g,
+                        Op::Tanh(r) => T::tanh_backward(&g, r),
+                    };
+                    node = n.parent.clone();
+                }
+                drop(y);
+                g.value()
             }
         }
-    }
-}
-
-/// The forward chain of the floor: an `Arc` node and an `Arc` output per op.
-fn skeleton_forward<T: Raw>() -> std::sync::Arc<skeleton::Var<T>> {
-    use skeleton::*;
-    use std::sync::Arc;
-    let step = |y: &Arc<Var<T>>, data: T, op: Op<T>| {
-        Arc::new(Var {
-            data,
-            grad_fn: Some(Arc::new(Node {
-                parent: y.grad_fn.clone(),
-                op,
-            })),
-        })
     };
-    let mut y = Arc::new(Var {
-        data: T::scalar(0.5),
-        grad_fn: None,
-    });
-    for _ in 0..STEPS {
-        let a = step(&y, y.data.mul_s(0.999), Op::MulS(0.999));
-        let b = step(&a, a.data.add_s(0.001), Op::AddS);
-        let t = b.data.tanh();
-        y = step(&b, t.clone(), Op::Tanh(t));
-    }
-    y
 }
-
-fn run_skeleton<T: Raw>() -> f32 {
-    use skeleton::*;
-    use std::sync::Arc;
-    let y = skeleton_forward::<T>();
-    let mut g = Arc::new(Var {
-        data: T::scalar(1.0),
-        grad_fn: None,
-    });
-    let mut node = y.grad_fn.clone();
-    while let Some(n) = node {
-        let data = match &n.op {
-            Op::MulS(s) => g.data.mul_s(*s),
-            Op::AddS => g.data.clone(),
-            Op::Tanh(r) => T::tanh_backward(&g.data, r),
-        };
-        g = Arc::new(Var {
-            data,
-            grad_fn: None,
-        });
-        node = n.parent.clone();
-    }
-    drop(y);
-    g.data.value()
-}
-
-/// The object-model floor with raw tensors as gradients.
-fn run_skeleton_raw<T: Raw>() -> f32 {
-    use skeleton::*;
-    let y = skeleton_forward::<T>();
-    let mut g = T::scalar(1.0);
-    let mut node = y.grad_fn.clone();
-    while let Some(n) = node {
-        g = match &n.op {
-            Op::MulS(s) => g.mul_s(*s),
-            Op::AddS => g,
-            Op::Tanh(r) => T::tanh_backward(&g, r),
-        };
-        node = n.parent.clone();
-    }
-    drop(y);
-    g.value()
-}
+floor!(skeleton, std::sync::Arc);
+floor!(skeleton_rc, std::rc::Rc);
 
 /// The enum tape plus one shared (`Arc`) output variable per op, holding the
 /// data and its node's index: the least a design with PyTorch's variable
@@ -598,15 +606,16 @@ fn median(v: &mut [Duration]) -> Duration {
 type Impl = (&'static str, fn() -> f32);
 
 fn bench_type<T: Raw + 'static>(label: &str, reps: usize) {
-    let impls: [Impl; 9] = [
+    let impls: [Impl; 10] = [
         ("tape (arena, enum ops)", run_tape::<T>),
         ("tape (arena, boxed closures)", run_closure_tape::<T>),
         (
             "tape + Arc output variable per op",
             run_tape_with_variables::<T>,
         ),
-        ("object-model floor (Arc per op)", run_skeleton::<T>),
-        ("floor with raw gradients", run_skeleton_raw::<T>),
+        ("object-model floor (Arc per op)", skeleton::run::<T>),
+        ("floor with raw gradients", skeleton::run_raw::<T>),
+        ("thread-confined floor (Rc per op)", skeleton_rc::run::<T>),
         ("design B sketch (segments)", run_design_b::<T>),
         ("design B, per-node lifetime", run_design_b_per_node::<T>),
         (
@@ -706,8 +715,8 @@ fn main() {
         let f: fn() -> f32 = match which.as_str() {
             "tape" => run_tape::<HeapT>,
             "tape-inline" => run_tape::<Inline>,
-            "floor" => run_skeleton::<HeapT>,
-            "floor-inline" => run_skeleton::<Inline>,
+            "floor" => skeleton::run::<HeapT>,
+            "floor-inline" => skeleton::run::<Inline>,
             "runtime-inline" => run_runtime::<Inline>,
             "design-b" => run_design_b::<HeapT>,
             "design-b-inline" => run_design_b::<Inline>,
