@@ -5,29 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::root;
 
-/// The Markdown files of the repository (build output, peers' checkouts and git excluded).
+/// The Markdown files of the repository (build output and git excluded).
 fn markdown_files() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            let name = e.file_name().to_string_lossy().into_owned();
-            if p.is_dir() {
-                if !name.starts_with('.') && name != "target" {
-                    stack.push(p);
-                }
-            } else if name.ends_with(".md") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    let dirs = common::folders(&[]);
+    dirs.iter().flat_map(|d| common::files(d, ".md")).collect()
 }
 
 /// GitHub's anchor of a heading: lower case, spaces to `-`, punctuation but `-`/`_` dropped.
@@ -108,20 +92,9 @@ const PYTORCH: &[&str] = &["aten/", "c10/", "torch/", "torchgen/", "tools/autogr
 
 /// The folders of the workspace's crates (each with a `Cargo.toml`), the root's included.
 fn crate_dirs() -> Vec<PathBuf> {
-    let mut out = vec![root()];
-    let mut stack = vec![root()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let (p, name) = (e.path(), e.file_name().to_string_lossy().into_owned());
-            if p.is_dir() && !name.starts_with('.') && name != "target" {
-                if p.join("Cargo.toml").exists() {
-                    out.push(p.clone());
-                }
-                stack.push(p);
-            }
-        }
-    }
-    out
+    let mut dirs = common::folders(&[]);
+    dirs.retain(|d| d.join("Cargo.toml").exists());
+    dirs
 }
 
 /// Whether `path` exists from `dir` or one of its parents up to the root, or in one of the

@@ -10,29 +10,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::root;
 
-/// Every `src` folder of the repository (build output, peers' checkouts and git excluded).
+/// Every `src` folder of the repository (build output, the peers' benchmark and git excluded).
 fn src_dirs() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let (p, name) = (e.path(), e.file_name().to_string_lossy().into_owned());
-            if !p.is_dir() || name.starts_with('.') || name == "target" || name == "peers" {
-                continue;
-            }
-            if name == "src" {
-                out.push(p);
-            } else {
-                stack.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    let mut dirs = common::folders(&["peers"]);
+    dirs.retain(|d| d.file_name().is_some_and(|n| n == "src"));
+    dirs
 }
 
 /// The `.rs` files under `dir`, by module path (`engine::grad`; the crate root is "").
