@@ -140,7 +140,10 @@ impl Drop for Inner {
 }
 
 /// The processes of an `mpirun` job (MPI's `COMM_WORLD`), with a communication thread.
-/// Cloning gives another handle to the same group; the last one dropped ends it.
+/// Cloning gives another handle to the same group; the last one dropped ends it, after the
+/// other ranks have ended theirs: it waits for them up to the timeout, or, when this rank
+/// failed, up to 10 s whatever the timeout, so that they hear of the failure before
+/// `mpirun` ends the job.
 #[derive(Clone)]
 pub struct ProcessGroup {
     inner: Arc<Inner>,
@@ -357,6 +360,8 @@ const POLL_MAX_US: u64 = 200;
 const MAX_SPARE_SENDS: usize = 16;
 /// How long a collective may stay incomplete after a peer's leave notice.
 const LEAVE_GRACE: Duration = Duration::from_secs(2);
+/// How long a rank that failed waits, as it ends, for the others to leave.
+const FAILED_WAIT: Duration = Duration::from_secs(10);
 
 struct Active {
     id: u64,
@@ -615,12 +620,9 @@ impl State {
     /// well.
     fn shutdown(mut self, timeout: Duration) {
         self.notify(KIND_BYE, "");
-        // After a failure the others may be gone already: wait less.
-        let wait = if self.failed {
-            timeout.min(Duration::from_secs(10))
-        } else {
-            timeout
-        };
+        // After a failure, the others hear of it at their next collective, however short the
+        // timeout is: wait for them so long (`mpirun` ends the job when this rank exits).
+        let wait = if self.failed { FAILED_WAIT } else { timeout };
         let deadline = Instant::now() + wait;
         let everyone = |s: &State| (0..s.size).all(|r| r == s.rank || s.left[r].is_some());
         while !everyone(&self) && Instant::now() < deadline {
