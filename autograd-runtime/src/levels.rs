@@ -30,6 +30,8 @@ thread_local! {
     /// `ForwardADLevel::grads_`), which also breaks the reference cycles a tangent's graph
     /// can make with the variable it belongs to.
     static HOLDERS: RefCell<Vec<(Level, Box<dyn WeakHolder>)>> = const { RefCell::new(Vec::new()) };
+    /// The length of `HOLDERS` at which [`register`] lets the dead ones go next.
+    static SWEEP_AT: Cell<usize> = const { Cell::new(MIN_SWEEP) };
     /// The level whose forward formula [`propagate`](crate::forward::propagate) is running, if any.
     static FORMULA_LEVEL: Cell<Option<Level>> = const { Cell::new(None) };
 }
@@ -67,6 +69,8 @@ pub(crate) trait HoldsTangents: Send + Sync {
 pub(crate) trait WeakHolder {
     /// Forgets the tangents of `level` if the holder is still alive.
     fn clear_level(&self, level: Level);
+    /// Whether the holder is alive (once dead, it stays dead).
+    fn is_alive(&self) -> bool;
 }
 
 impl<H: HoldsTangents> WeakHolder for Weak<H> {
@@ -75,11 +79,34 @@ impl<H: HoldsTangents> WeakHolder for Weak<H> {
             x.clear_level(level);
         }
     }
+    fn is_alive(&self) -> bool {
+        self.strong_count() > 0
+    }
 }
 
-/// Registers `holder` as holding a tangent of `level`.
+/// Registers `holder` as holding a tangent of `level`. The holders that died are let go
+/// whenever the list has doubled since they last were (PyTorch's level forgets a tensor's
+/// tangent when the tensor dies): a long loop inside one level keeps what is alive, not a
+/// weak reference, and the memory it keeps, per op it ran.
 pub(crate) fn register(level: Level, holder: Box<dyn WeakHolder>) {
-    HOLDERS.with(|h| h.borrow_mut().push((level, holder)));
+    HOLDERS.with(|h| {
+        let mut h = h.borrow_mut();
+        h.push((level, holder));
+        if h.len() >= SWEEP_AT.with(Cell::get) {
+            // Dropping a dead holder's weak reference frees memory only: no value drops.
+            h.retain(|(_, w)| w.is_alive());
+            SWEEP_AT.with(|s| s.set((2 * h.len()).max(MIN_SWEEP)));
+        }
+    });
+}
+
+/// The fewest holders at which [`register`] looks for dead ones.
+const MIN_SWEEP: usize = 64;
+
+/// How many holders are registered on this thread (alive or not yet let go).
+#[cfg(test)]
+pub(crate) fn holders() -> usize {
+    HOLDERS.with(|h| h.borrow().len())
 }
 
 /// Clears the tangents of an exited level (outside of any borrow: dropping them runs
@@ -242,6 +269,33 @@ impl Drop for Hidden {
 #[cfg(test)]
 mod hidden_tests {
     use super::*;
+
+    #[test]
+    fn a_level_lets_go_of_the_tangents_of_variables_that_died() {
+        use crate::dual::{make_dual, unpack_dual};
+        use crate::tensor::testing::val;
+        use crate::variable::Variable;
+        let _level = dual_level();
+        let kept = make_dual(
+            &Variable::from_data(val(1.0)),
+            &Variable::from_data(val(2.0)),
+        )
+        .unwrap();
+        for i in 0..10_000 {
+            let d = make_dual(
+                &Variable::from_data(val(i as f64)),
+                &Variable::from_data(val(1.0)),
+            )
+            .unwrap();
+            drop(d);
+        }
+        assert!(holders() < 4 * MIN_SWEEP, "{} holders", holders());
+        // The living keep their tangents.
+        assert_eq!(
+            unpack_dual(&kept).unwrap().tangent.unwrap().data(),
+            val(2.0)
+        );
+    }
 
     #[test]
     fn nested_guards_restore_the_state_before_them() {

@@ -204,6 +204,14 @@ impl<V> VarWeak<V> {
         increment_if_alive(strong).then(|| VarArc(self.0))
     }
 
+    /// Whether the value is alive (a strong reference exists). Once dead it stays dead (an
+    /// upgrade is refused); alive, it may die right after.
+    pub(crate) fn is_alive(&self) -> bool {
+        // SAFETY: the weak count keeps the allocation (and its counts) alive.
+        let strong = unsafe { &(*self.0.as_ptr()).strong };
+        strong.load(Ordering::Relaxed) != 0
+    }
+
     /// The address of the value (what [`VarArc::as_ptr`] gives for the same variable).
     pub(crate) fn as_ptr(&self) -> *const V {
         // A place computed from the pointer, not a reference: the value may be dropped.
@@ -251,6 +259,7 @@ mod tests {
         assert!(VarArc::ptr_eq(&a, &b));
         let w = VarArc::downgrade(&a);
         let w2 = w.clone();
+        assert!(w.is_alive());
         assert_eq!(w.as_ptr(), VarArc::as_ptr(&a));
         drop(a);
         let c = w.upgrade().expect("alive: `b` holds it");
@@ -261,7 +270,7 @@ mod tests {
             "dropped with the last strong count"
         );
         assert!(
-            w2.upgrade().is_none(),
+            w2.upgrade().is_none() && !w2.is_alive(),
             "an upgrade of a dead value is refused"
         );
         drop((w, w2));

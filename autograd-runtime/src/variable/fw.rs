@@ -65,6 +65,9 @@ impl<T: Tensor> WeakHolder for crate::mem::VarWeak<VarInner<T>> {
             HoldsTangents::clear_level(&*x, level);
         }
     }
+    fn is_alive(&self) -> bool {
+        crate::mem::VarWeak::is_alive(self)
+    }
 }
 
 impl<T: Tensor> Variable<T> {
