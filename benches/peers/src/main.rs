@@ -4,11 +4,13 @@
 //! ```sh
 //! cd benches/peers && CARGO_TARGET_DIR=/work/target-peers cargo run --release -- [w1] [w2] [w3]
 //!     [w1f] [--reps N] [--threads N] [--only tape,ours,candle,ours-candle,burn]
+//!     [--torch ~/.cache/torch/bin/python]
 //! ```
 //!
 //! Backends: `tape` (hand-written, the reference), `ours` (ndtensor), `candle` (candle-core's
 //! own `backward()`), `ours-candle` (candletensor: candle-core's kernels under the generated
-//! autograd) and `burn`.
+//! autograd) and `burn`; with `--torch PYTHON` also `torch`, PyTorch eager from Python (float32,
+//! `torch_peer.py` run by that Python, which must import torch), in W1, W2 and W3.
 //!
 //! * W1 overhead: one-element tensor, 20,000 steps of `y = tanh(y * 0.999 + 0.001)`, backward;
 //!   ns per op = total / 60,000. Run twice: as is (the gradient goes through subnormal floats)
@@ -30,6 +32,7 @@ mod ours;
 mod ours_candle;
 mod tape;
 mod tape_b;
+mod torch;
 
 use std::hint::black_box;
 use std::process::Command;
@@ -113,6 +116,22 @@ fn w1_of(name: &str) -> fn(usize) -> W1Out {
         "ours-candle/no_grad" => ours_candle::w1_no_grad,
         "ours-candle/kernels" => ours_candle::w1_kernels,
         _ => unreachable!(),
+    }
+}
+
+/// W1 of `steps` steps on `backend`, in this process (PyTorch's in a process of its own).
+fn w1_check(backend: &str, steps: usize) -> W1Out {
+    match backend {
+        "torch" => torch::w1_check(steps),
+        b => w1_of(b)(steps),
+    }
+}
+
+/// W3's gradient sum after `steps` steps on `backend`, as [`w1_check`].
+fn w3_check(backend: &str, init: &[f32], steps: usize) -> f32 {
+    match backend {
+        "torch" => torch::w3_check(steps),
+        b => w3_of(b)(init, steps),
     }
 }
 
@@ -211,7 +230,7 @@ fn w1(backends: &[&str], reps: usize) {
     for steps in [1_000, W1_STEPS] {
         let reference = tape_b::w1(steps);
         for b in backends {
-            let o = w1_of(b)(steps);
+            let o = w1_check(b, steps);
             println!(
                 "  check {steps:>5} steps  {b:<11} y = {:.7}  dy/dx = {:e}",
                 o.value, o.grad
@@ -322,21 +341,28 @@ fn w2(backends: &[&str], reps: usize) {
         "W2 MLP step: batch {}, {} -> {} -> {}, relu, mean squared error",
         m.batch, m.input, m.hidden, m.out
     );
-    let mut impls: Vec<Box<dyn Step + '_>> = backends.iter().map(|b| w2_of(b, &m)).collect();
-    let reference = impls[0].step(true);
-    for (b, s) in backends.iter().zip(impls.iter_mut()) {
-        let o = s.step(true);
-        let f = s.step(false);
+    // A step with autograd and the loss without, each backend in this process but PyTorch.
+    let check = |b: &str| match b {
+        "torch" => torch::w2_check(),
+        b => {
+            let mut s = w2_of(b, &m);
+            let o = s.step(true);
+            (o, s.step(false).loss)
+        }
+    };
+    let reference = check(backends[0]).0;
+    for b in backends {
+        let (o, f_loss) = check(b);
         println!(
-            "  check {b:<11} loss = {:.6} (no autograd {:.6})  sum of gradients = {:.6}",
-            o.loss, f.loss, o.grad_sum
+            "  check {b:<11} loss = {:.6} (no autograd {f_loss:.6})  sum of gradients = {:.6}",
+            o.loss, o.grad_sum
         );
         assert!(
             close(o.loss as f64, reference.loss as f64, 1e-4),
             "{b}: loss"
         );
         assert!(
-            close(f.loss as f64, reference.loss as f64, 1e-4),
+            close(f_loss as f64, reference.loss as f64, 1e-4),
             "{b}: loss"
         );
         assert!(
@@ -349,7 +375,6 @@ fn w2(backends: &[&str], reps: usize) {
     // rounds of interleaved processes of reps / 4 steps each.
     let warm = 20;
     let rounds = 4;
-    drop(impls);
     let mut fb: Vec<Vec<f64>> = vec![Vec::new(); backends.len()];
     let mut fw: Vec<Vec<f64>> = vec![Vec::new(); backends.len()];
     for r in 0..rounds {
@@ -384,12 +409,8 @@ fn w2(backends: &[&str], reps: usize) {
 /// `n` timed W2 steps of `backend` (after `warm` untimed ones) in a child
 /// process: µs per forward+backward step and per forward step.
 fn w2_in_child(backend: &str, warm: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
-    let exe = std::env::current_exe().expect("current exe");
-    let out = Command::new(exe)
-        .args(["w2-child", backend, &warm.to_string(), &n.to_string()])
-        .output()
-        .expect("spawn w2 child");
-    assert!(out.status.success(), "w2 child {backend} failed: {out:?}");
+    let (warm, n_arg) = (warm.to_string(), n.to_string());
+    let out = child(backend, &["w2-child", &warm, &n_arg]);
     let text = String::from_utf8_lossy(&out.stdout);
     let mut lines = text.lines().map(|l| {
         l.split_whitespace()
@@ -427,16 +448,33 @@ fn w2_child(backend: &str, warm: usize, n: usize) {
 /// One timed W1 run of `backend` in a child process (after two warm-up
 /// runs there); ns per op.
 fn w1_in_child(backend: &str, ftz: bool) -> f64 {
-    let exe = std::env::current_exe().expect("current exe");
-    let out = Command::new(exe)
-        .args(["w1-child", backend, if ftz { "1" } else { "0" }])
-        .output()
-        .expect("spawn w1 child");
-    assert!(out.status.success(), "w1 child {backend} failed: {out:?}");
+    let out = child(backend, &["w1-child", if ftz { "1" } else { "0" }]);
     String::from_utf8_lossy(&out.stdout)
         .trim()
         .parse()
         .expect("w1 child output")
+}
+
+/// Runs `command` (`w1-child`, `w2-child` or `w3-child`) with `args` for `backend` in a
+/// process of its own: this binary again, or PyTorch's script. Panics when it fails.
+fn child(backend: &str, args: &[&str]) -> std::process::Output {
+    if backend == "torch" {
+        return torch::run(args);
+    }
+    let exe = std::env::current_exe().expect("current exe");
+    let out = Command::new(exe)
+        .arg(args[0])
+        .arg(backend)
+        .args(&args[1..])
+        .output()
+        .expect("spawn child");
+    assert!(
+        out.status.success(),
+        "{} {backend} failed: {}",
+        args[0],
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// Child process: two warm-up runs and one timed W1 run of one backend;
@@ -498,7 +536,7 @@ fn w3(backends: &[&str], rounds: usize) {
     let init = w3_init();
     let reference = tape_b::w3(&init, 20);
     for b in backends {
-        let g = w3_of(b)(&init, 20);
+        let g = w3_check(b, &init, 20);
         println!("  check 20 steps  {b:<11} sum(dx) = {g:e}");
         assert!(
             close(g as f64, reference as f64, 1e-3),
@@ -506,21 +544,12 @@ fn w3(backends: &[&str], rounds: usize) {
         );
     }
     let floor = (W3_STEPS * W3_LEN * 4) as f64 / (1 << 20) as f64;
-    let exe = std::env::current_exe().expect("exe");
     let mut peaks: Vec<Vec<f64>> = vec![Vec::new(); backends.len()];
     let mut millis: Vec<Vec<f64>> = vec![Vec::new(); backends.len()];
     let mut grads: Vec<f64> = vec![0.0; backends.len()];
     for _ in 0..rounds {
         for (i, b) in backends.iter().enumerate() {
-            let out = Command::new(&exe)
-                .args(["w3-child", b])
-                .output()
-                .expect("child");
-            assert!(
-                out.status.success(),
-                "{b}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let out = child(b, &["w3-child"]);
             let s = String::from_utf8_lossy(&out.stdout);
             let v: Vec<f64> = s
                 .split_whitespace()
@@ -592,6 +621,7 @@ fn main() {
         match a.as_str() {
             "--reps" => reps = it.next().and_then(|v| v.parse().ok()),
             "--threads" => threads = it.next().and_then(|v| v.parse().ok()).unwrap_or(1),
+            "--torch" => torch::enable(it.next().expect("--torch PYTHON").clone()),
             "--only" => {
                 only = it
                     .next()
@@ -608,6 +638,9 @@ fn main() {
     // The tape is the reference: always first.
     only.retain(|b| b != "tape" && ALL.contains(&b.as_str()));
     only.insert(0, "tape".into());
+    if torch::enabled() {
+        only.push("torch".into());
+    }
     // Thread pools of candle (rayon), burn-ndarray (rayon) and matrixmultiply (ndarray, the
     // tape): the same count for everyone, set before any pool starts. Children inherit it.
     let n = threads.to_string();
