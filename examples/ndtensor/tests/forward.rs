@@ -478,3 +478,32 @@ fn a_jvp_inside_backward() {
     assert_eq!(vals(&g), got, "the same gradient under a live level");
     drop(outer);
 }
+
+#[test]
+fn a_tangent_computed_from_an_output_that_requires_grad_is_recorded() {
+    // PyTorch 2.15, float64: x = [0.5] requiring grad, made dual with tangent [1] and taken
+    // through two steps of W1's chain y = tanh(y * 0.999 + 0.001). The tangent's formula reads
+    // the recorded `result`, so the tangent has a history of its own (grad_fn
+    // TanhBackwardBackward0), and backward through it gives the second derivative.
+    let x = Var::new(NdTensor::from_vec(vec![0.5], &[1]), true);
+    let _level = dual_level();
+    let one = Var::from_data(NdTensor::from_vec(vec![1.0], &[1]));
+    let mut y = make_dual(&x, &one).unwrap();
+    for _ in 0..2 {
+        y = tanh(&add_scalar(&mul_scalar(&y, 0.999).unwrap(), 0.001, 1.0).unwrap()).unwrap();
+    }
+    let u = unpack_dual(&y).unwrap();
+    let t = u.tangent.expect("a tangent");
+    assert!((vals(&u.primal)[0] - 0.4325649766321398).abs() < 1e-15);
+    assert!(
+        (vals(&t)[0] - 0.6377207207222558).abs() < 1e-15,
+        "{:?}",
+        vals(&t)
+    );
+    assert!(t.requires_grad());
+    let name = t.grad_fn().map(|n| n.name());
+    assert_eq!(name.as_deref(), Some("TanhBackwardBackward0"));
+    t.backward().unwrap();
+    let g = vals(&x.grad().unwrap())[0];
+    assert!((g - -1.0221394881937207).abs() < 1e-14, "{g}");
+}
