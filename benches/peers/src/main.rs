@@ -593,24 +593,33 @@ fn machine() -> String {
     format!("{cpu}, {cores} cores")
 }
 
+/// Runs a child's command (`w1-child`, `w2-child`, `w3-child`) if `args` is one; whether it was.
+fn run_child(args: &[String]) -> bool {
+    match args.first().map(String::as_str) {
+        Some("w3-child") => w3_child(&args[1]),
+        Some("w2-child") => {
+            let parse = |i: usize| args[i].parse().expect("w2-child count");
+            w2_child(&args[1], parse(2), parse(3));
+        }
+        Some("w1-child") => {
+            // A big stack: candle's backward walks the graph recursively.
+            let (b, ftz) = (args[1].clone(), args[2] == "1");
+            std::thread::Builder::new()
+                .stack_size(1 << 30)
+                .spawn(move || w1_child(&b, ftz))
+                .expect("thread")
+                .join()
+                .expect("w1 child");
+        }
+        _ => return false,
+    }
+    true
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("w3-child") {
-        return w3_child(&args[1]);
-    }
-    if args.first().map(String::as_str) == Some("w2-child") {
-        let parse = |i: usize| args[i].parse().expect("w2-child count");
-        return w2_child(&args[1], parse(2), parse(3));
-    }
-    if args.first().map(String::as_str) == Some("w1-child") {
-        // A big stack: candle's backward walks the graph recursively.
-        let (b, ftz) = (args[1].clone(), args[2] == "1");
-        return std::thread::Builder::new()
-            .stack_size(1 << 30)
-            .spawn(move || w1_child(&b, ftz))
-            .expect("thread")
-            .join()
-            .expect("w1 child");
+    if run_child(&args) {
+        return;
     }
     let mut workloads = Vec::new();
     let mut reps = None;
